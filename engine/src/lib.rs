@@ -1,0 +1,25 @@
+//! arbor-engine: the pure, deterministic core of arbor.
+//!
+//! Data flows one way: file -> [`load`] -> [`model::Workload`] ->
+//! [`derive`] (edges from recorded times) -> [`dag`] (validated, compiled to
+//! flat arrays) -> [`scheduler::Scheduler`] <-> a driver (virtual or live).
+//!
+//! No I/O happens here except reading input files in [`load`]; no clock, no
+//! threads, no hash-order iteration. Time is integer nanoseconds passed in by
+//! the caller.
+#![forbid(unsafe_code)]
+
+pub mod dag;
+pub mod derive;
+pub mod error;
+pub mod load;
+pub mod model;
+pub mod policy;
+pub mod queue;
+pub mod rng;
+pub mod scheduler;
+pub mod time;
+
+pub use error::{EngineError, InputError, PolicyError};
+pub use model::{Agent, AgentKind, Anchor, Edge, EdgeKind, InputKind, Tree, Turn, Workload};
+pub use time::Nanos;

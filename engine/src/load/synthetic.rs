@@ -1,0 +1,1 @@
+//! Synthetic workloads (placeholder, being written).

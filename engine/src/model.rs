@@ -1,0 +1,192 @@
+//! The workload model: what a recording says happened.
+//!
+//! Owns `Workload`, `Tree`, `Agent`, `Turn` and `Edge`. Loaders produce these;
+//! [`crate::derive`] turns recorded times into edges; [`crate::dag`] compiles
+//! trees into flat arrays for the scheduler. This module holds data and the
+//! small invariants that make it well-formed; it does no I/O and no
+//! scheduling.
+//!
+//! Times inside a tree are nanoseconds from the tree's own start (its
+//! `arrival`), so a tree can be replayed at any offset.
+
+use crate::time::Nanos;
+
+/// A whole corpus: the trees to replay, in a stable order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Workload {
+    pub trees: Vec<Tree>,
+}
+
+impl Workload {
+    pub fn agent_count(&self) -> usize {
+        self.trees.iter().map(|t| t.agents.len()).sum()
+    }
+
+    pub fn turn_count(&self) -> usize {
+        self.trees.iter().map(Tree::turn_count).sum()
+    }
+}
+
+/// One recorded agent session: a root agent and its subagents.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tree {
+    /// Identifier from the source (file name, trace id, session id).
+    pub id: String,
+    /// Where the tree came from, for error messages and reports
+    /// (`path` or `path:line`).
+    pub source: String,
+    /// Recorded arrival of the tree, from the workload's epoch.
+    pub arrival: Nanos,
+    /// `agents[0]` is the root. A child's `parent` always points to an
+    /// earlier agent.
+    pub agents: Vec<Agent>,
+    /// Edges stated by the format itself. `None` means "derive them from the
+    /// recorded times" (semantics section 2).
+    pub explicit_edges: Option<Vec<Edge>>,
+    /// Model names used by turns of this tree; `Turn::model` indexes it.
+    pub models: Vec<String>,
+    /// Tokens per hash block, when the format has hash ids.
+    pub block_size: u32,
+    /// Tokens of tool definitions and system prompt at the start of the
+    /// root agent's prompt, when the format records them.
+    pub tool_tokens: u32,
+    pub system_tokens: u32,
+}
+
+impl Tree {
+    pub fn turn_count(&self) -> usize {
+        self.agents.iter().map(|a| a.turns.len()).sum()
+    }
+
+    /// Flat index of each agent's first turn: agents laid out in order,
+    /// turns in order within an agent. `offsets[agents.len()]` is the total.
+    pub fn turn_offsets(&self) -> Vec<u32> {
+        let mut offsets = Vec::with_capacity(self.agents.len() + 1);
+        let mut next = 0u32;
+        for agent in &self.agents {
+            offsets.push(next);
+            next += agent.turns.len() as u32;
+        }
+        offsets.push(next);
+        offsets
+    }
+
+    /// Recorded end of the tree: the latest end of any turn.
+    pub fn recorded_span(&self) -> Nanos {
+        self.agents
+            .iter()
+            .flat_map(|a| a.turns.iter())
+            .map(Turn::end)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// How a child agent relates to its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AgentKind {
+    /// The tree's main conversation.
+    Root,
+    /// A subagent its parent waits for (joined back).
+    Blocking,
+    /// A subagent launched asynchronously: its parent never waits for it,
+    /// but the tree is live until it finishes.
+    Background,
+}
+
+impl AgentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentKind::Root => "root",
+            AgentKind::Blocking => "blocking",
+            AgentKind::Background => "background",
+        }
+    }
+}
+
+/// One conversation: an ordered list of turns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agent {
+    pub id: String,
+    /// Index of the parent agent in `Tree::agents`; `None` for the root.
+    pub parent: Option<u32>,
+    pub kind: AgentKind,
+    /// The agent's own recorded end (e.g. a subagent's spawn + duration),
+    /// when the format records one. Joins use the later of this and the
+    /// agent's last turn end.
+    pub recorded_end: Option<Nanos>,
+    /// Turns ordered by recorded start.
+    pub turns: Vec<Turn>,
+}
+
+/// What the client added to the conversation before this turn; it decides
+/// which gap transform applies to the gap before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum InputKind {
+    /// A tool result: the gap before it is tool time.
+    ToolResult,
+    /// User text: the gap before it is think time.
+    UserText,
+    #[default]
+    Unknown,
+}
+
+/// One LLM request as recorded.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Turn {
+    /// Recorded send time, from the tree's start.
+    pub start: Nanos,
+    /// Recorded service time (sent to last byte). `None` when unknown;
+    /// treated as 0 for edge derivation and by the `recorded` model.
+    pub duration: Option<Nanos>,
+    /// Prompt tokens.
+    pub isl: u32,
+    /// Output tokens.
+    pub osl: u32,
+    /// Recorded time to first token, when known.
+    pub ttft: Option<Nanos>,
+    /// Index into `Tree::models`.
+    pub model: Option<u16>,
+    pub input_kind: InputKind,
+    /// Prefix-hash block ids (empty when the format has none).
+    pub hash_ids: Box<[u32]>,
+}
+
+impl Turn {
+    /// Recorded end; an unknown duration counts as 0.
+    pub fn end(&self) -> Nanos {
+        self.start + self.duration.unwrap_or(0)
+    }
+}
+
+/// When an edge's clock starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Anchor {
+    /// When the source turn completed (last byte received).
+    End,
+    /// When the source turn was sent.
+    Start,
+}
+
+/// Why an edge exists; decides nothing in the scheduler but is reported and
+/// tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EdgeKind {
+    /// Between turns of one agent.
+    Sequence,
+    /// From a parent turn to a child agent's first turn.
+    Spawn,
+    /// From a child's last-ending turn to the parent turn that waits for it.
+    Join,
+}
+
+/// `to` may not be sent before `anchor(from) + gap`. Turn ids are flat
+/// indices in the tree (see [`Tree::turn_offsets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Edge {
+    pub from: u32,
+    pub to: u32,
+    pub anchor: Anchor,
+    pub gap: Nanos,
+    pub kind: EdgeKind,
+}

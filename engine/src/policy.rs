@@ -1,0 +1,367 @@
+//! Policies: what a run changes on purpose (semantics section 3).
+//!
+//! Owns the policy types, their textual forms (as typed on the command line,
+//! parsed by `FromStr`, printed by `Display`) and the arithmetic of gap
+//! transforms. The scheduler applies them; this module does not schedule.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::PolicyError;
+use crate::model::InputKind;
+use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
+
+/// Parts per million: fractional percentages without floats in state.
+const PPM_PER_PERCENT: u64 = 10_000;
+
+/// How a recorded gap is changed before it is replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GapTransform {
+    #[default]
+    Recorded,
+    Zero,
+    /// Scale by a percentage, held in parts per million (`pct:50` = 500_000).
+    Scale { ppm: u64 },
+    /// Clip to at most this long.
+    Max(Nanos),
+    /// Replace by a fixed gap.
+    Fixed(Nanos),
+}
+
+impl GapTransform {
+    pub fn apply(self, gap: Nanos) -> Nanos {
+        match self {
+            GapTransform::Recorded => gap,
+            GapTransform::Zero => 0,
+            GapTransform::Scale { ppm } => {
+                let scaled = (gap as u128 * ppm as u128 + 500_000) / 1_000_000;
+                scaled.min(u64::MAX as u128) as Nanos
+            }
+            GapTransform::Max(cap) => gap.min(cap),
+            GapTransform::Fixed(fixed) => fixed,
+        }
+    }
+
+    pub fn is_identity(self) -> bool {
+        matches!(self, GapTransform::Recorded | GapTransform::Scale { ppm: 1_000_000 })
+    }
+}
+
+fn parse_percent(flag: &'static str, text: &str) -> Result<u64, PolicyError> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| PolicyError::new(flag, format!("expected a percentage, got `{text}`")))?;
+    if !value.is_finite() || !(0.0..=1.0e6).contains(&value) {
+        return Err(PolicyError::new(
+            flag,
+            format!("expected a percentage between 0 and 1000000, got `{text}`"),
+        ));
+    }
+    Ok((value * PPM_PER_PERCENT as f64).round() as u64)
+}
+
+fn parse_millis(flag: &'static str, text: &str) -> Result<Nanos, PolicyError> {
+    text.parse::<f64>()
+        .ok()
+        .and_then(millis_to_nanos)
+        .ok_or_else(|| {
+            PolicyError::new(flag, format!("expected a non-negative number of milliseconds, got `{text}`"))
+        })
+}
+
+/// Parses a non-negative number of seconds (e.g. `--idle-gap-cap 10`).
+pub fn parse_seconds(flag: &'static str, text: &str) -> Result<Nanos, PolicyError> {
+    text.parse::<f64>()
+        .ok()
+        .and_then(secs_to_nanos)
+        .ok_or_else(|| PolicyError::new(flag, format!("expected a non-negative number of seconds, got `{text}`")))
+}
+
+fn parse_rate(flag: &'static str, text: &str) -> Result<f64, PolicyError> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 && rate <= 1.0e9 => Ok(rate),
+        _ => Err(PolicyError::new(
+            flag,
+            format!("expected a positive rate in trees per second, got `{text}`"),
+        )),
+    }
+}
+
+impl GapTransform {
+    /// Parses `recorded|zero|pct:P|max:MS|fixed:MS` for the flag named.
+    pub fn parse(flag: &'static str, text: &str) -> Result<Self, PolicyError> {
+        let (kind, arg) = match text.split_once(':') {
+            Some((k, a)) => (k, Some(a)),
+            None => (text, None),
+        };
+        match (kind, arg) {
+            ("recorded", None) => Ok(GapTransform::Recorded),
+            ("zero", None) => Ok(GapTransform::Zero),
+            ("pct", Some(p)) => Ok(GapTransform::Scale { ppm: parse_percent(flag, p)? }),
+            ("max", Some(ms)) => Ok(GapTransform::Max(parse_millis(flag, ms)?)),
+            ("fixed", Some(ms)) => Ok(GapTransform::Fixed(parse_millis(flag, ms)?)),
+            _ => Err(PolicyError::new(
+                flag,
+                format!("expected recorded, zero, pct:P, max:MS or fixed:MS, got `{text}`"),
+            )),
+        }
+    }
+}
+
+impl FromStr for GapTransform {
+    type Err = PolicyError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        GapTransform::parse("--tool-time", s)
+    }
+}
+
+fn fmt_ms(ns: Nanos) -> String {
+    format!("{}", ns as f64 / 1e6)
+}
+
+impl fmt::Display for GapTransform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            GapTransform::Recorded => write!(f, "recorded"),
+            GapTransform::Zero => write!(f, "zero"),
+            GapTransform::Scale { ppm } => write!(f, "pct:{}", ppm as f64 / PPM_PER_PERCENT as f64),
+            GapTransform::Max(ns) => write!(f, "max:{}", fmt_ms(ns)),
+            GapTransform::Fixed(ns) => write!(f, "fixed:{}", fmt_ms(ns)),
+        }
+    }
+}
+
+/// The class of a gap, decided by what the next turn's input is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GapClass {
+    Tool,
+    Think,
+    Other,
+}
+
+impl GapClass {
+    pub fn of(next_input: InputKind) -> Self {
+        match next_input {
+            InputKind::ToolResult => GapClass::Tool,
+            InputKind::UserText => GapClass::Think,
+            InputKind::Unknown => GapClass::Other,
+        }
+    }
+}
+
+/// When each tree (play) arrives in an open-loop run.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Arrival {
+    /// Every tree at time 0.
+    Immediate,
+    /// At the tree's recorded arrival.
+    #[default]
+    Recorded,
+    /// Exponential inter-arrival times with this mean rate (trees/s), seeded.
+    Poisson(f64),
+    /// Evenly spaced at this rate (trees/s).
+    Rate(f64),
+}
+
+impl FromStr for Arrival {
+    type Err = PolicyError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        const FLAG: &str = "--arrival";
+        match text.split_once(':') {
+            None if text == "immediate" => Ok(Arrival::Immediate),
+            None if text == "recorded" => Ok(Arrival::Recorded),
+            Some(("poisson", rate)) => Ok(Arrival::Poisson(parse_rate(FLAG, rate)?)),
+            Some(("rate", rate)) => Ok(Arrival::Rate(parse_rate(FLAG, rate)?)),
+            _ => Err(PolicyError::new(
+                FLAG,
+                format!("expected immediate, recorded, poisson:RATE or rate:RATE, got `{text}`"),
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Arrival {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arrival::Immediate => write!(f, "immediate"),
+            Arrival::Recorded => write!(f, "recorded"),
+            Arrival::Poisson(r) => write!(f, "poisson:{r}"),
+            Arrival::Rate(r) => write!(f, "rate:{r}"),
+        }
+    }
+}
+
+/// Default window over which copies are spread when no span is given.
+pub const DEFAULT_STAGGER_SPAN: Nanos = 60 * NANOS_PER_SEC;
+
+/// How copy `k` of a tree is delayed relative to copy 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stagger {
+    #[default]
+    None,
+    /// Copy `k` of `K` starts `k * span / K` later.
+    Even { span: Nanos },
+    /// Copy `k > 0` starts a seeded uniform time in `[0, span)` later.
+    Random { span: Nanos },
+}
+
+impl FromStr for Stagger {
+    type Err = PolicyError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        const FLAG: &str = "--stagger";
+        let (kind, span) = match text.split_once(':') {
+            Some((k, s)) => (k, Some(parse_seconds(FLAG, s)?)),
+            None => (text, None),
+        };
+        let span = span.unwrap_or(DEFAULT_STAGGER_SPAN);
+        match kind {
+            "none" if span == DEFAULT_STAGGER_SPAN => Ok(Stagger::None),
+            "even" => Ok(Stagger::Even { span }),
+            "random" => Ok(Stagger::Random { span }),
+            _ => Err(PolicyError::new(
+                FLAG,
+                format!("expected none, even[:SPAN_S] or random[:SPAN_S], got `{text}`"),
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Stagger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Stagger::None => write!(f, "none"),
+            Stagger::Even { span } => write!(f, "even:{}", span as f64 / 1e9),
+            Stagger::Random { span } => write!(f, "random:{}", span as f64 / 1e9),
+        }
+    }
+}
+
+/// Everything the scheduler needs to know about a run besides the workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Transform of tool gaps (before a tool-result input).
+    pub tool_time: GapTransform,
+    /// Transform of think gaps (before user text); `pct:P` from
+    /// `--think-time-pct P`.
+    pub think_time: GapTransform,
+    pub arrival: Arrival,
+    /// Each tree is played this many times (at least 1).
+    pub copies: u32,
+    pub stagger: Stagger,
+    /// At most this many requests in flight; more wait in a FIFO.
+    pub max_inflight: Option<u32>,
+    /// Closed loop: this many lanes, each running one tree at a time.
+    pub sessions: Option<u32>,
+    /// With `sessions`, lanes cycle through their share until the duration.
+    pub loop_lanes: bool,
+    /// Global idle-gap cap.
+    pub idle_gap_cap: Option<Nanos>,
+    /// After this, no new turn is sent.
+    pub duration: Option<Nanos>,
+    /// In-flight requests at the end of `duration` get this long, then are
+    /// cancelled.
+    pub grace: Nanos,
+    pub seed: u64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            tool_time: GapTransform::Recorded,
+            think_time: GapTransform::Recorded,
+            arrival: Arrival::Recorded,
+            copies: 1,
+            stagger: Stagger::None,
+            max_inflight: None,
+            sessions: None,
+            loop_lanes: false,
+            idle_gap_cap: None,
+            duration: None,
+            grace: 30 * NANOS_PER_SEC,
+            seed: 0,
+        }
+    }
+}
+
+impl Policy {
+    /// Checks combinations that make no sense; single values are checked
+    /// when parsed.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if self.copies == 0 {
+            return Err(PolicyError::new("--copies", "expected at least 1"));
+        }
+        if self.max_inflight == Some(0) {
+            return Err(PolicyError::new("--max-inflight", "expected at least 1"));
+        }
+        if self.sessions == Some(0) {
+            return Err(PolicyError::new("--sessions", "expected at least 1"));
+        }
+        if self.loop_lanes && self.sessions.is_none() {
+            return Err(PolicyError::new("--loop", "needs --sessions N (lanes to loop)"));
+        }
+        if self.loop_lanes && self.duration.is_none() {
+            return Err(PolicyError::new("--loop", "needs --duration S, or the run never ends"));
+        }
+        Ok(())
+    }
+
+    /// The transformed gap before a turn whose input is `next_input`.
+    pub fn transform_gap(&self, gap: Nanos, next_input: InputKind) -> Nanos {
+        match GapClass::of(next_input) {
+            GapClass::Tool => self.tool_time.apply(gap),
+            GapClass::Think => self.think_time.apply(gap),
+            GapClass::Other => gap,
+        }
+    }
+
+    /// `--think-time-pct P` as a transform.
+    pub fn think_pct(percent: &str) -> Result<GapTransform, PolicyError> {
+        Ok(GapTransform::Scale {
+            ppm: parse_percent("--think-time-pct", percent)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gap_transforms_parse_and_apply() {
+        let s = NANOS_PER_SEC;
+        assert_eq!(GapTransform::parse("f", "zero").unwrap().apply(5 * s), 0);
+        assert_eq!(GapTransform::parse("f", "pct:50").unwrap().apply(5 * s), 2_500_000_000);
+        assert_eq!(GapTransform::parse("f", "pct:12.5").unwrap().apply(8 * s), s);
+        assert_eq!(GapTransform::parse("f", "max:1000").unwrap().apply(5 * s), s);
+        assert_eq!(GapTransform::parse("f", "max:1000").unwrap().apply(s / 2), s / 2);
+        assert_eq!(GapTransform::parse("f", "fixed:250").unwrap().apply(5 * s), s / 4);
+        assert_eq!(GapTransform::parse("f", "recorded").unwrap().apply(7), 7);
+        for bad in ["pct", "pct:x", "max:-1", "fixed:nan", "bogus", "zero:1"] {
+            assert!(GapTransform::parse("f", bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn arrival_and_stagger_round_trip() {
+        for text in ["immediate", "recorded", "poisson:2.5", "rate:10"] {
+            assert_eq!(text.parse::<Arrival>().unwrap().to_string(), text);
+        }
+        assert!("poisson:0".parse::<Arrival>().is_err());
+        assert!("rate:-1".parse::<Arrival>().is_err());
+        assert_eq!("even".parse::<Stagger>().unwrap(), Stagger::Even { span: DEFAULT_STAGGER_SPAN });
+        assert_eq!("random:2".parse::<Stagger>().unwrap(), Stagger::Random { span: 2 * NANOS_PER_SEC });
+        assert!("none:3".parse::<Stagger>().is_err());
+    }
+
+    #[test]
+    fn gaps_are_classed_by_the_next_input() {
+        let policy = Policy {
+            tool_time: GapTransform::Zero,
+            think_time: GapTransform::Scale { ppm: 2_000_000 },
+            ..Policy::default()
+        };
+        assert_eq!(policy.transform_gap(10, InputKind::ToolResult), 0);
+        assert_eq!(policy.transform_gap(10, InputKind::UserText), 20);
+        assert_eq!(policy.transform_gap(10, InputKind::Unknown), 10);
+    }
+}
