@@ -31,6 +31,8 @@ pub struct CompiledTree {
     /// Recorded arrival.
     pub arrival: Nanos,
     pub agent_count: u32,
+    /// Agent ids, indexed by agent.
+    pub agent_ids: Vec<String>,
     pub agent_of: Vec<u32>,
     pub index_in_agent: Vec<u32>,
     /// Recorded start from the tree start: the offset of a source turn.
@@ -180,6 +182,7 @@ pub fn compile_tree(
         source: tree.source.clone(),
         arrival: tree.arrival,
         agent_count: tree.agents.len() as u32,
+        agent_ids: tree.agents.iter().map(|a| a.id.clone()).collect(),
         agent_of: Vec::with_capacity(n),
         index_in_agent: Vec::with_capacity(n),
         start: Vec::with_capacity(n),

@@ -1,1 +1,788 @@
-//! TODO
+//! The discrete-event scheduler: a sans-IO state machine.
+//!
+//! Owns when each turn of each play may be sent, and nothing else: no clock,
+//! no sockets, no service model. A driver feeds it what happened and asks it
+//! what to do, in the style of `quinn-proto`:
+//!
+//! - [`Scheduler::handle_timeout`]`(now)`: time has reached `now`; fire due
+//!   timers (arrivals, gaps), the duration deadline and the grace deadline.
+//! - [`Scheduler::handle_sent`]`(now, id)`: the request was put on the wire.
+//! - [`Scheduler::handle_completion`]`(now, id, outcome)`: its last byte
+//!   arrived (or it failed or was cancelled).
+//! - [`Scheduler::poll_command`]: what to do now (dispatch or cancel a
+//!   request). Call it until it returns `None` after every `handle_*`.
+//! - [`Scheduler::poll_timeout`]: when to call `handle_timeout` next.
+//!   `None` with no request in flight means the run is over.
+//!
+//! # Time and order
+//! Times are nanoseconds from the run's epoch and must never go backwards
+//! across calls. Timers with equal due times fire in insertion order. When a
+//! completion and a timer share a time, the driver reports the completion
+//! first; the virtual driver does. A turn whose last constraint resolves at
+//! `now` with zero gap is dispatched within the same call.
+//!
+//! # Idle-gap cap
+//! Pending timers are stored under keys in a shifted time base:
+//! `key = due + shift`, where `shift` is the total time skipped so far. An
+//! idle shift moves every pending timer (and every partial constraint of a
+//! blocked turn) earlier by the same amount by raising `shift` once: one
+//! offset, not a rewrite of every timer. The system is idle when nothing is
+//! in flight and nothing waits for the request cap.
+//!
+//! # Closed loop
+//! With `sessions = N` the corpus (every tree times `copies`) is shuffled by
+//! a seeded permutation and dealt round-robin to N lanes. A lane plays its
+//! share in order, one tree at a time; it is freed when every turn of its
+//! tree (background children included) is done, and starts its next tree at
+//! that instant. Which trees a lane plays never depends on timing.
+//!
+//! # Lifecycle and deadlock
+//! A turn moves `Blocked -> Timer -> (Queued) -> Dispatched -> Sent ->
+//! Done|Failed|Cancelled`, or to `Skipped` when the duration ends first. A
+//! failed request still resolves its successors, so a failure never stalls
+//! a tree. Derived and validated DAGs cannot deadlock: every blocked turn
+//! waits on an edge whose source is pending, in flight or on a timer.
+
+use std::collections::VecDeque;
+
+use rand::Rng;
+use rand_distr::{Distribution, Exp};
+
+use crate::dag::{CompiledTree, CompiledWorkload};
+use crate::error::{EngineError, PolicyError};
+use crate::model::Anchor;
+use crate::policy::{Arrival, Policy, Stagger};
+use crate::rng::{stream, Purpose};
+use crate::time::{Nanos, NANOS_PER_SEC};
+
+/// Identifies one request (one turn of one play) for the whole run.
+pub type RequestId = u64;
+
+/// What the driver must do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// Send this request now, then report `handle_sent`.
+    Dispatch(RequestId),
+    /// Abort this in-flight request, then report its completion as
+    /// [`Outcome::Cancelled`].
+    Cancel(RequestId),
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    /// The request failed (error status, cut stream, ...). Successors still
+    /// proceed.
+    Failed,
+    Cancelled,
+}
+
+/// Where a turn is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnState {
+    /// Waiting for incoming edges.
+    Blocked,
+    /// All edges resolved, waiting for its gap to elapse.
+    Timer,
+    /// Eligible, waiting for the request cap.
+    Queued,
+    Dispatched,
+    Sent,
+    Done,
+    Failed,
+    Cancelled,
+    /// Never sent: the duration ended first.
+    Skipped,
+}
+
+impl TurnState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnState::Blocked => "blocked",
+            TurnState::Timer => "timer",
+            TurnState::Queued => "queued",
+            TurnState::Dispatched => "dispatched",
+            TurnState::Sent => "sent",
+            TurnState::Done => "ok",
+            TurnState::Failed => "failed",
+            TurnState::Cancelled => "cancelled",
+            TurnState::Skipped => "skipped",
+        }
+    }
+
+    fn is_pending(self) -> bool {
+        matches!(self, TurnState::Blocked | TurnState::Timer | TurnState::Queued)
+    }
+
+    fn is_in_flight(self) -> bool {
+        matches!(self, TurnState::Dispatched | TurnState::Sent)
+    }
+}
+
+/// The life of one turn of one play. Times are from the run's epoch;
+/// `shift_*` record the cumulative idle shift at that moment, so the shift
+/// credited to a turn between two events is their difference.
+#[derive(Debug, Clone, Copy)]
+pub struct Slot {
+    pub play: u32,
+    pub turn: u32,
+    pub state: TurnState,
+    pending_in: u32,
+    /// Latest constraint so far, in the shifted time base.
+    due_key: Nanos,
+    pub eligible: Nanos,
+    pub dispatched: Nanos,
+    pub sent: Nanos,
+    pub end: Nanos,
+    pub shift_at_eligible: Nanos,
+    pub shift_at_sent: Nanos,
+    pub shift_at_end: Nanos,
+}
+
+/// One scheduled instance of a tree.
+#[derive(Debug, Clone, Copy)]
+pub struct Play {
+    pub tree: u32,
+    pub copy: u32,
+    pub lane: Option<u32>,
+    /// Planned arrival (before any idle shift).
+    pub planned: Nanos,
+    pub started: Option<Nanos>,
+    pub done: Option<Nanos>,
+    slot_base: u32,
+    remaining: u32,
+}
+
+impl Play {
+    /// Request id of this play's turn `turn`, once started.
+    pub fn request(&self, turn: u32) -> Option<RequestId> {
+        self.started.map(|_| (self.slot_base + turn) as RequestId)
+    }
+}
+
+/// A closed-loop lane.
+#[derive(Debug, Clone, Default)]
+pub struct Lane {
+    /// The (tree, copy) pairs this lane plays, in order.
+    pub share: Vec<(u32, u32)>,
+    next: usize,
+    /// Plays started by this lane.
+    pub plays: u32,
+    /// When the lane finished its share (without `--loop`).
+    pub dry_at: Option<Nanos>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Timer {
+    Turn(u32),
+    Play(u32),
+    Lane(u32),
+}
+
+/// Counters a plan or run reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub peak_inflight: u32,
+    pub peak_inflight_at: Nanos,
+    pub peak_live_trees: u32,
+    pub peak_live_trees_at: Nanos,
+    pub idle_shifts: u64,
+    pub idle_skipped: Nanos,
+    /// Events handled: timer firings, dispatches, sends, completions.
+    pub events: u64,
+    pub dispatched: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub skipped: u64,
+    pub plays_started: u64,
+    pub plays_done: u64,
+    /// Plays whose arrival never came before the duration ended.
+    pub plays_not_started: u64,
+    /// Latest completion seen.
+    pub last_completion: Nanos,
+    pub stopped_at: Option<Nanos>,
+}
+
+/// The scheduler. See the module documentation for the protocol.
+#[derive(Debug)]
+pub struct Scheduler {
+    trees: Vec<CompiledTree>,
+    policy: Policy,
+    plays: Vec<Play>,
+    lanes: Vec<Lane>,
+    slots: Vec<Slot>,
+    timers: crate::queue::EventQueue<Timer>,
+    ready: VecDeque<u32>,
+    commands: VecDeque<Command>,
+    inflight: u32,
+    live_trees: u32,
+    shift: Nanos,
+    idle_since: Option<Nanos>,
+    now: Nanos,
+    stopped: bool,
+    grace_fired: bool,
+    stats: Stats,
+}
+
+impl Scheduler {
+    /// Builds the scheduler at time 0 of the run's epoch: open-loop plays
+    /// get their arrival timers, closed-loop lanes their start timers.
+    pub fn new(workload: CompiledWorkload, policy: Policy) -> Result<Self, PolicyError> {
+        policy.validate()?;
+        let turns = workload.turns as usize * policy.copies as usize;
+        let mut scheduler = Scheduler {
+            trees: workload.trees,
+            policy,
+            plays: Vec::new(),
+            lanes: Vec::new(),
+            slots: Vec::new(),
+            timers: crate::queue::EventQueue::default(),
+            ready: VecDeque::new(),
+            commands: VecDeque::new(),
+            inflight: 0,
+            live_trees: 0,
+            shift: 0,
+            idle_since: None,
+            now: 0,
+            stopped: false,
+            grace_fired: false,
+            stats: Stats::default(),
+        };
+        if scheduler.policy.sessions.is_none() && !scheduler.policy.loop_lanes {
+            scheduler.slots.reserve(turns);
+        }
+        match scheduler.policy.sessions {
+            None => scheduler.plan_open_loop(),
+            Some(n) => scheduler.plan_lanes(n),
+        }
+        scheduler.check_idle(0);
+        Ok(scheduler)
+    }
+
+    /// Arrival offsets of `count` arrivals under the policy's arrival
+    /// process (index order); `None` for `recorded`, which uses each tree's
+    /// own arrival.
+    fn arrival_offsets(&self, count: usize) -> Option<Vec<Nanos>> {
+        match self.policy.arrival {
+            Arrival::Recorded => None,
+            Arrival::Immediate => Some(vec![0; count]),
+            Arrival::Rate(rate) => {
+                let interval = (NANOS_PER_SEC as f64 / rate).round() as Nanos;
+                Some((0..count as u64).map(|i| i.saturating_mul(interval)).collect())
+            }
+            Arrival::Poisson(rate) => {
+                let mut rng = stream(self.policy.seed, Purpose::Arrival, 0, 0, 0);
+                let exp = Exp::new(rate).ok()?;
+                let mut at: Nanos = 0;
+                let mut out = Vec::with_capacity(count);
+                for i in 0..count {
+                    if i > 0 {
+                        let gap: f64 = exp.sample(&mut rng);
+                        at = at.saturating_add((gap * NANOS_PER_SEC as f64).round() as Nanos);
+                    }
+                    out.push(at);
+                }
+                Some(out)
+            }
+        }
+    }
+
+    fn stagger_offset(&self, tree: u32, copy: u32) -> Nanos {
+        let copies = self.policy.copies as u64;
+        match self.policy.stagger {
+            Stagger::None => 0,
+            Stagger::Even { span } => ((span as u128 * copy as u128) / copies as u128) as Nanos,
+            Stagger::Random { span } if copy > 0 && span > 0 => {
+                stream(self.policy.seed, Purpose::Stagger, tree as u64, copy as u64, 0).random_range(0..span)
+            }
+            Stagger::Random { .. } => 0,
+        }
+    }
+
+    fn plan_open_loop(&mut self) {
+        let trees = self.trees.len() as u32;
+        let count = trees as usize * self.policy.copies as usize;
+        let offsets = self.arrival_offsets(count);
+        self.plays.reserve(count);
+        for copy in 0..self.policy.copies {
+            for tree in 0..trees {
+                let index = (copy * trees + tree) as usize;
+                let base = match &offsets {
+                    Some(o) => o[index],
+                    None => self.trees[tree as usize].arrival,
+                };
+                let planned = base.saturating_add(self.stagger_offset(tree, copy));
+                let play = self.plays.len() as u32;
+                self.plays.push(Play {
+                    tree,
+                    copy,
+                    lane: None,
+                    planned,
+                    started: None,
+                    done: None,
+                    slot_base: 0,
+                    remaining: 0,
+                });
+                self.timers.push(planned, Timer::Play(play));
+            }
+        }
+    }
+
+    fn plan_lanes(&mut self, lanes: u32) {
+        let trees = self.trees.len() as u32;
+        let mut corpus: Vec<(u32, u32)> = (0..self.policy.copies)
+            .flat_map(|copy| (0..trees).map(move |tree| (tree, copy)))
+            .collect();
+        let mut rng = stream(self.policy.seed, Purpose::Lanes, 0, 0, 0);
+        // Fisher-Yates, written out so the permutation is fixed by the
+        // seed alone (no dependence on a library's shuffle algorithm).
+        for i in (1..corpus.len()).rev() {
+            let j = rng.random_range(0..=i);
+            corpus.swap(i, j);
+        }
+        self.lanes = vec![Lane::default(); lanes as usize];
+        for (i, entry) in corpus.into_iter().enumerate() {
+            self.lanes[i % lanes as usize].share.push(entry);
+        }
+        let starts = self.arrival_offsets(lanes as usize);
+        for lane in 0..lanes {
+            let at = starts.as_ref().map_or(0, |s| s[lane as usize]);
+            self.timers.push(at, Timer::Lane(lane));
+        }
+    }
+
+    // ----- driver-facing verbs -------------------------------------------
+
+    /// The next command, if any. Call until `None` after every `handle_*`.
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.commands.pop_front()
+    }
+
+    /// When `handle_timeout` should next be called. `None`: no timer is
+    /// pending (the run is over once nothing is in flight either).
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        let mut next = self.timers.peek_key().map(|k| k.saturating_sub(self.shift));
+        if let Some(deadline) = self.deadline() {
+            if !self.stopped && (next.is_some() || self.inflight > 0 || self.has_live_work()) {
+                next = Some(next.map_or(deadline, |n| n.min(deadline)));
+            }
+            if self.stopped && !self.grace_fired && self.inflight > 0 {
+                let grace_end = deadline.saturating_add(self.policy.grace);
+                next = Some(next.map_or(grace_end, |n| n.min(grace_end)));
+            }
+        }
+        next
+    }
+
+    /// Time has reached `now`: fire every timer due by then.
+    pub fn handle_timeout(&mut self, now: Nanos) -> Result<(), EngineError> {
+        self.advance(now)?;
+        let deadline = self.deadline();
+        while let Some(key) = self.timers.peek_key() {
+            let due = key.saturating_sub(self.shift);
+            if due > now || deadline.is_some_and(|d| due >= d) {
+                break;
+            }
+            let Some((_, timer)) = self.timers.pop_due(key) else { break };
+            self.stats.events += 1;
+            match timer {
+                Timer::Turn(slot) => self.become_eligible(slot, due, now),
+                Timer::Play(play) => self.start_play(play, due, now),
+                Timer::Lane(lane) => self.start_next_in_lane(lane, due, now),
+            }
+        }
+        if let Some(deadline) = deadline {
+            if now >= deadline && !self.stopped {
+                self.stop(now);
+            }
+            if self.stopped && !self.grace_fired && now >= deadline.saturating_add(self.policy.grace) {
+                self.fire_grace();
+            }
+        }
+        self.check_idle(now);
+        Ok(())
+    }
+
+    /// The request was put on the wire at `now`.
+    pub fn handle_sent(&mut self, now: Nanos, id: RequestId) -> Result<(), EngineError> {
+        let index = self.slot_index(id)?;
+        match self.slots[index as usize].state {
+            TurnState::Dispatched => {}
+            TurnState::Sent => return Err(EngineError::AlreadySent(id)),
+            TurnState::Done | TurnState::Failed | TurnState::Cancelled => {
+                return Err(EngineError::AlreadyCompleted(id))
+            }
+            _ => return Err(EngineError::NotDispatched(id)),
+        }
+        self.advance(now)?;
+        self.stats.events += 1;
+        let slot = &mut self.slots[index as usize];
+        slot.state = TurnState::Sent;
+        slot.sent = now;
+        slot.shift_at_sent = self.shift;
+        self.resolve_out_edges(index, Anchor::Start, now);
+        self.check_idle(now);
+        Ok(())
+    }
+
+    /// The request's last byte arrived at `now` (or it ended otherwise).
+    /// A request completed without `handle_sent` counts as sent at `now`.
+    pub fn handle_completion(&mut self, now: Nanos, id: RequestId, outcome: Outcome) -> Result<(), EngineError> {
+        let index = self.slot_index(id)?;
+        let was_sent = match self.slots[index as usize].state {
+            TurnState::Dispatched => false,
+            TurnState::Sent => true,
+            TurnState::Done | TurnState::Failed | TurnState::Cancelled => {
+                return Err(EngineError::AlreadyCompleted(id))
+            }
+            _ => return Err(EngineError::NotDispatched(id)),
+        };
+        self.advance(now)?;
+        self.stats.events += 1;
+        if !was_sent {
+            let slot = &mut self.slots[index as usize];
+            slot.sent = now;
+            slot.shift_at_sent = self.shift;
+            self.resolve_out_edges(index, Anchor::Start, now);
+        }
+        let slot = &mut self.slots[index as usize];
+        slot.end = now;
+        slot.shift_at_end = self.shift;
+        slot.state = match outcome {
+            Outcome::Ok => TurnState::Done,
+            Outcome::Failed => TurnState::Failed,
+            Outcome::Cancelled => TurnState::Cancelled,
+        };
+        let play = slot.play;
+        match outcome {
+            Outcome::Ok => self.stats.completed += 1,
+            Outcome::Failed => self.stats.failed += 1,
+            Outcome::Cancelled => self.stats.cancelled += 1,
+        }
+        self.stats.last_completion = self.stats.last_completion.max(now);
+        self.inflight -= 1;
+        // Turns already waiting for the cap go first (FIFO by eligibility),
+        // then successors made eligible by this completion.
+        self.drain_ready(now);
+        self.resolve_out_edges(index, Anchor::End, now);
+        self.turn_finished(play, now);
+        self.check_idle(now);
+        Ok(())
+    }
+
+    // ----- queries ---------------------------------------------------------
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn trees(&self) -> &[CompiledTree] {
+        &self.trees
+    }
+
+    pub fn plays(&self) -> &[Play] {
+        &self.plays
+    }
+
+    pub fn lanes(&self) -> &[Lane] {
+        &self.lanes
+    }
+
+    /// Every turn of every started play, in request-id order.
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    pub fn slot(&self, id: RequestId) -> Option<&Slot> {
+        usize::try_from(id).ok().and_then(|i| self.slots.get(i))
+    }
+
+    /// The tree and play of a request.
+    pub fn request_tree(&self, id: RequestId) -> Option<(&CompiledTree, &Play, u32)> {
+        let slot = self.slot(id)?;
+        let play = self.plays.get(slot.play as usize)?;
+        Some((self.trees.get(play.tree as usize)?, play, slot.turn))
+    }
+
+    pub fn inflight(&self) -> u32 {
+        self.inflight
+    }
+
+    /// Total idle time skipped so far.
+    pub fn shift(&self) -> Nanos {
+        self.shift
+    }
+
+    /// True when nothing is in flight and nothing will ever happen again.
+    pub fn is_finished(&self) -> bool {
+        self.inflight == 0 && self.commands.is_empty() && self.poll_timeout().is_none()
+    }
+
+    // ----- internals -----------------------------------------------------
+
+    fn deadline(&self) -> Option<Nanos> {
+        self.policy.duration
+    }
+
+    fn has_live_work(&self) -> bool {
+        !self.ready.is_empty() || self.live_trees > 0
+    }
+
+    fn advance(&mut self, now: Nanos) -> Result<(), EngineError> {
+        if now < self.now {
+            return Err(EngineError::TimeWentBackwards { now, last: self.now });
+        }
+        self.now = now;
+        Ok(())
+    }
+
+    fn slot_index(&self, id: RequestId) -> Result<u32, EngineError> {
+        if id < self.slots.len() as u64 {
+            Ok(id as u32)
+        } else {
+            Err(EngineError::UnknownRequest(id))
+        }
+    }
+
+    fn start_play(&mut self, play: u32, at: Nanos, now: Nanos) {
+        if self.stopped {
+            return;
+        }
+        let tree_index = self.plays[play as usize].tree as usize;
+        let turns = self.trees[tree_index].turn_count();
+        let base = self.slots.len() as u32;
+        {
+            let p = &mut self.plays[play as usize];
+            p.started = Some(at);
+            p.slot_base = base;
+            p.remaining = turns;
+        }
+        let tree = &self.trees[tree_index];
+        self.slots.extend((0..turns).map(|turn| Slot {
+            play,
+            turn,
+            state: TurnState::Blocked,
+            pending_in: tree.in_degree[turn as usize],
+            due_key: 0,
+            eligible: 0,
+            dispatched: 0,
+            sent: 0,
+            end: 0,
+            shift_at_eligible: 0,
+            shift_at_sent: 0,
+            shift_at_end: 0,
+        }));
+        self.stats.plays_started += 1;
+        self.live_trees += 1;
+        if self.live_trees > self.stats.peak_live_trees {
+            self.stats.peak_live_trees = self.live_trees;
+            self.stats.peak_live_trees_at = at;
+        }
+        for i in 0..self.trees[tree_index].sources.len() {
+            let source = self.trees[tree_index].sources[i];
+            let offset = self.trees[tree_index].start[source as usize];
+            let slot = base + source;
+            self.slots[slot as usize].due_key = at.saturating_add(offset).saturating_add(self.shift);
+            self.schedule(slot, now);
+        }
+    }
+
+    fn start_next_in_lane(&mut self, lane: u32, at: Nanos, now: Nanos) {
+        if self.stopped {
+            return;
+        }
+        let l = &mut self.lanes[lane as usize];
+        if l.share.is_empty() {
+            l.dry_at.get_or_insert(at);
+            return;
+        }
+        if l.next == l.share.len() {
+            if !self.policy.loop_lanes {
+                l.dry_at = Some(at);
+                return;
+            }
+            l.next = 0;
+        }
+        let (tree, copy) = l.share[l.next];
+        l.next += 1;
+        l.plays += 1;
+        let play = self.plays.len() as u32;
+        self.plays.push(Play {
+            tree,
+            copy,
+            lane: Some(lane),
+            planned: at,
+            started: None,
+            done: None,
+            slot_base: 0,
+            remaining: 0,
+        });
+        self.start_play(play, at, now);
+    }
+
+    /// All edges of `slot` resolved: wait for the due time or go now.
+    fn schedule(&mut self, slot: u32, now: Nanos) {
+        let key = self.slots[slot as usize].due_key;
+        let due = key.saturating_sub(self.shift);
+        if due <= now {
+            self.become_eligible(slot, due, now);
+        } else {
+            self.slots[slot as usize].state = TurnState::Timer;
+            self.timers.push(key, Timer::Turn(slot));
+        }
+    }
+
+    fn become_eligible(&mut self, slot: u32, eligible: Nanos, now: Nanos) {
+        let s = &mut self.slots[slot as usize];
+        s.eligible = eligible;
+        s.shift_at_eligible = self.shift;
+        if self.stopped {
+            s.state = TurnState::Skipped;
+            self.stats.skipped += 1;
+            let play = s.play;
+            self.turn_finished(play, now);
+            return;
+        }
+        let capped = self
+            .policy
+            .max_inflight
+            .is_some_and(|cap| self.inflight >= cap || !self.ready.is_empty());
+        if capped {
+            s.state = TurnState::Queued;
+            self.ready.push_back(slot);
+            self.idle_since = None;
+        } else {
+            self.dispatch(slot, now);
+        }
+    }
+
+    fn dispatch(&mut self, slot: u32, now: Nanos) {
+        let s = &mut self.slots[slot as usize];
+        s.state = TurnState::Dispatched;
+        s.dispatched = now;
+        self.inflight += 1;
+        self.idle_since = None;
+        self.stats.dispatched += 1;
+        self.stats.events += 1;
+        if self.inflight > self.stats.peak_inflight {
+            self.stats.peak_inflight = self.inflight;
+            self.stats.peak_inflight_at = now;
+        }
+        self.commands.push_back(Command::Dispatch(slot as RequestId));
+    }
+
+    fn drain_ready(&mut self, now: Nanos) {
+        let Some(cap) = self.policy.max_inflight else { return };
+        while self.inflight < cap {
+            let Some(slot) = self.ready.pop_front() else { break };
+            self.dispatch(slot, now);
+        }
+    }
+
+    fn resolve_out_edges(&mut self, slot: u32, anchor: Anchor, at: Nanos) {
+        let s = self.slots[slot as usize];
+        let play = self.plays[s.play as usize];
+        let tree_index = play.tree as usize;
+        let (begin, end) = {
+            let tree = &self.trees[tree_index];
+            (
+                tree.out_start[s.turn as usize] as usize,
+                tree.out_start[s.turn as usize + 1] as usize,
+            )
+        };
+        for e in begin..end {
+            let edge = self.trees[tree_index].out_edges[e];
+            if edge.anchor != anchor {
+                continue;
+            }
+            let target = play.slot_base + edge.to;
+            let contribution = at.saturating_add(edge.gap).saturating_add(self.shift);
+            let t = &mut self.slots[target as usize];
+            if t.state != TurnState::Blocked {
+                continue;
+            }
+            t.due_key = t.due_key.max(contribution);
+            t.pending_in -= 1;
+            if t.pending_in == 0 {
+                self.schedule(target, self.now);
+            }
+        }
+    }
+
+    fn turn_finished(&mut self, play: u32, now: Nanos) {
+        let p = &mut self.plays[play as usize];
+        p.remaining -= 1;
+        if p.remaining > 0 {
+            return;
+        }
+        p.done = Some(now);
+        let lane = p.lane;
+        self.live_trees -= 1;
+        self.stats.plays_done += 1;
+        if let Some(lane) = lane {
+            self.start_next_in_lane(lane, now, now);
+        }
+    }
+
+    /// The duration is over: nothing new is sent.
+    fn stop(&mut self, now: Nanos) {
+        self.stopped = true;
+        self.stats.stopped_at = Some(now);
+        let timers: Vec<Timer> = self.timers.drain().collect();
+        for timer in timers {
+            if let Timer::Play(_) = timer {
+                self.stats.plays_not_started += 1;
+            }
+        }
+        self.ready.clear();
+        for play in 0..self.plays.len() as u32 {
+            let p = self.plays[play as usize];
+            if p.started.is_none() || p.done.is_some() {
+                continue;
+            }
+            let turns = self.trees[p.tree as usize].turn_count();
+            for turn in 0..turns {
+                let s = &mut self.slots[(p.slot_base + turn) as usize];
+                if s.state.is_pending() {
+                    s.state = TurnState::Skipped;
+                    self.stats.skipped += 1;
+                    self.turn_finished(play, now);
+                }
+            }
+        }
+    }
+
+    fn fire_grace(&mut self) {
+        self.grace_fired = true;
+        for (index, slot) in self.slots.iter().enumerate() {
+            if slot.state.is_in_flight() {
+                self.commands.push_back(Command::Cancel(index as RequestId));
+            }
+        }
+    }
+
+    fn check_idle(&mut self, now: Nanos) {
+        if self.stopped || self.inflight > 0 || !self.ready.is_empty() {
+            self.idle_since = None;
+            return;
+        }
+        let since = *self.idle_since.get_or_insert(now);
+        let (Some(cap), Some(key)) = (self.policy.idle_gap_cap, self.timers.peek_key()) else {
+            return;
+        };
+        let due = key.saturating_sub(self.shift);
+        let target = since.saturating_add(cap).max(now);
+        if due > target {
+            let delta = due - target;
+            self.shift += delta;
+            self.stats.idle_shifts += 1;
+            self.stats.idle_skipped += delta;
+        }
+    }
+}
