@@ -32,7 +32,10 @@ pub fn run(scheduler: &mut Scheduler, model: &ServiceModel) -> Result<Nanos, Eng
                         osl: tree.osl[t],
                         recorded: tree.duration[t],
                     };
-                    completions.push(Reverse((now.saturating_add(model.service_time(&request)), id)));
+                    completions.push(Reverse((
+                        now.saturating_add(model.service_time(&request)),
+                        id,
+                    )));
                 }
                 Command::Cancel(id) => {
                     // The scheduler only cancels what is in flight; the
@@ -50,8 +53,12 @@ pub fn run(scheduler: &mut Scheduler, model: &ServiceModel) -> Result<Nanos, Eng
             (None, Some(_)) => false,
         };
         if completion_first {
-            let Some(Reverse((at, id))) = completions.pop() else { break };
-            let in_flight = scheduler.slot(id).is_some_and(|s| s.state == TurnState::Sent);
+            let Some(Reverse((at, id))) = completions.pop() else {
+                break;
+            };
+            let in_flight = scheduler
+                .slot(id)
+                .is_some_and(|s| s.state == TurnState::Sent);
             if in_flight {
                 now = now.max(at);
                 scheduler.handle_completion(now, id, Outcome::Ok)?;

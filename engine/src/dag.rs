@@ -94,7 +94,10 @@ fn turn_name(tree: &Tree, offsets: &[u32], flat: u32) -> String {
 /// children, turns in start order, edges between existing turns, no cycle.
 pub fn validate(tree: &Tree, edges: &[Edge]) -> Result<(), InputError> {
     if tree.turn_count() == 0 {
-        return Err(tree_error(tree, "expected at least one turn, found none".into()));
+        return Err(tree_error(
+            tree,
+            "expected at least one turn, found none".into(),
+        ));
     }
     if tree.turn_count() > u32::MAX as usize / 2 {
         return Err(tree_error(tree, "too many turns in one tree".into()));
@@ -102,7 +105,12 @@ pub fn validate(tree: &Tree, edges: &[Edge]) -> Result<(), InputError> {
     for (index, agent) in tree.agents.iter().enumerate() {
         match (index, agent.parent, agent.kind) {
             (0, None, AgentKind::Root) => {}
-            (0, _, _) => return Err(tree_error(tree, "expected the first agent to be the root".into())),
+            (0, _, _) => {
+                return Err(tree_error(
+                    tree,
+                    "expected the first agent to be the root".into(),
+                ))
+            }
             (_, Some(p), kind) if (p as usize) < index && kind != AgentKind::Root => {}
             _ => {
                 return Err(tree_error(
@@ -239,12 +247,18 @@ pub fn compile_tree(
         };
         *slot += 1;
     }
-    compiled.sources = (0..n as u32).filter(|&t| compiled.in_degree[t as usize] == 0).collect();
+    compiled.sources = (0..n as u32)
+        .filter(|&t| compiled.in_degree[t as usize] == 0)
+        .collect();
     Ok((compiled, adjustments))
 }
 
 /// Compiles every tree of a workload. Fails on the first bad tree.
-pub fn compile(workload: &Workload, policy: &Policy, options: &DeriveOptions) -> Result<CompiledWorkload, InputError> {
+pub fn compile(
+    workload: &Workload,
+    policy: &Policy,
+    options: &DeriveOptions,
+) -> Result<CompiledWorkload, InputError> {
     let mut out = CompiledWorkload {
         trees: Vec::with_capacity(workload.trees.len()),
         ..CompiledWorkload::default()
@@ -308,7 +322,14 @@ mod tests {
         let (c, _) = compile_tree(&simple_tree(None), &policy, &DeriveOptions::default()).unwrap();
         assert_eq!(c.sources, vec![0]);
         assert_eq!(c.in_degree, vec![0, 1, 1]);
-        assert_eq!(c.out(0), &[OutEdge { to: 1, anchor: Anchor::End, gap: 0 }]);
+        assert_eq!(
+            c.out(0),
+            &[OutEdge {
+                to: 1,
+                anchor: Anchor::End,
+                gap: 0
+            }]
+        );
         assert_eq!(c.out(2), &[]);
     }
 
@@ -325,7 +346,11 @@ mod tests {
     fn an_edge_to_a_missing_turn_is_an_input_error() {
         let tree = simple_tree(Some(vec![edge(0, 7)]));
         let err = compile_tree(&tree, &Policy::default(), &DeriveOptions::default()).unwrap_err();
-        assert!(err.to_string().contains("does not exist (the tree has 3 turns)"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("does not exist (the tree has 3 turns)"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -333,9 +358,16 @@ mod tests {
         let mut tree = simple_tree(None);
         tree.agents[0].turns[2].start = 1;
         let err = compile_tree(&tree, &Policy::default(), &DeriveOptions::default()).unwrap_err();
-        assert!(err.to_string().contains("turn 2: expected turns in start order"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("turn 2: expected turns in start order"),
+            "{err}"
+        );
         tree.agents[0].turns.clear();
         let err = compile_tree(&tree, &Policy::default(), &DeriveOptions::default()).unwrap_err();
-        assert!(err.to_string().contains("expected at least one turn"), "{err}");
+        assert!(
+            err.to_string().contains("expected at least one turn"),
+            "{err}"
+        );
     }
 }

@@ -172,7 +172,8 @@ pub fn derive_edges(tree: &Tree, options: &DeriveOptions) -> (Vec<Edge>, Adjustm
     // Children of each agent, ordered by their first turn's start.
     let mut children: Vec<Vec<(Nanos, u32)>> = vec![Vec::new(); tree.agents.len()];
     for (index, agent) in tree.agents.iter().enumerate() {
-        adjustments.unknown_durations += agent.turns.iter().filter(|t| t.duration.is_none()).count() as u64;
+        adjustments.unknown_durations +=
+            agent.turns.iter().filter(|t| t.duration.is_none()).count() as u64;
         if let (Some(parent), Some(first)) = (agent.parent, agent.turns.first()) {
             if let Some(list) = children.get_mut(parent as usize) {
                 list.push((first.start, index as u32));
@@ -196,18 +197,39 @@ pub fn derive_edges(tree: &Tree, options: &DeriveOptions) -> (Vec<Edge>, Adjustm
                     break;
                 }
                 let to = offsets[child as usize];
-                frontier.incoming(to, child_start, EdgeKind::Spawn, options, &mut adjustments, &mut edges);
+                frontier.incoming(
+                    to,
+                    child_start,
+                    EdgeKind::Spawn,
+                    options,
+                    &mut adjustments,
+                    &mut edges,
+                );
                 probes.next();
             }
             let to = base + i as u32;
             scratch.clear();
-            frontier.incoming(to, turn.start, EdgeKind::Sequence, options, &mut adjustments, &mut scratch);
+            frontier.incoming(
+                to,
+                turn.start,
+                EdgeKind::Sequence,
+                options,
+                &mut adjustments,
+                &mut scratch,
+            );
             frontier.commit(to, turn.start, turn.end(), &scratch);
             edges.extend_from_slice(&scratch);
         }
         for &(child_start, child) in probes {
             let to = offsets[child as usize];
-            frontier.incoming(to, child_start, EdgeKind::Spawn, options, &mut adjustments, &mut edges);
+            frontier.incoming(
+                to,
+                child_start,
+                EdgeKind::Spawn,
+                options,
+                &mut adjustments,
+                &mut edges,
+            );
         }
     }
 
@@ -281,19 +303,29 @@ mod tests {
         }
     }
 
-    const TOL0: DeriveOptions = DeriveOptions { overlap_tolerance: 0 };
+    const TOL0: DeriveOptions = DeriveOptions {
+        overlap_tolerance: 0,
+    };
 
     #[test]
     fn sequential_turns_chain_end_to_start() {
         let t = tree(vec![agent(
             None,
             AgentKind::Root,
-            vec![turn(0, Some(10)), turn(15, Some(5)), turn(20, None), turn(30, Some(1))],
+            vec![
+                turn(0, Some(10)),
+                turn(15, Some(5)),
+                turn(20, None),
+                turn(30, Some(1)),
+            ],
         )]);
         let (edges, adj) = derive_edges(&t, &TOL0);
         use Anchor::End;
         use EdgeKind::Sequence as S;
-        assert_eq!(edges, vec![e(0, 1, End, 5, S), e(1, 2, End, 0, S), e(2, 3, End, 10, S)]);
+        assert_eq!(
+            edges,
+            vec![e(0, 1, End, 5, S), e(1, 2, End, 0, S), e(2, 3, End, 10, S)]
+        );
         assert_eq!(adj.unknown_durations, 1);
     }
 
@@ -310,7 +342,11 @@ mod tests {
         use EdgeKind::Sequence as S;
         assert_eq!(
             edges,
-            vec![e(0, 1, Start, 50, S), e(0, 2, End, 20, S), e(1, 2, End, 60, S)]
+            vec![
+                e(0, 1, Start, 50, S),
+                e(0, 2, End, 20, S),
+                e(1, 2, End, 60, S)
+            ]
         );
         assert_eq!(adj.overlaps_kept, 1);
     }
@@ -330,8 +366,17 @@ mod tests {
 
     #[test]
     fn overlap_within_tolerance_is_sequential() {
-        let t = tree(vec![agent(None, AgentKind::Root, vec![turn(0, Some(100)), turn(90, Some(10))])]);
-        let (edges, adj) = derive_edges(&t, &DeriveOptions { overlap_tolerance: 10 });
+        let t = tree(vec![agent(
+            None,
+            AgentKind::Root,
+            vec![turn(0, Some(100)), turn(90, Some(10))],
+        )]);
+        let (edges, adj) = derive_edges(
+            &t,
+            &DeriveOptions {
+                overlap_tolerance: 10,
+            },
+        );
         assert_eq!(edges, vec![e(0, 1, Anchor::End, 0, EdgeKind::Sequence)]);
         assert_eq!((adj.overlaps_rounded, adj.overlap_rounded_ns), (1, 10));
     }
@@ -340,10 +385,18 @@ mod tests {
     fn spawn_and_join_keep_the_residual_gap() {
         // Parent: [0,10) then [100,110). Blocking child [15,20),[25,40)
         // recorded end 45: joins parent turn 1 from child turn 1, gap 60.
-        let mut child = agent(Some(0), AgentKind::Blocking, vec![turn(15, Some(5)), turn(25, Some(15))]);
+        let mut child = agent(
+            Some(0),
+            AgentKind::Blocking,
+            vec![turn(15, Some(5)), turn(25, Some(15))],
+        );
         child.recorded_end = Some(45);
         let t = tree(vec![
-            agent(None, AgentKind::Root, vec![turn(0, Some(10)), turn(100, Some(10))]),
+            agent(
+                None,
+                AgentKind::Root,
+                vec![turn(0, Some(10)), turn(100, Some(10))],
+            ),
             child,
         ]);
         let (edges, _) = derive_edges(&t, &TOL0);
@@ -359,7 +412,11 @@ mod tests {
     fn join_goes_to_the_first_parent_turn_after_the_child_end() {
         // Child ends at 50: parent turn at 40 is too early, 60 joins.
         let t = tree(vec![
-            agent(None, AgentKind::Root, vec![turn(0, Some(5)), turn(40, Some(5)), turn(60, Some(5))]),
+            agent(
+                None,
+                AgentKind::Root,
+                vec![turn(0, Some(5)), turn(40, Some(5)), turn(60, Some(5))],
+            ),
             agent(Some(0), AgentKind::Blocking, vec![turn(10, Some(40))]),
         ]);
         let (edges, _) = derive_edges(&t, &TOL0);
@@ -369,7 +426,11 @@ mod tests {
     #[test]
     fn background_and_late_children_get_no_join() {
         let t = tree(vec![
-            agent(None, AgentKind::Root, vec![turn(0, Some(5)), turn(20, Some(5))]),
+            agent(
+                None,
+                AgentKind::Root,
+                vec![turn(0, Some(5)), turn(20, Some(5))],
+            ),
             agent(Some(0), AgentKind::Background, vec![turn(6, Some(100))]),
             agent(Some(0), AgentKind::Blocking, vec![turn(7, Some(100))]),
         ]);

@@ -29,7 +29,11 @@ impl InputError {
         Self::new(file, None, message)
     }
 
-    pub fn at(file: impl Into<String>, place: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn at(
+        file: impl Into<String>,
+        place: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Self::new(file, Some(place.into()), message)
     }
 }

@@ -21,7 +21,9 @@ pub enum GapTransform {
     Recorded,
     Zero,
     /// Scale by a percentage, held in parts per million (`pct:50` = 500_000).
-    Scale { ppm: u64 },
+    Scale {
+        ppm: u64,
+    },
     /// Clip to at most this long.
     Max(Nanos),
     /// Replace by a fixed gap.
@@ -43,7 +45,10 @@ impl GapTransform {
     }
 
     pub fn is_identity(self) -> bool {
-        matches!(self, GapTransform::Recorded | GapTransform::Scale { ppm: 1_000_000 })
+        matches!(
+            self,
+            GapTransform::Recorded | GapTransform::Scale { ppm: 1_000_000 }
+        )
     }
 }
 
@@ -65,7 +70,10 @@ fn parse_millis(flag: &'static str, text: &str) -> Result<Nanos, PolicyError> {
         .ok()
         .and_then(millis_to_nanos)
         .ok_or_else(|| {
-            PolicyError::new(flag, format!("expected a non-negative number of milliseconds, got `{text}`"))
+            PolicyError::new(
+                flag,
+                format!("expected a non-negative number of milliseconds, got `{text}`"),
+            )
         })
 }
 
@@ -74,7 +82,12 @@ pub fn parse_seconds(flag: &'static str, text: &str) -> Result<Nanos, PolicyErro
     text.parse::<f64>()
         .ok()
         .and_then(secs_to_nanos)
-        .ok_or_else(|| PolicyError::new(flag, format!("expected a non-negative number of seconds, got `{text}`")))
+        .ok_or_else(|| {
+            PolicyError::new(
+                flag,
+                format!("expected a non-negative number of seconds, got `{text}`"),
+            )
+        })
 }
 
 fn parse_rate(flag: &'static str, text: &str) -> Result<f64, PolicyError> {
@@ -97,7 +110,9 @@ impl GapTransform {
         match (kind, arg) {
             ("recorded", None) => Ok(GapTransform::Recorded),
             ("zero", None) => Ok(GapTransform::Zero),
-            ("pct", Some(p)) => Ok(GapTransform::Scale { ppm: parse_percent(flag, p)? }),
+            ("pct", Some(p)) => Ok(GapTransform::Scale {
+                ppm: parse_percent(flag, p)?,
+            }),
             ("max", Some(ms)) => Ok(GapTransform::Max(parse_millis(flag, ms)?)),
             ("fixed", Some(ms)) => Ok(GapTransform::Fixed(parse_millis(flag, ms)?)),
             _ => Err(PolicyError::new(
@@ -297,10 +312,16 @@ impl Policy {
             return Err(PolicyError::new("--sessions", "expected at least 1"));
         }
         if self.loop_lanes && self.sessions.is_none() {
-            return Err(PolicyError::new("--loop", "needs --sessions N (lanes to loop)"));
+            return Err(PolicyError::new(
+                "--loop",
+                "needs --sessions N (lanes to loop)",
+            ));
         }
         if self.loop_lanes && self.duration.is_none() {
-            return Err(PolicyError::new("--loop", "needs --duration S, or the run never ends"));
+            return Err(PolicyError::new(
+                "--loop",
+                "needs --duration S, or the run never ends",
+            ));
         }
         Ok(())
     }
@@ -330,14 +351,32 @@ mod tests {
     fn gap_transforms_parse_and_apply() {
         let s = NANOS_PER_SEC;
         assert_eq!(GapTransform::parse("f", "zero").unwrap().apply(5 * s), 0);
-        assert_eq!(GapTransform::parse("f", "pct:50").unwrap().apply(5 * s), 2_500_000_000);
-        assert_eq!(GapTransform::parse("f", "pct:12.5").unwrap().apply(8 * s), s);
-        assert_eq!(GapTransform::parse("f", "max:1000").unwrap().apply(5 * s), s);
-        assert_eq!(GapTransform::parse("f", "max:1000").unwrap().apply(s / 2), s / 2);
-        assert_eq!(GapTransform::parse("f", "fixed:250").unwrap().apply(5 * s), s / 4);
+        assert_eq!(
+            GapTransform::parse("f", "pct:50").unwrap().apply(5 * s),
+            2_500_000_000
+        );
+        assert_eq!(
+            GapTransform::parse("f", "pct:12.5").unwrap().apply(8 * s),
+            s
+        );
+        assert_eq!(
+            GapTransform::parse("f", "max:1000").unwrap().apply(5 * s),
+            s
+        );
+        assert_eq!(
+            GapTransform::parse("f", "max:1000").unwrap().apply(s / 2),
+            s / 2
+        );
+        assert_eq!(
+            GapTransform::parse("f", "fixed:250").unwrap().apply(5 * s),
+            s / 4
+        );
         assert_eq!(GapTransform::parse("f", "recorded").unwrap().apply(7), 7);
         for bad in ["pct", "pct:x", "max:-1", "fixed:nan", "bogus", "zero:1"] {
-            assert!(GapTransform::parse("f", bad).is_err(), "{bad} should be rejected");
+            assert!(
+                GapTransform::parse("f", bad).is_err(),
+                "{bad} should be rejected"
+            );
         }
     }
 
@@ -348,8 +387,18 @@ mod tests {
         }
         assert!("poisson:0".parse::<Arrival>().is_err());
         assert!("rate:-1".parse::<Arrival>().is_err());
-        assert_eq!("even".parse::<Stagger>().unwrap(), Stagger::Even { span: DEFAULT_STAGGER_SPAN });
-        assert_eq!("random:2".parse::<Stagger>().unwrap(), Stagger::Random { span: 2 * NANOS_PER_SEC });
+        assert_eq!(
+            "even".parse::<Stagger>().unwrap(),
+            Stagger::Even {
+                span: DEFAULT_STAGGER_SPAN
+            }
+        );
+        assert_eq!(
+            "random:2".parse::<Stagger>().unwrap(),
+            Stagger::Random {
+                span: 2 * NANOS_PER_SEC
+            }
+        );
         assert!("none:3".parse::<Stagger>().is_err());
     }
 

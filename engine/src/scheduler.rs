@@ -112,7 +112,10 @@ impl TurnState {
     }
 
     fn is_pending(self) -> bool {
-        matches!(self, TurnState::Blocked | TurnState::Timer | TurnState::Queued)
+        matches!(
+            self,
+            TurnState::Blocked | TurnState::Timer | TurnState::Queued
+        )
     }
 
     fn is_in_flight(self) -> bool {
@@ -270,7 +273,11 @@ impl Scheduler {
             Arrival::Immediate => Some(vec![0; count]),
             Arrival::Rate(rate) => {
                 let interval = (NANOS_PER_SEC as f64 / rate).round() as Nanos;
-                Some((0..count as u64).map(|i| i.saturating_mul(interval)).collect())
+                Some(
+                    (0..count as u64)
+                        .map(|i| i.saturating_mul(interval))
+                        .collect(),
+                )
             }
             Arrival::Poisson(rate) => {
                 let mut rng = stream(self.policy.seed, Purpose::Arrival, 0, 0, 0);
@@ -294,9 +301,14 @@ impl Scheduler {
         match self.policy.stagger {
             Stagger::None => 0,
             Stagger::Even { span } => ((span as u128 * copy as u128) / copies as u128) as Nanos,
-            Stagger::Random { span } if copy > 0 && span > 0 => {
-                stream(self.policy.seed, Purpose::Stagger, tree as u64, copy as u64, 0).random_range(0..span)
-            }
+            Stagger::Random { span } if copy > 0 && span > 0 => stream(
+                self.policy.seed,
+                Purpose::Stagger,
+                tree as u64,
+                copy as u64,
+                0,
+            )
+            .random_range(0..span),
             Stagger::Random { .. } => 0,
         }
     }
@@ -385,7 +397,9 @@ impl Scheduler {
             if due > now || deadline.is_some_and(|d| due >= d) {
                 break;
             }
-            let Some((_, timer)) = self.timers.pop_due(key) else { break };
+            let Some((_, timer)) = self.timers.pop_due(key) else {
+                break;
+            };
             self.stats.events += 1;
             match timer {
                 Timer::Turn(slot) => self.become_eligible(slot, due, now),
@@ -397,7 +411,10 @@ impl Scheduler {
             if now >= deadline && !self.stopped {
                 self.stop(now);
             }
-            if self.stopped && !self.grace_fired && now >= deadline.saturating_add(self.policy.grace) {
+            if self.stopped
+                && !self.grace_fired
+                && now >= deadline.saturating_add(self.policy.grace)
+            {
                 self.fire_grace();
             }
         }
@@ -429,7 +446,12 @@ impl Scheduler {
 
     /// The request's last byte arrived at `now` (or it ended otherwise).
     /// A request completed without `handle_sent` counts as sent at `now`.
-    pub fn handle_completion(&mut self, now: Nanos, id: RequestId, outcome: Outcome) -> Result<(), EngineError> {
+    pub fn handle_completion(
+        &mut self,
+        now: Nanos,
+        id: RequestId,
+        outcome: Outcome,
+    ) -> Result<(), EngineError> {
         let index = self.slot_index(id)?;
         let was_sent = match self.slots[index as usize].state {
             TurnState::Dispatched => false,
@@ -536,7 +558,10 @@ impl Scheduler {
 
     fn advance(&mut self, now: Nanos) -> Result<(), EngineError> {
         if now < self.now {
-            return Err(EngineError::TimeWentBackwards { now, last: self.now });
+            return Err(EngineError::TimeWentBackwards {
+                now,
+                last: self.now,
+            });
         }
         self.now = now;
         Ok(())
@@ -588,7 +613,8 @@ impl Scheduler {
             let source = self.trees[tree_index].sources[i];
             let offset = self.trees[tree_index].start[source as usize];
             let slot = base + source;
-            self.slots[slot as usize].due_key = at.saturating_add(offset).saturating_add(self.shift);
+            self.slots[slot as usize].due_key =
+                at.saturating_add(offset).saturating_add(self.shift);
             self.schedule(slot, now);
         }
     }
@@ -674,13 +700,18 @@ impl Scheduler {
             self.stats.peak_inflight = self.inflight;
             self.stats.peak_inflight_at = now;
         }
-        self.commands.push_back(Command::Dispatch(slot as RequestId));
+        self.commands
+            .push_back(Command::Dispatch(slot as RequestId));
     }
 
     fn drain_ready(&mut self, now: Nanos) {
-        let Some(cap) = self.policy.max_inflight else { return };
+        let Some(cap) = self.policy.max_inflight else {
+            return;
+        };
         while self.inflight < cap {
-            let Some(slot) = self.ready.pop_front() else { break };
+            let Some(slot) = self.ready.pop_front() else {
+                break;
+            };
             self.dispatch(slot, now);
         }
     }

@@ -47,11 +47,14 @@ impl ServiceModel {
     pub fn service_time(&self, request: &ServiceRequest) -> Nanos {
         match *self {
             ServiceModel::Recorded => request.recorded,
-            ServiceModel::Fixed { ttft, itl } => ttft.saturating_add(itl.saturating_mul(request.osl as u64)),
+            ServiceModel::Fixed { ttft, itl } => {
+                ttft.saturating_add(itl.saturating_mul(request.osl as u64))
+            }
             ServiceModel::Throughput {
                 prefill_mtok_s,
                 decode_mtok_s,
-            } => tokens_time(request.isl, prefill_mtok_s).saturating_add(tokens_time(request.osl, decode_mtok_s)),
+            } => tokens_time(request.isl, prefill_mtok_s)
+                .saturating_add(tokens_time(request.osl, decode_mtok_s)),
         }
     }
 }
@@ -92,7 +95,10 @@ impl FromStr for ServiceModel {
                 let prefill = (parse_number(prefill, text)? * 1000.0).round() as u64;
                 let decode = (parse_number(decode, text)? * 1000.0).round() as u64;
                 if prefill == 0 || decode == 0 {
-                    return Err(PolicyError::new("--service", format!("rates must be positive, got `{text}`")));
+                    return Err(PolicyError::new(
+                        "--service",
+                        format!("rates must be positive, got `{text}`"),
+                    ));
                 }
                 Ok(ServiceModel::Throughput {
                     prefill_mtok_s: prefill,
@@ -134,7 +140,10 @@ mod tests {
 
     #[test]
     fn recorded_returns_the_recording() {
-        assert_eq!(ServiceModel::Recorded.service_time(&req(10, 10, 1234)), 1234);
+        assert_eq!(
+            ServiceModel::Recorded.service_time(&req(10, 10, 1234)),
+            1234
+        );
     }
 
     #[test]
@@ -157,7 +166,15 @@ mod tests {
 
     #[test]
     fn bad_models_are_rejected() {
-        for bad in ["", "fixed", "fixed:1", "fixed:a:b", "throughput:0:1", "throughput:-1:5", "nope"] {
+        for bad in [
+            "",
+            "fixed",
+            "fixed:1",
+            "fixed:a:b",
+            "throughput:0:1",
+            "throughput:-1:5",
+            "nope",
+        ] {
             assert!(bad.parse::<ServiceModel>().is_err(), "{bad}");
         }
     }

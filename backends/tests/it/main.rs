@@ -1,0 +1,5 @@
+//! Integration tests of arbor-backends: the scheduler's policies run through
+//! the virtual-clock driver against hand-computed schedules.
+
+mod build;
+mod policies;
