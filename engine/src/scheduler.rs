@@ -817,3 +817,86 @@ impl Scheduler {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dag::compile;
+    use crate::derive::DeriveOptions;
+    use crate::model::{Agent, AgentKind, Tree, Turn, Workload};
+
+    fn two_turn_scheduler() -> Scheduler {
+        let turns = vec![
+            Turn {
+                start: 0,
+                duration: Some(10),
+                ..Turn::default()
+            },
+            Turn {
+                start: 15,
+                duration: Some(10),
+                ..Turn::default()
+            },
+        ];
+        let workload = Workload {
+            trees: vec![Tree {
+                id: "t".into(),
+                agents: vec![Agent {
+                    id: "root".into(),
+                    parent: None,
+                    kind: AgentKind::Root,
+                    recorded_end: None,
+                    turns,
+                }],
+                ..Tree::default()
+            }],
+        };
+        let policy = Policy::default();
+        let compiled = compile(&workload, &policy, &DeriveOptions::default()).unwrap();
+        Scheduler::new(compiled, policy).unwrap()
+    }
+
+    #[test]
+    fn misuse_returns_errors_and_changes_nothing() {
+        let mut s = two_turn_scheduler();
+        assert_eq!(s.poll_timeout(), Some(0));
+        s.handle_timeout(0).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Dispatch(0)));
+        assert_eq!(s.poll_command(), None);
+
+        // Unknown ids, and turns not dispatched yet.
+        assert_eq!(s.handle_sent(0, 99), Err(EngineError::UnknownRequest(99)));
+        assert_eq!(s.handle_completion(0, 1, Outcome::Ok), Err(EngineError::NotDispatched(1)));
+        assert_eq!(s.handle_sent(0, 1), Err(EngineError::NotDispatched(1)));
+
+        s.handle_sent(0, 0).unwrap();
+        assert_eq!(s.handle_sent(1, 0), Err(EngineError::AlreadySent(0)));
+        s.handle_completion(10, 0, Outcome::Ok).unwrap();
+        assert_eq!(s.handle_completion(11, 0, Outcome::Ok), Err(EngineError::AlreadyCompleted(0)));
+        assert_eq!(
+            s.handle_timeout(5),
+            Err(EngineError::TimeWentBackwards { now: 5, last: 10 })
+        );
+        assert_eq!(s.inflight(), 0);
+        assert_eq!(s.stats().completed, 1);
+
+        // The engine goes on as if the bad calls never happened.
+        assert_eq!(s.poll_timeout(), Some(15));
+        s.handle_timeout(15).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Dispatch(1)));
+        s.handle_sent(15, 1).unwrap();
+        s.handle_completion(25, 1, Outcome::Failed).unwrap();
+        assert!(s.is_finished());
+        assert_eq!(s.stats().failed, 1);
+    }
+
+    #[test]
+    fn a_completion_without_a_send_counts_as_sent_then() {
+        let mut s = two_turn_scheduler();
+        s.handle_timeout(0).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Dispatch(0)));
+        s.handle_completion(3, 0, Outcome::Failed).unwrap();
+        let slot = s.slot(0).unwrap();
+        assert_eq!((slot.sent, slot.end, slot.state), (3, 3, TurnState::Failed));
+    }
+}
