@@ -1,1 +1,54 @@
-fn main() {}
+//! `arbor`: the command-line front end. Thin: parses flags, wires the
+//! library crates together, writes outputs, maps errors to exit codes
+//! (2 for bad input or flags, 1 for anything else).
+#![forbid(unsafe_code)]
+
+mod args;
+mod inputs;
+mod plan;
+mod report;
+mod sample;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+/// An error and the exit code it deserves.
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    /// Bad input or bad flags: exit code 2.
+    pub fn input(message: impl std::fmt::Display) -> Self {
+        Failure {
+            code: 2,
+            message: message.to_string(),
+        }
+    }
+
+    /// Anything else (e.g. an output file that cannot be written): 1.
+    pub fn other(message: impl std::fmt::Display) -> Self {
+        Failure {
+            code: 1,
+            message: message.to_string(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(args) => plan::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
