@@ -1,0 +1,376 @@
+//! The plan report: what `arbor plan` prints (human or JSON) and the
+//! per-turn timeline it writes. Owns the numbers' definitions; computes
+//! them from the finished scheduler, never from the wall clock, so the same
+//! inputs and seed give the same bytes.
+
+use std::io::{self, Write};
+
+use arbor_engine::dag::CompiledWorkload;
+use arbor_engine::derive::Adjustments;
+use arbor_engine::scheduler::{Scheduler, TurnState};
+use arbor_engine::time::{nanos_to_secs, Nanos};
+use arbor_engine::{AgentKind, Workload};
+use serde::Serialize;
+
+#[derive(Debug, Serialize)]
+pub struct AgentCounts {
+    pub root: u64,
+    pub blocking: u64,
+    pub background: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AdjustmentReport {
+    pub overlaps_rounded: u64,
+    pub overlap_rounded_s: f64,
+    pub overlaps_kept: u64,
+    pub unknown_durations: u64,
+    pub unjoined_children: u64,
+}
+
+impl From<&Adjustments> for AdjustmentReport {
+    fn from(a: &Adjustments) -> Self {
+        AdjustmentReport {
+            overlaps_rounded: a.overlaps_rounded,
+            overlap_rounded_s: nanos_to_secs(a.overlap_rounded_ns),
+            overlaps_kept: a.overlaps_kept,
+            unknown_durations: a.unknown_durations,
+            unjoined_children: a.unjoined_children,
+        }
+    }
+}
+
+/// Distribution of a duration over dispatched turns, in seconds.
+#[derive(Debug, Serialize)]
+pub struct Distribution {
+    pub count: u64,
+    pub mean_s: f64,
+    pub p50_s: f64,
+    pub p90_s: f64,
+    pub p99_s: f64,
+    pub max_s: f64,
+}
+
+impl Distribution {
+    /// Nearest-rank percentiles of `values` (sorted in place).
+    pub fn of(values: &mut [Nanos]) -> Distribution {
+        values.sort_unstable();
+        let n = values.len();
+        let rank = |p: f64| -> f64 {
+            if n == 0 {
+                return 0.0;
+            }
+            let index = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
+            nanos_to_secs(values[index])
+        };
+        let sum: u128 = values.iter().map(|&v| v as u128).sum();
+        Distribution {
+            count: n as u64,
+            mean_s: if n == 0 { 0.0 } else { sum as f64 / n as f64 / 1e9 },
+            p50_s: rank(0.50),
+            p90_s: rank(0.90),
+            p99_s: rank(0.99),
+            max_s: values.last().map_or(0.0, |&v| nanos_to_secs(v)),
+        }
+    }
+}
+
+/// Load the plan puts on a server.
+#[derive(Debug, Serialize)]
+pub struct Demand {
+    pub requests: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub requests_per_s: f64,
+    pub input_tokens_per_s: f64,
+    pub output_tokens_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LaneReport {
+    pub lane: u32,
+    pub share: usize,
+    pub plays: u32,
+    pub dry_at_s: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PlanReport {
+    pub inputs: String,
+    pub seed: u64,
+    pub service: String,
+    pub policy: PolicySummary,
+    pub trees: u64,
+    pub agents: u64,
+    pub agent_kinds: AgentCounts,
+    pub turns: u64,
+    pub plays: u64,
+    pub makespan_s: f64,
+    pub peak_inflight: u32,
+    pub peak_inflight_at_s: f64,
+    pub peak_live_trees: u32,
+    pub peak_live_trees_at_s: f64,
+    pub idle_shifts: u64,
+    pub idle_skipped_s: f64,
+    pub adjustments: AdjustmentReport,
+    pub dispatched: u64,
+    pub completed: u64,
+    pub cancelled: u64,
+    pub skipped: u64,
+    pub plays_not_started: u64,
+    pub queue_wait: Option<Distribution>,
+    pub demand: Demand,
+    pub lanes: Option<Vec<LaneReport>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PolicySummary {
+    pub tool_time: String,
+    pub think_time: String,
+    pub arrival: String,
+    pub copies: u32,
+    pub stagger: String,
+    pub max_inflight: Option<u32>,
+    pub sessions: Option<u32>,
+    #[serde(rename = "loop")]
+    pub loop_lanes: bool,
+    pub idle_gap_cap_s: Option<f64>,
+    pub duration_s: Option<f64>,
+    pub grace_s: f64,
+    pub overlap_tolerance_s: f64,
+}
+
+fn agent_counts(workload: &Workload) -> AgentCounts {
+    let mut counts = AgentCounts {
+        root: 0,
+        blocking: 0,
+        background: 0,
+    };
+    for agent in workload.trees.iter().flat_map(|t| t.agents.iter()) {
+        match agent.kind {
+            AgentKind::Root => counts.root += 1,
+            AgentKind::Blocking => counts.blocking += 1,
+            AgentKind::Background => counts.background += 1,
+        }
+    }
+    counts
+}
+
+impl PlanReport {
+    pub fn new(
+        inputs: String,
+        service: String,
+        overlap_tolerance: Nanos,
+        workload: &Workload,
+        compiled_adjustments: &Adjustments,
+        compiled: &CompiledWorkloadCounts,
+        scheduler: &Scheduler,
+    ) -> PlanReport {
+        let policy = scheduler.policy();
+        let stats = scheduler.stats();
+        let mut waits = Vec::new();
+        let (mut input_tokens, mut output_tokens, mut makespan) = (0u64, 0u64, 0);
+        for slot in scheduler.slots() {
+            if matches!(slot.state, TurnState::Done | TurnState::Failed | TurnState::Cancelled) {
+                let (tree, _, turn) = scheduler.request_tree(slot_id(scheduler, slot)).expect("slot of a play");
+                input_tokens += tree.isl[turn as usize] as u64;
+                output_tokens += tree.osl[turn as usize] as u64;
+                waits.push(slot.dispatched - slot.eligible);
+                makespan = makespan.max(slot.end);
+            }
+        }
+        let per_s = |x: u64| if makespan == 0 { 0.0 } else { x as f64 / nanos_to_secs(makespan) };
+        let lanes = policy.sessions.map(|_| {
+            scheduler
+                .lanes()
+                .iter()
+                .enumerate()
+                .map(|(i, lane)| LaneReport {
+                    lane: i as u32,
+                    share: lane.share.len(),
+                    plays: lane.plays,
+                    dry_at_s: lane.dry_at.map(nanos_to_secs),
+                })
+                .collect()
+        });
+        PlanReport {
+            inputs,
+            seed: policy.seed,
+            service,
+            policy: PolicySummary {
+                tool_time: policy.tool_time.to_string(),
+                think_time: policy.think_time.to_string(),
+                arrival: policy.arrival.to_string(),
+                copies: policy.copies,
+                stagger: policy.stagger.to_string(),
+                max_inflight: policy.max_inflight,
+                sessions: policy.sessions,
+                loop_lanes: policy.loop_lanes,
+                idle_gap_cap_s: policy.idle_gap_cap.map(nanos_to_secs),
+                duration_s: policy.duration.map(nanos_to_secs),
+                grace_s: nanos_to_secs(policy.grace),
+                overlap_tolerance_s: nanos_to_secs(overlap_tolerance),
+            },
+            trees: workload.trees.len() as u64,
+            agents: compiled.agents,
+            agent_kinds: agent_counts(workload),
+            turns: compiled.turns,
+            plays: stats.plays_started,
+            makespan_s: nanos_to_secs(makespan),
+            peak_inflight: stats.peak_inflight,
+            peak_inflight_at_s: nanos_to_secs(stats.peak_inflight_at),
+            peak_live_trees: stats.peak_live_trees,
+            peak_live_trees_at_s: nanos_to_secs(stats.peak_live_trees_at),
+            idle_shifts: stats.idle_shifts,
+            idle_skipped_s: nanos_to_secs(stats.idle_skipped),
+            adjustments: compiled_adjustments.into(),
+            dispatched: stats.dispatched,
+            completed: stats.completed,
+            cancelled: stats.cancelled,
+            skipped: stats.skipped,
+            plays_not_started: stats.plays_not_started,
+            queue_wait: policy.max_inflight.map(|_| Distribution::of(&mut waits)),
+            demand: Demand {
+                requests: stats.dispatched,
+                input_tokens,
+                output_tokens,
+                requests_per_s: per_s(stats.dispatched),
+                input_tokens_per_s: per_s(input_tokens),
+                output_tokens_per_s: per_s(output_tokens),
+            },
+            lanes,
+        }
+    }
+
+    pub fn print_human(&self, out: &mut impl Write) -> io::Result<()> {
+        let k = &self.agent_kinds;
+        writeln!(out, "arbor plan: {}", self.inputs)?;
+        writeln!(out, "  seed {}, service {}", self.seed, self.service)?;
+        writeln!(
+            out,
+            "  workload        {} trees, {} agents ({} root, {} blocking, {} background), {} turns",
+            self.trees, self.agents, k.root, k.blocking, k.background, self.turns
+        )?;
+        writeln!(
+            out,
+            "  plays           {} started, {} turns dispatched, {} skipped, {} cancelled",
+            self.plays, self.dispatched, self.skipped, self.cancelled
+        )?;
+        writeln!(out, "  makespan        {:.3} s", self.makespan_s)?;
+        writeln!(
+            out,
+            "  peak in flight  {} requests at {:.3} s",
+            self.peak_inflight, self.peak_inflight_at_s
+        )?;
+        writeln!(
+            out,
+            "  peak live trees {} at {:.3} s",
+            self.peak_live_trees, self.peak_live_trees_at_s
+        )?;
+        writeln!(
+            out,
+            "  idle-gap shifts {} ({:.3} s skipped)",
+            self.idle_shifts, self.idle_skipped_s
+        )?;
+        let a = &self.adjustments;
+        writeln!(
+            out,
+            "  adjustments     {} overlaps rounded ({:.3} s), {} overlaps kept concurrent, {} unknown durations, {} unjoined children",
+            a.overlaps_rounded, a.overlap_rounded_s, a.overlaps_kept, a.unknown_durations, a.unjoined_children
+        )?;
+        let d = &self.demand;
+        writeln!(
+            out,
+            "  demand          {:.3} req/s, {:.0} input tok/s, {:.0} output tok/s ({} in, {} out)",
+            d.requests_per_s, d.input_tokens_per_s, d.output_tokens_per_s, d.input_tokens, d.output_tokens
+        )?;
+        if let Some(q) = &self.queue_wait {
+            writeln!(
+                out,
+                "  queue wait      mean {:.3} s, p50 {:.3} s, p90 {:.3} s, p99 {:.3} s, max {:.3} s",
+                q.mean_s, q.p50_s, q.p90_s, q.p99_s, q.max_s
+            )?;
+        }
+        if self.plays_not_started > 0 {
+            writeln!(out, "  not started     {} plays (duration ended first)", self.plays_not_started)?;
+        }
+        if let Some(lanes) = &self.lanes {
+            for lane in lanes {
+                let dry = lane
+                    .dry_at_s
+                    .map_or("still playing at the end".to_string(), |t| format!("ran dry at {t:.3} s"));
+                writeln!(
+                    out,
+                    "  lane {:<10} {} plays of a {}-tree share, {}",
+                    lane.lane, lane.plays, lane.share, dry
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Agent and turn totals of the compiled workload.
+pub struct CompiledWorkloadCounts {
+    pub agents: u64,
+    pub turns: u64,
+}
+
+impl From<&CompiledWorkload> for CompiledWorkloadCounts {
+    fn from(c: &CompiledWorkload) -> Self {
+        CompiledWorkloadCounts {
+            agents: c.agents,
+            turns: c.turns,
+        }
+    }
+}
+
+fn slot_id(scheduler: &Scheduler, slot: &arbor_engine::scheduler::Slot) -> u64 {
+    let play = scheduler.plays()[slot.play as usize];
+    play.request(slot.turn).unwrap_or(0)
+}
+
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+}
+
+fn secs_or_null(value: Option<Nanos>) -> String {
+    value.map_or("null".into(), |v| format!("{}", nanos_to_secs(v)))
+}
+
+/// Writes one JSON line per turn of every started play, in request order.
+pub fn write_timeline(scheduler: &Scheduler, out: &mut impl Write) -> io::Result<()> {
+    let trees = scheduler.trees();
+    let tree_ids: Vec<String> = trees.iter().map(|t| json_string(&t.id)).collect();
+    let agent_ids: Vec<Vec<String>> = trees
+        .iter()
+        .map(|t| t.agent_ids.iter().map(|a| json_string(a)).collect())
+        .collect();
+    for slot in scheduler.slots() {
+        let play = scheduler.plays()[slot.play as usize];
+        let tree = &trees[play.tree as usize];
+        let t = slot.turn as usize;
+        let agent = tree.agent_of[t] as usize;
+        let reached_eligible = !matches!(slot.state, TurnState::Blocked);
+        let sent = !matches!(slot.state, TurnState::Blocked | TurnState::Timer | TurnState::Queued | TurnState::Skipped);
+        let ended = matches!(slot.state, TurnState::Done | TurnState::Failed | TurnState::Cancelled);
+        let lane = play.lane.map_or("null".to_string(), |l| l.to_string());
+        writeln!(
+            out,
+            "{{\"tree\":{},\"agent\":{},\"turn\":{},\"copy\":{},\"lane\":{},\"eligible_s\":{},\"start_s\":{},\"end_s\":{},\"queue_wait_s\":{},\"isl\":{},\"osl\":{},\"state\":\"{}\"}}",
+            tree_ids[play.tree as usize],
+            agent_ids[play.tree as usize][agent],
+            tree.index_in_agent[t],
+            play.copy,
+            lane,
+            secs_or_null(reached_eligible.then_some(slot.eligible)),
+            secs_or_null(sent.then_some(slot.sent)),
+            secs_or_null(ended.then_some(slot.end)),
+            secs_or_null(sent.then_some(slot.dispatched - slot.eligible)),
+            tree.isl[t],
+            tree.osl[t],
+            slot.state.as_str(),
+        )?;
+    }
+    Ok(())
+}

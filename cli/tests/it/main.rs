@@ -1,0 +1,5 @@
+//! End-to-end tests of the `arbor` binary, run as a user would.
+
+mod bad_input;
+mod plan;
+mod util;

@@ -1,0 +1,46 @@
+//! Running the binary and reading what it wrote.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn arbor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(args)
+        .output()
+        .expect("the arbor binary runs")
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/weka-kv-cache-tester")
+        .join(name)
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("arbor-it-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Lines of a JSONL file as JSON values.
+pub fn jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("file written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("valid JSON line"))
+        .collect()
+}
+
+pub fn secs_to_ns(v: &serde_json::Value) -> u64 {
+    (v.as_f64().expect("a number") * 1e9).round() as u64
+}
