@@ -1,9 +1,1743 @@
-//! Weka agentic-coding traces (placeholder, being written).
-use crate::{InputError, Tree};
-use std::path::Path;
+//! Weka agentic-coding traces: the `callanjfox/kv-cache-tester` files (one
+//! JSON object per file) and the SemiAnalysis corpora (`traces.jsonl`, one
+//! trace per line).
+//!
+//! Owns reading those files into [`Tree`]s and detecting which conventions a
+//! trace used (formats.md section 1, semantics section 7):
+//! - subagent times: *relative* (marker `t` is the subagent's completion,
+//!   spawn = `t - duration_ms/1000`, inner `t` relative to the spawn) or
+//!   *absolute* (inner `t` already on the root's clock);
+//! - hash ids starting at 0 or 1, counting `floor` or `ceil(in/block_size)`.
+//!
+//! Parsing is one serde pass into typed, borrowing structs (no
+//! `serde_json::Value`); times are converted to integer nanoseconds while
+//! deserializing, so every bad value is reported with its JSON path. Files
+//! are read line by line, so a JSONL corpus never sits in memory whole.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
+
+use crate::error::InputError;
+use crate::model::{Agent, AgentKind, InputKind, Tree, Turn};
+use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
+
+/// Tokens per hash block when a trace does not say (the Weka format's value).
+pub const DEFAULT_BLOCK_SIZE: u32 = 64;
+
+/// Which time/id conventions a trace used (reported later by `arbor inspect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Conventions {
+    pub subagent_times: SubagentTimes,
+    /// 0 or 1; `None` if the trace has no hash ids.
+    pub hash_id_base: Option<u32>,
+    pub block_count: BlockCount,
+}
+
+/// How subagent entries state their times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SubagentTimes {
+    /// The trace has no subagent entries.
+    #[default]
+    NoSubagents,
+    /// Marker `t` is the completion, inner `t` relative to the spawn
+    /// (kv-cache-tester files).
+    Relative,
+    /// Inner `t` are root-trace times (SemiAnalysis corpora).
+    Absolute,
+}
+
+/// How many hash ids a request carries per `in` tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BlockCount {
+    /// No hash ids, or neither rule holds for every request.
+    #[default]
+    Unknown,
+    /// `len == floor(in / block_size)` (full blocks only).
+    Floor,
+    /// `len == ceil(in / block_size)` (last partial block counted).
+    Ceil,
+}
+
+/// Reads a file or a directory (every `*.json` / `*.jsonl` in it, sorted by
+/// file name, not recursive) into trees, in order.
 pub fn load_path(path: &Path) -> Result<Vec<Tree>, InputError> {
-    Err(InputError::whole(
-        path.display().to_string(),
-        "weka loader not written yet",
-    ))
+    Ok(load_path_with_conventions(path)?
+        .into_iter()
+        .map(|(tree, _)| tree)
+        .collect())
+}
+
+/// [`load_path`], also returning the conventions detected for each tree.
+pub fn load_path_with_conventions(path: &Path) -> Result<Vec<(Tree, Conventions)>, InputError> {
+    let name = path.display().to_string();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| InputError::whole(&name, format!("cannot read: {e}")))?;
+    let mut out = Vec::new();
+    if meta.is_dir() {
+        for file in trace_files(path)? {
+            load_file(&file, &mut out)?;
+        }
+    } else {
+        load_file(path, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Parses one trace (one JSON object). `source` names it in errors and in
+/// `Tree::source`; its file stem is the id when the trace has none.
+pub fn parse_trace(text: &str, source: &str) -> Result<(Tree, Conventions), InputError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Err(InputError::whole(
+            source,
+            "empty input: expected a Weka trace (a JSON object with `requests`)",
+        ));
+    }
+    let (mut tree, conventions) =
+        parse_object(text).map_err(|f| f.into_error(source, Where::Whole { line_offset: 0 }))?;
+    tree.source = source.to_string();
+    set_fallback_id(&mut tree, || file_stem(Path::new(source)));
+    Ok((tree, conventions))
+}
+
+/// Cheap content sniff: does this start of a file look like a Weka trace?
+/// Looks for a JSON object with Weka's keys; tolerates a prefix cut anywhere.
+pub fn looks_like_weka(text_prefix: &str) -> bool {
+    let text = text_prefix.trim_start_matches('\u{feff}').trim_start();
+    if !text.starts_with('{') {
+        return false;
+    }
+    has_key(text, "hash_id_scope")
+        || (has_key(text, "requests")
+            && (has_key(text, "block_size") || has_key(text, "hash_ids") || has_key(text, "t")))
+}
+
+/// Whether `"key"` followed by optional whitespace and `:` occurs in `text`.
+fn has_key(text: &str, key: &str) -> bool {
+    let needle = format!("\"{key}\"");
+    let mut rest = text;
+    while let Some(pos) = rest.find(&needle) {
+        let after = rest.get(pos + needle.len()..).unwrap_or("");
+        if after.trim_start().starts_with(':') {
+            return true;
+        }
+        rest = after;
+    }
+    false
+}
+
+// ---------------------------------------------------------------------------
+// Files and directories
+
+fn is_trace_file_name(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json") || e.eq_ignore_ascii_case("jsonl"))
+}
+
+fn is_jsonl(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"))
+}
+
+fn file_stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The trace files of a directory, sorted by file name.
+fn trace_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let name = dir.display().to_string();
+    let unreadable =
+        |e: std::io::Error| InputError::whole(&name, format!("cannot read directory: {e}"));
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(unreadable)? {
+        let entry = entry.map_err(unreadable)?;
+        let path = entry.path();
+        if !is_trace_file_name(&path) {
+            continue;
+        }
+        let meta = std::fs::metadata(&path).map_err(|e| {
+            InputError::whole(path.display().to_string(), format!("cannot read: {e}"))
+        })?;
+        if meta.is_file() {
+            files.push((entry.file_name(), path));
+        }
+    }
+    if files.is_empty() {
+        return Err(InputError::whole(
+            name,
+            "no trace files: expected *.json or *.jsonl files in this directory",
+        ));
+    }
+    files.sort();
+    Ok(files.into_iter().map(|(_, path)| path).collect())
+}
+
+/// Reads lines, counting them and naming the file in errors.
+struct Lines<'f> {
+    reader: BufReader<File>,
+    line_no: usize,
+    file: &'f str,
+}
+
+impl Lines<'_> {
+    /// Appends the next line to `buf`; `false` at end of file.
+    fn read_into(&mut self, buf: &mut String) -> Result<bool, InputError> {
+        let start = buf.len();
+        match self.reader.read_line(buf) {
+            Ok(0) => Ok(false),
+            Ok(_) => {
+                self.line_no += 1;
+                if self.line_no == 1 && buf.get(start..).is_some_and(|s| s.starts_with('\u{feff}'))
+                {
+                    buf.replace_range(start..start + '\u{feff}'.len_utf8(), "");
+                }
+                Ok(true)
+            }
+            Err(e) => Err(InputError::at(
+                self.file,
+                format!("line {}", self.line_no + 1),
+                format!("cannot read: {e}"),
+            )),
+        }
+    }
+
+    /// Reads the next non-blank line into `buf` (cleared first).
+    fn next_non_blank(&mut self, buf: &mut String) -> Result<bool, InputError> {
+        loop {
+            buf.clear();
+            if !self.read_into(buf)? {
+                return Ok(false);
+            }
+            if !buf.trim().is_empty() {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// Reads one file: one trace, or one trace per line (see [`load_path`]).
+fn load_file(path: &Path, out: &mut Vec<(Tree, Conventions)>) -> Result<(), InputError> {
+    let file = path.display().to_string();
+    let stem = file_stem(path);
+    let handle =
+        File::open(path).map_err(|e| InputError::whole(&file, format!("cannot open: {e}")))?;
+    let mut lines = Lines {
+        reader: BufReader::with_capacity(1 << 16, handle),
+        line_no: 0,
+        file: &file,
+    };
+
+    // Everything up to and including the first non-blank line; leading
+    // blank lines are kept so serde's line numbers stay right.
+    let mut head = String::new();
+    let first_start = loop {
+        let start = head.len();
+        if !lines.read_into(&mut head)? {
+            return Err(InputError::whole(
+                &file,
+                "empty file: expected a Weka trace (one JSON object, or one per line)",
+            ));
+        }
+        if head.get(start..).is_some_and(|s| !s.trim().is_empty()) {
+            break start;
+        }
+    };
+    let first_no = lines.line_no;
+    let first_text = head.get(first_start..).unwrap_or("");
+    let first = parse_object(first_text);
+
+    let mut line = String::new();
+    let line_mode = if is_jsonl(path) {
+        true
+    } else {
+        let complete_object = match &first {
+            Ok(_) => true,
+            Err(fail) => fail.complete_object,
+        };
+        if complete_object {
+            // One object per line only if another non-blank line follows.
+            lines.next_non_blank(&mut line)?
+        } else {
+            false
+        }
+    };
+
+    if line_mode {
+        push_line(out, first, &file, &stem, first_no)?;
+        if !line.is_empty() {
+            push_line(out, parse_object(&line), &file, &stem, lines.line_no)?;
+        }
+        while lines.next_non_blank(&mut line)? {
+            push_line(out, parse_object(&line), &file, &stem, lines.line_no)?;
+        }
+        return Ok(());
+    }
+
+    let parsed = match first {
+        // A complete object and nothing else but blank lines.
+        Ok(parsed) => parsed,
+        Err(fail) if fail.complete_object => {
+            return Err(fail.into_error(
+                &file,
+                Where::Whole {
+                    line_offset: first_no.saturating_sub(1),
+                },
+            ));
+        }
+        // Not a one-line object: the object spans the file.
+        Err(_) => {
+            lines
+                .reader
+                .read_to_string(&mut head)
+                .map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
+            parse_object(&head).map_err(|f| f.into_error(&file, Where::Whole { line_offset: 0 }))?
+        }
+    };
+    let (mut tree, conventions) = parsed;
+    tree.source = file.clone();
+    set_fallback_id(&mut tree, || stem.clone());
+    out.push((tree, conventions));
+    Ok(())
+}
+
+fn push_line(
+    out: &mut Vec<(Tree, Conventions)>,
+    parsed: Result<(Tree, Conventions), Fail>,
+    file: &str,
+    stem: &str,
+    line_no: usize,
+) -> Result<(), InputError> {
+    let (mut tree, conventions) = parsed.map_err(|f| f.into_error(file, Where::Line(line_no)))?;
+    tree.source = format!("{file}:line {line_no}");
+    set_fallback_id(&mut tree, || format!("{stem}:{line_no}"));
+    out.push((tree, conventions));
+    Ok(())
+}
+
+/// Gives a trace without an `id` (or with an empty one) a fallback id.
+fn set_fallback_id(tree: &mut Tree, fallback: impl FnOnce() -> String) {
+    if tree.id.is_empty() {
+        tree.id = fallback();
+        if let Some(root) = tree.agents.first_mut() {
+            root.id.clone_from(&tree.id);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Errors before a file name is attached
+
+/// A parse or validation failure, placed within one JSON text.
+#[derive(Debug)]
+struct Fail {
+    /// serde's (line, column) within the parsed text.
+    pos: Option<(usize, usize)>,
+    /// JSON path like `$.requests[3].t`.
+    path: Option<String>,
+    message: String,
+    /// The text was a complete JSON value (schema or value error, not a
+    /// syntax error or early end).
+    complete_object: bool,
+}
+
+/// Where the parsed text sits in its file.
+#[derive(Debug, Clone, Copy)]
+enum Where {
+    /// The whole file (or one line of it, `line_offset` lines down).
+    Whole { line_offset: usize },
+    /// Line `n` of a one-object-per-line file.
+    Line(usize),
+}
+
+impl Fail {
+    fn at(path: String, message: impl Into<String>) -> Self {
+        Fail {
+            pos: None,
+            path: Some(path),
+            message: message.into(),
+            complete_object: true,
+        }
+    }
+
+    fn from_json(err: &serde_json::Error, path: Option<String>) -> Self {
+        let (line, column) = (err.line(), err.column());
+        let full = err.to_string();
+        let bare = full
+            .strip_suffix(&format!(" at line {line} column {column}"))
+            .unwrap_or(&full);
+        let (message, complete_object) = match err.classify() {
+            serde_json::error::Category::Syntax if bare == "number out of range" => (
+                format!("invalid JSON: {bare}: expected a finite number"),
+                false,
+            ),
+            serde_json::error::Category::Syntax => (format!("invalid JSON: {bare}"), false),
+            serde_json::error::Category::Eof => (
+                format!("invalid JSON, the text ends early (truncated?): {bare}"),
+                false,
+            ),
+            serde_json::error::Category::Data => (bare.to_string(), true),
+            serde_json::error::Category::Io => (bare.to_string(), false),
+        };
+        Fail {
+            pos: (line > 0).then_some((line, column)),
+            path,
+            message,
+            complete_object,
+        }
+    }
+
+    fn from_path_error(err: &serde_path_to_error::Error<serde_json::Error>) -> Self {
+        let path = err.path().to_string();
+        let path = match path.as_str() {
+            "." | "" => None,
+            p if p.starts_with('[') => Some(format!("${p}")),
+            p => Some(format!("$.{p}")),
+        };
+        Fail::from_json(err.inner(), path)
+    }
+
+    fn into_error(self, file: &str, at: Where) -> InputError {
+        let mut parts: Vec<String> = Vec::with_capacity(3);
+        match at {
+            Where::Line(n) => {
+                parts.push(format!("line {n}"));
+                if let Some((_, column)) = self.pos {
+                    parts.push(format!("column {column}"));
+                }
+            }
+            Where::Whole { line_offset } => {
+                if let Some((line, column)) = self.pos {
+                    parts.push(format!("line {}, column {column}", line + line_offset));
+                }
+            }
+        }
+        if let Some(path) = self.path {
+            parts.push(path);
+        }
+        let place = (!parts.is_empty()).then(|| parts.join(", "));
+        InputError::new(file, place, self.message)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Raw schema (one serde pass, borrowing strings where possible)
+
+#[derive(serde::Deserialize)]
+#[serde(expecting = "a Weka trace (a JSON object with `requests`)")]
+struct RawTrace<'a> {
+    #[serde(borrow)]
+    id: Option<Text<'a>>,
+    block_size: Option<Count>,
+    tool_tokens: Option<Count>,
+    system_tokens: Option<Count>,
+    #[serde(borrow)]
+    requests: Vec<RawEntry<'a>>,
+}
+
+/// A request object (`type` `"n"`/`"s"`) or a subagent entry
+/// (`type: "subagent"`), read into one flat struct so serde needs no
+/// buffering to pick a variant.
+#[derive(serde::Deserialize)]
+#[serde(expecting = "a request object or a subagent entry")]
+struct RawEntry<'a> {
+    #[serde(rename = "type")]
+    kind: Option<EntryKind>,
+    t: Secs,
+    #[serde(rename = "in", alias = "input_length")]
+    isl: Option<Count>,
+    #[serde(rename = "out", alias = "output_length")]
+    osl: Option<Count>,
+    #[serde(borrow)]
+    model: Option<Text<'a>>,
+    hash_ids: Option<HashIds>,
+    input_types: Option<InputTypes>,
+    api_time: Option<Secs>,
+    ttft: Option<Secs>,
+    #[serde(borrow)]
+    agent_id: Option<Text<'a>>,
+    duration_ms: Option<Millis>,
+    #[serde(borrow)]
+    status: Option<Text<'a>>,
+    #[serde(borrow)]
+    requests: Option<Vec<RawEntry<'a>>>,
+}
+
+impl RawEntry<'_> {
+    fn is_subagent(&self) -> bool {
+        match self.kind {
+            Some(EntryKind::Subagent) => true,
+            Some(EntryKind::Request) => false,
+            None => self.requests.is_some(),
+        }
+    }
+
+    /// Request objects directly inside this subagent entry.
+    fn inner_requests(&self) -> impl Iterator<Item = &Self> {
+        self.requests.iter().flatten().filter(|e| !e.is_subagent())
+    }
+}
+
+/// A string, borrowed from the input unless it had escapes.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(PhantomData))
+    }
+}
+
+/// The `type` field: only "subagent" matters; "n", "s" and anything else
+/// are request objects.
+enum EntryKind {
+    Subagent,
+    Request,
+}
+
+impl<'de> Deserialize<'de> for EntryKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = EntryKind;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an entry type string (\"n\", \"s\" or \"subagent\")")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(if v == "subagent" {
+                    EntryKind::Subagent
+                } else {
+                    EntryKind::Request
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Formats a number for an error message: integers as integers, huge or
+/// tiny values in exponent form.
+fn show_number(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else if v.is_finite() && v.abs() < 1e15 && v.abs() >= 1e-6 {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// Seconds or milliseconds, converted to nanoseconds while deserializing.
+struct TimeVisitor {
+    millis: bool,
+}
+
+impl TimeVisitor {
+    fn unit(&self) -> &'static str {
+        if self.millis {
+            "milliseconds"
+        } else {
+            "seconds"
+        }
+    }
+
+    fn convert<E: de::Error>(&self, v: f64, shown: impl fmt::Display) -> Result<Nanos, E> {
+        let nanos = if self.millis {
+            millis_to_nanos(v)
+        } else {
+            secs_to_nanos(v)
+        };
+        nanos.ok_or_else(|| {
+            E::custom(format_args!(
+                "expected a non-negative finite number of {}, got {shown}",
+                self.unit()
+            ))
+        })
+    }
+}
+
+impl Visitor<'_> for TimeVisitor {
+    type Value = Nanos;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a non-negative finite number of {}", self.unit())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Nanos, E> {
+        self.convert(v, show_number(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Nanos, E> {
+        self.convert(v as f64, v)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Nanos, E> {
+        self.convert(v as f64, v)
+    }
+}
+
+/// A time in seconds (`t`, `api_time`, `ttft`), as nanoseconds.
+#[derive(Clone, Copy)]
+struct Secs(Nanos);
+
+impl<'de> Deserialize<'de> for Secs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_f64(TimeVisitor { millis: false }).map(Secs)
+    }
+}
+
+/// A time in milliseconds (`duration_ms`), as nanoseconds.
+#[derive(Clone, Copy)]
+struct Millis(Nanos);
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_f64(TimeVisitor { millis: true }).map(Millis)
+    }
+}
+
+/// A non-negative integer that fits in u32 (token counts, block size).
+/// Integral floats such as `512.0` are accepted.
+#[derive(Clone, Copy)]
+struct Count(u32);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        fn out_of_range<E: de::Error>(shown: impl fmt::Display) -> E {
+            E::custom(format_args!(
+                "expected a non-negative integer of at most {}, got {shown}",
+                u32::MAX
+            ))
+        }
+        impl Visitor<'_> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a non-negative integer of at most {}", u32::MAX)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
+                u32::try_from(v).map(Count).map_err(|_| out_of_range(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
+                u32::try_from(v).map(Count).map_err(|_| out_of_range(v))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
+                if v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v) {
+                    Ok(Count(v as u32))
+                } else {
+                    Err(out_of_range(show_number(v)))
+                }
+            }
+        }
+        d.deserialize_u64(V)
+    }
+}
+
+/// One hash id (u32).
+struct HashId(u32);
+
+impl<'de> Deserialize<'de> for HashId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        fn out_of_range<E: de::Error>(shown: impl fmt::Display) -> E {
+            E::custom(format_args!(
+                "hash id {shown} is out of range: expected an integer in 0..={}",
+                u32::MAX
+            ))
+        }
+        impl Visitor<'_> for V {
+            type Value = HashId;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a hash id (an integer in 0..={})", u32::MAX)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<HashId, E> {
+                u32::try_from(v).map(HashId).map_err(|_| out_of_range(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<HashId, E> {
+                u32::try_from(v).map(HashId).map_err(|_| out_of_range(v))
+            }
+        }
+        d.deserialize_u64(V)
+    }
+}
+
+/// `hash_ids`, read straight into u32s.
+struct HashIds {
+    ids: Box<[u32]>,
+    has_zero: bool,
+}
+
+impl<'de> Deserialize<'de> for HashIds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = HashIds;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of hash ids")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<HashIds, A::Error> {
+                let mut ids = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
+                let mut has_zero = false;
+                while let Some(HashId(id)) = seq.next_element()? {
+                    has_zero |= id == 0;
+                    ids.push(id);
+                }
+                Ok(HashIds {
+                    ids: ids.into_boxed_slice(),
+                    has_zero,
+                })
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// `input_types`, reduced to the two flags that decide [`InputKind`].
+struct InputTypes {
+    text: bool,
+    tool_result: bool,
+}
+
+impl InputTypes {
+    fn kind(&self) -> InputKind {
+        match (self.text, self.tool_result) {
+            (false, true) => InputKind::ToolResult,
+            (true, false) => InputKind::UserText,
+            _ => InputKind::Unknown,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for InputTypes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        enum Tag {
+            Text,
+            ToolResult,
+            Other,
+        }
+        impl<'de> Deserialize<'de> for Tag {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct TagV;
+                impl Visitor<'_> for TagV {
+                    type Value = Tag;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        f.write_str("an input type string")
+                    }
+                    fn visit_str<E>(self, v: &str) -> Result<Tag, E> {
+                        Ok(match v {
+                            "text" => Tag::Text,
+                            "tool_result" => Tag::ToolResult,
+                            _ => Tag::Other,
+                        })
+                    }
+                }
+                d.deserialize_str(TagV)
+            }
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = InputTypes;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of input type strings")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<InputTypes, A::Error> {
+                let mut types = InputTypes {
+                    text: false,
+                    tool_result: false,
+                };
+                while let Some(tag) = seq.next_element::<Tag>()? {
+                    match tag {
+                        Tag::Text => types.text = true,
+                        Tag::ToolResult => types.tool_result = true,
+                        Tag::Other => {}
+                    }
+                }
+                Ok(types)
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// From the raw schema to a tree
+
+/// Parses one JSON object into a tree (without `source`; `id` empty when
+/// the trace has none).
+fn parse_object(text: &str) -> Result<(Tree, Conventions), Fail> {
+    // serde's derived struct visitor would also accept an array (fields by
+    // position); a trace must be an object.
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with('{') {
+        let got: String = trimmed.chars().take(20).collect();
+        return Err(Fail {
+            pos: None,
+            path: None,
+            message: format!("expected a Weka trace (a JSON object with `requests`), got `{got}`"),
+            complete_object: false,
+        });
+    }
+    build(deserialize_raw(text)?)
+}
+
+/// One serde pass. Path tracking costs about as much as the parse itself,
+/// so it runs only when the plain pass fails, to place the error.
+fn deserialize_raw(text: &str) -> Result<RawTrace<'_>, Fail> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let plain = RawTrace::deserialize(&mut de).and_then(|raw| de.end().map(|()| raw));
+    let plain_err = match plain {
+        Ok(raw) => return Ok(raw),
+        Err(e) => e,
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    match serde_path_to_error::deserialize::<_, RawTrace>(&mut de) {
+        Err(e) => Err(Fail::from_path_error(&e)),
+        // Only the end-of-input check failed (trailing characters).
+        Ok(_) => Err(Fail::from_json(&plain_err, None)),
+    }
+}
+
+fn build(raw: RawTrace<'_>) -> Result<(Tree, Conventions), Fail> {
+    let block_size = match raw.block_size {
+        None => DEFAULT_BLOCK_SIZE,
+        Some(Count(0)) => {
+            return Err(Fail::at(
+                "$.block_size".to_string(),
+                "expected a positive block size (tokens per hash block), got 0",
+            ))
+        }
+        Some(Count(n)) => n,
+    };
+    let id = raw.id.map(|t| t.0.into_owned()).unwrap_or_default();
+
+    let (mut absolute, mut relative, mut subagents) = (0usize, 0usize, 0usize);
+    vote(&raw.requests, &mut absolute, &mut relative, &mut subagents);
+    let subagent_times = if subagents == 0 {
+        SubagentTimes::NoSubagents
+    } else if absolute > relative {
+        SubagentTimes::Absolute
+    } else {
+        SubagentTimes::Relative
+    };
+
+    let mut builder = Builder {
+        absolute: subagent_times == SubagentTimes::Absolute,
+        block_size,
+        agents: vec![Agent {
+            id: id.clone(),
+            parent: None,
+            kind: AgentKind::Root,
+            recorded_end: None,
+            turns: Vec::new(),
+        }],
+        models: Vec::new(),
+        path: Vec::new(),
+        any_ids: false,
+        any_zero: false,
+        floor_ok: true,
+        ceil_ok: true,
+    };
+    builder.walk(raw.requests, 0, 0)?;
+
+    for agent in &mut builder.agents {
+        agent.turns.sort_by_key(|turn| turn.start);
+    }
+    let conventions = Conventions {
+        subagent_times,
+        hash_id_base: if builder.any_zero {
+            Some(0)
+        } else if builder.any_ids {
+            Some(1)
+        } else {
+            None
+        },
+        block_count: if !builder.any_ids {
+            BlockCount::Unknown
+        } else if builder.floor_ok {
+            BlockCount::Floor
+        } else if builder.ceil_ok {
+            BlockCount::Ceil
+        } else {
+            BlockCount::Unknown
+        },
+    };
+    let tree = Tree {
+        id,
+        source: String::new(),
+        arrival: 0,
+        agents: builder.agents,
+        explicit_edges: None,
+        models: builder.models,
+        block_size,
+        tool_tokens: raw.tool_tokens.map_or(0, |c| c.0),
+        system_tokens: raw.system_tokens.map_or(0, |c| c.0),
+    };
+    Ok((tree, conventions))
+}
+
+/// Counts subagent entries and votes on their time convention: an entry
+/// with a preceding request object looks absolute when its first inner `t`
+/// is positive and no earlier than that request's end minus 1 s. Raw values
+/// are compared within one `requests` array, so nesting needs no offsets.
+fn vote(
+    entries: &[RawEntry<'_>],
+    absolute: &mut usize,
+    relative: &mut usize,
+    subagents: &mut usize,
+) {
+    let mut preceding: Option<&RawEntry<'_>> = None;
+    for entry in entries {
+        if !entry.is_subagent() {
+            preceding = Some(entry);
+            continue;
+        }
+        *subagents += 1;
+        if let (Some(prev), Some(first)) = (preceding, entry.inner_requests().next()) {
+            let prev_end = prev.t.0.saturating_add(prev.api_time.map_or(0, |a| a.0));
+            if first.t.0 > 0 && first.t.0 >= prev_end.saturating_sub(NANOS_PER_SEC) {
+                *absolute += 1;
+            } else {
+                *relative += 1;
+            }
+        }
+        if let Some(inner) = &entry.requests {
+            vote(inner, absolute, relative, subagents);
+        }
+    }
+}
+
+struct Builder {
+    absolute: bool,
+    block_size: u32,
+    agents: Vec<Agent>,
+    models: Vec<String>,
+    /// Indices of the entries being converted, outermost first.
+    path: Vec<usize>,
+    any_ids: bool,
+    any_zero: bool,
+    floor_ok: bool,
+    ceil_ok: bool,
+}
+
+impl Builder {
+    /// JSON path of the current entry, plus an optional field.
+    fn place(&self, field: Option<&str>) -> String {
+        let mut place = String::from("$");
+        for index in &self.path {
+            place.push_str(&format!(".requests[{index}]"));
+        }
+        if let Some(field) = field {
+            place.push('.');
+            place.push_str(field);
+        }
+        place
+    }
+
+    fn overflow(&self, field: &str) -> Fail {
+        Fail::at(
+            self.place(Some(field)),
+            "time overflows: the absolute time (offset plus this value) is too large",
+        )
+    }
+
+    /// Converts `entries` (a `requests` array) into turns of agent `agent`,
+    /// their `t` offset by `base`.
+    fn walk(&mut self, entries: Vec<RawEntry<'_>>, agent: usize, base: Nanos) -> Result<(), Fail> {
+        for (index, entry) in entries.into_iter().enumerate() {
+            self.path.push(index);
+            if entry.is_subagent() {
+                self.subagent(entry, agent, base)?;
+            } else {
+                self.request(entry, agent, base)?;
+            }
+            self.path.pop();
+        }
+        Ok(())
+    }
+
+    fn subagent(&mut self, entry: RawEntry<'_>, parent: usize, base: Nanos) -> Result<(), Fail> {
+        let index = self.agents.len();
+        let id = match &entry.agent_id {
+            Some(Text(id)) => id.to_string(),
+            None => format!("subagent_{index}"),
+        };
+        let duration = entry.duration_ms.map(|d| d.0);
+        let (spawn, inner_base) = if self.absolute {
+            let spawn = match entry.inner_requests().map(|r| r.t.0).min() {
+                Some(first) => first,
+                None => base
+                    .checked_add(entry.t.0)
+                    .ok_or_else(|| self.overflow("t"))?,
+            };
+            (spawn, 0)
+        } else {
+            let marker = base
+                .checked_add(entry.t.0)
+                .ok_or_else(|| self.overflow("t"))?;
+            let spawn = match duration {
+                None => marker,
+                Some(d) => marker.checked_sub(d).ok_or_else(|| {
+                    Fail::at(
+                        self.place(None),
+                        format!(
+                            "subagent {id} would spawn before the trace start: its completion \
+                             t = {} s minus duration_ms = {} ms is negative; expected \
+                             duration_ms <= t * 1000",
+                            show_number(marker as f64 / NANOS_PER_SEC as f64),
+                            show_number(d as f64 / 1e6),
+                        ),
+                    )
+                })?,
+            };
+            (spawn, spawn)
+        };
+        let recorded_end = match duration {
+            Some(d) => Some(
+                spawn
+                    .checked_add(d)
+                    .ok_or_else(|| self.overflow("duration_ms"))?,
+            ),
+            None => None,
+        };
+        let async_launched = entry
+            .status
+            .as_ref()
+            .is_some_and(|Text(s)| s == "async_launched");
+        let kind = if async_launched || duration.is_none() {
+            AgentKind::Background
+        } else {
+            AgentKind::Blocking
+        };
+        let parent = u32::try_from(parent)
+            .map_err(|_| Fail::at(self.place(None), "too many subagents in one trace"))?;
+        self.agents.push(Agent {
+            id,
+            parent: Some(parent),
+            kind,
+            recorded_end,
+            turns: Vec::new(),
+        });
+        if let Some(inner) = entry.requests {
+            self.walk(inner, index, inner_base)?;
+        }
+        Ok(())
+    }
+
+    fn request(&mut self, entry: RawEntry<'_>, agent: usize, base: Nanos) -> Result<(), Fail> {
+        let isl = entry.isl.map(|c| c.0).ok_or_else(|| {
+            Fail::at(
+                self.place(None),
+                "missing field `in` (or `input_length`): expected the prompt token count",
+            )
+        })?;
+        let osl = entry.osl.map(|c| c.0).ok_or_else(|| {
+            Fail::at(
+                self.place(None),
+                "missing field `out` (or `output_length`): expected the output token count",
+            )
+        })?;
+        let start = base
+            .checked_add(entry.t.0)
+            .ok_or_else(|| self.overflow("t"))?;
+        let model = match &entry.model {
+            Some(Text(name)) => Some(self.model_index(name)?),
+            None => None,
+        };
+        let (hash_ids, has_zero) = match entry.hash_ids {
+            Some(h) => (h.ids, h.has_zero),
+            None => (Box::default(), false),
+        };
+        if !hash_ids.is_empty() {
+            self.any_ids = true;
+            self.any_zero |= has_zero;
+            let len = hash_ids.len() as u64;
+            let (isl64, bs) = (u64::from(isl), u64::from(self.block_size));
+            self.floor_ok &= len == isl64 / bs;
+            self.ceil_ok &= len == isl64.div_ceil(bs);
+        }
+        let turn = Turn {
+            start,
+            duration: entry.api_time.map(|a| a.0),
+            isl,
+            osl,
+            ttft: entry.ttft.map(|a| a.0),
+            model,
+            input_kind: entry.input_types.map_or(InputKind::Unknown, |t| t.kind()),
+            hash_ids,
+        };
+        match self.agents.get_mut(agent) {
+            Some(a) => a.turns.push(turn),
+            None => return Err(Fail::at(self.place(None), "internal: unknown agent")),
+        }
+        Ok(())
+    }
+
+    fn model_index(&mut self, name: &str) -> Result<u16, Fail> {
+        let index = match self.models.iter().position(|m| m == name) {
+            Some(i) => i,
+            None => {
+                self.models.push(name.to_string());
+                self.models.len() - 1
+            }
+        };
+        u16::try_from(index).map_err(|_| {
+            Fail::at(
+                self.place(Some("model")),
+                format!(
+                    "too many distinct model names: at most {} per trace",
+                    u16::MAX as u32 + 1
+                ),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::NANOS_PER_MS;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../testdata/weka-kv-cache-tester"
+        ))
+        .join(name)
+    }
+
+    fn bad(name: &str) -> PathBuf {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/weka-bad")).join(name)
+    }
+
+    fn load_one(name: &str) -> (Tree, Conventions) {
+        let mut all = load_path_with_conventions(&fixture(name)).expect("fixture loads");
+        assert_eq!(all.len(), 1);
+        all.remove(0)
+    }
+
+    fn turn_counts(tree: &Tree) -> Vec<usize> {
+        tree.agents.iter().map(|a| a.turns.len()).collect()
+    }
+
+    fn kinds(tree: &Tree) -> Vec<AgentKind> {
+        tree.agents.iter().map(|a| a.kind).collect()
+    }
+
+    /// A unique scratch directory under the system temp dir.
+    fn scratch(tag: &str) -> PathBuf {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "arbor-weka-{tag}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        dir
+    }
+
+    fn error_of(path: &Path) -> String {
+        load_path(path)
+            .expect_err("input must be rejected")
+            .to_string()
+    }
+
+    fn assert_contains(text: &str, parts: &[&str]) {
+        for part in parts {
+            assert!(text.contains(part), "{text:?} does not contain {part:?}");
+        }
+    }
+
+    const OPUS: &str = "claude-opus-4-5-20251101";
+    const HAIKU: &str = "claude-haiku-4-5-20251001";
+
+    #[test]
+    fn trace_0277_relative_subagents_spawn_together() {
+        let (tree, conv) = load_one("trace_0277.json");
+        assert_eq!(tree.id, "trace_0277");
+        assert!(tree.source.ends_with("trace_0277.json"));
+        assert_eq!(tree.arrival, 0);
+        assert_eq!(
+            (tree.block_size, tree.tool_tokens, tree.system_tokens),
+            (64, 12166, 2875)
+        );
+        assert_eq!(tree.explicit_edges, None);
+        assert_eq!(tree.models, vec![OPUS.to_string(), HAIKU.to_string()]);
+        assert_eq!(turn_counts(&tree), vec![9, 4, 12, 17, 11]);
+        assert_eq!(
+            kinds(&tree),
+            vec![
+                AgentKind::Root,
+                AgentKind::Blocking,
+                AgentKind::Blocking,
+                AgentKind::Blocking,
+                AgentKind::Blocking
+            ]
+        );
+        let ids: Vec<&str> = tree.agents.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "trace_0277",
+                "agent_001",
+                "agent_002",
+                "agent_003",
+                "agent_004"
+            ]
+        );
+        assert_eq!(tree.agents[0].parent, None);
+        assert!(tree.agents[1..].iter().all(|a| a.parent == Some(0)));
+        assert_eq!(
+            conv,
+            Conventions {
+                subagent_times: SubagentTimes::Relative,
+                hash_id_base: Some(1),
+                block_count: BlockCount::Floor,
+            }
+        );
+
+        // Spawn = marker t - duration_ms; recorded_end = marker t.
+        let expected = [
+            (79_224, 59_750, 19_474),
+            (183_906, 164_445, 19_461),
+            (211_347, 191_873, 19_474),
+        ];
+        for (agent, (t_ms, dur_ms, spawn_ms)) in tree.agents[1..4].iter().zip(expected) {
+            assert_eq!(t_ms - dur_ms, spawn_ms);
+            let spawn = spawn_ms * NANOS_PER_MS;
+            assert_eq!(agent.turns[0].start, spawn, "{}", agent.id);
+            assert_eq!(agent.recorded_end, Some(t_ms * NANOS_PER_MS));
+            assert!((19_460_000_000..=19_480_000_000).contains(&spawn));
+            assert_eq!(agent.turns[0].model, Some(1));
+            assert_eq!(agent.turns[0].input_kind, InputKind::UserText);
+            assert_eq!(agent.turns[1].input_kind, InputKind::ToolResult);
+        }
+        // agent_001's inner t 0, 6, 13, 19 are relative to the spawn.
+        let starts: Vec<Nanos> = tree.agents[1].turns.iter().map(|t| t.start).collect();
+        let s = 19_474 * NANOS_PER_MS;
+        assert_eq!(
+            starts,
+            [
+                s,
+                s + 6 * NANOS_PER_SEC,
+                s + 13 * NANOS_PER_SEC,
+                s + 19 * NANOS_PER_SEC
+            ]
+        );
+        // The Plan agent: 723.533 - 337.933 = 385.600 s, opus.
+        let plan = &tree.agents[4];
+        assert_eq!(plan.turns[0].start, 385_600 * NANOS_PER_MS);
+        assert_eq!(plan.turns[0].model, Some(0));
+
+        let root = &tree.agents[0];
+        let first = &root.turns[0];
+        assert_eq!(first.start, 0);
+        assert_eq!(first.duration, Some(18_780 * NANOS_PER_MS));
+        assert_eq!((first.isl, first.osl), (19560, 1017));
+        assert_eq!(first.hash_ids.len(), 19560 / 64);
+        assert_eq!(first.hash_ids[0], 1);
+        assert_eq!(first.model, Some(0));
+        assert_eq!(root.turns[8].start, 818 * NANOS_PER_SEC);
+        assert_eq!(tree.turn_count(), 53);
+    }
+
+    #[test]
+    fn trace_0291_two_explore_subagents() {
+        let (tree, conv) = load_one("trace_0291.json");
+        assert_eq!(tree.id, "trace_0291");
+        assert_eq!(turn_counts(&tree), vec![20, 5, 7]);
+        assert_eq!(
+            kinds(&tree),
+            vec![AgentKind::Root, AgentKind::Blocking, AgentKind::Blocking]
+        );
+        assert_eq!(tree.models, vec![OPUS.to_string(), HAIKU.to_string()]);
+        assert_eq!(conv.subagent_times, SubagentTimes::Relative);
+        assert_eq!(conv.hash_id_base, Some(1));
+        assert_eq!(conv.block_count, BlockCount::Floor);
+        // 1148.013 - 46.656 and 1180.553 - 79.184.
+        assert_eq!(tree.agents[1].turns[0].start, 1_101_357 * NANOS_PER_MS);
+        assert_eq!(tree.agents[2].turns[0].start, 1_101_369 * NANOS_PER_MS);
+        assert_eq!(
+            tree.agents[2].turns[6].start,
+            (1_101_369 + 54_000) * NANOS_PER_MS
+        );
+        assert_eq!(tree.agents[1].recorded_end, Some(1_148_013 * NANOS_PER_MS));
+        // Parent turns keep document order around the subagent entries.
+        assert_eq!(tree.agents[0].turns[15].start, 1085 * NANOS_PER_SEC);
+        assert_eq!(tree.agents[0].turns[16].start, 1209 * NANOS_PER_SEC);
+    }
+
+    #[test]
+    fn small_fixtures_have_one_agent() {
+        let (tree, conv) = load_one("trace_0504.json");
+        assert_eq!(turn_counts(&tree), vec![3]);
+        assert_eq!(kinds(&tree), vec![AgentKind::Root]);
+        assert_eq!(tree.models, vec!["claude-sonnet-4-20250514".to_string()]);
+        assert_eq!(tree.agents[0].turns[2].start, 3075 * NANOS_PER_SEC);
+        assert_eq!(tree.agents[0].turns[2].ttft, Some(1_750 * NANOS_PER_MS));
+        assert_eq!(tree.agents[0].turns[0].ttft, None);
+        assert_eq!(conv.subagent_times, SubagentTimes::NoSubagents);
+        assert_eq!(conv.hash_id_base, Some(1));
+        assert_eq!(conv.block_count, BlockCount::Floor);
+
+        let (tree, _) = load_one("trace_0187.json");
+        assert_eq!(turn_counts(&tree), vec![3]);
+        assert_eq!(tree.models, vec![HAIKU.to_string()]);
+        let ttfts: Vec<Option<Nanos>> = tree.agents[0].turns.iter().map(|t| t.ttft).collect();
+        assert_eq!(
+            ttfts,
+            [
+                Some(1_430 * NANOS_PER_MS),
+                Some(630 * NANOS_PER_MS),
+                Some(1_260 * NANOS_PER_MS)
+            ]
+        );
+        let t = &tree.agents[0].turns[1];
+        assert_eq!(
+            (t.isl, t.osl, t.duration),
+            (11443, 280, Some(2_320 * NANOS_PER_MS))
+        );
+        assert_eq!(t.hash_ids.len(), 178);
+    }
+
+    #[test]
+    fn directory_loads_in_file_name_order() {
+        let trees = load_path(&fixture("")).expect("directory loads");
+        let ids: Vec<&str> = trees.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["trace_0187", "trace_0277", "trace_0291", "trace_0504"]
+        );
+        let agents: Vec<usize> = trees.iter().map(|t| t.agents.len()).collect();
+        assert_eq!(agents, [1, 5, 3, 1]);
+    }
+
+    const ABSOLUTE: &str = r#"{"id":"abc123","block_size":64,"tool_tokens":0,"requests":[
+        {"t":0,"type":"n","model":"m1","in":418,"out":10,"hash_ids":[0,1,2,3,4,5,6],"api_time":2.5,"input_types":["text"]},
+        {"t":10,"type":"subagent","agent_id":"a1","duration_ms":20000,"status":"completed","requests":[
+            {"t":3,"type":"n","model":"m2","in":64,"out":5,"hash_ids":[0],"api_time":1,"input_types":["text"]},
+            {"t":7.5,"type":"s","model":"m2","in":130,"out":5,"hash_ids":[0,7,8],"api_time":1,"input_types":["tool_result"]}]},
+        {"t":5,"type":"subagent","agent_id":"a2","duration_ms":null,"status":"async_launched","requests":[
+            {"t":4,"type":"n","model":"m2","input_length":100,"output_length":3,"hash_ids":[0,9]}]},
+        {"t":30,"type":"n","model":"m1","in":500,"out":10,"hash_ids":[0,1,2,3,4,5,6,10],"input_types":["tool_result","text"]}]}"#;
+
+    #[test]
+    fn absolute_inner_times_are_kept() {
+        let (tree, conv) = parse_trace(ABSOLUTE, "corpus.jsonl:line 1").expect("parses");
+        assert_eq!(
+            conv,
+            Conventions {
+                subagent_times: SubagentTimes::Absolute,
+                hash_id_base: Some(0),
+                block_count: BlockCount::Ceil,
+            }
+        );
+        assert_eq!(tree.id, "abc123");
+        assert_eq!(tree.source, "corpus.jsonl:line 1");
+        assert_eq!(tree.models, vec!["m1".to_string(), "m2".to_string()]);
+        assert_eq!(turn_counts(&tree), vec![2, 2, 1]);
+        assert_eq!(
+            kinds(&tree),
+            vec![AgentKind::Root, AgentKind::Blocking, AgentKind::Background]
+        );
+        let a1 = &tree.agents[1];
+        assert_eq!(a1.id, "a1");
+        assert_eq!(a1.turns[0].start, 3 * NANOS_PER_SEC);
+        assert_eq!(a1.turns[1].start, 7_500 * NANOS_PER_MS);
+        // Spawn = smallest inner t; end = spawn + duration.
+        assert_eq!(a1.recorded_end, Some(23 * NANOS_PER_SEC));
+        let a2 = &tree.agents[2];
+        assert_eq!((a2.parent, a2.recorded_end), (Some(0), None));
+        assert_eq!(a2.turns[0].start, 4 * NANOS_PER_SEC);
+        assert_eq!((a2.turns[0].isl, a2.turns[0].osl), (100, 3));
+        assert_eq!(a2.turns[0].input_kind, InputKind::Unknown);
+        assert_eq!(tree.agents[0].turns[1].input_kind, InputKind::Unknown);
+        assert_eq!(tree.agents[0].turns[1].duration, None);
+    }
+
+    #[test]
+    fn nested_relative_subagents_and_async() {
+        let text = r#"{"id":"n","requests":[
+            {"t":0,"in":10,"out":1,"api_time":1},
+            {"t":100,"type":"subagent","agent_id":"outer","duration_ms":90000,"requests":[
+                {"t":0,"in":10,"out":1},
+                {"t":30,"type":"subagent","agent_id":"inner","duration_ms":20000,"requests":[
+                    {"t":0,"in":10,"out":1},{"t":5,"in":10,"out":1}]},
+                {"t":40,"in":10,"out":1}]},
+            {"t":101,"in":10,"out":1},
+            {"t":102,"type":"subagent","agent_id":"bg","status":"async_launched","requests":[
+                {"t":0,"in":10,"out":1},{"t":50,"in":10,"out":1}]}]}"#;
+        let (tree, conv) = parse_trace(text, "/x/nested.json").expect("parses");
+        assert_eq!(conv.subagent_times, SubagentTimes::Relative);
+        assert_eq!(conv.hash_id_base, None);
+        assert_eq!(conv.block_count, BlockCount::Unknown);
+        assert_eq!(tree.block_size, DEFAULT_BLOCK_SIZE);
+        let parents: Vec<Option<u32>> = tree.agents.iter().map(|a| a.parent).collect();
+        assert_eq!(parents, [None, Some(0), Some(1), Some(0)]);
+        let starts = |i: usize| -> Vec<u64> {
+            tree.agents[i]
+                .turns
+                .iter()
+                .map(|t| t.start / NANOS_PER_SEC)
+                .collect()
+        };
+        // outer spawns at 100 - 90 = 10; inner at 10 + 30 - 20 = 20.
+        assert_eq!(starts(1), [10, 50]);
+        assert_eq!(starts(2), [20, 25]);
+        assert_eq!(tree.agents[2].recorded_end, Some(40 * NANOS_PER_SEC));
+        // Async: spawn = marker t.
+        assert_eq!(starts(3), [102, 152]);
+        assert_eq!(tree.agents[3].kind, AgentKind::Background);
+        assert!(tree.agents[0].turns.iter().all(|t| t.model.is_none()));
+    }
+
+    #[test]
+    fn missing_id_falls_back_to_file_stem() {
+        let (tree, _) = parse_trace(
+            r#"{"requests":[{"t":0,"in":1,"out":1}]}"#,
+            "/some/dir/my_trace.json",
+        )
+        .expect("parses");
+        assert_eq!(tree.id, "my_trace");
+        assert_eq!(tree.agents[0].id, "my_trace");
+    }
+
+    #[test]
+    fn turns_are_sorted_by_start() {
+        let (tree, _) = parse_trace(
+            r#"{"id":"s","requests":[{"t":5,"in":1,"out":1},{"t":2,"in":2,"out":1},{"t":5,"in":3,"out":1}]}"#,
+            "s.json",
+        )
+        .expect("parses");
+        let isl: Vec<u32> = tree.agents[0].turns.iter().map(|t| t.isl).collect();
+        assert_eq!(isl, [2, 1, 3]);
+    }
+
+    #[test]
+    fn jsonl_gives_one_tree_per_line() {
+        let dir = scratch("jsonl");
+        let path = dir.join("traces.jsonl");
+        let one = ABSOLUTE.replace('\n', " ");
+        let two = r#"{"id":"second","requests":[{"t":0,"in":1,"out":1}]}"#;
+        std::fs::write(&path, format!("{one}\n\n{two}\n")).expect("write");
+        let trees = load_path(&path).expect("loads");
+        assert_eq!(trees.len(), 2);
+        assert!(
+            trees[0].source.ends_with("traces.jsonl:line 1"),
+            "{}",
+            trees[0].source
+        );
+        assert!(
+            trees[1].source.ends_with("traces.jsonl:line 3"),
+            "{}",
+            trees[1].source
+        );
+        assert_eq!(trees[0].id, "abc123");
+        assert_eq!(trees[1].id, "second");
+
+        // Two lines, no blank between, and a .json name: detected as JSONL too.
+        let path2 = dir.join("two.json");
+        std::fs::write(&path2, format!("{two}\n{one}")).expect("write");
+        let trees = load_path(&path2).expect("loads");
+        assert_eq!(trees.len(), 2);
+        assert!(trees[0].source.ends_with("two.json:line 1"));
+        assert!(trees[1].source.ends_with("two.json:line 2"));
+        assert_eq!(trees[1].agents.len(), 3);
+
+        // A lone object on one line, in a .json file: one whole-file trace.
+        let path3 = dir.join("single.json");
+        std::fs::write(&path3, format!("\n{two}\n\n")).expect("write");
+        let trees = load_path(&path3).expect("loads");
+        assert_eq!(trees.len(), 1);
+        assert_eq!(trees[0].source, path3.display().to_string());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn looks_like_weka_sniffs_content() {
+        let text = std::fs::read_to_string(fixture("trace_0187.json")).expect("read");
+        assert!(looks_like_weka(text.get(..200).expect("prefix")));
+        assert!(looks_like_weka(&text));
+        assert!(looks_like_weka(ABSOLUTE));
+        assert!(!looks_like_weka(
+            r#"{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#
+        ));
+        assert!(!looks_like_weka("[1,2,3]"));
+        assert!(!looks_like_weka(""));
+        assert!(!looks_like_weka(r#"{"note":"requests"}"#));
+    }
+
+    // ----- errors -----
+
+    #[test]
+    fn error_negative_t() {
+        let msg = error_of(&bad("negative_t.json"));
+        assert_contains(
+            &msg,
+            &[
+                "negative_t.json",
+                "$.requests[1].t",
+                "expected a non-negative finite number of seconds, got -3",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_string_where_number_expected() {
+        let msg = error_of(&bad("string_in.json"));
+        assert_contains(
+            &msg,
+            &[
+                "string_in.json",
+                "$.requests[0].in",
+                "invalid type: string",
+                "expected a non-negative integer",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_missing_requests() {
+        let msg = error_of(&bad("missing_requests.json"));
+        assert_contains(&msg, &["missing_requests.json", "missing field `requests`"]);
+    }
+
+    #[test]
+    fn error_truncated_json() {
+        let msg = error_of(&bad("truncated.json"));
+        assert_contains(
+            &msg,
+            &[
+                "truncated.json",
+                "line 3, column",
+                "$.requests[1]",
+                "invalid JSON",
+                "truncated",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_empty_file() {
+        let msg = error_of(&bad("empty.json"));
+        assert_contains(&msg, &["empty.json", "empty file", "expected a Weka trace"]);
+    }
+
+    #[test]
+    fn error_jsonl_broken_line_2() {
+        let msg = error_of(&bad("broken_line2.jsonl"));
+        assert_contains(
+            &msg,
+            &[
+                "broken_line2.jsonl",
+                "line 2",
+                "$.requests[0].out",
+                "invalid JSON",
+            ],
+        );
+        assert!(!msg.contains("line 1"), "{msg}");
+    }
+
+    #[test]
+    fn error_missing_in_and_out() {
+        let msg = parse_trace(r#"{"requests":[{"t":0,"out":1}]}"#, "x.json")
+            .expect_err("rejected")
+            .to_string();
+        assert_contains(
+            &msg,
+            &[
+                "x.json",
+                "$.requests[0]",
+                "missing field `in` (or `input_length`)",
+            ],
+        );
+        let msg = parse_trace(r#"{"requests":[{"t":0,"in":1}]}"#, "x.json")
+            .expect_err("rejected")
+            .to_string();
+        assert_contains(&msg, &["$.requests[0]", "missing field `out`"]);
+        let msg = parse_trace(r#"{"requests":[{"in":1,"out":1}]}"#, "x.json")
+            .expect_err("rejected")
+            .to_string();
+        assert_contains(&msg, &["$.requests[0]", "missing field `t`"]);
+    }
+
+    #[test]
+    fn error_bad_times() {
+        let cases = [
+            (
+                r#"{"requests":[{"t":0,"in":1,"out":1,"api_time":-0.5}]}"#,
+                "$.requests[0].api_time",
+                "seconds, got -0.5",
+            ),
+            (
+                r#"{"requests":[{"t":1e300,"in":1,"out":1}]}"#,
+                "$.requests[0].t",
+                "seconds, got 1e300",
+            ),
+            (
+                r#"{"requests":[{"t":1e400,"in":1,"out":1}]}"#,
+                "$.requests[0].t",
+                "number out of range",
+            ),
+            (
+                r#"{"requests":[{"t":0,"in":1,"out":1,"ttft":"fast"}]}"#,
+                "$.requests[0].ttft",
+                "expected a non-negative finite number of seconds",
+            ),
+            (
+                r#"{"requests":[{"t":0,"type":"subagent","duration_ms":-5,"requests":[]}]}"#,
+                "$.requests[0].duration_ms",
+                "milliseconds, got -5",
+            ),
+            (
+                r#"{"requests":[{"t":null,"in":1,"out":1}]}"#,
+                "$.requests[0].t",
+                "invalid type: null",
+            ),
+        ];
+        for (text, place, expect) in cases {
+            let msg = parse_trace(text, "times.json").expect_err(text).to_string();
+            assert_contains(&msg, &["times.json", place, expect]);
+        }
+    }
+
+    #[test]
+    fn error_negative_subagent_spawn() {
+        let text = r#"{"requests":[{"t":0,"in":1,"out":1},
+            {"t":10,"type":"subagent","agent_id":"agent_009","duration_ms":15000,"requests":[{"t":0,"in":1,"out":1}]}]}"#;
+        let msg = parse_trace(text, "spawn.json")
+            .expect_err("rejected")
+            .to_string();
+        assert_contains(
+            &msg,
+            &[
+                "spawn.json",
+                "$.requests[1]",
+                "agent_009",
+                "negative",
+                "15000 ms",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_hash_id_out_of_range_and_block_size_zero() {
+        let msg = parse_trace(
+            r#"{"requests":[{"t":0,"in":128,"out":1,"hash_ids":[1,4294967296]}]}"#,
+            "ids.json",
+        )
+        .expect_err("rejected")
+        .to_string();
+        assert_contains(
+            &msg,
+            &[
+                "ids.json",
+                "$.requests[0].hash_ids[1]",
+                "hash id 4294967296 is out of range",
+            ],
+        );
+        let msg = parse_trace(
+            r#"{"requests":[{"t":0,"in":1,"out":1,"hash_ids":[-1]}]}"#,
+            "ids.json",
+        )
+        .expect_err("rejected")
+        .to_string();
+        assert_contains(
+            &msg,
+            &["$.requests[0].hash_ids[0]", "hash id -1 is out of range"],
+        );
+        let msg = parse_trace(r#"{"block_size":0,"requests":[]}"#, "bs.json")
+            .expect_err("rejected")
+            .to_string();
+        assert_contains(
+            &msg,
+            &["bs.json", "$.block_size", "expected a positive block size"],
+        );
+    }
+
+    #[test]
+    fn error_wrong_shapes() {
+        let cases = [
+            ("[1,2]", "expected a Weka trace"),
+            (r#"{"requests":{}}"#, "$.requests"),
+            (
+                r#"{"requests":[5]}"#,
+                "expected a request object or a subagent entry",
+            ),
+            (r#"{"requests":[{"t":0,"in":1.5,"out":1}]}"#, "got 1.5"),
+            (
+                r#"{"requests":[{"t":0,"in":1,"out":1}]} trailing"#,
+                "trailing characters",
+            ),
+            (
+                r#"{"requests":[{"t":0,"in":1,"input_length":1,"out":1}]}"#,
+                "duplicate field",
+            ),
+            ("   ", "empty input"),
+        ];
+        for (text, expect) in cases {
+            let msg = parse_trace(text, "shape.json").expect_err(text).to_string();
+            assert_contains(&msg, &["shape.json", expect]);
+        }
+    }
+
+    #[test]
+    fn error_missing_path_and_empty_directory() {
+        let dir = scratch("empty");
+        let msg = error_of(&dir);
+        assert_contains(&msg, &["arbor-weka-empty", "no trace files"]);
+        let missing = dir.join("nope.json");
+        let msg = error_of(&missing);
+        assert_contains(&msg, &["nope.json", "cannot read"]);
+        std::fs::write(dir.join("notes.txt"), "hi").expect("write");
+        assert_contains(&error_of(&dir), &["no trace files"]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn error_jsonl_line_numbers_in_generated_file() {
+        let dir = scratch("lines");
+        let path = dir.join("c.jsonl");
+        let good = r#"{"id":"a","requests":[{"t":0,"in":1,"out":1}]}"#;
+        let bad_value = r#"{"id":"b","requests":[{"t":0,"in":1,"out":1},{"t":-1,"in":1,"out":1}]}"#;
+        std::fs::write(&path, format!("{good}\n{good}\n\n{bad_value}\n")).expect("write");
+        let msg = error_of(&path);
+        assert_contains(
+            &msg,
+            &["c.jsonl", "line 4, column", "$.requests[1].t", "got -1"],
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn never_panics_on_truncations() {
+        let text = std::fs::read_to_string(fixture("trace_0187.json")).expect("read");
+        let mut cut = 0;
+        while cut < text.len() {
+            if let Some(prefix) = text.get(..cut) {
+                let _ = parse_trace(prefix, "cut.json");
+                let _ = looks_like_weka(prefix);
+            }
+            cut += 7;
+        }
+        let _ = parse_trace(ABSOLUTE, "ok.json").expect("whole text parses");
+    }
 }
