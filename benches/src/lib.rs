@@ -17,7 +17,8 @@ use arbor_sim::ServiceModel;
 /// A compiled synthetic workload for the given spec string.
 pub fn compiled(spec: &str, policy: &Policy) -> CompiledWorkload {
     let spec: SyntheticSpec = spec.parse().expect("bench spec parses");
-    compile(&spec.generate(), policy, &DeriveOptions::default()).expect("synthetic workloads compile")
+    compile(&spec.generate(), policy, &DeriveOptions::default())
+        .expect("synthetic workloads compile")
 }
 
 /// Runs a plan to the end and returns the number of scheduler events.

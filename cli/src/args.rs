@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "arbor", version, about = "Replay agentic LLM workloads: plan them on a virtual clock or run them against a server")]
+#[command(
+    name = "arbor",
+    version,
+    about = "Replay agentic LLM workloads: plan them on a virtual clock or run them against a server"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -40,7 +40,8 @@ pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
 
 /// A spec string, or a path to a .toml/.json spec file.
 fn synthetic_spec(text: &str) -> Result<SyntheticSpec, Failure> {
-    let looks_like_file = text.ends_with(".toml") || text.ends_with(".json") || Path::new(text).is_file();
+    let looks_like_file =
+        text.ends_with(".toml") || text.ends_with(".json") || Path::new(text).is_file();
     if looks_like_file && !text.contains('=') {
         SyntheticSpec::from_file(Path::new(text)).map_err(Failure::input)
     } else {
@@ -50,7 +51,8 @@ fn synthetic_spec(text: &str) -> Result<SyntheticSpec, Failure> {
 
 pub fn derive_options(args: &InputArgs) -> Result<DeriveOptions, Failure> {
     Ok(DeriveOptions {
-        overlap_tolerance: parse_seconds("--overlap-tolerance", &args.overlap_tolerance).map_err(Failure::input)?,
+        overlap_tolerance: parse_seconds("--overlap-tolerance", &args.overlap_tolerance)
+            .map_err(Failure::input)?,
     })
 }
 

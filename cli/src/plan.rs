@@ -19,16 +19,20 @@ pub fn run(args: &PlanArgs) -> Result<(), Failure> {
     let options = inputs::derive_options(&args.input)?;
     let loaded = inputs::load(&args.input)?;
     if loaded.workload.trees.is_empty() {
-        return Err(Failure::input("the inputs hold no trees: expected at least one trace"));
+        return Err(Failure::input(
+            "the inputs hold no trees: expected at least one trace",
+        ));
     }
     let compiled = compile(&loaded.workload, &policy, &options).map_err(Failure::input)?;
     let adjustments = compiled.adjustments;
     let counts = (&compiled).into();
     let mut scheduler = Scheduler::new(compiled, policy).map_err(Failure::input)?;
-    virtual_clock::run(&mut scheduler, &service).map_err(|e| Failure::other(format!("engine: {e}")))?;
+    virtual_clock::run(&mut scheduler, &service)
+        .map_err(|e| Failure::other(format!("engine: {e}")))?;
 
     if let Some(path) = &args.timeline {
-        let file = File::create(path).map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
+        let file = File::create(path)
+            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         write_timeline(&scheduler, &mut out)
             .and_then(|_| out.flush())

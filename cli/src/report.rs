@@ -66,7 +66,11 @@ impl Distribution {
         let sum: u128 = values.iter().map(|&v| v as u128).sum();
         Distribution {
             count: n as u64,
-            mean_s: if n == 0 { 0.0 } else { sum as f64 / n as f64 / 1e9 },
+            mean_s: if n == 0 {
+                0.0
+            } else {
+                sum as f64 / n as f64 / 1e9
+            },
             p50_s: rank(0.50),
             p90_s: rank(0.90),
             p99_s: rank(0.99),
@@ -171,15 +175,26 @@ impl PlanReport {
         let mut waits = Vec::new();
         let (mut input_tokens, mut output_tokens, mut makespan) = (0u64, 0u64, 0);
         for slot in scheduler.slots() {
-            if matches!(slot.state, TurnState::Done | TurnState::Failed | TurnState::Cancelled) {
-                let (tree, _, turn) = scheduler.request_tree(slot_id(scheduler, slot)).expect("slot of a play");
+            if matches!(
+                slot.state,
+                TurnState::Done | TurnState::Failed | TurnState::Cancelled
+            ) {
+                let (tree, _, turn) = scheduler
+                    .request_tree(slot_id(scheduler, slot))
+                    .expect("slot of a play");
                 input_tokens += tree.isl[turn as usize] as u64;
                 output_tokens += tree.osl[turn as usize] as u64;
                 waits.push(slot.dispatched - slot.eligible);
                 makespan = makespan.max(slot.end);
             }
         }
-        let per_s = |x: u64| if makespan == 0 { 0.0 } else { x as f64 / nanos_to_secs(makespan) };
+        let per_s = |x: u64| {
+            if makespan == 0 {
+                0.0
+            } else {
+                x as f64 / nanos_to_secs(makespan)
+            }
+        };
         let lanes = policy.sessions.map(|_| {
             scheduler
                 .lanes()
@@ -282,7 +297,11 @@ impl PlanReport {
         writeln!(
             out,
             "  demand          {:.3} req/s, {:.0} input tok/s, {:.0} output tok/s ({} in, {} out)",
-            d.requests_per_s, d.input_tokens_per_s, d.output_tokens_per_s, d.input_tokens, d.output_tokens
+            d.requests_per_s,
+            d.input_tokens_per_s,
+            d.output_tokens_per_s,
+            d.input_tokens,
+            d.output_tokens
         )?;
         if let Some(q) = &self.queue_wait {
             writeln!(
@@ -292,13 +311,19 @@ impl PlanReport {
             )?;
         }
         if self.plays_not_started > 0 {
-            writeln!(out, "  not started     {} plays (duration ended first)", self.plays_not_started)?;
+            writeln!(
+                out,
+                "  not started     {} plays (duration ended first)",
+                self.plays_not_started
+            )?;
         }
         if let Some(lanes) = &self.lanes {
             for lane in lanes {
                 let dry = lane
                     .dry_at_s
-                    .map_or("still playing at the end".to_string(), |t| format!("ran dry at {t:.3} s"));
+                    .map_or("still playing at the end".to_string(), |t| {
+                        format!("ran dry at {t:.3} s")
+                    });
                 writeln!(
                     out,
                     "  lane {:<10} {} plays of a {}-tree share, {}",
@@ -352,8 +377,14 @@ pub fn write_timeline(scheduler: &Scheduler, out: &mut impl Write) -> io::Result
         let t = slot.turn as usize;
         let agent = tree.agent_of[t] as usize;
         let reached_eligible = !matches!(slot.state, TurnState::Blocked);
-        let sent = !matches!(slot.state, TurnState::Blocked | TurnState::Timer | TurnState::Queued | TurnState::Skipped);
-        let ended = matches!(slot.state, TurnState::Done | TurnState::Failed | TurnState::Cancelled);
+        let sent = !matches!(
+            slot.state,
+            TurnState::Blocked | TurnState::Timer | TurnState::Queued | TurnState::Skipped
+        );
+        let ended = matches!(
+            slot.state,
+            TurnState::Done | TurnState::Failed | TurnState::Cancelled
+        );
         let lane = play.lane.map_or("null".to_string(), |l| l.to_string());
         writeln!(
             out,

@@ -866,13 +866,19 @@ mod tests {
 
         // Unknown ids, and turns not dispatched yet.
         assert_eq!(s.handle_sent(0, 99), Err(EngineError::UnknownRequest(99)));
-        assert_eq!(s.handle_completion(0, 1, Outcome::Ok), Err(EngineError::NotDispatched(1)));
+        assert_eq!(
+            s.handle_completion(0, 1, Outcome::Ok),
+            Err(EngineError::NotDispatched(1))
+        );
         assert_eq!(s.handle_sent(0, 1), Err(EngineError::NotDispatched(1)));
 
         s.handle_sent(0, 0).unwrap();
         assert_eq!(s.handle_sent(1, 0), Err(EngineError::AlreadySent(0)));
         s.handle_completion(10, 0, Outcome::Ok).unwrap();
-        assert_eq!(s.handle_completion(11, 0, Outcome::Ok), Err(EngineError::AlreadyCompleted(0)));
+        assert_eq!(
+            s.handle_completion(11, 0, Outcome::Ok),
+            Err(EngineError::AlreadyCompleted(0))
+        );
         assert_eq!(
             s.handle_timeout(5),
             Err(EngineError::TimeWentBackwards { now: 5, last: 10 })

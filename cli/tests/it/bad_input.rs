@@ -9,7 +9,10 @@ fn expect_input_error(args: &[&str], needles: &[&str]) {
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(!err.contains("panicked"), "{err}");
     for needle in needles {
-        assert!(err.contains(needle), "{args:?}: expected `{needle}` in:\n{err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected `{needle}` in:\n{err}"
+        );
     }
 }
 
@@ -21,13 +24,20 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
 
 #[test]
 fn missing_file() {
-    expect_input_error(&["plan", "/nonexistent/trace.json"], &["/nonexistent/trace.json"]);
+    expect_input_error(
+        &["plan", "/nonexistent/trace.json"],
+        &["/nonexistent/trace.json"],
+    );
 }
 
 #[test]
 fn invalid_json_and_wrong_types() {
     let dir = scratch("bad");
-    let truncated = write(&dir, "truncated.json", r#"{"id": "x", "block_size": 64, "requests": [{"t": 0.0,"#);
+    let truncated = write(
+        &dir,
+        "truncated.json",
+        r#"{"id": "x", "block_size": 64, "requests": [{"t": 0.0,"#,
+    );
     expect_input_error(&["plan", &truncated], &["truncated.json", "line 1"]);
     let wrong = write(
         &dir,
@@ -40,15 +50,24 @@ fn invalid_json_and_wrong_types() {
         "negative.json",
         r#"{"id": "x", "block_size": 64, "requests": [{"t": -3, "type": "n", "in": 5, "out": 1}]}"#,
     );
-    expect_input_error(&["plan", &negative], &["negative.json", "requests[0]", "-3"]);
+    expect_input_error(
+        &["plan", &negative],
+        &["negative.json", "requests[0]", "-3"],
+    );
 }
 
 #[test]
 fn bad_flags() {
-    expect_input_error(&["plan", "--tool-time", "pct:abc"], &["--tool-time", "pct:abc"]);
+    expect_input_error(
+        &["plan", "--tool-time", "pct:abc"],
+        &["--tool-time", "pct:abc"],
+    );
     expect_input_error(&["plan", "--arrival", "poisson:-1"], &["--arrival"]);
     expect_input_error(&["plan", "--service", "fixed:1"], &["--service"]);
     expect_input_error(&["plan", "--loop"], &["--loop", "--sessions"]);
-    expect_input_error(&["plan", "--synthetic", "trees=0"], &["--synthetic", "trees"]);
+    expect_input_error(
+        &["plan", "--synthetic", "trees=0"],
+        &["--synthetic", "trees"],
+    );
     expect_input_error(&["plan", "--idle-gap-cap", "-4"], &["--idle-gap-cap"]);
 }

@@ -7,7 +7,12 @@ use serde_json::Value;
 
 use crate::util::*;
 
-const FIXTURES: [&str; 4] = ["trace_0187.json", "trace_0277.json", "trace_0291.json", "trace_0504.json"];
+const FIXTURES: [&str; 4] = [
+    "trace_0187.json",
+    "trace_0277.json",
+    "trace_0291.json",
+    "trace_0504.json",
+];
 
 /// Recorded start of every turn of a Weka file, in ns, keyed by
 /// (agent id, index in agent), computed independently of arbor's loader:
@@ -56,10 +61,16 @@ fn identity_property_holds_on_every_fixture() {
         let lines = jsonl(&timeline);
         assert_eq!(lines.len(), expected.len(), "{name}: one line per turn");
         for line in lines {
-            let key = (line["agent"].as_str().unwrap().to_string(), line["turn"].as_u64().unwrap());
+            let key = (
+                line["agent"].as_str().unwrap().to_string(),
+                line["turn"].as_u64().unwrap(),
+            );
             let want = expected[&key];
             assert_eq!(secs_to_ns(&line["start_s"]), want, "{name} {key:?}");
-            assert_eq!(line["start_s"], line["eligible_s"], "{name} {key:?}: no lateness");
+            assert_eq!(
+                line["start_s"], line["eligible_s"],
+                "{name} {key:?}: no lateness"
+            );
         }
     }
 }
@@ -87,7 +98,10 @@ fn identity_property_holds_on_generated_workloads() {
         for tree in &workload.trees {
             for agent in &tree.agents {
                 for (i, turn) in agent.turns.iter().enumerate() {
-                    expected.insert((tree.id.clone(), agent.id.clone(), i as u64), tree.arrival + turn.start);
+                    expected.insert(
+                        (tree.id.clone(), agent.id.clone(), i as u64),
+                        tree.arrival + turn.start,
+                    );
                 }
             }
         }
@@ -99,7 +113,11 @@ fn identity_property_holds_on_generated_workloads() {
                 line["agent"].as_str().unwrap().to_string(),
                 line["turn"].as_u64().unwrap(),
             );
-            assert_eq!(secs_to_ns(&line["start_s"]), expected[&key], "{spec} {key:?}");
+            assert_eq!(
+                secs_to_ns(&line["start_s"]),
+                expected[&key],
+                "{spec} {key:?}"
+            );
         }
     }
 }
@@ -164,7 +182,10 @@ fn json_summary_of_the_bundled_sample() {
     // All four traces arrive at 0 and the longest (0504) ends after
     // 3075 s + 3.38 s.
     assert_eq!(v["peak_live_trees"], 4);
-    assert!((v["makespan_s"].as_f64().unwrap() - 3078.38).abs() < 1e-6, "{v}");
+    assert!(
+        (v["makespan_s"].as_f64().unwrap() - 3078.38).abs() < 1e-6,
+        "{v}"
+    );
     // trace_0277 runs three Explore subagents at once.
     assert!(v["peak_inflight"].as_u64().unwrap() >= 3);
 }
@@ -174,7 +195,14 @@ fn human_summary_names_the_key_figures() {
     let out = arbor(&["plan", "--idle-gap-cap", "10", "--max-inflight", "2"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    for needle in ["makespan", "peak in flight", "peak live trees", "idle-gap shifts", "adjustments", "queue wait"] {
+    for needle in [
+        "makespan",
+        "peak in flight",
+        "peak live trees",
+        "idle-gap shifts",
+        "adjustments",
+        "queue wait",
+    ] {
         assert!(text.contains(needle), "missing {needle}:\n{text}");
     }
     // The 3058 s think gap of trace_0504 is cut to 10 s.
