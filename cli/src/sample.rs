@@ -24,7 +24,7 @@ const TRACES: [(&str, &str); 4] = [
     ),
 ];
 
-/// The sample as a workload: 4 trees, 9 agents, 105 turns.
+/// The sample as a workload: 4 trees, 10 agents, 91 turns.
 pub fn workload() -> Result<Workload, InputError> {
     let mut workload = Workload::default();
     for (source, text) in TRACES {

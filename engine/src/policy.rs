@@ -103,6 +103,11 @@ fn parse_rate(flag: &'static str, text: &str) -> Result<f64, PolicyError> {
 impl GapTransform {
     /// Parses `recorded|zero|pct:P|max:MS|fixed:MS` for the flag named.
     pub fn parse(flag: &'static str, text: &str) -> Result<Self, PolicyError> {
+        Self::parse_parts(flag, text)
+            .map_err(|e| PolicyError::new(flag, format!("{} (in `{text}`)", e.message)))
+    }
+
+    fn parse_parts(flag: &'static str, text: &str) -> Result<Self, PolicyError> {
         let (kind, arg) = match text.split_once(':') {
             Some((k, a)) => (k, Some(a)),
             None => (text, None),

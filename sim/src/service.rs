@@ -76,7 +76,7 @@ fn bad(text: &str) -> PolicyError {
 
 fn parse_number(text: &str, whole: &str) -> Result<f64, PolicyError> {
     match text.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v <= 1.0e12 => Ok(v),
+        Ok(v) if (0.0..=1.0e12).contains(&v) => Ok(v),
         _ => Err(bad(whole)),
     }
 }

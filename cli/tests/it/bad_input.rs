@@ -69,5 +69,5 @@ fn bad_flags() {
         &["plan", "--synthetic", "trees=0"],
         &["--synthetic", "trees"],
     );
-    expect_input_error(&["plan", "--idle-gap-cap", "-4"], &["--idle-gap-cap"]);
+    expect_input_error(&["plan", "--idle-gap-cap=-4"], &["--idle-gap-cap"]);
 }

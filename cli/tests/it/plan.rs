@@ -167,7 +167,7 @@ fn json_summary_of_the_bundled_sample() {
     let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(v["trees"], 4);
     assert_eq!(v["agents"], 10);
-    assert_eq!(v["turns"], 105);
+    assert_eq!(v["turns"], 91);
     assert_eq!(v["seed"], 0);
     for key in [
         "makespan_s",
