@@ -71,3 +71,40 @@ fn bad_flags() {
     );
     expect_input_error(&["plan", "--idle-gap-cap=-4"], &["--idle-gap-cap"]);
 }
+
+const NATIVE: &str = r#"{"arbor":1,"id":"t","agents":[{"id":"root","kind":"root","turns":[{"start_ns":0,"duration_ns":5,"isl":1,"osl":1},{"start_ns":10,"isl":1,"osl":1}]}]"#;
+
+#[test]
+fn edges_to_missing_turns_and_cycles() {
+    let dir = scratch("edges");
+    let missing = write(
+        &dir,
+        "missing.jsonl",
+        &format!("{NATIVE}}}\n{NATIVE},\"edges\":[{{\"from\":[0,0],\"to\":[0,9],\"anchor\":\"end\",\"gap_ns\":0}}]}}\n"),
+    );
+    expect_input_error(
+        &["plan", &missing],
+        &["missing.jsonl", "line 2", "$.edges[0].to", "no turn 9"],
+    );
+    let cycle = write(
+        &dir,
+        "cycle.jsonl",
+        &format!(
+            "{NATIVE},\"edges\":[{{\"from\":[0,0],\"to\":[0,1],\"anchor\":\"end\",\"gap_ns\":0}},{{\"from\":[0,1],\"to\":[0,0],\"anchor\":\"start\",\"gap_ns\":0}}]}}\n"
+        ),
+    );
+    expect_input_error(
+        &["plan", &cycle],
+        &["cycle.jsonl:line 1", "tree `t`", "cycle"],
+    );
+}
+
+#[test]
+fn empty_and_garbage_files() {
+    let dir = scratch("garbage");
+    let empty = write(&dir, "empty.json", "");
+    expect_input_error(&["plan", &empty], &["empty.json", "empty"]);
+    let path = dir.join("garbage.bin");
+    std::fs::write(&path, [0u8, 159, 146, 150, 255, 1, 2, 3]).unwrap();
+    expect_input_error(&["plan", path.to_str().unwrap()], &["garbage.bin"]);
+}

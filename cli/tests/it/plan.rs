@@ -221,3 +221,26 @@ fn closed_loop_reports_lanes() {
     assert!(lanes.iter().all(|l| l["dry_at_s"].is_number()));
     assert!(v["peak_live_trees"].as_u64().unwrap() <= 3);
 }
+
+#[test]
+fn native_format_with_explicit_edges_plans_as_stated() {
+    // Turn 1 may start 3 ns after turn 0 is *sent* (a Start edge), though
+    // it was recorded at 10 ns: explicit edges are taken as stated.
+    let dir = scratch("native");
+    let path = dir.join("edges.jsonl");
+    std::fs::write(
+        &path,
+        r#"{"arbor":1,"id":"t","agents":[{"id":"root","kind":"root","turns":[{"start_ns":0,"duration_ns":5,"isl":1,"osl":1},{"start_ns":10,"isl":1,"osl":1}]}],"edges":[{"from":[0,0],"to":[0,1],"anchor":"start","gap_ns":3}]}"#,
+    )
+    .unwrap();
+    let timeline = dir.join("t.jsonl");
+    let out = arbor(&[
+        "plan",
+        path.to_str().unwrap(),
+        "--timeline",
+        timeline.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = jsonl(&timeline);
+    assert_eq!(secs_to_ns(&lines[1]["start_s"]), 3);
+}
