@@ -322,6 +322,12 @@ impl Policy {
                 "needs --sessions N (lanes to loop)",
             ));
         }
+        if self.sessions.is_some() && self.stagger != Stagger::None {
+            return Err(PolicyError::new(
+                "--stagger",
+                "applies to open-loop runs; with --sessions, lanes start by --arrival",
+            ));
+        }
         if self.loop_lanes && self.duration.is_none() {
             return Err(PolicyError::new(
                 "--loop",
