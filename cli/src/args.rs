@@ -26,10 +26,15 @@ pub enum Command {
 /// Where the workload comes from.
 #[derive(Debug, Args, Clone)]
 pub struct InputArgs {
-    /// Trace files or directories (Weka JSON, a directory of them, or JSONL
-    /// with one trace per line). None: the bundled sample workload.
+    /// Trace files or directories, in any supported format (detected by
+    /// content; see docs/formats.md). None: the bundled sample workload.
     #[arg(value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
+
+    /// Read every INPUT as this format instead of detecting it: weka,
+    /// mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor.
+    #[arg(long, value_name = "NAME")]
+    pub format: Option<String>,
 
     /// A synthetic workload: `trees=N,turns=T,...` or a .toml/.json spec
     /// file (see docs/synthetic.md).

@@ -23,8 +23,18 @@ pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
         parts.push("bundled sample (4 Weka traces)".to_string());
         sample::workload().map_err(Failure::input)?
     } else {
-        let w = load::load_paths(&args.inputs).map_err(Failure::input)?;
-        parts.extend(args.inputs.iter().map(|p| p.display().to_string()));
+        let format = args
+            .format
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(Failure::input)?;
+        let mut w = Workload::default();
+        for loaded in load::load_all(&args.inputs, format).map_err(Failure::input)? {
+            let name = loaded.format.map_or("?", |f| f.name());
+            parts.push(format!("{} ({name})", loaded.path));
+            w.trees.extend(loaded.trees);
+        }
         w
     };
     if let Some(text) = &args.synthetic {

@@ -21,5 +21,8 @@ pub mod scheduler;
 pub mod time;
 
 pub use error::{EngineError, InputError, PolicyError};
-pub use model::{Agent, AgentKind, Anchor, Edge, EdgeKind, InputKind, Tree, Turn, Workload};
+pub use model::{
+    Agent, AgentKind, Anchor, Edge, EdgeKind, HashScope, InputKind, Message, Role, Tree, Turn,
+    TurnText, Workload,
+};
 pub use time::Nanos;

@@ -47,6 +47,8 @@ pub struct Tree {
     pub models: Vec<String>,
     /// Tokens per hash block, when the format has hash ids.
     pub block_size: u32,
+    /// Whether equal hash ids in different trees mean equal content.
+    pub hash_scope: HashScope,
     /// Tokens of tool definitions and system prompt at the start of the
     /// root agent's prompt, when the format records them.
     pub tool_tokens: u32,
@@ -80,6 +82,16 @@ impl Tree {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// The scope of hash block ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum HashScope {
+    /// Ids are per tree (Weka): different trees never share blocks.
+    #[default]
+    Local,
+    /// Ids are global to the corpus (Mooncake).
+    Global,
 }
 
 /// How a child agent relates to its parent.
@@ -150,6 +162,62 @@ pub struct Turn {
     pub input_kind: InputKind,
     /// Prefix-hash block ids (empty when the format has none).
     pub hash_ids: Box<[u32]>,
+    /// Recorded message text, for formats that keep it (sent as recorded);
+    /// `None` for hash-id formats, whose text is synthesized.
+    pub text: Option<Box<TurnText>>,
+    /// True when `isl`/`osl` were estimated (from text length) because the
+    /// format records no token counts.
+    pub tokens_estimated: bool,
+}
+
+/// The recorded messages of a turn, stored as a delta so long sessions do
+/// not hold their growing context once per turn.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TurnText {
+    /// When true the prompt is the previous turn's prompt (same agent),
+    /// then that turn's `response` as an assistant message, then
+    /// `messages`. When false, `messages` is the whole prompt.
+    pub extends_previous: bool,
+    pub messages: Vec<Message>,
+    /// The recorded answer, if any.
+    pub response: Option<String>,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+
+    /// Parses a recorded role name (`developer` counts as system).
+    pub fn parse(name: &str) -> Option<Role> {
+        match name {
+            "system" | "developer" => Some(Role::System),
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            "tool" | "function" => Some(Role::Tool),
+            _ => None,
+        }
+    }
 }
 
 impl Turn {

@@ -29,7 +29,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
-use crate::model::{Agent, AgentKind, Anchor, Edge, EdgeKind, InputKind, Tree, Turn};
+use crate::model::{
+    Agent, AgentKind, Anchor, Edge, EdgeKind, HashScope, InputKind, Message, Role, Tree, Turn,
+    TurnText,
+};
 use crate::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
 
 /// The largest time the format accepts, in nanoseconds (as for every format).
@@ -46,6 +49,8 @@ struct TreeRecord {
     arrival_ns: Nanos,
     #[serde(default)]
     block_size: u32,
+    #[serde(default)]
+    hash_scope: ScopeRecord,
     #[serde(default)]
     tool_tokens: u32,
     #[serde(default)]
@@ -93,6 +98,70 @@ struct TurnRecord {
     input: InputRecord,
     #[serde(default)]
     hash_ids: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<TextRecord>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    tokens_estimated: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ScopeRecord {
+    #[default]
+    Local,
+    Global,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextRecord {
+    #[serde(default)]
+    extends_previous: bool,
+    messages: Vec<MessageRecord>,
+    #[serde(default)]
+    response: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageRecord {
+    role: RoleRecord,
+    content: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RoleRecord {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl From<RoleRecord> for Role {
+    fn from(r: RoleRecord) -> Role {
+        match r {
+            RoleRecord::System => Role::System,
+            RoleRecord::User => Role::User,
+            RoleRecord::Assistant => Role::Assistant,
+            RoleRecord::Tool => Role::Tool,
+        }
+    }
+}
+
+impl From<Role> for RoleRecord {
+    fn from(r: Role) -> RoleRecord {
+        match r {
+            Role::System => RoleRecord::System,
+            Role::User => RoleRecord::User,
+            Role::Assistant => RoleRecord::Assistant,
+            Role::Tool => RoleRecord::Tool,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
@@ -245,6 +314,21 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
                     InputRecord::Unknown => InputKind::Unknown,
                 },
                 hash_ids: turn.hash_ids.into_boxed_slice(),
+                text: turn.text.map(|t| {
+                    Box::new(TurnText {
+                        extends_previous: t.extends_previous,
+                        messages: t
+                            .messages
+                            .into_iter()
+                            .map(|m| Message {
+                                role: m.role.into(),
+                                content: m.content,
+                            })
+                            .collect(),
+                        response: t.response,
+                    })
+                }),
+                tokens_estimated: turn.tokens_estimated,
             });
         }
         agents.push(Agent {
@@ -321,6 +405,10 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
         explicit_edges,
         models: record.models,
         block_size: record.block_size,
+        hash_scope: match record.hash_scope {
+            ScopeRecord::Local => HashScope::Local,
+            ScopeRecord::Global => HashScope::Global,
+        },
         tool_tokens: record.tool_tokens,
         system_tokens: record.system_tokens,
     })
@@ -339,6 +427,10 @@ pub fn write_tree(tree: &Tree, out: &mut impl Write) -> std::io::Result<()> {
         id: tree.id.clone(),
         arrival_ns: tree.arrival,
         block_size: tree.block_size,
+        hash_scope: match tree.hash_scope {
+            HashScope::Local => ScopeRecord::Local,
+            HashScope::Global => ScopeRecord::Global,
+        },
         tool_tokens: tree.tool_tokens,
         system_tokens: tree.system_tokens,
         models: tree.models.clone(),
@@ -370,6 +462,19 @@ pub fn write_tree(tree: &Tree, out: &mut impl Write) -> std::io::Result<()> {
                             InputKind::Unknown => InputRecord::Unknown,
                         },
                         hash_ids: t.hash_ids.to_vec(),
+                        text: t.text.as_ref().map(|text| TextRecord {
+                            extends_previous: text.extends_previous,
+                            messages: text
+                                .messages
+                                .iter()
+                                .map(|m| MessageRecord {
+                                    role: m.role.into(),
+                                    content: m.content.clone(),
+                                })
+                                .collect(),
+                            response: text.response.clone(),
+                        }),
+                        tokens_estimated: t.tokens_estimated,
                     })
                     .collect(),
             })

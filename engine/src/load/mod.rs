@@ -1,31 +1,125 @@
-//! Loaders: from files (or a synthetic spec) to a [`Workload`].
+//! Loaders: from files (or a synthetic spec) to trees.
 //!
-//! Owns format detection and the per-format readers. Every reader reports
-//! bad input as an [`InputError`] naming the file, the line or JSON path,
-//! and what was expected; none may panic on any input.
+//! Owns format detection (by content; `--format` overrides) and the
+//! dispatch to one reader per format. Every reader reports bad input as an
+//! [`InputError`] naming the file, the line or JSON path, and what was
+//! expected; none may panic on any input. Readers also say which
+//! conventions they detected and what they had to estimate or adjust
+//! (`Loaded::conventions`, `Loaded::problems`), for `arbor inspect`.
 
+pub mod abench;
+pub mod agentic_mooncake;
 pub mod arbor;
+pub mod lmcache;
+pub mod mooncake;
+pub mod openai_log;
 pub mod synthetic;
 pub mod weka;
 
+use std::fmt;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
-use crate::error::InputError;
-use crate::model::Workload;
+use crate::error::{InputError, PolicyError};
+use crate::model::{Tree, Workload};
 
 /// The formats arbor reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Format {
     /// Weka agentic-coding traces (kv-cache-tester, SemiAnalysis).
     Weka,
+    /// Mooncake FAST'25 traces, with AIPerf's `session_id`/`delay` extension.
+    Mooncake,
+    /// Dynamo's agentic Mooncake rows with explicit `wait_for` edges.
+    AgenticMooncake,
+    /// agentic-bench session JSONL v1 (plain or `.zst`).
+    Abench,
+    /// LMCache agent traces (text, unix-µs timestamps).
+    Lmcache,
+    /// arbor's capture format of OpenAI chat requests and responses.
+    OpenaiLog,
     /// arbor's native JSONL form.
     Arbor,
 }
 
+impl Format {
+    pub const ALL: [Format; 7] = [
+        Format::Weka,
+        Format::Mooncake,
+        Format::AgenticMooncake,
+        Format::Abench,
+        Format::Lmcache,
+        Format::OpenaiLog,
+        Format::Arbor,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Weka => "weka",
+            Format::Mooncake => "mooncake",
+            Format::AgenticMooncake => "agentic-mooncake",
+            Format::Abench => "abench",
+            Format::Lmcache => "lmcache",
+            Format::OpenaiLog => "openai-log",
+            Format::Arbor => "arbor",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = PolicyError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                PolicyError::new(
+                    "--format",
+                    format!("expected one of {}, got `{text}`", names.join(", ")),
+                )
+            })
+    }
+}
+
+/// Something a reader adjusted, estimated or found odd, with its place
+/// (`file`, `file:line N`, or a JSON path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub place: String,
+    pub message: String,
+}
+
+/// What one input path held.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Loaded {
+    pub path: String,
+    pub format: Option<Format>,
+    pub trees: Vec<Tree>,
+    /// Conventions detected, in words (e.g. "subagent times: relative").
+    pub conventions: Vec<String>,
+    pub problems: Vec<Problem>,
+}
+
+/// Tokens estimated from text when a format records none: one token per
+/// four bytes, rounded up (the usual rule of thumb for English and code).
+pub fn estimate_tokens(text: &str) -> u32 {
+    text.len().div_ceil(4).min(u32::MAX as usize) as u32
+}
+
 /// How many bytes of a file are read to recognise its format.
-const SNIFF_BYTES: u64 = 64 * 1024;
+pub const SNIFF_BYTES: u64 = 64 * 1024;
+
+/// zstd frame magic number (little endian 0xFD2FB528).
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
 /// Recognises a file's format by its content (directories hold Weka files).
 pub fn detect(path: &Path) -> Result<Format, InputError> {
@@ -39,30 +133,63 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
     File::open(path)
         .and_then(|f| f.take(SNIFF_BYTES).read_to_end(&mut prefix))
         .map_err(|e| InputError::whole(&name, format!("cannot read: {e}")))?;
+    if prefix.starts_with(&ZSTD_MAGIC) {
+        return Ok(Format::Abench);
+    }
     let text = String::from_utf8_lossy(&prefix);
-    if arbor::looks_like_arbor(&text) {
-        Ok(Format::Arbor)
+    let detected = if arbor::looks_like_arbor(&text) {
+        Format::Arbor
+    } else if agentic_mooncake::looks_like(&text) {
+        Format::AgenticMooncake
+    } else if mooncake::looks_like(&text) {
+        Format::Mooncake
+    } else if abench::looks_like(&text) {
+        Format::Abench
+    } else if openai_log::looks_like(&text) {
+        Format::OpenaiLog
+    } else if lmcache::looks_like(&text) {
+        Format::Lmcache
     } else {
         // Weka's reader gives the precise error when it is not Weka either.
-        Ok(Format::Weka)
-    }
+        Format::Weka
+    };
+    Ok(detected)
 }
 
-/// Reads one file or directory in its detected format.
-pub fn load_path(path: &Path) -> Result<Workload, InputError> {
-    let trees = match detect(path)? {
-        Format::Weka => weka::load_path(path)?,
-        Format::Arbor => arbor::load_path(path)?,
+/// Reads one file or directory, in `format` or the detected one.
+pub fn load_path(path: &Path, format: Option<Format>) -> Result<Loaded, InputError> {
+    let format = match format {
+        Some(f) => f,
+        None => detect(path)?,
     };
-    Ok(Workload { trees })
+    let mut loaded = match format {
+        Format::Weka => weka::load(path)?,
+        Format::Mooncake => mooncake::load(path)?,
+        Format::AgenticMooncake => agentic_mooncake::load(path)?,
+        Format::Abench => abench::load(path)?,
+        Format::Lmcache => lmcache::load(path)?,
+        Format::OpenaiLog => openai_log::load(path)?,
+        Format::Arbor => Loaded {
+            trees: arbor::load_path(path)?,
+            ..Loaded::default()
+        },
+    };
+    loaded.path = path.display().to_string();
+    loaded.format = Some(format);
+    Ok(loaded)
+}
+
+/// Reads every input path, in order.
+pub fn load_all(paths: &[PathBuf], format: Option<Format>) -> Result<Vec<Loaded>, InputError> {
+    paths.iter().map(|p| load_path(p, format)).collect()
 }
 
 /// Reads every input path into one workload, trees in the order of the
 /// paths given, then the order within each path.
 pub fn load_paths(paths: &[PathBuf]) -> Result<Workload, InputError> {
     let mut workload = Workload::default();
-    for path in paths {
-        workload.trees.extend(load_path(path)?.trees);
+    for loaded in load_all(paths, None)? {
+        workload.trees.extend(loaded.trees);
     }
     Ok(workload)
 }

@@ -77,7 +77,7 @@ use rand_distr::Exp1;
 use rand_pcg::Pcg64;
 
 use crate::error::{InputError, PolicyError};
-use crate::model::{Agent, AgentKind, InputKind, Tree, Turn, Workload};
+use crate::model::{Agent, AgentKind, HashScope, InputKind, Tree, Turn, Workload};
 use crate::rng::{self, Purpose};
 use crate::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 
@@ -589,6 +589,7 @@ impl Params {
             explicit_edges: None,
             models: vec!["synthetic".to_string()],
             block_size: if self.hash_ids { BLOCK_SIZE } else { 0 },
+            hash_scope: HashScope::Local,
             tool_tokens: 0,
             system_tokens: 0,
         }
@@ -714,6 +715,8 @@ impl TreeBuilder<'_> {
                 model: Some(0),
                 input_kind,
                 hash_ids,
+                text: None,
+                tokens_estimated: false,
             });
             prev_start = turn_start;
             prev_duration = duration;

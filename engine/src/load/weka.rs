@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 
 use crate::error::InputError;
-use crate::model::{Agent, AgentKind, InputKind, Tree, Turn};
+use crate::model::{Agent, AgentKind, HashScope, InputKind, Tree, Turn};
 use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
 
 /// Tokens per hash block when a trace does not say (the Weka format's value).
@@ -87,6 +87,45 @@ pub fn load_path_with_conventions(path: &Path) -> Result<Vec<(Tree, Conventions)
         load_file(path, &mut out)?;
     }
     Ok(out)
+}
+
+/// Reads a file or directory for [`super::load_path`], with the
+/// conventions each tree used, in words.
+pub fn load(path: &Path) -> Result<super::Loaded, InputError> {
+    let mut loaded = super::Loaded::default();
+    let mut seen = Vec::new();
+    for (tree, conventions) in load_path_with_conventions(path)? {
+        let words = conventions.describe();
+        if !seen.contains(&words) {
+            seen.push(words.clone());
+            loaded.conventions.push(words);
+        }
+        loaded.trees.push(tree);
+    }
+    Ok(loaded)
+}
+
+impl Conventions {
+    /// The conventions in words, for reports.
+    pub fn describe(&self) -> String {
+        let times = match self.subagent_times {
+            SubagentTimes::NoSubagents => "no subagents",
+            SubagentTimes::Relative => {
+                "subagent times relative (marker t is the completion; spawn = t - duration)"
+            }
+            SubagentTimes::Absolute => "subagent times absolute (root-trace clock)",
+        };
+        let base = match self.hash_id_base {
+            Some(b) => format!("hash ids from {b}"),
+            None => "no hash ids".to_string(),
+        };
+        let count = match self.block_count {
+            BlockCount::Floor => "floor(in/block_size) blocks",
+            BlockCount::Ceil => "ceil(in/block_size) blocks",
+            BlockCount::Unknown => "block count unknown",
+        };
+        format!("{times}; {base}; {count}")
+    }
 }
 
 /// Parses one trace (one JSON object). `source` names it in errors and in
@@ -887,6 +926,7 @@ fn build(raw: RawTrace<'_>) -> Result<(Tree, Conventions), Fail> {
         explicit_edges: None,
         models: builder.models,
         block_size,
+        hash_scope: HashScope::Local,
         tool_tokens: raw.tool_tokens.map_or(0, |c| c.0),
         system_tokens: raw.system_tokens.map_or(0, |c| c.0),
     };
@@ -1082,6 +1122,8 @@ impl Builder {
             model,
             input_kind: entry.input_types.map_or(InputKind::Unknown, |t| t.kind()),
             hash_ids,
+            text: None,
+            tokens_estimated: false,
         };
         match self.agents.get_mut(agent) {
             Some(a) => a.turns.push(turn),
