@@ -121,13 +121,43 @@ pub const SNIFF_BYTES: u64 = 64 * 1024;
 /// zstd frame magic number (little endian 0xFD2FB528).
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
-/// Recognises a file's format by its content (directories hold Weka files).
+/// The trace files of a directory: `*.json`, `*.jsonl` and `*.zst`,
+/// sorted by name, not recursive.
+pub fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let name = dir.display().to_string();
+    let unreadable =
+        |e: std::io::Error| InputError::whole(&name, format!("cannot read directory: {e}"));
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(unreadable)? {
+        let path = entry.map_err(unreadable)?.path();
+        let wanted = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+            ["json", "jsonl", "zst"]
+                .iter()
+                .any(|w| e.eq_ignore_ascii_case(w))
+        });
+        if wanted && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(InputError::whole(
+            name,
+            "no trace files in this directory: expected *.json, *.jsonl or *.zst files",
+        ));
+    }
+    Ok(files)
+}
+
+/// Recognises a file's format by its content; a directory by its first
+/// trace file.
 pub fn detect(path: &Path) -> Result<Format, InputError> {
     let name = path.display().to_string();
     let meta = std::fs::metadata(path)
         .map_err(|e| InputError::whole(&name, format!("cannot read: {e}")))?;
     if meta.is_dir() {
-        return Ok(Format::Weka);
+        let files = directory_files(path)?;
+        return detect(&files[0]);
     }
     let mut prefix = Vec::new();
     File::open(path)
@@ -162,7 +192,31 @@ pub fn load_path(path: &Path, format: Option<Format>) -> Result<Loaded, InputErr
         Some(f) => f,
         None => detect(path)?,
     };
-    let mut loaded = match format {
+    let is_dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
+    let mut loaded = if is_dir && format != Format::Weka {
+        let mut all = Loaded::default();
+        for file in directory_files(path)? {
+            let one = load_file(&file, format)?;
+            all.trees.extend(one.trees);
+            for c in one.conventions {
+                if !all.conventions.contains(&c) {
+                    all.conventions.push(c);
+                }
+            }
+            all.problems.extend(one.problems);
+        }
+        all
+    } else {
+        load_file(path, format)?
+    };
+    loaded.path = path.display().to_string();
+    loaded.format = Some(format);
+    Ok(loaded)
+}
+
+/// Reads one file (or, for Weka, a directory) in the given format.
+fn load_file(path: &Path, format: Format) -> Result<Loaded, InputError> {
+    let loaded = match format {
         Format::Weka => weka::load(path)?,
         Format::Mooncake => mooncake::load(path)?,
         Format::AgenticMooncake => agentic_mooncake::load(path)?,
@@ -174,8 +228,6 @@ pub fn load_path(path: &Path, format: Option<Format>) -> Result<Loaded, InputErr
             ..Loaded::default()
         },
     };
-    loaded.path = path.display().to_string();
-    loaded.format = Some(format);
     Ok(loaded)
 }
 
