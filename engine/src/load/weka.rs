@@ -1166,7 +1166,7 @@ mod tests {
     }
 
     fn bad(name: &str) -> PathBuf {
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/weka-bad")).join(name)
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/bad/weka")).join(name)
     }
 
     fn load_one(name: &str) -> (Tree, Conventions) {
