@@ -161,13 +161,106 @@ pub struct Turn {
     pub model: Option<u16>,
     pub input_kind: InputKind,
     /// Prefix-hash block ids (empty when the format has none).
-    pub hash_ids: Box<[u32]>,
+    pub hash_ids: BlockIds,
     /// Recorded message text, for formats that keep it (sent as recorded);
     /// `None` for hash-id formats, whose text is synthesized.
     pub text: Option<Box<TurnText>>,
     /// True when `isl`/`osl` were estimated (from text length) because the
     /// format records no token counts.
     pub tokens_estimated: bool,
+}
+
+/// Prefix-hash block ids, stored as runs of consecutive ids.
+///
+/// Recorders number blocks in order of first appearance, so a turn's ids are
+/// a few long runs (`1..=900`, then the new blocks). Storing runs keeps a
+/// corpus whose contexts grow to hundreds of thousands of tokens in memory
+/// proportional to its turns, not to the square of its contexts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BlockIds {
+    /// `(first id, count)` of each run, in order.
+    runs: Box<[(u32, u32)]>,
+    len: u32,
+}
+
+impl BlockIds {
+    /// Number of ids.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The ids in order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.runs
+            .iter()
+            .flat_map(|&(first, count)| (0..count).map(move |i| first.wrapping_add(i)))
+    }
+
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+
+    /// The runs, `(first id, count)`.
+    pub fn runs(&self) -> &[(u32, u32)] {
+        &self.runs
+    }
+
+    /// True when `prefix`'s ids are the first ids of `self`.
+    pub fn starts_with(&self, prefix: &BlockIds) -> bool {
+        prefix.len <= self.len && self.iter().zip(prefix.iter()).all(|(a, b)| a == b)
+    }
+}
+
+/// Builds [`BlockIds`] one id at a time.
+#[derive(Debug, Default)]
+pub struct BlockIdsBuilder {
+    runs: Vec<(u32, u32)>,
+    len: u32,
+}
+
+impl BlockIdsBuilder {
+    pub fn push(&mut self, id: u32) {
+        match self.runs.last_mut() {
+            Some((first, count)) if first.checked_add(*count) == Some(id) && *count < u32::MAX => {
+                *count += 1
+            }
+            _ => self.runs.push((id, 1)),
+        }
+        self.len = self.len.saturating_add(1);
+    }
+
+    pub fn finish(self) -> BlockIds {
+        BlockIds {
+            runs: self.runs.into_boxed_slice(),
+            len: self.len,
+        }
+    }
+}
+
+impl FromIterator<u32> for BlockIds {
+    fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Self {
+        let mut builder = BlockIdsBuilder::default();
+        for id in iter {
+            builder.push(id);
+        }
+        builder.finish()
+    }
+}
+
+impl From<&[u32]> for BlockIds {
+    fn from(ids: &[u32]) -> Self {
+        ids.iter().copied().collect()
+    }
+}
+
+impl From<Vec<u32>> for BlockIds {
+    fn from(ids: Vec<u32>) -> Self {
+        ids.into_iter().collect()
+    }
 }
 
 /// The recorded messages of a turn, stored as a delta so long sessions do

@@ -313,7 +313,7 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
                     InputRecord::UserText => InputKind::UserText,
                     InputRecord::Unknown => InputKind::Unknown,
                 },
-                hash_ids: turn.hash_ids.into_boxed_slice(),
+                hash_ids: turn.hash_ids.into(),
                 text: turn.text.map(|t| {
                     Box::new(TurnText {
                         extends_previous: t.extends_previous,

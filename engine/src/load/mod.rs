@@ -15,6 +15,7 @@ pub mod mooncake;
 pub mod openai_log;
 pub mod synthetic;
 pub mod weka;
+pub mod weka_writer;
 
 use std::fmt;
 use std::fs::File;

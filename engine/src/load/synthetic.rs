@@ -77,7 +77,7 @@ use rand_distr::Exp1;
 use rand_pcg::Pcg64;
 
 use crate::error::{InputError, PolicyError};
-use crate::model::{Agent, AgentKind, HashScope, InputKind, Tree, Turn, Workload};
+use crate::model::{Agent, AgentKind, BlockIds, HashScope, InputKind, Tree, Turn, Workload};
 use crate::rng::{self, Purpose};
 use crate::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 
@@ -684,7 +684,7 @@ impl TreeBuilder<'_> {
             let duration = p.ttft_ns.saturating_add(osl.saturating_mul(p.itl_ns));
             let known = !p.unknown.hit(&mut self.rng);
 
-            let hash_ids: Box<[u32]> = if p.hash_ids {
+            let hash_ids: BlockIds = if p.hash_ids {
                 let blocks = (isl / u64::from(BLOCK_SIZE)) as usize;
                 if i == 0 && depth > 0 {
                     let shared = blocks.min(SUBAGENT_PREFIX_BLOCKS);
@@ -701,7 +701,7 @@ impl TreeBuilder<'_> {
                 }
                 ids.as_slice().into()
             } else {
-                Box::default()
+                BlockIds::default()
             };
 
             let end = turn_start.saturating_add(duration);
@@ -1043,14 +1043,14 @@ mod tests {
             for agent in &tree.agents {
                 for turn in &agent.turns {
                     assert_eq!(turn.hash_ids.len(), (turn.isl / 64) as usize);
-                    all.extend_from_slice(&turn.hash_ids);
+                    all.extend(turn.hash_ids.iter());
                 }
                 for pair in agent.turns.windows(2) {
                     assert!(pair[1].hash_ids.starts_with(&pair[0].hash_ids));
                 }
                 if agent.parent.is_some() {
-                    let prefix = agent.turns[0].hash_ids[..8].to_vec();
-                    let root = &tree.agents[0].turns[0].hash_ids;
+                    let prefix: Vec<u32> = agent.turns[0].hash_ids.iter().take(8).collect();
+                    let root = tree.agents[0].turns[0].hash_ids.to_vec();
                     assert!(!root.contains(&prefix[0]), "subagent prefix is fresh");
                     // Every subagent of the tree shares the same prefix.
                     match &child_prefix {

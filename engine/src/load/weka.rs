@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 
 use crate::error::InputError;
-use crate::model::{Agent, AgentKind, HashScope, InputKind, Tree, Turn};
+use crate::model::{Agent, AgentKind, BlockIds, BlockIdsBuilder, HashScope, InputKind, Tree, Turn};
 use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
 
 /// Tokens per hash block when a trace does not say (the Weka format's value).
@@ -311,13 +311,27 @@ fn load_file(path: &Path, out: &mut Vec<(Tree, Conventions)>) -> Result<(), Inpu
 
     if line_mode {
         push_line(out, first, &file, &stem, first_no)?;
+        let mut batch: Vec<(usize, String)> = Vec::new();
+        let mut batch_bytes = 0;
         if !line.is_empty() {
-            push_line(out, parse_object(&line), &file, &stem, lines.line_no)?;
+            batch_bytes += line.len();
+            batch.push((lines.line_no, std::mem::take(&mut line)));
         }
-        while lines.next_non_blank(&mut line)? {
-            push_line(out, parse_object(&line), &file, &stem, lines.line_no)?;
+        loop {
+            let more = lines.next_non_blank(&mut line)?;
+            if more {
+                batch_bytes += line.len();
+                batch.push((lines.line_no, std::mem::take(&mut line)));
+            }
+            if !more || batch_bytes >= BATCH_BYTES {
+                parse_batch(&batch, out, &file, &stem)?;
+                batch.clear();
+                batch_bytes = 0;
+            }
+            if !more {
+                return Ok(());
+            }
         }
-        return Ok(());
     }
 
     let parsed = match first {
@@ -344,6 +358,57 @@ fn load_file(path: &Path, out: &mut Vec<(Tree, Conventions)>) -> Result<(), Inpu
     tree.source = file.clone();
     set_fallback_id(&mut tree, || stem.clone());
     out.push((tree, conventions));
+    Ok(())
+}
+
+/// Lines of a JSONL corpus are parsed in batches of about this many bytes.
+const BATCH_BYTES: usize = 16 << 20;
+
+/// Parses a batch of JSONL lines on all cores (lines are independent),
+/// then pushes the trees in line order. The first bad line in file order is
+/// the one reported, whatever order the threads finish in.
+fn parse_batch(
+    batch: &[(usize, String)],
+    out: &mut Vec<(Tree, Conventions)>,
+    file: &str,
+    stem: &str,
+) -> Result<(), InputError> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    // Split into `workers` runs of roughly equal bytes.
+    let total: usize = batch.iter().map(|(_, l)| l.len()).sum();
+    let mut chunks: Vec<&[(usize, String)]> = Vec::with_capacity(workers);
+    let (mut begin, mut acc) = (0, 0);
+    for (i, (_, line)) in batch.iter().enumerate() {
+        acc += line.len();
+        if acc * workers >= total * (chunks.len() + 1) && chunks.len() + 1 < workers {
+            chunks.push(&batch[begin..=i]);
+            begin = i + 1;
+        }
+    }
+    chunks.push(&batch[begin..]);
+    let parse = |chunk: &[(usize, String)]| -> Vec<Result<(Tree, Conventions), Fail>> {
+        chunk.iter().map(|(_, line)| parse_object(line)).collect()
+    };
+    let results: Vec<Vec<Result<(Tree, Conventions), Fail>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks[1..]
+            .iter()
+            .map(|&c| scope.spawn(move || parse(c)))
+            .collect();
+        let mut all = vec![parse(chunks[0])];
+        for handle in handles {
+            all.push(
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            );
+        }
+        all
+    });
+    for (parsed, (line_no, _)) in results.into_iter().flatten().zip(batch) {
+        push_line(out, parsed, file, stem, *line_no)?;
+    }
     Ok(())
 }
 
@@ -718,9 +783,10 @@ impl<'de> Deserialize<'de> for HashId {
     }
 }
 
-/// `hash_ids`, read straight into u32s.
+/// `hash_ids`, read straight into runs of consecutive ids (no per-id
+/// allocation: a turn's ids are a few runs, see [`BlockIds`]).
 struct HashIds {
-    ids: Box<[u32]>,
+    ids: BlockIds,
     has_zero: bool,
 }
 
@@ -733,14 +799,14 @@ impl<'de> Deserialize<'de> for HashIds {
                 f.write_str("an array of hash ids")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<HashIds, A::Error> {
-                let mut ids = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
+                let mut builder = BlockIdsBuilder::default();
                 let mut has_zero = false;
                 while let Some(HashId(id)) = seq.next_element()? {
                     has_zero |= id == 0;
-                    ids.push(id);
+                    builder.push(id);
                 }
                 Ok(HashIds {
-                    ids: ids.into_boxed_slice(),
+                    ids: builder.finish(),
                     has_zero,
                 })
             }
@@ -1103,7 +1169,7 @@ impl Builder {
         };
         let (hash_ids, has_zero) = match entry.hash_ids {
             Some(h) => (h.ids, h.has_zero),
-            None => (Box::default(), false),
+            None => (BlockIds::default(), false),
         };
         if !hash_ids.is_empty() {
             self.any_ids = true;
@@ -1295,7 +1361,7 @@ mod tests {
         assert_eq!(first.duration, Some(18_780 * NANOS_PER_MS));
         assert_eq!((first.isl, first.osl), (19560, 1017));
         assert_eq!(first.hash_ids.len(), 19560 / 64);
-        assert_eq!(first.hash_ids[0], 1);
+        assert_eq!(first.hash_ids.iter().next(), Some(1));
         assert_eq!(first.model, Some(0));
         assert_eq!(root.turns[8].start, 818 * NANOS_PER_SEC);
         assert_eq!(tree.turn_count(), 53);
