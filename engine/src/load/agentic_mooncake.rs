@@ -156,7 +156,7 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
             } else {
                 InputKind::Unknown
             },
-            hash_ids: prompt.hash_ids,
+            hash_ids: prompt.hash_ids.into_vec().into(),
             text: prompt.text,
             tokens_estimated: prompt.estimated,
         }));
@@ -730,7 +730,7 @@ mod tests {
             .iter()
             .flat_map(|a| &a.turns)
             .all(|t| t.duration.is_none()));
-        assert_eq!(&*tree.agents[0].turns[2].hash_ids, &[1, 2, 4, 7]);
+        assert_eq!(tree.agents[0].turns[2].hash_ids.to_vec(), vec![1, 2, 4, 7]);
 
         let solo = &loaded.trees[1];
         assert_eq!((solo.id.as_str(), solo.arrival), ("solo", ms(2000)));

@@ -620,7 +620,7 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
             ttft: None,
             model: None,
             input_kind: InputKind::Unknown,
-            hash_ids: prompt.hash_ids,
+            hash_ids: prompt.hash_ids.into_vec().into(),
             text: prompt.text,
             tokens_estimated: prompt.estimated,
         };
@@ -932,7 +932,7 @@ pub(super) mod tests {
         );
         assert!(a.agents[0].turns.iter().all(|t| t.duration.is_none()));
         assert_eq!(a.agents[0].turns[2].isl, 1600);
-        assert_eq!(&*a.agents[0].turns[2].hash_ids, &[1, 2, 3, 5]);
+        assert_eq!(a.agents[0].turns[2].hash_ids.to_vec(), vec![1, 2, 3, 5]);
         let text = a.agents[0].turns[0].text.as_deref().unwrap();
         assert_eq!(
             text,
