@@ -16,11 +16,18 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Dry-run a workload on a virtual clock: peak concurrency, timeline,
     /// demand. No server needed.
     Plan(PlanArgs),
+    /// Describe what traces hold: sizes, shape, token and time
+    /// distributions, recorded concurrency, cache reuse, problems.
+    Inspect(InspectArgs),
+    /// Rewrite traces of any format in arbor's native JSONL form.
+    Convert(ConvertArgs),
 }
 
 /// Where the workload comes from.
@@ -119,4 +126,45 @@ pub struct PlanArgs {
     /// Write one JSON line per turn to FILE.
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Trace files or directories, in any supported format (detected by
+    /// content; see docs/formats.md).
+    #[arg(value_name = "INPUT", required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Read every INPUT as this format instead of detecting it: weka,
+    /// mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor.
+    #[arg(long, value_name = "NAME")]
+    pub format: Option<String>,
+
+    /// Overlap between consecutive turns of an agent up to this many
+    /// seconds is treated as recorder rounding (sequential, gap 0).
+    #[arg(long, value_name = "S", default_value = "1")]
+    pub overlap_tolerance: String,
+
+    /// Print one JSON object instead of the human summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Trace files or directories, in any supported format.
+    #[arg(value_name = "INPUT", required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Read every INPUT as this format instead of detecting it.
+    #[arg(long, value_name = "NAME")]
+    pub format: Option<String>,
+
+    /// Output format: arbor (the native JSONL form, one tree per line).
+    #[arg(long, value_name = "FORMAT")]
+    pub to: String,
+
+    /// Output file.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
 }

@@ -4,7 +4,9 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod convert;
 mod inputs;
+mod inspect;
 mod plan;
 mod report;
 mod sample;
@@ -43,6 +45,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
+        Command::Convert(args) => convert::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

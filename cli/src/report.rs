@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::derive::Adjustments;
 use arbor_engine::scheduler::{Scheduler, TurnState};
+use arbor_engine::stats::{Distribution, Seconds};
 use arbor_engine::time::{nanos_to_secs, Nanos};
 use arbor_engine::{AgentKind, Workload};
 use serde::Serialize;
@@ -36,45 +37,6 @@ impl From<&Adjustments> for AdjustmentReport {
             overlaps_kept: a.overlaps_kept,
             unknown_durations: a.unknown_durations,
             unjoined_children: a.unjoined_children,
-        }
-    }
-}
-
-/// Distribution of a duration over dispatched turns, in seconds.
-#[derive(Debug, Serialize)]
-pub struct Distribution {
-    pub count: u64,
-    pub mean_s: f64,
-    pub p50_s: f64,
-    pub p90_s: f64,
-    pub p99_s: f64,
-    pub max_s: f64,
-}
-
-impl Distribution {
-    /// Nearest-rank percentiles of `values` (sorted in place).
-    pub fn of(values: &mut [Nanos]) -> Distribution {
-        values.sort_unstable();
-        let n = values.len();
-        let rank = |p: f64| -> f64 {
-            if n == 0 {
-                return 0.0;
-            }
-            let index = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
-            nanos_to_secs(values[index])
-        };
-        let sum: u128 = values.iter().map(|&v| v as u128).sum();
-        Distribution {
-            count: n as u64,
-            mean_s: if n == 0 {
-                0.0
-            } else {
-                sum as f64 / n as f64 / 1e9
-            },
-            p50_s: rank(0.50),
-            p90_s: rank(0.90),
-            p99_s: rank(0.99),
-            max_s: values.last().map_or(0.0, |&v| nanos_to_secs(v)),
         }
     }
 }
@@ -122,7 +84,9 @@ pub struct PlanReport {
     pub cancelled: u64,
     pub skipped: u64,
     pub plays_not_started: u64,
-    pub queue_wait: Option<Distribution>,
+    /// Wait for the request cap (JSON keys `count`, `mean_s`, `p50_s`,
+    /// `p90_s`, `p95_s`, `p99_s`, `max_s`).
+    pub queue_wait: Option<Distribution<Seconds>>,
     pub demand: Demand,
     pub lanes: Option<Vec<LaneReport>>,
 }
@@ -307,7 +271,11 @@ impl PlanReport {
             writeln!(
                 out,
                 "  queue wait      mean {:.3} s, p50 {:.3} s, p90 {:.3} s, p99 {:.3} s, max {:.3} s",
-                q.mean_s, q.p50_s, q.p90_s, q.p99_s, q.max_s
+                q.mean_shown(),
+                q.shown(q.p50),
+                q.shown(q.p90),
+                q.shown(q.p99),
+                q.shown(q.max)
             )?;
         }
         if self.plays_not_started > 0 {

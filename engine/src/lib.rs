@@ -9,15 +9,18 @@
 //! the caller.
 #![forbid(unsafe_code)]
 
+pub mod content;
 pub mod dag;
 pub mod derive;
 pub mod error;
+pub mod inspect;
 pub mod load;
 pub mod model;
 pub mod policy;
 pub mod queue;
 pub mod rng;
 pub mod scheduler;
+pub mod stats;
 pub mod time;
 
 pub use error::{EngineError, InputError, PolicyError};

@@ -2,5 +2,6 @@
 
 mod bad_corpus;
 mod bad_input;
+mod inspect;
 mod plan;
 mod util;

@@ -1,0 +1,97 @@
+//! `arbor convert`: read traces of any format, write arbor's native JSONL
+//! form (one tree per line), input by input so only one input's trees are
+//! in memory at a time.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use arbor_engine::load::{self, arbor::write_tree};
+
+use crate::args::ConvertArgs;
+use crate::inspect::format_flag;
+use crate::Failure;
+
+/// Output formats `--to` accepts.
+const TARGETS: [&str; 1] = ["arbor"];
+
+pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
+    if !TARGETS.contains(&args.to.as_str()) {
+        return Err(Failure::input(format!(
+            "--to: expected {} (the only output format so far), got `{}`",
+            TARGETS.join(", "),
+            args.to
+        )));
+    }
+    let format = format_flag(args.format.as_deref())?;
+    let output = &args.output;
+    for input in &args.inputs {
+        if same_file(input, output) {
+            return Err(Failure::input(format!(
+                "{}: the output would overwrite this input; expected a different -o FILE",
+                input.display()
+            )));
+        }
+    }
+    let name = output.display().to_string();
+    let file =
+        File::create(output).map_err(|e| Failure::other(format!("{name}: cannot create: {e}")))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let result = write_all(args, format, &mut out, &name).and_then(|trees| {
+        out.flush()
+            .map_err(|e| Failure::other(format!("{name}: cannot write: {e}")))?;
+        Ok(trees)
+    });
+    match result {
+        Ok(trees) => {
+            eprintln!("arbor convert: wrote {trees} trees to {name}");
+            Ok(())
+        }
+        Err(failure) => {
+            // Leave no half-written file that looks like a good one.
+            drop(out);
+            let _ = std::fs::remove_file(output);
+            Err(failure)
+        }
+    }
+}
+
+fn write_all(
+    args: &ConvertArgs,
+    format: Option<load::Format>,
+    out: &mut impl Write,
+    name: &str,
+) -> Result<u64, Failure> {
+    let mut trees = 0u64;
+    for input in &args.inputs {
+        let loaded = load::load_path(input, format).map_err(Failure::input)?;
+        for tree in &loaded.trees {
+            write_tree(tree, out)
+                .map_err(|e| Failure::other(format!("{name}: cannot write: {e}")))?;
+            trees += 1;
+        }
+    }
+    if trees == 0 {
+        return Err(Failure::input(
+            "the inputs hold no trees: expected at least one trace",
+        ));
+    }
+    Ok(trees)
+}
+
+/// Whether writing `output` would change `input`: the same file, or a new
+/// file inside the input directory (which would then be read as a trace).
+fn same_file(input: &Path, output: &Path) -> bool {
+    let Ok(input) = input.canonicalize() else {
+        return false;
+    };
+    if output.canonicalize().is_ok_and(|o| o == input) {
+        return true;
+    }
+    let parent = match output.parent() {
+        Some(p) if p.as_os_str().is_empty() => Path::new("."),
+        Some(p) => p,
+        None => return false,
+    };
+    input.is_dir() && parent.canonicalize().is_ok_and(|p| p == input)
+}
