@@ -435,7 +435,7 @@ fn prefix_cache(trees: &[&Tree]) -> PrefixCache {
         let turn = &tree.agents[a as usize].turns[i as usize];
         if !turn.hash_ids.is_empty() {
             used_ids = true;
-            for &id in turn.hash_ids.iter() {
+            for id in turn.hash_ids.iter() {
                 visit(match tree.hash_scope {
                     HashScope::Local => BlockKey::Local(t, id),
                     HashScope::Global => BlockKey::Global(id),
@@ -762,7 +762,7 @@ mod tests {
             .map(|(n, ids)| Turn {
                 start: n as Nanos * 10,
                 duration: Some(1),
-                hash_ids: ids.to_vec().into_boxed_slice(),
+                hash_ids: (*ids).into(),
                 ..Turn::default()
             })
             .collect();

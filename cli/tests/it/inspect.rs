@@ -150,7 +150,6 @@ fn sessions_and_lines(path: &Path) -> (u64, u64) {
 }
 
 #[test]
-#[ignore = "until the mooncake/lmcache readers land"]
 fn inspect_counts_match_the_mooncake_files() {
     for (name, want) in [
         ("conversation_trace.head400.jsonl", (400, 400)),
@@ -462,12 +461,12 @@ fn inspect_bad_input_exits_2_naming_the_file() {
         &["inspect", "/nonexistent/trace.json"],
         &["/nonexistent/trace.json"],
     );
-    let truncated = testdata("weka-bad/truncated.json");
+    let truncated = testdata("bad/weka/truncated.json");
     expect_input_error(
         &["inspect", truncated.to_str().unwrap()],
         &["truncated.json", "line 3"],
     );
-    let negative = testdata("weka-bad/negative_t.json");
+    let negative = testdata("bad/weka/negative_t.json");
     expect_input_error(
         &["inspect", "--json", negative.to_str().unwrap()],
         &["negative_t.json", "requests[1]"],
@@ -499,7 +498,7 @@ fn convert_bad_input_exits_2_and_leaves_no_file() {
     let dir = scratch("convert-bad");
     let output = dir.join("out.jsonl");
     let good = fixture("trace_0277.json");
-    let bad = testdata("weka-bad/string_in.json");
+    let bad = testdata("bad/weka/string_in.json");
     expect_input_error(
         &[
             "convert",
