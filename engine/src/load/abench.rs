@@ -1,19 +1,1304 @@
-//! Placeholder: this format's reader is being written.
+//! agentic-bench (`AlibabaResearch/abench`) session JSONL v1, plain or
+//! zstd-compressed (formats.md section 3, `docs/formats/abench.md`).
+//!
+//! Owns reading those files into [`Tree`]s: one session per line, one tree
+//! with one root agent per session. Turn `k` starts at turn `k-1`'s start
+//! plus turn `k`'s `pre_gap_ms` (turn 0 at 0); abench records no per-turn
+//! service time, so durations are unknown and the recorded gap (which
+//! includes the recorder's generation time) replays start to start. Text is
+//! kept as deltas: turn 0 holds the system prompt and its `input_delta`,
+//! turn `k > 0` extends the previous prompt with the previous
+//! `assistant_text` and its own `input_delta`.
+//!
+//! Also owns the JSONL plumbing the other text formats (`lmcache`,
+//! `openai_log`) share: a line reader that names the line of every failure,
+//! a serde pass that reports JSON paths, value types with precise
+//! messages, the top-level key sniff used by `looks_like`, and a
+//! multi-frame zstd reader (pure Rust, `ruzstd`).
 
+use std::collections::BTreeSet;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
-use super::Loaded;
-use crate::error::InputError;
+use ruzstd::frame::ReadFrameHeaderError;
+use ruzstd::frame_decoder::{BlockDecodingStrategy, FrameDecoder, FrameDecoderError};
+use serde::de::{self, DeserializeOwned, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
 
-/// Does this start of a file look like this format?
-pub fn looks_like(_text_prefix: &str) -> bool {
-    false
+use super::{Loaded, Problem, ZSTD_MAGIC};
+use crate::error::InputError;
+use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
+use crate::time::{millis_to_nanos, Nanos, MAX_SECONDS, NANOS_PER_SEC};
+
+/// The latest time a tree may state, in nanoseconds from its start.
+const MAX_NANOS: Nanos = (MAX_SECONDS as u64) * NANOS_PER_SEC;
+
+// ---------------------------------------------------------------------------
+// Schema
+
+#[derive(Deserialize)]
+#[serde(expecting = "an abench session (a JSON object with `session_id` and `turns`)")]
+struct RawSession {
+    session_id: String,
+    #[serde(default)]
+    source: Option<RawSource>,
+    #[serde(default)]
+    system_prompt: Option<String>,
+    turns: Vec<RawTurn>,
 }
 
-/// Reads a file of this format.
+#[derive(Deserialize)]
+#[serde(expecting = "a `source` object (`dataset`, `agent`, `model`, `trial`)")]
+struct RawSource {
+    #[serde(default)]
+    model: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "a turn object")]
+struct RawTurn {
+    #[serde(default)]
+    index: Option<Count>,
+    #[serde(default)]
+    input_delta: Option<Vec<RawMessage>>,
+    #[serde(default)]
+    assistant_text: Option<String>,
+    #[serde(default)]
+    input_tokens: Option<Count>,
+    #[serde(default)]
+    output_tokens: Option<Count>,
+    #[serde(default)]
+    #[allow(dead_code)] // read to check its type; arbor has no use for it
+    cached_tokens: Option<Count>,
+    #[serde(default)]
+    pre_gap_ms: Option<Millis>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    tool_calls: Option<IgnoredAny>,
+}
+
+/// One chat message as the text formats record it: `role` and `content`
+/// (other keys, e.g. `tool_call_id`, are ignored).
+#[derive(Deserialize)]
+#[serde(expecting = "a message object (`role`, `content`)")]
+pub(super) struct RawMessage {
+    pub(super) role: RoleName,
+    #[serde(default)]
+    pub(super) content: Content,
+}
+
+impl RawMessage {
+    pub(super) fn into_message(self) -> Message {
+        Message {
+            role: self.role.0,
+            content: self.content.text,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reading
+
+/// Does this start of a file look like abench session JSONL? (zstd files
+/// are recognised by their magic bytes before this is asked.)
+pub fn looks_like(text_prefix: &str) -> bool {
+    let keys = first_object_keys(text_prefix);
+    let has = |k: &str| keys.iter().any(|key| key == k);
+    has("session_id")
+        && (has("turns") || has("system_prompt") || has("source"))
+        && !has("request")
+        && !has("arbor")
+}
+
+/// Reads one abench file (plain JSONL, or zstd-compressed JSONL recognised
+/// by its magic bytes).
 pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    Err(InputError::whole(
-        path.display().to_string(),
-        "this format is not supported yet",
-    ))
+    let (reader, compressed) = open_maybe_zstd(path)?;
+    let file = path.display().to_string();
+    let mut lines = JsonLines::new(reader, &file, compressed);
+    let mut tally = Tally::default();
+    let mut loaded = Loaded::default();
+    let mut ids = BTreeSet::new();
+    while let Some((line, text)) = lines.next_line()? {
+        let raw: RawSession = parse_json(text, &file, line, "an abench session")?;
+        let tree = into_tree(raw, &file, line, &mut tally)?;
+        if !ids.insert(tree.id.clone()) {
+            tally.duplicate_ids.push(line);
+        }
+        loaded.trees.push(tree);
+    }
+    if loaded.trees.is_empty() {
+        return Err(InputError::whole(
+            &file,
+            "empty file: expected one abench session (a JSON object) per line",
+        ));
+    }
+    loaded.conventions = conventions(compressed);
+    loaded.problems = tally.problems(&file);
+    Ok(loaded)
+}
+
+fn conventions(compressed: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if compressed {
+        out.push("zstd-compressed JSONL".to_string());
+    }
+    out.push(
+        "turn k starts at turn k-1's start + pre_gap_ms of turn k (turn 0 at 0, tree arrival 0)"
+            .to_string(),
+    );
+    out.push(
+        "text deltas: turn 0 = system_prompt + input_delta; turn k > 0 extends the previous \
+         prompt with its assistant_text and input_delta; tool messages kept as role tool"
+            .to_string(),
+    );
+    out
+}
+
+/// What one file needed adjusting or estimating, counted for reports.
+#[derive(Default)]
+struct Tally {
+    turns: usize,
+    first_gap_ignored: usize,
+    missing_gap: usize,
+    estimated: usize,
+    duplicate_ids: Vec<usize>,
+}
+
+impl Tally {
+    fn problems(&self, file: &str) -> Vec<Problem> {
+        let place = || file.to_string();
+        let mut out = vec![Problem {
+            place: place(),
+            message: format!(
+                "durations unknown for all {} turns (abench records no service time): \
+                 pre_gap_ms includes the recorder's generation time and is replayed as the \
+                 start-to-start gap",
+                self.turns
+            ),
+        }];
+        if self.first_gap_ignored > 0 {
+            out.push(Problem {
+                place: place(),
+                message: format!(
+                    "{} sessions have a nonzero pre_gap_ms on turn 0: ignored (turn 0 starts \
+                     at the tree's arrival)",
+                    self.first_gap_ignored
+                ),
+            });
+        }
+        if self.missing_gap > 0 {
+            out.push(Problem {
+                place: place(),
+                message: format!(
+                    "{} turns after the first have no pre_gap_ms: treated as 0",
+                    self.missing_gap
+                ),
+            });
+        }
+        if self.estimated > 0 {
+            out.push(Problem {
+                place: place(),
+                message: format!(
+                    "{} turns lack input_tokens or output_tokens: estimated from text length \
+                     (1 token per 4 bytes)",
+                    self.estimated
+                ),
+            });
+        }
+        for line in &self.duplicate_ids {
+            out.push(Problem {
+                place: format!("{file}:line {line}"),
+                message: "session_id repeats an earlier line's".to_string(),
+            });
+        }
+        out
+    }
+}
+
+fn into_tree(
+    raw: RawSession,
+    file: &str,
+    line: usize,
+    tally: &mut Tally,
+) -> Result<Tree, InputError> {
+    let at = |path: String, message: String| {
+        InputError::at(file, format!("line {line}, {path}"), message)
+    };
+    let system = raw.system_prompt.unwrap_or_default();
+    let mut prompt_bytes = system.len();
+    let mut previous_answer_bytes = 0usize;
+    let mut start: Nanos = 0;
+    let mut turns = Vec::with_capacity(raw.turns.len());
+    let models: Vec<String> = raw
+        .source
+        .and_then(|s| s.model)
+        .filter(|m| !m.is_empty())
+        .into_iter()
+        .collect();
+    for (k, turn) in raw.turns.into_iter().enumerate() {
+        if let Some(Count(index)) = turn.index {
+            if index as usize != k {
+                return Err(at(
+                    format!("$.turns[{k}].index"),
+                    format!("expected turns in order, turn {k} to have index {k}, got {index}"),
+                ));
+            }
+        }
+        match (k, turn.pre_gap_ms) {
+            (0, Some(Millis(gap))) if gap != 0.0 => tally.first_gap_ignored += 1,
+            (0, _) => {}
+            (_, None) => tally.missing_gap += 1,
+            (_, Some(Millis(gap))) => {
+                let gap = millis_to_nanos(gap).ok_or_else(|| {
+                    at(
+                        format!("$.turns[{k}].pre_gap_ms"),
+                        format!(
+                            "expected at most {} ms, got {}",
+                            fmt_num(MAX_SECONDS * 1000.0),
+                            fmt_num(gap)
+                        ),
+                    )
+                })?;
+                start = start
+                    .checked_add(gap)
+                    .filter(|s| *s <= MAX_NANOS)
+                    .ok_or_else(|| {
+                        at(
+                            format!("$.turns[{k}].pre_gap_ms"),
+                            format!(
+                                "turn {k} would start more than {} s after the session's \
+                                 start: expected a plausible gap",
+                                fmt_num(MAX_SECONDS)
+                            ),
+                        )
+                    })?;
+            }
+        }
+        let delta: Vec<Message> = turn
+            .input_delta
+            .unwrap_or_default()
+            .into_iter()
+            .map(RawMessage::into_message)
+            .collect();
+        let input_kind = input_kind_of_delta(&delta);
+        prompt_bytes = prompt_bytes
+            .saturating_add(previous_answer_bytes)
+            .saturating_add(delta.iter().map(|m| m.content.len()).sum::<usize>());
+        let answer = turn.assistant_text;
+        let answer_bytes = answer.as_ref().map_or(0, String::len);
+        previous_answer_bytes = answer_bytes;
+        let (isl, osl, estimated) = match (turn.input_tokens, turn.output_tokens) {
+            (Some(Count(i)), Some(Count(o))) => (i, o, false),
+            (i, o) => {
+                tally.estimated += 1;
+                (
+                    i.map_or_else(|| tokens_for_bytes(prompt_bytes).max(1), |c| c.0),
+                    o.map_or_else(|| tokens_for_bytes(answer_bytes).max(1), |c| c.0),
+                    true,
+                )
+            }
+        };
+        let mut messages = Vec::with_capacity(delta.len() + 1);
+        if k == 0 && !system.is_empty() {
+            messages.push(Message {
+                role: Role::System,
+                content: system.clone(),
+            });
+        }
+        messages.extend(delta);
+        turns.push(Turn {
+            start,
+            duration: None,
+            isl,
+            osl,
+            ttft: None,
+            model: (!models.is_empty()).then_some(0),
+            input_kind,
+            hash_ids: Box::default(),
+            text: Some(Box::new(TurnText {
+                extends_previous: k > 0,
+                messages,
+                response: answer,
+            })),
+            tokens_estimated: estimated,
+        });
+    }
+    tally.turns += turns.len();
+    Ok(Tree {
+        id: raw.session_id.clone(),
+        source: format!("{file}:line {line}"),
+        arrival: 0,
+        agents: vec![Agent {
+            id: raw.session_id,
+            parent: None,
+            kind: AgentKind::Root,
+            recorded_end: None,
+            turns,
+        }],
+        explicit_edges: None,
+        models,
+        ..Tree::default()
+    })
+}
+
+/// ToolResult if the delta holds a tool message, UserText if it holds only
+/// user messages, else Unknown.
+fn input_kind_of_delta(delta: &[Message]) -> InputKind {
+    if delta.iter().any(|m| m.role == Role::Tool) {
+        InputKind::ToolResult
+    } else if !delta.is_empty() && delta.iter().all(|m| m.role == Role::User) {
+        InputKind::UserText
+    } else {
+        InputKind::Unknown
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared by the text formats: token estimate, numbers in messages
+
+/// [`super::estimate_tokens`] for a text of `bytes` bytes (the same rule:
+/// one token per four bytes, rounded up), without building the text.
+pub(super) fn tokens_for_bytes(bytes: usize) -> u32 {
+    bytes.div_ceil(4).min(u32::MAX as usize) as u32
+}
+
+/// A number for an error message: plain when moderate, scientific when huge
+/// or tiny (Rust's `Display` writes 1e300 with 300 digits).
+pub(super) fn fmt_num(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e16).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared: value types with precise messages
+
+/// A non-negative integer that fits in `u32` (a token count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Count(pub(super) u32);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a non-negative integer")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
+                u32::try_from(v).map(Count).map_err(|_| {
+                    E::custom(format!(
+                        "expected a non-negative integer up to {}, got {v}",
+                        u32::MAX
+                    ))
+                })
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::custom(format!(
+                        "expected a non-negative integer, got {v}"
+                    ))),
+                }
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
+                Err(E::custom(format!(
+                    "expected a non-negative integer, got {}",
+                    fmt_num(v)
+                )))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A non-negative, finite number (a time), with its unit named in errors.
+macro_rules! non_negative_number {
+    ($name:ident, $what:literal) => {
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        pub(super) struct $name(pub(super) f64);
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl Visitor<'_> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        f.write_str(concat!("a non-negative finite number of ", $what))
+                    }
+                    fn visit_f64<E: de::Error>(self, v: f64) -> Result<$name, E> {
+                        if v.is_finite() && v >= 0.0 {
+                            Ok($name(v))
+                        } else {
+                            Err(E::custom(format!(
+                                concat!(
+                                    "expected a non-negative finite number of ",
+                                    $what,
+                                    ", got {}"
+                                ),
+                                fmt_num(v)
+                            )))
+                        }
+                    }
+                    fn visit_u64<E: de::Error>(self, v: u64) -> Result<$name, E> {
+                        self.visit_f64(v as f64)
+                    }
+                    fn visit_i64<E: de::Error>(self, v: i64) -> Result<$name, E> {
+                        self.visit_f64(v as f64)
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+
+non_negative_number!(Millis, "milliseconds");
+non_negative_number!(Seconds, "seconds");
+
+/// A chat role, parsed with [`Role::parse`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RoleName(pub(super) Role);
+
+impl<'de> Deserialize<'de> for RoleName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = RoleName;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a role name (system, developer, user, assistant, tool or function)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RoleName, E> {
+                Role::parse(v).map(RoleName).ok_or_else(|| {
+                    E::custom(format!(
+                        "unknown role `{v}`: expected system, developer, user, assistant, \
+                         tool or function"
+                    ))
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Message content: a string, `null` (empty), or an array of parts whose
+/// `{"type": "text", "text": ...}` parts are joined with a newline (as
+/// vLLM does); other parts (images, audio) are dropped and counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Content {
+    pub(super) text: String,
+    /// Non-text parts dropped.
+    pub(super) dropped: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "a content part object (`type`, and `text` for text parts)")]
+struct RawPart {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("message content (a string, or an array of content parts)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Content, E> {
+                Ok(Content {
+                    text: v.to_owned(),
+                    dropped: 0,
+                })
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Content, E> {
+                Ok(Content {
+                    text: v,
+                    dropped: 0,
+                })
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Content, E> {
+                Ok(Content::default())
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Content, E> {
+                Ok(Content::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut out = Content::default();
+                let mut first = true;
+                while let Some(part) = seq.next_element::<RawPart>()? {
+                    if part.kind != "text" {
+                        out.dropped += 1;
+                        continue;
+                    }
+                    let Some(text) = part.text else {
+                        return Err(de::Error::custom(
+                            "a part of type `text` needs a `text` string",
+                        ));
+                    };
+                    if !first {
+                        out.text.push('\n');
+                    }
+                    out.text.push_str(&text);
+                    first = false;
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared: JSON lines
+
+/// Parses one line into `T` (`what` names it for the reader: "an abench
+/// session"), naming the line and the JSON path on failure. A line must be
+/// a JSON object: serde would otherwise accept an array for a struct.
+pub(super) fn parse_json<T: DeserializeOwned>(
+    text: &str,
+    file: &str,
+    line: usize,
+    what: &str,
+) -> Result<T, InputError> {
+    if text.trim_start().starts_with('[') {
+        return Err(InputError::at(
+            file,
+            format!("line {line}"),
+            format!("expected {what} (a JSON object), got an array"),
+        ));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        // `?` stands for a key serde had not read yet (a syntax error
+        // inside the object): name the enclosing value instead.
+        let path = e.path().to_string();
+        let path = match path.trim_end_matches(".?").trim_end_matches('?') {
+            "." | "" => None,
+            p if p.starts_with('[') => Some(format!("${p}")),
+            p => Some(format!("$.{p}")),
+        };
+        json_error(e.inner(), path, file, line)
+    })?;
+    de.end().map_err(|e| {
+        InputError::at(
+            file,
+            format!("line {line}, column {}", e.column()),
+            format!(
+                "expected one JSON object per line, found more after it: {}",
+                bare_message(&e)
+            ),
+        )
+    })?;
+    Ok(value)
+}
+
+/// serde_json's message without its " at line L column C" suffix.
+fn bare_message(err: &serde_json::Error) -> String {
+    let full = err.to_string();
+    full.strip_suffix(&format!(" at line {} column {}", err.line(), err.column()))
+        .unwrap_or(&full)
+        .to_string()
+}
+
+fn json_error(
+    err: &serde_json::Error,
+    path: Option<String>,
+    file: &str,
+    line: usize,
+) -> InputError {
+    use serde_json::error::Category;
+    let bare = bare_message(err);
+    let (message, syntax) = match err.classify() {
+        Category::Syntax if bare == "number out of range" => (
+            format!("invalid JSON: {bare}: expected a finite number"),
+            true,
+        ),
+        Category::Syntax => (format!("invalid JSON: {bare}"), true),
+        Category::Eof => (
+            format!("invalid JSON, the line ends early (truncated?): {bare}"),
+            true,
+        ),
+        Category::Data | Category::Io => (bare, false),
+    };
+    let mut place = format!("line {line}");
+    if syntax && err.column() > 0 {
+        place.push_str(&format!(", column {}", err.column()));
+    }
+    if let Some(path) = path {
+        place.push_str(", ");
+        place.push_str(&path);
+    }
+    InputError::at(file, place, message)
+}
+
+/// Reads non-blank lines, counting them, naming the file and line in every
+/// failure (unreadable, not UTF-8, corrupt compressed stream).
+pub(super) struct JsonLines<'f, R> {
+    reader: R,
+    file: &'f str,
+    line_no: usize,
+    buf: String,
+    compressed: bool,
+}
+
+impl<'f, R: BufRead> JsonLines<'f, R> {
+    pub(super) fn new(reader: R, file: &'f str, compressed: bool) -> Self {
+        JsonLines {
+            reader,
+            file,
+            line_no: 0,
+            buf: String::new(),
+            compressed,
+        }
+    }
+
+    /// The next non-blank line and its number (from 1); `None` at the end.
+    pub(super) fn next_line(&mut self) -> Result<Option<(usize, &str)>, InputError> {
+        loop {
+            self.buf.clear();
+            let read = self.reader.read_line(&mut self.buf).map_err(|e| {
+                let place = format!("line {}", self.line_no + 1);
+                let message = if e.kind() == io::ErrorKind::InvalidData && !is_zstd_error(&e) {
+                    "not UTF-8 text: expected one JSON object per line (is this a binary file?)"
+                        .to_string()
+                } else if self.compressed {
+                    format!("corrupt zstd stream: {e}")
+                } else {
+                    format!("cannot read: {e}")
+                };
+                InputError::at(self.file, place, message)
+            })?;
+            if read == 0 {
+                return Ok(None);
+            }
+            self.line_no += 1;
+            if !self.buf.trim().is_empty() {
+                break;
+            }
+        }
+        // Without its line break, so a line cut short reads as truncated.
+        let text = self.buf.trim_end_matches(['\n', '\r']);
+        let text = match text.strip_prefix('\u{feff}') {
+            Some(rest) if self.line_no == 1 => rest,
+            _ => text,
+        };
+        Ok(Some((self.line_no, text)))
+    }
+}
+
+/// The keys of the first top-level JSON object in `text`, in order, as far
+/// as the text goes (a file's start may cut it anywhere); empty when the
+/// text does not start with an object. String values are skipped whole, so
+/// a key name inside a recorded text never counts.
+pub(super) fn first_object_keys(text: &str) -> Vec<String> {
+    let text = text.trim_start_matches('\u{feff}').trim_start();
+    let bytes = text.as_bytes();
+    if bytes.first() != Some(&b'{') {
+        return Vec::new();
+    }
+    let mut keys = Vec::new();
+    let mut depth = 0usize;
+    let mut i = 0usize;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
+                }
+            }
+            b'"' => {
+                let begin = i + 1;
+                let mut j = begin;
+                loop {
+                    match bytes.get(j) {
+                        None => return keys,
+                        Some(b'\\') => j += 2,
+                        Some(b'"') => break,
+                        Some(_) => j += 1,
+                    }
+                }
+                let mut after = j + 1;
+                while bytes.get(after).is_some_and(u8::is_ascii_whitespace) {
+                    after += 1;
+                }
+                if depth == 1 && bytes.get(after) == Some(&b':') {
+                    if let Some(key) = text.get(begin..j) {
+                        keys.push(key.to_string());
+                    }
+                }
+                i = j;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    keys
+}
+
+// ---------------------------------------------------------------------------
+// zstd
+
+/// Opens a file, decompressing it when it starts with the zstd magic bytes.
+fn open_maybe_zstd(path: &Path) -> Result<(Box<dyn BufRead>, bool), InputError> {
+    let file = path.display().to_string();
+    let handle =
+        File::open(path).map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
+    let mut reader = BufReader::with_capacity(1 << 16, handle);
+    let head = reader
+        .fill_buf()
+        .map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
+    if head.starts_with(&ZSTD_MAGIC) {
+        let decoder = ZstdReader {
+            source: reader,
+            decoder: FrameDecoder::new(),
+            in_frame: false,
+        };
+        Ok((Box::new(BufReader::with_capacity(1 << 16, decoder)), true))
+    } else {
+        Ok((Box::new(reader), false))
+    }
+}
+
+/// Marks errors raised while decoding, so they are not mistaken for UTF-8
+/// errors of the decoded text.
+#[derive(Debug)]
+struct ZstdError(String);
+
+impl fmt::Display for ZstdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ZstdError {}
+
+fn zstd_error(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, ZstdError(message))
+}
+
+fn is_zstd_error(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<ZstdError>())
+}
+
+/// A zstd stream of one or more frames (skippable frames skipped), with
+/// each frame's content checksum verified when it has one.
+struct ZstdReader<R> {
+    source: R,
+    decoder: FrameDecoder,
+    in_frame: bool,
+}
+
+impl<R: BufRead> Read for ZstdReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.in_frame {
+                while self.decoder.can_collect() < buf.len() && !self.decoder.is_finished() {
+                    let wanted = buf.len() - self.decoder.can_collect();
+                    self.decoder
+                        .decode_blocks(&mut self.source, BlockDecodingStrategy::UptoBytes(wanted))
+                        .map_err(|e| zstd_error(e.to_string()))?;
+                }
+                let n = self.decoder.read(buf)?;
+                if n > 0 {
+                    return Ok(n);
+                }
+                if let (Some(stored), Some(computed)) = (
+                    self.decoder.get_checksum_from_data(),
+                    self.decoder.get_calculated_checksum(),
+                ) {
+                    if stored != computed {
+                        return Err(zstd_error(format!(
+                            "content checksum mismatch (stored {stored:#010x}, computed \
+                             {computed:#010x})"
+                        )));
+                    }
+                }
+                self.in_frame = false;
+            }
+            if self.source.fill_buf()?.is_empty() {
+                return Ok(0);
+            }
+            match self.decoder.init(&mut self.source) {
+                Ok(()) => self.in_frame = true,
+                Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                    length,
+                    ..
+                })) => {
+                    let skipped = io::copy(
+                        &mut (&mut self.source).take(u64::from(length)),
+                        &mut io::sink(),
+                    )?;
+                    if skipped != u64::from(length) {
+                        return Err(zstd_error(
+                            "the stream ends inside a skippable frame".into(),
+                        ));
+                    }
+                }
+                Err(e) => return Err(zstd_error(e.to_string())),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn sample(name: &str) -> PathBuf {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/abench")).join(name)
+    }
+
+    fn bad(name: &str) -> PathBuf {
+        PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../testdata/bad/abench"
+        ))
+        .join(name)
+    }
+
+    fn error_of(path: &Path) -> String {
+        load(path).expect_err("input must be rejected").to_string()
+    }
+
+    fn assert_contains(text: &str, parts: &[&str]) {
+        for part in parts {
+            assert!(text.contains(part), "{text:?} does not contain {part:?}");
+        }
+    }
+
+    fn prefix(path: &Path) -> String {
+        let bytes = std::fs::read(path).expect("read");
+        let end = bytes.len().min(super::super::SNIFF_BYTES as usize);
+        String::from_utf8_lossy(bytes.get(..end).expect("prefix")).into_owned()
+    }
+
+    fn scratch(tag: &str, content: &[u8]) -> PathBuf {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "arbor-abench-{tag}-{}-{}.jsonl",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, content).expect("write temp file");
+        path
+    }
+
+    fn msg(role: Role, content: &str) -> Message {
+        Message {
+            role,
+            content: content.to_string(),
+        }
+    }
+
+    #[test]
+    fn sample_sessions_and_turns() {
+        let loaded = load(&sample("sample.jsonl")).expect("sample loads");
+        let ids: Vec<&str> = loaded.trees.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "swe-astropy-12907",
+                "swe-requests-2317",
+                "lmc-taubench-0042"
+            ]
+        );
+        let counts: Vec<usize> = loaded.trees.iter().map(Tree::turn_count).collect();
+        assert_eq!(counts, [5, 4, 3]);
+        for tree in &loaded.trees {
+            assert_eq!(tree.arrival, 0);
+            assert_eq!(tree.agents.len(), 1);
+            assert_eq!(tree.agents[0].kind, AgentKind::Root);
+            assert_eq!(tree.agents[0].id, tree.id);
+            assert!(
+                tree.source.contains("sample.jsonl:line "),
+                "{}",
+                tree.source
+            );
+            for turn in &tree.agents[0].turns {
+                assert_eq!(turn.duration, None);
+                assert!(!turn.tokens_estimated);
+            }
+        }
+        assert_eq!(loaded.trees[0].models, ["anthropic/claude-sonnet-4-6"]);
+        assert_eq!(loaded.trees[0].agents[0].turns[0].model, Some(0));
+        // The third session has no source: no models.
+        assert!(loaded.trees[2].models.is_empty());
+        assert_eq!(loaded.trees[2].agents[0].turns[0].model, None);
+        assert!(loaded
+            .problems
+            .iter()
+            .any(|p| p.message.contains("durations unknown for all 12 turns")));
+        assert!(loaded.problems.iter().any(|p| p
+            .message
+            .contains("1 sessions have a nonzero pre_gap_ms on turn 0")));
+        assert!(loaded
+            .conventions
+            .iter()
+            .any(|c| c.contains("pre_gap_ms of turn k")));
+    }
+
+    #[test]
+    fn starts_are_cumulative_pre_gaps() {
+        let loaded = load(&sample("sample.jsonl")).expect("sample loads");
+        let starts = |i: usize| -> Vec<Nanos> {
+            loaded.trees[i].agents[0]
+                .turns
+                .iter()
+                .map(|t| t.start)
+                .collect()
+        };
+        // pre_gap_ms: [0, 2841.5, 1920.25, 6402, 3310.125]
+        assert_eq!(
+            starts(0),
+            [
+                0,
+                2_841_500_000,
+                4_761_750_000,
+                11_163_750_000,
+                14_473_875_000
+            ]
+        );
+        // Turn 0 has pre_gap_ms 850 (ignored): [850, 3120, 1402.75, 2250.5]
+        assert_eq!(starts(1), [0, 3_120_000_000, 4_522_750_000, 6_773_250_000]);
+        // [0, 5400, 4100]
+        assert_eq!(starts(2), [0, 5_400_000_000, 9_500_000_000]);
+        let tokens: Vec<(u32, u32)> = loaded.trees[0].agents[0]
+            .turns
+            .iter()
+            .map(|t| (t.isl, t.osl))
+            .collect();
+        assert_eq!(
+            tokens,
+            [
+                (1984, 212),
+                (2431, 158),
+                (3376, 241),
+                (3905, 187),
+                (4392, 96)
+            ]
+        );
+    }
+
+    #[test]
+    fn text_deltas_and_input_kinds() {
+        let loaded = load(&sample("sample.jsonl")).expect("sample loads");
+        let turns = &loaded.trees[0].agents[0].turns;
+        let t0 = turns[0].text.as_deref().expect("text");
+        assert!(!t0.extends_previous);
+        assert_eq!(t0.messages.len(), 2);
+        assert_eq!(t0.messages[0].role, Role::System);
+        assert!(t0.messages[0]
+            .content
+            .starts_with("You are a software engineering agent"));
+        assert_eq!(t0.messages[1].role, Role::User);
+        assert!(t0
+            .response
+            .as_deref()
+            .expect("response")
+            .starts_with("I'll start by locating"));
+        assert_eq!(turns[0].input_kind, InputKind::UserText);
+        let t1 = turns[1].text.as_deref().expect("text");
+        assert!(t1.extends_previous);
+        assert_eq!(t1.messages.len(), 1);
+        assert_eq!(t1.messages[0].role, Role::Tool);
+        assert!(t1.messages[0]
+            .content
+            .contains("astropy/modeling/separable.py"));
+        assert_eq!(turns[1].input_kind, InputKind::ToolResult);
+        for turn in turns.iter().skip(1) {
+            assert!(turn.text.as_deref().expect("text").extends_previous);
+        }
+        // The third session: an empty system prompt gives no system message,
+        // and a user-text turn later on.
+        let turns = &loaded.trees[2].agents[0].turns;
+        let t0 = turns[0].text.as_deref().expect("text");
+        assert_eq!(t0.messages.len(), 1);
+        assert_eq!(t0.messages[0].role, Role::User);
+        assert_eq!(turns[2].input_kind, InputKind::UserText);
+        assert_eq!(
+            turns[2].text.as_deref().expect("text").messages,
+            [msg(
+                Role::User,
+                "Yes, please cancel order #W2378156. Reason: ordered by mistake."
+            )]
+        );
+    }
+
+    #[test]
+    fn zstd_sample_equals_plain() {
+        let plain = load(&sample("sample.jsonl")).expect("plain loads");
+        let packed = load(&sample("sample.jsonl.zst")).expect("zstd loads");
+        assert_eq!(plain.trees.len(), 3);
+        for (a, b) in plain.trees.iter().zip(&packed.trees) {
+            assert_eq!(a.agents, b.agents);
+            assert_eq!(a.models, b.models);
+            assert_eq!(a.id, b.id);
+        }
+        assert_eq!(plain.trees.len(), packed.trees.len());
+        assert!(packed.conventions.iter().any(|c| c.contains("zstd")));
+        assert!(!plain.conventions.iter().any(|c| c.contains("zstd")));
+        assert!(
+            super::super::detect(&sample("sample.jsonl.zst")).expect("detects")
+                == super::super::Format::Abench
+        );
+    }
+
+    #[test]
+    fn zstd_multi_frame_and_skippable_frames() {
+        let one = std::fs::read(sample("sample.jsonl.zst")).expect("read");
+        // Skippable frame (magic 0x184D2A50, 3 bytes), then the same frame twice.
+        let mut bytes = one.clone();
+        bytes.extend_from_slice(&[0x50, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 1, 2, 3]);
+        bytes.extend_from_slice(&one);
+        let path = scratch("frames", &bytes);
+        let loaded = load(&path).expect("two frames load");
+        std::fs::remove_file(&path).ok();
+        assert_eq!(loaded.trees.len(), 6);
+        assert_eq!(loaded.trees[0].agents, loaded.trees[3].agents);
+        assert!(loaded
+            .problems
+            .iter()
+            .any(|p| p.message.contains("repeats an earlier line's")));
+    }
+
+    #[test]
+    fn missing_tokens_are_estimated() {
+        let line = r#"{"session_id":"s","system_prompt":"abcd","turns":[
+            {"index":0,"input_delta":[{"role":"user","content":"12345678"}],"assistant_text":"xyz","output_tokens":7},
+            {"index":1,"input_delta":[{"role":"tool","content":"1234"}],"assistant_text":"","input_tokens":50,"output_tokens":2,"pre_gap_ms":1.5}]}"#
+            .replace('\n', " ");
+        let path = scratch("estimate", line.as_bytes());
+        let loaded = load(&path).expect("loads");
+        std::fs::remove_file(&path).ok();
+        let turns = &loaded.trees[0].agents[0].turns;
+        // 4 + 8 bytes of prompt = 3 tokens; output_tokens kept.
+        assert_eq!((turns[0].isl, turns[0].osl), (3, 7));
+        assert!(turns[0].tokens_estimated);
+        assert_eq!((turns[1].isl, turns[1].osl), (50, 2));
+        assert!(!turns[1].tokens_estimated);
+        assert_eq!(turns[1].start, 1_500_000);
+        assert!(loaded
+            .problems
+            .iter()
+            .any(|p| p.message.contains("1 turns lack input_tokens")));
+    }
+
+    #[test]
+    fn looks_like_accepts_abench_only() {
+        assert!(looks_like(&prefix(&sample("sample.jsonl"))));
+        let others = [
+            r#"{"id":"t","requests":[{"t":0,"in":1,"out":1}]}"#,
+            r#"{"arbor": 1, "id": "t1", "agents": []}"#,
+            r#"{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#,
+            r#"{"timestamp": 1760587801647311, "input": "hi", "output": "", "session_id": "22ff"}"#,
+            r#"{"start": 1.5, "session_id": "s", "request": {"messages": []}}"#,
+            r#"{"session_id": "s", "request": {"turns": []}}"#,
+            "",
+            "\u{0}\u{1}garbage",
+        ];
+        for text in others {
+            assert!(!looks_like(text), "{text}");
+        }
+        // A long system prompt cut by the sniff window still counts.
+        assert!(looks_like(
+            r#"{"session_id": "s", "system_prompt": "You are"#
+        ));
+        // Keys inside strings do not count.
+        assert!(!looks_like(r#"{"note": "\"session_id\": \"turns\":"}"#));
+    }
+
+    #[test]
+    fn first_object_keys_skips_nested_and_strings() {
+        assert_eq!(
+            first_object_keys(r#" {"a": {"b": 1, "c": [ {"d": 2} ]}, "e": "x\"y:", "f" : 3}"#),
+            ["a", "e", "f"]
+        );
+        assert_eq!(first_object_keys(r#"{"a": "cut"#), ["a"]);
+        assert!(first_object_keys("[1]").is_empty());
+        assert!(first_object_keys("\"\\").is_empty());
+    }
+
+    // ----- errors -----
+
+    #[test]
+    fn error_empty_file() {
+        assert_contains(
+            &error_of(&bad("empty.jsonl")),
+            &["empty.jsonl", "empty file", "expected one abench session"],
+        );
+    }
+
+    #[test]
+    fn error_invalid_json() {
+        assert_contains(
+            &error_of(&bad("invalid_json.jsonl")),
+            &[
+                "invalid_json.jsonl",
+                "line 2, column 58, $.turns[0]: invalid JSON: trailing comma",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_wrong_type_tokens() {
+        assert_contains(
+            &error_of(&bad("string_tokens.jsonl")),
+            &[
+                "string_tokens.jsonl",
+                "line 1, $.turns[2].input_tokens",
+                "invalid type: string \"1,204\", expected a non-negative integer",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_missing_turns() {
+        assert_contains(
+            &error_of(&bad("missing_turns.jsonl")),
+            &["missing_turns.jsonl", "line 1", "missing field `turns`"],
+        );
+    }
+
+    #[test]
+    fn error_negative_gap() {
+        assert_contains(
+            &error_of(&bad("negative_gap.jsonl")),
+            &[
+                "negative_gap.jsonl",
+                "line 1, $.turns[1].pre_gap_ms",
+                "expected a non-negative finite number of milliseconds, got -250",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_huge_gap() {
+        assert_contains(
+            &error_of(&bad("huge_gap.jsonl")),
+            &[
+                "huge_gap.jsonl",
+                "line 1, $.turns[1].pre_gap_ms",
+                "expected at most 1000000000000 ms, got 1e300",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_unknown_role() {
+        assert_contains(
+            &error_of(&bad("unknown_role.jsonl")),
+            &[
+                "unknown_role.jsonl",
+                "line 2, $.turns[1].input_delta[0].role",
+                "unknown role `observation`",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_turn_index_out_of_order() {
+        assert_contains(
+            &error_of(&bad("index_order.jsonl")),
+            &[
+                "index_order.jsonl",
+                "line 1, $.turns[1].index",
+                "expected turns in order, turn 1 to have index 1, got 2",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_binary_garbage() {
+        assert_contains(
+            &error_of(&bad("binary.jsonl")),
+            &["binary.jsonl", "line 1", "not UTF-8 text"],
+        );
+    }
+
+    #[test]
+    fn error_corrupt_zstd() {
+        assert_contains(
+            &error_of(&bad("corrupt.jsonl.zst")),
+            &["corrupt.jsonl.zst", "corrupt zstd stream"],
+        );
+    }
+
+    #[test]
+    fn error_truncated_zstd() {
+        assert_contains(
+            &error_of(&bad("truncated.jsonl.zst")),
+            &["truncated.jsonl.zst", "corrupt zstd stream"],
+        );
+    }
+
+    #[test]
+    fn error_shapes_and_values() {
+        let cases: [(&str, &[&str]); 7] = [
+            ("[1,2]", &["line 1", "expected an abench session"]),
+            (
+                r#"{"session_id":"s","turns":{}}"#,
+                &["line 1, $.turns", "invalid type: map"],
+            ),
+            (
+                r#"{"session_id":"s","turns":[{"output_tokens":1.5}]}"#,
+                &["$.turns[0].output_tokens", "got 1.5"],
+            ),
+            (
+                r#"{"session_id":"s","turns":[{"input_tokens":-3}]}"#,
+                &["$.turns[0].input_tokens", "got -3"],
+            ),
+            (
+                r#"{"session_id":"s","turns":[{"input_tokens":5000000000}]}"#,
+                &["$.turns[0].input_tokens", "up to 4294967295"],
+            ),
+            (
+                r#"{"session_id":"s","turns":[{"pre_gap_ms":1e400}]}"#,
+                &["$.turns[0].pre_gap_ms", "number out of range"],
+            ),
+            (
+                r#"{"session_id":"s","turns":[]} {"x":1}"#,
+                &["line 1, column", "found more after it"],
+            ),
+        ];
+        for (text, parts) in cases {
+            let path = scratch("shape", text.as_bytes());
+            let msg = error_of(&path);
+            std::fs::remove_file(&path).ok();
+            assert_contains(&msg, parts);
+        }
+    }
+
+    #[test]
+    fn never_panics_on_truncations() {
+        let text = std::fs::read(sample("sample.jsonl")).expect("read");
+        let packed = std::fs::read(sample("sample.jsonl.zst")).expect("read");
+        let mut cut = 0;
+        while cut < text.len().max(packed.len()) {
+            for bytes in [&text, &packed] {
+                if let Some(prefix) = bytes.get(..cut) {
+                    let path = scratch("cut", prefix);
+                    let _ = load(&path);
+                    std::fs::remove_file(&path).ok();
+                    let _ = looks_like(&String::from_utf8_lossy(prefix));
+                }
+            }
+            cut += 97;
+        }
+    }
 }

@@ -1,19 +1,1323 @@
-//! Placeholder: this format's reader is being written.
+//! arbor's capture format of OpenAI chat requests and responses
+//! (`docs/formats/openai-log.md`): JSONL, one recorded request per line,
+//! with its unix start (and optional end) time, session and agent ids, the
+//! chat completions request body and the response.
+//!
+//! Owns reading such a file into [`Tree`]s: one tree per `session_id`
+//! (ordered by first start), agents by `agent_id` (the root is the one
+//! agent without `parent_agent_id`; children are blocking unless their
+//! first line says `background: true`), ordered parents before children by
+//! first start. Times are differences of unix seconds, so a tree's arrival
+//! is its first start minus the file's earliest. A turn whose `messages`
+//! begin with the previous turn's prompt and answer is stored as a delta.
 
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::path::Path;
 
-use super::Loaded;
-use crate::error::InputError;
+use serde::Deserialize;
 
-/// Does this start of a file look like this format?
-pub fn looks_like(_text_prefix: &str) -> bool {
-    false
+use super::abench::{
+    first_object_keys, fmt_num, parse_json, tokens_for_bytes, Content, Count, JsonLines,
+    RawMessage, Seconds,
+};
+use super::{Loaded, Problem};
+use crate::error::InputError;
+use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
+use crate::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
+
+/// The latest unix time accepted, in seconds (year 2286): anything later is
+/// corrupt input, and f64 seconds lose sub-microsecond precision beyond it.
+const MAX_UNIX_SECONDS: f64 = 1.0e10;
+
+/// The longest span a file may cover (the engine's limit), in nanoseconds.
+const MAX_NANOS: Nanos = (MAX_SECONDS as u64) * NANOS_PER_SEC;
+
+/// The session of lines without `session_id`.
+pub const DEFAULT_SESSION: &str = "default";
+
+// ---------------------------------------------------------------------------
+// Schema
+
+#[derive(Deserialize)]
+#[serde(expecting = "a recorded request (a JSON object with `start` and `request`)")]
+struct RawLine {
+    start: Seconds,
+    #[serde(default)]
+    end: Option<Seconds>,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    agent_id: Option<String>,
+    #[serde(default)]
+    parent_agent_id: Option<String>,
+    #[serde(default)]
+    background: Option<bool>,
+    request: RawRequest,
+    #[serde(default)]
+    response: Option<RawResponse>,
 }
 
-/// Reads a file of this format.
+#[derive(Deserialize)]
+#[serde(expecting = "a chat completions request body (an object with `messages`)")]
+struct RawRequest {
+    messages: Vec<RawMessage>,
+    #[serde(default)]
+    model: Option<String>,
+}
+
+/// Either an OpenAI chat completion object (`choices[0].message.content`)
+/// or the short form `{"content", "usage"}`.
+#[derive(Deserialize)]
+#[serde(expecting = "a response object (a chat completion, or `content` and `usage`)")]
+struct RawResponse {
+    #[serde(default)]
+    content: Option<Content>,
+    #[serde(default)]
+    choices: Option<Vec<RawChoice>>,
+    #[serde(default)]
+    usage: Option<RawUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "a choice object (with `message`)")]
+struct RawChoice {
+    #[serde(default)]
+    message: Option<RawAnswer>,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "a message object (with `content`)")]
+struct RawAnswer {
+    #[serde(default)]
+    content: Content,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "a usage object (`prompt_tokens`, `completion_tokens`)")]
+struct RawUsage {
+    #[serde(default)]
+    prompt_tokens: Option<Count>,
+    #[serde(default)]
+    completion_tokens: Option<Count>,
+    #[serde(default)]
+    #[allow(dead_code)] // read to check its type; arbor has no use for it
+    prompt_tokens_details: Option<RawDetails>,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "an object (with `cached_tokens`)")]
+struct RawDetails {
+    #[serde(default)]
+    #[allow(dead_code)]
+    cached_tokens: Option<Count>,
+}
+
+// ---------------------------------------------------------------------------
+// Lines, sessions, agents
+
+/// One line, checked and flattened.
+struct Entry {
+    line: usize,
+    /// Unix nanoseconds.
+    start: u64,
+    end: Option<u64>,
+    parent: Option<String>,
+    background: bool,
+    messages: Vec<Message>,
+    model: Option<String>,
+    response: Option<String>,
+    prompt_tokens: Option<u32>,
+    completion_tokens: Option<u32>,
+}
+
+struct AgentEntries {
+    id: String,
+    /// Turns in line order until sorted by start.
+    entries: Vec<Entry>,
+}
+
+struct Session {
+    id: String,
+    first_line: usize,
+    agents: Vec<AgentEntries>,
+    by_agent: BTreeMap<String, usize>,
+}
+
+/// Counts for the report.
+#[derive(Default)]
+struct Tally {
+    turns: usize,
+    no_end: usize,
+    estimated: usize,
+    no_response: usize,
+    dropped_parts: u64,
+    extends: usize,
+    background_root: usize,
+}
+
+/// Does this start of a file look like arbor's OpenAI capture log?
+pub fn looks_like(text_prefix: &str) -> bool {
+    let keys = first_object_keys(text_prefix);
+    let has = |k: &str| keys.iter().any(|key| key == k);
+    let ours = has("request")
+        || (has("start") && (has("agent_id") || has("session_id") || has("parent_agent_id")));
+    ours && !has("arbor")
+        && !has("requests")
+        && !has("turns")
+        && !has("input_length")
+        && !has("hash_ids")
+}
+
+/// Reads one capture log.
 pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    Err(InputError::whole(
-        path.display().to_string(),
-        "this format is not supported yet",
-    ))
+    let file = path.display().to_string();
+    let handle = std::fs::File::open(path)
+        .map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
+    let mut lines = JsonLines::new(
+        std::io::BufReader::with_capacity(1 << 16, handle),
+        &file,
+        false,
+    );
+    let mut tally = Tally::default();
+    let mut sessions: Vec<Session> = Vec::new();
+    let mut by_session: BTreeMap<String, usize> = BTreeMap::new();
+    let mut earliest: Option<u64> = None;
+    while let Some((line, text)) = lines.next_line()? {
+        let raw: RawLine = parse_json(text, &file, line, "a recorded request")?;
+        let session_id = raw
+            .session_id
+            .clone()
+            .unwrap_or_else(|| DEFAULT_SESSION.to_string());
+        let agent_id = raw.agent_id.clone().unwrap_or_else(|| session_id.clone());
+        let entry = into_entry(raw, &file, line, &mut tally)?;
+        if earliest.is_none_or(|e| entry.start < e) {
+            earliest = Some(entry.start);
+        }
+        let s = *by_session.entry(session_id.clone()).or_insert_with(|| {
+            sessions.push(Session {
+                id: session_id,
+                first_line: line,
+                agents: Vec::new(),
+                by_agent: BTreeMap::new(),
+            });
+            sessions.len() - 1
+        });
+        let Some(session) = sessions.get_mut(s) else {
+            continue;
+        };
+        let a = *session.by_agent.entry(agent_id.clone()).or_insert_with(|| {
+            session.agents.push(AgentEntries {
+                id: agent_id,
+                entries: Vec::new(),
+            });
+            session.agents.len() - 1
+        });
+        if let Some(agent) = session.agents.get_mut(a) {
+            agent.entries.push(entry);
+        }
+    }
+    let Some(earliest) = earliest else {
+        return Err(InputError::whole(
+            &file,
+            "empty file: expected one recorded request (a JSON object with `start` and \
+             `request`) per line",
+        ));
+    };
+
+    let mut trees = Vec::with_capacity(sessions.len());
+    for session in sessions {
+        trees.push(into_tree(session, earliest, &file, &mut tally)?);
+    }
+    // Stable: sessions starting together keep their order of appearance.
+    trees.sort_by_key(|t| t.arrival);
+    let conventions = vec![
+        "times: unix seconds; tree arrival = session's first start minus the file's earliest \
+         start; turn start = start minus the session's first start"
+            .to_string(),
+        format!(
+            "text: {} of {} turns extend their agent's previous prompt and answer (stored as \
+             deltas); the others are stored whole",
+            tally.extends, tally.turns
+        ),
+    ];
+    Ok(Loaded {
+        trees,
+        conventions,
+        problems: tally.problems(&file),
+        ..Loaded::default()
+    })
+}
+
+impl Tally {
+    fn problems(&self, file: &str) -> Vec<Problem> {
+        let mut out = Vec::new();
+        let mut add = |count: u64, message: String| {
+            if count > 0 {
+                out.push(Problem {
+                    place: file.to_string(),
+                    message,
+                });
+            }
+        };
+        add(
+            self.no_end as u64,
+            format!(
+                "durations unknown for {} turns (no `end`): gaps after them replay start to start",
+                self.no_end
+            ),
+        );
+        add(
+            self.estimated as u64,
+            format!(
+                "{} turns lack usage token counts: estimated from text length (1 token per 4 \
+                 bytes)",
+                self.estimated
+            ),
+        );
+        add(
+            self.no_response as u64,
+            format!("{} turns have no recorded response", self.no_response),
+        );
+        add(
+            self.dropped_parts,
+            format!(
+                "{} non-text content parts (images, audio) dropped",
+                self.dropped_parts
+            ),
+        );
+        add(
+            self.background_root as u64,
+            format!(
+                "`background` ignored on {} root agents (a root is never a background child)",
+                self.background_root
+            ),
+        );
+        out
+    }
+}
+
+fn into_entry(
+    raw: RawLine,
+    file: &str,
+    line: usize,
+    tally: &mut Tally,
+) -> Result<Entry, InputError> {
+    let at =
+        |path: &str, message: String| InputError::at(file, format!("line {line}, {path}"), message);
+    let unix = |value: f64, path: &str| {
+        unix_nanos(value).ok_or_else(|| {
+            at(
+                path,
+                format!(
+                    "expected unix seconds up to {} (year 2286), got {}",
+                    fmt_num(MAX_UNIX_SECONDS),
+                    fmt_num(value)
+                ),
+            )
+        })
+    };
+    let start = unix(raw.start.0, "$.start")?;
+    let end = raw.end.map(|e| unix(e.0, "$.end")).transpose()?;
+    if let (Some(end_ns), Some(end)) = (end, raw.end) {
+        if end_ns < start {
+            return Err(at(
+                "$.end",
+                format!(
+                    "end {} is before start {}: expected end >= start",
+                    fmt_num(end.0),
+                    fmt_num(raw.start.0)
+                ),
+            ));
+        }
+    }
+    let mut messages = Vec::with_capacity(raw.request.messages.len());
+    for m in raw.request.messages {
+        tally.dropped_parts += u64::from(m.content.dropped);
+        messages.push(m.into_message());
+    }
+    let (response, usage) = match raw.response {
+        None => (None, None),
+        Some(r) => {
+            let from_choices = r
+                .choices
+                .and_then(|c| c.into_iter().next())
+                .and_then(|c| c.message)
+                .map(|m| m.content);
+            let content = from_choices.or(r.content);
+            if let Some(c) = &content {
+                tally.dropped_parts += u64::from(c.dropped);
+            }
+            (content.map(|c| c.text), r.usage)
+        }
+    };
+    let (prompt_tokens, completion_tokens) = match usage {
+        Some(u) => (
+            u.prompt_tokens.map(|c| c.0),
+            u.completion_tokens.map(|c| c.0),
+        ),
+        None => (None, None),
+    };
+    Ok(Entry {
+        line,
+        start,
+        end,
+        parent: raw.parent_agent_id,
+        background: raw.background.unwrap_or(false),
+        messages,
+        model: raw.request.model.filter(|m| !m.is_empty()),
+        response,
+        prompt_tokens,
+        completion_tokens,
+    })
+}
+
+/// Unix seconds as written (the shortest decimal that reads back as the
+/// same `f64`, which is what JSON writers print) to exact integer
+/// nanoseconds, rounded to the nearest. Differences of these are exact, where
+/// differences of the `f64`s would carry their binary noise (about 0.2 µs at
+/// today's unix times). `None` when negative, not finite or above
+/// [`MAX_UNIX_SECONDS`].
+fn unix_nanos(value: f64) -> Option<u64> {
+    if !value.is_finite() || !(0.0..=MAX_UNIX_SECONDS).contains(&value) {
+        return None;
+    }
+    let text = format!("{value}");
+    let (whole, fraction) = text.split_once('.').unwrap_or((text.as_str(), ""));
+    let mut nanos: u128 = whole.parse::<u128>().ok()? * u128::from(NANOS_PER_SEC);
+    let mut scale = u128::from(NANOS_PER_SEC);
+    let mut digits = fraction.bytes();
+    for d in digits.by_ref().take(9) {
+        scale /= 10;
+        nanos += u128::from(d.checked_sub(b'0')?) * scale;
+    }
+    if digits.next().is_some_and(|d| d >= b'5') {
+        nanos += 1;
+    }
+    u64::try_from(nanos).ok()
+}
+
+/// Nanoseconds from `origin` to `value` (unix ns, `value >= origin`).
+fn since(
+    value: u64,
+    origin: u64,
+    file: &str,
+    line: usize,
+    path: &str,
+    what: &str,
+) -> Result<Nanos, InputError> {
+    let span = value.saturating_sub(origin);
+    if span > MAX_NANOS {
+        return Err(InputError::at(
+            file,
+            format!("line {line}, {path}"),
+            format!(
+                "{} s is {} s after {what}: expected times within {} s of each other",
+                fmt_num(value as f64 / 1e9),
+                fmt_num(span as f64 / 1e9),
+                fmt_num(MAX_SECONDS)
+            ),
+        ));
+    }
+    Ok(span)
+}
+
+fn into_tree(
+    mut session: Session,
+    earliest: u64,
+    file: &str,
+    tally: &mut Tally,
+) -> Result<Tree, InputError> {
+    for agent in &mut session.agents {
+        // Stable: equal starts keep line order.
+        agent.entries.sort_by_key(|e| e.start);
+    }
+    let first_start = session
+        .agents
+        .iter()
+        .filter_map(|a| a.entries.first())
+        .map(|e| e.start)
+        .min()
+        .unwrap_or(earliest);
+    let session_line = session.first_line;
+    let arrival = since(
+        first_start,
+        earliest,
+        file,
+        session_line,
+        "$.start",
+        "the file's earliest start",
+    )?;
+
+    // Parents: stated on the agent's lines; they must agree and exist.
+    let mut parents: Vec<Option<usize>> = Vec::with_capacity(session.agents.len());
+    let mut roots: Vec<usize> = Vec::new();
+    for (a, agent) in session.agents.iter().enumerate() {
+        let mut stated: Option<(&str, usize)> = None;
+        for e in &agent.entries {
+            if let Some(p) = e.parent.as_deref() {
+                match stated {
+                    None => stated = Some((p, e.line)),
+                    Some((q, q_line)) if q != p => {
+                        return Err(InputError::at(
+                            file,
+                            format!("line {}, $.parent_agent_id", e.line),
+                            format!(
+                                "agent `{}` has parent `{q}` on line {q_line} but `{p}` here: \
+                                 expected one parent per agent",
+                                agent.id
+                            ),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        match stated {
+            None => {
+                parents.push(None);
+                roots.push(a);
+            }
+            Some((p, line)) => {
+                let Some(&index) = session.by_agent.get(p) else {
+                    return Err(InputError::at(
+                        file,
+                        format!("line {line}, $.parent_agent_id"),
+                        format!(
+                            "parent agent `{p}` of agent `{}` is not in session `{}`: expected \
+                             the agent_id of an agent with lines in the same session",
+                            agent.id, session.id
+                        ),
+                    ));
+                };
+                if index == a {
+                    return Err(InputError::at(
+                        file,
+                        format!("line {line}, $.parent_agent_id"),
+                        format!("agent `{p}` names itself as its parent"),
+                    ));
+                }
+                parents.push(Some(index));
+            }
+        }
+    }
+    let root = match roots.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(InputError::at(
+                file,
+                format!("line {session_line}"),
+                format!(
+                    "session `{}` has no root agent (every agent has a parent_agent_id, so \
+                     the parents form a cycle): expected exactly one agent without one",
+                    session.id
+                ),
+            ));
+        }
+        [first, second, ..] => {
+            let name = |a: usize| session.agents.get(a).map_or("", |x| x.id.as_str());
+            let line = |a: usize| {
+                session
+                    .agents
+                    .get(a)
+                    .and_then(|x| x.entries.iter().map(|e| e.line).min())
+                    .unwrap_or(session_line)
+            };
+            return Err(InputError::at(
+                file,
+                format!("line {}", line(*second)),
+                format!(
+                    "session `{}` has {} root agents (`{}`, `{}`{}): expected exactly one \
+                     agent without parent_agent_id",
+                    session.id,
+                    roots.len(),
+                    name(*first),
+                    name(*second),
+                    if roots.len() > 2 { ", ..." } else { "" }
+                ),
+            ));
+        }
+    };
+
+    // Order: parents before children, by first start (then appearance).
+    let first_of = |a: usize| -> (Nanos, usize) {
+        let start = session
+            .agents
+            .get(a)
+            .and_then(|x| x.entries.first())
+            .map_or(0, |e| e.start.saturating_sub(first_start));
+        (start, a)
+    };
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); session.agents.len()];
+    for (a, p) in parents.iter().enumerate() {
+        if let Some(p) = p {
+            if let Some(list) = children.get_mut(*p) {
+                list.push(a);
+            }
+        }
+    }
+    let mut order = Vec::with_capacity(session.agents.len());
+    let mut ready = BinaryHeap::new();
+    ready.push(Reverse(first_of(root)));
+    while let Some(Reverse((_, a))) = ready.pop() {
+        order.push(a);
+        for &c in children.get(a).into_iter().flatten() {
+            ready.push(Reverse(first_of(c)));
+        }
+    }
+    if order.len() != session.agents.len() {
+        let mut placed = vec![false; session.agents.len()];
+        for &a in &order {
+            if let Some(p) = placed.get_mut(a) {
+                *p = true;
+            }
+        }
+        let stray = placed.iter().position(|p| !p).unwrap_or(0);
+        let agent = session.agents.get(stray);
+        return Err(InputError::at(
+            file,
+            format!(
+                "line {}, $.parent_agent_id",
+                agent
+                    .and_then(|x| x.entries.first())
+                    .map_or(session_line, |e| e.line)
+            ),
+            format!(
+                "agent `{}` of session `{}` is in a parent cycle: expected every agent to \
+                 descend from the root",
+                agent.map_or("", |x| x.id.as_str()),
+                session.id
+            ),
+        ));
+    }
+    let mut new_index = vec![0u32; session.agents.len()];
+    for (i, &a) in order.iter().enumerate() {
+        if let Some(slot) = new_index.get_mut(a) {
+            *slot = i as u32;
+        }
+    }
+
+    // Models: distinct request.model values, in line order.
+    let mut lines_models: Vec<(usize, &str)> = session
+        .agents
+        .iter()
+        .flat_map(|a| a.entries.iter())
+        .filter_map(|e| e.model.as_deref().map(|m| (e.line, m)))
+        .collect();
+    lines_models.sort_by_key(|(line, _)| *line);
+    let mut models: Vec<String> = Vec::new();
+    for (line, m) in lines_models {
+        if !models.iter().any(|x| x == m) {
+            if models.len() > u16::MAX as usize {
+                return Err(InputError::at(
+                    file,
+                    format!("line {line}, $.request.model"),
+                    "more than 65536 distinct models in one session",
+                ));
+            }
+            models.push(m.to_string());
+        }
+    }
+
+    let mut slots: Vec<Option<AgentEntries>> = session.agents.into_iter().map(Some).collect();
+    let mut agents = Vec::with_capacity(order.len());
+    for &a in &order {
+        let Some(entries) = slots.get_mut(a).and_then(Option::take) else {
+            continue;
+        };
+        let parent = parents
+            .get(a)
+            .copied()
+            .flatten()
+            .and_then(|p| new_index.get(p).copied());
+        let background = entries.entries.first().is_some_and(|e| e.background);
+        let kind = match (parent, background) {
+            (None, b) => {
+                tally.background_root += usize::from(b);
+                AgentKind::Root
+            }
+            (Some(_), true) => AgentKind::Background,
+            (Some(_), false) => AgentKind::Blocking,
+        };
+        let turns = into_turns(entries.entries, first_start, &models, file, tally)?;
+        agents.push(Agent {
+            id: entries.id,
+            parent,
+            kind,
+            recorded_end: None,
+            turns,
+        });
+    }
+    Ok(Tree {
+        id: session.id,
+        source: format!("{file}:line {session_line}"),
+        arrival,
+        agents,
+        explicit_edges: None,
+        models,
+        ..Tree::default()
+    })
+}
+
+fn into_turns(
+    entries: Vec<Entry>,
+    first_start: u64,
+    models: &[String],
+    file: &str,
+    tally: &mut Tally,
+) -> Result<Vec<Turn>, InputError> {
+    let mut turns = Vec::with_capacity(entries.len());
+    // The previous turn's whole prompt and its response.
+    let mut previous: Option<(Vec<Message>, Option<String>)> = None;
+    for e in entries {
+        let start = since(
+            e.start,
+            first_start,
+            file,
+            e.line,
+            "$.start",
+            "the session's first start",
+        )?;
+        let duration = match e.end {
+            None => {
+                tally.no_end += 1;
+                None
+            }
+            Some(end) => Some(since(
+                end,
+                e.start,
+                file,
+                e.line,
+                "$.end",
+                "the request's start",
+            )?),
+        };
+        let prompt_bytes: usize = e.messages.iter().map(|m| m.content.len()).sum();
+        let answer_bytes = e.response.as_ref().map_or(0, String::len);
+        if e.response.is_none() {
+            tally.no_response += 1;
+        }
+        let estimated = e.prompt_tokens.is_none() || e.completion_tokens.is_none();
+        if estimated {
+            tally.estimated += 1;
+        }
+        let isl = e
+            .prompt_tokens
+            .unwrap_or_else(|| tokens_for_bytes(prompt_bytes).max(1));
+        let osl = e
+            .completion_tokens
+            .unwrap_or_else(|| tokens_for_bytes(answer_bytes).max(1));
+        let input_kind = match e.messages.last().map(|m| m.role) {
+            Some(Role::Tool) => InputKind::ToolResult,
+            Some(Role::User) => InputKind::UserText,
+            _ => InputKind::Unknown,
+        };
+        let model = e
+            .model
+            .as_deref()
+            .and_then(|m| models.iter().position(|x| x == m))
+            .and_then(|i| u16::try_from(i).ok());
+        let delta = previous
+            .as_ref()
+            .and_then(|(prompt, answer)| delta_after(&e.messages, prompt, answer.as_deref()));
+        let extends = delta.is_some();
+        tally.extends += usize::from(extends);
+        let messages = match delta {
+            Some(rest) => rest.to_vec(),
+            None => e.messages.clone(),
+        };
+        turns.push(Turn {
+            start,
+            duration,
+            isl,
+            osl,
+            ttft: None,
+            model,
+            input_kind,
+            hash_ids: Box::default(),
+            text: Some(Box::new(TurnText {
+                extends_previous: extends,
+                messages,
+                response: e.response.clone(),
+            })),
+            tokens_estimated: estimated,
+        });
+        previous = Some((e.messages, e.response));
+    }
+    tally.turns += turns.len();
+    Ok(turns)
+}
+
+/// The messages after `prompt` and an assistant message equal to `answer`,
+/// when `messages` begins with both; `None` otherwise.
+fn delta_after<'m>(
+    messages: &'m [Message],
+    prompt: &[Message],
+    answer: Option<&str>,
+) -> Option<&'m [Message]> {
+    let answer = answer?;
+    let head = messages.get(..prompt.len())?;
+    let reply = messages.get(prompt.len())?;
+    (head == prompt && reply.role == Role::Assistant && reply.content == answer)
+        .then(|| messages.get(prompt.len() + 1..))
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::{NANOS_PER_MS, NANOS_PER_SEC};
+    use std::path::PathBuf;
+
+    fn sample(name: &str) -> PathBuf {
+        PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../testdata/openai-log"
+        ))
+        .join(name)
+    }
+
+    fn bad(name: &str) -> PathBuf {
+        PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../testdata/bad/openai-log"
+        ))
+        .join(name)
+    }
+
+    fn error_of(path: &Path) -> String {
+        load(path).expect_err("input must be rejected").to_string()
+    }
+
+    fn assert_contains(text: &str, parts: &[&str]) {
+        for part in parts {
+            assert!(text.contains(part), "{text:?} does not contain {part:?}");
+        }
+    }
+
+    fn scratch(tag: &str, content: &[u8]) -> PathBuf {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "arbor-openai-log-{tag}-{}-{}.jsonl",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, content).expect("write temp file");
+        path
+    }
+
+    fn load_text(text: &str) -> Result<Loaded, InputError> {
+        let path = scratch("text", text.as_bytes());
+        let out = load(&path);
+        std::fs::remove_file(&path).ok();
+        out
+    }
+
+    fn ms(n: u64) -> Nanos {
+        n * NANOS_PER_MS
+    }
+
+    #[test]
+    fn sample_agents_kinds_and_parents() {
+        let loaded = load(&sample("sample.jsonl")).expect("sample loads");
+        assert_eq!(loaded.trees.len(), 1);
+        let tree = &loaded.trees[0];
+        assert_eq!(tree.id, "fix-date-parsing");
+        assert_eq!(tree.arrival, 0);
+        assert!(
+            tree.source.ends_with("sample.jsonl:line 1"),
+            "{}",
+            tree.source
+        );
+        let agents: Vec<(&str, Option<u32>, AgentKind, usize)> = tree
+            .agents
+            .iter()
+            .map(|a| (a.id.as_str(), a.parent, a.kind, a.turns.len()))
+            .collect();
+        assert_eq!(
+            agents,
+            [
+                ("main", None, AgentKind::Root, 4),
+                ("explore-tests", Some(0), AgentKind::Blocking, 2),
+                ("lint-watch", Some(0), AgentKind::Background, 1),
+            ]
+        );
+        assert_eq!(tree.models, ["claude-sonnet-4-6", "claude-haiku-4-5"]);
+        assert_eq!(tree.agents[0].turns[0].model, Some(0));
+        assert_eq!(tree.agents[1].turns[0].model, Some(1));
+    }
+
+    #[test]
+    fn sample_starts_and_durations() {
+        let loaded = load(&sample("sample.jsonl")).expect("sample loads");
+        let tree = &loaded.trees[0];
+        let times = |a: usize| -> Vec<(Nanos, Option<Nanos>)> {
+            tree.agents[a]
+                .turns
+                .iter()
+                .map(|t| (t.start, t.duration))
+                .collect()
+        };
+        assert_eq!(
+            times(0),
+            [
+                (0, Some(ms(2350))),
+                (ms(4100), Some(ms(2800))),
+                (ms(16_250), Some(ms(2125))),
+                (ms(24_000), Some(ms(3500))),
+            ]
+        );
+        assert_eq!(
+            times(1),
+            [(ms(7200), Some(ms(1800))), (ms(9750), Some(ms(3250)))]
+        );
+        // The background agent's turn has no `end`.
+        assert_eq!(times(2), [(ms(7500), None)]);
+        assert!(loaded
+            .problems
+            .iter()
+            .any(|p| p.message.contains("durations unknown for 1 turns")));
+        // The blocking child ends (13.0 s) before the join turn (16.25 s).
+        let child_end = tree.agents[1].turns.iter().map(Turn::end).max();
+        assert_eq!(child_end, Some(13 * NANOS_PER_SEC));
+    }
+
+    #[test]
+    fn sample_text_deltas_both_ways() {
+        let loaded = load(&sample("sample.jsonl")).expect("sample loads");
+        let tree = &loaded.trees[0];
+        let text = |a: usize, t: usize| tree.agents[a].turns[t].text.as_deref().expect("text");
+        // Root turn 0: whole prompt.
+        assert!(!text(0, 0).extends_previous);
+        assert_eq!(text(0, 0).messages.len(), 2);
+        assert_eq!(text(0, 0).messages[0].role, Role::System);
+        // Root turns 1 and 2 extend: only the tool result is new.
+        for t in [1, 2] {
+            let x = text(0, t);
+            assert!(x.extends_previous, "turn {t}");
+            assert_eq!(x.messages.len(), 1);
+            assert_eq!(x.messages[0].role, Role::Tool);
+            assert_eq!(tree.agents[0].turns[t].input_kind, InputKind::ToolResult);
+        }
+        assert!(text(0, 2).messages[0]
+            .content
+            .contains("tests/test_dates.py"));
+        // Root turn 3: the client compacted its context; stored whole.
+        let x = text(0, 3);
+        assert!(!x.extends_previous);
+        assert_eq!(x.messages.len(), 2);
+        assert_eq!(x.messages[1].role, Role::User);
+        assert!(x.messages[1]
+            .content
+            .starts_with("Summary of the work so far"));
+        assert_eq!(tree.agents[0].turns[3].input_kind, InputKind::UserText);
+        // Responses: chat completion object and the short form.
+        assert!(text(0, 0)
+            .response
+            .as_deref()
+            .expect("response")
+            .starts_with("I'll start by reading"));
+        assert!(text(2, 0)
+            .response
+            .as_deref()
+            .expect("response")
+            .contains("ruff"));
+        // Content parts are joined with a newline.
+        assert_eq!(
+            text(1, 0).messages[1].content,
+            "List the tests that cover date parsing.\nReport file and test names only."
+        );
+        assert!(text(1, 1).extends_previous);
+        assert!(loaded
+            .conventions
+            .iter()
+            .any(|c| c.contains("3 of 7 turns extend")));
+    }
+
+    #[test]
+    fn sample_usage_vs_estimated_tokens() {
+        let loaded = load(&sample("sample.jsonl")).expect("sample loads");
+        let tree = &loaded.trees[0];
+        let t0 = &tree.agents[0].turns[0];
+        assert_eq!((t0.isl, t0.osl, t0.tokens_estimated), (1412, 96, false));
+        // The background turn's response has no usage: estimated from text.
+        let bg = &tree.agents[2].turns[0];
+        assert!(bg.tokens_estimated);
+        let text = bg.text.as_deref().expect("text");
+        let prompt: usize = text.messages.iter().map(|m| m.content.len()).sum();
+        assert_eq!(bg.isl as usize, prompt.div_ceil(4));
+        assert_eq!(
+            bg.osl as usize,
+            text.response
+                .as_deref()
+                .expect("response")
+                .len()
+                .div_ceil(4)
+        );
+        assert!(loaded
+            .problems
+            .iter()
+            .any(|p| p.message.contains("1 turns lack usage token counts")));
+    }
+
+    #[test]
+    fn defaults_sessions_and_ordering() {
+        // No session_id: session "default"; no agent_id: the session id.
+        // Sessions ordered by first start; arrival from the file's earliest.
+        let text = r#"{"start": 1767225610.5, "request": {"messages": [{"role": "user", "content": "a"}]}}
+{"start": 1767225600.25, "session_id": "early", "agent_id": "r", "request": {"messages": [{"role": "user", "content": "b"}]}, "response": {"content": "ok", "usage": {"prompt_tokens": 3, "completion_tokens": 1}}}
+{"start": 1767225601.0, "session_id": "early", "agent_id": "kid", "parent_agent_id": "r", "background": false, "request": {"messages": [{"role": "system", "content": "s"}, {"role": "assistant", "content": null}]}}
+{"start": 1767225600.75, "session_id": "early", "agent_id": "r", "request": {"messages": [{"role": "user", "content": "b"}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "c"}]}}
+"#;
+        let loaded = load_text(text).expect("loads");
+        let ids: Vec<&str> = loaded.trees.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["early", "default"]);
+        assert_eq!(loaded.trees[0].arrival, 0);
+        assert_eq!(loaded.trees[1].arrival, 10_250 * NANOS_PER_MS);
+        assert_eq!(loaded.trees[1].agents[0].id, "default");
+        let early = &loaded.trees[0];
+        assert_eq!(early.agents[0].turns[1].start, ms(500));
+        let t1 = early.agents[0].turns[1].text.as_deref().expect("text");
+        assert!(t1.extends_previous);
+        assert_eq!(t1.messages[0].content, "c");
+        assert_eq!(early.agents[1].kind, AgentKind::Blocking);
+        assert_eq!(early.agents[1].turns[0].start, ms(750));
+        assert_eq!(early.agents[1].turns[0].input_kind, InputKind::Unknown);
+        assert!(early.models.is_empty());
+    }
+
+    #[test]
+    fn unix_seconds_to_exact_nanoseconds() {
+        assert_eq!(unix_nanos(1767225604.1), Some(1_767_225_604_100_000_000));
+        assert_eq!(unix_nanos(1767225600.0), Some(1_767_225_600_000_000_000));
+        assert_eq!(
+            unix_nanos(1760587801.647311),
+            Some(1_760_587_801_647_311_000)
+        );
+        assert_eq!(unix_nanos(0.0000001), Some(100));
+        assert_eq!(unix_nanos(1.0000000005), Some(1_000_000_001));
+        assert_eq!(unix_nanos(12.5), Some(12_500_000_000));
+        assert_eq!(unix_nanos(1e10), Some(10_000_000_000_000_000_000));
+        assert_eq!(unix_nanos(1.0e10 + 1.0), None);
+        assert_eq!(unix_nanos(-1.0), None);
+        assert_eq!(unix_nanos(f64::NAN), None);
+        assert_eq!(unix_nanos(f64::INFINITY), None);
+    }
+
+    #[test]
+    fn extends_needs_the_exact_prompt_and_answer() {
+        let m = |role: Role, c: &str| Message {
+            role,
+            content: c.to_string(),
+        };
+        let prompt = [m(Role::System, "s"), m(Role::User, "u")];
+        let next = [
+            m(Role::System, "s"),
+            m(Role::User, "u"),
+            m(Role::Assistant, "a"),
+            m(Role::Tool, "t"),
+        ];
+        assert_eq!(delta_after(&next, &prompt, Some("a")), Some(&next[3..]));
+        assert_eq!(delta_after(&next, &prompt, Some("b")), None);
+        assert_eq!(delta_after(&next, &prompt, None), None);
+        assert_eq!(delta_after(&next[..2], &prompt, Some("a")), None);
+        let edited = [
+            m(Role::System, "S"),
+            m(Role::User, "u"),
+            m(Role::Assistant, "a"),
+        ];
+        assert_eq!(delta_after(&edited, &prompt, Some("a")), None);
+        // Exactly prompt + answer: an empty delta still extends.
+        assert_eq!(
+            delta_after(&next[..3], &prompt, Some("a")),
+            Some(&next[3..3])
+        );
+    }
+
+    #[test]
+    fn looks_like_accepts_capture_logs_only() {
+        let bytes = std::fs::read(sample("sample.jsonl")).expect("read");
+        let prefix = String::from_utf8_lossy(&bytes);
+        assert!(looks_like(&prefix));
+        assert_eq!(
+            super::super::detect(&sample("sample.jsonl")).expect("detects"),
+            super::super::Format::OpenaiLog
+        );
+        assert!(looks_like(
+            r#"{"start": 1.0, "session_id": "s", "request": {"messages": [{"role": "user", "content": "very long"#
+        ));
+        let others = [
+            r#"{"id":"t","requests":[{"t":0,"in":1,"out":1}]}"#,
+            r#"{"arbor": 1, "id": "t1", "agents": []}"#,
+            r#"{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#,
+            r#"{"timestamp": 1760587801647311, "input": "x", "output": "", "session_id": "22ff"}"#,
+            r#"{"session_id": "s", "system_prompt": "x", "turns": []}"#,
+            "",
+            "[]",
+        ];
+        for text in others {
+            assert!(!looks_like(text), "{text}");
+        }
+    }
+
+    // ----- errors -----
+
+    #[test]
+    fn error_empty_file() {
+        assert_contains(
+            &error_of(&bad("empty.jsonl")),
+            &["empty.jsonl", "empty file", "expected one recorded request"],
+        );
+    }
+
+    #[test]
+    fn error_invalid_json() {
+        assert_contains(
+            &error_of(&bad("invalid_json.jsonl")),
+            &[
+                "invalid_json.jsonl",
+                "line 3, column 82, $.request: invalid JSON, the line ends early (truncated?)",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_missing_messages() {
+        assert_contains(
+            &error_of(&bad("missing_messages.jsonl")),
+            &[
+                "missing_messages.jsonl",
+                "line 1, $.request",
+                "missing field `messages`",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_negative_start() {
+        assert_contains(
+            &error_of(&bad("negative_start.jsonl")),
+            &[
+                "negative_start.jsonl",
+                "line 2, $.start",
+                "expected a non-negative finite number of seconds, got -1767225600",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_huge_start() {
+        assert_contains(
+            &error_of(&bad("huge_start.jsonl")),
+            &[
+                "huge_start.jsonl",
+                "line 1, $.start",
+                "expected unix seconds up to 10000000000 (year 2286), got 1e300",
+            ],
+        );
+        assert_contains(
+            &error_of(&bad("far_apart.jsonl")),
+            &[
+                "far_apart.jsonl",
+                "line 2, $.start",
+                "s after the file's earliest start",
+                "within 1000000000 s",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_end_before_start() {
+        assert_contains(
+            &error_of(&bad("end_before_start.jsonl")),
+            &[
+                "end_before_start.jsonl",
+                "line 2, $.end",
+                "end 1767225603.5 is before start 1767225604.1",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_dangling_parent() {
+        assert_contains(
+            &error_of(&bad("dangling_parent.jsonl")),
+            &[
+                "dangling_parent.jsonl",
+                "line 3, $.parent_agent_id",
+                "parent agent `planner` of agent `explore` is not in session `s1`",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_two_roots() {
+        assert_contains(
+            &error_of(&bad("two_roots.jsonl")),
+            &[
+                "two_roots.jsonl",
+                "line 2",
+                "session `s1` has 2 root agents (`main`, `helper`)",
+                "expected exactly one",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_parent_cycle() {
+        assert_contains(
+            &error_of(&bad("parent_cycle.jsonl")),
+            &[
+                "parent_cycle.jsonl",
+                "$.parent_agent_id",
+                "agent `a` of session `s1` is in a parent cycle",
+            ],
+        );
+        let msg = load_text(
+            r#"{"start": 1, "agent_id": "x", "parent_agent_id": "x", "request": {"messages": []}}"#,
+        )
+        .expect_err("rejected")
+        .to_string();
+        assert_contains(&msg, &["line 1, $.parent_agent_id", "names itself"]);
+        let msg = load_text(
+            r#"{"start": 1, "agent_id": "x", "parent_agent_id": "y", "request": {"messages": []}}
+{"start": 2, "agent_id": "y", "parent_agent_id": "x", "request": {"messages": []}}"#,
+        )
+        .expect_err("rejected")
+        .to_string();
+        assert_contains(&msg, &["line 1", "session `default` has no root agent"]);
+    }
+
+    #[test]
+    fn error_conflicting_parents() {
+        let msg = load_text(
+            r#"{"start": 1, "agent_id": "r", "request": {"messages": []}}
+{"start": 1, "agent_id": "q", "request": {"messages": []}, "parent_agent_id": "r"}
+{"start": 2, "agent_id": "c", "parent_agent_id": "r", "request": {"messages": []}}
+{"start": 3, "agent_id": "c", "parent_agent_id": "q", "request": {"messages": []}}"#,
+        )
+        .expect_err("rejected")
+        .to_string();
+        assert_contains(
+            &msg,
+            &[
+                "line 4, $.parent_agent_id",
+                "agent `c` has parent `r` on line 3 but `q` here",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_unknown_role() {
+        assert_contains(
+            &error_of(&bad("unknown_role.jsonl")),
+            &[
+                "unknown_role.jsonl",
+                "line 1, $.request.messages[1].role",
+                "unknown role `critic`",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_wrong_content_type() {
+        assert_contains(
+            &error_of(&bad("number_content.jsonl")),
+            &[
+                "number_content.jsonl",
+                "line 1, $.request.messages[0].content",
+                "invalid type: integer `42`, expected message content",
+            ],
+        );
+    }
+
+    #[test]
+    fn error_binary_garbage() {
+        assert_contains(
+            &error_of(&bad("binary.jsonl")),
+            &["binary.jsonl", "line 1", "not UTF-8 text"],
+        );
+    }
+
+    #[test]
+    fn error_values_and_shapes() {
+        let cases: [(&str, &[&str]); 9] = [
+            (
+                r#"{"start": "yesterday", "request": {"messages": []}}"#,
+                &[
+                    "line 1, $.start",
+                    "expected a non-negative finite number of seconds",
+                ],
+            ),
+            (
+                r#"{"start": 1, "end": 1e400, "request": {"messages": []}}"#,
+                &["line 1", "number out of range"],
+            ),
+            (
+                r#"{"start": 1, "request": {"messages": [{"role": "user", "content": [{"type": "text"}]}]}}"#,
+                &["$.request.messages[0].content", "needs a `text` string"],
+            ),
+            (
+                r#"{"start": 1, "request": {"messages": []}, "response": {"usage": {"prompt_tokens": -1}}}"#,
+                &["$.response.usage.prompt_tokens", "got -1"],
+            ),
+            (
+                r#"{"start": 1, "request": {"messages": []}, "response": {"choices": [{"message": {"content": 5}}]}}"#,
+                &["$.response.choices[0].message.content", "invalid type"],
+            ),
+            (
+                r#"{"start": 1, "background": "yes", "request": {"messages": []}}"#,
+                &["$.background", "invalid type: string"],
+            ),
+            (
+                r#"{"start": 1, "request": {"messages": [{"content": "x"}]}}"#,
+                &["$.request.messages[0]", "missing field `role`"],
+            ),
+            (
+                r#"{"request": {"messages": []}}"#,
+                &["line 1", "missing field `start`"],
+            ),
+            (
+                r#"[{"start": 1}]"#,
+                &["line 1", "expected a recorded request"],
+            ),
+        ];
+        for (text, parts) in cases {
+            let msg = load_text(text).expect_err(text).to_string();
+            assert_contains(&msg, parts);
+        }
+    }
+
+    #[test]
+    fn content_parts_drop_non_text() {
+        let loaded = load_text(
+            r#"{"start": 1, "request": {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "b"}]}]}}"#,
+        )
+        .expect("loads");
+        let text = loaded.trees[0].agents[0].turns[0]
+            .text
+            .as_deref()
+            .expect("t");
+        assert_eq!(text.messages[0].content, "a\nb");
+        assert!(loaded
+            .problems
+            .iter()
+            .any(|p| p.message.contains("1 non-text content parts")));
+    }
+
+    #[test]
+    fn never_panics_on_truncations() {
+        let text = std::fs::read(sample("sample.jsonl")).expect("read");
+        let mut cut = 0;
+        while cut < text.len() {
+            if let Some(prefix) = text.get(..cut) {
+                let path = scratch("cut", prefix);
+                let _ = load(&path);
+                std::fs::remove_file(&path).ok();
+                let _ = looks_like(&String::from_utf8_lossy(prefix));
+            }
+            cut += 61;
+        }
+    }
 }
