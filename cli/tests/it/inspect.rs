@@ -167,7 +167,6 @@ fn inspect_counts_match_the_mooncake_files() {
 }
 
 #[test]
-#[ignore = "until the mooncake/lmcache readers land"]
 fn inspect_counts_match_the_lmcache_files() {
     for (name, want) in [
         ("miniswe/189f0222310bd8eee310f204e91b9c84.jsonl", 6),

@@ -317,7 +317,7 @@ fn into_tree(
             ttft: None,
             model: (!models.is_empty()).then_some(0),
             input_kind,
-            hash_ids: Box::default(),
+            hash_ids: Default::default(),
             text: Some(Box::new(TurnText {
                 extends_previous: k > 0,
                 messages,

@@ -202,7 +202,7 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
                 ttft: None,
                 model: None,
                 input_kind: InputKind::Unknown,
-                hash_ids: Box::default(),
+                hash_ids: Default::default(),
                 text: Some(Box::new(TurnText {
                     extends_previous: false,
                     messages: vec![Message {

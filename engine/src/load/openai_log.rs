@@ -734,7 +734,7 @@ fn into_turns(
             ttft: None,
             model,
             input_kind,
-            hash_ids: Box::default(),
+            hash_ids: Default::default(),
             text: Some(Box::new(TurnText {
                 extends_previous: extends,
                 messages,
