@@ -244,3 +244,74 @@ fn native_format_with_explicit_edges_plans_as_stated() {
     let lines = jsonl(&timeline);
     assert_eq!(secs_to_ns(&lines[1]["start_s"]), 3);
 }
+
+/// Recorded start (arrival + start, ns) of every turn of a native file,
+/// keyed by (tree, agent, turn).
+fn native_starts(path: &std::path::Path) -> BTreeMap<(String, String, u64), u64> {
+    let mut out = BTreeMap::new();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let tree: Value = serde_json::from_str(line).unwrap();
+        let arrival = tree["arrival_ns"].as_u64().unwrap();
+        for agent in tree["agents"].as_array().unwrap() {
+            for (i, turn) in agent["turns"].as_array().unwrap().iter().enumerate() {
+                let key = (
+                    tree["id"].as_str().unwrap().to_string(),
+                    agent["id"].as_str().unwrap().to_string(),
+                    i as u64,
+                );
+                out.insert(key, arrival + turn["start_ns"].as_u64().unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn identity_property_holds_on_every_format() {
+    // Each input is converted to the native form (whose recorded times are
+    // plain integers) and planned with the identity settings: every turn
+    // must be sent at its recorded start, to the nanosecond.
+    let dir = scratch("identity-formats");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata");
+    let inputs = [
+        "mooncake-fast25/conversation_trace.head400.jsonl",
+        "mooncake-fast25/synthetic_trace.head300.jsonl",
+        "lmcache-agent-trace/miniswe",
+        "lmcache-agent-trace/magagent",
+        "lmcache-agent-trace/taubench",
+        "abench/sample.jsonl.zst",
+        "openai-log/sample.jsonl",
+        "weka-kv-cache-tester",
+    ];
+    for (i, input) in inputs.iter().enumerate() {
+        let input = root.join(input);
+        let native = dir.join(format!("{i}.native.jsonl"));
+        let out = arbor(&["convert", input.to_str().unwrap(), "--to", "arbor", "-o", native.to_str().unwrap()]);
+        assert!(out.status.success(), "{}: {}", input.display(), stderr(&out));
+        let timeline = dir.join(format!("{i}.timeline.jsonl"));
+        let out = arbor(&[
+            "plan",
+            input.to_str().unwrap(),
+            "--service",
+            "recorded",
+            "--arrival",
+            "recorded",
+            "--overlap-tolerance",
+            "0",
+            "--timeline",
+            timeline.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}: {}", input.display(), stderr(&out));
+        let expected = native_starts(&native);
+        let lines = jsonl(&timeline);
+        assert_eq!(lines.len(), expected.len(), "{}", input.display());
+        for line in lines {
+            let key = (
+                line["tree"].as_str().unwrap().to_string(),
+                line["agent"].as_str().unwrap().to_string(),
+                line["turn"].as_u64().unwrap(),
+            );
+            assert_eq!(secs_to_ns(&line["start_s"]), expected[&key], "{} {key:?}", input.display());
+        }
+    }
+}
