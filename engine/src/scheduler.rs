@@ -380,8 +380,9 @@ impl Scheduler {
             if !self.stopped && (next.is_some() || self.inflight > 0 || self.has_live_work()) {
                 next = Some(next.map_or(deadline, |n| n.min(deadline)));
             }
-            if self.stopped && !self.grace_fired && self.inflight > 0 {
-                let grace_end = deadline.saturating_add(self.policy.grace);
+        }
+        if let Some(grace_end) = self.grace_end() {
+            if !self.grace_fired && self.inflight > 0 {
                 next = Some(next.map_or(grace_end, |n| n.min(grace_end)));
             }
         }
@@ -409,21 +410,39 @@ impl Scheduler {
         }
         if let Some(deadline) = deadline {
             if now >= deadline && !self.stopped {
-                self.stop(now);
+                self.stop(deadline, now);
             }
-            if self.stopped
-                && !self.grace_fired
-                && now >= deadline.saturating_add(self.policy.grace)
-            {
-                self.fire_grace();
-            }
+        }
+        if self.grace_end().is_some_and(|end| now >= end) && !self.grace_fired {
+            self.fire_grace();
         }
         self.check_idle(now);
         Ok(())
     }
 
-    /// The request was put on the wire at `now`.
-    pub fn handle_sent(&mut self, now: Nanos, id: RequestId) -> Result<(), EngineError> {
+    /// Stop sending now (e.g. the user pressed Ctrl+C): turns not yet sent
+    /// are skipped, plays not yet started never start, and requests in
+    /// flight get the policy's grace, then are cancelled. Idempotent.
+    pub fn handle_stop(&mut self, now: Nanos) -> Result<(), EngineError> {
+        self.advance(now)?;
+        if !self.stopped {
+            self.stop(now, now);
+        }
+        self.check_idle(now);
+        Ok(())
+    }
+
+    /// True once the duration ended or `handle_stop` was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// The request was put on the wire at `at`.
+    ///
+    /// `at` may be earlier than the engine's latest time (a live driver can
+    /// hear of an event after a timer fired): the event is anchored at `at`
+    /// and processed now.
+    pub fn handle_sent(&mut self, at: Nanos, id: RequestId) -> Result<(), EngineError> {
         let index = self.slot_index(id)?;
         match self.slots[index as usize].state {
             TurnState::Dispatched => {}
@@ -433,22 +452,23 @@ impl Scheduler {
             }
             _ => return Err(EngineError::NotDispatched(id)),
         }
-        self.advance(now)?;
+        let now = self.catch_up(at);
         self.stats.events += 1;
         let slot = &mut self.slots[index as usize];
         slot.state = TurnState::Sent;
-        slot.sent = now;
+        slot.sent = at;
         slot.shift_at_sent = self.shift;
-        self.resolve_out_edges(index, Anchor::Start, now);
+        self.resolve_out_edges(index, Anchor::Start, at);
         self.check_idle(now);
         Ok(())
     }
 
-    /// The request's last byte arrived at `now` (or it ended otherwise).
-    /// A request completed without `handle_sent` counts as sent at `now`.
+    /// The request's last byte arrived at `at` (or it ended otherwise).
+    /// A request completed without `handle_sent` counts as sent at `at`.
+    /// As with [`Scheduler::handle_sent`], `at` may be late.
     pub fn handle_completion(
         &mut self,
-        now: Nanos,
+        at: Nanos,
         id: RequestId,
         outcome: Outcome,
     ) -> Result<(), EngineError> {
@@ -461,16 +481,16 @@ impl Scheduler {
             }
             _ => return Err(EngineError::NotDispatched(id)),
         };
-        self.advance(now)?;
+        let now = self.catch_up(at);
         self.stats.events += 1;
         if !was_sent {
             let slot = &mut self.slots[index as usize];
-            slot.sent = now;
+            slot.sent = at;
             slot.shift_at_sent = self.shift;
-            self.resolve_out_edges(index, Anchor::Start, now);
+            self.resolve_out_edges(index, Anchor::Start, at);
         }
         let slot = &mut self.slots[index as usize];
-        slot.end = now;
+        slot.end = at;
         slot.shift_at_end = self.shift;
         slot.state = match outcome {
             Outcome::Ok => TurnState::Done,
@@ -483,12 +503,12 @@ impl Scheduler {
             Outcome::Failed => self.stats.failed += 1,
             Outcome::Cancelled => self.stats.cancelled += 1,
         }
-        self.stats.last_completion = self.stats.last_completion.max(now);
+        self.stats.last_completion = self.stats.last_completion.max(at);
         self.inflight -= 1;
         // Turns already waiting for the cap go first (FIFO by eligibility),
         // then successors made eligible by this completion.
         self.drain_ready(now);
-        self.resolve_out_edges(index, Anchor::End, now);
+        self.resolve_out_edges(index, Anchor::End, at);
         self.turn_finished(play, now);
         self.check_idle(now);
         Ok(())
@@ -554,6 +574,20 @@ impl Scheduler {
 
     fn has_live_work(&self) -> bool {
         !self.ready.is_empty() || self.live_trees > 0
+    }
+
+    /// Moves the engine's time to `at` if it is later; returns the time to
+    /// process an event at (never earlier than the last one).
+    fn catch_up(&mut self, at: Nanos) -> Nanos {
+        self.now = self.now.max(at);
+        self.now
+    }
+
+    /// When in-flight requests are cancelled, once stopped.
+    fn grace_end(&self) -> Option<Nanos> {
+        self.stats
+            .stopped_at
+            .map(|at| at.saturating_add(self.policy.grace))
     }
 
     fn advance(&mut self, now: Nanos) -> Result<(), EngineError> {
@@ -761,10 +795,11 @@ impl Scheduler {
         }
     }
 
-    /// The duration is over: nothing new is sent.
-    fn stop(&mut self, now: Nanos) {
+    /// The duration is over (at `at`), or the run was stopped: nothing new
+    /// is sent; the grace counts from `at`.
+    fn stop(&mut self, at: Nanos, now: Nanos) {
         self.stopped = true;
-        self.stats.stopped_at = Some(now);
+        self.stats.stopped_at = Some(at);
         let timers: Vec<Timer> = self.timers.drain().collect();
         for timer in timers {
             if let Timer::Play(_) = timer {
@@ -894,6 +929,39 @@ mod tests {
         s.handle_completion(25, 1, Outcome::Failed).unwrap();
         assert!(s.is_finished());
         assert_eq!(s.stats().failed, 1);
+    }
+
+    #[test]
+    fn a_late_completion_is_anchored_at_its_own_time() {
+        // Turn 1 follows turn 0's end by 5 ns (recorded: end 10, start 15).
+        let mut s = two_turn_scheduler();
+        s.handle_timeout(0).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Dispatch(0)));
+        s.handle_sent(0, 0).unwrap();
+        // The driver hears of the completion (at 10) only at 12, after a
+        // timer call at 12: turn 1 is still due at 15, not 17.
+        s.handle_timeout(12).unwrap();
+        s.handle_completion(10, 0, Outcome::Ok).unwrap();
+        assert_eq!(s.slot(0).unwrap().end, 10);
+        assert_eq!(s.poll_timeout(), Some(15));
+    }
+
+    #[test]
+    fn stop_skips_pending_turns_and_cancels_after_the_grace() {
+        let mut s = two_turn_scheduler();
+        s.handle_timeout(0).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Dispatch(0)));
+        s.handle_sent(0, 0).unwrap();
+        s.handle_stop(3).unwrap();
+        assert!(s.is_stopped());
+        // Grace (30 s by default) counts from the stop.
+        assert_eq!(s.poll_timeout(), Some(3 + 30 * NANOS_PER_SEC));
+        s.handle_timeout(3 + 30 * NANOS_PER_SEC).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Cancel(0)));
+        s.handle_completion(3 + 30 * NANOS_PER_SEC, 0, Outcome::Cancelled)
+            .unwrap();
+        assert!(s.is_finished());
+        assert_eq!(s.slot(1).unwrap().state, TurnState::Skipped);
     }
 
     #[test]

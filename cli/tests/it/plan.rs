@@ -286,8 +286,20 @@ fn identity_property_holds_on_every_format() {
     for (i, input) in inputs.iter().enumerate() {
         let input = root.join(input);
         let native = dir.join(format!("{i}.native.jsonl"));
-        let out = arbor(&["convert", input.to_str().unwrap(), "--to", "arbor", "-o", native.to_str().unwrap()]);
-        assert!(out.status.success(), "{}: {}", input.display(), stderr(&out));
+        let out = arbor(&[
+            "convert",
+            input.to_str().unwrap(),
+            "--to",
+            "arbor",
+            "-o",
+            native.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            input.display(),
+            stderr(&out)
+        );
         let timeline = dir.join(format!("{i}.timeline.jsonl"));
         let out = arbor(&[
             "plan",
@@ -301,7 +313,12 @@ fn identity_property_holds_on_every_format() {
             "--timeline",
             timeline.to_str().unwrap(),
         ]);
-        assert!(out.status.success(), "{}: {}", input.display(), stderr(&out));
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            input.display(),
+            stderr(&out)
+        );
         let expected = native_starts(&native);
         let lines = jsonl(&timeline);
         assert_eq!(lines.len(), expected.len(), "{}", input.display());
@@ -311,7 +328,12 @@ fn identity_property_holds_on_every_format() {
                 line["agent"].as_str().unwrap().to_string(),
                 line["turn"].as_u64().unwrap(),
             );
-            assert_eq!(secs_to_ns(&line["start_s"]), expected[&key], "{} {key:?}", input.display());
+            assert_eq!(
+                secs_to_ns(&line["start_s"]),
+                expected[&key],
+                "{} {key:?}",
+                input.display()
+            );
         }
     }
 }
