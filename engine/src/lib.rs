@@ -17,6 +17,7 @@ pub mod inspect;
 pub mod load;
 pub mod model;
 pub mod policy;
+pub mod prompt;
 pub mod queue;
 pub mod rng;
 pub mod scheduler;

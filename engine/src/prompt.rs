@@ -1,0 +1,230 @@
+//! What is sent for a turn: recorded messages, or text synthesized from
+//! hash block ids (semantics section 6).
+//!
+//! Owns the deterministic text of a block: equal (scope, block id) give
+//! byte-identical text, so equal prefixes of ids give byte-identical
+//! prompt prefixes and a server's prefix cache sees what the recording saw.
+//! Different trees never share blocks unless the format's ids are global.
+//!
+//! A block of `n` tokens is `n` words drawn from a fixed list of short
+//! common English words, each with a leading space: one token per word in
+//! the BPE tokenizers of current models, so a synthesized prompt has about
+//! the recorded number of tokens. (`--tokenizer` makes it exact; see
+//! `arbor run`.) Turns without hash ids and without text get virtual ids:
+//! blocks numbered per agent, so an agent's conversation grows as a prefix,
+//! as it would have.
+
+use crate::content::{prompt_messages, MessageRef};
+use crate::model::{HashScope, Role, Tree};
+
+/// Tokens per virtual block when a turn has neither ids nor text.
+pub const VIRTUAL_BLOCK_TOKENS: u32 = 64;
+
+const WORDS: [&str; 128] = [
+    " the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " was", " with", " be", " by",
+    " on", " not", " he", " this", " are", " or", " his", " from", " at", " which", " but", " have", " an",
+    " had", " they", " you", " were", " their", " one", " all", " we", " can", " her", " has", " there",
+    " been", " if", " more", " when", " will", " would", " who", " so", " no", " out", " up", " into",
+    " than", " them", " only", " time", " some", " new", " could", " these", " two", " may", " first",
+    " then", " do", " any", " like", " my", " now", " over", " such", " our", " man", " me", " even",
+    " most", " made", " after", " also", " did", " many", " before", " must", " through", " back", " years",
+    " where", " much", " your", " way", " well", " down", " should", " because", " each", " just", " those",
+    " people", " how", " too", " little", " state", " good", " very", " make", " world", " still", " own",
+    " see", " men", " work", " long", " get", " here", " between", " both", " life", " being", " under",
+    " never", " day", " same", " another", " know", " while", " last", " might", " great", " old",
+];
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(FNV_PRIME);
+    }
+    hash
+}
+
+/// SplitMix64 step.
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Appends `words` words of the block identified by `seed` to `out`.
+fn push_words(seed: u64, words: u32, out: &mut String) {
+    let mut state = seed;
+    let mut bits = 0u64;
+    for i in 0..words {
+        // Seven bits pick a word; one draw serves nine words.
+        if i % 9 == 0 {
+            bits = next(&mut state);
+        }
+        out.push_str(WORDS[(bits & 127) as usize]);
+        bits >>= 7;
+    }
+}
+
+/// Where block ids live: per tree (local) or shared (global).
+pub fn block_scope(tree: &Tree) -> u64 {
+    match tree.hash_scope {
+        HashScope::Global => FNV_OFFSET,
+        HashScope::Local => fnv(FNV_OFFSET, tree.id.as_bytes()),
+    }
+}
+
+/// Text of block `id` in `scope`, `tokens` long.
+pub fn push_block(scope: u64, id: u32, tokens: u32, out: &mut String) {
+    push_words(fnv(scope, &id.to_le_bytes()), tokens, out);
+}
+
+/// The messages to send for one turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prompt<'a> {
+    /// Recorded messages, sent as recorded.
+    Recorded(Vec<MessageRef<'a>>),
+    /// Synthesized text, sent as one user message.
+    Synthesized(String),
+}
+
+/// Builds the prompt of turn `turn` of agent `agent` of `tree`.
+///
+/// Hash ids: the blocks' text in order, the last block cut (or a tail
+/// added) so the prompt has `isl` words. No ids: virtual per-agent blocks
+/// of [`VIRTUAL_BLOCK_TOKENS`]. Text: the recorded messages.
+pub fn build(tree: &Tree, agent: usize, turn: usize) -> Prompt<'_> {
+    let Some(a) = tree.agents.get(agent) else {
+        return Prompt::Synthesized(String::new());
+    };
+    let Some(t) = a.turns.get(turn) else {
+        return Prompt::Synthesized(String::new());
+    };
+    if t.text.is_some() {
+        return Prompt::Recorded(prompt_messages(a, turn));
+    }
+    let mut out = String::with_capacity(t.isl as usize * 6);
+    let mut remaining = t.isl;
+    let scope = block_scope(tree);
+    if !t.hash_ids.is_empty() {
+        let block = if tree.block_size == 0 { 64 } else { tree.block_size };
+        for id in t.hash_ids.iter() {
+            if remaining == 0 {
+                break;
+            }
+            let words = block.min(remaining);
+            push_block(scope, id, words, &mut out);
+            remaining -= words;
+        }
+        // Tokens past the last full block: unique to this turn.
+        if remaining > 0 {
+            let tail = fnv(fnv(scope, a.id.as_bytes()), &(turn as u64).to_le_bytes());
+            push_words(tail, remaining, &mut out);
+        }
+    } else {
+        let agent_scope = fnv(scope, a.id.as_bytes());
+        let mut id = 0u32;
+        while remaining > 0 {
+            let words = VIRTUAL_BLOCK_TOKENS.min(remaining);
+            push_block(agent_scope, id, words, &mut out);
+            remaining -= words;
+            id = id.wrapping_add(1);
+        }
+    }
+    Prompt::Synthesized(out)
+}
+
+/// The role name sent on the wire. Tool results are sent as user messages:
+/// the OpenAI API requires a `tool_call_id` for the `tool` role, which
+/// recordings do not carry.
+pub fn wire_role(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User | Role::Tool => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::synthetic::SyntheticSpec;
+    use crate::model::{Agent, AgentKind, BlockIds, Turn};
+
+    fn tree(id: &str, scope: HashScope, turns: Vec<(u32, Vec<u32>)>) -> Tree {
+        Tree {
+            id: id.into(),
+            block_size: 4,
+            hash_scope: scope,
+            agents: vec![Agent {
+                id: "root".into(),
+                parent: None,
+                kind: AgentKind::Root,
+                recorded_end: None,
+                turns: turns
+                    .into_iter()
+                    .map(|(isl, ids)| Turn {
+                        isl,
+                        hash_ids: BlockIds::from(ids),
+                        ..Turn::default()
+                    })
+                    .collect(),
+            }],
+            ..Tree::default()
+        }
+    }
+
+    fn text(p: Prompt<'_>) -> String {
+        match p {
+            Prompt::Synthesized(s) => s,
+            Prompt::Recorded(_) => panic!("expected synthesized text"),
+        }
+    }
+
+    #[test]
+    fn equal_ids_give_equal_prefixes_and_the_recorded_length() {
+        let t = tree("a", HashScope::Local, vec![(8, vec![1, 2]), (14, vec![1, 2, 3])]);
+        let first = text(build(&t, 0, 0));
+        let second = text(build(&t, 0, 1));
+        assert!(second.starts_with(&first));
+        assert_eq!(first.split(' ').count() - 1, 8);
+        // 3 blocks of 4 = 12 words, plus a 2-word tail.
+        assert_eq!(second.split(' ').count() - 1, 14);
+    }
+
+    #[test]
+    fn local_ids_differ_across_trees_and_global_ids_do_not() {
+        let a = text(build(&tree("a", HashScope::Local, vec![(4, vec![1])]), 0, 0));
+        let b = text(build(&tree("b", HashScope::Local, vec![(4, vec![1])]), 0, 0));
+        assert_ne!(a, b);
+        let a = text(build(&tree("a", HashScope::Global, vec![(4, vec![1])]), 0, 0));
+        let b = text(build(&tree("b", HashScope::Global, vec![(4, vec![1])]), 0, 0));
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn turns_without_ids_grow_as_a_prefix_within_an_agent() {
+        let w = "trees=1,turns=4,depth=0,seed=3".parse::<SyntheticSpec>().unwrap().generate();
+        let t = &w.trees[0];
+        let first = text(build(t, 0, 0));
+        let second = text(build(t, 0, 1));
+        let full = (t.agents[0].turns[0].isl / VIRTUAL_BLOCK_TOKENS * VIRTUAL_BLOCK_TOKENS) as usize;
+        let prefix: Vec<&str> = first.split(' ').skip(1).take(full).collect();
+        let again: Vec<&str> = second.split(' ').skip(1).take(full).collect();
+        assert_eq!(prefix, again);
+        assert_eq!(first.split(' ').count() - 1, t.agents[0].turns[0].isl as usize);
+    }
+
+    #[test]
+    fn block_text_is_stable() {
+        // A change here changes what every run sends: do it on purpose.
+        let mut out = String::new();
+        push_block(FNV_OFFSET, 7, 5, &mut out);
+        assert_eq!(out.split(' ').count() - 1, 5);
+        let mut again = String::new();
+        push_block(FNV_OFFSET, 7, 5, &mut again);
+        assert_eq!(out, again);
+    }
+}
