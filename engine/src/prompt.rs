@@ -21,17 +21,18 @@ use crate::model::{HashScope, Role, Tree};
 pub const VIRTUAL_BLOCK_TOKENS: u32 = 64;
 
 const WORDS: [&str; 128] = [
-    " the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " was", " with", " be", " by",
-    " on", " not", " he", " this", " are", " or", " his", " from", " at", " which", " but", " have", " an",
-    " had", " they", " you", " were", " their", " one", " all", " we", " can", " her", " has", " there",
-    " been", " if", " more", " when", " will", " would", " who", " so", " no", " out", " up", " into",
-    " than", " them", " only", " time", " some", " new", " could", " these", " two", " may", " first",
-    " then", " do", " any", " like", " my", " now", " over", " such", " our", " man", " me", " even",
-    " most", " made", " after", " also", " did", " many", " before", " must", " through", " back", " years",
-    " where", " much", " your", " way", " well", " down", " should", " because", " each", " just", " those",
-    " people", " how", " too", " little", " state", " good", " very", " make", " world", " still", " own",
-    " see", " men", " work", " long", " get", " here", " between", " both", " life", " being", " under",
-    " never", " day", " same", " another", " know", " while", " last", " might", " great", " old",
+    " the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " was", " with",
+    " be", " by", " on", " not", " he", " this", " are", " or", " his", " from", " at", " which",
+    " but", " have", " an", " had", " they", " you", " were", " their", " one", " all", " we",
+    " can", " her", " has", " there", " been", " if", " more", " when", " will", " would", " who",
+    " so", " no", " out", " up", " into", " than", " them", " only", " time", " some", " new",
+    " could", " these", " two", " may", " first", " then", " do", " any", " like", " my", " now",
+    " over", " such", " our", " man", " me", " even", " most", " made", " after", " also", " did",
+    " many", " before", " must", " through", " back", " years", " where", " much", " your", " way",
+    " well", " down", " should", " because", " each", " just", " those", " people", " how", " too",
+    " little", " state", " good", " very", " make", " world", " still", " own", " see", " men",
+    " work", " long", " get", " here", " between", " both", " life", " being", " under", " never",
+    " day", " same", " another", " know", " while", " last", " might", " great", " old",
 ];
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -109,7 +110,11 @@ pub fn build(tree: &Tree, agent: usize, turn: usize) -> Prompt<'_> {
     let mut remaining = t.isl;
     let scope = block_scope(tree);
     if !t.hash_ids.is_empty() {
-        let block = if tree.block_size == 0 { 64 } else { tree.block_size };
+        let block = if tree.block_size == 0 {
+            64
+        } else {
+            tree.block_size
+        };
         for id in t.hash_ids.iter() {
             if remaining == 0 {
                 break;
@@ -185,7 +190,11 @@ mod tests {
 
     #[test]
     fn equal_ids_give_equal_prefixes_and_the_recorded_length() {
-        let t = tree("a", HashScope::Local, vec![(8, vec![1, 2]), (14, vec![1, 2, 3])]);
+        let t = tree(
+            "a",
+            HashScope::Local,
+            vec![(8, vec![1, 2]), (14, vec![1, 2, 3])],
+        );
         let first = text(build(&t, 0, 0));
         let second = text(build(&t, 0, 1));
         assert!(second.starts_with(&first));
@@ -196,25 +205,48 @@ mod tests {
 
     #[test]
     fn local_ids_differ_across_trees_and_global_ids_do_not() {
-        let a = text(build(&tree("a", HashScope::Local, vec![(4, vec![1])]), 0, 0));
-        let b = text(build(&tree("b", HashScope::Local, vec![(4, vec![1])]), 0, 0));
+        let a = text(build(
+            &tree("a", HashScope::Local, vec![(4, vec![1])]),
+            0,
+            0,
+        ));
+        let b = text(build(
+            &tree("b", HashScope::Local, vec![(4, vec![1])]),
+            0,
+            0,
+        ));
         assert_ne!(a, b);
-        let a = text(build(&tree("a", HashScope::Global, vec![(4, vec![1])]), 0, 0));
-        let b = text(build(&tree("b", HashScope::Global, vec![(4, vec![1])]), 0, 0));
+        let a = text(build(
+            &tree("a", HashScope::Global, vec![(4, vec![1])]),
+            0,
+            0,
+        ));
+        let b = text(build(
+            &tree("b", HashScope::Global, vec![(4, vec![1])]),
+            0,
+            0,
+        ));
         assert_eq!(a, b);
     }
 
     #[test]
     fn turns_without_ids_grow_as_a_prefix_within_an_agent() {
-        let w = "trees=1,turns=4,depth=0,seed=3".parse::<SyntheticSpec>().unwrap().generate();
+        let w = "trees=1,turns=4,depth=0,seed=3"
+            .parse::<SyntheticSpec>()
+            .unwrap()
+            .generate();
         let t = &w.trees[0];
         let first = text(build(t, 0, 0));
         let second = text(build(t, 0, 1));
-        let full = (t.agents[0].turns[0].isl / VIRTUAL_BLOCK_TOKENS * VIRTUAL_BLOCK_TOKENS) as usize;
+        let full =
+            (t.agents[0].turns[0].isl / VIRTUAL_BLOCK_TOKENS * VIRTUAL_BLOCK_TOKENS) as usize;
         let prefix: Vec<&str> = first.split(' ').skip(1).take(full).collect();
         let again: Vec<&str> = second.split(' ').skip(1).take(full).collect();
         assert_eq!(prefix, again);
-        assert_eq!(first.split(' ').count() - 1, t.agents[0].turns[0].isl as usize);
+        assert_eq!(
+            first.split(' ').count() - 1,
+            t.agents[0].turns[0].isl as usize
+        );
     }
 
     #[test]

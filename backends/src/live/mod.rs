@@ -1,0 +1,343 @@
+//! The live driver: the scheduler against a real OpenAI-compatible server.
+//!
+//! Owns the loop that turns the scheduler's commands into HTTP requests on
+//! tokio and feeds their events back, with `now` read from one monotonic
+//! clock (the run's epoch). Each request runs in its own task and reports
+//! `sent` and its final [`Response`] over a channel; the loop hands them to
+//! the scheduler at the times they were stamped (the scheduler anchors
+//! late-heard events at their own time). Records are handed to a
+//! [`RecordSink`] as each request completes, so nothing is lost if the run
+//! is interrupted.
+//!
+//! Timers: tokio's timer wheel has millisecond resolution, so the loop
+//! sleeps until shortly before the scheduler's next deadline and then
+//! yields until the deadline passes; schedule lag stays well under a
+//! millisecond without burning a core.
+
+pub mod record;
+pub mod request;
+pub mod sse;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use arbor_engine::prompt;
+use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler};
+use arbor_engine::time::Nanos;
+use arbor_engine::{EngineError, Workload};
+
+use record::{ErrorCategory, RequestError, RequestIdentity, RequestRecord, Response};
+use request::{build_body, execute, BodyConfig, Target};
+
+/// Everything the live driver needs besides the scheduler and workload.
+#[derive(Debug, Clone)]
+pub struct LiveConfig {
+    pub target: Target,
+    pub body: BodyConfig,
+    /// Connections opened (by `GET /v1/models`) before the clock starts.
+    pub warm_connections: usize,
+    /// Base URL for warming (`http://host:port`).
+    pub base_url: String,
+}
+
+/// Where records go, as requests finish.
+pub trait RecordSink {
+    fn record(&mut self, record: &RequestRecord) -> std::io::Result<()>;
+}
+
+/// Counters a progress display can read at its own pace (no redraw here).
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub sent: AtomicU64,
+    pub done: AtomicU64,
+    pub errors: AtomicU64,
+    pub inflight: AtomicU64,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// Stopped by the caller's stop signal (e.g. Ctrl+C).
+    pub cancelled: bool,
+    /// Run duration, from the epoch to the last event.
+    pub elapsed: Nanos,
+    /// Most requests in flight at once, as observed (sent, not done).
+    pub observed_peak_inflight: u64,
+}
+
+#[derive(Debug)]
+pub enum LiveError {
+    Engine(EngineError),
+    Sink(std::io::Error),
+}
+
+impl std::fmt::Display for LiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LiveError::Engine(e) => write!(f, "engine: {e}"),
+            LiveError::Sink(e) => write!(f, "cannot write a record: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LiveError {}
+
+impl From<EngineError> for LiveError {
+    fn from(e: EngineError) -> Self {
+        LiveError::Engine(e)
+    }
+}
+
+enum TaskEvent {
+    Sent {
+        id: RequestId,
+        at: Nanos,
+    },
+    Done {
+        id: RequestId,
+        response: Box<Response>,
+    },
+}
+
+/// What the loop keeps per request in flight.
+struct InFlight {
+    abort: AbortHandle,
+    sent: Option<Nanos>,
+}
+
+/// Opens connections before the clock starts, so the first requests do not
+/// pay for connecting.
+pub async fn warm_pool(config: &LiveConfig) {
+    let url = format!("{}/v1/models", config.base_url.trim_end_matches('/'));
+    let mut tasks = Vec::with_capacity(config.warm_connections);
+    for _ in 0..config.warm_connections {
+        let client = config.target.client.clone();
+        let headers = config.target.headers.clone();
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            if let Ok(response) = client.get(&url).headers(headers).send().await {
+                let _ = response.bytes().await;
+            }
+        }));
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
+fn identity(scheduler: &Scheduler, id: RequestId) -> Option<RequestIdentity> {
+    let slot = scheduler.slot(id)?;
+    let (tree, play, turn) = scheduler.request_tree(id)?;
+    let t = turn as usize;
+    Some(RequestIdentity {
+        request: id,
+        tree: tree.id.clone(),
+        tree_index: play.tree,
+        agent: tree
+            .agent_ids
+            .get(tree.agent_of[t] as usize)
+            .cloned()
+            .unwrap_or_default(),
+        turn: tree.index_in_agent[t],
+        copy: play.copy,
+        lane: play.lane,
+        play: slot.play,
+        eligible: slot.eligible,
+        dispatched: slot.dispatched,
+        planned_input_tokens: tree.isl[t],
+        planned_output_tokens: tree.osl[t],
+    })
+}
+
+/// Sleeps until `deadline` (ns since `epoch`) with sub-millisecond lateness:
+/// tokio's millisecond timer to within 1 ms, then yielding.
+async fn sleep_precisely(epoch: Instant, deadline: Nanos) {
+    let target = epoch + Duration::from_nanos(deadline);
+    let coarse = target
+        .checked_sub(Duration::from_micros(1200))
+        .unwrap_or(target);
+    if Instant::now() < coarse {
+        tokio::time::sleep_until(coarse.into()).await;
+    }
+    while Instant::now() < target {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Runs the scheduler against the server until it is finished or `stop`
+/// resolves (then: no new sends, in-flight requests get the grace).
+pub async fn run<S: RecordSink>(
+    scheduler: &mut Scheduler,
+    workload: Arc<Workload>,
+    config: &LiveConfig,
+    sink: &mut S,
+    progress: &Progress,
+    stop: impl Future<Output = ()>,
+) -> Result<RunOutcome, LiveError> {
+    let epoch = Instant::now();
+    let now = || epoch.elapsed().as_nanos() as Nanos;
+    let (tx, mut rx) = mpsc::unbounded_channel::<TaskEvent>();
+    let target = Arc::new(config.target.clone());
+    let body_config = Arc::new(config.body.clone());
+    let mut inflight: Vec<Option<InFlight>> = Vec::new();
+    let mut outstanding = 0u64;
+    let mut sent_not_done = 0u64;
+    let mut observed_peak = 0u64;
+    let mut cancelled = false;
+    tokio::pin!(stop);
+
+    loop {
+        while let Some(command) = scheduler.poll_command() {
+            match command {
+                Command::Dispatch(id) => {
+                    let Some((tree_index, agent, turn, osl)) = locate(scheduler, id) else {
+                        continue;
+                    };
+                    let tx = tx.clone();
+                    let target = Arc::clone(&target);
+                    let body_config = Arc::clone(&body_config);
+                    let workload = Arc::clone(&workload);
+                    let task = tokio::spawn(async move {
+                        let body = match workload.trees.get(tree_index) {
+                            Some(tree) => {
+                                build_body(&body_config, &prompt::build(tree, agent, turn), osl)
+                            }
+                            None => Vec::new(),
+                        };
+                        let sent_tx = tx.clone();
+                        let response = execute(
+                            &target,
+                            Bytes::from(body),
+                            id,
+                            epoch,
+                            osl as usize,
+                            move |at| {
+                                let _ = sent_tx.send(TaskEvent::Sent { id, at });
+                            },
+                        )
+                        .await;
+                        let _ = tx.send(TaskEvent::Done {
+                            id,
+                            response: Box::new(response),
+                        });
+                    });
+                    let index = id as usize;
+                    if inflight.len() <= index {
+                        inflight.resize_with(index + 1, || None);
+                    }
+                    inflight[index] = Some(InFlight {
+                        abort: task.abort_handle(),
+                        sent: None,
+                    });
+                    outstanding += 1;
+                    progress.inflight.store(outstanding, Ordering::Relaxed);
+                }
+                Command::Cancel(id) => {
+                    let Some(entry) = inflight.get_mut(id as usize).and_then(Option::take) else {
+                        continue;
+                    };
+                    entry.abort.abort();
+                    let at = now();
+                    if entry.sent.is_some() {
+                        sent_not_done = sent_not_done.saturating_sub(1);
+                    }
+                    outstanding -= 1;
+                    progress.inflight.store(outstanding, Ordering::Relaxed);
+                    let mut response = Response {
+                        error: Some(RequestError {
+                            category: ErrorCategory::Cancelled,
+                            message: "cancelled at the end of the grace period".into(),
+                            http_status: None,
+                            retry_after_s: None,
+                        }),
+                        ..Response::default()
+                    };
+                    response.stamps.sent = entry.sent;
+                    response.stamps.done = Some(at);
+                    scheduler.handle_completion(at, id, Outcome::Cancelled)?;
+                    if let Some(identity) = identity(scheduler, id) {
+                        sink.record(&RequestRecord::new(identity, &response))
+                            .map_err(LiveError::Sink)?;
+                    }
+                    progress.done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        if outstanding == 0 && scheduler.is_finished() {
+            break;
+        }
+        let deadline = scheduler.poll_timeout();
+        tokio::select! {
+            biased;
+            event = rx.recv() => {
+                let Some(event) = event else { break };
+                match event {
+                    TaskEvent::Sent { id, at } => {
+                        if let Some(Some(entry)) = inflight.get_mut(id as usize) {
+                            entry.sent = Some(at);
+                            sent_not_done += 1;
+                            observed_peak = observed_peak.max(sent_not_done);
+                            scheduler.handle_sent(at, id)?;
+                            progress.sent.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    TaskEvent::Done { id, response } => {
+                        let Some(entry) = inflight.get_mut(id as usize).and_then(Option::take) else {
+                            continue;
+                        };
+                        if entry.sent.is_some() {
+                            sent_not_done = sent_not_done.saturating_sub(1);
+                        }
+                        outstanding -= 1;
+                        progress.inflight.store(outstanding, Ordering::Relaxed);
+                        let at = response.stamps.done.unwrap_or_else(now);
+                        let outcome = if response.error.is_some() { Outcome::Failed } else { Outcome::Ok };
+                        scheduler.handle_completion(at, id, outcome)?;
+                        if response.error.is_some() {
+                            progress.errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                        progress.done.fetch_add(1, Ordering::Relaxed);
+                        if let Some(identity) = identity(scheduler, id) {
+                            sink.record(&RequestRecord::new(identity, &response)).map_err(LiveError::Sink)?;
+                        }
+                    }
+                }
+            }
+            _ = async {
+                match deadline {
+                    Some(d) => sleep_precisely(epoch, d).await,
+                    None => std::future::pending::<()>().await,
+                }
+            } => {
+                scheduler.handle_timeout(now())?;
+            }
+            _ = &mut stop, if !cancelled => {
+                cancelled = true;
+                scheduler.handle_stop(now())?;
+            }
+        }
+    }
+    Ok(RunOutcome {
+        cancelled,
+        elapsed: now(),
+        observed_peak_inflight: observed_peak,
+    })
+}
+
+/// (tree index, agent, turn in agent, output tokens) of a request.
+fn locate(scheduler: &Scheduler, id: RequestId) -> Option<(usize, usize, usize, u32)> {
+    let (tree, play, turn) = scheduler.request_tree(id)?;
+    let t = turn as usize;
+    Some((
+        play.tree as usize,
+        tree.agent_of[t] as usize,
+        tree.index_in_agent[t] as usize,
+        tree.osl[t],
+    ))
+}

@@ -1,0 +1,310 @@
+//! What a live request records (semantics section 5), and how errors are
+//! classed.
+//!
+//! Owns the per-request record written to `records.jsonl`. Times are
+//! nanoseconds since the run's epoch (a monotonic clock), stamped when bytes
+//! arrive, before any parsing. Derived figures (TTFT, ITL, TPOT, E2E,
+//! lateness) are computed here from those stamps, once, so the summary and
+//! the records agree.
+
+use serde::Serialize;
+
+use arbor_engine::time::Nanos;
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCategory {
+    /// No connection could be made (refused, reset before a response).
+    Connect,
+    /// The request took longer than `--timeout`.
+    Timeout,
+    /// The server answered with a non-success status.
+    HttpStatus,
+    /// The stream ended before `[DONE]` (connection closed or cut).
+    StreamCut,
+    /// A line of the stream was not valid SSE/JSON.
+    MalformedSse,
+    /// The prompt was longer than the model's context.
+    ContextOverflow,
+    /// The stream carried an error object.
+    ServerError,
+    /// Cancelled at the end of the grace period.
+    Cancelled,
+}
+
+impl ErrorCategory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::Connect => "connect",
+            ErrorCategory::Timeout => "timeout",
+            ErrorCategory::HttpStatus => "http_status",
+            ErrorCategory::StreamCut => "stream_cut",
+            ErrorCategory::MalformedSse => "malformed_sse",
+            ErrorCategory::ContextOverflow => "context_overflow",
+            ErrorCategory::ServerError => "server_error",
+            ErrorCategory::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Does an error message say the prompt is too long for the model?
+/// (vLLM, SGLang, llama.cpp, OpenAI and Anthropic phrasings.)
+pub fn is_context_overflow(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    [
+        "context length",
+        "maximum context",
+        "context_length_exceeded",
+        "prompt is too long",
+        "exceeds the context",
+        "context window",
+        "too many tokens",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestError {
+    pub category: ErrorCategory,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<f64>,
+}
+
+/// Where a token count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// The server's `usage`.
+    Usage,
+    /// Counted content chunks (no usage in the stream).
+    Counted,
+    /// What the plan intended (no usage, nothing counted).
+    Planned,
+}
+
+/// Stamps taken while a request ran, ns since the run epoch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stamps {
+    pub sent: Option<Nanos>,
+    pub headers: Option<Nanos>,
+    pub first_byte: Option<Nanos>,
+    pub first_content: Option<Nanos>,
+    /// Arrival of every chunk that carried content.
+    pub content: Vec<Nanos>,
+    pub done: Option<Nanos>,
+}
+
+/// What the server said about a finished request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Response {
+    pub stamps: Stamps,
+    pub http_status: Option<u16>,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub cached_tokens: Option<u64>,
+    pub error: Option<RequestError>,
+    pub attempts: u32,
+}
+
+fn secs(ns: Option<Nanos>) -> Option<f64> {
+    ns.map(|n| n as f64 / 1e9)
+}
+
+fn span(from: Option<Nanos>, to: Option<Nanos>) -> Option<f64> {
+    match (from, to) {
+        (Some(a), Some(b)) if b >= a => Some((b - a) as f64 / 1e9),
+        _ => None,
+    }
+}
+
+/// One line of `records.jsonl`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestRecord {
+    pub request: u64,
+    pub tree: String,
+    pub tree_index: u32,
+    pub agent: String,
+    pub turn: u32,
+    pub copy: u32,
+    pub lane: Option<u32>,
+    pub play: u32,
+    pub status: &'static str,
+    pub eligible_s: f64,
+    pub dispatched_s: f64,
+    pub sent_s: Option<f64>,
+    pub headers_s: Option<f64>,
+    pub first_byte_s: Option<f64>,
+    pub first_content_s: Option<f64>,
+    pub done_s: Option<f64>,
+    pub queue_wait_s: f64,
+    pub lateness_s: Option<f64>,
+    pub ttft_s: Option<f64>,
+    pub e2e_s: Option<f64>,
+    pub tpot_s: Option<f64>,
+    /// Gaps between content chunks, in seconds.
+    pub itl_s: Vec<f64>,
+    pub planned_input_tokens: u32,
+    pub planned_output_tokens: u32,
+    pub input_tokens: u64,
+    pub input_tokens_source: TokenSource,
+    pub output_tokens: u64,
+    pub output_tokens_source: TokenSource,
+    pub cached_tokens: Option<u64>,
+    pub http_status: Option<u16>,
+    pub attempts: u32,
+    pub error: Option<RequestError>,
+}
+
+/// Identity of a request in the workload.
+#[derive(Debug, Clone)]
+pub struct RequestIdentity {
+    pub request: u64,
+    pub tree: String,
+    pub tree_index: u32,
+    pub agent: String,
+    pub turn: u32,
+    pub copy: u32,
+    pub lane: Option<u32>,
+    pub play: u32,
+    pub eligible: Nanos,
+    pub dispatched: Nanos,
+    pub planned_input_tokens: u32,
+    pub planned_output_tokens: u32,
+}
+
+impl RequestRecord {
+    pub fn new(id: RequestIdentity, response: &Response) -> RequestRecord {
+        let s = &response.stamps;
+        let counted = s.content.len() as u64;
+        let (output_tokens, output_tokens_source) = match response.completion_tokens {
+            Some(n) => (n, TokenSource::Usage),
+            None if counted > 0 || s.done.is_some() => (counted, TokenSource::Counted),
+            None => (u64::from(id.planned_output_tokens), TokenSource::Planned),
+        };
+        let (input_tokens, input_tokens_source) = match response.prompt_tokens {
+            Some(n) => (n, TokenSource::Usage),
+            None => (u64::from(id.planned_input_tokens), TokenSource::Planned),
+        };
+        let itl_s = s
+            .content
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64 / 1e9)
+            .collect();
+        let tpot_s = match (s.first_content, s.done) {
+            (Some(first), Some(done)) if output_tokens > 1 && done >= first => {
+                Some((done - first) as f64 / 1e9 / (output_tokens - 1) as f64)
+            }
+            _ => None,
+        };
+        let status = match &response.error {
+            None => "ok",
+            Some(e) if e.category == ErrorCategory::Cancelled => "cancelled",
+            Some(_) => "error",
+        };
+        RequestRecord {
+            request: id.request,
+            tree: id.tree,
+            tree_index: id.tree_index,
+            agent: id.agent,
+            turn: id.turn,
+            copy: id.copy,
+            lane: id.lane,
+            play: id.play,
+            status,
+            eligible_s: id.eligible as f64 / 1e9,
+            dispatched_s: id.dispatched as f64 / 1e9,
+            sent_s: secs(s.sent),
+            headers_s: secs(s.headers),
+            first_byte_s: secs(s.first_byte),
+            first_content_s: secs(s.first_content),
+            done_s: secs(s.done),
+            queue_wait_s: id.dispatched.saturating_sub(id.eligible) as f64 / 1e9,
+            lateness_s: span(Some(id.eligible), s.sent),
+            ttft_s: span(s.sent, s.first_content),
+            e2e_s: span(s.sent, s.done),
+            tpot_s,
+            itl_s,
+            planned_input_tokens: id.planned_input_tokens,
+            planned_output_tokens: id.planned_output_tokens,
+            input_tokens,
+            input_tokens_source,
+            output_tokens,
+            output_tokens_source,
+            cached_tokens: response.cached_tokens,
+            http_status: response.http_status,
+            attempts: response.attempts,
+            error: response.error.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity() -> RequestIdentity {
+        RequestIdentity {
+            request: 3,
+            tree: "t".into(),
+            tree_index: 0,
+            agent: "a".into(),
+            turn: 1,
+            copy: 0,
+            lane: None,
+            play: 0,
+            eligible: 1_000,
+            dispatched: 1_500,
+            planned_input_tokens: 100,
+            planned_output_tokens: 4,
+        }
+    }
+
+    #[test]
+    fn derived_figures_follow_the_semantics() {
+        let response = Response {
+            stamps: Stamps {
+                sent: Some(2_000),
+                headers: Some(2_500),
+                first_byte: Some(2_600),
+                first_content: Some(3_000),
+                content: vec![3_000, 4_000, 6_000],
+                done: Some(7_000),
+            },
+            http_status: Some(200),
+            ..Response::default()
+        };
+        let r = RequestRecord::new(identity(), &response);
+        assert_eq!(r.ttft_s, Some(1e-6));
+        assert_eq!(r.e2e_s, Some(5e-6));
+        assert_eq!(r.lateness_s, Some(1e-6));
+        assert_eq!(r.queue_wait_s, 5e-7);
+        assert_eq!(r.itl_s, vec![1e-6, 2e-6]);
+        // No usage: three counted chunks; TPOT = (7000 - 3000) / 2.
+        assert_eq!(
+            (r.output_tokens, r.output_tokens_source),
+            (3, TokenSource::Counted)
+        );
+        assert_eq!(r.tpot_s, Some(2e-6));
+        assert_eq!(r.input_tokens_source, TokenSource::Planned);
+        assert_eq!(r.status, "ok");
+    }
+
+    #[test]
+    fn overflow_messages_are_recognised() {
+        assert!(is_context_overflow(
+            "This model's maximum context length is 8192 tokens. However, you requested 9000"
+        ));
+        assert!(is_context_overflow(
+            "prompt is too long: 210000 tokens > 200000 maximum"
+        ));
+        assert!(is_context_overflow(
+            "{\"code\":\"context_length_exceeded\"}"
+        ));
+        assert!(!is_context_overflow("Internal Server Error"));
+    }
+}

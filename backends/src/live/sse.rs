@@ -1,0 +1,229 @@
+//! Server-sent events of an OpenAI-compatible stream, read without
+//! allocating per chunk.
+//!
+//! Owns splitting body bytes into lines and telling, cheaply, what each
+//! `data:` payload holds: generated content, the end of generation, the
+//! usage block, an error, or something malformed. The caller stamps the
+//! time *before* handing bytes here (semantics section 5): nothing in this
+//! module reads a clock.
+//!
+//! The common chunk (one token of content) is classified by a few substring
+//! searches; only the rare payloads that carry `usage` or `error` are
+//! parsed as JSON. A payload is malformed when it is neither `[DONE]` nor a
+//! JSON object (`{` ... `}`), or when a payload that had to be parsed does
+//! not parse.
+
+use memchr::memmem;
+use serde::Deserialize;
+
+/// Token counts the server reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub struct PromptDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+}
+
+impl Usage {
+    pub fn cached_tokens(&self) -> Option<u64> {
+        self.prompt_tokens_details.and_then(|d| d.cached_tokens)
+    }
+}
+
+/// What one `data:` payload said.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Payload {
+    /// Generated text or reasoning was in it.
+    pub content: bool,
+    /// A `finish_reason` was set.
+    pub finish: bool,
+    /// `data: [DONE]`.
+    pub done: bool,
+    pub usage: Option<Usage>,
+    /// An `error` object's message.
+    pub error: Option<String>,
+    pub malformed: bool,
+}
+
+#[derive(Deserialize)]
+struct Rare {
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<ErrorBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ErrorBody {
+    Object {
+        #[serde(default)]
+        message: Option<String>,
+    },
+    Text(String),
+}
+
+/// True when `key` occurs followed by a non-empty string value, e.g.
+/// `"content":"x"` (not `"content":""` nor `"content":null`).
+fn has_text(payload: &[u8], key: &[u8]) -> bool {
+    let mut rest = payload;
+    while let Some(pos) = memmem::find(rest, key) {
+        let after = &rest[pos + key.len()..];
+        let value = after
+            .iter()
+            .position(|b| !b.is_ascii_whitespace() && *b != b':')
+            .map_or(&[][..], |i| &after[i..]);
+        if value.first() == Some(&b'"') && value.get(1).is_some_and(|&b| b != b'"') {
+            return true;
+        }
+        rest = after;
+    }
+    false
+}
+
+/// Classifies one payload (the text after `data:`).
+pub fn classify(payload: &[u8]) -> Payload {
+    let payload = payload.trim_ascii();
+    if payload == b"[DONE]" {
+        return Payload {
+            done: true,
+            ..Payload::default()
+        };
+    }
+    if payload.first() != Some(&b'{') || payload.last() != Some(&b'}') {
+        return Payload {
+            malformed: true,
+            ..Payload::default()
+        };
+    }
+    let mut out = Payload {
+        content: has_text(payload, b"\"content\"")
+            || has_text(payload, b"\"reasoning_content\"")
+            || has_text(payload, b"\"reasoning\"")
+            || has_text(payload, b"\"text\""),
+        finish: has_text(payload, b"\"finish_reason\""),
+        ..Payload::default()
+    };
+    let rare = memmem::find(payload, b"\"usage\"").is_some()
+        || memmem::find(payload, b"\"error\"").is_some();
+    if rare {
+        match serde_json::from_slice::<Rare>(payload) {
+            Ok(r) => {
+                out.usage = r.usage;
+                out.error = r.error.map(|e| match e {
+                    ErrorBody::Object { message } => message.unwrap_or_else(|| "error".into()),
+                    ErrorBody::Text(t) => t,
+                });
+            }
+            Err(_) => out.malformed = true,
+        }
+    }
+    out
+}
+
+/// Splits body bytes into lines across chunk boundaries.
+#[derive(Debug, Default)]
+pub struct LineSplitter {
+    partial: Vec<u8>,
+}
+
+impl LineSplitter {
+    /// Feeds one body chunk; calls `on_line` with each complete line
+    /// (without its `\n` or `\r\n`).
+    pub fn feed(&mut self, mut chunk: &[u8], mut on_line: impl FnMut(&[u8])) {
+        while let Some(pos) = memchr::memchr(b'\n', chunk) {
+            let (line, rest) = chunk.split_at(pos);
+            if self.partial.is_empty() {
+                on_line(line.strip_suffix(b"\r").unwrap_or(line));
+            } else {
+                self.partial.extend_from_slice(line);
+                let whole = std::mem::take(&mut self.partial);
+                on_line(whole.strip_suffix(b"\r").unwrap_or(&whole));
+                self.partial = whole;
+                self.partial.clear();
+            }
+            chunk = &rest[1..];
+        }
+        self.partial.extend_from_slice(chunk);
+    }
+
+    /// Bytes after the last newline (an unterminated final line).
+    pub fn rest(&self) -> &[u8] {
+        &self.partial
+    }
+}
+
+/// The payload of an SSE line, if it is a `data:` field.
+pub fn data_of(line: &[u8]) -> Option<&[u8]> {
+    let value = line.strip_prefix(b"data:")?;
+    Some(value.strip_prefix(b" ").unwrap_or(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_chunks_and_the_end() {
+        let chunk = br#"{"id":"x","choices":[{"index":0,"delta":{"content":" tok"},"finish_reason":null}]}"#;
+        let p = classify(chunk);
+        assert!(p.content && !p.finish && !p.malformed && p.usage.is_none());
+        let role = br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#;
+        assert!(!classify(role).content);
+        let null = br#"{"choices":[{"delta":{"content":null,"reasoning_content":"hmm"}}]}"#;
+        assert!(classify(null).content, "reasoning counts as content");
+        let fin = br#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#;
+        assert!(classify(fin).finish);
+        assert!(classify(b"[DONE]").done);
+        let completion = br#"{"choices":[{"text":" a","index":0}]}"#;
+        assert!(classify(completion).content);
+    }
+
+    #[test]
+    fn usage_errors_and_malformed_payloads() {
+        let usage = br#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":8}}}"#;
+        let p = classify(usage);
+        let u = p.usage.unwrap();
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.cached_tokens()),
+            (Some(12), Some(3), Some(8))
+        );
+        let err = br#"{"error":{"message":"This model's maximum context length is 10 tokens","code":400}}"#;
+        assert_eq!(
+            classify(err).error.as_deref(),
+            Some("This model's maximum context length is 10 tokens")
+        );
+        assert!(classify(b"{not json").malformed);
+        assert!(classify(br#"{"usage": {"prompt_tokens": "x"}}"#).malformed);
+        assert!(classify(b"hello").malformed);
+    }
+
+    #[test]
+    fn lines_split_across_chunks() {
+        let mut splitter = LineSplitter::default();
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        for part in [&b"data: {\"a\""[..], b":1}\r\n\ndata: [DO", b"NE]\n"] {
+            splitter.feed(part, |l| lines.push(l.to_vec()));
+        }
+        assert_eq!(
+            lines,
+            vec![
+                b"data: {\"a\":1}".to_vec(),
+                b"".to_vec(),
+                b"data: [DONE]".to_vec()
+            ]
+        );
+        assert_eq!(data_of(&lines[0]), Some(&b"{\"a\":1}"[..]));
+        assert_eq!(data_of(b": comment"), None);
+        assert!(splitter.rest().is_empty());
+    }
+}
