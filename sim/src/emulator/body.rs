@@ -1,0 +1,329 @@
+//! Response bodies, and the stream state machine that writes one content
+//! chunk per token on absolute deadlines.
+//!
+//! A stream is a [`hyper::body::Body`] polled by hyper's connection task
+//! itself: no task or channel per stream. When hyper asks for the next
+//! frame the body checks the chunk's deadline (`receipt + ttft + k * itl`,
+//! plus the stall after the first chunk), waits on one reusable tokio
+//! timer if it is in the future, and otherwise builds the chunk from the
+//! request's pre-rendered prefix, the token number and a static suffix.
+//! Zero latency never touches a timer.
+//!
+//! **Where the stamps are taken:** in `poll_frame`, immediately before the
+//! frame is returned to hyper; hyper copies it into its write buffer and
+//! flushes it to the socket in the same poll of the connection.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use hyper::body::{Body, Frame, SizeHint};
+use tokio::time::{Instant, Sleep};
+
+use super::request::Endpoint;
+use super::server::{RequestGuard, Shared};
+use super::stamps::FaultKind;
+
+/// The malformed SSE line injected by `--malformed-rate`.
+pub(crate) const MALFORMED_LINE: &[u8] = b"data: {not json\n\n";
+
+/// Any response body the emulator sends.
+pub(crate) enum EmuBody {
+    Full(Option<Bytes>),
+    Stream(Box<StreamBody>),
+    /// Headers, then the connection is closed (non-streaming disconnect).
+    Abort {
+        yielded: bool,
+    },
+}
+
+impl EmuBody {
+    pub(crate) fn full(bytes: impl Into<Bytes>) -> Self {
+        EmuBody::Full(Some(bytes.into()))
+    }
+}
+
+fn injected_disconnect() -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, "injected disconnect")
+}
+
+impl Body for EmuBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match self.get_mut() {
+            EmuBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            EmuBody::Stream(s) => s.poll_next(cx),
+            EmuBody::Abort { yielded } => {
+                if *yielded {
+                    Poll::Ready(Some(Err(injected_disconnect())))
+                } else {
+                    // Let hyper flush what it has before the close.
+                    *yielded = true;
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            EmuBody::Full(b) => b.is_none(),
+            EmuBody::Stream(s) => matches!(s.phase, Phase::Done),
+            EmuBody::Abort { .. } => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            EmuBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            EmuBody::Full(None) => SizeHint::with_exact(0),
+            _ => SizeHint::default(),
+        }
+    }
+}
+
+/// The per-request text around each token: the chunk is
+/// `prefix_first|prefix + "tok" + k + suffix`.
+pub(crate) struct ChunkTemplate {
+    pub(crate) prefix_first: Bytes,
+    pub(crate) prefix: Bytes,
+    pub(crate) suffix: &'static [u8],
+}
+
+const CHAT_SUFFIX: &[u8] = b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
+const TEXT_SUFFIX: &[u8] = b"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n";
+
+/// `{"id":...,"object":...,"created":...,"model":...` (no closing brace).
+pub(crate) fn head(endpoint: Endpoint, seq: u64, created: u64, model_json: &str) -> String {
+    let (id, object) = match endpoint {
+        Endpoint::Chat => ("chatcmpl", "chat.completion.chunk"),
+        Endpoint::Completions => ("cmpl", "text_completion"),
+    };
+    format!(
+        r#"{{"id":"{id}-arbor-{seq}","object":"{object}","created":{created},"model":{model_json}"#
+    )
+}
+
+impl ChunkTemplate {
+    pub(crate) fn new(endpoint: Endpoint, head: &str) -> Self {
+        match endpoint {
+            Endpoint::Chat => ChunkTemplate {
+                prefix_first: Bytes::from(format!(
+                    r#"data: {head},"choices":[{{"index":0,"delta":{{"role":"assistant","content":" tok"#
+                )),
+                prefix: Bytes::from(format!(
+                    r#"data: {head},"choices":[{{"index":0,"delta":{{"content":" tok"#
+                )),
+                suffix: CHAT_SUFFIX,
+            },
+            Endpoint::Completions => {
+                let p = Bytes::from(format!(
+                    r#"data: {head},"choices":[{{"index":0,"text":" tok"#
+                ));
+                ChunkTemplate {
+                    prefix_first: p.clone(),
+                    prefix: p,
+                    suffix: TEXT_SUFFIX,
+                }
+            }
+        }
+    }
+
+    fn chunk(&self, k: u32) -> Bytes {
+        let prefix = if k == 0 {
+            &self.prefix_first
+        } else {
+            &self.prefix
+        };
+        let mut buf = BytesMut::with_capacity(prefix.len() + 10 + self.suffix.len());
+        buf.put_slice(prefix);
+        put_u32(&mut buf, k);
+        buf.put_slice(self.suffix);
+        buf.freeze()
+    }
+}
+
+fn put_u32(buf: &mut BytesMut, mut v: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.put_slice(&digits[i..]);
+}
+
+/// The end of a stream: the finish chunk, the usage chunk (if asked) and
+/// `[DONE]`, as one frame.
+pub(crate) fn tail(endpoint: Endpoint, head: &str, include_usage: bool, usage_json: &str) -> Bytes {
+    let mut s = String::with_capacity(2 * head.len() + usage_json.len() + 160);
+    s.push_str("data: ");
+    s.push_str(head);
+    match endpoint {
+        Endpoint::Chat => s.push_str(
+            r#","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}"#,
+        ),
+        Endpoint::Completions => s.push_str(
+            r#","choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}]}"#,
+        ),
+    }
+    s.push_str("\n\n");
+    if include_usage {
+        s.push_str("data: ");
+        s.push_str(head);
+        s.push_str(r#","choices":[],"usage":"#);
+        s.push_str(usage_json);
+        s.push_str("}\n\n");
+    }
+    s.push_str("data: [DONE]\n\n");
+    Bytes::from(s)
+}
+
+pub(crate) enum Phase {
+    Tokens,
+    Finish,
+    Aborting { yielded: bool },
+    Done,
+}
+
+/// One streaming response.
+pub(crate) struct StreamBody {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) guard: RequestGuard,
+    /// `receipt + ttft`.
+    pub(crate) first_at: Instant,
+    pub(crate) itl: Duration,
+    /// Extra delay of every deadline after the first chunk.
+    pub(crate) stall: Duration,
+    /// True when every deadline is the receipt time: no timers at all.
+    pub(crate) immediate: bool,
+    pub(crate) n: u32,
+    pub(crate) next: u32,
+    pub(crate) template: ChunkTemplate,
+    pub(crate) tail: Option<Bytes>,
+    /// Block keys to record in the cache when prefill completes.
+    pub(crate) blocks: Option<Vec<u64>>,
+    pub(crate) disconnect_after: Option<u32>,
+    pub(crate) malformed_at: Option<u32>,
+    pub(crate) sleep: Option<Pin<Box<Sleep>>>,
+    pub(crate) phase: Phase,
+}
+
+impl StreamBody {
+    fn deadline(&self, k: u32) -> Instant {
+        let mut d = self.first_at + self.itl * k;
+        if k >= 1 {
+            d += self.stall;
+        }
+        d
+    }
+
+    /// True when `deadline` has passed; otherwise arms the timer.
+    fn ready(&mut self, deadline: Instant, cx: &mut Context<'_>) -> bool {
+        if self.immediate || Instant::now() >= deadline {
+            return true;
+        }
+        let sleep = match &mut self.sleep {
+            Some(s) => {
+                s.as_mut().reset(deadline);
+                s
+            }
+            None => self
+                .sleep
+                .insert(Box::pin(tokio::time::sleep_until(deadline))),
+        };
+        sleep.as_mut().poll(cx).is_ready()
+    }
+
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        loop {
+            match self.phase {
+                Phase::Tokens => {
+                    let k = self.next;
+                    if k == self.n {
+                        self.phase = Phase::Finish;
+                        continue;
+                    }
+                    if !self.ready(self.deadline(k), cx) {
+                        return Poll::Pending;
+                    }
+                    if self.disconnect_after == Some(k) {
+                        self.start_abort();
+                        continue;
+                    }
+                    if let Some(blocks) = self.blocks.take() {
+                        self.shared.cache_insert(&blocks);
+                    }
+                    if self.malformed_at == Some(k) {
+                        self.malformed_at = None;
+                        self.shared.stats.malformed.fetch_add(1, Relaxed);
+                        self.guard.fault(FaultKind::Malformed);
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+                            MALFORMED_LINE,
+                        )))));
+                    }
+                    let chunk = self.template.chunk(k);
+                    self.next = k + 1;
+                    self.guard.stamp_chunk();
+                    if k == 0 && !self.stall.is_zero() {
+                        self.shared.stats.stalls.fetch_add(1, Relaxed);
+                        self.guard.fault(FaultKind::Stall);
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(chunk))));
+                }
+                Phase::Finish => {
+                    if !self.ready(self.deadline(self.n), cx) {
+                        return Poll::Pending;
+                    }
+                    if self.disconnect_after.is_some_and(|d| d >= self.n) {
+                        self.start_abort();
+                        continue;
+                    }
+                    if let Some(blocks) = self.blocks.take() {
+                        self.shared.cache_insert(&blocks);
+                    }
+                    self.phase = Phase::Done;
+                    let tail = self.tail.take().unwrap_or_default();
+                    self.shared.stats.tokens.fetch_add(self.n as u64, Relaxed);
+                    self.shared.stats.completed.fetch_add(1, Relaxed);
+                    self.guard.finish(200);
+                    return Poll::Ready(Some(Ok(Frame::data(tail))));
+                }
+                Phase::Aborting { yielded } => {
+                    if yielded {
+                        self.phase = Phase::Done;
+                        return Poll::Ready(Some(Err(injected_disconnect())));
+                    }
+                    // Return once without a frame so hyper flushes the
+                    // chunks already written before the connection closes.
+                    self.phase = Phase::Aborting { yielded: true };
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                Phase::Done => return Poll::Ready(None),
+            }
+        }
+    }
+
+    fn start_abort(&mut self) {
+        self.shared.stats.disconnects.fetch_add(1, Relaxed);
+        self.guard.fault(FaultKind::Disconnect);
+        self.guard.aborted_by_fault();
+        self.phase = Phase::Aborting { yielded: false };
+    }
+}

@@ -1,0 +1,474 @@
+//! Emulator configuration and the parsers behind its command-line flags.
+//!
+//! Every parser returns a [`PolicyError`] naming its flag, so the CLI can
+//! use them directly as clap value parsers (`value_parser = flags::ttft_ms`)
+//! or collect raw strings and call [`EmulatorFlags::into_config`].
+
+use arbor_engine::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
+use arbor_engine::PolicyError;
+
+/// Default context length reported by `/v1/models` and enforced on requests.
+pub const DEFAULT_MAX_MODEL_LEN: u32 = 131_072;
+/// Default model name.
+pub const DEFAULT_MODEL_NAME: &str = "arbor-emulator";
+/// Default bound on stamps kept in memory (the most recent requests).
+pub const DEFAULT_STAMP_CAPACITY: usize = 1_000_000;
+/// Output tokens when a request names neither `max_tokens` nor
+/// `max_completion_tokens`.
+pub const DEFAULT_MAX_TOKENS: u32 = 16;
+
+/// How long a request takes (see `docs/emulator.md`).
+///
+/// `ttft = ttft + uncached_prompt_tokens / prefill` (the prefill term only
+/// when `prefill_mtok_s` is set); content chunk `k` (0-based) is written at
+/// `receipt + ttft + k * itl`, and the final chunk (finish reason, usage,
+/// `[DONE]`) at `receipt + ttft + n * itl`, so a request's service time is
+/// the same `ttft + osl * itl` as the virtual clock's `fixed` model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TimingModel {
+    /// Base time to first token, nanoseconds.
+    pub ttft: Nanos,
+    /// Inter-token latency, nanoseconds.
+    pub itl: Nanos,
+    /// Prefill rate for uncached prompt tokens, milli-tokens per second.
+    pub prefill_mtok_s: Option<u64>,
+}
+
+impl TimingModel {
+    /// Time to first token for a request with `uncached` prompt tokens.
+    pub fn ttft_for(&self, uncached: u32) -> Nanos {
+        let prefill = match self.prefill_mtok_s {
+            Some(rate) if uncached > 0 => {
+                let numerator = uncached as u128 * NANOS_PER_SEC as u128 * 1000;
+                let rate = rate.max(1) as u128;
+                ((numerator + rate / 2) / rate).min(u64::MAX as u128) as Nanos
+            }
+            _ => 0,
+        };
+        self.ttft.saturating_add(prefill)
+    }
+}
+
+/// Status of an injected failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailStatus {
+    /// HTTP 500 Internal Server Error.
+    #[default]
+    InternalError,
+    /// HTTP 429 Too Many Requests, with `Retry-After`.
+    TooManyRequests,
+}
+
+impl FailStatus {
+    pub fn code(self) -> u16 {
+        match self {
+            FailStatus::InternalError => 500,
+            FailStatus::TooManyRequests => 429,
+        }
+    }
+}
+
+/// Fault injection knobs. Each fault fires on a request when a seeded hash
+/// of the request's sequence number (and the fault's kind) falls below its
+/// rate, so a run is reproducible.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Faults {
+    /// Share of requests answered with `fail_status` instead of a completion.
+    pub fail_rate: f64,
+    pub fail_status: FailStatus,
+    /// `Retry-After` seconds on a 429.
+    pub retry_after_s: u64,
+    /// Share of requests whose connection is closed after
+    /// `disconnect_after` content chunks, without `[DONE]`.
+    pub disconnect_rate: f64,
+    pub disconnect_after: u32,
+    /// Share of requests that pause `stall` after their first chunk.
+    pub stall_rate: f64,
+    pub stall: Nanos,
+    /// Share of streams with a malformed SSE line (`data: {not json`)
+    /// before their middle chunk.
+    pub malformed_rate: f64,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            fail_rate: 0.0,
+            fail_status: FailStatus::InternalError,
+            retry_after_s: 1,
+            disconnect_rate: 0.0,
+            disconnect_after: 1,
+            stall_rate: 0.0,
+            stall: 5 * NANOS_PER_SEC,
+            malformed_rate: 0.0,
+        }
+    }
+}
+
+/// Everything the emulator needs. `Default` is a zero-latency server with
+/// no faults, an unbounded prefix cache and the default model name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmulatorConfig {
+    pub timing: TimingModel,
+    pub faults: Faults,
+    /// Largest `prompt + max tokens` a request may ask for.
+    pub max_model_len: u32,
+    /// Name reported by `/v1/models` and required of requests that name one.
+    pub model_name: String,
+    /// Prefix cache capacity in 64-token blocks (LRU); `None` is unbounded,
+    /// `Some(0)` disables the cache.
+    pub cache_blocks: Option<usize>,
+    /// Seed of the fault decisions.
+    pub seed: u64,
+    /// Stamps kept in memory: the most recent `stamp_capacity` requests.
+    pub stamp_capacity: usize,
+}
+
+impl Default for EmulatorConfig {
+    fn default() -> Self {
+        EmulatorConfig {
+            timing: TimingModel::default(),
+            faults: Faults::default(),
+            max_model_len: DEFAULT_MAX_MODEL_LEN,
+            model_name: DEFAULT_MODEL_NAME.to_string(),
+            cache_blocks: None,
+            seed: 0,
+            stamp_capacity: DEFAULT_STAMP_CAPACITY,
+        }
+    }
+}
+
+impl EmulatorConfig {
+    /// Checks values that the typed fields cannot rule out.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        let rates = [
+            ("--fail-rate", self.faults.fail_rate),
+            ("--disconnect-rate", self.faults.disconnect_rate),
+            ("--stall-rate", self.faults.stall_rate),
+            ("--malformed-rate", self.faults.malformed_rate),
+        ];
+        for (flag, rate) in rates {
+            if !(0.0..=1.0).contains(&rate) {
+                return Err(PolicyError::new(
+                    flag,
+                    format!("a rate must be in [0, 1], got {rate}"),
+                ));
+            }
+        }
+        if self.max_model_len == 0 {
+            return Err(PolicyError::new("--max-model-len", "must be at least 1"));
+        }
+        if self.timing.prefill_mtok_s == Some(0) {
+            return Err(PolicyError::new("--prefill-tok-s", "must be positive"));
+        }
+        flags::model_name(&self.model_name)?;
+        Ok(())
+    }
+}
+
+/// One parser per flag. Each names its flag in the error.
+pub mod flags {
+    use super::*;
+
+    fn number(flag: &'static str, text: &str, what: &str) -> Result<f64, PolicyError> {
+        match text.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+            _ => Err(PolicyError::new(
+                flag,
+                format!("expected {what}, got `{text}`"),
+            )),
+        }
+    }
+
+    fn millis(flag: &'static str, text: &str) -> Result<Nanos, PolicyError> {
+        let ms = number(flag, text, "a non-negative number of milliseconds")?;
+        millis_to_nanos(ms).ok_or_else(|| PolicyError::new(flag, format!("too large: `{text}`")))
+    }
+
+    fn rate_per_s(flag: &'static str, text: &str) -> Result<u64, PolicyError> {
+        let v = number(flag, text, "a positive number of tokens per second")?;
+        let mtok = (v * 1000.0).round();
+        if !(1.0..=1.0e15).contains(&mtok) {
+            return Err(PolicyError::new(
+                flag,
+                format!("expected a positive number of tokens per second, got `{text}`"),
+            ));
+        }
+        Ok(mtok as u64)
+    }
+
+    fn fraction(flag: &'static str, text: &str) -> Result<f64, PolicyError> {
+        let v = number(flag, text, "a rate in [0, 1]")?;
+        if v > 1.0 {
+            return Err(PolicyError::new(
+                flag,
+                format!("expected a rate in [0, 1], got `{text}`"),
+            ));
+        }
+        Ok(v)
+    }
+
+    fn integer<T: std::str::FromStr>(
+        flag: &'static str,
+        text: &str,
+        what: &str,
+    ) -> Result<T, PolicyError> {
+        text.trim()
+            .parse::<T>()
+            .map_err(|_| PolicyError::new(flag, format!("expected {what}, got `{text}`")))
+    }
+
+    /// `--ttft-ms`: base time to first token.
+    pub fn ttft_ms(text: &str) -> Result<Nanos, PolicyError> {
+        millis("--ttft-ms", text)
+    }
+    /// `--itl-ms`: inter-token latency.
+    pub fn itl_ms(text: &str) -> Result<Nanos, PolicyError> {
+        millis("--itl-ms", text)
+    }
+    /// `--prefill-tok-s`: prefill rate, returned in milli-tokens per second.
+    pub fn prefill_tok_s(text: &str) -> Result<u64, PolicyError> {
+        rate_per_s("--prefill-tok-s", text)
+    }
+    /// `--decode-tok-s`: decode rate, returned as the inter-token latency
+    /// in nanoseconds (`1 / rate`).
+    pub fn decode_tok_s(text: &str) -> Result<Nanos, PolicyError> {
+        let mtok = rate_per_s("--decode-tok-s", text)?;
+        let itl = (NANOS_PER_SEC as u128 * 1000 + mtok as u128 / 2) / mtok as u128;
+        Ok(itl.min(u64::MAX as u128) as Nanos)
+    }
+    /// `--max-model-len`: context length in tokens (at least 1).
+    pub fn max_model_len(text: &str) -> Result<u32, PolicyError> {
+        match integer::<u32>("--max-model-len", text, "a positive number of tokens")? {
+            0 => Err(PolicyError::new("--max-model-len", "must be at least 1")),
+            n => Ok(n),
+        }
+    }
+    /// `--model-name`: non-empty, printable, at most 256 bytes.
+    pub fn model_name(text: &str) -> Result<String, PolicyError> {
+        if text.is_empty() || text.len() > 256 || text.chars().any(|c| c.is_control()) {
+            return Err(PolicyError::new(
+                "--model-name",
+                format!("expected a non-empty printable name of at most 256 bytes, got `{text}`"),
+            ));
+        }
+        Ok(text.to_string())
+    }
+    /// `--cache-blocks`: prefix cache capacity in 64-token blocks (0 disables).
+    pub fn cache_blocks(text: &str) -> Result<usize, PolicyError> {
+        integer("--cache-blocks", text, "a number of 64-token blocks")
+    }
+    /// `--fail-rate`.
+    pub fn fail_rate(text: &str) -> Result<f64, PolicyError> {
+        fraction("--fail-rate", text)
+    }
+    /// `--fail-status 500|429`.
+    pub fn fail_status(text: &str) -> Result<FailStatus, PolicyError> {
+        match text.trim() {
+            "500" => Ok(FailStatus::InternalError),
+            "429" => Ok(FailStatus::TooManyRequests),
+            _ => Err(PolicyError::new(
+                "--fail-status",
+                format!("expected 500 or 429, got `{text}`"),
+            )),
+        }
+    }
+    /// `--retry-after-s`: whole seconds sent in `Retry-After` on a 429.
+    pub fn retry_after_s(text: &str) -> Result<u64, PolicyError> {
+        integer("--retry-after-s", text, "a whole number of seconds")
+    }
+    /// `--disconnect-rate`.
+    pub fn disconnect_rate(text: &str) -> Result<f64, PolicyError> {
+        fraction("--disconnect-rate", text)
+    }
+    /// `--disconnect-after N`: content chunks written before the close.
+    pub fn disconnect_after(text: &str) -> Result<u32, PolicyError> {
+        integer("--disconnect-after", text, "a number of chunks")
+    }
+    /// `--stall-rate`.
+    pub fn stall_rate(text: &str) -> Result<f64, PolicyError> {
+        fraction("--stall-rate", text)
+    }
+    /// `--stall-s`: pause after the first chunk, seconds (fractions allowed).
+    pub fn stall_s(text: &str) -> Result<Nanos, PolicyError> {
+        let s = number("--stall-s", text, "a non-negative number of seconds")?;
+        secs_to_nanos(s)
+            .ok_or_else(|| PolicyError::new("--stall-s", format!("too large: `{text}`")))
+    }
+    /// `--malformed-rate`.
+    pub fn malformed_rate(text: &str) -> Result<f64, PolicyError> {
+        fraction("--malformed-rate", text)
+    }
+    /// `--seed`.
+    pub fn seed(text: &str) -> Result<u64, PolicyError> {
+        integer("--seed", text, "an unsigned 64-bit integer")
+    }
+}
+
+/// The flags as parsed values, all optional; [`EmulatorFlags::into_config`]
+/// fills the defaults and checks combinations.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EmulatorFlags {
+    pub ttft_ms: Option<Nanos>,
+    pub itl_ms: Option<Nanos>,
+    pub prefill_tok_s: Option<u64>,
+    /// As returned by [`flags::decode_tok_s`]: an ITL in nanoseconds.
+    pub decode_tok_s: Option<Nanos>,
+    pub max_model_len: Option<u32>,
+    pub model_name: Option<String>,
+    pub cache_blocks: Option<usize>,
+    pub fail_rate: Option<f64>,
+    pub fail_status: Option<FailStatus>,
+    pub retry_after_s: Option<u64>,
+    pub disconnect_rate: Option<f64>,
+    pub disconnect_after: Option<u32>,
+    pub stall_rate: Option<f64>,
+    pub stall_s: Option<Nanos>,
+    pub malformed_rate: Option<f64>,
+    pub seed: Option<u64>,
+}
+
+impl EmulatorFlags {
+    /// Sets one flag from its text, by long name (with or without `--`).
+    pub fn set(&mut self, flag: &str, text: &str) -> Result<(), PolicyError> {
+        match flag.trim_start_matches("--") {
+            "ttft-ms" => self.ttft_ms = Some(flags::ttft_ms(text)?),
+            "itl-ms" => self.itl_ms = Some(flags::itl_ms(text)?),
+            "prefill-tok-s" => self.prefill_tok_s = Some(flags::prefill_tok_s(text)?),
+            "decode-tok-s" => self.decode_tok_s = Some(flags::decode_tok_s(text)?),
+            "max-model-len" => self.max_model_len = Some(flags::max_model_len(text)?),
+            "model-name" => self.model_name = Some(flags::model_name(text)?),
+            "cache-blocks" => self.cache_blocks = Some(flags::cache_blocks(text)?),
+            "fail-rate" => self.fail_rate = Some(flags::fail_rate(text)?),
+            "fail-status" => self.fail_status = Some(flags::fail_status(text)?),
+            "retry-after-s" => self.retry_after_s = Some(flags::retry_after_s(text)?),
+            "disconnect-rate" => self.disconnect_rate = Some(flags::disconnect_rate(text)?),
+            "disconnect-after" => self.disconnect_after = Some(flags::disconnect_after(text)?),
+            "stall-rate" => self.stall_rate = Some(flags::stall_rate(text)?),
+            "stall-s" => self.stall_s = Some(flags::stall_s(text)?),
+            "malformed-rate" => self.malformed_rate = Some(flags::malformed_rate(text)?),
+            "seed" => self.seed = Some(flags::seed(text)?),
+            _ => {
+                return Err(PolicyError::new(
+                    "emulator",
+                    format!("unknown emulator flag `{flag}`"),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The configuration these flags describe. `--itl-ms` and
+    /// `--decode-tok-s` are two ways to say the same thing: giving both is
+    /// an error.
+    pub fn into_config(self) -> Result<EmulatorConfig, PolicyError> {
+        let defaults = EmulatorConfig::default();
+        let itl = match (self.itl_ms, self.decode_tok_s) {
+            (Some(_), Some(_)) => {
+                return Err(PolicyError::new(
+                    "--decode-tok-s",
+                    "give either --itl-ms or --decode-tok-s, not both",
+                ))
+            }
+            (Some(itl), None) | (None, Some(itl)) => itl,
+            (None, None) => defaults.timing.itl,
+        };
+        let f = defaults.faults;
+        let config = EmulatorConfig {
+            timing: TimingModel {
+                ttft: self.ttft_ms.unwrap_or(defaults.timing.ttft),
+                itl,
+                prefill_mtok_s: self.prefill_tok_s,
+            },
+            faults: Faults {
+                fail_rate: self.fail_rate.unwrap_or(f.fail_rate),
+                fail_status: self.fail_status.unwrap_or(f.fail_status),
+                retry_after_s: self.retry_after_s.unwrap_or(f.retry_after_s),
+                disconnect_rate: self.disconnect_rate.unwrap_or(f.disconnect_rate),
+                disconnect_after: self.disconnect_after.unwrap_or(f.disconnect_after),
+                stall_rate: self.stall_rate.unwrap_or(f.stall_rate),
+                stall: self.stall_s.unwrap_or(f.stall),
+                malformed_rate: self.malformed_rate.unwrap_or(f.malformed_rate),
+            },
+            max_model_len: self.max_model_len.unwrap_or(defaults.max_model_len),
+            model_name: self.model_name.unwrap_or(defaults.model_name),
+            cache_blocks: self.cache_blocks,
+            seed: self.seed.unwrap_or(defaults.seed),
+            stamp_capacity: defaults.stamp_capacity,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsers_name_their_flag() {
+        let e = flags::fail_rate("1.5").unwrap_err();
+        assert_eq!(e.flag, "--fail-rate");
+        let e = flags::fail_status("404").unwrap_err();
+        assert_eq!(e.flag, "--fail-status");
+        let e = flags::ttft_ms("-3").unwrap_err();
+        assert_eq!(e.flag, "--ttft-ms");
+        assert!(e.to_string().starts_with("--ttft-ms: "));
+        assert_eq!(
+            flags::max_model_len("0").unwrap_err().flag,
+            "--max-model-len"
+        );
+        assert_eq!(
+            flags::prefill_tok_s("0").unwrap_err().flag,
+            "--prefill-tok-s"
+        );
+        assert_eq!(flags::model_name("").unwrap_err().flag, "--model-name");
+    }
+
+    #[test]
+    fn parsers_convert_units() {
+        assert_eq!(flags::ttft_ms("200").unwrap(), 200_000_000);
+        assert_eq!(flags::itl_ms("0.5").unwrap(), 500_000);
+        assert_eq!(flags::decode_tok_s("50").unwrap(), 20_000_000);
+        assert_eq!(flags::prefill_tok_s("1000.5").unwrap(), 1_000_500);
+        assert_eq!(flags::stall_s("1.5").unwrap(), 1_500_000_000);
+        assert_eq!(
+            flags::fail_status("429").unwrap(),
+            FailStatus::TooManyRequests
+        );
+    }
+
+    #[test]
+    fn flags_build_a_config() {
+        let mut f = EmulatorFlags::default();
+        f.set("--ttft-ms", "100").unwrap();
+        f.set("decode-tok-s", "100").unwrap();
+        f.set("--fail-rate", "0.25").unwrap();
+        f.set("--seed", "7").unwrap();
+        let c = f.clone().into_config().unwrap();
+        assert_eq!(c.timing.ttft, 100_000_000);
+        assert_eq!(c.timing.itl, 10_000_000);
+        assert_eq!(c.faults.fail_rate, 0.25);
+        assert_eq!(c.seed, 7);
+        assert_eq!(c.max_model_len, DEFAULT_MAX_MODEL_LEN);
+        f.set("--itl-ms", "5").unwrap();
+        assert_eq!(f.into_config().unwrap_err().flag, "--decode-tok-s");
+        assert!(EmulatorFlags::default().set("--nope", "1").is_err());
+    }
+
+    #[test]
+    fn ttft_adds_prefill_of_uncached_tokens() {
+        let t = TimingModel {
+            ttft: 10_000_000,
+            itl: 0,
+            prefill_mtok_s: Some(1_000_000), // 1000 tok/s
+        };
+        assert_eq!(t.ttft_for(0), 10_000_000);
+        assert_eq!(t.ttft_for(500), 510_000_000);
+        let no_rate = TimingModel {
+            prefill_mtok_s: None,
+            ..t
+        };
+        assert_eq!(no_rate.ttft_for(500), 10_000_000);
+    }
+}

@@ -1,0 +1,36 @@
+//! The emulator: an OpenAI-compatible streaming HTTP server driven by a
+//! timing model in real time, with a content-keyed prefix cache, seeded
+//! fault injection and server-side timestamps for measuring a client's own
+//! error. See `docs/emulator.md`.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use arbor_sim::emulator::{serve, EmulatorConfig};
+//! let mut config = EmulatorConfig::default();
+//! config.timing.ttft = 200_000_000; // 200 ms
+//! config.timing.itl = 20_000_000; // 20 ms
+//! let emulator = serve(config, "127.0.0.1:0".parse().unwrap()).await?;
+//! println!("listening on {}", emulator.base_url());
+//! // ... send requests with an `x-arbor-request-id` header ...
+//! let stamps = emulator.stamps();
+//! # let _ = stamps;
+//! emulator.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod body;
+pub mod cache;
+pub mod config;
+mod faults;
+mod request;
+mod server;
+pub mod stamps;
+
+pub use cache::{BLOCK_BYTES, BLOCK_TOKENS};
+pub use config::{
+    flags, EmulatorConfig, EmulatorFlags, FailStatus, Faults, TimingModel, DEFAULT_MAX_MODEL_LEN,
+    DEFAULT_MAX_TOKENS, DEFAULT_MODEL_NAME, DEFAULT_STAMP_CAPACITY,
+};
+pub use faults::FaultPlan;
+pub use server::{serve, EmulatorHandle, EmulatorStats, MAX_BODY_BYTES, REQUEST_ID_HEADER};
+pub use stamps::{FaultKind, ServerStamp};

@@ -1,0 +1,279 @@
+//! Reading an OpenAI request body: the fields the emulator honours, the
+//! prompt's token count and its cache block keys.
+//!
+//! Prompt tokens are `ceil(bytes / 4)` of the prompt text: the UTF-8 bytes
+//! of every message's content (string content, or the `text` of each
+//! content part) for chat, or of `prompt` for completions (a prompt given
+//! as token ids counts one token per id). Roles count for the cache key
+//! but not for tokens. Exact tokenizers may come later.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::cache::BlockHasher;
+use super::config::DEFAULT_MAX_TOKENS;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    Chat,
+    Completions,
+}
+
+impl Endpoint {
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "/v1/chat/completions",
+            Endpoint::Completions => "/v1/completions",
+        }
+    }
+}
+
+/// What the emulator takes from a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Parsed {
+    pub model: Option<String>,
+    pub max_tokens: u32,
+    pub stream: bool,
+    pub include_usage: bool,
+    pub prompt_tokens: u32,
+    pub blocks: Vec<u64>,
+}
+
+#[derive(Deserialize)]
+struct RawRequest<'a> {
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    messages: Option<Vec<RawMessage<'a>>>,
+    #[serde(borrow, default)]
+    prompt: Option<&'a RawValue>,
+    #[serde(default)]
+    max_tokens: Option<i64>,
+    #[serde(default)]
+    max_completion_tokens: Option<i64>,
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct RawMessage<'a> {
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+struct Prompt {
+    hasher: BlockHasher,
+    bytes: u64,
+}
+
+impl Prompt {
+    fn text(&mut self, s: &str) {
+        self.hasher.update(s.as_bytes());
+        self.bytes += s.len() as u64;
+    }
+}
+
+fn bad(what: impl std::fmt::Display) -> String {
+    format!("invalid request body: {what}")
+}
+
+fn content(raw: &RawValue, prompt: &mut Prompt) -> Result<(), String> {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'"') => {
+            let s: Text = serde_json::from_str(text).map_err(bad)?;
+            prompt.text(&s.0);
+        }
+        Some(b'[') => {
+            let parts: Vec<Part> = serde_json::from_str(text).map_err(bad)?;
+            for p in parts.iter().filter_map(|p| p.text.as_deref()) {
+                prompt.text(p);
+            }
+        }
+        Some(b'n') => {}
+        _ => {
+            return Err(bad(
+                "a message content must be a string, an array of parts or null",
+            ))
+        }
+    }
+    Ok(())
+}
+
+fn completion_prompt(raw: &RawValue, prompt: &mut Prompt) -> Result<(), String> {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'"') => {
+            let s: Text = serde_json::from_str(text).map_err(bad)?;
+            prompt.text(&s.0);
+        }
+        Some(b'[') => {
+            if let Ok(ids) = serde_json::from_str::<Vec<u32>>(text) {
+                for id in ids {
+                    prompt.hasher.update(&id.to_le_bytes());
+                    prompt.bytes += 4;
+                }
+            } else {
+                let mut texts: Vec<Text> = serde_json::from_str(text).map_err(|_| {
+                    bad("`prompt` must be a string, an array of one string, or an array of token ids")
+                })?;
+                if texts.len() != 1 {
+                    return Err(bad(
+                        "batched prompts (more than one string) are not supported",
+                    ));
+                }
+                let s = texts.pop().expect("one prompt");
+                prompt.text(&s.0);
+            }
+        }
+        _ => return Err(bad("`prompt` must be a string or an array")),
+    }
+    Ok(())
+}
+
+fn count(flag: &str, value: i64) -> Result<u32, String> {
+    if value < 1 || value > u32::MAX as i64 {
+        return Err(format!("`{flag}` must be at least 1, got {value}"));
+    }
+    Ok(value as u32)
+}
+
+pub(crate) fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, String> {
+    let raw: RawRequest = serde_json::from_slice(body).map_err(bad)?;
+    let mut prompt = Prompt {
+        hasher: BlockHasher::new(),
+        bytes: 0,
+    };
+    match endpoint {
+        Endpoint::Chat => {
+            let messages = raw
+                .messages
+                .as_ref()
+                .ok_or_else(|| bad("`messages` is required"))?;
+            for m in messages {
+                prompt
+                    .hasher
+                    .update(m.role.as_deref().unwrap_or("").as_bytes());
+                prompt.hasher.update(b"\n");
+                if let Some(c) = m.content {
+                    content(c, &mut prompt)?;
+                }
+                prompt.hasher.update(b"\n");
+            }
+        }
+        Endpoint::Completions => {
+            let p = raw.prompt.ok_or_else(|| bad("`prompt` is required"))?;
+            completion_prompt(p, &mut prompt)?;
+        }
+    }
+    let max_tokens = match (raw.max_completion_tokens, raw.max_tokens) {
+        (Some(v), _) => count("max_completion_tokens", v)?,
+        (None, Some(v)) => count("max_tokens", v)?,
+        (None, None) => DEFAULT_MAX_TOKENS,
+    };
+    let prompt_tokens = prompt.bytes.div_ceil(4).min(u32::MAX as u64) as u32;
+    Ok(Parsed {
+        model: raw.model.map(Cow::into_owned),
+        max_tokens,
+        stream: raw.stream.unwrap_or(false),
+        include_usage: raw
+            .stream_options
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false),
+        prompt_tokens,
+        blocks: prompt.hasher.finish(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_fields() {
+        let body = br#"{"model":"m","messages":[{"role":"system","content":"abcde"},
+            {"role":"user","content":[{"type":"text","text":"fgh"},{"type":"image_url","image_url":{}}]},
+            {"role":"assistant","content":null,"tool_calls":[]}],
+            "max_tokens":5,"max_completion_tokens":7,"stream":true,
+            "stream_options":{"include_usage":true},"ignore_eos":true}"#;
+        let p = parse(Endpoint::Chat, body).unwrap();
+        assert_eq!(p.model.as_deref(), Some("m"));
+        assert_eq!(p.max_tokens, 7);
+        assert!(p.stream && p.include_usage);
+        assert_eq!(p.prompt_tokens, 2); // 8 bytes
+    }
+
+    #[test]
+    fn escapes_count_decoded_bytes_and_defaults_apply() {
+        let p = parse(
+            Endpoint::Chat,
+            br#"{"messages":[{"role":"user","content":"a\nb\u00e9"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(p.prompt_tokens, 2); // 5 bytes
+        assert_eq!(p.max_tokens, DEFAULT_MAX_TOKENS);
+        assert!(!p.stream && !p.include_usage && p.model.is_none());
+    }
+
+    #[test]
+    fn completion_prompts() {
+        let p = parse(
+            Endpoint::Completions,
+            br#"{"prompt":"abcdefgh","max_tokens":3}"#,
+        )
+        .unwrap();
+        assert_eq!((p.prompt_tokens, p.max_tokens), (2, 3));
+        let p = parse(Endpoint::Completions, br#"{"prompt":[1,2,3]}"#).unwrap();
+        assert_eq!(p.prompt_tokens, 3);
+        let p = parse(Endpoint::Completions, br#"{"prompt":["abcd"]}"#).unwrap();
+        assert_eq!(p.prompt_tokens, 1);
+        assert!(parse(Endpoint::Completions, br#"{"prompt":["a","b"]}"#).is_err());
+        assert!(parse(Endpoint::Completions, br#"{"max_tokens":3}"#).is_err());
+    }
+
+    #[test]
+    fn bad_bodies() {
+        assert!(parse(Endpoint::Chat, b"{").is_err());
+        assert!(parse(Endpoint::Chat, br#"{"prompt":"x"}"#).is_err());
+        assert!(parse(Endpoint::Chat, br#"{"messages":[],"max_tokens":0}"#).is_err());
+        assert!(parse(
+            Endpoint::Chat,
+            br#"{"messages":[{"role":"user","content":5}]}"#
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn same_prefix_same_blocks() {
+        let long = "x".repeat(1000);
+        let a = format!(r#"{{"messages":[{{"role":"user","content":"{long}"}}]}}"#);
+        let b = format!(
+            r#"{{"messages":[{{"role":"user","content":"{long}"}},{{"role":"assistant","content":"{long}"}}]}}"#
+        );
+        let pa = parse(Endpoint::Chat, a.as_bytes()).unwrap();
+        let pb = parse(Endpoint::Chat, b.as_bytes()).unwrap();
+        assert_eq!(pa.blocks.len(), 3);
+        assert_eq!(pa.blocks[..], pb.blocks[..3]);
+    }
+}

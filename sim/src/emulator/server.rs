@@ -1,0 +1,659 @@
+//! The HTTP server: routing, request handling, shared state, the handle.
+//!
+//! Built on hyper 1 directly (HTTP/1.1, one tokio task per connection via
+//! hyper-util's `TokioIo`): a stream is a body that hyper polls on the
+//! connection's own task, so a stream costs no extra task, channel or
+//! router layer, and a body error closes the connection mid-stream (the
+//! disconnect fault).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::body::{self, ChunkTemplate, EmuBody, Phase, StreamBody, MALFORMED_LINE};
+use super::cache::{PrefixCache, BLOCK_TOKENS};
+use super::config::{EmulatorConfig, FailStatus};
+use super::faults::FaultPlan;
+use super::request::{self, Endpoint};
+use super::stamps::{FaultKind, ServerStamp, StampStore};
+
+/// Largest request body accepted (bytes).
+pub const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// The header a client sets to have a request stamped.
+pub const REQUEST_ID_HEADER: &str = "x-arbor-request-id";
+
+/// Counters of what the emulator did. `requests` counts completion
+/// requests (both endpoints); each fault counter counts the times the fault
+/// took effect.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct EmulatorStats {
+    pub requests: u64,
+    /// Completions that finished normally (stream with `[DONE]`, or JSON).
+    pub completed: u64,
+    /// Output tokens of completed requests.
+    pub tokens: u64,
+    pub errors_500: u64,
+    pub errors_429: u64,
+    pub disconnects: u64,
+    pub stalls: u64,
+    pub malformed: u64,
+    pub context_overflows: u64,
+    pub model_not_found: u64,
+    pub bad_requests: u64,
+    /// Requests whose client went away before the response finished.
+    pub client_aborts: u64,
+    /// Completion requests in flight now, and the most seen at once.
+    pub active: u64,
+    pub peak_active: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) requests: AtomicU64,
+    pub(crate) completed: AtomicU64,
+    pub(crate) tokens: AtomicU64,
+    pub(crate) errors_500: AtomicU64,
+    pub(crate) errors_429: AtomicU64,
+    pub(crate) disconnects: AtomicU64,
+    pub(crate) stalls: AtomicU64,
+    pub(crate) malformed: AtomicU64,
+    pub(crate) context_overflows: AtomicU64,
+    pub(crate) model_not_found: AtomicU64,
+    pub(crate) bad_requests: AtomicU64,
+    pub(crate) client_aborts: AtomicU64,
+    pub(crate) active: AtomicU64,
+    pub(crate) peak_active: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> EmulatorStats {
+        EmulatorStats {
+            requests: self.requests.load(Relaxed),
+            completed: self.completed.load(Relaxed),
+            tokens: self.tokens.load(Relaxed),
+            errors_500: self.errors_500.load(Relaxed),
+            errors_429: self.errors_429.load(Relaxed),
+            disconnects: self.disconnects.load(Relaxed),
+            stalls: self.stalls.load(Relaxed),
+            malformed: self.malformed.load(Relaxed),
+            context_overflows: self.context_overflows.load(Relaxed),
+            model_not_found: self.model_not_found.load(Relaxed),
+            bad_requests: self.bad_requests.load(Relaxed),
+            client_aborts: self.client_aborts.load(Relaxed),
+            active: self.active.load(Relaxed),
+            peak_active: self.peak_active.load(Relaxed),
+        }
+    }
+}
+
+/// State shared by every connection.
+pub(crate) struct Shared {
+    pub(crate) config: EmulatorConfig,
+    model_json: String,
+    models_body: Bytes,
+    start: Instant,
+    seq: AtomicU64,
+    cache: Mutex<PrefixCache>,
+    stamps: Mutex<StampStore>,
+    pub(crate) stats: Counters,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    fn new(config: EmulatorConfig) -> Self {
+        let model_json = serde_json::to_string(&config.model_name).expect("a string serializes");
+        let models = serde_json::json!({
+            "object": "list",
+            "data": [{
+                "id": config.model_name,
+                "object": "model",
+                "created": 0,
+                "owned_by": "arbor",
+                "max_model_len": config.max_model_len,
+            }],
+        });
+        Shared {
+            models_body: Bytes::from(models.to_string()),
+            model_json,
+            start: Instant::now(),
+            seq: AtomicU64::new(0),
+            cache: Mutex::new(PrefixCache::new(config.cache_blocks)),
+            stamps: Mutex::new(StampStore::new(config.stamp_capacity)),
+            stats: Counters::default(),
+            config,
+        }
+    }
+
+    /// Monotonic nanoseconds since the emulator started.
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.ns(Instant::now())
+    }
+
+    fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.start).as_nanos() as u64
+    }
+
+    fn cache_enabled(&self) -> bool {
+        self.config.cache_blocks != Some(0)
+    }
+
+    pub(crate) fn cache_insert(&self, blocks: &[u64]) {
+        if self.cache_enabled() && !blocks.is_empty() {
+            lock(&self.cache).insert(blocks);
+        }
+    }
+
+    fn cache_lookup(&self, blocks: &[u64]) -> usize {
+        if self.cache_enabled() && !blocks.is_empty() {
+            lock(&self.cache).lookup(blocks)
+        } else {
+            0
+        }
+    }
+}
+
+/// Tracks one completion request: its stamp, the in-flight count, and
+/// whether it ended normally. Dropping it unfinished (the client went away)
+/// still keeps the stamp, with `done_ns: None`.
+pub(crate) struct RequestGuard {
+    shared: Arc<Shared>,
+    stamp: Option<ServerStamp>,
+    finished: bool,
+    fault_abort: bool,
+}
+
+impl RequestGuard {
+    fn new(shared: Arc<Shared>, stamp: Option<ServerStamp>) -> Self {
+        let active = shared.stats.active.fetch_add(1, Relaxed) + 1;
+        shared.stats.peak_active.fetch_max(active, Relaxed);
+        RequestGuard {
+            shared,
+            stamp,
+            finished: false,
+            fault_abort: false,
+        }
+    }
+
+    pub(crate) fn stamp_chunk(&mut self) {
+        if let Some(s) = &mut self.stamp {
+            let t = self.shared.now_ns();
+            s.first_chunk_ns.get_or_insert(t);
+            s.chunk_ns.push(t);
+        }
+    }
+
+    pub(crate) fn fault(&mut self, kind: FaultKind) {
+        if let Some(s) = &mut self.stamp {
+            s.faults.push(kind);
+        }
+    }
+
+    pub(crate) fn aborted_by_fault(&mut self) {
+        self.fault_abort = true;
+    }
+
+    /// The response's last bytes are being handed to hyper.
+    pub(crate) fn finish(&mut self, status: u16) {
+        self.finished = true;
+        if let Some(mut s) = self.stamp.take() {
+            s.status = status;
+            s.done_ns = Some(self.shared.now_ns());
+            lock(&self.shared.stamps).push(s);
+        }
+    }
+
+    fn with_stamp(&mut self, f: impl FnOnce(&mut ServerStamp)) {
+        if let Some(s) = &mut self.stamp {
+            f(s);
+        }
+    }
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        self.shared.stats.active.fetch_sub(1, Relaxed);
+        if !self.finished && !self.fault_abort {
+            self.shared.stats.client_aborts.fetch_add(1, Relaxed);
+        }
+        if let Some(s) = self.stamp.take() {
+            lock(&self.shared.stamps).push(s);
+        }
+    }
+}
+
+fn json_response(status: u16, body: impl Into<Bytes>) -> Response<EmuBody> {
+    let mut r = Response::new(EmuBody::full(body));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn error_response(status: u16, kind: &str, message: &str) -> Response<EmuBody> {
+    let body = serde_json::json!({
+        "error": {"message": message, "type": kind, "param": null, "code": status}
+    });
+    json_response(status, body.to_string())
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<EmuBody>, Infallible> {
+    let t0 = Instant::now();
+    let path = req.uri().path();
+    let response = match (req.method(), path) {
+        (&Method::GET, "/health") => json_response(200, Bytes::from_static(b"{\"status\":\"ok\"}")),
+        (&Method::GET, "/v1/models") => json_response(200, shared.models_body.clone()),
+        (&Method::POST, "/v1/chat/completions") => {
+            completion(shared, req, Endpoint::Chat, t0).await
+        }
+        (&Method::POST, "/v1/completions") => {
+            completion(shared, req, Endpoint::Completions, t0).await
+        }
+        (&Method::GET, "/arbor/stamps") => {
+            let drain = req
+                .uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|kv| kv == "drain=1" || kv == "drain=true"));
+            let stamps = {
+                let mut store = lock(&shared.stamps);
+                if drain {
+                    store.drain()
+                } else {
+                    store.snapshot()
+                }
+            };
+            json_response(200, serde_json::to_vec(&stamps).expect("stamps serialize"))
+        }
+        (&Method::GET, "/arbor/stats") => json_response(
+            200,
+            serde_json::to_vec(&shared.stats.snapshot()).expect("stats serialize"),
+        ),
+        (&Method::GET, "/arbor/clock") => {
+            json_response(200, format!("{{\"now_ns\":{}}}", shared.now_ns()))
+        }
+        (
+            _,
+            "/health"
+            | "/v1/models"
+            | "/v1/chat/completions"
+            | "/v1/completions"
+            | "/arbor/stamps"
+            | "/arbor/stats"
+            | "/arbor/clock",
+        ) => error_response(405, "MethodNotAllowed", "method not allowed"),
+        _ => error_response(404, "NotFoundError", &format!("no such route: {path}")),
+    };
+    Ok(response)
+}
+
+/// The vLLM-style context overflow message (arbor classifies it).
+pub(crate) fn context_overflow_message(max_model_len: u32, prompt: u32, completion: u32) -> String {
+    format!(
+        "This model's maximum context length is {max_model_len} tokens. However, you requested {} tokens ({prompt} in the messages, {completion} in the completion). Please reduce the length of the messages or completion.",
+        prompt as u64 + completion as u64
+    )
+}
+
+async fn completion(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+    endpoint: Endpoint,
+    t0: Instant,
+) -> Response<EmuBody> {
+    let seq = shared.seq.fetch_add(1, Relaxed);
+    shared.stats.requests.fetch_add(1, Relaxed);
+    let stamp = req
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(|id| ServerStamp {
+            request_id: id.to_string(),
+            seq,
+            endpoint: endpoint.path().to_string(),
+            stream: false,
+            status: 0,
+            received_ns: shared.ns(t0),
+            first_chunk_ns: None,
+            chunk_ns: Vec::new(),
+            done_ns: None,
+            prompt_tokens: 0,
+            cached_tokens: 0,
+            max_tokens: 0,
+            faults: Vec::new(),
+        });
+    let mut guard = RequestGuard::new(shared.clone(), stamp);
+    let config = &shared.config;
+
+    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            shared.stats.bad_requests.fetch_add(1, Relaxed);
+            guard.finish(400);
+            return error_response(
+                400,
+                "BadRequestError",
+                &format!("could not read the request body: {e}"),
+            );
+        }
+    };
+    let parsed = match request::parse(endpoint, &body) {
+        Ok(p) => p,
+        Err(message) => {
+            shared.stats.bad_requests.fetch_add(1, Relaxed);
+            guard.finish(400);
+            return error_response(400, "BadRequestError", &message);
+        }
+    };
+    drop(body);
+    let (prompt_tokens, n) = (parsed.prompt_tokens, parsed.max_tokens);
+    guard.with_stamp(|s| {
+        s.stream = parsed.stream;
+        s.prompt_tokens = prompt_tokens;
+        s.max_tokens = n;
+    });
+    if let Some(model) = parsed.model.as_deref() {
+        if model != config.model_name {
+            shared.stats.model_not_found.fetch_add(1, Relaxed);
+            guard.finish(404);
+            return error_response(
+                404,
+                "NotFoundError",
+                &format!("The model `{model}` does not exist."),
+            );
+        }
+    }
+    if prompt_tokens as u64 + n as u64 > config.max_model_len as u64 {
+        shared.stats.context_overflows.fetch_add(1, Relaxed);
+        guard.finish(400);
+        return error_response(
+            400,
+            "BadRequestError",
+            &context_overflow_message(config.max_model_len, prompt_tokens, n),
+        );
+    }
+
+    let plan = FaultPlan::decide(config, seq);
+    if let Some(status) = plan.fail {
+        return match status {
+            FailStatus::InternalError => {
+                shared.stats.errors_500.fetch_add(1, Relaxed);
+                guard.fault(FaultKind::Error500);
+                guard.finish(500);
+                error_response(
+                    500,
+                    "InternalServerError",
+                    "injected server error (arbor emulator)",
+                )
+            }
+            FailStatus::TooManyRequests => {
+                shared.stats.errors_429.fetch_add(1, Relaxed);
+                guard.fault(FaultKind::Error429);
+                guard.finish(429);
+                let mut r = error_response(
+                    429,
+                    "RateLimitError",
+                    "injected rate limit (arbor emulator)",
+                );
+                r.headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from(config.faults.retry_after_s));
+                r
+            }
+        };
+    }
+
+    let hit_blocks = shared.cache_lookup(&parsed.blocks);
+    let cached = (hit_blocks as u64 * BLOCK_TOKENS as u64).min(prompt_tokens as u64) as u32;
+    guard.with_stamp(|s| s.cached_tokens = cached);
+    let ttft = config.timing.ttft_for(prompt_tokens - cached);
+    let itl = Duration::from_nanos(config.timing.itl);
+    let stall = Duration::from_nanos(plan.stall.unwrap_or(0));
+    let first_at = t0 + Duration::from_nanos(ttft);
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let head = body::head(endpoint, seq, created, &shared.model_json);
+    let usage = format!(
+        r#"{{"prompt_tokens":{prompt_tokens},"completion_tokens":{n},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{cached}}}}}"#,
+        prompt_tokens as u64 + n as u64
+    );
+
+    if parsed.stream {
+        let template = ChunkTemplate::new(endpoint, &head);
+        let tail = body::tail(endpoint, &head, parsed.include_usage, &usage);
+        let stream = StreamBody {
+            shared: shared.clone(),
+            guard,
+            first_at,
+            itl,
+            stall,
+            immediate: ttft == 0 && itl.is_zero() && stall.is_zero(),
+            n,
+            next: 0,
+            template,
+            tail: Some(tail),
+            blocks: Some(parsed.blocks),
+            disconnect_after: plan.disconnect_after,
+            malformed_at: plan.malformed.then_some(n / 2),
+            sleep: None,
+            phase: Phase::Tokens,
+        };
+        let mut r = Response::new(EmuBody::Stream(Box::new(stream)));
+        let h = r.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        return r;
+    }
+
+    // Non-streaming: the whole answer at the time the stream would end.
+    if ttft > 0 {
+        tokio::time::sleep_until(first_at).await;
+    }
+    shared.cache_insert(&parsed.blocks);
+    if !stall.is_zero() {
+        shared.stats.stalls.fetch_add(1, Relaxed);
+        guard.fault(FaultKind::Stall);
+    }
+    let end = first_at + itl * n + stall;
+    if end > first_at {
+        tokio::time::sleep_until(end).await;
+    }
+    if plan.disconnect_after.is_some() {
+        shared.stats.disconnects.fetch_add(1, Relaxed);
+        guard.fault(FaultKind::Disconnect);
+        guard.aborted_by_fault();
+        let mut r = Response::new(EmuBody::Abort { yielded: false });
+        r.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        return r;
+    }
+    if plan.malformed {
+        shared.stats.malformed.fetch_add(1, Relaxed);
+        guard.fault(FaultKind::Malformed);
+        guard.finish(200);
+        return json_response(200, Bytes::from_static(&MALFORMED_LINE[6..15]));
+    }
+    let mut text = String::with_capacity(n as usize * 8);
+    for k in 0..n {
+        text.push_str(" tok");
+        text.push_str(&k.to_string());
+    }
+    let text_json = serde_json::to_string(&text).expect("a string serializes");
+    let (object, choice) = match endpoint {
+        Endpoint::Chat => (
+            "chat.completion",
+            format!(
+                r#"{{"index":0,"message":{{"role":"assistant","content":{text_json}}},"logprobs":null,"finish_reason":"length"}}"#
+            ),
+        ),
+        Endpoint::Completions => (
+            "text_completion",
+            format!(r#"{{"index":0,"text":{text_json},"logprobs":null,"finish_reason":"length"}}"#),
+        ),
+    };
+    let id = match endpoint {
+        Endpoint::Chat => "chatcmpl",
+        Endpoint::Completions => "cmpl",
+    };
+    let json = format!(
+        r#"{{"id":"{id}-arbor-{seq}","object":"{object}","created":{created},"model":{},"choices":[{choice}],"usage":{usage}}}"#,
+        shared.model_json
+    );
+    shared.stats.completed.fetch_add(1, Relaxed);
+    shared.stats.tokens.fetch_add(n as u64, Relaxed);
+    guard.finish(200);
+    json_response(200, json)
+}
+
+/// A running emulator. Dropping the handle stops accepting connections
+/// (like [`EmulatorHandle::shutdown`] without waiting).
+pub struct EmulatorHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl EmulatorHandle {
+    /// The bound address (the real port when 0 was asked).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn config(&self) -> &EmulatorConfig {
+        &self.shared.config
+    }
+
+    /// Stamps of the most recent requests that carried
+    /// `x-arbor-request-id`, in the order they finished.
+    pub fn stamps(&self) -> Vec<ServerStamp> {
+        lock(&self.shared.stamps).snapshot()
+    }
+
+    /// Like [`EmulatorHandle::stamps`], and forgets them.
+    pub fn take_stamps(&self) -> Vec<ServerStamp> {
+        lock(&self.shared.stamps).drain()
+    }
+
+    pub fn stats(&self) -> EmulatorStats {
+        self.shared.stats.snapshot()
+    }
+
+    /// The emulator's clock: monotonic nanoseconds since it started.
+    pub fn now_ns(&self) -> u64 {
+        self.shared.now_ns()
+    }
+
+    /// Stops accepting connections at once, closes idle connections, and
+    /// returns a future that resolves when every in-flight response has
+    /// finished and every connection is closed. Dropping the future does
+    /// not cancel the shutdown.
+    pub fn shutdown(mut self) -> impl Future<Output = ()> + Send + 'static {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let task = self.task.take();
+        async move {
+            if let Some(task) = task {
+                let _ = task.await;
+            }
+        }
+    }
+}
+
+impl Drop for EmulatorHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Binds `addr` (127.0.0.1 only; port 0 picks a free port), spawns the
+/// server on the current tokio runtime and returns at once.
+pub async fn serve(config: EmulatorConfig, addr: SocketAddr) -> io::Result<EmulatorHandle> {
+    if addr.ip() != IpAddr::V4(Ipv4Addr::LOCALHOST) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("the emulator binds 127.0.0.1 only, not {}", addr.ip()),
+        ));
+    }
+    config
+        .validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    let listener = TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let shared = Arc::new(Shared::new(config));
+    let (stop, stopped) = oneshot::channel();
+    let task = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
+    Ok(EmulatorHandle {
+        addr,
+        shared,
+        stop: Some(stop),
+        task: Some(task),
+    })
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut builder = http1::Builder::new();
+    builder.keep_alive(true);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    let shared = shared.clone();
+                    let service = service_fn(move |req| handle(shared.clone(), req));
+                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    let conn = graceful.watch(conn);
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                }
+                // Out of file descriptors and the like: back off briefly.
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            _ = &mut stopped => break,
+        }
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}

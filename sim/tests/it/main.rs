@@ -1,0 +1,9 @@
+//! Integration tests of the emulator over loopback (127.0.0.1 only; at
+//! most a few hundred streams, seconds each).
+
+mod api;
+mod cache;
+mod faults;
+mod load;
+mod support;
+mod timing;

@@ -1,0 +1,85 @@
+use arbor_sim::emulator::EmulatorConfig;
+
+use crate::support::{chat, client, ms, post, start};
+
+const MS: u64 = 1_000_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttft_and_itl_follow_the_model_and_stamps_agree_with_the_client() {
+    let mut config = EmulatorConfig::default();
+    config.timing.ttft = 200 * MS;
+    config.timing.itl = 20 * MS;
+    let emu = start(config).await;
+    let c = client();
+    // Warm the connection so the measured request does not pay for connect.
+    post(&c, &emu, "/v1/chat/completions", &chat("warm", 1), None).await;
+
+    let r = post(
+        &c,
+        &emu,
+        "/v1/chat/completions",
+        &chat("hello", 20),
+        Some("t-1"),
+    )
+    .await;
+    assert!(r.done);
+    let content = r.content();
+    assert_eq!(content.len(), 20);
+    let ttft = ms(content[0].0);
+    assert!((200.0..=250.0).contains(&ttft), "client TTFT {ttft} ms");
+    let mean_gap = ms(content[19].0 - content[0].0) / 19.0;
+    assert!(
+        (15.0..=25.0).contains(&mean_gap),
+        "client mean ITL {mean_gap} ms"
+    );
+
+    let stamps = emu.stamps();
+    let s = stamps.iter().find(|s| s.request_id == "t-1").unwrap();
+    let server_ttft = (s.first_chunk_ns.unwrap() - s.received_ns) as f64 / 1e6;
+    assert!(server_ttft >= 200.0, "server TTFT {server_ttft} ms");
+    assert!(
+        (ttft - server_ttft).abs() <= 50.0,
+        "client {ttft} vs server {server_ttft}"
+    );
+    let server_gap = (s.chunk_ns[19] - s.chunk_ns[0]) as f64 / 1e6 / 19.0;
+    assert!(
+        (mean_gap - server_gap).abs() <= 5.0,
+        "{mean_gap} vs {server_gap}"
+    );
+    // Absolute deadlines: chunk k is never written before receipt + ttft + k * itl.
+    for (k, &t) in s.chunk_ns.iter().enumerate() {
+        assert!(
+            t - s.received_ns >= 200 * MS + k as u64 * 20 * MS,
+            "chunk {k} early"
+        );
+    }
+    // The stream ends one ITL after the last token: ttft + n * itl.
+    let done = (s.done_ns.unwrap() - s.received_ns) as f64 / 1e6;
+    assert!(done >= 200.0 + 20.0 * 20.0, "done at {done} ms");
+    for (k, (at, _)) in content.iter().enumerate() {
+        let server = (s.chunk_ns[k] - s.received_ns) as f64 / 1e6;
+        assert!(
+            (ms(*at) - server).abs() <= 50.0,
+            "chunk {k}: {at:?} vs {server}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_streaming_answers_when_the_stream_would_end() {
+    let mut config = EmulatorConfig::default();
+    config.timing.ttft = 100 * MS;
+    config.timing.itl = 10 * MS;
+    let emu = start(config).await;
+    let c = client();
+    let mut body = chat("hi", 10);
+    body["stream"] = serde_json::json!(false);
+    let started = std::time::Instant::now();
+    let r = post(&c, &emu, "/v1/chat/completions", &body, None).await;
+    let took = ms(started.elapsed());
+    assert_eq!(r.status, 200);
+    assert!(
+        (200.0..=300.0).contains(&took),
+        "non-streaming took {took} ms"
+    );
+}
