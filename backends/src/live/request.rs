@@ -84,8 +84,74 @@ struct CompletionBody<'a> {
     stream_options: StreamOptions,
 }
 
+fn push_json_str(out: &mut Vec<u8>, text: &str) {
+    // Writing a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, text);
+}
+
 /// Builds the JSON body of one request.
+///
+/// Without `--extra-body` the body is written straight into one buffer (a
+/// prompt of 100k tokens is about 600 kB: no intermediate JSON tree); with
+/// it, fields are merged through a map so the extra keys win.
 pub fn build_body(config: &BodyConfig, prompt: &Prompt<'_>, max_tokens: u32) -> Vec<u8> {
+    if config.extra_body.is_some() {
+        return build_merged_body(config, prompt, max_tokens);
+    }
+    let max_tokens = max_tokens.max(1);
+    let text_len = match prompt {
+        Prompt::Synthesized(text) => text.len(),
+        Prompt::Recorded(messages) => messages.iter().map(|m| m.content.len() + 32).sum(),
+    };
+    let mut out = Vec::with_capacity(text_len + 256);
+    out.extend_from_slice(br#"{"model":"#);
+    push_json_str(&mut out, &config.model);
+    match (config.api, prompt) {
+        (Api::Chat, Prompt::Synthesized(text)) => {
+            out.extend_from_slice(br#","messages":[{"role":"user","content":"#);
+            push_json_str(&mut out, text);
+            out.extend_from_slice(b"}]");
+        }
+        (Api::Chat, Prompt::Recorded(messages)) => {
+            out.extend_from_slice(br#","messages":["#);
+            for (i, m) in messages.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(br#"{"role":""#);
+                out.extend_from_slice(wire_role(m.role).as_bytes());
+                out.extend_from_slice(br#"","content":"#);
+                push_json_str(&mut out, m.content);
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
+        (Api::Completions, Prompt::Synthesized(text)) => {
+            out.extend_from_slice(br#","prompt":"#);
+            push_json_str(&mut out, text);
+        }
+        (Api::Completions, Prompt::Recorded(messages)) => {
+            out.extend_from_slice(br#","prompt":"#);
+            let joined = messages
+                .iter()
+                .map(|m| m.content)
+                .collect::<Vec<_>>()
+                .join("\n");
+            push_json_str(&mut out, &joined);
+        }
+    }
+    out.extend_from_slice(br#","stream":true,"stream_options":{"include_usage":true},""#);
+    out.extend_from_slice(config.max_tokens_field.name().as_bytes());
+    out.extend_from_slice(format!("\":{max_tokens}").as_bytes());
+    if config.ignore_eos {
+        out.extend_from_slice(br#","ignore_eos":true"#);
+    }
+    out.push(b'}');
+    out
+}
+
+/// [`build_body`] through a JSON map, `--extra-body` merged last.
+fn build_merged_body(config: &BodyConfig, prompt: &Prompt<'_>, max_tokens: u32) -> Vec<u8> {
     let max_tokens = max_tokens.max(1);
     let joined;
     let body = match (config.api, prompt) {
@@ -423,5 +489,43 @@ mod tests {
         .unwrap();
         assert_eq!(body["prompt"], " a b");
         assert_eq!(body["max_tokens"], 5);
+
+        // The direct writer and the merging path agree on every field.
+        let plain = BodyConfig {
+            model: "m\"q".into(),
+            ignore_eos: true,
+            ..BodyConfig::default()
+        };
+        let merged = BodyConfig {
+            extra_body: Some(Map::new()),
+            ..plain.clone()
+        };
+        for prompt in [
+            Prompt::Synthesized(" x \"y\" \n z".into()),
+            Prompt::Recorded(vec![
+                MessageRef {
+                    role: Role::System,
+                    content: "s\u{1}",
+                },
+                MessageRef {
+                    role: Role::Assistant,
+                    content: "é",
+                },
+            ]),
+        ] {
+            for api in [Api::Chat, Api::Completions] {
+                let a = BodyConfig {
+                    api,
+                    ..plain.clone()
+                };
+                let b = BodyConfig {
+                    api,
+                    ..merged.clone()
+                };
+                let a: Value = serde_json::from_slice(&build_body(&a, &prompt, 7)).unwrap();
+                let b: Value = serde_json::from_slice(&build_body(&b, &prompt, 7)).unwrap();
+                assert_eq!(a, b);
+            }
+        }
     }
 }

@@ -2,4 +2,5 @@
 //! the virtual-clock driver against hand-computed schedules.
 
 mod build;
+mod live;
 mod policies;

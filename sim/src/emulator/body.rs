@@ -201,6 +201,9 @@ pub(crate) enum Phase {
     Done,
 }
 
+/// How early the timer is armed before a precise deadline.
+const SPIN_WINDOW: Duration = Duration::from_micros(1200);
+
 /// One streaming response.
 pub(crate) struct StreamBody {
     pub(crate) shared: Arc<Shared>,
@@ -234,20 +237,37 @@ impl StreamBody {
     }
 
     /// True when `deadline` has passed; otherwise arms the timer.
-    fn ready(&mut self, deadline: Instant, cx: &mut Context<'_>) -> bool {
-        if self.immediate || Instant::now() >= deadline {
+    ///
+    /// With `precise`, the timer is armed [`SPIN_WINDOW`] early and the
+    /// last stretch is waited by re-polling (the task wakes itself), since
+    /// tokio's timer only has millisecond resolution. Used for the end of a
+    /// response, which decides when the client's next turn may go.
+    fn ready(&mut self, deadline: Instant, cx: &mut Context<'_>, precise: bool) -> bool {
+        let now = Instant::now();
+        if self.immediate || now >= deadline {
             return true;
         }
+        if precise && deadline - now <= SPIN_WINDOW {
+            cx.waker().wake_by_ref();
+            return false;
+        }
+        let arm = if precise {
+            deadline - SPIN_WINDOW
+        } else {
+            deadline
+        };
         let sleep = match &mut self.sleep {
             Some(s) => {
-                s.as_mut().reset(deadline);
+                s.as_mut().reset(arm);
                 s
             }
-            None => self
-                .sleep
-                .insert(Box::pin(tokio::time::sleep_until(deadline))),
+            None => self.sleep.insert(Box::pin(tokio::time::sleep_until(arm))),
         };
-        sleep.as_mut().poll(cx).is_ready()
+        if sleep.as_mut().poll(cx).is_ready() {
+            // Armed early: spin out the rest on the next poll.
+            cx.waker().wake_by_ref();
+        }
+        false
     }
 
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
@@ -259,7 +279,7 @@ impl StreamBody {
                         self.phase = Phase::Finish;
                         continue;
                     }
-                    if !self.ready(self.deadline(k), cx) {
+                    if !self.ready(self.deadline(k), cx, false) {
                         return Poll::Pending;
                     }
                     if self.disconnect_after == Some(k) {
@@ -287,7 +307,7 @@ impl StreamBody {
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));
                 }
                 Phase::Finish => {
-                    if !self.ready(self.deadline(self.n), cx) {
+                    if !self.ready(self.deadline(self.n), cx, true) {
                         return Poll::Pending;
                     }
                     if self.disconnect_after.is_some_and(|d| d >= self.n) {

@@ -1,0 +1,294 @@
+//! The live driver against the in-process emulator on 127.0.0.1: timing
+//! agrees with the emulator's model, each fault lands in its error class,
+//! and a live run follows its virtual plan. Bounded: a few dozen streams,
+//! seconds each. Tolerances are tens of milliseconds so a loaded 2-core CI
+//! machine cannot flake them; the real precision is measured by the
+//! harness (docs/performance.md).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_backends::live::record::{ErrorCategory, RequestRecord};
+use arbor_backends::live::request::{BodyConfig, Target};
+use arbor_backends::live::{run, warm_pool, LiveConfig, Progress, RecordSink};
+use arbor_engine::dag::compile;
+use arbor_engine::derive::DeriveOptions;
+use arbor_engine::load::weka;
+use arbor_engine::policy::{Arrival, GapTransform, Policy};
+use arbor_engine::scheduler::Scheduler;
+use arbor_engine::Workload;
+use arbor_sim::emulator::{serve, EmulatorConfig, FailStatus};
+
+use crate::build::*;
+
+struct VecSink(Vec<RequestRecord>);
+
+impl RecordSink for VecSink {
+    fn record(&mut self, record: &RequestRecord) -> std::io::Result<()> {
+        self.0.push(record.clone());
+        Ok(())
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+const MS: u64 = 1_000_000;
+
+/// Runs `workload` under `policy` against an emulator with `config`.
+fn run_live(
+    workload: Workload,
+    policy: Policy,
+    config: EmulatorConfig,
+    timeout: Duration,
+) -> (Scheduler, Vec<RequestRecord>) {
+    runtime().block_on(async move {
+        let emulator = serve(config, "127.0.0.1:0".parse().unwrap())
+            .await
+            .expect("emulator starts");
+        let compiled = compile(
+            &workload,
+            &policy,
+            &DeriveOptions {
+                overlap_tolerance: 0,
+            },
+        )
+        .expect("compiles");
+        let mut scheduler = Scheduler::new(compiled, policy).expect("valid policy");
+        let client = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .build()
+            .unwrap();
+        let live = LiveConfig {
+            target: Target {
+                client,
+                url: format!("{}/v1/chat/completions", emulator.base_url()),
+                headers: Default::default(),
+                timeout,
+                retries: 0,
+            },
+            body: BodyConfig {
+                model: "arbor-emulator".into(),
+                ..BodyConfig::default()
+            },
+            warm_connections: 8,
+            base_url: emulator.base_url(),
+        };
+        warm_pool(&live).await;
+        let mut sink = VecSink(Vec::new());
+        let progress = Progress::default();
+        run(
+            &mut scheduler,
+            Arc::new(workload),
+            &live,
+            &mut sink,
+            &progress,
+            std::future::pending(),
+        )
+        .await
+        .expect("the run completes");
+        emulator.shutdown().await;
+        (scheduler, sink.0)
+    })
+}
+
+fn one_turn_trees(n: usize, osl: u32) -> Workload {
+    let trees = (0..n)
+        .map(|i| {
+            let mut t = user(0, 1);
+            t.osl = osl;
+            tree(&format!("t{i}"), 0, vec![root(vec![t])])
+        })
+        .collect();
+    Workload { trees }
+}
+
+fn immediate() -> Policy {
+    Policy {
+        arrival: Arrival::Immediate,
+        ..Policy::default()
+    }
+}
+
+#[test]
+fn measured_ttft_and_itl_agree_with_the_emulator() {
+    let mut config = EmulatorConfig::default();
+    config.timing.ttft = 80 * MS;
+    config.timing.itl = 10 * MS;
+    let (scheduler, records) = run_live(
+        one_turn_trees(8, 20),
+        immediate(),
+        config,
+        Duration::from_secs(10),
+    );
+    assert_eq!(records.len(), 8);
+    assert_eq!(scheduler.stats().dispatched, 8);
+    for r in &records {
+        assert_eq!(r.status, "ok", "{r:?}");
+        let ttft = r.ttft_s.unwrap();
+        assert!((0.080..0.130).contains(&ttft), "ttft {ttft}");
+        let mean_itl = r.itl_s.iter().sum::<f64>() / r.itl_s.len() as f64;
+        assert!((0.006..0.016).contains(&mean_itl), "itl {mean_itl}");
+        assert_eq!(r.output_tokens, 20);
+        assert_eq!(
+            r.input_tokens_source,
+            arbor_backends::live::record::TokenSource::Usage
+        );
+    }
+}
+
+fn categories(records: &[RequestRecord]) -> Vec<Option<ErrorCategory>> {
+    records
+        .iter()
+        .map(|r| r.error.as_ref().map(|e| e.category))
+        .collect()
+}
+
+#[test]
+fn each_fault_lands_in_its_error_class_and_the_run_completes() {
+    let cases: Vec<(&str, Box<dyn Fn(&mut EmulatorConfig)>, ErrorCategory)> = vec![
+        (
+            "500",
+            Box::new(|c| c.faults.fail_rate = 1.0),
+            ErrorCategory::HttpStatus,
+        ),
+        (
+            "429",
+            Box::new(|c| {
+                c.faults.fail_rate = 1.0;
+                c.faults.fail_status = FailStatus::TooManyRequests;
+            }),
+            ErrorCategory::HttpStatus,
+        ),
+        (
+            "disconnect",
+            Box::new(|c| {
+                c.faults.disconnect_rate = 1.0;
+                c.faults.disconnect_after = 2;
+            }),
+            ErrorCategory::StreamCut,
+        ),
+        (
+            "stall",
+            Box::new(|c| {
+                c.faults.stall_rate = 1.0;
+                c.faults.stall = 2_000 * MS;
+            }),
+            ErrorCategory::Timeout,
+        ),
+        (
+            "malformed",
+            Box::new(|c| c.faults.malformed_rate = 1.0),
+            ErrorCategory::MalformedSse,
+        ),
+        (
+            "overflow",
+            Box::new(|c| c.max_model_len = 50),
+            ErrorCategory::ContextOverflow,
+        ),
+    ];
+    for (name, set, expected) in cases {
+        let mut config = EmulatorConfig::default();
+        config.timing.itl = MS;
+        set(&mut config);
+        // Two-turn trees: a failure must not stop the tree's next turn.
+        let trees = (0..3)
+            .map(|i| {
+                tree(
+                    &format!("t{i}"),
+                    0,
+                    vec![root(vec![user(0, 1), tool(2, 1)])],
+                )
+            })
+            .collect();
+        let policy = Policy {
+            arrival: Arrival::Immediate,
+            tool_time: GapTransform::Zero,
+            ..Policy::default()
+        };
+        let (scheduler, records) = run_live(
+            Workload { trees },
+            policy,
+            config,
+            Duration::from_millis(600),
+        );
+        assert_eq!(
+            records.len() as u64,
+            scheduler.stats().dispatched,
+            "{name}: one record per request"
+        );
+        assert_eq!(records.len(), 6, "{name}: every turn ran");
+        assert!(
+            categories(&records).iter().all(|c| *c == Some(expected)),
+            "{name}: {:?}",
+            categories(&records)
+        );
+        if name == "429" {
+            assert!(records
+                .iter()
+                .all(|r| r.error.as_ref().unwrap().retry_after_s.is_some()));
+            assert!(records.iter().all(|r| r.http_status == Some(429)));
+        }
+    }
+}
+
+#[test]
+fn a_live_run_follows_its_virtual_plan() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/weka-kv-cache-tester/trace_0277.json"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let (tree, _) = weka::parse_trace(&text, path).unwrap();
+    let workload = Workload { trees: vec![tree] };
+    let policy = Policy {
+        tool_time: GapTransform::Max(50 * MS),
+        think_time: GapTransform::Scale { ppm: 1_000 },
+        ..Policy::default()
+    };
+    // The same model on both sides: 5 ms + 0.1 ms per output token.
+    let model = arbor_sim::ServiceModel::Fixed {
+        ttft: 5 * MS,
+        itl: MS / 10,
+    };
+    let planned = run_with(workload.trees.clone(), policy.clone(), model);
+    let mut config = EmulatorConfig::default();
+    config.timing.ttft = 5 * MS;
+    config.timing.itl = MS / 10;
+    let (live, records) = run_live(workload, policy, config, Duration::from_secs(30));
+    assert_eq!(records.len(), 53);
+    assert!(records.iter().all(|r| r.status == "ok"));
+    let mut worst = 0i64;
+    for r in &records {
+        let plan = planned.slot(r.request).unwrap();
+        let sent = live.slot(r.request).unwrap().sent;
+        assert_eq!(
+            planned.request_tree(r.request).unwrap().2,
+            live.request_tree(r.request).unwrap().2
+        );
+        worst = worst.max((sent as i64 - plan.sent as i64).abs());
+        if std::env::var("ARBOR_DEBUG").is_ok() {
+            eprintln!(
+                "req {} plan sent {:.4} end {:.4} | live sent {:.4} lateness {:.5} e2e-plan {:.5} diff {:.4}",
+                r.request,
+                plan.sent as f64 / 1e9,
+                plan.end as f64 / 1e9,
+                sent as f64 / 1e9,
+                r.lateness_s.unwrap_or(0.0),
+                r.e2e_s.unwrap_or(0.0) - (plan.end - plan.sent) as f64 / 1e9,
+                (sent as f64 - plan.sent as f64) / 1e9
+            );
+        }
+    }
+    // Same order: request ids are dispatch order on both sides.
+    assert!(
+        worst < 150 * MS as i64,
+        "worst per-turn start difference {} ms",
+        worst / MS as i64
+    );
+}
