@@ -1,5 +1,5 @@
 //! Command-line flags. Policy flags are shared by every command that
-//! schedules (`plan` now, `run` later) so both read a workload the same way.
+//! schedules (`plan` and `run`) so both read a workload the same way.
 
 use std::path::PathBuf;
 
@@ -28,6 +28,9 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Rewrite traces of any format in arbor's native JSONL form.
     Convert(ConvertArgs),
+    /// Replay a workload against a live OpenAI-compatible server and
+    /// measure it: records.jsonl, summary.json and a console table.
+    Run(RunArgs),
 }
 
 /// Where the workload comes from.
@@ -167,4 +170,72 @@ pub struct ConvertArgs {
     /// Output file.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+
+    /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`);
+    /// requests go to URL/v1/chat/completions (or /v1/completions).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+
+    /// Model name sent in every request. Default: the first model the
+    /// server lists at URL/v1/models.
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+
+    /// Which API to call: chat (/v1/chat/completions) or completions
+    /// (/v1/completions).
+    #[arg(long, value_name = "API", default_value = "chat")]
+    pub api: String,
+
+    /// Body field that asks for the output length: max_tokens or
+    /// max_completion_tokens.
+    #[arg(long, value_name = "FIELD", default_value = "max_tokens")]
+    pub max_tokens_field: String,
+
+    /// Send `ignore_eos: true` so the server generates the recorded length.
+    #[arg(long)]
+    pub ignore_eos: bool,
+
+    /// A JSON object merged last into every request body.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+
+    /// An extra request header K=V (repeatable). The API key comes from
+    /// the environment variable OPENAI_API_KEY.
+    #[arg(long = "header", value_name = "K=V")]
+    pub headers: Vec<String>,
+
+    /// Per-request timeout in seconds.
+    #[arg(long, value_name = "S", default_value = "600")]
+    pub timeout: String,
+
+    /// Retries of a request that got no response byte (connect errors).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub retries: u32,
+
+    /// Output directory. Default: arbor-results/<UTC time>-<name>.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Write into --out even if it is not empty (replacing arbor's files).
+    #[arg(long)]
+    pub force: bool,
+
+    /// Service model of the planned side (the virtual-clock plan that
+    /// gives the planned peak concurrency): recorded | fixed:TTFT_MS:ITL_MS
+    /// | throughput:PREFILL_TOK_S:DECODE_TOK_S.
+    #[arg(long, value_name = "MODEL", default_value = "recorded")]
+    pub service: String,
+
+    /// No progress bar (it is shown only when stderr is a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
 }

@@ -8,7 +8,9 @@ mod convert;
 mod inputs;
 mod inspect;
 mod plan;
+mod progress;
 mod report;
+mod run;
 mod sample;
 
 use std::process::ExitCode;
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Convert(args) => convert::run(&args),
+        Command::Run(args) => run::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

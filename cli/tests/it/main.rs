@@ -4,4 +4,5 @@ mod bad_corpus;
 mod bad_input;
 mod inspect;
 mod plan;
+mod run;
 mod util;

@@ -1,0 +1,302 @@
+//! The output directory of `arbor run`: `records.jsonl`, written a line at
+//! a time as requests finish, and `summary.json`, written at the end.
+//!
+//! Owns the directory rules (an existing non-empty directory is refused
+//! unless `--force`), the record sink (each record is serialized into a
+//! reused buffer and handed to the file in one `write_all`; there is no
+//! user-space buffer, so a crash loses no finished line), and the shape of
+//! `summary.json`.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use arbor_backends::live::record::RequestRecord;
+use arbor_backends::live::{RecordSink, RunOutcome};
+use arbor_engine::scheduler::Scheduler;
+use arbor_engine::time::nanos_to_secs;
+use serde::Serialize;
+
+use crate::Failure;
+
+use super::config::RunConfig;
+use super::summary::{CacheReport, Collector, Latencies, Measured, Throughput, TokenReport};
+use super::Planned;
+
+pub const RECORDS_FILE: &str = "records.jsonl";
+pub const SUMMARY_FILE: &str = "summary.json";
+
+/// An output directory that was checked but not yet created.
+#[derive(Debug, Clone)]
+pub struct OutputDir {
+    path: PathBuf,
+}
+
+impl OutputDir {
+    /// Refuses a path that is a file, or a directory with anything in it
+    /// (unless `force`). Creates nothing.
+    pub fn check(path: PathBuf, force: bool) -> Result<OutputDir, Failure> {
+        if path.exists() {
+            if !path.is_dir() {
+                return Err(Failure::input(format!(
+                    "--out {}: exists and is not a directory",
+                    path.display()
+                )));
+            }
+            let mut entries = fs::read_dir(&path).map_err(|e| {
+                Failure::input(format!("--out {}: cannot read: {e}", path.display()))
+            })?;
+            if !force && entries.next().is_some() {
+                return Err(Failure::input(format!(
+                    "--out {}: exists and is not empty (choose another directory, or --force to overwrite arbor's files in it)",
+                    path.display()
+                )));
+            }
+        }
+        Ok(OutputDir { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates the directory (and its parents).
+    pub fn create(self) -> Result<PathBuf, Failure> {
+        fs::create_dir_all(&self.path)
+            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", self.path.display())))?;
+        Ok(self.path)
+    }
+}
+
+/// `records.jsonl`, and the summary's collector fed from the same records.
+pub struct RecordsFile {
+    file: File,
+    line: Vec<u8>,
+    collector: Collector,
+}
+
+impl RecordsFile {
+    pub fn create(dir: &Path, collector: Collector) -> Result<RecordsFile, Failure> {
+        let path = dir.join(RECORDS_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
+        Ok(RecordsFile {
+            file,
+            line: Vec::with_capacity(4096),
+            collector,
+        })
+    }
+
+    pub fn into_collector(self) -> Collector {
+        self.collector
+    }
+}
+
+impl RecordSink for RecordsFile {
+    fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, record).map_err(io::Error::other)?;
+        self.line.push(b'\n');
+        self.file.write_all(&self.line)?;
+        self.collector.add(record);
+        Ok(())
+    }
+}
+
+/// Requests, plays and trees.
+#[derive(Debug, Clone, Serialize)]
+pub struct Counts {
+    /// Requests dispatched (one record each).
+    pub dispatched: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    /// Turns never sent (the duration ended, or Ctrl+C).
+    pub skipped: u64,
+    /// Trees in the workload (one copy).
+    pub trees: u64,
+    pub plays: u64,
+    pub plays_done: u64,
+    pub plays_not_started: u64,
+    /// Plays in `job_time`, and plays left out of it.
+    pub plays_complete: u64,
+    pub plays_incomplete: u64,
+}
+
+/// Planned against observed requests in flight.
+#[derive(Debug, Clone, Serialize)]
+pub struct Concurrency {
+    /// The plan of the same workload on the virtual clock (`--service`).
+    pub planned_peak: u32,
+    pub planned_peak_at_s: f64,
+    pub planned_service: String,
+    /// Most requests sent and not yet done at once, as the driver saw them.
+    pub observed_peak: u64,
+    /// Most requests in flight (dispatched, not finished) in the scheduler.
+    pub scheduler_peak: u32,
+    pub scheduler_peak_at_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Idle {
+    pub shifts: u64,
+    pub skipped_s: f64,
+}
+
+/// `summary.json`.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub arbor_version: &'static str,
+    pub started_at: String,
+    pub cancelled: bool,
+    /// Run epoch to the last event, in seconds.
+    pub elapsed_s: f64,
+    pub counts: Counts,
+    pub latency: Latencies,
+    pub throughput: Throughput,
+    pub cache: CacheReport,
+    pub errors: std::collections::BTreeMap<String, u64>,
+    pub tokens: TokenReport,
+    pub concurrency: Concurrency,
+    pub idle: Idle,
+    pub config: RunConfig,
+}
+
+impl Summary {
+    pub fn new(
+        config: RunConfig,
+        started_at: SystemTime,
+        outcome: &RunOutcome,
+        scheduler: &Scheduler,
+        trees: u64,
+        planned: &Planned,
+        measured: Measured,
+    ) -> Summary {
+        let stats = scheduler.stats();
+        Summary {
+            arbor_version: env!("CARGO_PKG_VERSION"),
+            started_at: utc_stamps(started_at).1,
+            cancelled: outcome.cancelled,
+            elapsed_s: nanos_to_secs(outcome.elapsed),
+            counts: Counts {
+                dispatched: measured.requests.dispatched,
+                ok: measured.requests.ok,
+                failed: measured.requests.failed,
+                cancelled: measured.requests.cancelled,
+                skipped: stats.skipped,
+                trees,
+                plays: stats.plays_started,
+                plays_done: stats.plays_done,
+                plays_not_started: stats.plays_not_started,
+                plays_complete: measured.plays_complete,
+                plays_incomplete: measured.plays_incomplete,
+            },
+            latency: measured.latency,
+            throughput: measured.throughput,
+            cache: measured.cache,
+            errors: measured.errors,
+            tokens: measured.tokens,
+            concurrency: Concurrency {
+                planned_peak: planned.peak_inflight,
+                planned_peak_at_s: planned.peak_inflight_at_s,
+                planned_service: planned.service.clone(),
+                observed_peak: outcome.observed_peak_inflight,
+                scheduler_peak: stats.peak_inflight,
+                scheduler_peak_at_s: nanos_to_secs(stats.peak_inflight_at),
+            },
+            idle: Idle {
+                shifts: stats.idle_shifts,
+                skipped_s: nanos_to_secs(stats.idle_skipped),
+            },
+            config,
+        }
+    }
+}
+
+pub fn write_summary(dir: &Path, summary: &Summary) -> Result<(), Failure> {
+    let path = dir.join(SUMMARY_FILE);
+    let mut text = serde_json::to_vec_pretty(summary)
+        .map_err(|e| Failure::other(format!("{}: cannot serialize: {e}", path.display())))?;
+    text.push(b'\n');
+    fs::write(&path, text)
+        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))
+}
+
+/// (`YYYYmmdd-HHMMSS`, `YYYY-mm-ddTHH:MM:SSZ`) of a time, in UTC.
+pub fn utc_stamps(time: SystemTime) -> (String, String) {
+    let secs = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
+    let (y, mo, d) = civil_from_days(days as i64);
+    (
+        format!("{y:04}{mo:02}{d:02}-{h:02}{m:02}{s:02}"),
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z"),
+    )
+}
+
+/// Gregorian (year, month, day) of days since 1970-01-01 (Howard
+/// Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn utc_stamps_by_hand() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(0);
+        assert_eq!(utc_stamps(t).0, "19700101-000000");
+        // 2024-02-29T13:45:07Z (a leap day).
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_709_214_307);
+        assert_eq!(
+            utc_stamps(t),
+            ("20240229-134507".into(), "2024-02-29T13:45:07Z".into())
+        );
+        // 2000-03-01T00:00:00Z.
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(951_868_800);
+        assert_eq!(utc_stamps(t).1, "2000-03-01T00:00:00Z");
+    }
+
+    #[test]
+    fn a_non_empty_directory_is_refused_unless_forced() {
+        let dir = std::env::temp_dir().join(format!("arbor-out-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        assert!(
+            OutputDir::check(dir.clone(), false).is_ok(),
+            "missing is fine"
+        );
+        fs::create_dir_all(&dir).unwrap();
+        assert!(
+            OutputDir::check(dir.clone(), false).is_ok(),
+            "empty is fine"
+        );
+        fs::write(dir.join("x"), "x").unwrap();
+        assert_eq!(
+            OutputDir::check(dir.clone(), false).err().map(|f| f.code),
+            Some(2)
+        );
+        assert!(OutputDir::check(dir.clone(), true).is_ok());
+        let file = dir.join("x");
+        assert_eq!(OutputDir::check(file, true).err().map(|f| f.code), Some(2));
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

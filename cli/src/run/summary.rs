@@ -1,0 +1,615 @@
+//! The measured side of `summary.json`: what the records of a live run add
+//! up to.
+//!
+//! Owns the metric definitions of docs/run.md. [`Collector`] takes each
+//! [`RequestRecord`] as it is written and keeps only compact per-request
+//! values (integer nanoseconds in `Vec<u64>`, inter-token latencies in an
+//! HDR histogram since there can be millions); [`Collector::finish`] turns
+//! them into [`Measured`]. Failed and cancelled requests are counted but
+//! kept out of the server latency distributions (TTFT, ITL, TPOT, E2E);
+//! lateness and queue wait describe the client's schedule and cover every
+//! request that has the stamp.
+
+use std::collections::BTreeMap;
+
+use arbor_backends::live::record::{RequestRecord, TokenSource};
+use arbor_engine::stats::{Distribution, Seconds};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Seconds (as a record holds them) to integer nanoseconds.
+fn ns(seconds: f64) -> u64 {
+    if seconds.is_finite() && seconds > 0.0 {
+        (seconds * 1e9).round() as u64
+    } else {
+        0
+    }
+}
+
+/// Count, mean and percentiles of a latency, in seconds. Exact
+/// (nearest-rank) for every metric but ITL, whose percentiles come from an
+/// HDR histogram with 3 significant digits (mean and max stay exact).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Latency {
+    pub count: u64,
+    pub mean_s: f64,
+    pub p50_s: f64,
+    pub p90_s: f64,
+    pub p95_s: f64,
+    pub p99_s: f64,
+    pub max_s: f64,
+}
+
+impl Latency {
+    pub fn of(values: &mut [u64]) -> Latency {
+        let d = Distribution::<Seconds>::of(values);
+        Latency {
+            count: d.count,
+            mean_s: d.mean_shown(),
+            p50_s: d.shown(d.p50),
+            p90_s: d.shown(d.p90),
+            p95_s: d.shown(d.p95),
+            p99_s: d.shown(d.p99),
+            max_s: d.shown(d.max),
+        }
+    }
+
+    fn of_histogram(h: &Histogram<u64>, sum: u128, max: u64) -> Latency {
+        let n = h.len();
+        if n == 0 {
+            return Latency::of(&mut []);
+        }
+        // A bucket's highest equivalent value can exceed the true maximum.
+        let q = |p: f64| h.value_at_quantile(p).min(max) as f64 / 1e9;
+        Latency {
+            count: n,
+            mean_s: sum as f64 / n as f64 / 1e9,
+            p50_s: q(0.50),
+            p90_s: q(0.90),
+            p95_s: q(0.95),
+            p99_s: q(0.99),
+            max_s: max as f64 / 1e9,
+        }
+    }
+}
+
+/// Requests by outcome (from the records).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RequestCounts {
+    /// Records written: every request the scheduler dispatched.
+    pub dispatched: u64,
+    pub ok: u64,
+    /// Ended in an error (see `errors`).
+    pub failed: u64,
+    /// Cancelled at the end of the grace period.
+    pub cancelled: u64,
+}
+
+/// The latency distributions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Latencies {
+    pub ttft: Latency,
+    pub itl: Latency,
+    pub tpot: Latency,
+    pub e2e: Latency,
+    pub lateness: Latency,
+    pub queue_wait: Latency,
+    pub job_time: Latency,
+}
+
+/// Work done over the run's wall window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Throughput {
+    /// First `sent` to last `done` over every record, in seconds.
+    pub window_s: f64,
+    /// Successful requests, and their input and output tokens.
+    pub requests: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub requests_per_s: f64,
+    pub input_tokens_per_s: f64,
+    pub output_tokens_per_s: f64,
+}
+
+/// What the server said about its prefix cache.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CacheReport {
+    /// `cached_tokens / input_tokens` over the requests below; null when
+    /// no request reported cached tokens.
+    pub hit_ratio: Option<f64>,
+    /// Requests whose usage reported `prompt_tokens_details.cached_tokens`.
+    pub requests: u64,
+    pub cached_tokens: u64,
+    pub input_tokens: u64,
+}
+
+/// How many records took a token count from each source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SourceCounts {
+    pub usage: u64,
+    pub counted: u64,
+    pub planned: u64,
+}
+
+impl SourceCounts {
+    fn add(&mut self, source: TokenSource) {
+        match source {
+            TokenSource::Usage => self.usage += 1,
+            TokenSource::Counted => self.counted += 1,
+            TokenSource::Planned => self.planned += 1,
+        }
+    }
+}
+
+/// Where token counts came from, and planned against reported prompts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TokenReport {
+    pub output_source: SourceCounts,
+    pub input_source: SourceCounts,
+    /// Over requests whose usage gave prompt tokens: what the plan
+    /// estimated and what the server counted.
+    pub planned_input_tokens: u64,
+    pub reported_input_tokens: u64,
+}
+
+/// Everything the records add up to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measured {
+    pub requests: RequestCounts,
+    pub latency: Latencies,
+    pub throughput: Throughput,
+    pub cache: CacheReport,
+    /// Failed requests by error category.
+    pub errors: BTreeMap<String, u64>,
+    pub tokens: TokenReport,
+    /// Plays counted in `job_time`, and plays left out (a cancelled
+    /// request, or fewer records than turns).
+    pub plays_complete: u64,
+    pub plays_incomplete: u64,
+}
+
+/// Per play: what the records said so far.
+#[derive(Debug, Clone, Copy, Default)]
+struct PlaySpan {
+    first_sent: Option<u64>,
+    last_done: Option<u64>,
+    records: u32,
+    cancelled: bool,
+}
+
+/// Takes records as they are written; keeps compact values.
+pub struct Collector {
+    counts: RequestCounts,
+    ttft: Vec<u64>,
+    tpot: Vec<u64>,
+    e2e: Vec<u64>,
+    lateness: Vec<u64>,
+    queue_wait: Vec<u64>,
+    itl: Histogram<u64>,
+    itl_sum: u128,
+    itl_max: u64,
+    first_sent: Option<u64>,
+    last_done: Option<u64>,
+    ok_input_tokens: u64,
+    ok_output_tokens: u64,
+    cache: CacheReport,
+    errors: BTreeMap<String, u64>,
+    tokens: TokenReport,
+    plays: Vec<PlaySpan>,
+}
+
+impl Default for Collector {
+    fn default() -> Self {
+        Collector::new()
+    }
+}
+
+impl Collector {
+    pub fn new() -> Collector {
+        Collector {
+            counts: RequestCounts::default(),
+            ttft: Vec::new(),
+            tpot: Vec::new(),
+            e2e: Vec::new(),
+            lateness: Vec::new(),
+            queue_wait: Vec::new(),
+            // Auto-resizing from 1 ns, 3 significant digits.
+            itl: Histogram::new(3).expect("3 significant digits are valid"),
+            itl_sum: 0,
+            itl_max: 0,
+            first_sent: None,
+            last_done: None,
+            ok_input_tokens: 0,
+            ok_output_tokens: 0,
+            cache: CacheReport {
+                hit_ratio: None,
+                requests: 0,
+                cached_tokens: 0,
+                input_tokens: 0,
+            },
+            errors: BTreeMap::new(),
+            tokens: TokenReport::default(),
+            plays: Vec::new(),
+        }
+    }
+
+    pub fn add(&mut self, r: &RequestRecord) {
+        self.counts.dispatched += 1;
+        let sent = r.sent_s.map(ns);
+        let done = r.done_s.map(ns);
+        if let Some(s) = sent {
+            self.first_sent = Some(self.first_sent.map_or(s, |f| f.min(s)));
+            if let Some(d) = done {
+                self.last_done = Some(self.last_done.map_or(d, |l| l.max(d)));
+            }
+        }
+        self.queue_wait.push(ns(r.queue_wait_s));
+        if let Some(l) = r.lateness_s {
+            self.lateness.push(ns(l));
+        }
+
+        let play = r.play as usize;
+        if self.plays.len() <= play {
+            self.plays.resize(play + 1, PlaySpan::default());
+        }
+        let span = &mut self.plays[play];
+        span.records += 1;
+        if let Some(s) = sent {
+            span.first_sent = Some(span.first_sent.map_or(s, |f| f.min(s)));
+        }
+        if let Some(d) = done {
+            span.last_done = Some(span.last_done.map_or(d, |l| l.max(d)));
+        }
+
+        match r.status {
+            "ok" => self.counts.ok += 1,
+            "cancelled" => {
+                self.counts.cancelled += 1;
+                span.cancelled = true;
+                return;
+            }
+            _ => {
+                self.counts.failed += 1;
+                let category = r.error.as_ref().map_or("unknown", |e| e.category.as_str());
+                *self.errors.entry(category.to_string()).or_insert(0) += 1;
+                return;
+            }
+        }
+
+        // Successful requests only from here on.
+        if let Some(v) = r.ttft_s {
+            self.ttft.push(ns(v));
+        }
+        if let Some(v) = r.tpot_s {
+            self.tpot.push(ns(v));
+        }
+        if let Some(v) = r.e2e_s {
+            self.e2e.push(ns(v));
+        }
+        for &gap in &r.itl_s {
+            let v = ns(gap);
+            // Auto-resizing: `record` grows the range; saturating would clamp.
+            if self.itl.record(v).is_err() {
+                self.itl.saturating_record(v);
+            }
+            self.itl_sum += u128::from(v);
+            self.itl_max = self.itl_max.max(v);
+        }
+        self.ok_input_tokens += r.input_tokens;
+        self.ok_output_tokens += r.output_tokens;
+        self.tokens.output_source.add(r.output_tokens_source);
+        self.tokens.input_source.add(r.input_tokens_source);
+        if r.input_tokens_source == TokenSource::Usage {
+            self.tokens.planned_input_tokens += u64::from(r.planned_input_tokens);
+            self.tokens.reported_input_tokens += r.input_tokens;
+            if let Some(cached) = r.cached_tokens {
+                self.cache.requests += 1;
+                self.cache.cached_tokens += cached;
+                self.cache.input_tokens += r.input_tokens;
+            }
+        }
+    }
+
+    /// The summary. `play_turns[p]` is how many turns play `p` has (from
+    /// the scheduler); a play with fewer records (turns skipped) or a
+    /// cancelled request is left out of `job_time`. Plays beyond the slice
+    /// are judged by their records alone.
+    pub fn finish(mut self, play_turns: &[u32]) -> Measured {
+        let mut job = Vec::new();
+        let mut incomplete = 0;
+        for (p, span) in self.plays.iter().enumerate() {
+            if span.records == 0 {
+                continue;
+            }
+            let all_there = play_turns.get(p).is_none_or(|&t| span.records >= t);
+            match (span.first_sent, span.last_done) {
+                (Some(s), Some(d)) if all_there && !span.cancelled && d >= s => job.push(d - s),
+                _ => incomplete += 1,
+            }
+        }
+        let window = match (self.first_sent, self.last_done) {
+            (Some(s), Some(d)) if d > s => d - s,
+            _ => 0,
+        };
+        let per_s = |x: u64| {
+            if window == 0 {
+                0.0
+            } else {
+                x as f64 / (window as f64 / 1e9)
+            }
+        };
+        if self.cache.requests > 0 && self.cache.input_tokens > 0 {
+            self.cache.hit_ratio =
+                Some(self.cache.cached_tokens as f64 / self.cache.input_tokens as f64);
+        }
+        Measured {
+            latency: Latencies {
+                ttft: Latency::of(&mut self.ttft),
+                itl: Latency::of_histogram(&self.itl, self.itl_sum, self.itl_max),
+                tpot: Latency::of(&mut self.tpot),
+                e2e: Latency::of(&mut self.e2e),
+                lateness: Latency::of(&mut self.lateness),
+                queue_wait: Latency::of(&mut self.queue_wait),
+                job_time: Latency::of(&mut job),
+            },
+            throughput: Throughput {
+                window_s: window as f64 / 1e9,
+                requests: self.counts.ok,
+                input_tokens: self.ok_input_tokens,
+                output_tokens: self.ok_output_tokens,
+                requests_per_s: per_s(self.counts.ok),
+                input_tokens_per_s: per_s(self.ok_input_tokens),
+                output_tokens_per_s: per_s(self.ok_output_tokens),
+            },
+            requests: self.counts,
+            cache: self.cache,
+            errors: self.errors,
+            tokens: self.tokens,
+            plays_complete: job.len() as u64,
+            plays_incomplete: incomplete,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_backends::live::record::{
+        ErrorCategory, RequestError, RequestIdentity, Response, Stamps,
+    };
+
+    const MS: u64 = 1_000_000;
+
+    /// A response sent at `sent_ms`, with content chunks at the given
+    /// times (ms) and done at `done_ms`.
+    fn record(sent_ms: u64, chunks: &[u64], done_ms: u64) -> Response {
+        Response {
+            stamps: Stamps {
+                sent: Some(sent_ms * MS),
+                headers: Some(sent_ms * MS),
+                first_byte: chunks.first().map(|c| c * MS),
+                first_content: chunks.first().map(|c| c * MS),
+                content: chunks.iter().map(|c| c * MS).collect(),
+                done: Some(done_ms * MS),
+            },
+            http_status: Some(200),
+            ..Response::default()
+        }
+    }
+
+    fn identity(request: u64, play: u32, eligible_ms: u64, dispatched_ms: u64) -> RequestIdentity {
+        RequestIdentity {
+            request,
+            tree: "t".into(),
+            tree_index: 0,
+            agent: "a".into(),
+            turn: request as u32,
+            copy: 0,
+            lane: None,
+            play,
+            eligible: eligible_ms * MS,
+            dispatched: dispatched_ms * MS,
+            planned_input_tokens: 100,
+            planned_output_tokens: 3,
+        }
+    }
+
+    fn with_usage(mut r: Response, prompt: u64, completion: u64, cached: Option<u64>) -> Response {
+        r.prompt_tokens = Some(prompt);
+        r.completion_tokens = Some(completion);
+        r.cached_tokens = cached;
+        r
+    }
+
+    fn failed(mut r: Response, category: ErrorCategory) -> Response {
+        r.error = Some(RequestError {
+            category,
+            message: "x".into(),
+            http_status: None,
+            retry_after_s: None,
+        });
+        r
+    }
+
+    fn collect(items: Vec<(RequestIdentity, Response)>, play_turns: &[u32]) -> Measured {
+        let mut c = Collector::new();
+        for (id, r) in items {
+            c.add(&RequestRecord::new(id, &r));
+        }
+        c.finish(play_turns)
+    }
+
+    #[test]
+    fn latencies_throughput_and_cache_from_hand_made_records() {
+        let m = collect(
+            vec![
+                // Play 0: two turns, 1000..1400 and 1500..2000 ms.
+                (
+                    identity(0, 0, 1000, 1000),
+                    with_usage(record(1000, &[1100, 1200, 1300], 1400), 1000, 3, Some(400)),
+                ),
+                (
+                    identity(1, 0, 1490, 1500),
+                    with_usage(record(1500, &[1700, 1800, 1900], 2000), 1000, 3, Some(600)),
+                ),
+                // Play 1: one turn, no usage (counted), 1200..1600.
+                (
+                    identity(2, 1, 1200, 1200),
+                    record(1210, &[1300, 1400, 1600], 1600),
+                ),
+            ],
+            &[2, 1],
+        );
+        assert_eq!(
+            m.requests,
+            RequestCounts {
+                dispatched: 3,
+                ok: 3,
+                failed: 0,
+                cancelled: 0
+            }
+        );
+        let l = &m.latency;
+        // TTFT 100, 200, 90 ms: nearest-rank p50 is the 2nd = 100 ms.
+        assert_eq!(l.ttft.count, 3);
+        assert!((l.ttft.p50_s - 0.100).abs() < 1e-12);
+        assert!((l.ttft.max_s - 0.200).abs() < 1e-12);
+        assert!((l.ttft.mean_s - 0.130).abs() < 1e-12);
+        // E2E 400, 500, 390 ms.
+        assert!((l.e2e.max_s - 0.500).abs() < 1e-12);
+        // ITL gaps: 100,100 | 100,100 | 100,200 ms.
+        assert_eq!(l.itl.count, 6);
+        assert!((l.itl.max_s - 0.200).abs() < 1e-12);
+        assert!((l.itl.p50_s - 0.100).abs() < 0.0005, "{}", l.itl.p50_s);
+        assert!((l.itl.mean_s - 0.700 / 6.0).abs() < 1e-12);
+        // TPOT = (done - first content) / (tokens - 1): 150, 150, 150 ms.
+        assert!((l.tpot.p99_s - 0.150).abs() < 1e-12);
+        // Lateness sent - eligible: 0, 10, 10 ms; queue wait 0, 10, 0 ms.
+        assert!((l.lateness.max_s - 0.010).abs() < 1e-12);
+        assert!((l.queue_wait.p50_s - 0.0).abs() < 1e-12);
+        assert!((l.queue_wait.max_s - 0.010).abs() < 1e-12);
+        // Job time: play 0 is 1000..2000, play 1 is 1210..1600.
+        assert_eq!(l.job_time.count, 2);
+        assert!((l.job_time.max_s - 1.0).abs() < 1e-12);
+        assert!((l.job_time.p50_s - 0.390).abs() < 1e-12);
+        assert_eq!((m.plays_complete, m.plays_incomplete), (2, 0));
+        // Window 1000..2000 ms: 3 requests/s; tokens 1000+1000+100 in, 9 out.
+        let t = &m.throughput;
+        assert!((t.window_s - 1.0).abs() < 1e-12);
+        assert!((t.requests_per_s - 3.0).abs() < 1e-9);
+        assert_eq!((t.input_tokens, t.output_tokens), (2100, 9));
+        assert!((t.input_tokens_per_s - 2100.0).abs() < 1e-6);
+        // Cache: (400 + 600) / 2000 over the two requests with usage.
+        assert_eq!(m.cache.hit_ratio, Some(0.5));
+        assert_eq!(m.cache.requests, 2);
+        assert_eq!(m.tokens.output_source.usage, 2);
+        assert_eq!(m.tokens.output_source.counted, 1);
+        assert_eq!(m.tokens.input_source.planned, 1);
+        assert_eq!(
+            (
+                m.tokens.planned_input_tokens,
+                m.tokens.reported_input_tokens
+            ),
+            (200, 2000)
+        );
+        assert!(m.errors.is_empty());
+    }
+
+    #[test]
+    fn failures_are_counted_by_category_and_kept_out_of_latencies() {
+        let m = collect(
+            vec![
+                (identity(0, 0, 0, 0), record(0, &[100, 200, 300], 300)),
+                (
+                    identity(1, 1, 0, 0),
+                    failed(record(0, &[], 50), ErrorCategory::HttpStatus),
+                ),
+                (
+                    identity(2, 2, 0, 0),
+                    failed(record(5, &[900], 5000), ErrorCategory::StreamCut),
+                ),
+                (
+                    identity(3, 3, 0, 0),
+                    failed(record(0, &[], 10), ErrorCategory::HttpStatus),
+                ),
+                (
+                    identity(4, 4, 0, 0),
+                    failed(record(0, &[], 10), ErrorCategory::Cancelled),
+                ),
+            ],
+            &[],
+        );
+        assert_eq!(
+            m.requests,
+            RequestCounts {
+                dispatched: 5,
+                ok: 1,
+                failed: 3,
+                cancelled: 1
+            }
+        );
+        assert_eq!(m.errors.get("http_status"), Some(&2));
+        assert_eq!(m.errors.get("stream_cut"), Some(&1));
+        assert_eq!(
+            m.errors.get("cancelled"),
+            None,
+            "cancelled is its own count"
+        );
+        assert_eq!(m.latency.ttft.count, 1);
+        assert_eq!(m.latency.e2e.count, 1);
+        assert_eq!(m.latency.itl.count, 2);
+        // Lateness and queue wait cover every request.
+        assert_eq!(m.latency.lateness.count, 5);
+        assert_eq!(m.latency.queue_wait.count, 5);
+        // The window spans failed requests too: 0..5000 ms.
+        assert!((m.throughput.window_s - 5.0).abs() < 1e-12);
+        assert!((m.throughput.requests_per_s - 0.2).abs() < 1e-12);
+        // No usage anywhere: no cache ratio.
+        assert_eq!(m.cache.hit_ratio, None);
+        // The cancelled play has no job time; failed plays finished.
+        assert_eq!((m.plays_complete, m.plays_incomplete), (4, 1));
+    }
+
+    #[test]
+    fn plays_missing_turns_have_no_job_time() {
+        let m = collect(
+            vec![(identity(0, 0, 0, 0), record(0, &[100, 200], 300))],
+            &[2],
+        );
+        assert_eq!(m.latency.job_time.count, 0);
+        assert_eq!((m.plays_complete, m.plays_incomplete), (0, 1));
+    }
+
+    #[test]
+    fn itl_percentiles_from_the_histogram_are_close_to_exact() {
+        let mut c = Collector::new();
+        // 1..=1000 ms gaps in one record.
+        let chunks: Vec<u64> = (0..=1000u64)
+            .scan(0, |t, i| {
+                *t += i;
+                Some(*t)
+            })
+            .collect();
+        let done = *chunks.last().unwrap();
+        c.add(&RequestRecord::new(
+            identity(0, 0, 0, 0),
+            &record(0, &chunks, done),
+        ));
+        let m = c.finish(&[]);
+        let itl = m.latency.itl;
+        assert_eq!(itl.count, 1000);
+        assert!((itl.p50_s - 0.500).abs() / 0.5 < 0.002, "{}", itl.p50_s);
+        assert!((itl.p99_s - 0.990).abs() / 0.99 < 0.002, "{}", itl.p99_s);
+        assert!((itl.max_s - 1.0).abs() < 1e-12);
+        assert!((itl.mean_s - 0.5005).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_empty_run_is_all_zeros_and_nulls() {
+        let m = Collector::new().finish(&[]);
+        assert_eq!(m.requests.dispatched, 0);
+        assert_eq!(m.latency.itl.count, 0);
+        assert_eq!(m.throughput.requests_per_s, 0.0);
+        assert_eq!(m.cache.hit_ratio, None);
+    }
+}
