@@ -30,7 +30,10 @@ pub enum Command {
     Convert(ConvertArgs),
     /// Replay a workload against a live OpenAI-compatible server and
     /// measure it: records.jsonl, summary.json and a console table.
+    /// Without --endpoint: the bundled sample against the built-in emulator.
     Run(RunArgs),
+    /// Serve the built-in OpenAI-compatible emulator on 127.0.0.1.
+    Emulate(crate::emulate::EmulateArgs),
 }
 
 /// Where the workload comes from.
@@ -172,7 +175,7 @@ pub struct ConvertArgs {
     pub output: PathBuf,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct RunArgs {
     #[command(flatten)]
     pub input: InputArgs,
@@ -182,8 +185,13 @@ pub struct RunArgs {
 
     /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`);
     /// requests go to URL/v1/chat/completions (or /v1/completions).
+    /// Without it, the built-in emulator is started in-process.
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
+
+    /// The in-process emulator's model and faults (only without --endpoint).
+    #[command(flatten)]
+    pub emulator: crate::emulate::EmulatorArgs,
 
     /// Model name sent in every request. Default: the first model the
     /// server lists at URL/v1/models.

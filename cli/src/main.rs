@@ -5,6 +5,7 @@
 
 mod args;
 mod convert;
+mod emulate;
 mod inputs;
 mod inspect;
 mod plan;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args),
         Command::Convert(args) => convert::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Emulate(args) => emulate::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

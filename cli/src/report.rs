@@ -148,7 +148,7 @@ impl PlanReport {
                     .expect("slot of a play");
                 input_tokens += tree.isl[turn as usize] as u64;
                 output_tokens += tree.osl[turn as usize] as u64;
-                waits.push(slot.dispatched - slot.eligible);
+                waits.push(slot.queue_wait);
                 makespan = makespan.max(slot.end);
             }
         }
@@ -365,7 +365,7 @@ pub fn write_timeline(scheduler: &Scheduler, out: &mut impl Write) -> io::Result
             secs_or_null(reached_eligible.then_some(slot.eligible)),
             secs_or_null(sent.then_some(slot.sent)),
             secs_or_null(ended.then_some(slot.end)),
-            secs_or_null(sent.then_some(slot.dispatched - slot.eligible)),
+            secs_or_null(sent.then_some(slot.queue_wait)),
             tree.isl[t],
             tree.osl[t],
             slot.state.as_str(),

@@ -136,6 +136,11 @@ pub struct Slot {
     due_key: Nanos,
     pub eligible: Nanos,
     pub dispatched: Nanos,
+    /// Time spent waiting for the request cap (`--max-inflight`): from
+    /// when the turn joined the FIFO to its dispatch. 0 when it was
+    /// dispatched as soon as it was handled (a live driver's timer lag is
+    /// not queue wait: it shows in `sent - eligible`).
+    pub queue_wait: Nanos,
     pub sent: Nanos,
     pub end: Nanos,
     pub shift_at_eligible: Nanos,
@@ -172,8 +177,15 @@ pub struct Lane {
     next: usize,
     /// Plays started by this lane.
     pub plays: u32,
-    /// When the lane finished its share (without `--loop`).
+    /// When the lane finished its share (without `--loop`), or stopped
+    /// making progress.
     pub dry_at: Option<Nanos>,
+    /// With `--loop`: when the lane last wrapped around its share.
+    last_wrap: Option<Nanos>,
+    /// With `--loop`: the lane went a whole cycle of its share without time
+    /// advancing (every turn took no time) and was stopped, since it would
+    /// otherwise replay forever at one instant.
+    pub stalled: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -631,6 +643,7 @@ impl Scheduler {
             due_key: 0,
             eligible: 0,
             dispatched: 0,
+            queue_wait: 0,
             sent: 0,
             end: 0,
             shift_at_eligible: 0,
@@ -667,6 +680,12 @@ impl Scheduler {
                 l.dry_at = Some(at);
                 return;
             }
+            if l.last_wrap == Some(at) {
+                l.stalled = true;
+                l.dry_at = Some(at);
+                return;
+            }
+            l.last_wrap = Some(at);
             l.next = 0;
         }
         let (tree, copy) = l.share[l.next];
@@ -715,6 +734,8 @@ impl Scheduler {
             .is_some_and(|cap| self.inflight >= cap || !self.ready.is_empty());
         if capped {
             s.state = TurnState::Queued;
+            // Holds the time it joined the FIFO until dispatch.
+            s.queue_wait = now;
             self.ready.push_back(slot);
             self.idle_since = None;
         } else {
@@ -724,6 +745,9 @@ impl Scheduler {
 
     fn dispatch(&mut self, slot: u32, now: Nanos) {
         let s = &mut self.slots[slot as usize];
+        if s.state == TurnState::Queued {
+            s.queue_wait = now.saturating_sub(s.queue_wait);
+        }
         s.state = TurnState::Dispatched;
         s.dispatched = now;
         self.inflight += 1;

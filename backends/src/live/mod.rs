@@ -150,6 +150,7 @@ fn identity(scheduler: &Scheduler, id: RequestId) -> Option<RequestIdentity> {
         play: slot.play,
         eligible: slot.eligible,
         dispatched: slot.dispatched,
+        queue_wait: slot.queue_wait,
         planned_input_tokens: tree.isl[t],
         planned_output_tokens: tree.osl[t],
     })

@@ -173,6 +173,7 @@ pub struct RequestIdentity {
     pub play: u32,
     pub eligible: Nanos,
     pub dispatched: Nanos,
+    pub queue_wait: Nanos,
     pub planned_input_tokens: u32,
     pub planned_output_tokens: u32,
 }
@@ -223,7 +224,7 @@ impl RequestRecord {
             first_byte_s: secs(s.first_byte),
             first_content_s: secs(s.first_content),
             done_s: secs(s.done),
-            queue_wait_s: id.dispatched.saturating_sub(id.eligible) as f64 / 1e9,
+            queue_wait_s: id.queue_wait as f64 / 1e9,
             lateness_s: span(Some(id.eligible), s.sent),
             ttft_s: span(s.sent, s.first_content),
             e2e_s: span(s.sent, s.done),
@@ -259,6 +260,7 @@ mod tests {
             play: 0,
             eligible: 1_000,
             dispatched: 1_500,
+            queue_wait: 500,
             planned_input_tokens: 100,
             planned_output_tokens: 4,
         }

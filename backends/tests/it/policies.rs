@@ -391,3 +391,24 @@ fn recorded_overlap_replays_concurrently() {
     assert_eq!(sends(&s, 0), vec![0.0, 5.0, 30.0]);
     assert_eq!(s.stats().peak_inflight, 2);
 }
+
+#[test]
+fn a_looping_lane_of_zero_time_trees_stops_instead_of_spinning() {
+    // Every turn takes no time: without a guard the lane would replay the
+    // tree forever at t = 0 and never reach the deadline.
+    let t = tree("t", 0, vec![root(vec![user(0, 0)])]);
+    let policy = Policy {
+        sessions: Some(1),
+        loop_lanes: true,
+        duration: Some(S / 100),
+        ..Policy::default()
+    };
+    let s = run(vec![t], policy);
+    let lane = &s.lanes()[0];
+    assert!(lane.stalled);
+    assert_eq!(lane.dry_at, Some(0));
+    assert_eq!(
+        lane.plays, 2,
+        "one cycle, then one more that took no time either"
+    );
+}

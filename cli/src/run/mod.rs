@@ -92,21 +92,77 @@ pub struct RunReport {
     pub out: PathBuf,
 }
 
+/// Emulator timing of the default run (no `--endpoint`) when no emulator
+/// flag says otherwise: a fast server, so the demo takes seconds.
+pub const DEMO_TTFT_MS: &str = "10";
+pub const DEMO_ITL_MS: &str = "0.2";
+
+/// True when `arbor run` was given nothing to point at: no input, no
+/// synthetic workload, no endpoint.
+fn is_demo(args: &RunArgs) -> bool {
+    args.endpoint.is_none() && args.input.inputs.is_empty() && args.input.synthetic.is_none()
+}
+
+/// The bundled sample's recorded gaps add up to almost an hour; the demo
+/// replays them at 1 % with a 0.25 s idle-gap cap, unless any of those
+/// policy flags was given.
+fn demo_args(args: &RunArgs) -> RunArgs {
+    let mut args = args.clone();
+    let p = &mut args.policy;
+    if p.tool_time == "recorded" && p.think_time_pct.is_none() && p.idle_gap_cap.is_none() {
+        p.tool_time = "pct:1".into();
+        p.think_time_pct = Some("1".into());
+        p.idle_gap_cap = Some("0.25".into());
+        eprintln!(
+            "arbor run: the bundled sample against the built-in emulator; tool and think gaps at 1 %, \
+             idle-gap cap 0.25 s (give --endpoint, inputs or policy flags to change)"
+        );
+    }
+    let e = &mut args.emulator;
+    if e.ttft_ms.is_none() && e.prefill_tok_s.is_none() {
+        e.ttft_ms = Some(DEMO_TTFT_MS.into());
+    }
+    if e.itl_ms.is_none() && e.decode_tok_s.is_none() {
+        e.itl_ms = Some(DEMO_ITL_MS.into());
+    }
+    args
+}
+
 /// `arbor run`.
 pub fn run(args: &RunArgs) -> Result<(), Failure> {
-    // The built-in emulator is the default once it is wired: start it on
-    // the runtime below (`arbor_sim::emulator::serve`) and pass its base URL
-    // to `run_against` instead of failing here.
-    let Some(endpoint) = args.endpoint.clone() else {
-        return Err(Failure::input(
-            "--endpoint URL is required for now (e.g. --endpoint http://127.0.0.1:8000); \
-             running against the built-in emulator when it is omitted is coming",
-        ));
+    let demo;
+    let args = if is_demo(args) {
+        demo = demo_args(args);
+        &demo
+    } else {
+        args
     };
-    let endpoint = normalize_endpoint(&endpoint)?;
     let prepared = prepare(args)?;
     let runtime = runtime()?;
-    let report = runtime.block_on(run_against(&endpoint, prepared))?;
+    let report = match &args.endpoint {
+        Some(endpoint) => {
+            let endpoint = normalize_endpoint(endpoint)?;
+            runtime.block_on(run_against(&endpoint, prepared))?
+        }
+        None => {
+            let config = args
+                .emulator
+                .flags(Some(args.policy.seed))?
+                .into_config()
+                .map_err(Failure::input)?;
+            runtime.block_on(async move {
+                let loopback = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0));
+                let emulator = arbor_sim::emulator::serve(config, loopback)
+                    .await
+                    .map_err(|e| {
+                        Failure::other(format!("cannot start the built-in emulator: {e}"))
+                    })?;
+                let report = run_against(&emulator.base_url(), prepared).await;
+                emulator.shutdown().await;
+                report
+            })?
+        }
+    };
     runtime.shutdown_timeout(Duration::from_millis(200));
 
     let stdout = std::io::stdout();

@@ -409,6 +409,7 @@ mod tests {
             play,
             eligible: eligible_ms * MS,
             dispatched: dispatched_ms * MS,
+            queue_wait: (dispatched_ms - eligible_ms) * MS,
             planned_input_tokens: 100,
             planned_output_tokens: 3,
         }

@@ -429,14 +429,51 @@ fn a_non_empty_output_directory_exits_2() {
 }
 
 #[test]
-fn without_an_endpoint_the_error_says_the_emulator_is_coming() {
-    let out = arbor_run(&[fixture("trace_0187.json").to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
-    assert!(
-        err.contains("--endpoint") && err.contains("emulator"),
-        "{err}"
-    );
+fn without_an_endpoint_the_built_in_emulator_serves_the_run() {
+    let dir = scratch("run-emulator");
+    let out_dir = dir.join("out");
+    let out = arbor_run(&[
+        fixture("trace_0187.json").to_str().unwrap(),
+        "--tool-time",
+        "zero",
+        "--think-time-pct",
+        "0",
+        "--ttft-ms",
+        "20",
+        "--itl-ms",
+        "1",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-progress",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records: Vec<serde_json::Value> = read(&out_dir.join("records.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 3);
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+        let ttft = r["ttft_s"].as_f64().unwrap();
+        assert!((0.020..0.080).contains(&ttft), "ttft {ttft}");
+        assert_eq!(r["output_tokens_source"], "usage");
+    }
+}
+
+/// The README's main command: `arbor run` with nothing else replays the
+/// bundled sample against the built-in emulator.
+#[test]
+fn the_readme_main_command_runs_the_bundled_sample() {
+    let dir = scratch("run-demo");
+    let out_dir = dir.join("out");
+    let out = arbor_run(&["--out", out_dir.to_str().unwrap(), "--no-progress"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("TTFT"), "{}", stdout(&out));
+    let lines = read(&out_dir.join("records.jsonl")).lines().count();
+    assert_eq!(lines, 91, "one record per turn of the four sample traces");
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&out_dir.join("summary.json"))).unwrap();
+    assert_eq!(summary["cancelled"], false);
 }
 
 #[test]
