@@ -1,28 +1,66 @@
 //! arbor-proptests: the scheduling invariants, stated and checked.
 //!
-//! This library holds what the property tests share: turning a generated
-//! synthetic spec and policy into a finished plan. The properties live in
-//! `tests/properties.rs`; each has a doc comment saying what it guarantees.
+//! This library holds what the properties share; the properties themselves
+//! live in `tests/properties/` (one test binary), each with a doc comment
+//! saying what it guarantees to a user. `docs/testing.md` lists them.
+//!
+//! - [`gen`]: proptest strategies for workloads (built directly, with small
+//!   integer times so failures shrink to readable cases), policies and
+//!   service models;
+//! - [`driver`]: a virtual-clock driver, equivalent to
+//!   `arbor_backends::virtual_clock` but with any per-request service
+//!   function (including a seeded random one) and a trace of every call;
+//! - [`oracle`]: a deliberately simple reference scheduler;
+//! - [`show`]: compact, readable renderings of workloads and timelines for
+//!   assertion messages.
+//!
 //! `PROPTEST_CASES=N` raises the number of cases for deep runs.
 #![forbid(unsafe_code)]
 
-use arbor_backends::virtual_clock;
-use arbor_engine::dag::compile;
+pub mod driver;
+pub mod gen;
+pub mod oracle;
+pub mod show;
+
+use arbor_engine::dag::{compile, CompiledWorkload};
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::Workload;
 use arbor_sim::ServiceModel;
 
-/// Compiles `workload` (exact derivation) and runs it to the end.
+pub use driver::{Service, Trace};
+
+/// Exact derivation: no overlap is treated as rounding.
+pub const EXACT: DeriveOptions = DeriveOptions {
+    overlap_tolerance: 0,
+};
+
+/// Compiles `workload` with exact derivation.
+pub fn compile_exact(workload: &Workload, policy: &Policy) -> CompiledWorkload {
+    compile(workload, policy, &EXACT).expect("generated workloads compile")
+}
+
+/// A fresh scheduler for `workload` under `policy` (exact derivation).
+pub fn scheduler(workload: &Workload, policy: &Policy) -> Scheduler {
+    Scheduler::new(compile_exact(workload, policy), policy.clone())
+        .expect("generated policies are valid")
+}
+
+/// Compiles `workload` (exact derivation) and runs it to the end with the
+/// shipped virtual driver.
 pub fn plan(workload: &Workload, policy: Policy, model: &ServiceModel) -> Scheduler {
-    let options = DeriveOptions {
-        overlap_tolerance: 0,
-    };
-    let compiled = compile(workload, &policy, &options).expect("generated workloads compile");
-    let mut scheduler = Scheduler::new(compiled, policy).expect("generated policies are valid");
-    virtual_clock::run(&mut scheduler, model).expect("the virtual driver never misuses the engine");
-    scheduler
+    let mut s = scheduler(workload, &policy);
+    arbor_backends::virtual_clock::run(&mut s, model)
+        .expect("the virtual driver never misuses the engine");
+    s
+}
+
+/// Runs `workload` to the end with the test driver and `service`.
+pub fn run(workload: &Workload, policy: &Policy, service: &Service) -> (Scheduler, Trace) {
+    let mut s = scheduler(workload, policy);
+    let trace = driver::run(&mut s, &|r| service.time(r), &mut driver::no_hook);
+    (s, trace)
 }
 
 /// Cases per property: `PROPTEST_CASES` when set (deep runs by hand), else
@@ -32,4 +70,44 @@ pub fn cases(default: u32) -> u32 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// The proptest configuration every property uses: `cases(default)` cases,
+/// failures persisted (and replayed first on every run) in
+/// `proptest-regressions/<file>.txt` at the workspace root.
+pub fn config(default: u32, file: &str) -> proptest::test_runner::Config {
+    use proptest::test_runner::{Config, FileFailurePersistence};
+    let path = format!(
+        "{}/../proptest-regressions/{file}.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    Config {
+        cases: cases(default),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(Box::leak(
+            path.into_boxed_str(),
+        )))),
+        ..Config::default()
+    }
+}
+
+/// For each tree, for each flat turn: true when the turn belongs to a
+/// background agent or to a descendant of one.
+pub fn background_turns(workload: &Workload) -> Vec<Vec<bool>> {
+    use arbor_engine::model::AgentKind;
+    workload
+        .trees
+        .iter()
+        .map(|tree| {
+            let mut bg: Vec<bool> = Vec::with_capacity(tree.agents.len());
+            for a in &tree.agents {
+                let inherited = a.parent.is_some_and(|p| bg[p as usize]);
+                bg.push(inherited || a.kind == AgentKind::Background);
+            }
+            tree.agents
+                .iter()
+                .enumerate()
+                .flat_map(|(i, a)| std::iter::repeat_n(bg[i], a.turns.len()))
+                .collect()
+        })
+        .collect()
 }

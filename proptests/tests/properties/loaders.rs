@@ -1,13 +1,18 @@
-//! No loader panics, whatever it is fed: arbitrary bytes, arbitrary JSON,
-//! and JSON built from every format's field names with values of any type.
-//! Each input is written to a file and read with every `--format`, exactly
-//! as the CLI does.
+//! Loaders: invariant 11 (the native format round-trips every workload,
+//! and so its plan) and robustness (no loader panics, whatever it is fed:
+//! arbitrary bytes, arbitrary JSON, and JSON built from every format's
+//! field names with values of any type; each input is written to a file and
+//! read with every `--format`, exactly as the CLI does).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use arbor_engine::load::arbor::{parse_line, write_tree};
 use arbor_engine::load::{load_path, Format};
+use arbor_engine::{Tree, Workload};
+use arbor_proptests::gen::{self, MEDIUM};
+use arbor_proptests::{run, show};
 use proptest::prelude::*;
 use serde_json::{Map, Number, Value};
 
@@ -113,8 +118,90 @@ fn feed_every_format(bytes: &[u8]) {
     let _ = std::fs::remove_file(&path);
 }
 
+/// Writes every tree with `write_tree` and reads it back with
+/// `parse_line` (sources are set to what the reader names them).
+fn round_trip(w: &Workload) -> Result<Workload, String> {
+    let mut trees = Vec::new();
+    for (i, tree) in w.trees.iter().enumerate() {
+        let mut line = Vec::new();
+        write_tree(tree, &mut line).map_err(|e| e.to_string())?;
+        let text = String::from_utf8(line).map_err(|e| e.to_string())?;
+        let back = parse_line(text.trim_end(), "rt.jsonl", i + 1)
+            .map_err(|e| format!("{e}\nline: {text}"))?;
+        trees.push(back);
+    }
+    Ok(Workload { trees })
+}
+
+fn without_sources(w: &Workload) -> Vec<Tree> {
+    w.trees
+        .iter()
+        .map(|t| Tree {
+            source: String::new(),
+            ..t.clone()
+        })
+        .collect()
+}
+
+/// The round trip on every fixture trace in `testdata/` (text, hash ids,
+/// models and all): same trees, same plan.
+#[test]
+fn native_format_round_trips_every_fixture() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata");
+    let mut checked = 0;
+    for dir in std::fs::read_dir(&root).unwrap() {
+        let dir = dir.unwrap().path();
+        if !dir.is_dir() || dir.ends_with("bad") {
+            continue;
+        }
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let file = file.unwrap().path();
+            if !matches!(
+                file.extension().and_then(|e| e.to_str()),
+                Some("json" | "jsonl" | "zst")
+            ) {
+                continue;
+            }
+            let w = Workload {
+                trees: load_path(&file, None).unwrap().trees,
+            };
+            let back = round_trip(&w).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            assert_eq!(
+                without_sources(&w),
+                without_sources(&back),
+                "{}",
+                file.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 8);
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: arbor_proptests::cases(64), ..ProptestConfig::default() })]
+    #![proptest_config(arbor_proptests::config(400, "loaders"))]
+
+    /// **The native format loses nothing.** Any workload (derived or
+    /// explicit edges, unknown durations, recorded agent ends, every input
+    /// kind) written with `arbor::write_tree` and read back with
+    /// `parse_line` is the same workload, and so gives the same plan under
+    /// any policy and service model, byte for byte.
+    #[test]
+    fn native_format_round_trip_keeps_the_plan(
+        w in gen::any_workload(MEDIUM),
+        p in prop_oneof![gen::policy(), gen::timed_policy()],
+        svc in gen::service(),
+    ) {
+        let ctx = show::case(&w, &p, &svc);
+        let back = match round_trip(&w) {
+            Ok(b) => b,
+            Err(e) => { prop_assert!(false, "round trip failed: {}{}", e, ctx); unreachable!() }
+        };
+        prop_assert_eq!(without_sources(&w), without_sources(&back), "{}", ctx);
+        let (a, _) = run(&w, &p, &svc);
+        let (b, _) = run(&back, &p, &svc);
+        prop_assert_eq!(show::timeline(&a), show::timeline(&b), "{}", ctx);
+    }
 
     /// Arbitrary bytes never panic a loader.
     #[test]

@@ -1,5 +1,12 @@
-//! arbor's guarantees as properties. `PROPTEST_CASES=N` raises the number
-//! of cases (CI runs the defaults in each module).
+//! arbor's guarantees as properties, one test binary. Each property's doc
+//! comment says what it guarantees to a user; `docs/testing.md` lists them.
+//! `PROPTEST_CASES=N` raises the number of cases (CI runs the defaults in
+//! each module); failing cases are stored in `proptest-regressions/` and
+//! replayed first on every run.
 
+mod api;
+mod determinism;
+mod identity;
 mod loaders;
+mod oracle;
 mod scheduling;
