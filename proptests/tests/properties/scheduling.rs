@@ -400,7 +400,6 @@ proptest! {
     /// skipped), each lane plays its share in order, cyclically, one whole
     /// tree at a time, and nothing is left in flight.
     #[test]
-    #[ignore = "engine bug: a --loop lane whose tree takes 0 ns restarts it forever at one instant (livelock); see docs/testing.md"]
     fn looping_lanes_reach_the_deadline(
         w in gen::workload(SMALL),
         p in gen::looping_policy(),
@@ -471,7 +470,6 @@ fn generators_cover_the_shapes_the_issue_asks_for() {
 /// run reach its `--duration` and end. Minimal case of the engine bug
 /// found by `looping_lanes_reach_the_deadline`.
 #[test]
-#[ignore = "engine bug: a --loop lane whose tree takes 0 ns restarts it forever at one instant (livelock); see docs/testing.md"]
 fn a_looping_lane_of_a_zero_time_tree_terminates() {
     use arbor_engine::model::{Agent, AgentKind, Tree, Turn};
     use arbor_engine::time::NANOS_PER_MS;
