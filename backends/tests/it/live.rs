@@ -149,9 +149,12 @@ fn categories(records: &[RequestRecord]) -> Vec<Option<ErrorCategory>> {
         .collect()
 }
 
+/// Turns one fault knob on.
+type FaultSetter = Box<dyn Fn(&mut EmulatorConfig)>;
+
 #[test]
 fn each_fault_lands_in_its_error_class_and_the_run_completes() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut EmulatorConfig)>, ErrorCategory)> = vec![
+    let cases: Vec<(&str, FaultSetter, ErrorCategory)> = vec![
         (
             "500",
             Box::new(|c| c.faults.fail_rate = 1.0),
