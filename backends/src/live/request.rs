@@ -89,6 +89,18 @@ fn push_json_str(out: &mut Vec<u8>, text: &str) {
     let _ = serde_json::to_writer(&mut *out, text);
 }
 
+/// Synthesized text is made of plain words and spaces (see
+/// `arbor_engine::prompt`): nothing to escape, so it is copied as is.
+fn push_synthesized(out: &mut Vec<u8>, text: &str) {
+    if text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b' ') {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        push_json_str(out, text);
+    }
+}
+
 /// Builds the JSON body of one request.
 ///
 /// Without `--extra-body` the body is written straight into one buffer (a
@@ -109,7 +121,7 @@ pub fn build_body(config: &BodyConfig, prompt: &Prompt<'_>, max_tokens: u32) -> 
     match (config.api, prompt) {
         (Api::Chat, Prompt::Synthesized(text)) => {
             out.extend_from_slice(br#","messages":[{"role":"user","content":"#);
-            push_json_str(&mut out, text);
+            push_synthesized(&mut out, text);
             out.extend_from_slice(b"}]");
         }
         (Api::Chat, Prompt::Recorded(messages)) => {
@@ -128,7 +140,7 @@ pub fn build_body(config: &BodyConfig, prompt: &Prompt<'_>, max_tokens: u32) -> 
         }
         (Api::Completions, Prompt::Synthesized(text)) => {
             out.extend_from_slice(br#","prompt":"#);
-            push_json_str(&mut out, text);
+            push_synthesized(&mut out, text);
         }
         (Api::Completions, Prompt::Recorded(messages)) => {
             out.extend_from_slice(br#","prompt":"#);
