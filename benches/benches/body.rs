@@ -10,9 +10,10 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 fn bench_body(c: &mut Criterion) {
     let mut group = c.benchmark_group("request_body");
     for isl in [2_000u32, 100_000] {
-        let spec: SyntheticSpec = format!("trees=1,turns=2,depth=0,isl={isl},isl_growth=1,hash_ids=true,seed=1")
-            .parse()
-            .expect("spec");
+        let spec: SyntheticSpec =
+            format!("trees=1,turns=2,depth=0,isl={isl},isl_growth=1,hash_ids=true,seed=1")
+                .parse()
+                .expect("spec");
         let workload = spec.generate();
         let tree = &workload.trees[0];
         let config = BodyConfig {

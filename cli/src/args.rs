@@ -49,6 +49,11 @@ pub struct InputArgs {
     #[arg(long, value_name = "NAME")]
     pub format: Option<String>,
 
+    /// Count the tokens of recorded text exactly with this tokenizer.json
+    /// (the served model's), instead of estimating them.
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+
     /// A synthetic workload: `trees=N,turns=T,...` or a .toml/.json spec
     /// file (see docs/synthetic.md).
     #[arg(long, value_name = "SPEC")]

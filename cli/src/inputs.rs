@@ -42,6 +42,24 @@ pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
         parts.push(format!("synthetic {}", spec.to_spec_string()));
         workload.trees.extend(spec.generate().trees);
     }
+    if let Some(path) = &args.tokenizer {
+        let tokenizer = crate::tokenizer::load(path)?;
+        let recount = crate::tokenizer::apply(&tokenizer, &mut workload);
+        if !recount.multi_token_words.is_empty() {
+            eprintln!(
+                "warning: {}: {} words of arbor's synthesis vocabulary are not single tokens ({}): \
+                 synthesized prompts will be a little longer than recorded",
+                path.display(),
+                recount.multi_token_words.len(),
+                recount.multi_token_words.join(",")
+            );
+        }
+        parts.push(format!(
+            "{} text turns counted with {}",
+            recount.text_turns,
+            path.display()
+        ));
+    }
     Ok(LoadedInput {
         workload,
         description: parts.join(", "),

@@ -13,6 +13,7 @@ mod progress;
 mod report;
 mod run;
 mod sample;
+mod tokenizer;
 
 use std::process::ExitCode;
 

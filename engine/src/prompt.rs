@@ -20,7 +20,9 @@ use crate::model::{HashScope, Role, Tree};
 /// Tokens per virtual block when a turn has neither ids nor text.
 pub const VIRTUAL_BLOCK_TOKENS: u32 = 64;
 
-const WORDS: [&str; 128] = [
+/// The words synthesized text is made of: short common English words with a
+/// leading space, each one token in the BPE tokenizers of current models.
+pub const VOCABULARY: [&str; 128] = [
     " the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " was", " with",
     " be", " by", " on", " not", " he", " this", " are", " or", " his", " from", " at", " which",
     " but", " have", " an", " had", " they", " you", " were", " their", " one", " all", " we",
@@ -64,7 +66,7 @@ fn push_words(seed: u64, words: u32, out: &mut String) {
         if i % 9 == 0 {
             bits = next(&mut state);
         }
-        out.push_str(WORDS[(bits & 127) as usize]);
+        out.push_str(VOCABULARY[(bits & 127) as usize]);
         bits >>= 7;
     }
 }
