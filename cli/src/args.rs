@@ -34,6 +34,10 @@ pub enum Command {
     Run(RunArgs),
     /// Serve the built-in OpenAI-compatible emulator on 127.0.0.1.
     Emulate(crate::emulate::EmulateArgs),
+    /// Probe a server before a run: models, streaming, usage, cached
+    /// tokens, whether max_completion_tokens and ignore_eos are honoured;
+    /// prints findings and the `arbor run` flags to use.
+    Doctor(DoctorArgs),
 }
 
 /// Where the workload comes from.
@@ -251,4 +255,29 @@ pub struct RunArgs {
     /// No progress bar (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: String,
+
+    /// Model to probe. Default: the first model the server lists at
+    /// URL/v1/models.
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+
+    /// An extra request header K=V (repeatable). The API key comes from
+    /// the environment variable OPENAI_API_KEY.
+    #[arg(long = "header", value_name = "K=V")]
+    pub headers: Vec<String>,
+
+    /// Bound of each probe, in seconds.
+    #[arg(long, value_name = "S", default_value = "30")]
+    pub timeout: String,
+
+    /// Print one JSON object instead of the human report.
+    #[arg(long)]
+    pub json: bool,
 }

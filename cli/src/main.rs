@@ -5,6 +5,7 @@
 
 mod args;
 mod convert;
+mod doctor;
 mod emulate;
 mod inputs;
 mod inspect;
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Emulate(args) => emulate::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -490,7 +490,7 @@ pub fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), Failure> {
 
 /// Every request's extra headers: `--header` values, and the API key as
 /// `Authorization: Bearer ...` unless a `--header` set `Authorization`.
-fn header_map(requests: &RequestOptions) -> HeaderMap {
+pub(crate) fn header_map(requests: &RequestOptions) -> HeaderMap {
     let mut map = HeaderMap::new();
     for (name, value) in &requests.headers {
         map.append(name.clone(), value.clone());
@@ -545,7 +545,7 @@ async fn discover_model(
     })
 }
 
-fn without_url(e: &reqwest::Error) -> String {
+pub(crate) fn without_url(e: &reqwest::Error) -> String {
     let mut text = String::new();
     let mut source: Option<&dyn std::error::Error> = Some(e);
     while let Some(s) = source {

@@ -2,6 +2,7 @@
 
 mod bad_corpus;
 mod bad_input;
+mod doctor;
 mod inspect;
 mod plan;
 mod run;

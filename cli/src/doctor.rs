@@ -1,0 +1,1099 @@
+//! `arbor doctor`: probe a server before benchmarking it.
+//!
+//! Owns a short sequence of probes against an OpenAI-compatible endpoint:
+//! `/health` and `/v1/models`, a tiny streaming chat request (SSE, `[DONE]`,
+//! usage in the stream, cached tokens, TTFT), whether `max_completion_tokens`,
+//! `max_tokens` and `ignore_eos` are honoured, and whether `/v1/completions`
+//! streams. Each probe becomes a [`Finding`] (ok / warn / fail, what was
+//! seen, what to do); the report ends with the `arbor run` flags to use.
+//!
+//! Requests go through the live client of `arbor run` (the same body
+//! builder, exchange, stamps and SSE classification), so what the doctor
+//! sees is what a run would see. See `docs/doctor.md`.
+
+use std::time::{Duration, Instant};
+
+use arbor_backends::live::record::{ErrorCategory, Response};
+use arbor_backends::live::request::{build_body, execute, Api, BodyConfig, MaxTokensField, Target};
+use arbor_engine::policy::parse_seconds;
+use arbor_engine::prompt::Prompt;
+use reqwest::header::HeaderMap;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::args::DoctorArgs;
+use crate::run::{self, RequestOptions, API_KEY_ENV};
+use crate::Failure;
+
+/// Output length asked of the streaming probe.
+pub const STREAM_PROBE_TOKENS: u32 = 8;
+/// Output length asked of the `max_completion_tokens` / `max_tokens` probes.
+pub const LIMIT_PROBE_TOKENS: u32 = 5;
+/// Output length asked of the `ignore_eos` probe.
+pub const EOS_PROBE_TOKENS: u32 = 48;
+
+const STREAM_PROMPT: &str = "Say hello.";
+/// Invites a long answer, so that a limit that is not honoured shows.
+const LONG_PROMPT: &str = "Count from 1 to 200, separated by spaces.";
+/// Invites a one-word answer, so that an `ignore_eos` that is not
+/// honoured shows.
+const SHORT_PROMPT: &str = "Reply with the single word: yes";
+const COMPLETION_PROMPT: &str = "Once upon a time";
+
+/// The `--extra-body` suggested when `ignore_eos` is not honoured
+/// (llama.cpp, EOS id 2 of SmolLM2 / Llama-2 style vocabularies).
+pub const LOGIT_BIAS_EXAMPLE: &str = r#"{"logit_bias": {"2": -100}}"#;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+/// One probe's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// A stable name: `health`, `models`, `context_length`, `streaming`,
+    /// `usage`, `cached_tokens`, `latency`, `max_completion_tokens`,
+    /// `max_tokens`, `ignore_eos`, `completions`.
+    pub probe: &'static str,
+    pub status: Status,
+    /// What was seen.
+    pub seen: String,
+    /// What to do, when anything.
+    pub action: Option<String>,
+}
+
+/// Everything the doctor found, as printed with `--json`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub arbor_version: &'static str,
+    /// The base URL (user info redacted).
+    pub endpoint: String,
+    pub model: Option<String>,
+    /// `flag` or `server`.
+    pub model_from: Option<&'static str>,
+    pub models: Vec<String>,
+    pub health_status: Option<u16>,
+    pub context_length: Option<u64>,
+    /// The `/v1/models` key the context length came from.
+    pub context_length_key: Option<String>,
+    pub streaming: Option<bool>,
+    pub usage_in_stream: Option<bool>,
+    pub cached_tokens_reported: Option<bool>,
+    /// Of the streaming probe: first content chunk - sent.
+    pub ttft_s: Option<f64>,
+    /// Of the streaming probe: done - sent.
+    pub total_s: Option<f64>,
+    pub max_completion_tokens_honoured: Option<bool>,
+    pub max_tokens_honoured: Option<bool>,
+    /// `null` when not probed, or when the model did not stop early even
+    /// without `ignore_eos` (nothing to tell it by).
+    pub ignore_eos_honoured: Option<bool>,
+    pub completions_api: Option<bool>,
+    pub findings: Vec<Finding>,
+    /// No finding failed: `arbor run` can benchmark this server.
+    pub usable: bool,
+    /// The recommended `arbor run` flags, one argument per item.
+    pub flags: Vec<String>,
+    /// The recommended command line.
+    pub command: String,
+}
+
+impl Report {
+    fn push(
+        &mut self,
+        probe: &'static str,
+        status: Status,
+        seen: impl Into<String>,
+        action: Option<String>,
+    ) {
+        self.findings.push(Finding {
+            probe,
+            status,
+            seen: seen.into(),
+            action,
+        });
+    }
+
+    fn failed(&self) -> Option<&Finding> {
+        self.findings.iter().find(|f| f.status == Status::Fail)
+    }
+}
+
+/// Checked flags.
+struct Options {
+    endpoint: String,
+    model: Option<String>,
+    headers: HeaderMap,
+    timeout: Duration,
+    /// Strings never to print: the API key and secret header values.
+    secrets: Vec<String>,
+}
+
+/// `arbor doctor`.
+pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
+    let options = options(args)?;
+    let runtime = run::runtime()?;
+    let mut report = runtime.block_on(diagnose(&options));
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    scrub(&mut report, &options.secrets);
+
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)
+            .map_err(|e| Failure::other(format!("cannot write the report: {e}")))?
+    } else {
+        human(&report)
+    };
+    println!("{text}");
+    match report.failed() {
+        None => Ok(()),
+        Some(f) => Err(Failure::other(format!(
+            "{} cannot be benchmarked: {}",
+            report.endpoint, f.seen
+        ))),
+    }
+}
+
+fn options(args: &DoctorArgs) -> Result<Options, Failure> {
+    let endpoint = run::normalize_endpoint(&args.endpoint)?;
+    let headers = args
+        .headers
+        .iter()
+        .map(|h| run::parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let timeout = parse_seconds("--timeout", &args.timeout).map_err(Failure::input)?;
+    if timeout == 0 {
+        return Err(Failure::input("--timeout: expected more than 0 seconds"));
+    }
+    let api_key = std::env::var(API_KEY_ENV)
+        .ok()
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty());
+    let mut secrets: Vec<String> = headers
+        .iter()
+        .filter(|(_, v)| v.is_sensitive())
+        .filter_map(|(_, v)| v.to_str().ok().map(str::to_string))
+        .collect();
+    secrets.extend(api_key.clone());
+    secrets.retain(|s| s.len() >= 4);
+    let request_options = RequestOptions {
+        model: None,
+        api: Api::Chat,
+        max_tokens_field: MaxTokensField::MaxTokens,
+        ignore_eos: false,
+        extra_body: None,
+        headers,
+        api_key,
+        timeout: Duration::from_nanos(timeout),
+        retries: 0,
+    };
+    Ok(Options {
+        endpoint,
+        model: args.model.clone().filter(|m| !m.is_empty()),
+        headers: run::header_map(&request_options),
+        timeout: Duration::from_nanos(timeout),
+        secrets,
+    })
+}
+
+/// Replaces every secret in the report's text by `<redacted>`.
+fn scrub(report: &mut Report, secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    let clean = |text: &mut String| {
+        for s in secrets {
+            if text.contains(s.as_str()) {
+                *text = text.replace(s.as_str(), "<redacted>");
+            }
+        }
+    };
+    clean(&mut report.endpoint);
+    clean(&mut report.command);
+    for f in &mut report.findings {
+        clean(&mut f.seen);
+        if let Some(a) = &mut f.action {
+            clean(a);
+        }
+    }
+    for m in &mut report.models {
+        clean(m);
+    }
+}
+
+/// The endpoint as shown: without user info.
+fn shown_endpoint(endpoint: &str) -> String {
+    match reqwest::Url::parse(endpoint) {
+        Ok(mut url) if !url.username().is_empty() || url.password().is_some() => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.as_str().trim_end_matches('/').to_string()
+        }
+        _ => endpoint.to_string(),
+    }
+}
+
+/// An error without the URL reqwest puts in it, one line, short.
+fn short(text: &str) -> String {
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 200 {
+        let cut: String = one_line.chars().take(200).collect();
+        format!("{cut}...")
+    } else {
+        one_line
+    }
+}
+
+/// The innermost cause of an error (e.g. `Connection refused (os error
+/// 111)`), without the URL reqwest puts in its outer message.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut last = e;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    last.to_string()
+}
+
+enum GetError {
+    Connect(String),
+    Timeout,
+    Other(String),
+}
+
+/// `GET url`: status and body, bounded by the timeout.
+async fn get(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &HeaderMap,
+    timeout: Duration,
+) -> Result<(u16, Vec<u8>), GetError> {
+    let exchange = async {
+        let response = client
+            .get(url)
+            .headers(headers.clone())
+            .send()
+            .await
+            .map_err(|e| {
+                if e.is_connect() {
+                    GetError::Connect(root_cause(&e))
+                } else if e.is_timeout() {
+                    GetError::Timeout
+                } else {
+                    GetError::Other(run::without_url(&e))
+                }
+            })?;
+        let status = response.status().as_u16();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| GetError::Other(run::without_url(&e)))?;
+        Ok((status, body.to_vec()))
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(result) => result,
+        Err(_) => Err(GetError::Timeout),
+    }
+}
+
+/// Runs every probe; stops early when one makes a run impossible.
+async fn diagnose(options: &Options) -> Report {
+    let mut report = Report {
+        arbor_version: env!("CARGO_PKG_VERSION"),
+        endpoint: shown_endpoint(&options.endpoint),
+        ..Report::default()
+    };
+    let client = match reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .connect_timeout(options.timeout)
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            report.push(
+                "health",
+                Status::Fail,
+                format!("cannot build the HTTP client: {e}"),
+                None,
+            );
+            return finish(report);
+        }
+    };
+    if !probe_health(&client, options, &mut report).await {
+        return finish(report);
+    }
+    let Some(model) = probe_models(&client, options, &mut report).await else {
+        return finish(report);
+    };
+    let mut prober = Prober {
+        client,
+        options,
+        model,
+        next_id: 1,
+    };
+    if !prober.streaming(&mut report).await {
+        return finish(report);
+    }
+    let field = prober.limits(&mut report).await;
+    prober.ignore_eos(field, &mut report).await;
+    prober.completions(field, &mut report).await;
+    finish(report)
+}
+
+/// `GET /health`. False when the server cannot be reached at all.
+async fn probe_health(client: &reqwest::Client, options: &Options, report: &mut Report) -> bool {
+    let url = format!("{}/health", options.endpoint);
+    match get(client, &url, &options.headers, options.timeout).await {
+        Ok((status, _)) => {
+            report.health_status = Some(status);
+            match status {
+                200..=299 => report.push("health", Status::Ok, format!("GET /health: HTTP {status}"), None),
+                404 => report.push(
+                    "health",
+                    Status::Warn,
+                    "GET /health: HTTP 404 (no health endpoint)",
+                    Some("nothing to do: many servers (llama.cpp's Python server among them) have no /health, and arbor run does not need it".into()),
+                ),
+                _ => report.push(
+                    "health",
+                    Status::Warn,
+                    format!("GET /health: HTTP {status}"),
+                    Some("the server may still be loading or be unhealthy: check its log".into()),
+                ),
+            }
+            true
+        }
+        Err(GetError::Connect(message)) => {
+            report.push(
+                "health",
+                Status::Fail,
+                format!("cannot connect to {}: {}", report.endpoint, short(&message)),
+                Some("check the URL and that the server is running and listening there".into()),
+            );
+            false
+        }
+        Err(GetError::Timeout) => {
+            report.push(
+                "health",
+                Status::Warn,
+                format!(
+                    "GET /health: no answer within {} s",
+                    options.timeout.as_secs_f64()
+                ),
+                Some("the server accepts connections but is slow to answer: check its load".into()),
+            );
+            true
+        }
+        Err(GetError::Other(message)) => {
+            report.push(
+                "health",
+                Status::Warn,
+                format!("GET /health failed: {}", short(&message)),
+                None,
+            );
+            true
+        }
+    }
+}
+
+/// The context-length keys servers put in `/v1/models` entries.
+const CONTEXT_KEYS: [&str; 3] = ["max_model_len", "context_length", "max_context_length"];
+
+/// `GET /v1/models`: the models, the one to use and its context length.
+/// `None` when there is no model to probe with.
+async fn probe_models(
+    client: &reqwest::Client,
+    options: &Options,
+    report: &mut Report,
+) -> Option<String> {
+    let url = format!("{}/v1/models", options.endpoint);
+    let answer = get(client, &url, &options.headers, options.timeout).await;
+    let listed: Result<Vec<Value>, String> = match answer {
+        Ok((status, body)) if (200..300).contains(&status) => {
+            match serde_json::from_slice::<Value>(&body) {
+                Ok(v) => match v.get("data").and_then(Value::as_array) {
+                    Some(data) => Ok(data.clone()),
+                    None => Err("GET /v1/models: no `data` list in the answer".into()),
+                },
+                Err(_) => Err("GET /v1/models: the answer is not JSON".into()),
+            }
+        }
+        Ok((status, _)) => Err(format!("GET /v1/models: HTTP {status}")),
+        Err(GetError::Connect(m)) => Err(format!("GET /v1/models: cannot connect: {}", short(&m))),
+        Err(GetError::Timeout) => Err(format!(
+            "GET /v1/models: no answer within {} s",
+            options.timeout.as_secs_f64()
+        )),
+        Err(GetError::Other(m)) => Err(format!("GET /v1/models failed: {}", short(&m))),
+    };
+    let entries = match listed {
+        Ok(entries) => entries,
+        Err(seen) => {
+            return match &options.model {
+                Some(m) => {
+                    report.push(
+                        "models",
+                        Status::Warn,
+                        format!("{seen}; probing with --model {m}"),
+                        None,
+                    );
+                    report.model = Some(m.clone());
+                    report.model_from = Some("flag");
+                    Some(m.clone())
+                }
+                None => {
+                    report.push(
+                        "models",
+                        Status::Fail,
+                        seen,
+                        Some("pass --model M (to arbor doctor and arbor run)".into()),
+                    );
+                    None
+                }
+            };
+        }
+    };
+    report.models = entries
+        .iter()
+        .filter_map(|m| m.get("id")?.as_str())
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+        .collect();
+    let listing = if report.models.is_empty() {
+        "no models listed".to_string()
+    } else {
+        format!(
+            "{} listed ({})",
+            report.models.len(),
+            report.models.join(", ")
+        )
+    };
+    let model = match &options.model {
+        Some(m) if report.models.contains(m) => {
+            report.push(
+                "models",
+                Status::Ok,
+                format!("{listing}; using {m} (--model)"),
+                None,
+            );
+            m.clone()
+        }
+        Some(m) => {
+            report.push(
+                "models",
+                Status::Warn,
+                format!("{listing}; --model {m} is not among them"),
+                Some("check the spelling of --model; the probes go on with it".into()),
+            );
+            m.clone()
+        }
+        None => match report.models.first().cloned() {
+            Some(first) => {
+                let action = (report.models.len() > 1).then(|| {
+                    "arbor run also takes the first listed model; pass --model to choose another"
+                        .to_string()
+                });
+                report.push(
+                    "models",
+                    Status::Ok,
+                    format!("{listing}; using {first}"),
+                    action,
+                );
+                first
+            }
+            None => {
+                report.push(
+                    "models",
+                    Status::Fail,
+                    "GET /v1/models lists no models".to_string(),
+                    Some("pass --model M (to arbor doctor and arbor run)".into()),
+                );
+                return None;
+            }
+        },
+    };
+    report.model_from = Some(if options.model.is_some() {
+        "flag"
+    } else {
+        "server"
+    });
+    report.model = Some(model.clone());
+
+    let entry = entries
+        .iter()
+        .find(|e| e.get("id").and_then(Value::as_str) == Some(model.as_str()));
+    let context = entry.and_then(|e| {
+        CONTEXT_KEYS
+            .iter()
+            .find_map(|k| e.get(*k).and_then(Value::as_u64).map(|n| (*k, n)))
+    });
+    match context {
+        Some((key, n)) => {
+            report.context_length = Some(n);
+            report.context_length_key = Some(key.to_string());
+            report.push(
+                "context_length",
+                Status::Ok,
+                format!("{n} tokens ({key} of {model})"),
+                None,
+            );
+        }
+        None => report.push(
+            "context_length",
+            Status::Warn,
+            format!("/v1/models reports no context length for {model} (none of max_model_len, context_length, max_context_length)"),
+            Some("know the server's own setting (llama.cpp: --n_ctx): turns whose prompt and output exceed it fail as context_overflow in a run".into()),
+        ),
+    }
+    Some(model)
+}
+
+/// What one probe request produced.
+struct Outcome {
+    response: Response,
+    /// Output tokens: from usage, else content chunks counted.
+    tokens: u64,
+    from_usage: bool,
+}
+
+impl Outcome {
+    fn source(&self) -> &'static str {
+        if self.from_usage {
+            "usage"
+        } else {
+            "counted chunks"
+        }
+    }
+
+    /// Why the request failed, if it did, in one short line.
+    fn failure(&self) -> Option<String> {
+        let error = self.response.error.as_ref()?;
+        let mut text = match error.http_status {
+            Some(status) => format!("HTTP {status}: {}", short(&error.message)),
+            None => format!("{}: {}", error.category.as_str(), short(&error.message)),
+        };
+        if error.category == ErrorCategory::Timeout {
+            text = "no complete answer before the timeout".into();
+        }
+        Some(text)
+    }
+}
+
+struct Prober<'a> {
+    client: reqwest::Client,
+    options: &'a Options,
+    model: String,
+    next_id: u64,
+}
+
+impl Prober<'_> {
+    async fn send(
+        &mut self,
+        api: Api,
+        field: MaxTokensField,
+        ignore_eos: bool,
+        greedy: bool,
+        prompt: &str,
+        max_tokens: u32,
+    ) -> Outcome {
+        let path = match api {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completions => "/v1/completions",
+        };
+        let target = Target {
+            client: self.client.clone(),
+            url: format!("{}{path}", self.options.endpoint),
+            headers: self.options.headers.clone(),
+            timeout: self.options.timeout,
+            retries: 0,
+        };
+        let config = BodyConfig {
+            model: self.model.clone(),
+            api,
+            max_tokens_field: field,
+            ignore_eos,
+            // Greedy decoding: the same prompt gets the same answer, so the
+            // length probes do not depend on sampling luck.
+            extra_body: greedy.then(|| {
+                let mut extra = serde_json::Map::new();
+                extra.insert("temperature".into(), Value::from(0));
+                extra
+            }),
+        };
+        let body = build_body(
+            &config,
+            &Prompt::Synthesized(prompt.to_string()),
+            max_tokens,
+        );
+        let id = self.next_id;
+        self.next_id += 1;
+        let epoch = Instant::now();
+        let response = execute(&target, body.into(), id, epoch, max_tokens as usize, |_| {}).await;
+        let (tokens, from_usage) = match response.completion_tokens {
+            Some(n) => (n, true),
+            None => (response.stamps.content.len() as u64, false),
+        };
+        Outcome {
+            response,
+            tokens,
+            from_usage,
+        }
+    }
+
+    /// The streaming probe. False when the server does not stream usably.
+    async fn streaming(&mut self, report: &mut Report) -> bool {
+        let out = self
+            .send(
+                Api::Chat,
+                MaxTokensField::MaxTokens,
+                false,
+                false,
+                STREAM_PROMPT,
+                STREAM_PROBE_TOKENS,
+            )
+            .await;
+        let r = &out.response;
+        let chunks = r.stamps.content.len();
+        if let Some(why) = out.failure() {
+            let category = r.error.as_ref().map(|e| e.category);
+            let (seen, action) = match category {
+                Some(ErrorCategory::Connect) => (
+                    format!("POST /v1/chat/completions: cannot connect: {why}"),
+                    "check the URL and that the server is running".to_string(),
+                ),
+                Some(ErrorCategory::StreamCut) if chunks == 0 => (
+                    "POST /v1/chat/completions with stream: true sent no SSE `data:` chunks and no [DONE]".to_string(),
+                    "arbor run needs a streaming (SSE) chat endpoint: check that this is an OpenAI-compatible server".to_string(),
+                ),
+                Some(ErrorCategory::StreamCut) => (
+                    format!("the stream sent {chunks} content chunks but never `data: [DONE]` ({why})"),
+                    "every request of a run would be recorded as stream_cut: the server's SSE is not OpenAI-compatible".to_string(),
+                ),
+                Some(ErrorCategory::HttpStatus | ErrorCategory::ContextOverflow) => (
+                    format!("POST /v1/chat/completions: {why}"),
+                    "check --model, --header and OPENAI_API_KEY; the server rejected a minimal streaming request".to_string(),
+                ),
+                _ => (
+                    format!("the streaming probe failed: {why}"),
+                    "arbor run would record every request as an error: check the server's log".to_string(),
+                ),
+            };
+            report.streaming = Some(false);
+            report.push("streaming", Status::Fail, seen, Some(action));
+            return false;
+        }
+        if chunks == 0 {
+            report.streaming = Some(false);
+            report.push(
+                "streaming",
+                Status::Fail,
+                "the stream ended with [DONE] but carried no content chunk",
+                Some("arbor run measures TTFT from the first content chunk: check the server's streaming output".into()),
+            );
+            return false;
+        }
+        report.streaming = Some(true);
+        report.push(
+            "streaming",
+            Status::Ok,
+            format!(
+                "SSE stream: {chunks} content chunks and [DONE] for max_tokens {STREAM_PROBE_TOKENS}"
+            ),
+            None,
+        );
+
+        let usage = r.completion_tokens.is_some();
+        report.usage_in_stream = Some(usage);
+        if usage {
+            let prompt = r.prompt_tokens.map_or("?".to_string(), |n| n.to_string());
+            report.push(
+                "usage",
+                Status::Ok,
+                format!(
+                    "usage arrives in the stream ({prompt} prompt, {} completion tokens)",
+                    out.tokens
+                ),
+                None,
+            );
+        } else {
+            report.push(
+                "usage",
+                Status::Warn,
+                "no usage in the stream despite stream_options.include_usage",
+                Some("arbor run counts content chunks as output tokens (records say `counted`) and uses the planned prompt sizes; the server's own token counts are unknown".into()),
+            );
+        }
+        report.cached_tokens_reported = Some(r.cached_tokens.is_some());
+        match r.cached_tokens {
+            Some(n) => report.push(
+                "cached_tokens",
+                Status::Ok,
+                format!("usage carries prompt_tokens_details.cached_tokens ({n} on this request)"),
+                None,
+            ),
+            None => report.push(
+                "cached_tokens",
+                Status::Warn,
+                if usage {
+                    "usage carries no prompt_tokens_details.cached_tokens"
+                } else {
+                    "no cached-token count (no usage at all)"
+                },
+                Some("summary.json's cache hit ratio will be null; enable the server's prompt-token details if it has them (vLLM: --enable-prompt-tokens-details)".into()),
+            ),
+        }
+        let ttft = match (r.stamps.sent, r.stamps.first_content) {
+            (Some(a), Some(b)) if b >= a => Some((b - a) as f64 / 1e9),
+            _ => None,
+        };
+        let total = match (r.stamps.sent, r.stamps.done) {
+            (Some(a), Some(b)) if b >= a => Some((b - a) as f64 / 1e9),
+            _ => None,
+        };
+        report.ttft_s = ttft;
+        report.total_s = total;
+        let ms = |s: Option<f64>| s.map_or("?".to_string(), |s| format!("{:.1} ms", s * 1e3));
+        report.push(
+            "latency",
+            Status::Ok,
+            format!(
+                "TTFT {}, total {} for {} output tokens (one tiny request; not a benchmark)",
+                ms(ttft),
+                ms(total),
+                out.tokens
+            ),
+            None,
+        );
+        true
+    }
+
+    /// One limit probe: is `field` honoured? `Some(true)` honoured,
+    /// `Some(false)` ignored, `None` rejected or failed.
+    async fn limit(&mut self, field: MaxTokensField, report: &mut Report) -> Option<bool> {
+        let name = field.name();
+        let out = self
+            .send(
+                Api::Chat,
+                field,
+                false,
+                true,
+                LONG_PROMPT,
+                LIMIT_PROBE_TOKENS,
+            )
+            .await;
+        if let Some(why) = out.failure() {
+            report.push(
+                probe_name(field),
+                Status::Warn,
+                format!("a request with only {name}: {LIMIT_PROBE_TOKENS} failed: {why}"),
+                Some(format!("do not use --max-tokens-field {name}")),
+            );
+            return None;
+        }
+        let honoured = out.tokens <= u64::from(LIMIT_PROBE_TOKENS);
+        if honoured {
+            report.push(
+                probe_name(field),
+                Status::Ok,
+                format!(
+                    "honoured: asked {LIMIT_PROBE_TOKENS} tokens with {name}, got {} ({})",
+                    out.tokens,
+                    out.source()
+                ),
+                None,
+            );
+        } else {
+            report.push(
+                probe_name(field),
+                Status::Warn,
+                format!(
+                    "ignored: asked {LIMIT_PROBE_TOKENS} tokens with only {name}, got {} ({})",
+                    out.tokens,
+                    out.source()
+                ),
+                Some(format!(
+                    "do not use --max-tokens-field {name}: outputs would not have the recorded lengths"
+                )),
+            );
+        }
+        Some(honoured)
+    }
+
+    /// Both limit probes; returns the field to use.
+    async fn limits(&mut self, report: &mut Report) -> MaxTokensField {
+        let mct = self
+            .limit(MaxTokensField::MaxCompletionTokens, report)
+            .await;
+        let mt = self.limit(MaxTokensField::MaxTokens, report).await;
+        report.max_completion_tokens_honoured = Some(mct == Some(true));
+        report.max_tokens_honoured = Some(mt == Some(true));
+        if mt == Some(true) {
+            MaxTokensField::MaxTokens
+        } else if mct == Some(true) {
+            MaxTokensField::MaxCompletionTokens
+        } else {
+            report.push(
+                "output_length",
+                Status::Warn,
+                "neither max_tokens nor max_completion_tokens limits the output",
+                Some("output lengths will differ from the trace; a run still measures, but compare with care (or add a limit the server knows with --extra-body)".into()),
+            );
+            MaxTokensField::MaxTokens
+        }
+    }
+
+    /// Asks a one-word answer for [`EOS_PROBE_TOKENS`] tokens with
+    /// `ignore_eos`. Fewer tokens: ignored. All of them: the same request
+    /// without `ignore_eos` tells whether the model would have stopped
+    /// early (then it is honoured) or not (then it cannot be told).
+    async fn ignore_eos(&mut self, field: MaxTokensField, report: &mut Report) {
+        let out = self
+            .send(Api::Chat, field, true, true, SHORT_PROMPT, EOS_PROBE_TOKENS)
+            .await;
+        let alternatives = format!(
+            "output lengths will differ from the trace where the model stops early; force them with --extra-body instead, e.g. for llama.cpp --extra-body '{LOGIT_BIAS_EXAMPLE}' (2 is the EOS token id of SmolLM2 and Llama-2 style vocabularies: use your model's EOS id); vLLM and SGLang honour --ignore-eos"
+        );
+        if let Some(why) = out.failure() {
+            report.ignore_eos_honoured = Some(false);
+            report.push(
+                "ignore_eos",
+                Status::Warn,
+                format!("a request with ignore_eos: true failed: {why}"),
+                Some(format!("do not pass --ignore-eos; {alternatives}")),
+            );
+            return;
+        }
+        let asked = u64::from(EOS_PROBE_TOKENS);
+        if out.tokens < asked {
+            report.ignore_eos_honoured = Some(false);
+            report.push(
+                "ignore_eos",
+                Status::Warn,
+                format!(
+                    "ignored: asked {asked} tokens for a one-word answer with ignore_eos, got {} ({})",
+                    out.tokens,
+                    out.source()
+                ),
+                Some(alternatives),
+            );
+            return;
+        }
+        let control = self
+            .send(
+                Api::Chat,
+                field,
+                false,
+                true,
+                SHORT_PROMPT,
+                EOS_PROBE_TOKENS,
+            )
+            .await;
+        if control.failure().is_none() && control.tokens < asked {
+            report.ignore_eos_honoured = Some(true);
+            report.push(
+                "ignore_eos",
+                Status::Ok,
+                format!(
+                    "honoured: a one-word answer got {} of {asked} tokens with ignore_eos, {} without ({})",
+                    out.tokens,
+                    control.tokens,
+                    out.source()
+                ),
+                None,
+            );
+        } else {
+            report.push(
+                "ignore_eos",
+                Status::Ok,
+                format!(
+                    "accepted, no early stop seen: {} of {asked} tokens with ignore_eos, and the model did not stop early without it either (so whether it is honoured cannot be told; outputs reach the asked length)",
+                    out.tokens
+                ),
+                None,
+            );
+        }
+    }
+
+    async fn completions(&mut self, field: MaxTokensField, report: &mut Report) {
+        let out = self
+            .send(
+                Api::Completions,
+                field,
+                false,
+                false,
+                COMPLETION_PROMPT,
+                LIMIT_PROBE_TOKENS,
+            )
+            .await;
+        let chunks = out.response.stamps.content.len();
+        match out.failure() {
+            None if chunks > 0 => {
+                report.completions_api = Some(true);
+                report.push(
+                    "completions",
+                    Status::Ok,
+                    format!("POST /v1/completions streams ({chunks} content chunks); --api completions is available"),
+                    None,
+                );
+            }
+            failure => {
+                report.completions_api = Some(false);
+                let why = failure.unwrap_or_else(|| "no content chunk".into());
+                report.push(
+                    "completions",
+                    Status::Warn,
+                    format!("POST /v1/completions: {why}"),
+                    Some("use the default --api chat".into()),
+                );
+            }
+        }
+    }
+}
+
+fn probe_name(field: MaxTokensField) -> &'static str {
+    match field {
+        MaxTokensField::MaxTokens => "max_tokens",
+        MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+    }
+}
+
+/// Fills in the verdict and the recommended flags.
+fn finish(mut report: Report) -> Report {
+    report.usable = report.failed().is_none();
+    let mut flags = vec!["--endpoint".to_string(), report.endpoint.clone()];
+    if let Some(m) = &report.model {
+        flags.push("--model".into());
+        flags.push(m.clone());
+    }
+    if report.usable {
+        let field = if report.max_tokens_honoured == Some(false)
+            && report.max_completion_tokens_honoured == Some(true)
+        {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        flags.push("--max-tokens-field".into());
+        flags.push(field.into());
+        let eos_accepted = report
+            .findings
+            .iter()
+            .any(|f| f.probe == "ignore_eos" && f.status == Status::Ok);
+        if eos_accepted {
+            flags.push("--ignore-eos".into());
+        }
+    }
+    let mut command = String::from("arbor run [INPUT...]");
+    for f in &flags {
+        command.push(' ');
+        command.push_str(&shell_word(f));
+    }
+    report.flags = flags;
+    report.command = command;
+    report
+}
+
+/// A word as a POSIX shell reads it: quoted when it needs to be.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The human report: one line per finding, then the command to use.
+fn human(report: &Report) -> String {
+    let mut out = format!("arbor doctor: {}", report.endpoint);
+    if let Some(m) = &report.model {
+        out.push_str(&format!(" (model {m})"));
+    }
+    out.push('\n');
+    let width = report
+        .findings
+        .iter()
+        .map(|f| f.probe.len())
+        .max()
+        .unwrap_or(0);
+    for f in &report.findings {
+        out.push_str(&format!(
+            "  {:<4}  {:<width$}  {}",
+            f.status.as_str(),
+            f.probe,
+            f.seen
+        ));
+        if let Some(a) = &f.action {
+            out.push_str(" -> ");
+            out.push_str(a);
+        }
+        out.push('\n');
+    }
+    let warnings = report
+        .findings
+        .iter()
+        .filter(|f| f.status == Status::Warn)
+        .count();
+    if report.usable {
+        out.push_str(&format!(
+            "verdict: can be benchmarked ({warnings} warning{})\n",
+            if warnings == 1 { "" } else { "s" }
+        ));
+        out.push_str(&format!("Use: {}", report.command));
+    } else {
+        out.push_str("verdict: cannot be benchmarked (see the fail line above)");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_are_quoted_when_needed() {
+        assert_eq!(shell_word("--ignore-eos"), "--ignore-eos");
+        assert_eq!(shell_word("http://127.0.0.1:8000"), "http://127.0.0.1:8000");
+        assert_eq!(shell_word("my model"), "'my model'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn user_info_is_not_shown() {
+        assert_eq!(
+            shown_endpoint("http://user:pw@127.0.0.1:8000"),
+            "http://127.0.0.1:8000"
+        );
+        assert_eq!(shown_endpoint("http://h:1/api"), "http://h:1/api");
+    }
+
+    #[test]
+    fn secrets_are_scrubbed_from_every_text() {
+        let mut report = Report::default();
+        report.push(
+            "health",
+            Status::Fail,
+            "saw sk-secret",
+            Some("not sk-secret".into()),
+        );
+        report.command = "x sk-secret".into();
+        scrub(&mut report, &["sk-secret".to_string()]);
+        let text = serde_json::to_string(&report).unwrap();
+        assert!(!text.contains("sk-secret"), "{text}");
+    }
+}
