@@ -21,6 +21,7 @@ pub mod prompt;
 pub mod queue;
 pub mod rng;
 pub mod scheduler;
+pub mod start;
 pub mod stats;
 pub mod time;
 

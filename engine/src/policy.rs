@@ -256,6 +256,43 @@ impl fmt::Display for Stagger {
     }
 }
 
+/// Where, in its recorded span, a lane's first tree is entered (as
+/// fractions in parts per million of the span of its turn starts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartWindow {
+    pub min_ppm: u32,
+    pub max_ppm: u32,
+}
+
+impl FromStr for StartWindow {
+    type Err = PolicyError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        const FLAG: &str = "--start-window";
+        let bad = || PolicyError::new(FLAG, format!("expected MIN:MAX with 0 <= MIN <= MAX <= 1, got `{text}`"));
+        let (min, max) = text.split_once(':').ok_or_else(bad)?;
+        let fraction = |t: &str| -> Result<u32, PolicyError> {
+            match t.trim().parse::<f64>() {
+                Ok(v) if (0.0..=1.0).contains(&v) => Ok((v * 1e6).round() as u32),
+                _ => Err(bad()),
+            }
+        };
+        let (min_ppm, max_ppm) = (fraction(min)?, fraction(max)?);
+        if min_ppm > max_ppm {
+            return Err(bad());
+        }
+        Ok(StartWindow { min_ppm, max_ppm })
+    }
+}
+
+impl fmt::Display for StartWindow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.min_ppm as f64 / 1e6, self.max_ppm as f64 / 1e6)
+    }
+}
+
+/// Default cap on how far before the profiling start warmups are spread.
+pub const DEFAULT_WARMUP_SPREAD: Nanos = 10 * NANOS_PER_SEC;
+
 /// Everything the scheduler needs to know about a run besides the workload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
@@ -282,6 +319,12 @@ pub struct Policy {
     /// cancelled.
     pub grace: Nanos,
     pub seed: u64,
+    /// Closed loop only: each lane enters its first tree at a seeded `t*`
+    /// in this window, warms the agents alive there, and all lanes start
+    /// profiling together (the AgentX recipe).
+    pub start_window: Option<StartWindow>,
+    /// Warmups are sent at their recorded lead before `t*`, capped at this.
+    pub warmup_spread: Nanos,
 }
 
 impl Default for Policy {
@@ -299,6 +342,8 @@ impl Default for Policy {
             duration: None,
             grace: 30 * NANOS_PER_SEC,
             seed: 0,
+            start_window: None,
+            warmup_spread: DEFAULT_WARMUP_SPREAD,
         }
     }
 }
@@ -327,6 +372,9 @@ impl Policy {
                 "--stagger",
                 "applies to open-loop runs; with --sessions, lanes start by --arrival",
             ));
+        }
+        if self.start_window.is_some() && self.sessions.is_none() {
+            return Err(PolicyError::new("--start-window", "needs --sessions N (it places each lane's first tree)"));
         }
         if self.loop_lanes && self.duration.is_none() {
             return Err(PolicyError::new(

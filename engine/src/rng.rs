@@ -22,6 +22,10 @@ pub enum Purpose {
     Synthetic = 4,
     /// Random service times in models that draw them.
     Service = 5,
+    /// Each lane's `t*` in the start window.
+    StartWindow = 6,
+    /// Cache-bust markers of plays.
+    CacheBust = 7,
 }
 
 /// SplitMix64 finalizer: a bijective mixer with good avalanche.
