@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# arbor's measurement harness: how much the benchmark client itself lies.
+#
+#   benches/harness/run.sh [all|error64|error512|overhead|agree]...
+#
+# The client (`arbor run`) and the server (`arbor emulate`, the built-in
+# OpenAI-compatible emulator) run as two processes on this machine, on
+# 127.0.0.1 only. The emulator stamps each request's receipt and each
+# chunk's write on CLOCK_MONOTONIC, keyed by the `x-arbor-request-id`
+# header the client sends; `GET /arbor/stamps?drain=1` hands them over.
+#
+# Scenarios (each runnable alone; every load is bounded in request count by
+# its workload and in time by --duration):
+#
+#   error64, error512   Client timing error, each twice: lanes spread evenly
+#                       over one request duration (`--arrival rate:3N/4`, a
+#                       steady benchmark) and in lockstep (all start at 0:
+#                       bursts of N sends and N chunks at once, worst case).
+#                       Emulator: TTFT 50 ms, ITL 20 ms.
+#                       Workload: 5 trees per lane x 4 chained turns, 32-token
+#                       prompts, 64-token outputs, zero gaps; `--sessions N`
+#                       (N = 64 or 512) holds N streams back to back for
+#                       ~27 s. Joins records.jsonl with the stamps:
+#                       error_ttft = client TTFT - server TTFT,
+#                       error_itl = client chunk gap - server chunk gap;
+#                       plus lateness_s (sent - eligible) from the records.
+#   overhead            Client cost against a zero-latency emulator: short
+#                       requests (16 output tokens) and long ones (1024
+#                       output tokens) at concurrency 1, 64 and 512, and a
+#                       single request (the fixed cost). The client runs
+#                       under launch.py, which reads its user+sys CPU and
+#                       peak RSS with wait4 (as /usr/bin/time -v does) and
+#                       its launch-to-first-request time from the stamps.
+#                       CPU is divided by requests or tokens; nothing is
+#                       subtracted. Concurrency held comes from the records.
+#   agree               Virtual against live: `arbor plan --timeline` with
+#                       `--service fixed:20:1` against `arbor run` with
+#                       `arbor emulate --ttft-ms 20 --itl-ms 1` on the Weka
+#                       fixture trace_0277 (5 agents, 53 turns) and on the
+#                       whole Weka fixture directory, `--tool-time max:200
+#                       --think-time-pct 1`. Per turn: |live sent - planned
+#                       start| and the live lateness (sent - eligible).
+#
+# Output: markdown tables on stdout; raw files (records, stamps, usage,
+# JSON reports) under $HARNESS_OUT (default /tmp/arbor-harness).
+# Environment: CARGO_TARGET_DIR (default /work/target-harness),
+# HARNESS_PORT (default 18431), HARNESS_NO_BUILD=1 to skip the build.
+# Whole harness: about 5 minutes on 2 vCPUs (plus the build).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+TARGET="${CARGO_TARGET_DIR:-/work/target-harness}"
+ARBOR="$TARGET/release/arbor"
+OUT="${HARNESS_OUT:-/tmp/arbor-harness}"
+PORT="${HARNESS_PORT:-18431}"
+URL="http://127.0.0.1:$PORT"
+EMU_PID=""
+
+log() { echo "# $*" >&2; }
+
+build() {
+    if [[ "${HARNESS_NO_BUILD:-0}" != 1 ]]; then
+        log "building release binaries in $TARGET"
+        (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET" cargo build --release -q -p arbor-cli -p arbor-benches)
+    fi
+    [[ -x "$ARBOR" ]] || { echo "no $ARBOR" >&2; exit 1; }
+}
+
+stop_emulator() {
+    if [[ -n "$EMU_PID" ]]; then
+        kill -INT "$EMU_PID" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$EMU_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$EMU_PID" 2>/dev/null || true
+        wait "$EMU_PID" 2>/dev/null || true
+        EMU_PID=""
+    fi
+}
+trap stop_emulator EXIT
+trap 'exit 130' INT TERM
+
+# start_emulator NAME [emulator flags...]
+start_emulator() {
+    local name="$1"; shift
+    stop_emulator
+    "$ARBOR" emulate --port "$PORT" --max-model-len 1000000 "$@" >"$OUT/$name.emulator.log" 2>&1 &
+    EMU_PID=$!
+    for _ in $(seq 100); do
+        if curl -sf "$URL/health" >/dev/null 2>&1; then return 0; fi
+        kill -0 "$EMU_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "emulator did not start; see $OUT/$name.emulator.log" >&2
+    exit 1
+}
+
+# client NAME [--stamps] -- arbor run arguments (input first)...
+# Runs `arbor run` against the emulator under launch.py.
+client() {
+    local name="$1"; shift
+    local stamps=()
+    if [[ "$1" == --stamps ]]; then stamps=(--stamps "$OUT/$name.stamps.json"); shift; fi
+    [[ "$1" == -- ]] && shift
+    rm -rf "$OUT/$name.run"
+    python3 "$HERE/launch.py" --emulator "$URL" --emulator-pid "$EMU_PID" --usage "$OUT/$name.usage.json" \
+        --stdout "$OUT/$name.client.log" "${stamps[@]}" -- \
+        "$ARBOR" run "$@" --endpoint "$URL" --no-progress --out "$OUT/$name.run"
+}
+
+workload() { # NAME TREES TURNS OSL
+    python3 "$HERE/workload.py" "$OUT/$1.jsonl" --trees "$2" --turns "$3" --isl 32 --osl "$4"
+}
+
+# error_scenario STREAMS MODE: MODE "spread" starts the lanes evenly over one
+# request's duration (--arrival rate:N/1.33s), so streams are in every phase
+# as in a steady benchmark; "lockstep" starts them all at 0, so the identical
+# requests of all lanes start, stream and end together (the worst case: bursts
+# of N sends and N chunks at once).
+error_scenario() {
+    local n="$1" mode="$2" name="error$1-$2"
+    local arrival=()
+    [[ "$mode" == spread ]] && arrival=(--arrival "rate:$((n * 3 / 4))")
+    log "$name: $n streams ($mode), TTFT 50 ms, ITL 20 ms, 64-token outputs, ~27 s"
+    workload "$name" $((n * 5)) 4 64
+    start_emulator "$name" --ttft-ms 50 --itl-ms 20
+    client "$name" --stamps -- "$OUT/$name.jsonl" --format arbor \
+        --sessions "$n" "${arrival[@]}" --duration 60 --grace 5
+    stop_emulator
+    python3 "$HERE/analyze.py" error "$OUT/$name.run/records.jsonl" "$OUT/$name.stamps.json" \
+        "$OUT/$name.usage.json" --name "$name" --json "$OUT/$name.report.json" >"$OUT/$name.row.md"
+    rm -f "$OUT/$name.stamps.json.gz"; gzip -f "$OUT/$name.stamps.json"
+}
+
+overhead_scenario() {
+    start_emulator overhead
+    # name trees turns osl sessions
+    local cases=(
+        "fixed      1     1   16 1"
+        "short-c1   5000  4   16 1"
+        "short-c64  1920  32  16 64"
+        "short-c512 3072  20  16 512"
+        "long-c1    500   4 1024 1"
+        "long-c64   512   8 1024 64"
+        "long-c512  1024  4 1024 512"
+    )
+    : >"$OUT/overhead.rows.md"
+    for c in "${cases[@]}"; do
+        read -r name trees turns osl sessions <<<"$c"
+        log "overhead $name: $((trees * turns)) requests of $osl tokens, $sessions lanes"
+        workload "ovh-$name" "$trees" "$turns" "$osl"
+        client "ovh-$name" --stamps -- "$OUT/ovh-$name.jsonl" --format arbor \
+            --sessions "$sessions" --duration 120 --grace 5
+        python3 "$HERE/analyze.py" overhead "$OUT/ovh-$name.run/records.jsonl" \
+            "$OUT/ovh-$name.usage.json" --name "$name" \
+            --json "$OUT/ovh-$name.report.json" >>"$OUT/overhead.rows.md"
+        rm -f "$OUT/ovh-$name.stamps.json"
+    done
+    stop_emulator
+}
+
+agree_scenario() {
+    local policy=(--tool-time max:200 --think-time-pct 1)
+    : >"$OUT/agree.rows.md"
+    for c in "trace_0277 testdata/weka-kv-cache-tester/trace_0277.json" \
+             "weka-dir testdata/weka-kv-cache-tester"; do
+        read -r name input <<<"$c"
+        log "agree $name: plan --service fixed:20:1 against run with emulate --ttft-ms 20 --itl-ms 1"
+        (cd "$ROOT" && "$ARBOR" plan "$input" "${policy[@]}" --service fixed:20:1 \
+            --timeline "$OUT/agree-$name.timeline.jsonl" >"$OUT/agree-$name.plan.txt")
+        start_emulator "agree-$name" --ttft-ms 20 --itl-ms 1
+        client "agree-$name" -- "$ROOT/$input" "${policy[@]}" --service fixed:20:1 --duration 120 --grace 5
+        stop_emulator
+        python3 "$HERE/analyze.py" agree "$OUT/agree-$name.timeline.jsonl" \
+            "$OUT/agree-$name.run/records.jsonl" "$OUT/agree-$name.usage.json" --name "$name" \
+            --json "$OUT/agree-$name.report.json" >>"$OUT/agree.rows.md"
+    done
+}
+
+print_tables() {
+    local rows
+    rows=$(cat "$OUT"/error{64,512}-{spread,lockstep}.row.md 2>/dev/null || true)
+    if [[ -n "$rows" ]]; then
+        printf '\nClient timing error (error = client - server, same request or chunk)\n\n'
+        python3 "$HERE/analyze.py" header error
+        echo "$rows"
+    fi
+    if [[ -s "$OUT/overhead.rows.md" ]]; then
+        printf '\nClient overhead against a zero-latency emulator (client user+sys CPU, nothing subtracted)\n\n'
+        python3 "$HERE/analyze.py" header overhead
+        cat "$OUT/overhead.rows.md"
+    fi
+    if [[ -s "$OUT/agree.rows.md" ]]; then
+        printf '\nVirtual (arbor plan) against live (arbor run + emulator)\n\n'
+        python3 "$HERE/analyze.py" header agree
+        cat "$OUT/agree.rows.md"
+    fi
+}
+
+main() {
+    local scenarios=("$@")
+    [[ ${#scenarios[@]} -eq 0 || "${scenarios[0]}" == all ]] && scenarios=(error64 error512 overhead agree)
+    for s in "${scenarios[@]}"; do
+        case "$s" in
+            error64|error512|overhead|agree) ;;
+            *) echo "unknown scenario $s (error64, error512, overhead, agree, all)" >&2; exit 2 ;;
+        esac
+    done
+    mkdir -p "$OUT"
+    build
+    for s in "${scenarios[@]}"; do
+        case "$s" in
+            error64|error512)
+                rm -f "$OUT/$s"-*.row.md
+                error_scenario "${s#error}" spread
+                error_scenario "${s#error}" lockstep ;;
+            overhead) overhead_scenario ;;
+            agree) agree_scenario ;;
+        esac
+    done
+    log "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+    print_tables
+}
+
+main "$@"
