@@ -268,7 +268,12 @@ impl FromStr for StartWindow {
     type Err = PolicyError;
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         const FLAG: &str = "--start-window";
-        let bad = || PolicyError::new(FLAG, format!("expected MIN:MAX with 0 <= MIN <= MAX <= 1, got `{text}`"));
+        let bad = || {
+            PolicyError::new(
+                FLAG,
+                format!("expected MIN:MAX with 0 <= MIN <= MAX <= 1, got `{text}`"),
+            )
+        };
         let (min, max) = text.split_once(':').ok_or_else(bad)?;
         let fraction = |t: &str| -> Result<u32, PolicyError> {
             match t.trim().parse::<f64>() {
@@ -286,7 +291,12 @@ impl FromStr for StartWindow {
 
 impl fmt::Display for StartWindow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.min_ppm as f64 / 1e6, self.max_ppm as f64 / 1e6)
+        write!(
+            f,
+            "{}:{}",
+            self.min_ppm as f64 / 1e6,
+            self.max_ppm as f64 / 1e6
+        )
     }
 }
 
@@ -374,7 +384,10 @@ impl Policy {
             ));
         }
         if self.start_window.is_some() && self.sessions.is_none() {
-            return Err(PolicyError::new("--start-window", "needs --sessions N (it places each lane's first tree)"));
+            return Err(PolicyError::new(
+                "--start-window",
+                "needs --sessions N (it places each lane's first tree)",
+            ));
         }
         if self.loop_lanes && self.duration.is_none() {
             return Err(PolicyError::new(

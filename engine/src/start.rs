@@ -33,14 +33,24 @@ impl MidStart {
 
     /// The largest lead of the warm turns (0 without any).
     pub fn max_lead(&self, tree: &CompiledTree) -> Nanos {
-        self.warm.iter().map(|&(w, _)| self.lead(tree, w)).max().unwrap_or(0)
+        self.warm
+            .iter()
+            .map(|&(w, _)| self.lead(tree, w))
+            .max()
+            .unwrap_or(0)
     }
 }
 
 /// The lane's `t*`: uniform in the window over the span of the tree's turn
 /// starts, from a stream derived from (seed, tree, lane), so it does not
 /// depend on anything else in the run.
-pub fn t_star(tree: &CompiledTree, window: StartWindow, seed: u64, tree_index: u32, lane: u32) -> Nanos {
+pub fn t_star(
+    tree: &CompiledTree,
+    window: StartWindow,
+    seed: u64,
+    tree_index: u32,
+    lane: u32,
+) -> Nanos {
     let first = tree.start.iter().copied().min().unwrap_or(0);
     let last = tree.start.iter().copied().max().unwrap_or(0);
     let span = last - first;
@@ -49,7 +59,13 @@ pub fn t_star(tree: &CompiledTree, window: StartWindow, seed: u64, tree_index: u
     if hi <= lo {
         return lo;
     }
-    let mut rng = stream(seed, Purpose::StartWindow, u64::from(tree_index), 0, u64::from(lane));
+    let mut rng = stream(
+        seed,
+        Purpose::StartWindow,
+        u64::from(tree_index),
+        0,
+        u64::from(lane),
+    );
     rng.random_range(lo..=hi)
 }
 
@@ -75,7 +91,11 @@ pub fn mid_start(tree: &CompiledTree, t_star: Nanos) -> MidStart {
         }
         begin = end;
     }
-    MidStart { t_star, history, warm }
+    MidStart {
+        t_star,
+        history,
+        warm,
+    }
 }
 
 #[cfg(test)]
@@ -88,7 +108,10 @@ mod tests {
     use crate::policy::Policy;
 
     fn trace_0277() -> CompiledTree {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/weka-kv-cache-tester/trace_0277.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../testdata/weka-kv-cache-tester/trace_0277.json"
+        );
         let (tree, _) = parse_trace(&std::fs::read_to_string(path).unwrap(), path).unwrap();
         let workload = Workload { trees: vec![tree] };
         compile(&workload, &Policy::default(), &DeriveOptions::default())
@@ -120,12 +143,19 @@ mod tests {
         // 30 s: the root has sent turn 0 (0 s) only; the three Explore
         // agents (spawned at 19.47 s) are part way through.
         let mid = mid_start(&tree, 30_000_000_000);
-        let warm_agents: Vec<u32> = mid.warm.iter().map(|&(w, _)| tree.agent_of[w as usize]).collect();
+        let warm_agents: Vec<u32> = mid
+            .warm
+            .iter()
+            .map(|&(w, _)| tree.agent_of[w as usize])
+            .collect();
         assert_eq!(warm_agents, vec![0, 1, 2, 3]);
         for &(w, next) in &mid.warm {
             assert!(mid.history[w as usize] && !mid.history[next as usize]);
             assert_eq!(next, w + 1);
-            assert!(tree.start[w as usize] < 30_000_000_000 && tree.start[next as usize] >= 30_000_000_000);
+            assert!(
+                tree.start[w as usize] < 30_000_000_000
+                    && tree.start[next as usize] >= 30_000_000_000
+            );
         }
         // The Plan agent (spawned at 385.6 s) has not started: no warmup.
         assert!(!warm_agents.contains(&4));

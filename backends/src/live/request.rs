@@ -380,9 +380,18 @@ async fn read_stream(
     let mut splitter = LineSplitter::default();
     let mut saw_done = false;
     let mut failure: Option<RequestError> = None;
+    // One timer for the whole stream (a timeout per chunk re-registers a
+    // timer per token).
+    let expiry = tokio::time::sleep_until(deadline);
+    tokio::pin!(expiry);
     loop {
-        let chunk = match tokio::time::timeout_at(deadline, http.chunk()).await {
-            Err(_) => {
+        let next = tokio::select! {
+            biased;
+            chunk = http.chunk() => Ok(chunk),
+            _ = &mut expiry => Err(()),
+        };
+        let chunk = match next {
+            Err(()) => {
                 failure.get_or_insert(error(
                     ErrorCategory::Timeout,
                     "stream not finished before the timeout",

@@ -72,12 +72,34 @@ enum ErrorBody {
     Text(String),
 }
 
-/// True when `key` occurs followed by a non-empty string value, e.g.
-/// `"content":"x"` (not `"content":""` nor `"content":null`).
-fn has_text(payload: &[u8], key: &[u8]) -> bool {
+/// Searchers built once: building one per search was the top symbol of
+/// the client's profile.
+struct Keys {
+    content: memmem::Finder<'static>,
+    reasoning_content: memmem::Finder<'static>,
+    reasoning: memmem::Finder<'static>,
+    text: memmem::Finder<'static>,
+    finish_reason: memmem::Finder<'static>,
+    usage: memmem::Finder<'static>,
+    error: memmem::Finder<'static>,
+}
+
+static KEYS: std::sync::LazyLock<Keys> = std::sync::LazyLock::new(|| Keys {
+    content: memmem::Finder::new(b"\"content\""),
+    reasoning_content: memmem::Finder::new(b"\"reasoning_content\""),
+    reasoning: memmem::Finder::new(b"\"reasoning\""),
+    text: memmem::Finder::new(b"\"text\""),
+    finish_reason: memmem::Finder::new(b"\"finish_reason\""),
+    usage: memmem::Finder::new(b"\"usage\""),
+    error: memmem::Finder::new(b"\"error\""),
+});
+
+/// True when the finder's key occurs followed by a non-empty string value,
+/// e.g. `"content":"x"` (not `"content":""` nor `"content":null`).
+fn has_text(payload: &[u8], key: &memmem::Finder<'_>) -> bool {
     let mut rest = payload;
-    while let Some(pos) = memmem::find(rest, key) {
-        let after = &rest[pos + key.len()..];
+    while let Some(pos) = key.find(rest) {
+        let after = &rest[pos + key.needle().len()..];
         let value = after
             .iter()
             .position(|b| !b.is_ascii_whitespace() && *b != b':')
@@ -105,16 +127,16 @@ pub fn classify(payload: &[u8]) -> Payload {
             ..Payload::default()
         };
     }
+    let keys = &*KEYS;
     let mut out = Payload {
-        content: has_text(payload, b"\"content\"")
-            || has_text(payload, b"\"reasoning_content\"")
-            || has_text(payload, b"\"reasoning\"")
-            || has_text(payload, b"\"text\""),
-        finish: has_text(payload, b"\"finish_reason\""),
+        content: has_text(payload, &keys.content)
+            || has_text(payload, &keys.reasoning_content)
+            || has_text(payload, &keys.reasoning)
+            || has_text(payload, &keys.text),
+        finish: has_text(payload, &keys.finish_reason),
         ..Payload::default()
     };
-    let rare = memmem::find(payload, b"\"usage\"").is_some()
-        || memmem::find(payload, b"\"error\"").is_some();
+    let rare = keys.usage.find(payload).is_some() || keys.error.find(payload).is_some();
     if rare {
         match serde_json::from_slice::<Rare>(payload) {
             Ok(r) => {
