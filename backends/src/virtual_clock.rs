@@ -27,10 +27,13 @@ pub fn run(scheduler: &mut Scheduler, model: &ServiceModel) -> Result<Nanos, Eng
                         .request_tree(id)
                         .ok_or(EngineError::UnknownRequest(id))?;
                     let t = turn as usize;
+                    // A warmup asks for one token: prefill only (the
+                    // recorded model has no prefill time to give: 0).
+                    let warmup = scheduler.slot(id).is_some_and(|s| s.warmup);
                     let request = ServiceRequest {
                         isl: tree.isl[t],
-                        osl: tree.osl[t],
-                        recorded: tree.duration[t],
+                        osl: if warmup { 1 } else { tree.osl[t] },
+                        recorded: if warmup { 0 } else { tree.duration[t] },
                     };
                     completions.push(Reverse((
                         now.saturating_add(model.service_time(&request)),

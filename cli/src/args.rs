@@ -117,6 +117,16 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "S", default_value = "30")]
     pub grace: String,
 
+    /// With --sessions: enter each lane's first tree at a seeded t* in this
+    /// window of its recorded span (fractions, e.g. 0.25:0.75), warm the
+    /// agents alive there, and start profiling on every lane together.
+    #[arg(long, value_name = "MIN:MAX")]
+    pub start_window: Option<String>,
+
+    /// Warmups go out at their recorded lead before t*, capped at S seconds.
+    #[arg(long, value_name = "S", default_value = "10")]
+    pub warmup_spread: String,
+
     /// Seed of every random choice (printed and stored).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,

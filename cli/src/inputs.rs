@@ -107,6 +107,14 @@ pub fn policy(args: &PolicyArgs) -> Result<Policy, Failure> {
         duration: seconds("--duration", &args.duration)?,
         grace: parse_seconds("--grace", &args.grace).map_err(Failure::input)?,
         seed: args.seed,
+        start_window: args
+            .start_window
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(Failure::input)?,
+        warmup_spread: parse_seconds("--warmup-spread", &args.warmup_spread)
+            .map_err(Failure::input)?,
     };
     policy.validate().map_err(Failure::input)?;
     Ok(policy)

@@ -33,6 +33,8 @@ pub struct CompiledTree {
     pub agent_count: u32,
     /// Agent ids, indexed by agent.
     pub agent_ids: Vec<String>,
+    /// Parent agent of each agent (`u32::MAX` for the root).
+    pub agent_parent: Vec<u32>,
     pub agent_of: Vec<u32>,
     pub index_in_agent: Vec<u32>,
     /// Recorded start from the tree start: the offset of a source turn.
@@ -191,6 +193,11 @@ pub fn compile_tree(
         arrival: tree.arrival,
         agent_count: tree.agents.len() as u32,
         agent_ids: tree.agents.iter().map(|a| a.id.clone()).collect(),
+        agent_parent: tree
+            .agents
+            .iter()
+            .map(|a| a.parent.unwrap_or(u32::MAX))
+            .collect(),
         agent_of: Vec::with_capacity(n),
         index_in_agent: Vec::with_capacity(n),
         start: Vec::with_capacity(n),

@@ -55,6 +55,9 @@ use crate::policy::{Arrival, Policy, Stagger};
 use crate::rng::{stream, Purpose};
 use crate::time::{Nanos, NANOS_PER_SEC};
 
+/// "No turn" in a `u32` turn field.
+const NO_TURN: u32 = u32::MAX;
+
 /// Identifies one request (one turn of one play) for the whole run.
 pub type RequestId = u64;
 
@@ -76,6 +79,11 @@ pub enum Outcome {
     /// proceed.
     Failed,
     Cancelled,
+    /// The request failed in a way that ends its agent's trajectory (the
+    /// prompt no longer fits the context): the agent's remaining turns and
+    /// the subagents they would spawn are skipped; a parent waiting on it
+    /// goes on.
+    EndTrajectory,
 }
 
 /// Where a turn is in its life.
@@ -92,8 +100,12 @@ pub enum TurnState {
     Done,
     Failed,
     Cancelled,
-    /// Never sent: the duration ended first.
+    /// Never sent: the duration ended first, or its trajectory ended
+    /// (context overflow).
     Skipped,
+    /// Recorded before the play's `t*`: part of the conversation's past,
+    /// not replayed (the AgentX start window).
+    History,
 }
 
 impl TurnState {
@@ -108,6 +120,7 @@ impl TurnState {
             TurnState::Failed => "failed",
             TurnState::Cancelled => "cancelled",
             TurnState::Skipped => "skipped",
+            TurnState::History => "history",
         }
     }
 
@@ -146,6 +159,10 @@ pub struct Slot {
     pub shift_at_eligible: Nanos,
     pub shift_at_sent: Nanos,
     pub shift_at_end: Nanos,
+    /// Sent as a warmup (one output token, full prefix), not measured.
+    pub warmup: bool,
+    /// For a warmup: the turn of its agent that waits for it.
+    warm_next: u32,
 }
 
 /// One scheduled instance of a tree.
@@ -158,6 +175,11 @@ pub struct Play {
     pub planned: Nanos,
     pub started: Option<Nanos>,
     pub done: Option<Nanos>,
+    /// In a closed loop: this is the lane's `k`-th play (from 0). Markers
+    /// and `t*` derive from it, never from timing.
+    pub lane_play: u32,
+    /// Where the play entered its tree (the start window), if not at 0.
+    pub t_star: Option<Nanos>,
     slot_base: u32,
     remaining: u32,
 }
@@ -182,6 +204,11 @@ pub struct Lane {
     pub dry_at: Option<Nanos>,
     /// With `--loop`: when the lane last wrapped around its share.
     last_wrap: Option<Nanos>,
+    /// With a start window: where the lane enters its first tree.
+    pub t_star: Option<Nanos>,
+    mid_start: Option<crate::start::MidStart>,
+    /// Warmup requests of the lane's first play.
+    pub warmups: u32,
     /// With `--loop`: the lane went a whole cycle of its share without time
     /// advancing (every turn took no time) and was stopped, since it would
     /// otherwise replay forever at one instant.
@@ -212,6 +239,10 @@ pub struct Stats {
     pub cancelled: u64,
     pub skipped: u64,
     pub plays_started: u64,
+    /// Turns recorded before a play's `t*` (not replayed).
+    pub history: u64,
+    /// Warmup requests dispatched.
+    pub warmups: u64,
     pub plays_done: u64,
     /// Plays whose arrival never came before the duration ended.
     pub plays_not_started: u64,
@@ -239,6 +270,10 @@ pub struct Scheduler {
     stopped: bool,
     grace_fired: bool,
     stats: Stats,
+    /// Where measurement starts: 0, or with a start window the instant
+    /// every lane reaches its `t*` (after the warmups). The duration counts
+    /// from here.
+    profiling_start: Nanos,
 }
 
 impl Scheduler {
@@ -264,6 +299,7 @@ impl Scheduler {
             stopped: false,
             grace_fired: false,
             stats: Stats::default(),
+            profiling_start: 0,
         };
         if scheduler.policy.sessions.is_none() && !scheduler.policy.loop_lanes {
             scheduler.slots.reserve(turns);
@@ -346,6 +382,8 @@ impl Scheduler {
                     planned,
                     started: None,
                     done: None,
+                    lane_play: 0,
+                    t_star: None,
                     slot_base: 0,
                     remaining: 0,
                 });
@@ -370,10 +408,107 @@ impl Scheduler {
         for (i, entry) in corpus.into_iter().enumerate() {
             self.lanes[i % lanes as usize].share.push(entry);
         }
+        if let Some(window) = self.policy.start_window {
+            self.plan_start_window(window);
+            for lane in 0..lanes {
+                self.timers.push(0, Timer::Lane(lane));
+            }
+            return;
+        }
         let starts = self.arrival_offsets(lanes as usize);
         for lane in 0..lanes {
             let at = starts.as_ref().map_or(0, |s| s[lane as usize]);
             self.timers.push(at, Timer::Lane(lane));
+        }
+    }
+
+    /// Picks each lane's `t*` and warm turns; the profiling start is the
+    /// largest (capped) warmup lead, so every lane reaches `t*` together.
+    fn plan_start_window(&mut self, window: crate::policy::StartWindow) {
+        let mut profiling_start = 0;
+        for lane in 0..self.lanes.len() {
+            let Some(&(tree, _)) = self.lanes[lane].share.first() else {
+                continue;
+            };
+            let compiled = &self.trees[tree as usize];
+            let t_star =
+                crate::start::t_star(compiled, window, self.policy.seed, tree, lane as u32);
+            let mid = crate::start::mid_start(compiled, t_star);
+            profiling_start =
+                profiling_start.max(mid.max_lead(compiled).min(self.policy.warmup_spread));
+            let l = &mut self.lanes[lane];
+            l.t_star = Some(t_star);
+            l.warmups = mid.warm.len() as u32;
+            l.mid_start = Some(mid);
+        }
+        self.profiling_start = profiling_start;
+    }
+
+    /// Turns a freshly started play into one entered at `mid.t_star`:
+    /// history turns are done, each warm turn goes out at its (capped) lead
+    /// before the profiling start, and every live turn is due at its
+    /// recorded offset from `t*`, after its agent's warmup completes and
+    /// after its live predecessors, as recorded.
+    fn enter_mid_play(&mut self, play: u32, mid: &crate::start::MidStart, now: Nanos) {
+        let p = self.plays[play as usize];
+        let tree = &self.trees[p.tree as usize];
+        let n = tree.turn_count() as usize;
+        let base = p.slot_base as usize;
+        let mut live_in = vec![0u32; n];
+        let mut history_in = vec![false; n];
+        for t in 0..n {
+            for e in tree.out(t as u32) {
+                if mid.history[t] {
+                    history_in[e.to as usize] = true;
+                } else {
+                    live_in[e.to as usize] += 1;
+                }
+            }
+        }
+        let mut warm_of = vec![NO_TURN; n];
+        for &(warm, next) in &mid.warm {
+            warm_of[warm as usize] = next;
+        }
+        let t0 = self.profiling_start;
+        let mut finished = 0u32;
+        let mut due = Vec::new();
+        for t in 0..n {
+            let slot = &mut self.slots[base + t];
+            if mid.history[t] {
+                if warm_of[t] == NO_TURN {
+                    slot.state = TurnState::History;
+                    finished += 1;
+                } else {
+                    slot.warmup = true;
+                    slot.warm_next = warm_of[t];
+                    slot.pending_in = 0;
+                    let lead = mid.lead(tree, t as u32).min(self.policy.warmup_spread);
+                    slot.due_key = t0.saturating_sub(lead).saturating_add(self.shift);
+                    due.push((base + t) as u32);
+                }
+                continue;
+            }
+            slot.pending_in = live_in[t];
+            if history_in[t] || tree.in_degree[t] == 0 {
+                let offset = tree.start[t].saturating_sub(mid.t_star);
+                slot.due_key = t0.saturating_add(offset).saturating_add(self.shift);
+            } else {
+                slot.due_key = 0;
+            }
+        }
+        for &(_, next) in &mid.warm {
+            self.slots[base + next as usize].pending_in += 1;
+        }
+        for t in 0..n {
+            let slot = &self.slots[base + t];
+            if !mid.history[t] && slot.pending_in == 0 && slot.state == TurnState::Blocked {
+                due.push((base + t) as u32);
+            }
+        }
+        self.stats.history += u64::from(finished);
+        self.plays[play as usize].remaining -= finished;
+        for slot in due {
+            self.schedule(slot, now);
         }
     }
 
@@ -415,6 +550,8 @@ impl Scheduler {
             };
             self.stats.events += 1;
             match timer {
+                // A turn skipped while its timer was pending: a tombstone.
+                Timer::Turn(slot) if self.slots[slot as usize].state != TurnState::Timer => {}
                 Timer::Turn(slot) => self.become_eligible(slot, due, now),
                 Timer::Play(play) => self.start_play(play, due, now),
                 Timer::Lane(lane) => self.start_next_in_lane(lane, due, now),
@@ -470,7 +607,9 @@ impl Scheduler {
         slot.state = TurnState::Sent;
         slot.sent = at;
         slot.shift_at_sent = self.shift;
-        self.resolve_out_edges(index, Anchor::Start, at);
+        if !slot.warmup {
+            self.resolve_out_edges(index, Anchor::Start, at);
+        }
         self.check_idle(now);
         Ok(())
     }
@@ -495,24 +634,28 @@ impl Scheduler {
         };
         let now = self.catch_up(at);
         self.stats.events += 1;
+        let warmup = self.slots[index as usize].warmup;
         if !was_sent {
             let slot = &mut self.slots[index as usize];
             slot.sent = at;
             slot.shift_at_sent = self.shift;
-            self.resolve_out_edges(index, Anchor::Start, at);
+            if !warmup {
+                self.resolve_out_edges(index, Anchor::Start, at);
+            }
         }
         let slot = &mut self.slots[index as usize];
         slot.end = at;
         slot.shift_at_end = self.shift;
         slot.state = match outcome {
             Outcome::Ok => TurnState::Done,
-            Outcome::Failed => TurnState::Failed,
+            Outcome::Failed | Outcome::EndTrajectory => TurnState::Failed,
             Outcome::Cancelled => TurnState::Cancelled,
         };
         let play = slot.play;
+        let warm_next = slot.warm_next;
         match outcome {
             Outcome::Ok => self.stats.completed += 1,
-            Outcome::Failed => self.stats.failed += 1,
+            Outcome::Failed | Outcome::EndTrajectory => self.stats.failed += 1,
             Outcome::Cancelled => self.stats.cancelled += 1,
         }
         self.stats.last_completion = self.stats.last_completion.max(at);
@@ -520,7 +663,16 @@ impl Scheduler {
         // Turns already waiting for the cap go first (FIFO by eligibility),
         // then successors made eligible by this completion.
         self.drain_ready(now);
-        self.resolve_out_edges(index, Anchor::End, at);
+        if outcome == Outcome::EndTrajectory {
+            self.end_trajectory(index, now);
+        }
+        if warmup {
+            // A warmup releases only its agent's next turn.
+            let base = self.plays[play as usize].slot_base;
+            self.resolve_one(base + warm_next, at);
+        } else {
+            self.resolve_out_edges(index, Anchor::End, at);
+        }
         self.turn_finished(play, now);
         self.check_idle(now);
         Ok(())
@@ -581,7 +733,14 @@ impl Scheduler {
     // ----- internals -----------------------------------------------------
 
     fn deadline(&self) -> Option<Nanos> {
-        self.policy.duration
+        self.policy
+            .duration
+            .map(|d| self.profiling_start.saturating_add(d))
+    }
+
+    /// Where measurement starts (see the field).
+    pub fn profiling_start(&self) -> Nanos {
+        self.profiling_start
     }
 
     fn has_live_work(&self) -> bool {
@@ -621,9 +780,28 @@ impl Scheduler {
         }
     }
 
+    /// Starts a play at its beginning: its source turns are due at `at`
+    /// plus their recorded offsets.
     fn start_play(&mut self, play: u32, at: Nanos, now: Nanos) {
-        if self.stopped {
+        if !self.open_play(play, at) {
             return;
+        }
+        let p = self.plays[play as usize];
+        let tree_index = p.tree as usize;
+        for i in 0..self.trees[tree_index].sources.len() {
+            let source = self.trees[tree_index].sources[i];
+            let offset = self.trees[tree_index].start[source as usize];
+            let slot = p.slot_base + source;
+            self.slots[slot as usize].due_key =
+                at.saturating_add(offset).saturating_add(self.shift);
+            self.schedule(slot, now);
+        }
+    }
+
+    /// Allocates a play's turns, all blocked. False once stopped.
+    fn open_play(&mut self, play: u32, at: Nanos) -> bool {
+        if self.stopped {
+            return false;
         }
         let tree_index = self.plays[play as usize].tree as usize;
         let turns = self.trees[tree_index].turn_count();
@@ -649,6 +827,8 @@ impl Scheduler {
             shift_at_eligible: 0,
             shift_at_sent: 0,
             shift_at_end: 0,
+            warmup: false,
+            warm_next: NO_TURN,
         }));
         self.stats.plays_started += 1;
         self.live_trees += 1;
@@ -656,14 +836,7 @@ impl Scheduler {
             self.stats.peak_live_trees = self.live_trees;
             self.stats.peak_live_trees_at = at;
         }
-        for i in 0..self.trees[tree_index].sources.len() {
-            let source = self.trees[tree_index].sources[i];
-            let offset = self.trees[tree_index].start[source as usize];
-            let slot = base + source;
-            self.slots[slot as usize].due_key =
-                at.saturating_add(offset).saturating_add(self.shift);
-            self.schedule(slot, now);
-        }
+        true
     }
 
     fn start_next_in_lane(&mut self, lane: u32, at: Nanos, now: Nanos) {
@@ -692,6 +865,12 @@ impl Scheduler {
         l.next += 1;
         l.plays += 1;
         let play = self.plays.len() as u32;
+        let lane_play = l.plays - 1;
+        let mid = if lane_play == 0 {
+            l.mid_start.take()
+        } else {
+            None
+        };
         self.plays.push(Play {
             tree,
             copy,
@@ -699,10 +878,19 @@ impl Scheduler {
             planned: at,
             started: None,
             done: None,
+            lane_play,
+            t_star: mid.as_ref().map(|m| m.t_star),
             slot_base: 0,
             remaining: 0,
         });
-        self.start_play(play, at, now);
+        match mid {
+            Some(mid) => {
+                if self.open_play(play, at) {
+                    self.enter_mid_play(play, &mid, now);
+                }
+            }
+            None => self.start_play(play, at, now),
+        }
     }
 
     /// All edges of `slot` resolved: wait for the due time or go now.
@@ -753,6 +941,9 @@ impl Scheduler {
         self.inflight += 1;
         self.idle_since = None;
         self.stats.dispatched += 1;
+        if s.warmup {
+            self.stats.warmups += 1;
+        }
         self.stats.events += 1;
         if self.inflight > self.stats.peak_inflight {
             self.stats.peak_inflight = self.inflight;
@@ -801,6 +992,60 @@ impl Scheduler {
             if t.pending_in == 0 {
                 self.schedule(target, self.now);
             }
+        }
+    }
+
+    /// One incoming edge of `target` resolved, its constraint `at`.
+    fn resolve_one(&mut self, target: u32, at: Nanos) {
+        let contribution = at.saturating_add(self.shift);
+        let t = &mut self.slots[target as usize];
+        if t.state != TurnState::Blocked {
+            return;
+        }
+        t.due_key = t.due_key.max(contribution);
+        t.pending_in -= 1;
+        if t.pending_in == 0 {
+            self.schedule(target, self.now);
+        }
+    }
+
+    /// The agent of `slot` (and every subagent under it) ends: its turns
+    /// not yet sent are skipped. Edges from them into other agents (a join
+    /// into the parent) resolve now, so nobody waits for them.
+    fn end_trajectory(&mut self, slot: u32, now: Nanos) {
+        let s = self.slots[slot as usize];
+        let p = self.plays[s.play as usize];
+        let tree = &self.trees[p.tree as usize];
+        let agents = tree.agent_count as usize;
+        let mut ended = vec![false; agents];
+        ended[tree.agent_of[s.turn as usize] as usize] = true;
+        for a in 0..agents {
+            let parent = tree.agent_parent[a];
+            if parent != NO_TURN && ended[parent as usize] {
+                ended[a] = true;
+            }
+        }
+        let mut skipped = Vec::new();
+        for t in 0..tree.turn_count() {
+            let index = p.slot_base + t;
+            let slot = &mut self.slots[index as usize];
+            if ended[tree.agent_of[t as usize] as usize] && slot.state.is_pending() {
+                slot.state = TurnState::Skipped;
+                skipped.push(index);
+            }
+        }
+        if skipped.is_empty() {
+            return;
+        }
+        self.ready
+            .retain(|&q| self.slots[q as usize].state == TurnState::Queued);
+        self.stats.skipped += skipped.len() as u64;
+        for &index in &skipped {
+            self.resolve_out_edges(index, Anchor::Start, now);
+            self.resolve_out_edges(index, Anchor::End, now);
+        }
+        for _ in &skipped {
+            self.turn_finished(s.play, now);
         }
     }
 
