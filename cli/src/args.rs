@@ -202,6 +202,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
 
+    /// Prepend a cache-bust marker (`[rid:<12 hex>]` and a blank line,
+    /// derived from the seed) to the first user message of every turn of a
+    /// play: plays never share a prefix, turns of one play do.
+    #[arg(long)]
+    pub cache_bust: bool,
+
     /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`);
     /// requests go to URL/v1/chat/completions (or /v1/completions).
     /// Without it, the built-in emulator is started in-process.

@@ -199,6 +199,7 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
         api_key,
         timeout: Duration::from_nanos(timeout),
         retries: 0,
+        cache_bust: false,
     };
     Ok(Options {
         endpoint,
@@ -636,6 +637,7 @@ impl Prober<'_> {
             &config,
             &Prompt::Synthesized(prompt.to_string()),
             max_tokens,
+            None,
         );
         let id = self.next_id;
         self.next_id += 1;

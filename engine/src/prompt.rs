@@ -143,6 +143,28 @@ pub fn build(tree: &Tree, agent: usize, turn: usize) -> Prompt<'_> {
     Prompt::Synthesized(out)
 }
 
+/// The cache-bust marker of a play: `[rid:<12 hex>]` and a blank line,
+/// prepended to the first user message of every turn of the play, so no
+/// two plays share a prefix while all turns of one play do. Derived from
+/// the seed and the play's place in its lane (or its tree and copy in an
+/// open loop), never from timing: a run's markers are reproducible.
+pub fn cache_bust_marker(seed: u64, play: &crate::scheduler::Play) -> String {
+    use rand::Rng;
+    let (a, b) = match play.lane {
+        Some(lane) => (u64::from(lane), u64::from(play.lane_play)),
+        None => (u64::from(play.tree) | 1 << 40, u64::from(play.copy)),
+    };
+    let mut rng = crate::rng::stream(
+        seed,
+        crate::rng::Purpose::CacheBust,
+        a,
+        b,
+        u64::from(play.tree),
+    );
+    let id: u64 = rng.random();
+    format!("[rid:{:012x}]\n\n", id & 0xFFFF_FFFF_FFFF)
+}
+
 /// The role name sent on the wire. Tool results are sent as user messages:
 /// the OpenAI API requires a `tool_call_id` for the `tool` role, which
 /// recordings do not carry.

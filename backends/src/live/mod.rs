@@ -44,6 +44,10 @@ pub struct LiveConfig {
     pub warm_connections: usize,
     /// Base URL for warming (`http://host:port`).
     pub base_url: String,
+    /// Prepend each play's cache-bust marker to its prompts.
+    pub cache_bust: bool,
+    /// The run's seed (markers derive from it).
+    pub seed: u64,
 }
 
 /// Where records go, as requests finish.
@@ -75,6 +79,12 @@ pub struct RunOutcome {
 pub enum LiveError {
     Engine(EngineError),
     Sink(std::io::Error),
+    /// A root agent's warmup failed: the run cannot measure what it meant
+    /// to (the AgentX recipe aborts).
+    WarmupFailed {
+        tree: String,
+        message: String,
+    },
 }
 
 impl std::fmt::Display for LiveError {
@@ -82,6 +92,9 @@ impl std::fmt::Display for LiveError {
         match self {
             LiveError::Engine(e) => write!(f, "engine: {e}"),
             LiveError::Sink(e) => write!(f, "cannot write a record: {e}"),
+            LiveError::WarmupFailed { tree, message } => {
+                write!(f, "the warmup of tree `{tree}`'s root agent failed ({message}): the run is aborted")
+            }
         }
     }
 }
@@ -150,6 +163,7 @@ fn identity(scheduler: &Scheduler, id: RequestId) -> Option<RequestIdentity> {
         play: slot.play,
         eligible: slot.eligible,
         dispatched: slot.dispatched,
+        warmup: slot.warmup,
         queue_wait: slot.queue_wait,
         planned_input_tokens: tree.isl[t],
         planned_output_tokens: tree.osl[t],
@@ -197,8 +211,19 @@ pub async fn run<S: RecordSink>(
         while let Some(command) = scheduler.poll_command() {
             match command {
                 Command::Dispatch(id) => {
-                    let Some((tree_index, agent, turn, osl)) = locate(scheduler, id) else {
+                    let Some((tree_index, agent, turn, mut osl)) = locate(scheduler, id) else {
                         continue;
+                    };
+                    if scheduler.slot(id).is_some_and(|s| s.warmup) {
+                        // A warmup asks for one token: prefill only.
+                        osl = 1;
+                    }
+                    let marker = if config.cache_bust {
+                        scheduler
+                            .request_tree(id)
+                            .map(|(_, play, _)| prompt::cache_bust_marker(config.seed, play))
+                    } else {
+                        None
                     };
                     let tx = tx.clone();
                     let target = Arc::clone(&target);
@@ -206,9 +231,12 @@ pub async fn run<S: RecordSink>(
                     let workload = Arc::clone(&workload);
                     let task = tokio::spawn(async move {
                         let body = match workload.trees.get(tree_index) {
-                            Some(tree) => {
-                                build_body(&body_config, &prompt::build(tree, agent, turn), osl)
-                            }
+                            Some(tree) => build_body(
+                                &body_config,
+                                &prompt::build(tree, agent, turn),
+                                osl,
+                                marker.as_deref(),
+                            ),
                             None => Vec::new(),
                         };
                         let sent_tx = tx.clone();
@@ -298,14 +326,29 @@ pub async fn run<S: RecordSink>(
                         outstanding -= 1;
                         progress.inflight.store(outstanding, Ordering::Relaxed);
                         let at = response.stamps.done.unwrap_or_else(now);
-                        let outcome = if response.error.is_some() { Outcome::Failed } else { Outcome::Ok };
+                        let outcome = match &response.error {
+                            None => Outcome::Ok,
+                            // The prompt no longer fits: later turns of the
+                            // conversation would not either.
+                            Some(e) if e.category == ErrorCategory::ContextOverflow => Outcome::EndTrajectory,
+                            Some(_) => Outcome::Failed,
+                        };
+                        let root_warmup = scheduler.slot(id).is_some_and(|s| s.warmup)
+                            && scheduler.request_tree(id).is_some_and(|(tree, _, turn)| tree.agent_of[turn as usize] == 0);
                         scheduler.handle_completion(at, id, outcome)?;
                         if response.error.is_some() {
                             progress.errors.fetch_add(1, Ordering::Relaxed);
                         }
                         progress.done.fetch_add(1, Ordering::Relaxed);
                         if let Some(identity) = identity(scheduler, id) {
+                            let tree = identity.tree.clone();
                             sink.record(&RequestRecord::new(identity, &response)).map_err(LiveError::Sink)?;
+                            if let (true, Some(e)) = (root_warmup, &response.error) {
+                                return Err(LiveError::WarmupFailed {
+                                    tree,
+                                    message: e.message.chars().take(200).collect(),
+                                });
+                            }
                         }
                     }
                 }

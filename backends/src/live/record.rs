@@ -133,6 +133,9 @@ pub struct RequestRecord {
     pub copy: u32,
     pub lane: Option<u32>,
     pub play: u32,
+    /// A warmup request (one output token, full prefix): recorded, never
+    /// counted in metrics.
+    pub warmup: bool,
     pub status: &'static str,
     pub eligible_s: f64,
     pub dispatched_s: f64,
@@ -174,6 +177,8 @@ pub struct RequestIdentity {
     pub eligible: Nanos,
     pub dispatched: Nanos,
     pub queue_wait: Nanos,
+    /// A warmup (one token, not measured).
+    pub warmup: bool,
     pub planned_input_tokens: u32,
     pub planned_output_tokens: u32,
 }
@@ -216,6 +221,7 @@ impl RequestRecord {
             copy: id.copy,
             lane: id.lane,
             play: id.play,
+            warmup: id.warmup,
             status,
             eligible_s: id.eligible as f64 / 1e9,
             dispatched_s: id.dispatched as f64 / 1e9,
@@ -261,6 +267,7 @@ mod tests {
             eligible: 1_000,
             dispatched: 1_500,
             queue_wait: 500,
+            warmup: false,
             planned_input_tokens: 100,
             planned_output_tokens: 4,
         }

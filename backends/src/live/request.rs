@@ -106,10 +106,26 @@ fn push_synthesized(out: &mut Vec<u8>, text: &str) {
 /// Without `--extra-body` the body is written straight into one buffer (a
 /// prompt of 100k tokens is about 600 kB: no intermediate JSON tree); with
 /// it, fields are merged through a map so the extra keys win.
-pub fn build_body(config: &BodyConfig, prompt: &Prompt<'_>, max_tokens: u32) -> Vec<u8> {
+///
+/// `marker` (the play's cache-bust marker) is prepended to the first user
+/// message (or to the synthesized text, which is one user message).
+pub fn build_body(
+    config: &BodyConfig,
+    prompt: &Prompt<'_>,
+    max_tokens: u32,
+    marker: Option<&str>,
+) -> Vec<u8> {
     if config.extra_body.is_some() {
-        return build_merged_body(config, prompt, max_tokens);
+        return build_merged_body(config, prompt, max_tokens, marker);
     }
+    // The first user message, marked (one copy of it, only when marking).
+    let marked = |content: &str| -> Option<String> { marker.map(|m| format!("{m}{content}")) };
+    let first_user = match prompt {
+        Prompt::Recorded(messages) => messages
+            .iter()
+            .position(|m| m.role == arbor_engine::Role::User),
+        Prompt::Synthesized(_) => None,
+    };
     let max_tokens = max_tokens.max(1);
     let text_len = match prompt {
         Prompt::Synthesized(text) => text.len(),
@@ -121,7 +137,10 @@ pub fn build_body(config: &BodyConfig, prompt: &Prompt<'_>, max_tokens: u32) -> 
     match (config.api, prompt) {
         (Api::Chat, Prompt::Synthesized(text)) => {
             out.extend_from_slice(br#","messages":[{"role":"user","content":"#);
-            push_synthesized(&mut out, text);
+            match marked(text) {
+                Some(text) => push_json_str(&mut out, &text),
+                None => push_synthesized(&mut out, text),
+            }
             out.extend_from_slice(b"}]");
         }
         (Api::Chat, Prompt::Recorded(messages)) => {
@@ -133,22 +152,33 @@ pub fn build_body(config: &BodyConfig, prompt: &Prompt<'_>, max_tokens: u32) -> 
                 out.extend_from_slice(br#"{"role":""#);
                 out.extend_from_slice(wire_role(m.role).as_bytes());
                 out.extend_from_slice(br#"","content":"#);
-                push_json_str(&mut out, m.content);
+                match marked(m.content).filter(|_| first_user == Some(i)) {
+                    Some(content) => push_json_str(&mut out, &content),
+                    None => push_json_str(&mut out, m.content),
+                }
                 out.push(b'}');
             }
             out.push(b']');
         }
         (Api::Completions, Prompt::Synthesized(text)) => {
             out.extend_from_slice(br#","prompt":"#);
-            push_synthesized(&mut out, text);
+            match marked(text) {
+                Some(text) => push_json_str(&mut out, &text),
+                None => push_synthesized(&mut out, text),
+            }
         }
         (Api::Completions, Prompt::Recorded(messages)) => {
             out.extend_from_slice(br#","prompt":"#);
-            let joined = messages
-                .iter()
-                .map(|m| m.content)
-                .collect::<Vec<_>>()
-                .join("\n");
+            let mut joined = String::new();
+            for (i, m) in messages.iter().enumerate() {
+                if i > 0 {
+                    joined.push('\n');
+                }
+                if first_user == Some(i) {
+                    joined.push_str(marker.unwrap_or(""));
+                }
+                joined.push_str(m.content);
+            }
             push_json_str(&mut out, &joined);
         }
     }
@@ -163,8 +193,44 @@ pub fn build_body(config: &BodyConfig, prompt: &Prompt<'_>, max_tokens: u32) -> 
 }
 
 /// [`build_body`] through a JSON map, `--extra-body` merged last.
-fn build_merged_body(config: &BodyConfig, prompt: &Prompt<'_>, max_tokens: u32) -> Vec<u8> {
+fn build_merged_body(
+    config: &BodyConfig,
+    prompt: &Prompt<'_>,
+    max_tokens: u32,
+    marker: Option<&str>,
+) -> Vec<u8> {
     let max_tokens = max_tokens.max(1);
+    // Marking copies the prompt once; this path is only for --extra-body.
+    let marked_text;
+    let marked_owned;
+    let marked_messages;
+    let prompt = match (marker, prompt) {
+        (None, _) => prompt,
+        (Some(m), Prompt::Synthesized(text)) => {
+            marked_text = Prompt::Synthesized(format!("{m}{text}"));
+            &marked_text
+        }
+        (Some(m), Prompt::Recorded(messages)) => {
+            let first_user = messages
+                .iter()
+                .position(|x| x.role == arbor_engine::Role::User);
+            marked_owned = first_user.map(|i| format!("{m}{}", messages[i].content));
+            marked_messages = Prompt::Recorded(
+                messages
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| arbor_engine::content::MessageRef {
+                        role: x.role,
+                        content: match (&marked_owned, Some(i) == first_user) {
+                            (Some(owned), true) => owned.as_str(),
+                            _ => x.content,
+                        },
+                    })
+                    .collect(),
+            );
+            &marked_messages
+        }
+    };
     let joined;
     let body = match (config.api, prompt) {
         (Api::Chat, Prompt::Synthesized(text)) => serde_json::to_value(ChatBody {
@@ -485,7 +551,7 @@ mod tests {
                 content: "result",
             },
         ]);
-        let body: Value = serde_json::from_slice(&build_body(&config, &prompt, 0)).unwrap();
+        let body: Value = serde_json::from_slice(&build_body(&config, &prompt, 0, None)).unwrap();
         assert_eq!(body["model"], "m");
         assert_eq!(
             body["messages"][1]["role"], "user",
@@ -506,6 +572,7 @@ mod tests {
             &completions,
             &Prompt::Synthesized(" a b".into()),
             5,
+            None,
         ))
         .unwrap();
         assert_eq!(body["prompt"], " a b");
@@ -543,10 +610,46 @@ mod tests {
                     api,
                     ..merged.clone()
                 };
-                let a: Value = serde_json::from_slice(&build_body(&a, &prompt, 7)).unwrap();
-                let b: Value = serde_json::from_slice(&build_body(&b, &prompt, 7)).unwrap();
-                assert_eq!(a, b);
+                for marker in [None, Some("[rid:0123456789ab]\n\n")] {
+                    let x: Value =
+                        serde_json::from_slice(&build_body(&a, &prompt, 7, marker)).unwrap();
+                    let y: Value =
+                        serde_json::from_slice(&build_body(&b, &prompt, 7, marker)).unwrap();
+                    assert_eq!(x, y);
+                }
             }
         }
+    }
+
+    #[test]
+    fn the_marker_leads_the_first_user_message_only() {
+        let config = BodyConfig::default();
+        let marker = Some("[rid:0123456789ab]\n\n");
+        let recorded = Prompt::Recorded(vec![
+            MessageRef {
+                role: Role::System,
+                content: "sys",
+            },
+            MessageRef {
+                role: Role::User,
+                content: "first",
+            },
+            MessageRef {
+                role: Role::User,
+                content: "second",
+            },
+        ]);
+        let body: Value =
+            serde_json::from_slice(&build_body(&config, &recorded, 3, marker)).unwrap();
+        assert_eq!(body["messages"][0]["content"], "sys");
+        assert_eq!(
+            body["messages"][1]["content"],
+            "[rid:0123456789ab]\n\nfirst"
+        );
+        assert_eq!(body["messages"][2]["content"], "second");
+        let synthesized = Prompt::Synthesized(" a b".into());
+        let body: Value =
+            serde_json::from_slice(&build_body(&config, &synthesized, 3, marker)).unwrap();
+        assert_eq!(body["messages"][0]["content"], "[rid:0123456789ab]\n\n a b");
     }
 }

@@ -78,6 +78,8 @@ fn run_live(
             },
             warm_connections: 8,
             base_url: emulator.base_url(),
+            cache_bust: false,
+            seed: 0,
         };
         warm_pool(&live).await;
         let mut sink = VecSink(Vec::new());

@@ -71,6 +71,8 @@ pub struct RequestOptions {
     pub api_key: Option<String>,
     pub timeout: Duration,
     pub retries: u32,
+    /// Prepend each play's cache-bust marker to its prompts.
+    pub cache_bust: bool,
 }
 
 /// A run ready to go, whatever the endpoint.
@@ -294,6 +296,8 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         },
         warm_connections: warm,
         base_url: endpoint.to_string(),
+        cache_bust: requests.cache_bust,
+        seed: scheduler.policy().seed,
     };
 
     let out_dir = out.create()?;
@@ -435,6 +439,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions, Failure> {
         api_key,
         timeout: Duration::from_nanos(timeout),
         retries: args.retries,
+        cache_bust: args.cache_bust,
     })
 }
 
