@@ -22,7 +22,7 @@ fn bench_body(c: &mut Criterion) {
         };
         group.throughput(Throughput::Elements(u64::from(isl)));
         group.bench_function(format!("{isl}_tokens"), |b| {
-            b.iter(|| build_body(&config, &prompt::build(tree, 0, 0), 16))
+            b.iter(|| build_body(&config, &prompt::build(tree, 0, 0), 16, None))
         });
     }
     group.finish();

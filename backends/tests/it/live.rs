@@ -227,7 +227,14 @@ fn each_fault_lands_in_its_error_class_and_the_run_completes() {
             scheduler.stats().dispatched,
             "{name}: one record per request"
         );
-        assert_eq!(records.len(), 6, "{name}: every turn ran");
+        if name == "overflow" {
+            // A prompt that no longer fits ends its conversation: each
+            // tree's second turn is skipped, not sent to fail again.
+            assert_eq!(records.len(), 3, "{name}");
+            assert_eq!(scheduler.stats().skipped, 3, "{name}");
+        } else {
+            assert_eq!(records.len(), 6, "{name}: every turn ran");
+        }
         assert!(
             categories(&records).iter().all(|c| *c == Some(expected)),
             "{name}: {:?}",
