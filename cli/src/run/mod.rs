@@ -672,6 +672,7 @@ mod tests {
             api_key: Some("sk-test".into()),
             timeout: Duration::from_secs(1),
             retries: 0,
+            cache_bust: false,
         };
         assert_eq!(header_map(&requests)[AUTHORIZATION], "Bearer sk-test");
         requests.headers = vec![parse_header("Authorization=Bearer other").ok().unwrap()];

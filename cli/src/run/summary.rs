@@ -410,6 +410,7 @@ mod tests {
             eligible: eligible_ms * MS,
             dispatched: dispatched_ms * MS,
             queue_wait: (dispatched_ms - eligible_ms) * MS,
+            warmup: false,
             planned_input_tokens: 100,
             planned_output_tokens: 3,
         }
