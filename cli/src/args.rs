@@ -109,6 +109,11 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "S")]
     pub idle_gap_cap: Option<String>,
 
+    /// Per-tree idle watchdog: a tree with nothing in flight never waits
+    /// longer than S seconds for its next turn.
+    #[arg(long, value_name = "S")]
+    pub tree_idle_cap: Option<String>,
+
     /// Stop sending new turns after S seconds.
     #[arg(long, value_name = "S")]
     pub duration: Option<String>,

@@ -113,6 +113,7 @@ pub fn policy(args: &PolicyArgs) -> Result<Policy, Failure> {
             .map(str::parse)
             .transpose()
             .map_err(Failure::input)?,
+        tree_idle_cap: seconds("--tree-idle-cap", &args.tree_idle_cap)?,
         warmup_spread: parse_seconds("--warmup-spread", &args.warmup_spread)
             .map_err(Failure::input)?,
     };

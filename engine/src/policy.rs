@@ -335,6 +335,10 @@ pub struct Policy {
     pub start_window: Option<StartWindow>,
     /// Warmups are sent at their recorded lead before `t*`, capped at this.
     pub warmup_spread: Nanos,
+    /// Per-tree idle watchdog: a tree with nothing in flight never waits
+    /// longer than this for its next turn; its own pending timers move
+    /// earlier (the InferenceX harness uses 300 s).
+    pub tree_idle_cap: Option<Nanos>,
 }
 
 impl Default for Policy {
@@ -354,6 +358,7 @@ impl Default for Policy {
             seed: 0,
             start_window: None,
             warmup_spread: DEFAULT_WARMUP_SPREAD,
+            tree_idle_cap: None,
         }
     }
 }

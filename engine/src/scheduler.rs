@@ -182,6 +182,8 @@ pub struct Play {
     pub t_star: Option<Nanos>,
     slot_base: u32,
     remaining: u32,
+    /// Requests of this play dispatched and not yet completed.
+    inflight: u32,
 }
 
 impl Play {
@@ -243,6 +245,9 @@ pub struct Stats {
     pub history: u64,
     /// Warmup requests dispatched.
     pub warmups: u64,
+    /// Per-tree idle watchdog shifts and the time they skipped.
+    pub tree_idle_shifts: u64,
+    pub tree_idle_skipped: Nanos,
     pub plays_done: u64,
     /// Plays whose arrival never came before the duration ended.
     pub plays_not_started: u64,
@@ -386,6 +391,7 @@ impl Scheduler {
                     t_star: None,
                     slot_base: 0,
                     remaining: 0,
+                    inflight: 0,
                 });
                 self.timers.push(planned, Timer::Play(play));
             }
@@ -660,6 +666,7 @@ impl Scheduler {
         }
         self.stats.last_completion = self.stats.last_completion.max(at);
         self.inflight -= 1;
+        self.plays[play as usize].inflight -= 1;
         // Turns already waiting for the cap go first (FIFO by eligibility),
         // then successors made eligible by this completion.
         self.drain_ready(now);
@@ -674,6 +681,7 @@ impl Scheduler {
             self.resolve_out_edges(index, Anchor::End, at);
         }
         self.turn_finished(play, now);
+        self.check_tree_idle(play, now);
         self.check_idle(now);
         Ok(())
     }
@@ -882,6 +890,7 @@ impl Scheduler {
             t_star: mid.as_ref().map(|m| m.t_star),
             slot_base: 0,
             remaining: 0,
+            inflight: 0,
         });
         match mid {
             Some(mid) => {
@@ -938,6 +947,8 @@ impl Scheduler {
         }
         s.state = TurnState::Dispatched;
         s.dispatched = now;
+        let play = s.play;
+        self.plays[play as usize].inflight += 1;
         self.inflight += 1;
         self.idle_since = None;
         self.stats.dispatched += 1;
@@ -1046,6 +1057,52 @@ impl Scheduler {
         }
         for _ in &skipped {
             self.turn_finished(s.play, now);
+        }
+    }
+
+    /// The per-tree idle watchdog: when `play` has nothing in flight or
+    /// queued and its next timer is more than the cap away, every pending
+    /// constraint of that play moves earlier by the same amount (its
+    /// timers are re-queued; the old entries become tombstones).
+    fn check_tree_idle(&mut self, play: u32, now: Nanos) {
+        let Some(cap) = self.policy.tree_idle_cap else {
+            return;
+        };
+        let p = self.plays[play as usize];
+        if p.inflight > 0 || p.done.is_some() || p.started.is_none() || self.stopped {
+            return;
+        }
+        let turns = self.trees[p.tree as usize].turn_count();
+        let range = p.slot_base as usize..(p.slot_base + turns) as usize;
+        if self.slots[range.clone()]
+            .iter()
+            .any(|s| s.state == TurnState::Queued)
+        {
+            return;
+        }
+        let Some(earliest) = self.slots[range.clone()]
+            .iter()
+            .filter(|s| s.state == TurnState::Timer)
+            .map(|s| s.due_key.saturating_sub(self.shift))
+            .min()
+        else {
+            return;
+        };
+        let target = now.saturating_add(cap);
+        if earliest <= target {
+            return;
+        }
+        let delta = earliest - target;
+        self.stats.tree_idle_shifts += 1;
+        self.stats.tree_idle_skipped += delta;
+        for index in range {
+            let slot = &mut self.slots[index];
+            if slot.state.is_pending() && slot.state != TurnState::Queued {
+                slot.due_key = slot.due_key.saturating_sub(delta);
+                if slot.state == TurnState::Timer {
+                    self.timers.push(slot.due_key, Timer::Turn(index as u32));
+                }
+            }
         }
     }
 

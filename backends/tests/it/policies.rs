@@ -412,3 +412,24 @@ fn a_looping_lane_of_zero_time_trees_stops_instead_of_spinning() {
         "one cycle, then one more that took no time either"
     );
 }
+
+#[test]
+fn the_tree_idle_watchdog_shortens_one_trees_long_wait() {
+    // Tree a waits 100 s between its turns while tree b keeps the system
+    // busy (so the global idle-gap cap never applies): with a 10 s tree
+    // idle cap, a's second turn goes 10 s after its first ends.
+    let a = tree("a", 0, vec![root(vec![user(0, 1), user(101, 1)])]);
+    let b = tree("b", 0, vec![root(vec![user(0, 200)])]);
+    let policy = Policy {
+        tree_idle_cap: Some(10 * S),
+        idle_gap_cap: Some(10 * S),
+        ..Policy::default()
+    };
+    let s = run(vec![a.clone(), b.clone()], policy);
+    assert_eq!(sends(&s, 0), vec![0.0, 11.0]);
+    assert_eq!(s.stats().tree_idle_shifts, 1);
+    assert_eq!(s.stats().idle_shifts, 0, "b was in flight throughout");
+    // Without the watchdog the recorded wait stands.
+    let s = run(vec![a, b], Policy::default());
+    assert_eq!(sends(&s, 0), vec![0.0, 101.0]);
+}
