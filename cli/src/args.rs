@@ -145,6 +145,9 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
 
+    #[command(flatten)]
+    pub scenario: crate::scenario::ScenarioArgs,
+
     /// Service model: recorded | fixed:TTFT_MS:ITL_MS | throughput:PREFILL_TOK_S:DECODE_TOK_S.
     #[arg(long, value_name = "MODEL", default_value = "recorded")]
     pub service: String,
@@ -212,6 +215,9 @@ pub struct RunArgs {
     /// play: plays never share a prefix, turns of one play do.
     #[arg(long)]
     pub cache_bust: bool,
+
+    #[command(flatten)]
+    pub scenario: crate::scenario::ScenarioArgs,
 
     /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`);
     /// requests go to URL/v1/chat/completions (or /v1/completions).

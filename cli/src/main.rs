@@ -14,11 +14,12 @@ mod progress;
 mod report;
 mod run;
 mod sample;
+mod scenario;
 mod tokenizer;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::args::{Cli, Command};
 
@@ -47,12 +48,16 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Parsed in two steps so a recipe can tell flags the user gave from
+    // defaults (`--scenario` locks).
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let explicit = scenario::Explicit::of_subcommand(&matches);
     let result = match cli.command {
-        Command::Plan(args) => plan::run(&args),
+        Command::Plan(args) => plan::run(&args, &explicit),
         Command::Inspect(args) => inspect::run(&args),
         Command::Convert(args) => convert::run(&args),
-        Command::Run(args) => run::run(&args),
+        Command::Run(args) => run::run(&args, &explicit),
         Command::Emulate(args) => emulate::run(&args),
         Command::Doctor(args) => doctor::run(&args),
     };

@@ -11,17 +11,23 @@ use arbor_sim::ServiceModel;
 use crate::args::PlanArgs;
 use crate::inputs;
 use crate::report::{write_timeline, PlanReport};
+use crate::scenario::{self, Explicit};
 use crate::Failure;
 
-pub fn run(args: &PlanArgs) -> Result<(), Failure> {
+pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
+    let mut policy_args = args.policy.clone();
+    let applied = scenario::apply(&args.scenario, &args.input, &mut policy_args, explicit)?;
     let service: ServiceModel = args.service.parse().map_err(Failure::input)?;
-    let policy = inputs::policy(&args.policy)?;
+    let mut policy = inputs::policy(&policy_args)?;
     let options = inputs::derive_options(&args.input)?;
     let loaded = inputs::load(&args.input)?;
     if loaded.workload.trees.is_empty() {
         return Err(Failure::input(
             "the inputs hold no trees: expected at least one trace",
         ));
+    }
+    if applied.is_some() {
+        scenario::fit_lanes(&mut policy, loaded.workload.trees.len());
     }
     let compiled = compile(&loaded.workload, &policy, &options).map_err(Failure::input)?;
     let adjustments = compiled.adjustments;
@@ -41,6 +47,7 @@ pub fn run(args: &PlanArgs) -> Result<(), Failure> {
 
     let report = PlanReport::new(
         loaded.description,
+        applied.map(|a| a.name.to_string()),
         service.to_string(),
         options.overlap_tolerance,
         &loaded.workload,

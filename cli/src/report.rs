@@ -57,12 +57,24 @@ pub struct LaneReport {
     pub lane: u32,
     pub share: usize,
     pub plays: u32,
+    /// Plays after the first (the lane's tree drained and it started the
+    /// next one at turn 0).
+    pub recycles: u32,
     pub dry_at_s: Option<f64>,
+    /// With a start window: where the lane entered its first tree, in
+    /// recorded seconds of that tree.
+    pub t_star_s: Option<f64>,
+    /// Warmup requests of the lane's first play.
+    pub warmups: u32,
+    /// The lane looped through trees that take no time and was stopped.
+    pub stalled: bool,
 }
 
 #[derive(Debug, Serialize)]
 pub struct PlanReport {
     pub inputs: String,
+    /// The recipe (`--scenario`), if any.
+    pub scenario: Option<String>,
     pub seed: u64,
     pub service: String,
     pub policy: PolicySummary,
@@ -84,6 +96,14 @@ pub struct PlanReport {
     pub cancelled: u64,
     pub skipped: u64,
     pub plays_not_started: u64,
+    /// Where measurement starts (every lane reaches its t* together); 0
+    /// without a start window. The duration counts from here.
+    pub profiling_start_s: f64,
+    /// Warmup requests (sent before the profiling start, not measured).
+    pub warmups: u64,
+    /// Turns recorded before a lane's t*: the conversation's past, never
+    /// replayed.
+    pub history_turns: u64,
     /// Wait for the request cap (JSON keys `count`, `mean_s`, `p50_s`,
     /// `p90_s`, `p95_s`, `p99_s`, `max_s`).
     pub queue_wait: Option<Distribution<Seconds>>,
@@ -125,8 +145,10 @@ fn agent_counts(workload: &Workload) -> AgentCounts {
 }
 
 impl PlanReport {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         inputs: String,
+        scenario: Option<String>,
         service: String,
         overlap_tolerance: Nanos,
         workload: &Workload,
@@ -168,12 +190,17 @@ impl PlanReport {
                     lane: i as u32,
                     share: lane.share.len(),
                     plays: lane.plays,
+                    recycles: lane.plays.saturating_sub(1),
                     dry_at_s: lane.dry_at.map(nanos_to_secs),
+                    t_star_s: lane.t_star.map(nanos_to_secs),
+                    warmups: lane.warmups,
+                    stalled: lane.stalled,
                 })
                 .collect()
         });
         PlanReport {
             inputs,
+            scenario,
             seed: policy.seed,
             service,
             policy: PolicySummary {
@@ -208,6 +235,9 @@ impl PlanReport {
             cancelled: stats.cancelled,
             skipped: stats.skipped,
             plays_not_started: stats.plays_not_started,
+            profiling_start_s: nanos_to_secs(scheduler.profiling_start()),
+            warmups: stats.warmups,
+            history_turns: stats.history,
             queue_wait: policy.max_inflight.map(|_| Distribution::of(&mut waits)),
             demand: Demand {
                 requests: stats.dispatched,
@@ -224,6 +254,9 @@ impl PlanReport {
     pub fn print_human(&self, out: &mut impl Write) -> io::Result<()> {
         let k = &self.agent_kinds;
         writeln!(out, "arbor plan: {}", self.inputs)?;
+        if let Some(name) = &self.scenario {
+            writeln!(out, "  scenario {name}")?;
+        }
         writeln!(out, "  seed {}, service {}", self.seed, self.service)?;
         writeln!(
             out,
@@ -285,8 +318,28 @@ impl PlanReport {
                 self.plays_not_started
             )?;
         }
+        if self.warmups > 0 || self.history_turns > 0 || self.profiling_start_s > 0.0 {
+            writeln!(
+                out,
+                "  profiling start {:.3} s ({} warmup requests before it, {} history turns not replayed)",
+                self.profiling_start_s, self.warmups, self.history_turns
+            )?;
+        }
         if let Some(lanes) = &self.lanes {
             for lane in lanes {
+                if let Some(t) = lane.t_star_s {
+                    writeln!(
+                        out,
+                        "  lane {:<10} t* {:.3} s, {} warmups, {} plays ({} recycles){}",
+                        lane.lane,
+                        t,
+                        lane.warmups,
+                        lane.plays,
+                        lane.recycles,
+                        if lane.stalled { ", stalled" } else { "" }
+                    )?;
+                    continue;
+                }
                 let dry = lane
                     .dry_at_s
                     .map_or("still playing at the end".to_string(), |t| {
@@ -344,10 +397,14 @@ pub fn write_timeline(scheduler: &Scheduler, out: &mut impl Write) -> io::Result
         let tree = &trees[play.tree as usize];
         let t = slot.turn as usize;
         let agent = tree.agent_of[t] as usize;
-        let reached_eligible = !matches!(slot.state, TurnState::Blocked);
+        let reached_eligible = !matches!(slot.state, TurnState::Blocked | TurnState::History);
         let sent = !matches!(
             slot.state,
-            TurnState::Blocked | TurnState::Timer | TurnState::Queued | TurnState::Skipped
+            TurnState::Blocked
+                | TurnState::Timer
+                | TurnState::Queued
+                | TurnState::Skipped
+                | TurnState::History
         );
         let ended = matches!(
             slot.state,
@@ -356,7 +413,7 @@ pub fn write_timeline(scheduler: &Scheduler, out: &mut impl Write) -> io::Result
         let lane = play.lane.map_or("null".to_string(), |l| l.to_string());
         writeln!(
             out,
-            "{{\"tree\":{},\"agent\":{},\"turn\":{},\"copy\":{},\"lane\":{},\"eligible_s\":{},\"start_s\":{},\"end_s\":{},\"queue_wait_s\":{},\"isl\":{},\"osl\":{},\"state\":\"{}\"}}",
+            "{{\"tree\":{},\"agent\":{},\"turn\":{},\"copy\":{},\"lane\":{},\"eligible_s\":{},\"start_s\":{},\"end_s\":{},\"queue_wait_s\":{},\"isl\":{},\"osl\":{},\"state\":\"{}\",\"warmup\":{}}}",
             tree_ids[play.tree as usize],
             agent_ids[play.tree as usize][agent],
             tree.index_in_agent[t],
@@ -369,6 +426,7 @@ pub fn write_timeline(scheduler: &Scheduler, out: &mut impl Write) -> io::Result
             tree.isl[t],
             tree.osl[t],
             slot.state.as_str(),
+            slot.warmup,
         )?;
     }
     Ok(())

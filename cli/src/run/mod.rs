@@ -33,6 +33,7 @@ use serde_json::{Map, Value};
 
 use crate::args::RunArgs;
 use crate::progress::{self, Ticker};
+use crate::scenario::{self, Applied, Explicit};
 use crate::{inputs, Failure};
 
 use config::RunConfig;
@@ -86,6 +87,8 @@ pub struct Prepared {
     /// What produced the run, for `summary.json` (endpoint and model are
     /// filled in by [`run_against`]).
     pub config: RunConfig,
+    /// The recipe (`--scenario`), if any.
+    pub scenario: Option<Applied>,
 }
 
 /// What a finished run wrote.
@@ -102,7 +105,10 @@ pub const DEMO_ITL_MS: &str = "0.2";
 /// True when `arbor run` was given nothing to point at: no input, no
 /// synthetic workload, no endpoint.
 fn is_demo(args: &RunArgs) -> bool {
-    args.endpoint.is_none() && args.input.inputs.is_empty() && args.input.synthetic.is_none()
+    args.endpoint.is_none()
+        && args.input.inputs.is_empty()
+        && args.input.synthetic.is_none()
+        && args.scenario.scenario.is_none()
 }
 
 /// The bundled sample's recorded gaps add up to almost an hour; the demo
@@ -131,15 +137,18 @@ fn demo_args(args: &RunArgs) -> RunArgs {
 }
 
 /// `arbor run`.
-pub fn run(args: &RunArgs) -> Result<(), Failure> {
-    let demo;
-    let args = if is_demo(args) {
-        demo = demo_args(args);
-        &demo
+pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
+    let mut args = if is_demo(args) {
+        demo_args(args)
     } else {
-        args
+        args.clone()
     };
-    let prepared = prepare(args)?;
+    let applied = scenario::apply(&args.scenario, &args.input, &mut args.policy, explicit)?;
+    if applied.is_some() {
+        args.ignore_eos = true;
+    }
+    let args = &args;
+    let prepared = prepare(args, applied)?;
     let runtime = runtime()?;
     let report = match &args.endpoint {
         Some(endpoint) => {
@@ -196,10 +205,10 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 /// Checks every flag, loads and compiles the workload, plans it on the
 /// virtual clock and checks the output directory. Touches no network.
-pub fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
+pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Failure> {
     let requests = request_options(args)?;
     let service: ServiceModel = args.service.parse().map_err(Failure::input)?;
-    let policy = inputs::policy(&args.policy)?;
+    let mut policy = inputs::policy(&args.policy)?;
     let options = inputs::derive_options(&args.input)?;
     let out = OutputDir::check(
         args.out.clone().unwrap_or_else(|| default_out(args)),
@@ -210,6 +219,9 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         return Err(Failure::input(
             "the inputs hold no trees: expected at least one trace",
         ));
+    }
+    if scenario.is_some() {
+        scenario::fit_lanes(&mut policy, loaded.workload.trees.len());
     }
     let compiled = compile(&loaded.workload, &policy, &options).map_err(Failure::input)?;
 
@@ -243,6 +255,7 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared, Failure> {
         out,
         progress: progress::wanted(args.no_progress),
         config,
+        scenario,
     })
 }
 
@@ -259,6 +272,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         out,
         progress: show_progress,
         mut config,
+        scenario,
     } = prepared;
 
     let client = reqwest::Client::builder()
@@ -296,12 +310,20 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         },
         warm_connections: warm,
         base_url: endpoint.to_string(),
-        cache_bust: requests.cache_bust,
+        // The recipe always busts the cache; otherwise --cache-bust.
+        cache_bust: requests.cache_bust || scenario.is_some(),
         seed: scheduler.policy().seed,
     };
 
     let out_dir = out.create()?;
-    let mut sink = RecordsFile::create(&out_dir, Collector::new())?;
+    // Warmups are recorded but measured nowhere; measurement starts at the
+    // profiling start (0 without a start window).
+    let window_start = scheduler
+        .policy()
+        .start_window
+        .map(|_| scheduler.profiling_start());
+    let collector = Collector::with_warmups(summary::Warmups::of(&scheduler), window_start);
+    let mut sink = RecordsFile::create(&out_dir, collector)?;
     live::warm_pool(&live_config).await;
 
     let progress = Arc::new(Progress::default());
@@ -339,6 +361,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         .collect();
     let measured = sink.into_collector().finish(&play_turns);
     let summary = output::Summary::new(
+        scenario.as_ref(),
         config,
         started_at,
         &outcome,

@@ -103,16 +103,28 @@ impl RecordSink for RecordsFile {
         serde_json::to_writer(&mut self.line, record).map_err(io::Error::other)?;
         self.line.push(b'\n');
         self.file.write_all(&self.line)?;
-        self.collector.add(record);
+        // Read from the serialized line so this holds whether or not the
+        // record type has a `warmup` field: inside a JSON string every `"`
+        // is escaped, so the key cannot appear by accident.
+        let marked = contains(&self.line, WARMUP_MARK);
+        self.collector.add_marked(record, marked);
         Ok(())
     }
+}
+
+const WARMUP_MARK: &[u8] = b"\"warmup\":true";
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Requests, plays and trees.
 #[derive(Debug, Clone, Serialize)]
 pub struct Counts {
-    /// Requests dispatched (one record each).
+    /// Measured requests dispatched (one record each).
     pub dispatched: u64,
+    /// Warmup requests: in records.jsonl, in no figure.
+    pub warmups: u64,
     pub ok: u64,
     pub failed: u64,
     pub cancelled: u64,
@@ -148,10 +160,31 @@ pub struct Idle {
     pub skipped_s: f64,
 }
 
+/// The lanes of a closed loop.
+#[derive(Debug, Clone, Serialize)]
+pub struct LaneSummary {
+    pub lane: u32,
+    pub plays: u32,
+    pub recycles: u32,
+    pub t_star_s: Option<f64>,
+    pub warmups: u32,
+    pub stalled: bool,
+}
+
 /// `summary.json`.
 #[derive(Debug, Serialize)]
 pub struct Summary {
     pub arbor_version: &'static str,
+    /// The recipe (`--scenario`), if any.
+    pub scenario: Option<String>,
+    /// With a scenario: whether the run can be submitted, and why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submission_valid: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submission_invalid_reasons: Option<Vec<String>>,
+    /// Where measurement started (run epoch, seconds): 0 without a start
+    /// window. Latency and throughput cover what came after.
+    pub profiling_start_s: f64,
     pub started_at: String,
     pub cancelled: bool,
     /// Run epoch to the last event, in seconds.
@@ -164,11 +197,16 @@ pub struct Summary {
     pub tokens: TokenReport,
     pub concurrency: Concurrency,
     pub idle: Idle,
+    /// With --sessions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lanes: Option<Vec<LaneSummary>>,
     pub config: RunConfig,
 }
 
 impl Summary {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
+        scenario: Option<&crate::scenario::Applied>,
         config: RunConfig,
         started_at: SystemTime,
         outcome: &RunOutcome,
@@ -178,13 +216,46 @@ impl Summary {
         measured: Measured,
     ) -> Summary {
         let stats = scheduler.stats();
+        let reasons = scenario.map(|a| {
+            let overflows = measured
+                .errors
+                .get("context_overflow")
+                .copied()
+                .unwrap_or(0);
+            crate::scenario::invalid_reasons(
+                a,
+                overflows,
+                measured.requests.dispatched,
+                outcome.cancelled,
+            )
+        });
+        let lanes = scheduler.policy().sessions.map(|_| {
+            scheduler
+                .lanes()
+                .iter()
+                .enumerate()
+                .map(|(i, l)| LaneSummary {
+                    lane: i as u32,
+                    plays: l.plays,
+                    recycles: l.plays.saturating_sub(1),
+                    t_star_s: l.t_star.map(nanos_to_secs),
+                    warmups: l.warmups,
+                    stalled: l.stalled,
+                })
+                .collect()
+        });
         Summary {
             arbor_version: env!("CARGO_PKG_VERSION"),
+            scenario: scenario.map(|a| a.name.to_string()),
+            submission_valid: reasons.as_ref().map(Vec::is_empty),
+            submission_invalid_reasons: reasons,
+            profiling_start_s: nanos_to_secs(scheduler.profiling_start()),
             started_at: utc_stamps(started_at).1,
             cancelled: outcome.cancelled,
             elapsed_s: nanos_to_secs(outcome.elapsed),
             counts: Counts {
                 dispatched: measured.requests.dispatched,
+                warmups: measured.requests.warmups,
                 ok: measured.requests.ok,
                 failed: measured.requests.failed,
                 cancelled: measured.requests.cancelled,
@@ -213,6 +284,7 @@ impl Summary {
                 shifts: stats.idle_shifts,
                 skipped_s: nanos_to_secs(stats.idle_skipped),
             },
+            lanes,
             config,
         }
     }

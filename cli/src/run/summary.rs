@@ -83,6 +83,9 @@ pub struct RequestCounts {
     pub failed: u64,
     /// Cancelled at the end of the grace period.
     pub cancelled: u64,
+    /// Warmup requests (the AgentX start window): recorded in
+    /// records.jsonl but in no other figure, `dispatched` included.
+    pub warmups: u64,
 }
 
 /// The latency distributions.
@@ -100,7 +103,8 @@ pub struct Latencies {
 /// Work done over the run's wall window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Throughput {
-    /// First `sent` to last `done` over every record, in seconds.
+    /// First `sent` (or the profiling start, when earlier) to last `done`
+    /// over every measured record, in seconds.
     pub window_s: f64,
     /// Successful requests, and their input and output tokens.
     pub requests: u64,
@@ -177,8 +181,67 @@ struct PlaySpan {
     cancelled: bool,
 }
 
+/// Which records are warmups: those marked `"warmup": true`, and, from
+/// the scheduler's plan, the warm turns (agent, turn in agent) of each
+/// lane's first play (its first play is the play of the lane's first
+/// record: a lane's next play starts only once the first one drained).
+/// A lane's first tree and its warm turns by agent (turn in agent).
+type WarmTurns = (u32, BTreeMap<String, Vec<u32>>);
+
+#[derive(Debug, Clone, Default)]
+pub struct Warmups {
+    /// Per lane: the tree of its first play and its warm turns.
+    lanes: Vec<Option<WarmTurns>>,
+    first_play: Vec<Option<u32>>,
+}
+
+impl Warmups {
+    /// Warm turns of each lane's first play, from a scheduler that planned
+    /// a start window (none otherwise).
+    pub fn of(scheduler: &arbor_engine::scheduler::Scheduler) -> Warmups {
+        let trees = scheduler.trees();
+        let lanes: Vec<_> = scheduler
+            .lanes()
+            .iter()
+            .map(|lane| {
+                let t_star = lane.t_star?;
+                let &(tree_index, _) = lane.share.first()?;
+                let tree = trees.get(tree_index as usize)?;
+                let mid = arbor_engine::start::mid_start(tree, t_star);
+                let mut turns: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+                for &(warm, _) in &mid.warm {
+                    let w = warm as usize;
+                    let agent = tree.agent_ids[tree.agent_of[w] as usize].clone();
+                    turns.entry(agent).or_default().push(tree.index_in_agent[w]);
+                }
+                Some((tree_index, turns))
+            })
+            .collect();
+        Warmups {
+            first_play: vec![None; lanes.len()],
+            lanes,
+        }
+    }
+
+    fn is_warmup(&mut self, r: &RequestRecord) -> bool {
+        let Some(lane) = r.lane.map(|l| l as usize) else {
+            return false;
+        };
+        let Some(Some((tree, turns))) = self.lanes.get(lane) else {
+            return false;
+        };
+        let first = *self.first_play[lane].get_or_insert(r.play);
+        first == r.play
+            && *tree == r.tree_index
+            && turns.get(&r.agent).is_some_and(|t| t.contains(&r.turn))
+    }
+}
+
 /// Takes records as they are written; keeps compact values.
 pub struct Collector {
+    warmups: Warmups,
+    /// Measurement starts here at the latest (ns since the run epoch).
+    window_start: Option<u64>,
     counts: RequestCounts,
     ttft: Vec<u64>,
     tpot: Vec<u64>,
@@ -207,6 +270,8 @@ impl Default for Collector {
 impl Collector {
     pub fn new() -> Collector {
         Collector {
+            warmups: Warmups::default(),
+            window_start: None,
             counts: RequestCounts::default(),
             ttft: Vec::new(),
             tpot: Vec::new(),
@@ -233,7 +298,31 @@ impl Collector {
         }
     }
 
+    /// A collector that leaves `warmups` out of every figure and whose
+    /// throughput window starts at `window_start` at the latest (the
+    /// profiling start).
+    pub fn with_warmups(warmups: Warmups, window_start: Option<u64>) -> Collector {
+        Collector {
+            warmups,
+            window_start,
+            ..Collector::new()
+        }
+    }
+
+    #[cfg(test)]
     pub fn add(&mut self, r: &RequestRecord) {
+        self.add_marked(r, false);
+    }
+
+    /// `marked`: the record says it is a warmup (`"warmup": true`).
+    pub fn add_marked(&mut self, r: &RequestRecord, marked: bool) {
+        // Every record passes through here, so the lane's first play is
+        // seen even when the record is marked.
+        let planned_warmup = self.warmups.is_warmup(r);
+        if marked || planned_warmup {
+            self.counts.warmups += 1;
+            return;
+        }
         self.counts.dispatched += 1;
         let sent = r.sent_s.map(ns);
         let done = r.done_s.map(ns);
@@ -327,7 +416,11 @@ impl Collector {
                 _ => incomplete += 1,
             }
         }
-        let window = match (self.first_sent, self.last_done) {
+        let start = match (self.first_sent, self.window_start) {
+            (Some(s), Some(w)) => Some(s.min(w)),
+            (s, _) => s,
+        };
+        let window = match (start, self.last_done) {
             (Some(s), Some(d)) if d > s => d - s,
             _ => 0,
         };
@@ -468,7 +561,8 @@ mod tests {
                 dispatched: 3,
                 ok: 3,
                 failed: 0,
-                cancelled: 0
+                cancelled: 0,
+                warmups: 0,
             }
         );
         let l = &m.latency;
@@ -547,7 +641,8 @@ mod tests {
                 dispatched: 5,
                 ok: 1,
                 failed: 3,
-                cancelled: 1
+                cancelled: 1,
+                warmups: 0,
             }
         );
         assert_eq!(m.errors.get("http_status"), Some(&2));
@@ -604,6 +699,21 @@ mod tests {
         assert!((itl.p99_s - 0.990).abs() / 0.99 < 0.002, "{}", itl.p99_s);
         assert!((itl.max_s - 1.0).abs() < 1e-12);
         assert!((itl.mean_s - 0.5005).abs() < 1e-9);
+    }
+
+    #[test]
+    fn marked_warmups_are_counted_and_measured_nowhere() {
+        let mut c = Collector::with_warmups(Warmups::default(), Some(500 * MS));
+        let warm = RequestRecord::new(identity(0, 0, 0, 0), &record(0, &[100, 200], 300));
+        c.add_marked(&warm, true);
+        let r = RequestRecord::new(identity(1, 0, 900, 900), &record(1000, &[1100, 1200], 1500));
+        c.add_marked(&r, false);
+        let m = c.finish(&[]);
+        assert_eq!((m.requests.dispatched, m.requests.warmups), (1, 1));
+        assert_eq!(m.latency.ttft.count, 1);
+        assert_eq!(m.latency.queue_wait.count, 1);
+        // The window starts at the profiling start (500 ms), not at 0.
+        assert!((m.throughput.window_s - 1.0).abs() < 1e-12);
     }
 
     #[test]

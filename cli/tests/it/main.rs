@@ -1,5 +1,6 @@
 //! End-to-end tests of the `arbor` binary, run as a user would.
 
+mod agentx;
 mod bad_corpus;
 mod bad_input;
 mod doctor;

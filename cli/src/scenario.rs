@@ -1,0 +1,474 @@
+//! `--scenario`: named benchmark recipes and their locks (docs/agentx.md).
+//!
+//! Owns what a recipe sets (closed loop, start window, idle-gap cap,
+//! duration, grace, seed, `ignore_eos`, cache-bust), which explicitly given
+//! flags conflict with it, and the validity stamp a run carries. Works on
+//! the parsed flags before they become a policy, so `plan` and `run` read a
+//! recipe the same way. Whether a flag was given is read from clap's value
+//! sources ([`Explicit`]), never guessed from its value.
+
+use std::collections::BTreeSet;
+
+use arbor_engine::policy::parse_seconds;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args};
+
+use crate::args::{InputArgs, PolicyArgs};
+use crate::Failure;
+
+/// The InferenceX AgentX recipe.
+pub const AGENTX_MVP: &str = "agentx-mvp";
+
+/// Shortest duration the recipe accepts, and its default (seconds).
+pub const MIN_DURATION_S: f64 = 900.0;
+pub const DEFAULT_DURATION: &str = "1800";
+pub const IDLE_GAP_CAP: &str = "10";
+pub const GRACE: &str = "30";
+pub const START_WINDOW: &str = "0:1";
+
+/// Invalidity reasons stamped on `summary.json`.
+pub const UNSAFE_OVERRIDE: &str = "unsafe_override";
+pub const CONTEXT_OVERFLOW_RATE_EXCEEDED: &str = "context_overflow_rate_exceeded";
+pub const RUN_CANCELLED: &str = "run_cancelled";
+
+/// Above this fraction of requests, context overflows invalidate a run.
+pub const CONTEXT_OVERFLOW_LIMIT: f64 = 0.01;
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ScenarioArgs {
+    /// Run a named benchmark recipe with its locks: agentx-mvp (the
+    /// InferenceX AgentX recipe; see docs/agentx.md).
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Option<String>,
+
+    /// With --scenario: run even though flags conflict with the recipe.
+    /// The run is stamped invalid (submission_valid false).
+    #[arg(long)]
+    pub unsafe_override: bool,
+}
+
+/// Argument ids the user gave on the command line (or in the
+/// environment), as opposed to defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Explicit(BTreeSet<String>);
+
+impl Explicit {
+    /// The explicit arguments of the subcommand in `matches`.
+    pub fn of_subcommand(matches: &ArgMatches) -> Explicit {
+        matches
+            .subcommand()
+            .map_or_else(Explicit::default, |(_, m)| Explicit::of(m))
+    }
+
+    pub fn of(matches: &ArgMatches) -> Explicit {
+        Explicit(
+            matches
+                .ids()
+                .filter(|id| {
+                    matches!(
+                        matches.value_source(id.as_str()),
+                        Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+                    )
+                })
+                .map(|id| id.as_str().to_string())
+                .collect(),
+        )
+    }
+
+    pub fn has(&self, id: &str) -> bool {
+        self.0.contains(id)
+    }
+}
+
+/// A recipe applied to the flags.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub name: &'static str,
+    /// Conflicting flags run anyway with `--unsafe-override`.
+    pub overridden: Vec<String>,
+}
+
+impl Applied {
+    /// Reasons known before the run (the run adds its own).
+    pub fn invalid_reasons(&self) -> Vec<String> {
+        if self.overridden.is_empty() {
+            Vec::new()
+        } else {
+            vec![UNSAFE_OVERRIDE.to_string()]
+        }
+    }
+}
+
+/// One conflict: the flag as given, why the recipe refuses it, and
+/// whether `--unsafe-override` can let it through.
+struct Conflict {
+    text: String,
+    overridable: bool,
+}
+
+fn seconds_equal(flag: &'static str, text: &str, want: f64) -> bool {
+    parse_seconds(flag, text).is_ok_and(|ns| ns == (want * 1e9).round() as u64)
+}
+
+/// Applies `--scenario` (if any) to the flags: sets the recipe's values
+/// where the user gave none, checks every explicit flag against the locks
+/// and reports all conflicts in one exit-2 error, unless
+/// `--unsafe-override` (the synthetic-dataset conflict is never
+/// overridable). `None` without a scenario.
+pub fn apply(
+    scenario: &ScenarioArgs,
+    input: &InputArgs,
+    policy: &mut PolicyArgs,
+    explicit: &Explicit,
+) -> Result<Option<Applied>, Failure> {
+    let Some(name) = scenario.scenario.as_deref() else {
+        if scenario.unsafe_override {
+            return Err(Failure::input(
+                "--unsafe-override: applies only with --scenario NAME",
+            ));
+        }
+        return Ok(None);
+    };
+    if name != AGENTX_MVP {
+        return Err(Failure::input(format!(
+            "--scenario: unknown recipe `{name}` (known: {AGENTX_MVP})"
+        )));
+    }
+    let mut conflicts = Vec::new();
+    let mut conflict =
+        |text: String, overridable: bool| conflicts.push(Conflict { text, overridable });
+    if policy.sessions.is_none() {
+        conflict(
+            "--sessions N is required: the recipe is a closed loop of N lanes".into(),
+            false,
+        );
+    }
+    if input.synthetic.is_some() {
+        conflict(
+            "--synthetic: the recipe replays recorded traces; a synthetic dataset can never be overridden"
+                .into(),
+            false,
+        );
+    }
+    if explicit.has("tool_time") && policy.tool_time != "recorded" {
+        conflict(
+            format!(
+                "--tool-time {}: tool gaps are replayed as recorded",
+                policy.tool_time
+            ),
+            true,
+        );
+    }
+    if let Some(p) = policy
+        .think_time_pct
+        .as_deref()
+        .filter(|_| explicit.has("think_time_pct"))
+    {
+        conflict(
+            format!("--think-time-pct {p}: think gaps are replayed as recorded"),
+            true,
+        );
+    }
+    if let Some(cap) = policy
+        .idle_gap_cap
+        .as_deref()
+        .filter(|_| explicit.has("idle_gap_cap"))
+    {
+        if !seconds_equal("--idle-gap-cap", cap, 10.0) {
+            conflict(
+                format!("--idle-gap-cap {cap}: the idle-gap cap is locked at {IDLE_GAP_CAP} s"),
+                true,
+            );
+        }
+    }
+    if let Some(d) = policy
+        .duration
+        .as_deref()
+        .filter(|_| explicit.has("duration"))
+    {
+        let short =
+            parse_seconds("--duration", d).is_ok_and(|ns| (ns as f64) < MIN_DURATION_S * 1e9);
+        if short {
+            conflict(
+                format!("--duration {d}: the duration must be at least {MIN_DURATION_S} s"),
+                true,
+            );
+        }
+    }
+    if explicit.has("grace") && !seconds_equal("--grace", &policy.grace, 30.0) {
+        conflict(
+            format!("--grace {}: the grace is locked at {GRACE} s", policy.grace),
+            true,
+        );
+    }
+    if explicit.has("arrival") {
+        conflict(
+            format!(
+                "--arrival {}: lanes start together at their t* (no arrival process)",
+                policy.arrival
+            ),
+            true,
+        );
+    }
+    if explicit.has("copies") && policy.copies != 1 {
+        conflict(
+            format!(
+                "--copies {}: each tree is played once per lane sequence",
+                policy.copies
+            ),
+            true,
+        );
+    }
+    if let Some(m) = policy.max_inflight.filter(|_| explicit.has("max_inflight")) {
+        conflict(
+            format!("--max-inflight {m}: concurrency is the number of lanes (no request cap)"),
+            true,
+        );
+    }
+    if explicit.has("stagger") {
+        conflict(
+            format!(
+                "--stagger {}: lanes start together at their t*",
+                policy.stagger
+            ),
+            true,
+        );
+    }
+
+    let refused: Vec<&Conflict> = if scenario.unsafe_override {
+        conflicts.iter().filter(|c| !c.overridable).collect()
+    } else {
+        conflicts.iter().collect()
+    };
+    if !refused.is_empty() {
+        let mut message = format!(
+            "--scenario {name}: {} flag{} conflict{} with the recipe",
+            refused.len(),
+            if refused.len() == 1 { "" } else { "s" },
+            if refused.len() == 1 { "s" } else { "" },
+        );
+        if refused.iter().all(|c| c.overridable) {
+            message.push_str(" (--unsafe-override runs anyway and stamps the run invalid)");
+        }
+        for c in &refused {
+            message.push_str("\n  ");
+            message.push_str(&c.text);
+        }
+        return Err(Failure::input(message));
+    }
+    let overridden: Vec<String> = conflicts.into_iter().map(|c| c.text).collect();
+    for text in &overridden {
+        eprintln!("warning: --unsafe-override: {text} (the run is stamped invalid)");
+    }
+
+    // The recipe's values where the user gave none.
+    policy.loop_lanes = true;
+    if policy.start_window.is_none() {
+        policy.start_window = Some(START_WINDOW.into());
+    }
+    if policy.idle_gap_cap.is_none() {
+        policy.idle_gap_cap = Some(IDLE_GAP_CAP.into());
+    }
+    if policy.duration.is_none() {
+        policy.duration = Some(DEFAULT_DURATION.into());
+    }
+    if !explicit.has("grace") {
+        policy.grace = GRACE.into();
+    }
+    if !explicit.has("seed") {
+        policy.seed = generated_seed();
+        eprintln!(
+            "arbor: --scenario {name}: seed {} (generated; pass --seed {} to repeat)",
+            policy.seed, policy.seed
+        );
+    }
+    Ok(Some(Applied {
+        name: AGENTX_MVP,
+        overridden,
+    }))
+}
+
+/// Lanes each need a tree: with more lanes than trees, the recipe deals
+/// the corpus more than once (each copy is a fresh play with its own t*
+/// and cache-bust marker), as AIPerf's sequential sampler wraps.
+pub fn copies_for_lanes(sessions: u32, trees: usize) -> u32 {
+    if trees == 0 {
+        return 1;
+    }
+    (sessions as usize).div_ceil(trees).max(1) as u32
+}
+
+/// [`copies_for_lanes`] applied to a policy (never fewer copies than
+/// asked for).
+pub fn fit_lanes(policy: &mut arbor_engine::policy::Policy, trees: usize) {
+    if let Some(n) = policy.sessions {
+        policy.copies = policy.copies.max(copies_for_lanes(n, trees));
+    }
+}
+
+/// A 63-bit seed from the clock and the process id (the CLI is the edge;
+/// the engine never reads a clock). SplitMix64 mixes the bits.
+fn generated_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut z = nanos ^ (u64::from(std::process::id()) << 32);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) >> 1
+}
+
+/// The validity stamp of a finished run: reasons known before it, plus a
+/// context-overflow rate strictly above 1 % of `requests` (every measured
+/// request: ok, failed and cancelled), plus cancellation.
+pub fn invalid_reasons(
+    applied: &Applied,
+    context_overflows: u64,
+    requests: u64,
+    cancelled: bool,
+) -> Vec<String> {
+    let mut reasons = applied.invalid_reasons();
+    if requests > 0 && context_overflows as f64 > CONTEXT_OVERFLOW_LIMIT * requests as f64 {
+        reasons.push(CONTEXT_OVERFLOW_RATE_EXCEEDED.to_string());
+    }
+    if cancelled {
+        reasons.push(RUN_CANCELLED.to_string());
+    }
+    reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        policy: PolicyArgs,
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+    }
+
+    fn applied(args: &[&str]) -> Result<(Option<Applied>, PolicyArgs), Failure> {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = Flags::command()
+            .try_get_matches_from(std::iter::once("x").chain(args.iter().copied()))
+            .unwrap();
+        let mut flags = Flags::from_arg_matches(&matches).unwrap();
+        let explicit = Explicit::of(&matches);
+        let a = apply(&flags.scenario, &flags.input, &mut flags.policy, &explicit)?;
+        Ok((a, flags.policy))
+    }
+
+    #[test]
+    fn the_recipe_fills_in_its_values() {
+        let (a, p) = applied(&["--scenario", "agentx-mvp", "--sessions", "4", "--seed", "0"])
+            .ok()
+            .unwrap();
+        let a = a.unwrap();
+        assert!(a.overridden.is_empty());
+        assert!(p.loop_lanes);
+        assert_eq!(p.seed, 0, "an explicit --seed 0 is kept");
+        assert_eq!(p.start_window.as_deref(), Some("0:1"));
+        assert_eq!(p.idle_gap_cap.as_deref(), Some("10"));
+        assert_eq!(p.duration.as_deref(), Some("1800"));
+        assert_eq!(p.grace, "30");
+    }
+
+    #[test]
+    fn values_equal_to_the_locks_are_not_conflicts() {
+        let (a, p) = applied(&[
+            "--scenario",
+            "agentx-mvp",
+            "--sessions",
+            "4",
+            "--idle-gap-cap",
+            "10",
+            "--grace",
+            "30",
+            "--duration",
+            "900",
+            "--copies",
+            "1",
+            "--tool-time",
+            "recorded",
+            "--start-window",
+            "0.25:0.75",
+        ])
+        .ok()
+        .unwrap();
+        assert!(a.unwrap().overridden.is_empty());
+        assert_ne!(p.seed, 0, "a seed is generated");
+        assert_eq!(p.start_window.as_deref(), Some("0.25:0.75"));
+    }
+
+    #[test]
+    fn every_conflict_is_named_at_once() {
+        let failure = applied(&[
+            "--scenario",
+            "agentx-mvp",
+            "--sessions",
+            "4",
+            "--tool-time",
+            "zero",
+            "--think-time-pct",
+            "50",
+            "--idle-gap-cap",
+            "1",
+            "--duration",
+            "10",
+            "--grace",
+            "0",
+            "--arrival",
+            "immediate",
+            "--copies",
+            "2",
+            "--max-inflight",
+            "3",
+        ])
+        .err()
+        .unwrap();
+        assert_eq!(failure.code, 2);
+        for flag in [
+            "--tool-time",
+            "--think-time-pct",
+            "--idle-gap-cap",
+            "--duration",
+            "--grace",
+            "--arrival",
+            "--copies",
+            "--max-inflight",
+        ] {
+            assert!(
+                failure.message.contains(flag),
+                "{flag}: {}",
+                failure.message
+            );
+        }
+        assert!(failure.message.contains("8 flags conflict"));
+    }
+
+    #[test]
+    fn overflow_rate_is_strictly_above_one_percent() {
+        let a = Applied {
+            name: AGENTX_MVP,
+            overridden: vec![],
+        };
+        assert!(invalid_reasons(&a, 1, 100, false).is_empty());
+        assert_eq!(
+            invalid_reasons(&a, 2, 100, true),
+            vec![CONTEXT_OVERFLOW_RATE_EXCEEDED, RUN_CANCELLED]
+        );
+    }
+
+    #[test]
+    fn lanes_get_enough_copies() {
+        assert_eq!(copies_for_lanes(8, 4), 2);
+        assert_eq!(copies_for_lanes(3, 4), 1);
+        assert_eq!(copies_for_lanes(9, 4), 3);
+    }
+}
