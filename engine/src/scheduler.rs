@@ -222,6 +222,9 @@ enum Timer {
     Turn(u32),
     Play(u32),
     Lane(u32),
+    /// Every lane reaches its `t*`: measurement (and the duration) starts.
+    /// A timer like the others, so idle shifts move it with the turns.
+    Profiling,
 }
 
 /// Counters a plan or run reports.
@@ -279,6 +282,8 @@ pub struct Scheduler {
     /// every lane reaches its `t*` (after the warmups). The duration counts
     /// from here.
     profiling_start: Nanos,
+    /// False until the profiling timer fired (start window only).
+    profiling_started: bool,
 }
 
 impl Scheduler {
@@ -305,6 +310,7 @@ impl Scheduler {
             grace_fired: false,
             stats: Stats::default(),
             profiling_start: 0,
+            profiling_started: true,
         };
         if scheduler.policy.sessions.is_none() && !scheduler.policy.loop_lanes {
             scheduler.slots.reserve(turns);
@@ -415,6 +421,7 @@ impl Scheduler {
             self.lanes[i % lanes as usize].share.push(entry);
         }
         if let Some(window) = self.policy.start_window {
+            self.profiling_started = false;
             self.plan_start_window(window);
             for lane in 0..lanes {
                 self.timers.push(0, Timer::Lane(lane));
@@ -448,6 +455,8 @@ impl Scheduler {
             l.mid_start = Some(mid);
         }
         self.profiling_start = profiling_start;
+        // Pushed before the lanes' timers: at equal times it fires first.
+        self.timers.push(profiling_start, Timer::Profiling);
     }
 
     /// Turns a freshly started play into one entered at `mid.t_star`:
@@ -561,6 +570,10 @@ impl Scheduler {
                 Timer::Turn(slot) => self.become_eligible(slot, due, now),
                 Timer::Play(play) => self.start_play(play, due, now),
                 Timer::Lane(lane) => self.start_next_in_lane(lane, due, now),
+                Timer::Profiling => {
+                    self.profiling_start = due;
+                    self.profiling_started = true;
+                }
             }
         }
         if let Some(deadline) = deadline {
@@ -740,13 +753,20 @@ impl Scheduler {
 
     // ----- internals -----------------------------------------------------
 
+    /// The end of the duration, once profiling started (with a start
+    /// window the duration counts from the profiling start).
     fn deadline(&self) -> Option<Nanos> {
+        if !self.profiling_started {
+            return None;
+        }
         self.policy
             .duration
             .map(|d| self.profiling_start.saturating_add(d))
     }
 
-    /// Where measurement starts (see the field).
+    /// Where measurement starts (see the field): the planned instant until
+    /// the profiling timer fires, then the instant it fired (idle shifts
+    /// move it with every other timer).
     pub fn profiling_start(&self) -> Nanos {
         self.profiling_start
     }

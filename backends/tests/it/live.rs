@@ -17,7 +17,7 @@ use arbor_engine::load::weka;
 use arbor_engine::policy::{Arrival, GapTransform, Policy};
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::Workload;
-use arbor_sim::emulator::{serve, EmulatorConfig, FailStatus};
+use arbor_sim::emulator::{serve, EmulatorConfig, FailStatus, ServerStamp};
 
 use crate::build::*;
 
@@ -47,6 +47,19 @@ fn run_live(
     config: EmulatorConfig,
     timeout: Duration,
 ) -> (Scheduler, Vec<RequestRecord>) {
+    let (scheduler, records, _) = run_live_stamped(workload, policy, config, timeout, false);
+    (scheduler, records)
+}
+
+/// [`run_live`], optionally with cache-bust markers, also returning the
+/// emulator's stamps.
+fn run_live_stamped(
+    workload: Workload,
+    policy: Policy,
+    config: EmulatorConfig,
+    timeout: Duration,
+    cache_bust: bool,
+) -> (Scheduler, Vec<RequestRecord>, Vec<ServerStamp>) {
     runtime().block_on(async move {
         let emulator = serve(config, "127.0.0.1:0".parse().unwrap())
             .await
@@ -78,7 +91,7 @@ fn run_live(
             },
             warm_connections: 8,
             base_url: emulator.base_url(),
-            cache_bust: false,
+            cache_bust,
             seed: 0,
         };
         warm_pool(&live).await;
@@ -94,8 +107,9 @@ fn run_live(
         )
         .await
         .expect("the run completes");
+        let stamps = emulator.stamps();
         emulator.shutdown().await;
-        (scheduler, sink.0)
+        (scheduler, sink.0, stamps)
     })
 }
 
@@ -302,5 +316,134 @@ fn a_live_run_follows_its_virtual_plan() {
         worst < 150 * MS as i64,
         "worst per-turn start difference {} ms",
         worst / MS as i64
+    );
+}
+
+/// A trace with subagents whose recorded prompts share prefixes by block.
+fn weka_fixture(name: &str) -> Workload {
+    let path = format!(
+        "{}/../testdata/weka-kv-cache-tester/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (tree, _) = weka::parse_trace(&std::fs::read_to_string(&path).unwrap(), &path).unwrap();
+    Workload { trees: vec![tree] }
+}
+
+#[test]
+fn warmups_send_the_full_prefix_for_one_token_before_profiling() {
+    // One lane entering trace_0291 somewhere in its span, shortened gaps.
+    let policy = Policy {
+        sessions: Some(1),
+        start_window: Some(arbor_engine::policy::StartWindow {
+            min_ppm: 400_000,
+            max_ppm: 900_000,
+        }),
+        tool_time: GapTransform::Max(20 * MS),
+        think_time: GapTransform::Scale { ppm: 1_000 },
+        // Recorded offsets from t* can be long: keep the test short. The
+        // profiling start moves with the shifted timers.
+        idle_gap_cap: Some(100 * MS),
+        seed: 3,
+        ..Policy::default()
+    };
+    let mut config = EmulatorConfig::default();
+    config.timing.itl = MS / 20;
+    let (scheduler, records, stamps) = run_live_stamped(
+        weka_fixture("trace_0291.json"),
+        policy,
+        config,
+        Duration::from_secs(30),
+        true,
+    );
+    let warmups: Vec<&RequestRecord> = records.iter().filter(|r| r.warmup).collect();
+    assert!(
+        !warmups.is_empty(),
+        "t* falls inside the trace: its root at least is warmed"
+    );
+    assert_eq!(scheduler.stats().warmups as usize, warmups.len());
+    let profiling = scheduler.profiling_start() as f64 / 1e9;
+    for w in &warmups {
+        let stamp = stamps
+            .iter()
+            .find(|s| s.request_id == w.request.to_string())
+            .expect("stamped");
+        assert_eq!(stamp.max_tokens, 1, "a warmup asks for one token");
+        // The full prefix: the turn's whole recorded prompt (the emulator
+        // counts 4 bytes a token; synthesized words average about 4.6).
+        assert!(
+            f64::from(stamp.prompt_tokens) >= 0.9 * f64::from(w.planned_input_tokens),
+            "{stamp:?}"
+        );
+        assert!(
+            w.sent_s.unwrap() <= profiling + 0.002,
+            "warmups go before the profiling start"
+        );
+    }
+    for r in records.iter().filter(|r| !r.warmup) {
+        assert!(
+            r.sent_s.unwrap() >= profiling - 0.002,
+            "measured turns start at the profiling start"
+        );
+        let stamp = stamps
+            .iter()
+            .find(|s| s.request_id == r.request.to_string())
+            .expect("stamped");
+        assert_eq!(stamp.max_tokens, r.planned_output_tokens.max(1));
+    }
+}
+
+#[test]
+fn markers_are_shared_within_a_play_and_differ_across_plays() {
+    // One lane replaying trace_0504 twice in a row (--loop): with the
+    // cache-bust marker the second play's first turn finds nothing cached
+    // although its content is the same; within a play later turns hit.
+    let policy = |seed| Policy {
+        sessions: Some(1),
+        loop_lanes: true,
+        duration: Some(10_000 * MS),
+        tool_time: GapTransform::Zero,
+        think_time: GapTransform::Zero,
+        seed,
+        ..Policy::default()
+    };
+    let run_with_bust = |bust| {
+        let mut config = EmulatorConfig::default();
+        config.timing.itl = MS / 20;
+        let (s, records, _) = run_live_stamped(
+            weka_fixture("trace_0504.json"),
+            policy(1),
+            config,
+            Duration::from_secs(30),
+            bust,
+        );
+        assert!(s.plays().len() >= 2, "the lane recycled");
+        records
+    };
+    let first_turn_of_play = |records: &[RequestRecord], play: u32| {
+        records
+            .iter()
+            .find(|r| r.play == play && r.turn == 0)
+            .and_then(|r| r.cached_tokens)
+            .unwrap_or(0)
+    };
+    let busted = run_with_bust(true);
+    assert_eq!(
+        first_turn_of_play(&busted, 1),
+        0,
+        "a new play shares no prefix with the last"
+    );
+    let later = busted
+        .iter()
+        .find(|r| r.play == 1 && r.turn == 1)
+        .and_then(|r| r.cached_tokens)
+        .unwrap_or(0);
+    assert!(
+        later > 0,
+        "turns of one play share their marker, so their prefix"
+    );
+    let plain = run_with_bust(false);
+    assert!(
+        first_turn_of_play(&plain, 1) > 0,
+        "without markers the replay hits the cache"
     );
 }
