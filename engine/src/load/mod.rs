@@ -10,6 +10,7 @@
 pub mod abench;
 pub mod agentic_mooncake;
 pub mod arbor;
+mod fields;
 pub mod lmcache;
 pub mod mooncake;
 pub mod openai_log;

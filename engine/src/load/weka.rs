@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 
+use super::fields::{show_number, Count};
 use crate::error::InputError;
 use crate::model::{Agent, AgentKind, BlockIds, BlockIdsBuilder, HashScope, InputKind, Tree, Turn};
 use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
@@ -641,18 +642,6 @@ impl<'de> Deserialize<'de> for EntryKind {
     }
 }
 
-/// Formats a number for an error message: integers as integers, huge or
-/// tiny values in exponent form.
-fn show_number(v: f64) -> String {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else if v.is_finite() && v.abs() < 1e15 && v.abs() >= 1e-6 {
-        format!("{v}")
-    } else {
-        format!("{v:e}")
-    }
-}
-
 /// Seconds or milliseconds, converted to nanoseconds while deserializing.
 struct TimeVisitor {
     millis: bool,
@@ -719,41 +708,6 @@ impl<'de> Deserialize<'de> for Millis {
 }
 
 /// A non-negative integer that fits in u32 (token counts, block size).
-/// Integral floats such as `512.0` are accepted.
-#[derive(Clone, Copy)]
-struct Count(u32);
-
-impl<'de> Deserialize<'de> for Count {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        fn out_of_range<E: de::Error>(shown: impl fmt::Display) -> E {
-            E::custom(format_args!(
-                "expected a non-negative integer of at most {}, got {shown}",
-                u32::MAX
-            ))
-        }
-        impl Visitor<'_> for V {
-            type Value = Count;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                write!(f, "a non-negative integer of at most {}", u32::MAX)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
-                u32::try_from(v).map(Count).map_err(|_| out_of_range(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
-                u32::try_from(v).map(Count).map_err(|_| out_of_range(v))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
-                if v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v) {
-                    Ok(Count(v as u32))
-                } else {
-                    Err(out_of_range(show_number(v)))
-                }
-            }
-        }
-        d.deserialize_u64(V)
-    }
-}
 
 /// One hash id (u32).
 struct HashId(u32);
