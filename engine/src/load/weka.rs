@@ -707,8 +707,6 @@ impl<'de> Deserialize<'de> for Millis {
     }
 }
 
-/// A non-negative integer that fits in u32 (token counts, block size).
-
 /// One hash id (u32).
 struct HashId(u32);
 
