@@ -36,9 +36,24 @@
 //! tree (background children included) is done, and starts its next tree at
 //! that instant. Which trees a lane plays never depends on timing.
 //!
+//! # Start window and warmup
+//! With `start_window` (the AgentX recipe), each lane's first play enters
+//! its tree at a seeded `t*` ([`crate::start`]): turns recorded before it
+//! are history, one warmup per agent alive at `t*` goes out at its capped
+//! lead before the profiling start (a timer, so idle shifts move it too),
+//! and live turns are due at their recorded offset from `t*`, after their
+//! agent's warmup. The duration counts from the profiling start.
+//!
+//! # Trajectories and watchdogs
+//! [`Outcome::EndTrajectory`] (a context overflow) skips the failed turn's
+//! agent and the subagents it would spawn; edges out of them into other
+//! agents resolve at once. `tree_idle_cap` moves one play's own pending
+//! timers earlier when that play alone sits idle too long.
+//!
 //! # Lifecycle and deadlock
 //! A turn moves `Blocked -> Timer -> (Queued) -> Dispatched -> Sent ->
-//! Done|Failed|Cancelled`, or to `Skipped` when the duration ends first. A
+//! Done|Failed|Cancelled`, or to `Skipped` when the duration ends first or
+//! its trajectory ends, or is `History` (before a play's `t*`). A
 //! failed request still resolves its successors, so a failure never stalls
 //! a tree. Derived and validated DAGs cannot deadlock: every blocked turn
 //! waits on an edge whose source is pending, in flight or on a timer.
