@@ -156,7 +156,7 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
             } else {
                 InputKind::Unknown
             },
-            hash_ids: prompt.hash_ids.into_vec().into(),
+            hash_ids: prompt.hash_ids,
             text: prompt.text,
             tokens_estimated: prompt.estimated,
         }));

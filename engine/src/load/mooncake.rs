@@ -22,13 +22,15 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, Visitor};
 
 use super::fields::show_number;
-pub(super) use super::fields::Count;
+pub(super) use super::fields::{Count, HashIds};
 use super::{estimate_tokens, Loaded, Problem};
 use crate::error::InputError;
-use crate::model::{Agent, AgentKind, HashScope, InputKind, Message, Role, Tree, Turn, TurnText};
+use crate::model::{
+    Agent, AgentKind, BlockIds, HashScope, InputKind, Message, Role, Tree, Turn, TurnText,
+};
 use crate::time::{millis_to_nanos, Nanos, MAX_SECONDS, NANOS_PER_MS, NANOS_PER_SEC};
 
 /// Tokens per hash block: Mooncake's, not stated in the files.
@@ -262,55 +264,6 @@ impl<'de> Deserialize<'de> for Millis {
     }
 }
 
-/// `hash_ids`, read straight into u32s.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct HashIds(pub(super) Box<[u32]>);
-
-impl<'de> Deserialize<'de> for HashIds {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Id(u32);
-        impl<'de> Deserialize<'de> for Id {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct V;
-                fn out_of_range<E: de::Error>(shown: impl fmt::Display) -> E {
-                    E::custom(format_args!(
-                        "expected a hash id (an integer in 0..={}), got {shown}",
-                        u32::MAX
-                    ))
-                }
-                impl Visitor<'_> for V {
-                    type Value = Id;
-                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                        write!(f, "a hash id (an integer in 0..={})", u32::MAX)
-                    }
-                    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
-                        u32::try_from(v).map(Id).map_err(|_| out_of_range(v))
-                    }
-                    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
-                        u32::try_from(v).map(Id).map_err(|_| out_of_range(v))
-                    }
-                }
-                d.deserialize_u64(V)
-            }
-        }
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = HashIds;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array of hash ids")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<HashIds, A::Error> {
-                let mut ids = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
-                while let Some(Id(id)) = seq.next_element()? {
-                    ids.push(id);
-                }
-                Ok(HashIds(ids.into_boxed_slice()))
-            }
-        }
-        d.deserialize_seq(V)
-    }
-}
-
 /// An id that may be a string or an integer (`session_id`, `request_id`),
 /// kept as text: `7` and `"7"` are the same id.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -386,7 +339,7 @@ impl CappedProblems {
 /// the checks every Mooncake reader makes.
 pub(super) struct Prompt {
     pub(super) isl: u32,
-    pub(super) hash_ids: Box<[u32]>,
+    pub(super) hash_ids: BlockIds,
     pub(super) text: Option<Box<TurnText>>,
     pub(super) estimated: bool,
 }
@@ -437,7 +390,7 @@ impl PromptChecks {
                 )),
             };
         let ids = match hash_ids {
-            Some(HashIds(ids)) => {
+            Some(HashIds { ids, .. }) => {
                 self.rows_with_ids += 1;
                 let expected = isl.div_ceil(BLOCK_SIZE) as usize;
                 if !estimated && ids.len() != expected {
@@ -452,7 +405,7 @@ impl PromptChecks {
                 }
                 ids
             }
-            None => Box::default(),
+            None => BlockIds::default(),
         };
         let text = text_input.map(|content| {
             Box::new(TurnText {
@@ -574,7 +527,7 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
             ttft: None,
             model: None,
             input_kind: InputKind::Unknown,
-            hash_ids: prompt.hash_ids.into_vec().into(),
+            hash_ids: prompt.hash_ids,
             text: prompt.text,
             tokens_estimated: prompt.estimated,
         };

@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 
-use super::fields::{show_number, Count};
+use super::fields::{show_number, Count, HashIds};
 use crate::error::InputError;
-use crate::model::{Agent, AgentKind, BlockIds, BlockIdsBuilder, HashScope, InputKind, Tree, Turn};
+use crate::model::{Agent, AgentKind, BlockIds, HashScope, InputKind, Tree, Turn};
 use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
 
 /// Tokens per hash block when a trace does not say (the Weka format's value).
@@ -704,66 +704,6 @@ struct Millis(Nanos);
 impl<'de> Deserialize<'de> for Millis {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_f64(TimeVisitor { millis: true }).map(Millis)
-    }
-}
-
-/// One hash id (u32).
-struct HashId(u32);
-
-impl<'de> Deserialize<'de> for HashId {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        fn out_of_range<E: de::Error>(shown: impl fmt::Display) -> E {
-            E::custom(format_args!(
-                "hash id {shown} is out of range: expected an integer in 0..={}",
-                u32::MAX
-            ))
-        }
-        impl Visitor<'_> for V {
-            type Value = HashId;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                write!(f, "a hash id (an integer in 0..={})", u32::MAX)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<HashId, E> {
-                u32::try_from(v).map(HashId).map_err(|_| out_of_range(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<HashId, E> {
-                u32::try_from(v).map(HashId).map_err(|_| out_of_range(v))
-            }
-        }
-        d.deserialize_u64(V)
-    }
-}
-
-/// `hash_ids`, read straight into runs of consecutive ids (no per-id
-/// allocation: a turn's ids are a few runs, see [`BlockIds`]).
-struct HashIds {
-    ids: BlockIds,
-    has_zero: bool,
-}
-
-impl<'de> Deserialize<'de> for HashIds {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = HashIds;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array of hash ids")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<HashIds, A::Error> {
-                let mut builder = BlockIdsBuilder::default();
-                let mut has_zero = false;
-                while let Some(HashId(id)) = seq.next_element()? {
-                    has_zero |= id == 0;
-                    builder.push(id);
-                }
-                Ok(HashIds {
-                    ids: builder.finish(),
-                    has_zero,
-                })
-            }
-        }
-        d.deserialize_seq(V)
     }
 }
 
