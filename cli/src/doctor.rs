@@ -13,8 +13,9 @@
 
 use std::time::{Duration, Instant};
 
-use arbor_backends::live::record::{ErrorCategory, Response};
-use arbor_backends::live::request::{build_body, execute, Api, BodyConfig, MaxTokensField, Target};
+use arbor_backends::live::exchange::{execute, Target};
+use arbor_backends::live::record::{ErrorCategory, RequestError, Response};
+use arbor_backends::live::request::{build_body, Api, BodyConfig, MaxTokensField};
 use arbor_engine::policy::parse_seconds;
 use arbor_engine::prompt::Prompt;
 use reqwest::header::HeaderMap;
@@ -339,7 +340,6 @@ async fn diagnose(options: &Options) -> Report {
         return finish(report);
     };
     let mut prober = Prober {
-        client,
         options,
         model,
         next_id: 1,
@@ -593,7 +593,6 @@ impl Outcome {
 }
 
 struct Prober<'a> {
-    client: reqwest::Client,
     options: &'a Options,
     model: String,
     next_id: u64,
@@ -613,12 +612,24 @@ impl Prober<'_> {
             Api::Chat => "/v1/chat/completions",
             Api::Completions => "/v1/completions",
         };
-        let target = Target {
-            client: self.client.clone(),
-            url: format!("{}{path}", self.options.endpoint),
-            headers: self.options.headers.clone(),
-            timeout: self.options.timeout,
-            retries: 0,
+        let url = format!("{}{path}", self.options.endpoint);
+        let target = match Target::new(&url, &self.options.headers, self.options.timeout, 0) {
+            Ok(target) => target,
+            Err(message) => {
+                return Outcome {
+                    response: Response {
+                        error: Some(RequestError {
+                            category: ErrorCategory::Connect,
+                            message,
+                            http_status: None,
+                            retry_after_s: None,
+                        }),
+                        ..Response::default()
+                    },
+                    tokens: 0,
+                    from_usage: false,
+                }
+            }
         };
         let config = BodyConfig {
             model: self.model.clone(),
@@ -642,7 +653,7 @@ impl Prober<'_> {
         let id = self.next_id;
         self.next_id += 1;
         let epoch = Instant::now();
-        let response = execute(&target, body.into(), id, epoch, max_tokens as usize, |_| {}).await;
+        let response = execute(&target, &body, id, epoch, max_tokens as usize, |_| {}).await;
         let (tokens, from_usage) = match response.completion_tokens {
             Some(n) => (n, true),
             None => (response.stamps.content.len() as u64, false),

@@ -14,6 +14,9 @@
 //! yields until the deadline passes; schedule lag stays well under a
 //! millisecond without burning a core.
 
+pub mod exchange;
+pub mod framing;
+pub mod http;
 pub mod record;
 pub mod request;
 pub mod sse;
@@ -23,7 +26,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
@@ -32,8 +34,9 @@ use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler};
 use arbor_engine::time::Nanos;
 use arbor_engine::{EngineError, Workload};
 
+use exchange::{execute, Target};
 use record::{ErrorCategory, RequestError, RequestIdentity, RequestRecord, Response};
-use request::{build_body, execute, BodyConfig, Target};
+use request::{build_body, BodyConfig};
 
 /// Everything the live driver needs besides the scheduler and workload.
 #[derive(Debug, Clone)]
@@ -127,21 +130,15 @@ struct InFlight {
 /// Opens connections before the clock starts, so the first requests do not
 /// pay for connecting.
 pub async fn warm_pool(config: &LiveConfig) {
-    let url = format!("{}/v1/models", config.base_url.trim_end_matches('/'));
-    let mut tasks = Vec::with_capacity(config.warm_connections);
-    for _ in 0..config.warm_connections {
-        let client = config.target.client.clone();
-        let headers = config.target.headers.clone();
-        let url = url.clone();
-        tasks.push(tokio::spawn(async move {
-            if let Ok(response) = client.get(&url).headers(headers).send().await {
-                let _ = response.bytes().await;
-            }
-        }));
-    }
-    for task in tasks {
-        let _ = task.await;
-    }
+    let base = config.base_url.trim_end_matches('/');
+    let base_path = base
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("");
+    config
+        .target
+        .warm(config.warm_connections, &format!("{base_path}/v1/models"))
+        .await;
 }
 
 fn identity(scheduler: &Scheduler, id: RequestId) -> Option<RequestIdentity> {
@@ -240,17 +237,11 @@ pub async fn run<S: RecordSink>(
                             None => Vec::new(),
                         };
                         let sent_tx = tx.clone();
-                        let response = execute(
-                            &target,
-                            Bytes::from(body),
-                            id,
-                            epoch,
-                            osl as usize,
-                            move |at| {
+                        let response =
+                            execute(&target, &body, id, epoch, osl as usize, move |at| {
                                 let _ = sent_tx.send(TaskEvent::Sent { id, at });
-                            },
-                        )
-                        .await;
+                            })
+                            .await;
                         let _ = tx.send(TaskEvent::Done {
                             id,
                             response: Box::new(response),

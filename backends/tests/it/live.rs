@@ -8,8 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use arbor_backends::live::exchange::Target;
 use arbor_backends::live::record::{ErrorCategory, RequestRecord};
-use arbor_backends::live::request::{BodyConfig, Target};
+use arbor_backends::live::request::BodyConfig;
 use arbor_backends::live::{run, warm_pool, LiveConfig, Progress, RecordSink};
 use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
@@ -73,18 +74,14 @@ fn run_live_stamped(
         )
         .expect("compiles");
         let mut scheduler = Scheduler::new(compiled, policy).expect("valid policy");
-        let client = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .build()
-            .unwrap();
         let live = LiveConfig {
-            target: Target {
-                client,
-                url: format!("{}/v1/chat/completions", emulator.base_url()),
-                headers: Default::default(),
+            target: Target::new(
+                &format!("{}/v1/chat/completions", emulator.base_url()),
+                &Default::default(),
                 timeout,
-                retries: 0,
-            },
+                0,
+            )
+            .expect("a loopback URL"),
             body: BodyConfig {
                 model: "arbor-emulator".into(),
                 ..BodyConfig::default()

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_backends::live::request::{Api, BodyConfig, MaxTokensField, Target};
+use arbor_backends::live::exchange::Target;
+use arbor_backends::live::request::{Api, BodyConfig, MaxTokensField};
 use arbor_backends::live::{self, LiveConfig, Progress, RunOutcome};
 use arbor_backends::virtual_clock;
 use arbor_engine::dag::compile;
@@ -293,14 +294,10 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
     config.set_endpoint(endpoint, &url, &model, model_from, warm);
 
+    let target =
+        Target::new(&url, &headers, requests.timeout, requests.retries).map_err(Failure::other)?;
     let live_config = LiveConfig {
-        target: Target {
-            client,
-            url,
-            headers,
-            timeout: requests.timeout,
-            retries: requests.retries,
-        },
+        target,
         body: BodyConfig {
             model,
             api: requests.api,

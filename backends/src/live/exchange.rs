@@ -1,0 +1,461 @@
+//! One live request's HTTP exchange and its stamps.
+//!
+//! Owns running a request over [`super::http`] with byte-arrival
+//! timestamps (semantics section 5): `sent` just before a connection is
+//! taken for it, `headers` when the read completing the response head
+//! returns, `first_byte` and each content chunk when the read bringing them
+//! returns (stamped before the bytes are decoded or scanned), `done` when
+//! the read holding `[DONE]` (or the body's end) returns. Errors are
+//! classed, never raised: a request always ends in a [`Response`].
+//!
+//! Retries: only a request that got no response byte. A pooled connection
+//! the server had closed is replaced silently (the request never reached
+//! the server); a failed connect is retried up to `retries` times.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncReadExt;
+
+use arbor_engine::time::Nanos;
+
+use super::framing::BodyDecoder;
+use super::http::{
+    read_head, read_small_body, render_head_prefix, Conn, Endpoint, Head, HeadError, Pool,
+};
+use super::record::{is_context_overflow, ErrorCategory, RequestError, Response};
+use super::sse::{classify, data_of, LineSplitter};
+
+/// The header carrying arbor's request id (the emulator stamps by it).
+pub const REQUEST_ID_HEADER: &str = "x-arbor-request-id";
+
+/// The most of an error body kept in a record.
+const ERROR_BODY_BYTES: usize = 2048;
+
+/// How long a finished stream's connection may take to deliver the end of
+/// its body (after `[DONE]`) before it is dropped instead of reused.
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+/// Where and how requests go. Cheap to clone: clones share one pool.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pool: Arc<Pool>,
+    endpoint: Endpoint,
+    /// Extra headers (`name`, `value`), the API key's among them.
+    headers: Arc<[(String, Vec<u8>)]>,
+    /// `POST <path> HTTP/1.1`, `Host`, `Content-Type` and the extra headers.
+    post_prefix: Arc<[u8]>,
+    pub timeout: Duration,
+    /// Retries of a request whose connection could not be made.
+    pub retries: u32,
+}
+
+impl Target {
+    /// A target for `url` (`http://host:port/path`). `headers` are sent
+    /// with every request.
+    pub fn new(
+        url: &str,
+        headers: &http::HeaderMap,
+        timeout: Duration,
+        retries: u32,
+    ) -> Result<Target, String> {
+        let endpoint = Endpoint::parse(url)?;
+        let headers: Arc<[(String, Vec<u8>)]> = headers
+            .iter()
+            .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
+            .collect();
+        let mut fixed = headers.to_vec();
+        fixed.push(("Content-Type".into(), b"application/json".to_vec()));
+        let post_prefix = render_head_prefix("POST", &endpoint, &fixed).into();
+        Ok(Target {
+            pool: Arc::new(Pool::new(endpoint.addr)),
+            endpoint,
+            headers,
+            post_prefix,
+            timeout,
+            retries,
+        })
+    }
+
+    /// The URL requests go to.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.endpoint.host, self.endpoint.path)
+    }
+
+    /// Idle connections in the pool.
+    pub fn idle_connections(&self) -> usize {
+        self.pool.idle()
+    }
+
+    /// Opens `connections` connections at once, each proven by a `GET path`
+    /// the server answered, and leaves them in the pool.
+    pub async fn warm(&self, connections: usize, path: &str) {
+        let get = render_head_prefix("GET", &self.endpoint.with_path(path), &self.headers);
+        let get: Arc<[u8]> = [get.as_slice(), b"\r\n"].concat().into();
+        let mut tasks = Vec::with_capacity(connections);
+        for _ in 0..connections {
+            let pool = Arc::clone(&self.pool);
+            let get = Arc::clone(&get);
+            tasks.push(tokio::spawn(async move {
+                let Ok(mut conn) = Conn::connect(pool.addr()).await else {
+                    return;
+                };
+                if conn.write_request(&get, &[]).await.is_err() {
+                    return;
+                }
+                let Ok(head) = read_head(&mut conn, || 0).await else {
+                    return;
+                };
+                let (_, clean) = read_small_body(&mut conn, &head, 0).await;
+                if clean && head.keep_alive {
+                    pool.put(conn);
+                }
+            }));
+        }
+        let limit = tokio::time::Instant::now() + self.timeout.min(Duration::from_secs(30));
+        for task in tasks {
+            let _ = tokio::time::timeout_at(limit, task).await;
+        }
+    }
+
+    /// The head of a POST carrying `body_len` bytes.
+    fn post_head(&self, request_id: u64, body_len: usize) -> Vec<u8> {
+        use std::io::Write;
+        let mut head = Vec::with_capacity(self.post_prefix.len() + 80);
+        head.extend_from_slice(&self.post_prefix);
+        let _ = write!(
+            head,
+            "{REQUEST_ID_HEADER}: {request_id}\r\nContent-Length: {body_len}\r\n\r\n"
+        );
+        head
+    }
+}
+
+fn nanos_since(epoch: Instant) -> Nanos {
+    epoch.elapsed().as_nanos() as Nanos
+}
+
+fn error(category: ErrorCategory, message: impl Into<String>) -> RequestError {
+    RequestError {
+        category,
+        message: message.into(),
+        http_status: None,
+        retry_after_s: None,
+    }
+}
+
+/// Runs one request. `on_sent` is called with the `sent` stamp as soon as
+/// the request is handed over (the scheduler anchors `Start` edges there).
+pub async fn execute(
+    target: &Target,
+    body: &[u8],
+    request_id: u64,
+    epoch: Instant,
+    expected_chunks: usize,
+    on_sent: impl FnOnce(Nanos),
+) -> Response {
+    let mut response = Response::default();
+    response.stamps.content.reserve(expected_chunks + 2);
+    let deadline = tokio::time::Instant::now() + target.timeout;
+    let request_head = target.post_head(request_id, body.len());
+    let clock = || nanos_since(epoch);
+    let sent = clock();
+    on_sent(sent);
+    response.stamps.sent = Some(sent);
+    response.attempts = 1;
+
+    let (conn, head) = loop {
+        let mut conn = match target.pool.take() {
+            Some(conn) => conn,
+            None => {
+                match tokio::time::timeout_at(deadline, Conn::connect(target.pool.addr())).await {
+                    Ok(Ok(conn)) => conn,
+                    Ok(Err(e)) if response.attempts <= target.retries => {
+                        let _ = e;
+                        let backoff = Duration::from_millis(50 << response.attempts.min(6));
+                        response.attempts += 1;
+                        tokio::time::sleep_until(
+                            deadline.min(tokio::time::Instant::now() + backoff),
+                        )
+                        .await;
+                        continue;
+                    }
+                    Ok(Err(e)) => {
+                        let message = format!("cannot connect to {}: {e}", target.pool.addr());
+                        return ended(response, ErrorCategory::Connect, message, clock());
+                    }
+                    Err(_) => {
+                        let message = "no connection before the timeout";
+                        return ended(response, ErrorCategory::Timeout, message, clock());
+                    }
+                }
+            }
+        };
+        let exchange = tokio::time::timeout_at(deadline, async {
+            conn.write_request(&request_head, body)
+                .await
+                .map_err(HeadError::NoResponse)?;
+            read_head(&mut conn, clock).await
+        })
+        .await;
+        match exchange {
+            Ok(Ok(head)) => break (conn, head),
+            // A pooled connection the server had closed: the request never
+            // reached it. Send it again on another connection.
+            Ok(Err(HeadError::NoResponse(_))) if conn.reused => continue,
+            Ok(Err(e)) => {
+                let category = match e {
+                    HeadError::NoResponse(_) => ErrorCategory::Connect,
+                    HeadError::Cut(_) => ErrorCategory::StreamCut,
+                    HeadError::Malformed(_) => ErrorCategory::ServerError,
+                };
+                return ended(response, category, e.to_string(), clock());
+            }
+            Err(_) => {
+                let message = "no response head before the timeout";
+                return ended(response, ErrorCategory::Timeout, message, clock());
+            }
+        }
+    };
+    response.stamps.headers = Some(head.at);
+    response.http_status = Some(head.status);
+    if !(200..300).contains(&head.status) {
+        failed_status(target, conn, head, deadline, epoch, &mut response).await;
+        return response;
+    }
+    read_stream(target, conn, head, deadline, epoch, &mut response).await;
+    response
+}
+
+/// `response` ended at `at` by an error before any response.
+fn ended(
+    mut response: Response,
+    category: ErrorCategory,
+    message: impl Into<String>,
+    at: Nanos,
+) -> Response {
+    response.error = Some(error(category, message));
+    response.stamps.done = Some(at);
+    response
+}
+
+async fn failed_status(
+    target: &Target,
+    mut conn: Conn,
+    head: Head,
+    deadline: tokio::time::Instant,
+    epoch: Instant,
+    response: &mut Response,
+) {
+    let status = head.status;
+    let read = tokio::time::timeout_at(
+        deadline,
+        read_small_body(&mut conn, &head, ERROR_BODY_BYTES),
+    )
+    .await;
+    response.stamps.done = Some(nanos_since(epoch));
+    let text = match read {
+        Ok((text, clean)) => {
+            if clean && head.keep_alive {
+                target.pool.put(conn);
+            }
+            text
+        }
+        Err(_) => Vec::new(),
+    };
+    if !text.is_empty() {
+        response.stamps.first_byte = Some(head.at);
+    }
+    let message = String::from_utf8_lossy(&text).into_owned();
+    let category = if is_context_overflow(&message) {
+        ErrorCategory::ContextOverflow
+    } else {
+        ErrorCategory::HttpStatus
+    };
+    response.error = Some(RequestError {
+        category,
+        message: if message.is_empty() {
+            format!("HTTP {status}")
+        } else {
+            message
+        },
+        http_status: Some(status),
+        retry_after_s: head.retry_after_s,
+    });
+}
+
+/// What scanning a stream has found so far.
+#[derive(Default)]
+struct Scan {
+    splitter: LineSplitter,
+    saw_done: bool,
+    failure: Option<RequestError>,
+}
+
+impl Scan {
+    /// Decodes and scans the bytes of one read, which returned at `at`.
+    /// False when the body's framing is broken.
+    fn feed(
+        &mut self,
+        decoder: &mut BodyDecoder,
+        bytes: &[u8],
+        at: Nanos,
+        response: &mut Response,
+    ) -> bool {
+        let Scan {
+            splitter,
+            saw_done,
+            failure,
+        } = self;
+        let stamps = &mut response.stamps;
+        stamps.done = Some(at);
+        let usage = (
+            &mut response.prompt_tokens,
+            &mut response.completion_tokens,
+            &mut response.cached_tokens,
+        );
+        let (prompt_tokens, completion_tokens, cached_tokens) = usage;
+        let decoded = decoder.feed(bytes, |data| {
+            stamps.first_byte.get_or_insert(at);
+            splitter.feed(data, |line| {
+                let Some(data) = data_of(line) else { return };
+                let payload = classify(data);
+                if payload.content {
+                    stamps.first_content.get_or_insert(at);
+                    stamps.content.push(at);
+                }
+                if payload.done {
+                    *saw_done = true;
+                }
+                if let Some(usage) = payload.usage {
+                    *prompt_tokens = usage.prompt_tokens.or(*prompt_tokens);
+                    *completion_tokens = usage.completion_tokens.or(*completion_tokens);
+                    *cached_tokens = usage.cached_tokens().or(*cached_tokens);
+                }
+                if let Some(message) = payload.error {
+                    let category = if is_context_overflow(&message) {
+                        ErrorCategory::ContextOverflow
+                    } else {
+                        ErrorCategory::ServerError
+                    };
+                    failure.get_or_insert(error(category, message));
+                }
+                if payload.malformed {
+                    let shown: String = String::from_utf8_lossy(line).chars().take(200).collect();
+                    failure.get_or_insert(error(
+                        ErrorCategory::MalformedSse,
+                        format!("malformed SSE line: {shown}"),
+                    ));
+                }
+            });
+        });
+        match decoded {
+            Ok(()) => true,
+            Err(e) => {
+                failure.get_or_insert(error(ErrorCategory::StreamCut, e.to_string()));
+                false
+            }
+        }
+    }
+}
+
+async fn read_stream(
+    target: &Target,
+    mut conn: Conn,
+    head: Head,
+    deadline: tokio::time::Instant,
+    epoch: Instant,
+    response: &mut Response,
+) {
+    let mut decoder = BodyDecoder::new(head.framing);
+    let mut scan = Scan::default();
+    // Whether the connection is still in step with HTTP framing.
+    let mut intact = scan.feed(
+        &mut decoder,
+        &conn.buf[head.body_start..head.filled],
+        head.at,
+        response,
+    );
+    // One timer for the whole stream (a timeout per read would register a
+    // timer per token).
+    let expiry = tokio::time::sleep_until(deadline);
+    tokio::pin!(expiry);
+    while intact && !scan.saw_done && !decoder.is_complete() {
+        let read = tokio::select! {
+            biased;
+            read = conn.stream.read(&mut conn.buf) => Some(read),
+            _ = &mut expiry => None,
+        };
+        match read {
+            None => {
+                scan.failure.get_or_insert(error(
+                    ErrorCategory::Timeout,
+                    "stream not finished before the timeout",
+                ));
+                intact = false;
+            }
+            Some(Err(e)) => {
+                scan.failure
+                    .get_or_insert(error(ErrorCategory::StreamCut, format!("stream cut: {e}")));
+                intact = false;
+            }
+            Some(Ok(0)) => {
+                if !decoder.close() {
+                    scan.failure.get_or_insert(error(
+                        ErrorCategory::StreamCut,
+                        "stream cut: the connection closed mid-body",
+                    ));
+                }
+                intact = false;
+            }
+            Some(Ok(n)) => {
+                // The stamp comes first: before the bytes are looked at.
+                let at = nanos_since(epoch);
+                intact = scan.feed(&mut decoder, &conn.buf[..n], at, response);
+            }
+        }
+    }
+    if response.stamps.done.is_none() {
+        response.stamps.done = Some(nanos_since(epoch));
+    }
+    if !scan.saw_done && scan.failure.is_none() {
+        scan.failure = Some(error(
+            ErrorCategory::StreamCut,
+            "the stream ended without [DONE]",
+        ));
+    }
+    response.error = scan.failure;
+    if intact && head.keep_alive {
+        reuse(&target.pool, conn, decoder);
+    }
+}
+
+/// Returns a connection to the pool once its body has ended; a body still
+/// open after `[DONE]` is read to its end by a task of its own, so the
+/// request's completion is not held up by it.
+fn reuse(pool: &Arc<Pool>, mut conn: Conn, mut decoder: BodyDecoder) {
+    if decoder.is_complete() {
+        pool.put(conn);
+        return;
+    }
+    let pool = Arc::clone(pool);
+    tokio::spawn(async move {
+        let drained = tokio::time::timeout(DRAIN_LIMIT, async {
+            while !decoder.is_complete() {
+                match conn.stream.read(&mut conn.buf).await {
+                    Ok(n) if n > 0 => {
+                        if decoder.feed(&conn.buf[..n], |_| {}).is_err() {
+                            return false;
+                        }
+                    }
+                    _ => return false,
+                }
+            }
+            true
+        })
+        .await;
+        if drained == Ok(true) {
+            pool.put(conn);
+        }
+    });
+}
