@@ -87,28 +87,25 @@ impl Target {
         self.pool.idle()
     }
 
-    /// Opens `connections` connections at once, each proven by a `GET path`
-    /// the server answered, and leaves them in the pool.
+    /// Opens `connections` connections, each proven by a `GET path` the
+    /// server answered, and leaves them in the pool. At most
+    /// [`WARM_PARALLEL`] connects are in flight at once, so a server with a
+    /// short accept queue drops no SYN (a dropped SYN costs a second).
     pub async fn warm(&self, connections: usize, path: &str) {
         let get = render_head_prefix("GET", &self.endpoint.with_path(path), &self.headers);
         let get: Arc<[u8]> = [get.as_slice(), b"\r\n"].concat().into();
-        let mut tasks = Vec::with_capacity(connections);
-        for _ in 0..connections {
+        let workers = connections.min(WARM_PARALLEL);
+        let mut tasks = Vec::with_capacity(workers);
+        for worker in 0..workers {
             let pool = Arc::clone(&self.pool);
             let get = Arc::clone(&get);
+            // Worker w opens connections w, w + workers, ...
+            let count = (connections - worker).div_ceil(workers);
             tasks.push(tokio::spawn(async move {
-                let Ok(mut conn) = Conn::connect(pool.addr()).await else {
-                    return;
-                };
-                if conn.write_request(&get, &[]).await.is_err() {
-                    return;
-                }
-                let Ok(head) = read_head(&mut conn, || 0).await else {
-                    return;
-                };
-                let (_, clean) = read_small_body(&mut conn, &head, 0).await;
-                if clean && head.keep_alive {
-                    pool.put(conn);
+                for _ in 0..count {
+                    if let Some(conn) = warm_one(pool.addr(), &get).await {
+                        pool.put(conn);
+                    }
                 }
             }));
         }
@@ -129,6 +126,18 @@ impl Target {
         );
         head
     }
+}
+
+/// Connections opened at once when warming the pool.
+pub const WARM_PARALLEL: usize = 32;
+
+/// A connection that answered `get` in full and may be reused.
+async fn warm_one(addr: std::net::SocketAddr, get: &[u8]) -> Option<Conn> {
+    let mut conn = Conn::connect(addr).await.ok()?;
+    conn.write_request(get, &[]).await.ok()?;
+    let head = read_head(&mut conn, || 0).await.ok()?;
+    let (_, clean) = read_small_body(&mut conn, &head, 0).await;
+    (clean && head.keep_alive).then_some(conn)
 }
 
 fn nanos_since(epoch: Instant) -> Nanos {

@@ -602,6 +602,9 @@ impl Drop for EmulatorHandle {
     }
 }
 
+/// Connections waiting to be accepted (the kernel caps it at somaxconn).
+const LISTEN_BACKLOG: u32 = 4096;
+
 /// Binds `addr` (127.0.0.1 only; port 0 picks a free port), spawns the
 /// server on the current tokio runtime and returns at once.
 pub async fn serve(config: EmulatorConfig, addr: SocketAddr) -> io::Result<EmulatorHandle> {
@@ -614,7 +617,13 @@ pub async fn serve(config: EmulatorConfig, addr: SocketAddr) -> io::Result<Emula
     config
         .validate()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-    let listener = TcpListener::bind(addr).await?;
+    // A deep accept queue: a client opening hundreds of connections at once
+    // must not see SYNs dropped (tokio's default backlog is 128; a dropped
+    // SYN costs the client a one-second retransmission).
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    let listener = socket.listen(LISTEN_BACKLOG)?;
     let addr = listener.local_addr()?;
     let shared = Arc::new(Shared::new(config));
     let (stop, stopped) = oneshot::channel();
