@@ -17,24 +17,26 @@
 pub mod exchange;
 pub mod framing;
 pub mod http;
+pub mod prebuild;
 pub mod record;
 pub mod request;
 pub mod sse;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use arbor_engine::prompt;
-use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler};
+use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler, TurnState};
 use arbor_engine::time::Nanos;
 use arbor_engine::{EngineError, Workload};
 
 use exchange::{execute, Target};
+use prebuild::Prebuilt;
 use record::{ErrorCategory, RequestError, RequestIdentity, RequestRecord, Response};
 use request::{build_body, BodyConfig};
 
@@ -76,6 +78,8 @@ pub struct RunOutcome {
     pub elapsed: Nanos,
     /// Most requests in flight at once, as observed (sent, not done).
     pub observed_peak_inflight: u64,
+    /// Requests whose body was built ahead, while a predecessor ran.
+    pub prebuilt_bodies: u64,
 }
 
 #[derive(Debug)]
@@ -202,43 +206,30 @@ pub async fn run<S: RecordSink>(
     let mut sent_not_done = 0u64;
     let mut observed_peak = 0u64;
     let mut cancelled = false;
+    let prebuilt = Arc::new(Mutex::new(Prebuilt::default()));
     tokio::pin!(stop);
 
     loop {
         while let Some(command) = scheduler.poll_command() {
             match command {
                 Command::Dispatch(id) => {
-                    let Some((tree_index, agent, turn, mut osl)) = locate(scheduler, id) else {
+                    let Some(turn) = locate(scheduler, id, config) else {
                         continue;
                     };
-                    if scheduler.slot(id).is_some_and(|s| s.warmup) {
-                        // A warmup asks for one token: prefill only.
-                        osl = 1;
-                    }
-                    let marker = if config.cache_bust {
-                        scheduler
-                            .request_tree(id)
-                            .map(|(_, play, _)| prompt::cache_bust_marker(config.seed, play))
-                    } else {
+                    let ready = if turn.warmup {
                         None
+                    } else {
+                        lock(&prebuilt).take(id)
                     };
                     let tx = tx.clone();
                     let target = Arc::clone(&target);
-                    let body_config = Arc::clone(&body_config);
-                    let workload = Arc::clone(&workload);
+                    let task_config = Arc::clone(&body_config);
+                    let task_workload = Arc::clone(&workload);
                     let task = tokio::spawn(async move {
-                        let body = match workload.trees.get(tree_index) {
-                            Some(tree) => build_body(
-                                &body_config,
-                                &prompt::build(tree, agent, turn),
-                                osl,
-                                marker.as_deref(),
-                            ),
-                            None => Vec::new(),
-                        };
+                        let body = ready.unwrap_or_else(|| turn.body(&task_workload, &task_config));
                         let sent_tx = tx.clone();
                         let response =
-                            execute(&target, &body, id, epoch, osl as usize, move |at| {
+                            execute(&target, &body, id, epoch, turn.osl as usize, move |at| {
                                 let _ = sent_tx.send(TaskEvent::Sent { id, at });
                             })
                             .await;
@@ -247,6 +238,7 @@ pub async fn run<S: RecordSink>(
                             response: Box::new(response),
                         });
                     });
+                    build_ahead(scheduler, id, config, &prebuilt, &workload, &body_config);
                     let index = id as usize;
                     if inflight.len() <= index {
                         inflight.resize_with(index + 1, || None);
@@ -358,21 +350,105 @@ pub async fn run<S: RecordSink>(
             }
         }
     }
+    let prebuilt_bodies = lock(&prebuilt).used;
     Ok(RunOutcome {
         cancelled,
         elapsed: now(),
         observed_peak_inflight: observed_peak,
+        prebuilt_bodies,
     })
 }
 
-/// (tree index, agent, turn in agent, output tokens) of a request.
-fn locate(scheduler: &Scheduler, id: RequestId) -> Option<(usize, usize, usize, u32)> {
+/// What a request's body is made of.
+#[derive(Debug, Clone)]
+struct TurnBody {
+    tree: usize,
+    agent: usize,
+    /// Turn within its agent.
+    turn: usize,
+    /// Output tokens asked for (1 for a warmup: prefill only).
+    osl: u32,
+    warmup: bool,
+    /// The play's cache-bust marker, when busting.
+    marker: Option<String>,
+}
+
+impl TurnBody {
+    fn body(&self, workload: &Workload, config: &BodyConfig) -> Vec<u8> {
+        match workload.trees.get(self.tree) {
+            Some(tree) => build_body(
+                config,
+                &prompt::build(tree, self.agent, self.turn),
+                self.osl,
+                self.marker.as_deref(),
+            ),
+            None => Vec::new(),
+        }
+    }
+}
+
+fn locate(scheduler: &Scheduler, id: RequestId, config: &LiveConfig) -> Option<TurnBody> {
     let (tree, play, turn) = scheduler.request_tree(id)?;
     let t = turn as usize;
-    Some((
-        play.tree as usize,
-        tree.agent_of[t] as usize,
-        tree.index_in_agent[t] as usize,
-        tree.osl[t],
-    ))
+    let warmup = scheduler.slot(id)?.warmup;
+    Some(TurnBody {
+        tree: play.tree as usize,
+        agent: tree.agent_of[t] as usize,
+        turn: tree.index_in_agent[t] as usize,
+        osl: if warmup { 1 } else { tree.osl[t] },
+        warmup,
+        marker: config
+            .cache_bust
+            .then(|| prompt::cache_bust_marker(config.seed, play)),
+    })
+}
+
+fn lock(store: &Mutex<Prebuilt>) -> std::sync::MutexGuard<'_, Prebuilt> {
+    store
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Builds, in a task of its own, the bodies of the turns that request `id`
+/// leads to and that are still waiting: they will be ready when those
+/// turns become eligible.
+fn build_ahead(
+    scheduler: &Scheduler,
+    id: RequestId,
+    config: &LiveConfig,
+    prebuilt: &Arc<Mutex<Prebuilt>>,
+    workload: &Arc<Workload>,
+    body_config: &Arc<BodyConfig>,
+) {
+    let Some((tree, play, turn)) = scheduler.request_tree(id) else {
+        return;
+    };
+    let mut ahead = Vec::new();
+    for edge in tree.out(turn) {
+        let Some(next) = play.request(edge.to) else {
+            continue;
+        };
+        let waiting = scheduler
+            .slot(next)
+            .is_some_and(|s| matches!(s.state, TurnState::Blocked | TurnState::Timer) && !s.warmup);
+        if !waiting || !lock(prebuilt).claim(next) {
+            continue;
+        }
+        if let Some(body) = locate(scheduler, next, config) {
+            ahead.push((next, body));
+        }
+    }
+    if ahead.is_empty() {
+        return;
+    }
+    let prebuilt = Arc::clone(prebuilt);
+    let workload = Arc::clone(workload);
+    let body_config = Arc::clone(body_config);
+    tokio::spawn(async move {
+        for (next, turn) in ahead {
+            let body = turn.body(&workload, &body_config);
+            lock(&prebuilt).finish(next, body);
+            tokio::task::yield_now().await;
+        }
+    });
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use arbor_backends::live::exchange::Target;
 use arbor_backends::live::record::{ErrorCategory, RequestRecord};
 use arbor_backends::live::request::BodyConfig;
-use arbor_backends::live::{run, warm_pool, LiveConfig, Progress, RecordSink};
+use arbor_backends::live::{run, warm_pool, LiveConfig, Progress, RecordSink, RunOutcome};
 use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::load::weka;
@@ -31,9 +31,18 @@ impl RecordSink for VecSink {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+/// The emulator's runtime: a thread of its own, as in `arbor run`.
+fn server_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// The client's runtime: one thread, as in `arbor run`.
+fn client_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime")
@@ -48,51 +57,60 @@ fn run_live(
     config: EmulatorConfig,
     timeout: Duration,
 ) -> (Scheduler, Vec<RequestRecord>) {
-    let (scheduler, records, _) = run_live_stamped(workload, policy, config, timeout, false);
-    (scheduler, records)
+    let run = run_live_stamped(workload, policy, config, timeout, false);
+    (run.scheduler, run.records)
+}
+
+/// What a live run left.
+struct LiveRun {
+    scheduler: Scheduler,
+    records: Vec<RequestRecord>,
+    stamps: Vec<ServerStamp>,
+    outcome: RunOutcome,
 }
 
 /// [`run_live`], optionally with cache-bust markers, also returning the
-/// emulator's stamps.
+/// emulator's stamps and the run's outcome.
 fn run_live_stamped(
     workload: Workload,
     policy: Policy,
     config: EmulatorConfig,
     timeout: Duration,
     cache_bust: bool,
-) -> (Scheduler, Vec<RequestRecord>, Vec<ServerStamp>) {
-    runtime().block_on(async move {
-        let emulator = serve(config, "127.0.0.1:0".parse().unwrap())
-            .await
-            .expect("emulator starts");
-        let compiled = compile(
-            &workload,
-            &policy,
-            &DeriveOptions {
-                overlap_tolerance: 0,
-            },
+) -> LiveRun {
+    let server = server_runtime();
+    let emulator = server
+        .block_on(serve(config, "127.0.0.1:0".parse().unwrap()))
+        .expect("emulator starts");
+    let compiled = compile(
+        &workload,
+        &policy,
+        &DeriveOptions {
+            overlap_tolerance: 0,
+        },
+    )
+    .expect("compiles");
+    let mut scheduler = Scheduler::new(compiled, policy).expect("valid policy");
+    let live = LiveConfig {
+        target: Target::new(
+            &format!("{}/v1/chat/completions", emulator.base_url()),
+            &Default::default(),
+            timeout,
+            0,
         )
-        .expect("compiles");
-        let mut scheduler = Scheduler::new(compiled, policy).expect("valid policy");
-        let live = LiveConfig {
-            target: Target::new(
-                &format!("{}/v1/chat/completions", emulator.base_url()),
-                &Default::default(),
-                timeout,
-                0,
-            )
-            .expect("a loopback URL"),
-            body: BodyConfig {
-                model: "arbor-emulator".into(),
-                ..BodyConfig::default()
-            },
-            warm_connections: 8,
-            base_url: emulator.base_url(),
-            cache_bust,
-            seed: 0,
-        };
+        .expect("a loopback URL"),
+        body: BodyConfig {
+            model: "arbor-emulator".into(),
+            ..BodyConfig::default()
+        },
+        warm_connections: 8,
+        base_url: emulator.base_url(),
+        cache_bust,
+        seed: 0,
+    };
+    let mut sink = VecSink(Vec::new());
+    let outcome = client_runtime().block_on(async {
         warm_pool(&live).await;
-        let mut sink = VecSink(Vec::new());
         let progress = Progress::default();
         run(
             &mut scheduler,
@@ -103,11 +121,16 @@ fn run_live_stamped(
             std::future::pending(),
         )
         .await
-        .expect("the run completes");
-        let stamps = emulator.stamps();
-        emulator.shutdown().await;
-        (scheduler, sink.0, stamps)
-    })
+        .expect("the run completes")
+    });
+    let stamps = emulator.stamps();
+    server.block_on(emulator.shutdown());
+    LiveRun {
+        scheduler,
+        records: sink.0,
+        stamps,
+        outcome,
+    }
 }
 
 fn one_turn_trees(n: usize, osl: u32) -> Workload {
@@ -345,7 +368,12 @@ fn warmups_send_the_full_prefix_for_one_token_before_profiling() {
     };
     let mut config = EmulatorConfig::default();
     config.timing.itl = MS / 20;
-    let (scheduler, records, stamps) = run_live_stamped(
+    let LiveRun {
+        scheduler,
+        records,
+        stamps,
+        ..
+    } = run_live_stamped(
         weka_fixture("trace_0291.json"),
         policy,
         config,
@@ -406,15 +434,19 @@ fn markers_are_shared_within_a_play_and_differ_across_plays() {
     let run_with_bust = |bust| {
         let mut config = EmulatorConfig::default();
         config.timing.itl = MS / 20;
-        let (s, records, _) = run_live_stamped(
+        let run = run_live_stamped(
             weka_fixture("trace_0504.json"),
             policy(1),
             config,
             Duration::from_secs(30),
             bust,
         );
-        assert!(s.plays().len() >= 2, "the lane recycled");
-        records
+        assert!(run.scheduler.plays().len() >= 2, "the lane recycled");
+        assert!(
+            run.outcome.prebuilt_bodies > 0,
+            "bodies of later turns are built while their predecessors run"
+        );
+        run.records
     };
     let first_turn_of_play = |records: &[RequestRecord], play: u32| {
         records

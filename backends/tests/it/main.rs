@@ -2,5 +2,6 @@
 //! the virtual-clock driver against hand-computed schedules.
 
 mod build;
+mod http;
 mod live;
 mod policies;

@@ -1,0 +1,119 @@
+//! Request bodies built ahead of time.
+//!
+//! Owns the store of bodies built for turns that are not yet eligible. A
+//! body is a pure function of the turn (its prompt, output length and its
+//! play's cache-bust marker), so it can be built while the turn's
+//! predecessor streams instead of between the turn becoming eligible and
+//! its request going out, where building a 50k-token prompt costs about a
+//! millisecond of schedule lag per turn and the lag adds up along a chain.
+//!
+//! A body is claimed when its build starts; the dispatch takes it if it is
+//! ready and otherwise builds its own (a build still running then finds its
+//! claim withdrawn and drops its result). Bodies of turns that are never
+//! dispatched (cut by the duration, ended trajectories) stay until the run
+//! ends; the total held is capped at [`MAX_BYTES`].
+
+use std::collections::BTreeMap;
+
+use arbor_engine::scheduler::RequestId;
+
+/// The most body bytes held at once; beyond it nothing more is built ahead.
+pub const MAX_BYTES: usize = 128 << 20;
+
+#[derive(Debug)]
+enum Entry {
+    /// A build has claimed the turn.
+    Building,
+    Ready(Vec<u8>),
+}
+
+/// Bodies built ahead, by request id.
+#[derive(Debug, Default)]
+pub struct Prebuilt {
+    entries: BTreeMap<RequestId, Entry>,
+    bytes: usize,
+    /// Bodies dispatched from the store (for the run's report and tests).
+    pub used: u64,
+}
+
+impl Prebuilt {
+    /// Claims `id` for a build ahead: false when it is already claimed or
+    /// built, or the store is full.
+    pub fn claim(&mut self, id: RequestId) -> bool {
+        if self.bytes >= MAX_BYTES || self.entries.contains_key(&id) {
+            return false;
+        }
+        self.entries.insert(id, Entry::Building);
+        true
+    }
+
+    /// A claimed build finished: keeps the body unless the claim was
+    /// withdrawn by the dispatch meanwhile.
+    pub fn finish(&mut self, id: RequestId, body: Vec<u8>) {
+        if let Some(entry) = self.entries.get_mut(&id) {
+            if matches!(entry, Entry::Building) {
+                self.bytes += body.len();
+                *entry = Entry::Ready(body);
+            }
+        }
+    }
+
+    /// The body of `id` if it is ready; withdraws any claim either way.
+    pub fn take(&mut self, id: RequestId) -> Option<Vec<u8>> {
+        match self.entries.remove(&id)? {
+            Entry::Ready(body) => {
+                self.bytes -= body.len();
+                self.used += 1;
+                Some(body)
+            }
+            Entry::Building => None,
+        }
+    }
+
+    /// Bytes held in ready bodies.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ready_body_is_taken_once() {
+        let mut store = Prebuilt::default();
+        assert!(store.claim(7));
+        assert!(!store.claim(7), "one build per turn");
+        store.finish(7, b"body".to_vec());
+        assert_eq!(store.bytes(), 4);
+        assert!(!store.claim(7), "built already");
+        assert_eq!(store.take(7).as_deref(), Some(&b"body"[..]));
+        assert_eq!(store.take(7), None);
+        assert_eq!((store.bytes(), store.used), (0, 1));
+    }
+
+    #[test]
+    fn a_dispatch_before_the_build_ends_withdraws_the_claim() {
+        let mut store = Prebuilt::default();
+        assert!(store.claim(3));
+        assert_eq!(
+            store.take(3),
+            None,
+            "not ready: the dispatch builds its own"
+        );
+        store.finish(3, vec![0; 10]);
+        assert_eq!(store.bytes(), 0, "the late result is dropped");
+        assert_eq!(store.take(3), None);
+    }
+
+    #[test]
+    fn nothing_more_is_claimed_past_the_cap() {
+        let mut store = Prebuilt::default();
+        assert!(store.claim(1));
+        store.finish(1, vec![0; MAX_BYTES]);
+        assert!(!store.claim(2));
+        store.take(1);
+        assert!(store.claim(2));
+    }
+}

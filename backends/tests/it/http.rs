@@ -1,0 +1,238 @@
+//! The HTTP client against scripted servers: the framings, connection
+//! reuse and the ways real servers end connections.
+//!
+//! Each scripted server answers the requests arriving on its n-th
+//! connection with the n-th script, step by step, on 127.0.0.1.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use arbor_backends::live::exchange::{execute, Target};
+use arbor_backends::live::record::{ErrorCategory, Response};
+
+#[derive(Clone, Copy)]
+enum Step {
+    /// Write these bytes and keep the connection.
+    Answer(&'static [u8]),
+    /// Write these bytes and close.
+    AnswerAndClose(&'static [u8]),
+    /// Read the request and close without a byte.
+    Close,
+}
+
+const SSE_CHUNKED: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n\
+2f\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n\r\n\
+2f\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n\r\n\
+e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
+
+const SSE_SIZED: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 61\r\n\r\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n";
+
+const SSE_HTTP10: &[u8] = b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n";
+
+const RATE_LIMITED: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Type: application/json\r\nContent-Length: 26\r\n\r\n{\"error\":\"slow down, pls\"}";
+
+const CUT_MID_CHUNK: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+2f\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n\r\n40\r\ndata: {\"cho";
+
+/// Serves `scripts` (connection n gets `scripts[n]`, the last repeating);
+/// counts the requests read.
+async fn scripted(scripts: Vec<Vec<Step>>) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let requests = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&requests);
+    tokio::spawn(async move {
+        let mut n = 0;
+        while let Ok((stream, _)) = listener.accept().await {
+            let script = scripts[n.min(scripts.len() - 1)].clone();
+            n += 1;
+            tokio::spawn(serve_connection(stream, script, Arc::clone(&seen)));
+        }
+    });
+    (addr, requests)
+}
+
+async fn serve_connection(mut stream: TcpStream, script: Vec<Step>, seen: Arc<AtomicUsize>) {
+    let mut pending = Vec::new();
+    for step in script {
+        if !read_request(&mut stream, &mut pending).await {
+            return;
+        }
+        seen.fetch_add(1, Ordering::SeqCst);
+        match step {
+            Step::Answer(bytes) => {
+                let _ = stream.write_all(bytes).await;
+            }
+            Step::AnswerAndClose(bytes) => {
+                let _ = stream.write_all(bytes).await;
+                return;
+            }
+            Step::Close => return,
+        }
+    }
+}
+
+/// Reads one request (head and `Content-Length` body) off `stream`.
+async fn read_request(stream: &mut TcpStream, pending: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap_or(0));
+            if pending.len() >= end + 4 + length {
+                pending.drain(..end + 4 + length);
+                return true;
+            }
+        }
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn target_at(addr: SocketAddr) -> Target {
+    Target::new(
+        &format!("http://{addr}/v1/chat/completions"),
+        &Default::default(),
+        Duration::from_secs(5),
+        0,
+    )
+    .unwrap()
+}
+
+async fn send(target: &Target, id: u64) -> Response {
+    execute(target, b"{}", id, Instant::now(), 4, |_| {}).await
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn chunked_sized_and_close_delimited_streams_are_read_whole() {
+    runtime().block_on(async {
+        for (answer, reusable) in [
+            (Step::Answer(SSE_CHUNKED), true),
+            (Step::Answer(SSE_SIZED), true),
+            (Step::AnswerAndClose(SSE_HTTP10), false),
+        ] {
+            let (addr, _) = scripted(vec![vec![answer, answer]]).await;
+            let target = target_at(addr);
+            let r = send(&target, 1).await;
+            assert_eq!(r.error, None);
+            assert_eq!(r.http_status, Some(200));
+            assert!(!r.stamps.content.is_empty());
+            assert!(r.stamps.headers.is_some() && r.stamps.done >= r.stamps.first_content);
+            // The drain of a finished body may still be running.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert_eq!(target.idle_connections(), usize::from(reusable));
+        }
+    });
+}
+
+#[test]
+fn a_pooled_connection_the_server_closed_is_replaced_without_an_error() {
+    runtime().block_on(async {
+        // Connection 1 answers once, then closes on the next request
+        // without answering (a keep-alive timeout racing the request);
+        // connection 2 answers.
+        let (addr, seen) = scripted(vec![
+            vec![Step::Answer(SSE_CHUNKED), Step::Close],
+            vec![Step::Answer(SSE_CHUNKED)],
+        ])
+        .await;
+        let target = target_at(addr);
+        assert_eq!(send(&target, 1).await.error, None);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(target.idle_connections(), 1);
+        let r = send(&target, 2).await;
+        assert_eq!(r.error, None, "sent again on a fresh connection");
+        assert_eq!(r.attempts, 1, "a stale connection is not a retry");
+        assert_eq!(seen.load(Ordering::SeqCst), 3);
+
+        // A server that closed an idle connection: noticed when taken.
+        let (addr, seen) = scripted(vec![vec![Step::AnswerAndClose(SSE_SIZED)]]).await;
+        let target = target_at(addr);
+        assert_eq!(send(&target, 1).await.error, None);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(send(&target, 2).await.error, None);
+        assert_eq!(seen.load(Ordering::SeqCst), 2);
+    });
+}
+
+#[test]
+fn a_fresh_connection_closed_without_an_answer_is_a_connect_error() {
+    runtime().block_on(async {
+        let (addr, seen) = scripted(vec![vec![Step::Close]]).await;
+        let r = send(&target_at(addr), 1).await;
+        assert_eq!(
+            r.error.map(|e| e.category),
+            Some(ErrorCategory::Connect),
+            "not resent: it may have reached the server"
+        );
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn error_statuses_keep_their_body_and_retry_after_and_the_connection() {
+    runtime().block_on(async {
+        let (addr, _) = scripted(vec![vec![
+            Step::Answer(RATE_LIMITED),
+            Step::Answer(SSE_CHUNKED),
+        ]])
+        .await;
+        let target = target_at(addr);
+        let r = send(&target, 1).await;
+        let e = r.error.expect("an error");
+        assert_eq!(e.category, ErrorCategory::HttpStatus);
+        assert_eq!((e.http_status, e.retry_after_s), (Some(429), Some(3.0)));
+        assert!(e.message.contains("slow down"), "{}", e.message);
+        assert_eq!(send(&target, 2).await.error, None, "same connection");
+    });
+}
+
+#[test]
+fn cut_and_garbled_answers_are_classed_not_panics() {
+    runtime().block_on(async {
+        let (addr, _) = scripted(vec![vec![Step::AnswerAndClose(CUT_MID_CHUNK)]]).await;
+        let r = send(&target_at(addr), 1).await;
+        assert_eq!(r.error.map(|e| e.category), Some(ErrorCategory::StreamCut));
+        assert_eq!(r.stamps.content.len(), 1, "the chunk before the cut counts");
+
+        let (addr, _) = scripted(vec![vec![Step::AnswerAndClose(
+            b"SSH-2.0-OpenSSH_9\r\n\r\n",
+        )]])
+        .await;
+        let r = send(&target_at(addr), 1).await;
+        assert_eq!(
+            r.error.map(|e| e.category),
+            Some(ErrorCategory::ServerError)
+        );
+
+        let (addr, _) = scripted(vec![vec![Step::AnswerAndClose(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        )]])
+        .await;
+        let r = send(&target_at(addr), 1).await;
+        let e = r.error.expect("an error");
+        assert_eq!(e.category, ErrorCategory::StreamCut);
+        assert!(e.message.contains("framing"), "{}", e.message);
+    });
+}
