@@ -168,7 +168,7 @@ agree_scenario() {
         (cd "$ROOT" && "$ARBOR" plan "$input" "${policy[@]}" --service fixed:20:1 \
             --timeline "$OUT/agree-$name.timeline.jsonl" >"$OUT/agree-$name.plan.txt")
         start_emulator "agree-$name" --ttft-ms 20 --itl-ms 1
-        client "agree-$name" -- "$ROOT/$input" "${policy[@]}" --service fixed:20:1 --duration 120 --grace 5
+        client "agree-$name" --stamps -- "$ROOT/$input" "${policy[@]}" --service fixed:20:1 --duration 120 --grace 5
         stop_emulator
         python3 "$HERE/analyze.py" agree "$OUT/agree-$name.timeline.jsonl" \
             "$OUT/agree-$name.run/records.jsonl" "$OUT/agree-$name.usage.json" --name "$name" \
