@@ -25,13 +25,19 @@ overhead RECORDS USAGE
     time-weighted mean over the whole window and over its middle 80 %
     (lanes run dry one by one at the end of a count-bounded run).
 
-agree TIMELINE RECORDS
+agree TIMELINE RECORDS [--stamps STAMPS]
     Virtual against live. TIMELINE is `arbor plan --timeline` of the same
     workload with `--service fixed:TTFT:ITL`; RECORDS the `arbor run`
     against `arbor emulate --ttft-ms TTFT --itl-ms ITL`. Turns are matched
     by (tree, agent, turn, copy); per turn: |live sent_s - planned
     start_s|, and the live incremental error lateness_s (sent - eligible).
-    Also checks the per-agent order of sends is the planned one.
+    Also checks the per-agent order of sends is the planned one. With the
+    emulator's STAMPS, each turn's own addition to the drift is split in
+    four: the client's lateness (sent - eligible); the way in (client TTFT
+    - server TTFT: the request's transit to the server, its wake-up and
+    the first chunk's way back); the server (its receipt-to-last-write
+    time - the planned service time); the way out (client first-content-
+    to-done - server first-chunk-to-last-write).
 
 Percentiles are nearest-rank, as in arbor.
 """
@@ -57,6 +63,7 @@ def dist(values, scale=1e3):
         "p99": pct(values, 99) * scale,
         "max": max(values) * scale if values else float("nan"),
         "min": min(values) * scale if values else float("nan"),
+        "mean": sum(values) / len(values) * scale if values else None,
     }
 
 
@@ -187,8 +194,13 @@ def overhead(records_path, usage_path):
     }
 
 
-def agree(timeline_path, records_path, usage_path=None):
+def agree(timeline_path, records_path, usage_path=None, stamps_path=None):
     usage = load_usage(usage_path)
+    stamps = {}
+    if stamps_path:
+        with open(stamps_path) as f:
+            stamps = {s["request_id"]: s for s in json.load(f)}
+    way_in, server, way_out = [], [], []
     planned = {}
     with open(timeline_path) as f:
         for line in f:
@@ -210,6 +222,15 @@ def agree(timeline_path, records_path, usage_path=None):
         eligible_diff.append(r["eligible_s"] - p["eligible_s"])
         if r.get("lateness_s") is not None:
             lateness.append(r["lateness_s"])
+        st = stamps.get(str(r["request"]))
+        if st and st.get("first_chunk_ns") and st.get("done_ns") \
+                and r.get("ttft_s") is not None and r.get("first_content_s") is not None:
+            server_ttft = (st["first_chunk_ns"] - st["received_ns"]) / 1e9
+            server_rest = (st["done_ns"] - st["first_chunk_ns"]) / 1e9
+            way_in.append(r["ttft_s"] - server_ttft)
+            server.append((st["done_ns"] - st["received_ns"]) / 1e9
+                          - (p["end_s"] - p["start_s"]))
+            way_out.append(r["done_s"] - r["first_content_s"] - server_rest)
         live_order.setdefault(r["agent"], []).append((r["sent_s"], r["turn"]))
         plan_order.setdefault(r["agent"], []).append((p["start_s"], r["turn"]))
     # Global order of sends: does the live run send turns in the planned
@@ -237,6 +258,9 @@ def agree(timeline_path, records_path, usage_path=None):
         "start_signed_diff_ms": dist(signed),
         "eligible_diff_ms": dist(eligible_diff),
         "lateness_ms": dist(lateness),
+        "way_in_ms": dist(way_in),
+        "server_excess_ms": dist(server),
+        "way_out_ms": dist(way_out),
         "planned_makespan_s": last_planned,
         "live_makespan_s": last_live,
         "other_cores": usage.get("other_cores"),
@@ -280,6 +304,17 @@ def print_agree(name, a):
           f"{fmt(a['other_cores'], 2)} |")
 
 
+def print_agree_parts(name, a):
+    parts = [a["lateness_ms"], a["way_in_ms"], a["server_excess_ms"], a["way_out_ms"]]
+    cells = " | ".join(f"{fmt(d['p50'])} / {fmt(d['p99'])}" for d in parts)
+    total = sum(d["mean"] for d in parts if d.get("mean") is not None)
+    print(f"| {name} | {cells} | {fmt(total)} |")
+
+
+AGREE_PARTS_HEADER = """\
+| scenario | client lateness ms p50 / p99 | way in ms p50 / p99 | server - plan ms p50 / p99 | way out ms p50 / p99 | sum of means per turn ms |
+|---|---|---|---|---|---|"""
+
 ERROR_HEADER = """\
 | scenario | joined | TTFT error ms p50 / p99 / max | ITL error ms p50 / p99 / max | lateness ms p50 / p99 / max | other load (cores) |
 |---|---|---|---|---|---|"""
@@ -294,7 +329,7 @@ AGREE_HEADER = """\
 def main(argv):
     if len(argv) == 3 and argv[1] == "header":
         print({"error": ERROR_HEADER, "overhead": OVERHEAD_HEADER,
-               "agree": AGREE_HEADER}[argv[2]])
+               "agree": AGREE_HEADER, "agree-parts": AGREE_PARTS_HEADER}[argv[2]])
         return 0
     if len(argv) < 2 or argv[1] not in ("error", "overhead", "agree"):
         print(__doc__)
@@ -324,10 +359,21 @@ def main(argv):
             print(OVERHEAD_HEADER)
         print_overhead(name, out)
     else:
-        out = agree(*args)
+        stamps = None
+        if "--stamps" in args:
+            i = args.index("--stamps")
+            stamps = args[i + 1]
+            del args[i:i + 2]
+        parts = "--parts" in args
+        if parts:
+            args.remove("--parts")
+        out = agree(*args, stamps_path=stamps)
         if header:
-            print(AGREE_HEADER)
-        print_agree(name, out)
+            print(AGREE_PARTS_HEADER if parts else AGREE_HEADER)
+        if parts:
+            print_agree_parts(name, out)
+        else:
+            print_agree(name, out)
     if json_out:
         with open(json_out, "w") as f:
             json.dump(out, f, indent=1)

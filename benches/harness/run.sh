@@ -160,7 +160,7 @@ overhead_scenario() {
 
 agree_scenario() {
     local policy=(--tool-time max:200 --think-time-pct 1)
-    : >"$OUT/agree.rows.md"
+    : >"$OUT/agree.rows.md"; : >"$OUT/agree.parts.md"
     for c in "trace_0277 testdata/weka-kv-cache-tester/trace_0277.json" \
              "weka-dir testdata/weka-kv-cache-tester"; do
         read -r name input <<<"$c"
@@ -172,7 +172,11 @@ agree_scenario() {
         stop_emulator
         python3 "$HERE/analyze.py" agree "$OUT/agree-$name.timeline.jsonl" \
             "$OUT/agree-$name.run/records.jsonl" "$OUT/agree-$name.usage.json" --name "$name" \
+            --stamps "$OUT/agree-$name.stamps.json" \
             --json "$OUT/agree-$name.report.json" >>"$OUT/agree.rows.md"
+        python3 "$HERE/analyze.py" agree "$OUT/agree-$name.timeline.jsonl" \
+            "$OUT/agree-$name.run/records.jsonl" "$OUT/agree-$name.usage.json" --name "$name" \
+            --stamps "$OUT/agree-$name.stamps.json" --parts >>"$OUT/agree.parts.md"
     done
 }
 
@@ -193,6 +197,9 @@ print_tables() {
         printf '\nVirtual (arbor plan) against live (arbor run + emulator)\n\n'
         python3 "$HERE/analyze.py" header agree
         cat "$OUT/agree.rows.md"
+        printf '\nEach turn'"'"'s own addition to the drift (with the emulator'"'"'s stamps)\n\n'
+        python3 "$HERE/analyze.py" header agree-parts
+        cat "$OUT/agree.parts.md"
     fi
 }
 
