@@ -653,7 +653,16 @@ impl Prober<'_> {
         let id = self.next_id;
         self.next_id += 1;
         let epoch = Instant::now();
-        let response = execute(&target, &body, id, epoch, max_tokens as usize, |_| {}).await;
+        let response = execute(
+            &target,
+            &body,
+            id,
+            epoch,
+            max_tokens as usize,
+            |_| {},
+            || {},
+        )
+        .await;
         let (tokens, from_usage) = match response.completion_tokens {
             Some(n) => (n, true),
             None => (response.stamps.content.len() as u64, false),

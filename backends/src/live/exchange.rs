@@ -154,7 +154,8 @@ fn error(category: ErrorCategory, message: impl Into<String>) -> RequestError {
 }
 
 /// Runs one request. `on_sent` is called with the `sent` stamp as soon as
-/// the request is handed over (the scheduler anchors `Start` edges there).
+/// the request is handed over (the scheduler anchors `Start` edges there);
+/// `on_head` when the response head is in (the server has the request).
 pub async fn execute(
     target: &Target,
     body: &[u8],
@@ -162,6 +163,7 @@ pub async fn execute(
     epoch: Instant,
     expected_chunks: usize,
     on_sent: impl FnOnce(Nanos),
+    on_head: impl FnOnce(),
 ) -> Response {
     let mut response = Response::default();
     response.stamps.content.reserve(expected_chunks + 2);
@@ -228,6 +230,7 @@ pub async fn execute(
     };
     response.stamps.headers = Some(head.at);
     response.http_status = Some(head.status);
+    on_head();
     if !(200..300).contains(&head.status) {
         failed_status(target, conn, head, deadline, epoch, &mut response).await;
         return response;

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use arbor_engine::prompt;
@@ -223,22 +223,30 @@ pub async fn run<S: RecordSink>(
                     };
                     let tx = tx.clone();
                     let target = Arc::clone(&target);
+                    let head_tx =
+                        build_ahead(scheduler, id, config, &prebuilt, &workload, &body_config);
                     let task_config = Arc::clone(&body_config);
                     let task_workload = Arc::clone(&workload);
                     let task = tokio::spawn(async move {
                         let body = ready.unwrap_or_else(|| turn.body(&task_workload, &task_config));
                         let sent_tx = tx.clone();
+                        let on_sent = move |at| {
+                            let _ = sent_tx.send(TaskEvent::Sent { id, at });
+                        };
+                        // The server has the request: build what follows.
+                        let on_head = move || {
+                            if let Some(head_tx) = head_tx {
+                                let _ = head_tx.send(());
+                            }
+                        };
+                        let osl = turn.osl as usize;
                         let response =
-                            execute(&target, &body, id, epoch, turn.osl as usize, move |at| {
-                                let _ = sent_tx.send(TaskEvent::Sent { id, at });
-                            })
-                            .await;
+                            execute(&target, &body, id, epoch, osl, on_sent, on_head).await;
                         let _ = tx.send(TaskEvent::Done {
                             id,
                             response: Box::new(response),
                         });
                     });
-                    build_ahead(scheduler, id, config, &prebuilt, &workload, &body_config);
                     let index = id as usize;
                     if inflight.len() <= index {
                         inflight.resize_with(index + 1, || None);
@@ -411,7 +419,10 @@ fn lock(store: &Mutex<Prebuilt>) -> std::sync::MutexGuard<'_, Prebuilt> {
 
 /// Builds, in a task of its own, the bodies of the turns that request `id`
 /// leads to and that are still waiting: they will be ready when those
-/// turns become eligible.
+/// turns become eligible. The build starts when the returned sender fires
+/// (request `id`'s response head is in) or is dropped: not while the
+/// server is taking the request in, whose wake-up a busy client core would
+/// delay (on a machine shared with the server).
 fn build_ahead(
     scheduler: &Scheduler,
     id: RequestId,
@@ -419,10 +430,8 @@ fn build_ahead(
     prebuilt: &Arc<Mutex<Prebuilt>>,
     workload: &Arc<Workload>,
     body_config: &Arc<BodyConfig>,
-) {
-    let Some((tree, play, turn)) = scheduler.request_tree(id) else {
-        return;
-    };
+) -> Option<oneshot::Sender<()>> {
+    let (tree, play, turn) = scheduler.request_tree(id)?;
     let mut ahead = Vec::new();
     for edge in tree.out(turn) {
         let Some(next) = play.request(edge.to) else {
@@ -439,16 +448,19 @@ fn build_ahead(
         }
     }
     if ahead.is_empty() {
-        return;
+        return None;
     }
     let prebuilt = Arc::clone(prebuilt);
     let workload = Arc::clone(workload);
     let body_config = Arc::clone(body_config);
+    let (start, started) = oneshot::channel();
     tokio::spawn(async move {
+        let _ = started.await;
         for (next, turn) in ahead {
             let body = turn.body(&workload, &body_config);
             lock(&prebuilt).finish(next, body);
             tokio::task::yield_now().await;
         }
     });
+    Some(start)
 }

@@ -114,7 +114,7 @@ fn target_at(addr: SocketAddr) -> Target {
 }
 
 async fn send(target: &Target, id: u64) -> Response {
-    execute(target, b"{}", id, Instant::now(), 4, |_| {}).await
+    execute(target, b"{}", id, Instant::now(), 4, |_| {}, || {}).await
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -262,8 +262,8 @@ fn error_response(status: u16, kind: &str, message: &str) -> Response<EmuBody> {
 async fn handle(
     shared: Arc<Shared>,
     req: Request<Incoming>,
+    t0: Instant,
 ) -> Result<Response<EmuBody>, Infallible> {
-    let t0 = Instant::now();
     let path = req.uri().path();
     let response = match (req.method(), path) {
         (&Method::GET, "/health") => json_response(200, Bytes::from_static(b"{\"status\":\"ok\"}")),
@@ -650,7 +650,9 @@ async fn accept_loop(
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
                     let shared = shared.clone();
-                    let service = service_fn(move |req| handle(shared.clone(), req));
+                    // The receipt stamp is taken when hyper hands over the
+                    // parsed head, before the handler's first poll.
+                    let service = service_fn(move |req| handle(shared.clone(), req, Instant::now()));
                     let conn = builder.serve_connection(TokioIo::new(stream), service);
                     let conn = graceful.watch(conn);
                     tokio::spawn(async move {
