@@ -13,9 +13,14 @@
 //! `arbor run`.) Turns without hash ids and without text get virtual ids:
 //! blocks numbered per agent, so an agent's conversation grows as a prefix,
 //! as it would have.
+//!
+//! [`build`] gives the text as a `String`; [`write_synthesized`] writes the
+//! same bytes straight into a request body (the fast writer is `words`).
 
 use crate::content::{prompt_messages, MessageRef};
 use crate::model::{HashScope, Role, Tree};
+
+mod words;
 
 /// Tokens per virtual block when a turn has neither ids nor text.
 pub const VIRTUAL_BLOCK_TOKENS: u32 = 64;
@@ -109,6 +114,25 @@ pub fn build(tree: &Tree, agent: usize, turn: usize) -> Prompt<'_> {
         return Prompt::Recorded(prompt_messages(a, turn));
     }
     let mut out = String::with_capacity(t.isl as usize * 6);
+    for_each_piece(tree, agent, turn, |seed, words| {
+        push_words(seed, words, &mut out)
+    });
+    Prompt::Synthesized(out)
+}
+
+/// The pieces of the synthesized text of turn `turn` of agent `agent`, in
+/// order: `f(seed, words)` for each. Returns false, calling nothing, when
+/// the turn has recorded text (sent as recorded, see [`build`]).
+fn for_each_piece(tree: &Tree, agent: usize, turn: usize, mut f: impl FnMut(u64, u32)) -> bool {
+    let Some(a) = tree.agents.get(agent) else {
+        return true;
+    };
+    let Some(t) = a.turns.get(turn) else {
+        return true;
+    };
+    if t.text.is_some() {
+        return false;
+    }
     let mut remaining = t.isl;
     let scope = block_scope(tree);
     if !t.hash_ids.is_empty() {
@@ -122,25 +146,51 @@ pub fn build(tree: &Tree, agent: usize, turn: usize) -> Prompt<'_> {
                 break;
             }
             let words = block.min(remaining);
-            push_block(scope, id, words, &mut out);
+            f(fnv(scope, &id.to_le_bytes()), words);
             remaining -= words;
         }
         // Tokens past the last full block: unique to this turn.
         if remaining > 0 {
-            let tail = fnv(fnv(scope, a.id.as_bytes()), &(turn as u64).to_le_bytes());
-            push_words(tail, remaining, &mut out);
+            f(
+                fnv(fnv(scope, a.id.as_bytes()), &(turn as u64).to_le_bytes()),
+                remaining,
+            );
         }
     } else {
         let agent_scope = fnv(scope, a.id.as_bytes());
         let mut id = 0u32;
         while remaining > 0 {
             let words = VIRTUAL_BLOCK_TOKENS.min(remaining);
-            push_block(agent_scope, id, words, &mut out);
+            f(fnv(agent_scope, &id.to_le_bytes()), words);
             remaining -= words;
             id = id.wrapping_add(1);
         }
     }
-    Prompt::Synthesized(out)
+    true
+}
+
+/// Room [`write_synthesized`] needs for the text of a turn: at least its
+/// length (eight bytes a word). `None` when the turn has recorded text.
+pub fn synthesized_room(tree: &Tree, agent: usize, turn: usize) -> Option<usize> {
+    match tree.agents.get(agent).and_then(|a| a.turns.get(turn)) {
+        None => Some(0),
+        Some(t) if t.text.is_some() => None,
+        // The pieces of a turn add up to `isl` words.
+        Some(t) => Some(words::room(t.isl)),
+    }
+}
+
+/// Appends the synthesized text of a turn to `out`: byte for byte the text
+/// of [`build`]'s [`Prompt::Synthesized`], without building a `String`.
+/// Returns false, writing nothing, when the turn has recorded text.
+///
+/// The text is plain words and spaces: it goes into JSON unescaped. It is
+/// written through spare room that is then cut off: with
+/// [`synthesized_room`] bytes of spare capacity, `out` is not reallocated.
+pub fn write_synthesized(tree: &Tree, agent: usize, turn: usize, out: &mut Vec<u8>) -> bool {
+    for_each_piece(tree, agent, turn, |seed, n| {
+        words::write_words(seed, n, out)
+    })
 }
 
 /// The cache-bust marker of a play: `[rid:<12 hex>]` and a blank line,
@@ -271,6 +321,62 @@ mod tests {
             first.split(' ').count() - 1,
             t.agents[0].turns[0].isl as usize
         );
+    }
+
+    /// FNV-1a of every synthesized prompt of `spec`'s workload, and their
+    /// total length.
+    fn digest(spec: &str) -> (u64, usize) {
+        let w = spec.parse::<SyntheticSpec>().unwrap().generate();
+        let (mut hash, mut len) = (FNV_OFFSET, 0);
+        for t in &w.trees {
+            for (a, agent) in t.agents.iter().enumerate() {
+                for turn in 0..agent.turns.len() {
+                    let s = text(build(t, a, turn));
+                    hash = fnv(hash, s.as_bytes());
+                    len += s.len();
+                }
+            }
+        }
+        (hash, len)
+    }
+
+    #[test]
+    fn synthesized_prompts_are_pinned() {
+        // A change here changes what every run sends: do it on purpose.
+        let with_ids = digest("trees=2,turns=6,depth=1,isl=300,isl_growth=90,hash_ids=true,seed=5");
+        let virtual_ids = digest("trees=2,turns=6,depth=1,isl=300,isl_growth=90,seed=5");
+        assert_eq!(with_ids, (14305428957652541643, 426014));
+        assert_eq!(virtual_ids, (1701982982332860686, 424564));
+    }
+
+    #[test]
+    fn written_text_is_the_built_text_without_reallocating() {
+        let w = "trees=2,turns=5,depth=1,isl=300,isl_growth=90,hash_ids=true,seed=5"
+            .parse::<SyntheticSpec>()
+            .unwrap()
+            .generate();
+        let mut recorded = tree("r", HashScope::Local, vec![(10, vec![1]), (12, vec![])]);
+        recorded.agents[0].turns[0].text = Some(Box::default());
+        for t in w.trees.iter().chain([&recorded]) {
+            for (a, agent) in t.agents.iter().enumerate() {
+                for turn in 0..=agent.turns.len() {
+                    let room = synthesized_room(t, a, turn);
+                    let mut out = Vec::with_capacity(room.unwrap_or(0));
+                    let capacity = out.capacity();
+                    let written = write_synthesized(t, a, turn, &mut out);
+                    match build(t, a, turn) {
+                        Prompt::Synthesized(text) => {
+                            assert!(written && room.is_some());
+                            assert_eq!(out, text.as_bytes());
+                            assert_eq!(out.capacity(), capacity, "no reallocation");
+                        }
+                        Prompt::Recorded(_) => {
+                            assert!(!written && room.is_none() && out.is_empty());
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -38,7 +38,7 @@ use arbor_engine::{EngineError, Workload};
 use exchange::{execute, Target};
 use prebuild::Prebuilt;
 use record::{ErrorCategory, RequestError, RequestIdentity, RequestRecord, Response};
-use request::{build_body, BodyConfig};
+use request::{build_turn_body, BodyConfig};
 
 /// Everything the live driver needs besides the scheduler and workload.
 #[derive(Debug, Clone)]
@@ -384,9 +384,11 @@ struct TurnBody {
 impl TurnBody {
     fn body(&self, workload: &Workload, config: &BodyConfig) -> Vec<u8> {
         match workload.trees.get(self.tree) {
-            Some(tree) => build_body(
+            Some(tree) => build_turn_body(
                 config,
-                &prompt::build(tree, self.agent, self.turn),
+                tree,
+                self.agent,
+                self.turn,
                 self.osl,
                 self.marker.as_deref(),
             ),

@@ -1,6 +1,7 @@
 //! Integration tests of arbor-backends: the scheduler's policies run through
 //! the virtual-clock driver against hand-computed schedules.
 
+mod body;
 mod build;
 mod http;
 mod live;
