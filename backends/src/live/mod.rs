@@ -58,6 +58,12 @@ pub struct LiveConfig {
 /// Where records go, as requests finish.
 pub trait RecordSink {
     fn record(&mut self, record: &RequestRecord) -> std::io::Result<()>;
+
+    /// The loop has no more events at hand: records held so far should be
+    /// written now (a sink may batch the records of one burst).
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Counters a progress display can read at its own pace (no redraw here).
@@ -292,6 +298,9 @@ pub async fn run<S: RecordSink>(
         if outstanding == 0 && scheduler.is_finished() {
             break;
         }
+        if rx.is_empty() {
+            sink.flush().map_err(LiveError::Sink)?;
+        }
         let deadline = scheduler.poll_timeout();
         tokio::select! {
             biased;
@@ -358,6 +367,7 @@ pub async fn run<S: RecordSink>(
             }
         }
     }
+    sink.flush().map_err(LiveError::Sink)?;
     let prebuilt_bodies = lock(&prebuilt).used;
     Ok(RunOutcome {
         cancelled,

@@ -372,7 +372,15 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
                 .map_or(0, |t| t.turn_count())
         })
         .collect();
-    let measured = sink.into_collector().finish(&play_turns);
+    let measured = sink
+        .into_collector()
+        .map_err(|e| {
+            Failure::other(format!(
+                "{}: cannot write: {e}",
+                out_dir.join(output::RECORDS_FILE).display()
+            ))
+        })?
+        .finish(&play_turns);
     let summary = output::Summary::new(
         scenario.as_ref(),
         config,

@@ -240,7 +240,7 @@ impl StreamBody {
     ///
     /// With `precise`, the timer is armed [`SPIN_WINDOW`] early and the
     /// last stretch is waited by re-polling (the task wakes itself), since
-    /// tokio's timer only has millisecond resolution. Used for the end of a
+    /// tokio's timer only has millisecond resolution. Used for the last token and the end of a
     /// response, which decides when the client's next turn may go.
     fn ready(&mut self, deadline: Instant, cx: &mut Context<'_>, precise: bool) -> bool {
         let now = Instant::now();
@@ -279,7 +279,11 @@ impl StreamBody {
                         self.phase = Phase::Finish;
                         continue;
                     }
-                    if !self.ready(self.deadline(k), cx, false) {
+                    // The last token is timed precisely too: the end of the
+                    // response follows it by one ITL, which may be shorter
+                    // than the timer's millisecond of slack.
+                    let precise = k + 1 == self.n;
+                    if !self.ready(self.deadline(k), cx, precise) {
                         return Poll::Pending;
                     }
                     if self.disconnect_after == Some(k) {
