@@ -33,11 +33,15 @@ agree TIMELINE RECORDS [--stamps STAMPS]
     start_s|, and the live incremental error lateness_s (sent - eligible).
     Also checks the per-agent order of sends is the planned one. With the
     emulator's STAMPS, each turn's own addition to the drift is split in
-    four: the client's lateness (sent - eligible); the way in (client TTFT
-    - server TTFT: the request's transit to the server, its wake-up and
-    the first chunk's way back); the server (its receipt-to-last-write
-    time - the planned service time); the way out (client first-content-
-    to-done - server first-chunk-to-last-write).
+    four: the client's lateness (sent - eligible); the way in (sent to the
+    server's receipt stamp: transit, the server waking up, reading the
+    head); the server (its receipt-to-last-write time - the planned
+    service time); the way out (the server's last write to the client's
+    `done`). Both sides stamp CLOCK_MONOTONIC, but the client's records
+    count from its own epoch: the offset is taken as the smallest
+    (client done - server last write) over the run, so the way out is
+    measured from the fastest one (it is tens of microseconds) and the
+    four parts add up to the turn's drift exactly.
 
 Percentiles are nearest-rank, as in arbor.
 """
@@ -200,7 +204,7 @@ def agree(timeline_path, records_path, usage_path=None, stamps_path=None):
     if stamps_path:
         with open(stamps_path) as f:
             stamps = {s["request_id"]: s for s in json.load(f)}
-    way_in, server, way_out = [], [], []
+    way_in, server, way_out, joined = [], [], [], []
     planned = {}
     with open(timeline_path) as f:
         for line in f:
@@ -223,16 +227,18 @@ def agree(timeline_path, records_path, usage_path=None, stamps_path=None):
         if r.get("lateness_s") is not None:
             lateness.append(r["lateness_s"])
         st = stamps.get(str(r["request"]))
-        if st and st.get("first_chunk_ns") and st.get("done_ns") \
-                and r.get("ttft_s") is not None and r.get("first_content_s") is not None:
-            server_ttft = (st["first_chunk_ns"] - st["received_ns"]) / 1e9
-            server_rest = (st["done_ns"] - st["first_chunk_ns"]) / 1e9
-            way_in.append(r["ttft_s"] - server_ttft)
-            server.append((st["done_ns"] - st["received_ns"]) / 1e9
-                          - (p["end_s"] - p["start_s"]))
-            way_out.append(r["done_s"] - r["first_content_s"] - server_rest)
+        if st and st.get("done_ns") and r.get("done_s") is not None:
+            joined.append((r, p, st))
         live_order.setdefault(r["agent"], []).append((r["sent_s"], r["turn"]))
         plan_order.setdefault(r["agent"], []).append((p["start_s"], r["turn"]))
+    if joined:
+        offset = min(r["done_s"] * 1e9 - st["done_ns"] for r, _, st in joined)
+        for r, p, st in joined:
+            received = (st["received_ns"] + offset) / 1e9
+            last_write = (st["done_ns"] + offset) / 1e9
+            way_in.append(received - r["sent_s"])
+            server.append(last_write - received - (p["end_s"] - p["start_s"]))
+            way_out.append(r["done_s"] - last_write)
     # Global order of sends: does the live run send turns in the planned
     # order? Count pairs of consecutive planned sends that swapped.
     keys = [k for k in planned if planned[k].get("start_s") is not None]
@@ -312,7 +318,7 @@ def print_agree_parts(name, a):
 
 
 AGREE_PARTS_HEADER = """\
-| scenario | client lateness ms p50 / p99 | way in ms p50 / p99 | server - plan ms p50 / p99 | way out ms p50 / p99 | sum of means per turn ms |
+| scenario | client lateness ms p50 / p99 | way in (sent to server receipt) ms p50 / p99 | server - plan ms p50 / p99 | way out (last write to done) ms p50 / p99 | sum of means per turn ms |
 |---|---|---|---|---|---|"""
 
 ERROR_HEADER = """\
