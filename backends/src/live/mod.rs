@@ -452,7 +452,9 @@ fn build_ahead(
         let waiting = scheduler
             .slot(next)
             .is_some_and(|s| matches!(s.state, TurnState::Blocked | TurnState::Timer) && !s.warmup);
-        if !waiting || !lock(prebuilt).claim(next) {
+        // A short prompt is built in microseconds: not worth a task.
+        let large = tree.isl[edge.to as usize] >= prebuild::MIN_TOKENS;
+        if !waiting || !large || !lock(prebuilt).claim(next) {
             continue;
         }
         if let Some(body) = locate(scheduler, next, config) {

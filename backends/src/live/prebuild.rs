@@ -20,6 +20,10 @@ use arbor_engine::scheduler::RequestId;
 /// The most body bytes held at once; beyond it nothing more is built ahead.
 pub const MAX_BYTES: usize = 128 << 20;
 
+/// Prompts shorter than this (planned input tokens) are built at dispatch:
+/// about 1 µs per 100 tokens, less than building ahead costs.
+pub const MIN_TOKENS: u32 = 1024;
+
 #[derive(Debug)]
 enum Entry {
     /// A build has claimed the turn.
