@@ -33,6 +33,10 @@
 #                       its launch-to-first-request time from the stamps.
 #                       CPU is divided by requests or tokens; nothing is
 #                       subtracted. Concurrency held comes from the records.
+#                       The concurrency-1 cases run again against an
+#                       emulator with --busy-poll (rows *-polled): on
+#                       loopback waking a sleeping server is charged to the
+#                       client that sends to it.
 #   agree               Virtual against live: `arbor plan --timeline` with
 #                       `--service fixed:20:1` against `arbor run` with
 #                       `arbor emulate --ttft-ms 20 --itl-ms 1` on the Weka
@@ -154,6 +158,18 @@ overhead_scenario() {
             "$OUT/ovh-$name.usage.json" --name "$name" \
             --json "$OUT/ovh-$name.report.json" >>"$OUT/overhead.rows.md"
         rm -f "$OUT/ovh-$name.stamps.json"
+    done
+    # Concurrency 1 again against a polling emulator: on loopback the kernel
+    # charges waking a sleeping server to the client that sends to it.
+    start_emulator overhead-polled --busy-poll
+    for name in short-c1 long-c1; do
+        log "overhead $name-polled: the emulator polls (--busy-poll)"
+        client "ovh-$name-polled" --stamps -- "$OUT/ovh-$name.jsonl" --format arbor \
+            --sessions 1 --duration 120 --grace 5
+        python3 "$HERE/analyze.py" overhead "$OUT/ovh-$name-polled.run/records.jsonl" \
+            "$OUT/ovh-$name-polled.usage.json" --name "$name-polled" \
+            --json "$OUT/ovh-$name-polled.report.json" >>"$OUT/overhead.rows.md"
+        rm -f "$OUT/ovh-$name-polled.stamps.json"
     done
     stop_emulator
 }

@@ -97,6 +97,14 @@ pub struct EmulateArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
 
+    /// Keep one worker polling instead of sleeping (costs a core). On
+    /// loopback the kernel charges waking a sleeping server to the client
+    /// that sends it a request; against a polling server, a client's
+    /// measured CPU is its own (how `benches/harness` measures concurrency
+    /// 1).
+    #[arg(long)]
+    pub busy_poll: bool,
+
     #[command(flatten)]
     pub emulator: EmulatorArgs,
 }
@@ -110,6 +118,15 @@ pub fn run(args: &EmulateArgs) -> Result<(), Failure> {
         .map_err(Failure::input)?;
     let runtime = crate::run::runtime()?;
     runtime.block_on(async move {
+        if args.busy_poll {
+            // Yielding forever keeps this worker out of its sleep: it polls
+            // the sockets between yields.
+            tokio::spawn(async {
+                loop {
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
         let emulator = serve(config, addr)
             .await

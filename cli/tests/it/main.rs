@@ -4,6 +4,7 @@ mod agentx;
 mod bad_corpus;
 mod bad_input;
 mod doctor;
+mod emulate;
 mod inspect;
 mod plan;
 mod run;
