@@ -659,6 +659,7 @@ impl Prober<'_> {
             id,
             epoch,
             max_tokens as usize,
+            None,
             |_| {},
             || {},
         )

@@ -115,6 +115,24 @@ impl Target {
         }
     }
 
+    /// Sends a request at once from the caller's task, on an idle
+    /// connection, writing what the socket takes without waiting; the
+    /// request's own task then writes any rest and reads the answer
+    /// ([`execute`] with the returned [`Started`]). `None` when no
+    /// connection is idle or the write failed: [`execute`] does it all.
+    pub fn send_now(&self, request_id: u64, body: &[u8], epoch: Instant) -> Option<Started> {
+        let conn = self.pool.take()?;
+        let head = self.post_head(request_id, body.len());
+        let sent = nanos_since(epoch);
+        let written = conn.try_write_request(&head, body).ok()?;
+        Some(Started {
+            conn,
+            head,
+            written,
+            sent,
+        })
+    }
+
     /// The head of a POST carrying `body_len` bytes.
     fn post_head(&self, request_id: u64, body_len: usize) -> Vec<u8> {
         use std::io::Write;
@@ -134,10 +152,27 @@ pub const WARM_PARALLEL: usize = 32;
 /// A connection that answered `get` in full and may be reused.
 async fn warm_one(addr: std::net::SocketAddr, get: &[u8]) -> Option<Conn> {
     let mut conn = Conn::connect(addr).await.ok()?;
-    conn.write_request(get, &[]).await.ok()?;
+    conn.write_request(get, &[], 0).await.ok()?;
     let head = read_head(&mut conn, || 0).await.ok()?;
     let (_, clean) = read_small_body(&mut conn, &head, 0).await;
     (clean && head.keep_alive).then_some(conn)
+}
+
+/// A request sent, or begun, by [`Target::send_now`].
+#[derive(Debug)]
+pub struct Started {
+    conn: Conn,
+    head: Vec<u8>,
+    /// Bytes of head and body written so far.
+    written: usize,
+    sent: Nanos,
+}
+
+impl Started {
+    /// The request's `sent` stamp.
+    pub fn sent(&self) -> Nanos {
+        self.sent
+    }
 }
 
 fn nanos_since(epoch: Instant) -> Nanos {
@@ -153,36 +188,48 @@ fn error(category: ErrorCategory, message: impl Into<String>) -> RequestError {
     }
 }
 
-/// Runs one request. `on_sent` is called with the `sent` stamp as soon as
-/// the request is handed over (the scheduler anchors `Start` edges there);
-/// `on_head` when the response head is in (the server has the request).
+/// Runs one request, or finishes one begun by [`Target::send_now`]
+/// (`started`). `on_sent` is called with the `sent` stamp as soon as the
+/// request is handed over (the scheduler anchors `Start` edges there),
+/// unless it was `started` (its caller has the stamp); `on_head` when the
+/// response head is in (the server has the request).
+#[allow(clippy::too_many_arguments)]
 pub async fn execute(
     target: &Target,
     body: &[u8],
     request_id: u64,
     epoch: Instant,
     expected_chunks: usize,
+    started: Option<Started>,
     on_sent: impl FnOnce(Nanos),
     on_head: impl FnOnce(),
 ) -> Response {
     let mut response = Response::default();
     response.stamps.content.reserve(expected_chunks + 2);
     let deadline = tokio::time::Instant::now() + target.timeout;
-    let request_head = target.post_head(request_id, body.len());
     let clock = || nanos_since(epoch);
-    let sent = clock();
-    on_sent(sent);
+    let (mut begun, request_head, sent) = match started {
+        Some(s) => (Some((s.conn, s.written)), s.head, s.sent),
+        None => {
+            let head = target.post_head(request_id, body.len());
+            let sent = clock();
+            on_sent(sent);
+            (None, head, sent)
+        }
+    };
     response.stamps.sent = Some(sent);
     response.attempts = 1;
 
     let (conn, head) = loop {
-        let mut conn = match target.pool.take() {
-            Some(conn) => conn,
-            None => {
-                match tokio::time::timeout_at(deadline, Conn::connect(target.pool.addr())).await {
-                    Ok(Ok(conn)) => conn,
-                    Ok(Err(e)) if response.attempts <= target.retries => {
-                        let _ = e;
+        let (mut conn, from) = match begun.take() {
+            Some(begun) => begun,
+            None => match target.pool.take() {
+                Some(conn) => (conn, 0),
+                None => match tokio::time::timeout_at(deadline, Conn::connect(target.pool.addr()))
+                    .await
+                {
+                    Ok(Ok(conn)) => (conn, 0),
+                    Ok(Err(_)) if response.attempts <= target.retries => {
                         let backoff = Duration::from_millis(50 << response.attempts.min(6));
                         response.attempts += 1;
                         tokio::time::sleep_until(
@@ -199,11 +246,11 @@ pub async fn execute(
                         let message = "no connection before the timeout";
                         return ended(response, ErrorCategory::Timeout, message, clock());
                     }
-                }
-            }
+                },
+            },
         };
         let exchange = tokio::time::timeout_at(deadline, async {
-            conn.write_request(&request_head, body)
+            conn.write_request(&request_head, body, from)
                 .await
                 .map_err(HeadError::NoResponse)?;
             read_head(&mut conn, clock).await

@@ -108,11 +108,11 @@ impl Conn {
         })
     }
 
-    /// Writes `head` then `body`, in one system call when the socket takes
-    /// it all.
-    pub async fn write_request(&mut self, head: &[u8], body: &[u8]) -> io::Result<()> {
+    /// Writes `head` then `body` from byte `from` of the two, in one system
+    /// call when the socket takes it all.
+    pub async fn write_request(&mut self, head: &[u8], body: &[u8], from: usize) -> io::Result<()> {
         let total = head.len() + body.len();
-        let mut written = 0;
+        let mut written = from;
         while written < total {
             let n = if written < head.len() {
                 let parts = [IoSlice::new(&head[written..]), IoSlice::new(body)];
@@ -126,6 +126,28 @@ impl Conn {
             written += n;
         }
         Ok(())
+    }
+
+    /// Writes as much of `head` then `body` as the socket takes without
+    /// waiting; returns how much that was.
+    pub fn try_write_request(&self, head: &[u8], body: &[u8]) -> io::Result<usize> {
+        let total = head.len() + body.len();
+        let mut written = 0;
+        while written < total {
+            let attempt = if written < head.len() {
+                let parts = [IoSlice::new(&head[written..]), IoSlice::new(body)];
+                self.stream.try_write_vectored(&parts)
+            } else {
+                self.stream.try_write(&body[written - head.len()..])
+            };
+            match attempt {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(written)
     }
 }
 

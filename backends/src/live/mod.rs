@@ -227,14 +227,16 @@ pub async fn run<S: RecordSink>(
                     } else {
                         lock(&prebuilt).take(id)
                     };
+                    // The request goes out from here when a connection is
+                    // idle: no wait behind the other tasks of this thread.
+                    let body = ready.unwrap_or_else(|| turn.body(&workload, &body_config));
+                    let started = target.send_now(id, &body, epoch);
+                    let sent_now = started.as_ref().map(|s| s.sent());
                     let tx = tx.clone();
                     let target = Arc::clone(&target);
                     let head_tx =
                         build_ahead(scheduler, id, config, &prebuilt, &workload, &body_config);
-                    let task_config = Arc::clone(&body_config);
-                    let task_workload = Arc::clone(&workload);
                     let task = tokio::spawn(async move {
-                        let body = ready.unwrap_or_else(|| turn.body(&task_workload, &task_config));
                         let sent_tx = tx.clone();
                         let on_sent = move |at| {
                             let _ = sent_tx.send(TaskEvent::Sent { id, at });
@@ -247,7 +249,8 @@ pub async fn run<S: RecordSink>(
                         };
                         let osl = turn.osl as usize;
                         let response =
-                            execute(&target, &body, id, epoch, osl, on_sent, on_head).await;
+                            execute(&target, &body, id, epoch, osl, started, on_sent, on_head)
+                                .await;
                         let _ = tx.send(TaskEvent::Done {
                             id,
                             response: Box::new(response),
@@ -259,10 +262,16 @@ pub async fn run<S: RecordSink>(
                     }
                     inflight[index] = Some(InFlight {
                         abort: task.abort_handle(),
-                        sent: None,
+                        sent: sent_now,
                     });
                     outstanding += 1;
                     progress.inflight.store(outstanding, Ordering::Relaxed);
+                    if let Some(at) = sent_now {
+                        sent_not_done += 1;
+                        observed_peak = observed_peak.max(sent_not_done);
+                        scheduler.handle_sent(at, id)?;
+                        progress.sent.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 Command::Cancel(id) => {
                     let Some(entry) = inflight.get_mut(id as usize).and_then(Option::take) else {

@@ -114,7 +114,7 @@ fn target_at(addr: SocketAddr) -> Target {
 }
 
 async fn send(target: &Target, id: u64) -> Response {
-    execute(target, b"{}", id, Instant::now(), 4, |_| {}, || {}).await
+    execute(target, b"{}", id, Instant::now(), 4, None, |_| {}, || {}).await
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -234,5 +234,51 @@ fn cut_and_garbled_answers_are_classed_not_panics() {
         let e = r.error.expect("an error");
         assert_eq!(e.category, ErrorCategory::StreamCut);
         assert!(e.message.contains("framing"), "{}", e.message);
+    });
+}
+
+#[test]
+fn a_request_begun_by_send_now_is_finished_by_execute() {
+    runtime().block_on(async {
+        let (addr, seen) = scripted(vec![
+            vec![
+                Step::Answer(SSE_CHUNKED),
+                Step::Answer(SSE_CHUNKED),
+                Step::Close,
+            ],
+            vec![Step::Answer(SSE_CHUNKED)],
+        ])
+        .await;
+        let target = target_at(addr);
+        let epoch = Instant::now();
+        assert!(
+            target.send_now(1, b"{}", epoch).is_none(),
+            "no idle connection yet: the task connects"
+        );
+        assert_eq!(send(&target, 1).await.error, None);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        for id in [2, 3] {
+            let started = target.send_now(id, b"{}", epoch).expect("an idle connection");
+            let sent = started.sent();
+            let mut stamped_again = false;
+            let r = execute(
+                &target,
+                b"{}",
+                id,
+                epoch,
+                4,
+                Some(started),
+                |_| stamped_again = true,
+                || {},
+            )
+            .await;
+            // Request 3 finds its connection closed by the server and goes
+            // again on a fresh one.
+            assert_eq!(r.error, None, "request {id}");
+            assert_eq!(r.stamps.sent, Some(sent), "the stamp of send_now");
+            assert!(!stamped_again);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), 4);
     });
 }
