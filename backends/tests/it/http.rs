@@ -258,7 +258,9 @@ fn a_request_begun_by_send_now_is_finished_by_execute() {
         assert_eq!(send(&target, 1).await.error, None);
         tokio::time::sleep(Duration::from_millis(20)).await;
         for id in [2, 3] {
-            let started = target.send_now(id, b"{}", epoch).expect("an idle connection");
+            let started = target
+                .send_now(id, b"{}", epoch)
+                .expect("an idle connection");
             let sent = started.sent();
             let mut stamped_again = false;
             let r = execute(
