@@ -334,6 +334,24 @@ AGREE_HEADER = """\
 |---|---|---|---|---|---|---|"""
 
 
+def pop_option(args, flag):
+    """Removes `flag VALUE` from args; returns VALUE (None when absent)."""
+    if flag not in args:
+        return None
+    i = args.index(flag)
+    value = args[i + 1]
+    del args[i:i + 2]
+    return value
+
+
+def pop_flag(args, flag):
+    """Removes `flag` from args; returns whether it was there."""
+    if flag in args:
+        args.remove(flag)
+        return True
+    return False
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "header":
         print({"error": ERROR_HEADER, "overhead": OVERHEAD_HEADER,
@@ -343,19 +361,9 @@ def main(argv):
         print(__doc__)
         return 2
     args = argv[2:]
-    json_out = None
-    name = argv[1]
-    if "--json" in args:
-        i = args.index("--json")
-        json_out = args[i + 1]
-        del args[i:i + 2]
-    if "--name" in args:
-        i = args.index("--name")
-        name = args[i + 1]
-        del args[i:i + 2]
-    header = "--header" in args
-    if header:
-        args.remove("--header")
+    json_out = pop_option(args, "--json")
+    name = pop_option(args, "--name") or argv[1]
+    header = pop_flag(args, "--header")
     if argv[1] == "error":
         out = error(*args)
         if header:
@@ -367,14 +375,8 @@ def main(argv):
             print(OVERHEAD_HEADER)
         print_overhead(name, out)
     else:
-        stamps = None
-        if "--stamps" in args:
-            i = args.index("--stamps")
-            stamps = args[i + 1]
-            del args[i:i + 2]
-        parts = "--parts" in args
-        if parts:
-            args.remove("--parts")
+        stamps = pop_option(args, "--stamps")
+        parts = pop_flag(args, "--parts")
         out = agree(*args, stamps_path=stamps)
         if header:
             print(AGREE_PARTS_HEADER if parts else AGREE_HEADER)
