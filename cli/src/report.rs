@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::derive::Adjustments;
+use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::stats::{Distribution, Seconds};
 use arbor_engine::time::{nanos_to_secs, Nanos};
@@ -128,6 +129,26 @@ pub struct PolicySummary {
     pub overlap_tolerance_s: f64,
 }
 
+impl PolicySummary {
+    /// The policy as `plan --json` and `summary.json` show it.
+    pub fn new(policy: &Policy, overlap_tolerance: Nanos) -> Self {
+        PolicySummary {
+            tool_time: policy.tool_time.to_string(),
+            think_time: policy.think_time.to_string(),
+            arrival: policy.arrival.to_string(),
+            copies: policy.copies,
+            stagger: policy.stagger.to_string(),
+            max_inflight: policy.max_inflight,
+            sessions: policy.sessions,
+            loop_lanes: policy.loop_lanes,
+            idle_gap_cap_s: policy.idle_gap_cap.map(nanos_to_secs),
+            duration_s: policy.duration.map(nanos_to_secs),
+            grace_s: nanos_to_secs(policy.grace),
+            overlap_tolerance_s: nanos_to_secs(overlap_tolerance),
+        }
+    }
+}
+
 fn agent_counts(workload: &Workload) -> AgentCounts {
     let mut counts = AgentCounts {
         root: 0,
@@ -203,20 +224,7 @@ impl PlanReport {
             scenario,
             seed: policy.seed,
             service,
-            policy: PolicySummary {
-                tool_time: policy.tool_time.to_string(),
-                think_time: policy.think_time.to_string(),
-                arrival: policy.arrival.to_string(),
-                copies: policy.copies,
-                stagger: policy.stagger.to_string(),
-                max_inflight: policy.max_inflight,
-                sessions: policy.sessions,
-                loop_lanes: policy.loop_lanes,
-                idle_gap_cap_s: policy.idle_gap_cap.map(nanos_to_secs),
-                duration_s: policy.duration.map(nanos_to_secs),
-                grace_s: nanos_to_secs(policy.grace),
-                overlap_tolerance_s: nanos_to_secs(overlap_tolerance),
-            },
+            policy: PolicySummary::new(policy, overlap_tolerance),
             trees: workload.trees.len() as u64,
             agents: compiled.agents,
             agent_kinds: agent_counts(workload),

@@ -366,14 +366,14 @@ impl Scan {
             saw_done,
             failure,
         } = self;
-        let stamps = &mut response.stamps;
+        let Response {
+            stamps,
+            prompt_tokens,
+            completion_tokens,
+            cached_tokens,
+            ..
+        } = response;
         stamps.done = Some(at);
-        let usage = (
-            &mut response.prompt_tokens,
-            &mut response.completion_tokens,
-            &mut response.cached_tokens,
-        );
-        let (prompt_tokens, completion_tokens, cached_tokens) = usage;
         let decoded = decoder.feed(bytes, |data| {
             stamps.first_byte.get_or_insert(at);
             splitter.feed(data, |line| {

@@ -2,12 +2,14 @@
 //!
 //! Owns the loop that turns the scheduler's commands into HTTP requests on
 //! tokio and feeds their events back, with `now` read from one monotonic
-//! clock (the run's epoch). Each request runs in its own task and reports
-//! `sent` and its final [`Response`] over a channel; the loop hands them to
-//! the scheduler at the times they were stamped (the scheduler anchors
+//! clock (the run's epoch). The loop sends a request itself when a pooled
+//! connection is idle; each request's task (on the same thread) sends the
+//! rest, reads the answer and reports its final [`Response`] (and `sent`,
+//! when the task sent it) over a channel; the loop hands them to the
+//! scheduler at the times they were stamped (the scheduler anchors
 //! late-heard events at their own time). Records are handed to a
-//! [`RecordSink`] as each request completes, so nothing is lost if the run
-//! is interrupted.
+//! [`RecordSink`] as each request completes and flushed at the end of the
+//! loop's turn, so nothing is lost if the run is interrupted.
 //!
 //! Timers: tokio's timer wheel has millisecond resolution, so the loop
 //! sleeps until shortly before the scheduler's next deadline and then

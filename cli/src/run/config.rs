@@ -12,7 +12,7 @@ use std::path::Path;
 
 use arbor_backends::live::request::Api;
 use arbor_engine::policy::Policy;
-use arbor_engine::time::{nanos_to_secs, Nanos};
+use arbor_engine::time::Nanos;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -153,20 +153,7 @@ impl RunConfig {
             format: args.input.format.clone(),
             synthetic: args.input.synthetic.clone(),
             seed: policy.seed,
-            policy: PolicySummary {
-                tool_time: policy.tool_time.to_string(),
-                think_time: policy.think_time.to_string(),
-                arrival: policy.arrival.to_string(),
-                copies: policy.copies,
-                stagger: policy.stagger.to_string(),
-                max_inflight: policy.max_inflight,
-                sessions: policy.sessions,
-                loop_lanes: policy.loop_lanes,
-                idle_gap_cap_s: policy.idle_gap_cap.map(nanos_to_secs),
-                duration_s: policy.duration.map(nanos_to_secs),
-                grace_s: nanos_to_secs(policy.grace),
-                overlap_tolerance_s: nanos_to_secs(overlap_tolerance),
-            },
+            policy: PolicySummary::new(policy, overlap_tolerance),
             service: service.to_string(),
             endpoint: None,
             url: None,

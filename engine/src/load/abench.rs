@@ -856,47 +856,26 @@ impl<R: BufRead> Read for ZstdReader<R> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{assert_contains, scratch_file, testdata};
     use super::*;
     use std::path::PathBuf;
 
     fn sample(name: &str) -> PathBuf {
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/abench")).join(name)
+        testdata("abench").join(name)
     }
 
     fn bad(name: &str) -> PathBuf {
-        PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../testdata/bad/abench"
-        ))
-        .join(name)
+        testdata("bad/abench").join(name)
     }
 
     fn error_of(path: &Path) -> String {
         load(path).expect_err("input must be rejected").to_string()
     }
 
-    fn assert_contains(text: &str, parts: &[&str]) {
-        for part in parts {
-            assert!(text.contains(part), "{text:?} does not contain {part:?}");
-        }
-    }
-
     fn prefix(path: &Path) -> String {
         let bytes = std::fs::read(path).expect("read");
         let end = bytes.len().min(super::super::SNIFF_BYTES as usize);
         String::from_utf8_lossy(bytes.get(..end).expect("prefix")).into_owned()
-    }
-
-    fn scratch(tag: &str, content: &[u8]) -> PathBuf {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "arbor-abench-{tag}-{}-{}.jsonl",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&path, content).expect("write temp file");
-        path
     }
 
     fn msg(role: Role, content: &str) -> Message {
@@ -1066,7 +1045,7 @@ mod tests {
         let mut bytes = one.clone();
         bytes.extend_from_slice(&[0x50, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 1, 2, 3]);
         bytes.extend_from_slice(&one);
-        let path = scratch("frames", &bytes);
+        let path = scratch_file("frames", &bytes);
         let loaded = load(&path).expect("two frames load");
         std::fs::remove_file(&path).ok();
         assert_eq!(loaded.trees.len(), 6);
@@ -1083,7 +1062,7 @@ mod tests {
             {"index":0,"input_delta":[{"role":"user","content":"12345678"}],"assistant_text":"xyz","output_tokens":7},
             {"index":1,"input_delta":[{"role":"tool","content":"1234"}],"assistant_text":"","input_tokens":50,"output_tokens":2,"pre_gap_ms":1.5}]}"#
             .replace('\n', " ");
-        let path = scratch("estimate", line.as_bytes());
+        let path = scratch_file("estimate", line.as_bytes());
         let loaded = load(&path).expect("loads");
         std::fs::remove_file(&path).ok();
         let turns = &loaded.trees[0].agents[0].turns;
@@ -1277,7 +1256,7 @@ mod tests {
             ),
         ];
         for (text, parts) in cases {
-            let path = scratch("shape", text.as_bytes());
+            let path = scratch_file("shape", text.as_bytes());
             let msg = error_of(&path);
             std::fs::remove_file(&path).ok();
             assert_contains(&msg, parts);
@@ -1292,7 +1271,7 @@ mod tests {
         while cut < text.len().max(packed.len()) {
             for bytes in [&text, &packed] {
                 if let Some(prefix) = bytes.get(..cut) {
-                    let path = scratch("cut", prefix);
+                    let path = scratch_file("cut", prefix);
                     let _ = load(&path);
                     std::fs::remove_file(&path).ok();
                     let _ = looks_like(&String::from_utf8_lossy(prefix));

@@ -277,46 +277,21 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{assert_contains, scratch_file, testdata};
     use super::*;
     use crate::time::NANOS_PER_SEC;
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
-        PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../testdata/lmcache-agent-trace"
-        ))
-        .join(name)
+        testdata("lmcache-agent-trace").join(name)
     }
 
     fn bad(name: &str) -> PathBuf {
-        PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../testdata/bad/lmcache"
-        ))
-        .join(name)
+        testdata("bad/lmcache").join(name)
     }
 
     fn error_of(path: &Path) -> String {
         load(path).expect_err("input must be rejected").to_string()
-    }
-
-    fn assert_contains(text: &str, parts: &[&str]) {
-        for part in parts {
-            assert!(text.contains(part), "{text:?} does not contain {part:?}");
-        }
-    }
-
-    fn scratch(tag: &str, content: &[u8]) -> PathBuf {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "arbor-lmcache-{tag}-{}-{}.jsonl",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&path, content).expect("write temp file");
-        path
     }
 
     const FIXTURES: [(&str, usize); 4] = [
@@ -431,7 +406,7 @@ mod tests {
 {\"timestamp\": 1000003500000, \"input\": \"a2\", \"output\": \"\", \"session_id\": \"a\"}
 {\"timestamp\": 1000005000000, \"input\": \"b0\", \"output\": \"z\", \"session_id\": \"b\"}
 ";
-        let path = scratch("multi", text.as_bytes());
+        let path = scratch_file("multi", text.as_bytes());
         let loaded = load(&path).expect("loads");
         std::fs::remove_file(&path).ok();
         let ids: Vec<&str> = loaded.trees.iter().map(|t| t.id.as_str()).collect();
@@ -623,7 +598,7 @@ mod tests {
         let mut cut = 0;
         while cut < text.len() {
             if let Some(prefix) = text.get(..cut) {
-                let path = scratch("cut", prefix);
+                let path = scratch_file("cut", prefix);
                 let _ = load(&path);
                 std::fs::remove_file(&path).ok();
                 let _ = looks_like(&String::from_utf8_lossy(prefix));

@@ -15,6 +15,8 @@ pub mod lmcache;
 pub mod mooncake;
 pub mod openai_log;
 pub mod synthetic;
+#[cfg(test)]
+mod test_support;
 pub mod weka;
 pub mod weka_writer;
 

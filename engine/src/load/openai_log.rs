@@ -765,50 +765,25 @@ fn delta_after<'m>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{assert_contains, scratch_file, testdata};
     use super::*;
     use crate::time::{NANOS_PER_MS, NANOS_PER_SEC};
     use std::path::PathBuf;
 
     fn sample(name: &str) -> PathBuf {
-        PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../testdata/openai-log"
-        ))
-        .join(name)
+        testdata("openai-log").join(name)
     }
 
     fn bad(name: &str) -> PathBuf {
-        PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../testdata/bad/openai-log"
-        ))
-        .join(name)
+        testdata("bad/openai-log").join(name)
     }
 
     fn error_of(path: &Path) -> String {
         load(path).expect_err("input must be rejected").to_string()
     }
 
-    fn assert_contains(text: &str, parts: &[&str]) {
-        for part in parts {
-            assert!(text.contains(part), "{text:?} does not contain {part:?}");
-        }
-    }
-
-    fn scratch(tag: &str, content: &[u8]) -> PathBuf {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "arbor-openai-log-{tag}-{}-{}.jsonl",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&path, content).expect("write temp file");
-        path
-    }
-
     fn load_text(text: &str) -> Result<Loaded, InputError> {
-        let path = scratch("text", text.as_bytes());
+        let path = scratch_file("text", text.as_bytes());
         let out = load(&path);
         std::fs::remove_file(&path).ok();
         out
@@ -1312,7 +1287,7 @@ mod tests {
         let mut cut = 0;
         while cut < text.len() {
             if let Some(prefix) = text.get(..cut) {
-                let path = scratch("cut", prefix);
+                let path = scratch_file("cut", prefix);
                 let _ = load(&path);
                 std::fs::remove_file(&path).ok();
                 let _ = looks_like(&String::from_utf8_lossy(prefix));

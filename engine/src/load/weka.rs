@@ -1112,19 +1112,23 @@ impl Builder {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{assert_contains, scratch_path, testdata};
     use super::*;
     use crate::time::NANOS_PER_MS;
 
     fn fixture(name: &str) -> PathBuf {
-        PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../testdata/weka-kv-cache-tester"
-        ))
-        .join(name)
+        testdata("weka-kv-cache-tester").join(name)
     }
 
     fn bad(name: &str) -> PathBuf {
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/bad/weka")).join(name)
+        testdata("bad/weka").join(name)
+    }
+
+    /// A unique scratch directory under the system temp dir.
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = scratch_path(&format!("weka-{tag}"), "");
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        dir
     }
 
     fn load_one(name: &str) -> (Tree, Conventions) {
@@ -1141,29 +1145,10 @@ mod tests {
         tree.agents.iter().map(|a| a.kind).collect()
     }
 
-    /// A unique scratch directory under the system temp dir.
-    fn scratch(tag: &str) -> PathBuf {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "arbor-weka-{tag}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        dir
-    }
-
     fn error_of(path: &Path) -> String {
         load_path(path)
             .expect_err("input must be rejected")
             .to_string()
-    }
-
-    fn assert_contains(text: &str, parts: &[&str]) {
-        for part in parts {
-            assert!(text.contains(part), "{text:?} does not contain {part:?}");
-        }
     }
 
     const OPUS: &str = "claude-opus-4-5-20251101";
