@@ -299,6 +299,8 @@ pub struct Scheduler {
     profiling_start: Nanos,
     /// False until the profiling timer fired (start window only).
     profiling_started: bool,
+    /// The root warmup whose failure aborted the run, if one did.
+    aborted: Option<RequestId>,
 }
 
 impl Scheduler {
@@ -326,6 +328,7 @@ impl Scheduler {
             stats: Stats::default(),
             profiling_start: 0,
             profiling_started: true,
+            aborted: None,
         };
         if scheduler.policy.sessions.is_none() && !scheduler.policy.loop_lanes {
             scheduler.slots.reserve(turns);
@@ -687,6 +690,13 @@ impl Scheduler {
         };
         let play = slot.play;
         let warm_next = slot.warm_next;
+        let turn = slot.turn;
+        if warmup && matches!(outcome, Outcome::Failed | Outcome::EndTrajectory) {
+            let tree = &self.trees[self.plays[play as usize].tree as usize];
+            if tree.agent_of[turn as usize] == 0 && self.aborted.is_none() {
+                self.aborted = Some(id);
+            }
+        }
         match outcome {
             Outcome::Ok => self.stats.completed += 1,
             Outcome::Failed | Outcome::EndTrajectory => self.stats.failed += 1,
@@ -715,6 +725,14 @@ impl Scheduler {
     }
 
     // ----- queries ---------------------------------------------------------
+
+    /// The request whose failure aborted the run: a warmup of a tree's
+    /// root agent that failed (without it, the play's measured turns would
+    /// replay a conversation the server never saw). A driver stops the run
+    /// when this is set; the scheduler itself only reports it.
+    pub fn aborted(&self) -> Option<RequestId> {
+        self.aborted
+    }
 
     pub fn stats(&self) -> &Stats {
         &self.stats

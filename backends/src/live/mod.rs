@@ -344,9 +344,8 @@ pub async fn run<S: RecordSink>(
                             Some(e) if e.category == ErrorCategory::ContextOverflow => Outcome::EndTrajectory,
                             Some(_) => Outcome::Failed,
                         };
-                        let root_warmup = scheduler.slot(id).is_some_and(|s| s.warmup)
-                            && scheduler.request_tree(id).is_some_and(|(tree, _, turn)| tree.agent_of[turn as usize] == 0);
                         scheduler.handle_completion(at, id, outcome)?;
+                        let root_warmup = scheduler.aborted() == Some(id);
                         if response.error.is_some() {
                             progress.errors.fetch_add(1, Ordering::Relaxed);
                         }
