@@ -491,3 +491,96 @@ mod tests {
         assert_eq!(policy.transform_gap(10, InputKind::Unknown), 10);
     }
 }
+
+// ----- planning: pure functions of the policy types ------------------------
+
+impl Arrival {
+    /// Arrival offsets of `count` arrivals (in index order) under this
+    /// process, seeded by `seed`; `None` for `recorded`, which uses each
+    /// tree's own arrival.
+    pub fn offsets(&self, count: usize, seed: u64) -> Option<Vec<Nanos>> {
+        use crate::rng::{stream, Purpose};
+        use rand_distr::{Distribution, Exp};
+
+        match *self {
+            Arrival::Recorded => None,
+            Arrival::Immediate => Some(vec![0; count]),
+            Arrival::Rate(rate) => {
+                let interval = (NANOS_PER_SEC as f64 / rate).round() as Nanos;
+                Some(
+                    (0..count as u64)
+                        .map(|i| i.saturating_mul(interval))
+                        .collect(),
+                )
+            }
+            Arrival::Poisson(rate) => {
+                let mut rng = stream(seed, Purpose::Arrival, 0, 0, 0);
+                let exp = Exp::new(rate).ok()?;
+                let mut at: Nanos = 0;
+                let mut out = Vec::with_capacity(count);
+                for i in 0..count {
+                    if i > 0 {
+                        let gap: f64 = exp.sample(&mut rng);
+                        at = at.saturating_add((gap * NANOS_PER_SEC as f64).round() as Nanos);
+                    }
+                    out.push(at);
+                }
+                Some(out)
+            }
+        }
+    }
+}
+
+impl Stagger {
+    /// How much later than copy 0 copy `copy` (of `copies`) of tree `tree`
+    /// starts, seeded by `seed`.
+    pub fn offset(&self, tree: u32, copy: u32, copies: u32, seed: u64) -> Nanos {
+        use crate::rng::{stream, Purpose};
+        use rand::Rng;
+
+        match *self {
+            Stagger::None => 0,
+            Stagger::Even { span } => ((span as u128 * copy as u128) / copies as u128) as Nanos,
+            Stagger::Random { span } if copy > 0 && span > 0 => {
+                stream(seed, Purpose::Stagger, u64::from(tree), u64::from(copy), 0)
+                    .random_range(0..span)
+            }
+            Stagger::Random { .. } => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod planning_tests {
+    use super::*;
+
+    #[test]
+    fn arrival_offsets_follow_the_process() {
+        let s = NANOS_PER_SEC;
+        assert_eq!(Arrival::Recorded.offsets(3, 0), None);
+        assert_eq!(Arrival::Immediate.offsets(3, 0), Some(vec![0, 0, 0]));
+        assert_eq!(
+            Arrival::Rate(4.0).offsets(4, 0),
+            Some(vec![0, s / 4, s / 2, 3 * s / 4])
+        );
+        assert_eq!(
+            Arrival::Poisson(2.0).offsets(4, 42),
+            Some(vec![0, 1_202_561_415, 1_750_145_556, 2_376_129_781])
+        );
+        assert_eq!(Arrival::Poisson(2.0).offsets(0, 42), Some(vec![]));
+    }
+
+    #[test]
+    fn stagger_offsets_spread_copies() {
+        let s = NANOS_PER_SEC;
+        assert_eq!(Stagger::None.offset(0, 3, 4, 0), 0);
+        let even = Stagger::Even { span: 60 * s };
+        let offsets: Vec<Nanos> = (0..4).map(|copy| even.offset(5, copy, 4, 0)).collect();
+        assert_eq!(offsets, vec![0, 15 * s, 30 * s, 45 * s]);
+        let random = Stagger::Random { span: 10 * s };
+        assert_eq!(random.offset(0, 0, 4, 7), 0, "copy 0 is never delayed");
+        assert_eq!(random.offset(0, 1, 4, 7), 8_258_934_982);
+        assert_eq!(random.offset(0, 1, 4, 7), random.offset(0, 1, 4, 7));
+        assert_eq!(Stagger::Random { span: 0 }.offset(0, 1, 4, 7), 0);
+    }
+}

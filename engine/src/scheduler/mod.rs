@@ -1,0 +1,961 @@
+//! The discrete-event scheduler: a sans-IO state machine.
+//!
+//! Owns when each turn of each play may be sent, and nothing else: no clock,
+//! no sockets, no service model. A driver feeds it what happened and asks it
+//! what to do, in the style of `quinn-proto`:
+//!
+//! - [`Scheduler::handle_timeout`]`(now)`: time has reached `now`; fire due
+//!   timers (arrivals, gaps), the duration deadline and the grace deadline.
+//! - [`Scheduler::handle_sent`]`(now, id)`: the request was put on the wire.
+//! - [`Scheduler::handle_completion`]`(now, id, outcome)`: its last byte
+//!   arrived (or it failed or was cancelled).
+//! - [`Scheduler::poll_command`]: what to do now (dispatch or cancel a
+//!   request). Call it until it returns `None` after every `handle_*`.
+//! - [`Scheduler::poll_timeout`]: when to call `handle_timeout` next.
+//!   `None` with no request in flight means the run is over.
+//!
+//! # Time and order
+//! Times are nanoseconds from the run's epoch and must never go backwards
+//! across calls. Timers with equal due times fire in insertion order. When a
+//! completion and a timer share a time, the driver reports the completion
+//! first; the virtual driver does. A turn whose last constraint resolves at
+//! `now` with zero gap is dispatched within the same call.
+//!
+//! # Idle-gap cap
+//! Pending timers are stored under keys in a shifted time base:
+//! `key = due + shift`, where `shift` is the total time skipped so far. An
+//! idle shift moves every pending timer (and every partial constraint of a
+//! blocked turn) earlier by the same amount by raising `shift` once: one
+//! offset, not a rewrite of every timer. The system is idle when nothing is
+//! in flight and nothing waits for the request cap.
+//!
+//! # Closed loop
+//! With `sessions = N` the corpus (every tree times `copies`) is shuffled by
+//! a seeded permutation and dealt round-robin to N lanes. A lane plays its
+//! share in order, one tree at a time; it is freed when every turn of its
+//! tree (background children included) is done, and starts its next tree at
+//! that instant. Which trees a lane plays never depends on timing.
+//!
+//! # Start window and warmup
+//! With `start_window` (the AgentX recipe), each lane's first play enters
+//! its tree at a seeded `t*` ([`crate::start`]): turns recorded before it
+//! are history, one warmup per agent alive at `t*` goes out at its capped
+//! lead before the profiling start (a timer, so idle shifts move it too),
+//! and live turns are due at their recorded offset from `t*`, after their
+//! agent's warmup. The duration counts from the profiling start.
+//!
+//! # Trajectories and watchdogs
+//! [`Outcome::EndTrajectory`] (a context overflow) skips the failed turn's
+//! agent and the subagents it would spawn; edges out of them into other
+//! agents resolve at once. `tree_idle_cap` moves one play's own pending
+//! timers earlier when that play alone sits idle too long.
+//!
+//! # Lifecycle and deadlock
+//! A turn moves `Blocked -> Timer -> (Queued) -> Dispatched -> Sent ->
+//! Done|Failed|Cancelled`, or to `Skipped` when the duration ends first or
+//! its trajectory ends, or is `History` (before a play's `t*`). A
+//! failed request still resolves its successors, so a failure never stalls
+//! a tree. Derived and validated DAGs cannot deadlock: every blocked turn
+//! waits on an edge whose source is pending, in flight or on a timer.
+//!
+//! # Layout
+//! This module is the core: the protocol, the timer heap, the commands, and
+//! the event handlers, which call owned sub-states at fixed points. Each
+//! sub-state owns its fields; none uses another (shared types live in
+//! `types`):
+//!
+//! - `types`: the public vocabulary ([`Slot`], [`Play`], [`Lane`],
+//!   [`Stats`], ...) and the timer kinds;
+//! - `slots`: per-request state and its legal moves;
+//! - `plays`: the plays, how many are live, the open-loop plan;
+//! - `admission`: the `--max-inflight` cap and its FIFO;
+//! - `idle`: the shifted time base, the idle-gap cap, the tree watchdog;
+//! - `lanes`: the closed loop's deal and each lane's progress;
+//! - `warmup`: the start window at run time, the profiling start, and the
+//!   abort rule of a failed root warmup.
+
+mod admission;
+mod idle;
+mod lanes;
+mod plays;
+mod slots;
+mod types;
+mod warmup;
+
+pub use types::{Command, Lane, Outcome, Play, RequestId, Slot, Stats, TurnState};
+
+use std::collections::VecDeque;
+
+use crate::dag::{CompiledTree, CompiledWorkload};
+use crate::error::{EngineError, PolicyError};
+use crate::model::Anchor;
+use crate::policy::Policy;
+use crate::queue::EventQueue;
+use crate::start::MidStart;
+use crate::time::Nanos;
+
+use admission::Admission;
+use idle::IdleShift;
+use lanes::Lanes;
+use plays::Plays;
+use slots::Slots;
+use types::{Timer, NO_TURN};
+use warmup::Warmup;
+
+/// The scheduler. See the module documentation for the protocol.
+#[derive(Debug)]
+pub struct Scheduler {
+    trees: Vec<CompiledTree>,
+    policy: Policy,
+    plays: Plays,
+    slots: Slots,
+    lanes: Lanes,
+    timers: EventQueue<Timer>,
+    commands: VecDeque<Command>,
+    admission: Admission,
+    idle: IdleShift,
+    warmup: Warmup,
+    now: Nanos,
+    stopped: bool,
+    grace_fired: bool,
+    stats: Stats,
+}
+
+impl Scheduler {
+    /// Builds the scheduler at time 0 of the run's epoch: open-loop plays
+    /// get their arrival timers, closed-loop lanes their start timers.
+    pub fn new(workload: CompiledWorkload, policy: Policy) -> Result<Self, PolicyError> {
+        policy.validate()?;
+        let turns = workload.turns as usize * policy.copies as usize;
+        let mut scheduler = Scheduler {
+            trees: workload.trees,
+            plays: Plays::default(),
+            slots: Slots::default(),
+            lanes: Lanes::default(),
+            timers: EventQueue::default(),
+            commands: VecDeque::new(),
+            admission: Admission::new(policy.max_inflight),
+            idle: IdleShift::new(policy.idle_gap_cap, policy.tree_idle_cap),
+            warmup: Warmup::default(),
+            now: 0,
+            stopped: false,
+            grace_fired: false,
+            stats: Stats::default(),
+            policy,
+        };
+        match scheduler.policy.sessions {
+            None => {
+                scheduler.slots.reserve(turns);
+                scheduler.plan_open_loop();
+            }
+            Some(n) => scheduler.plan_lanes(n),
+        }
+        scheduler.note_idle(0);
+        Ok(scheduler)
+    }
+
+    fn plan_open_loop(&mut self) {
+        let planned = plays::open_loop(&self.trees, &self.policy);
+        for (play, p) in (0u32..).zip(&planned) {
+            self.timers.push(p.planned, Timer::Play(play));
+        }
+        self.plays = Plays::planned(planned);
+    }
+
+    fn plan_lanes(&mut self, count: u32) {
+        self.lanes = Lanes::deal(self.trees.len() as u32, count, &self.policy);
+        if let Some(window) = self.policy.start_window {
+            self.warmup = Warmup::plan(
+                window,
+                self.lanes.all_mut(),
+                &self.trees,
+                self.policy.seed,
+                self.policy.warmup_spread,
+            );
+            // Pushed before the lanes' timers: at equal times it fires first.
+            self.timers
+                .push(self.warmup.profiling_start(), Timer::Profiling);
+            for lane in 0..count {
+                self.timers.push(0, Timer::Lane(lane));
+            }
+            return;
+        }
+        let starts = self
+            .policy
+            .arrival
+            .offsets(count as usize, self.policy.seed);
+        for lane in 0..count {
+            let at = starts.as_ref().map_or(0, |s| s[lane as usize]);
+            self.timers.push(at, Timer::Lane(lane));
+        }
+    }
+
+    // ----- driver-facing verbs -------------------------------------------
+
+    /// The next command, if any. Call until `None` after every `handle_*`.
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.commands.pop_front()
+    }
+
+    /// When `handle_timeout` should next be called. `None`: no timer is
+    /// pending (the run is over once nothing is in flight either).
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        let mut next = self.timers.peek_key().map(|k| self.idle.due(k));
+        let inflight = self.admission.inflight();
+        if let Some(deadline) = self.deadline() {
+            if !self.stopped && (next.is_some() || inflight > 0 || self.has_live_work()) {
+                next = Some(next.map_or(deadline, |n| n.min(deadline)));
+            }
+        }
+        if let Some(grace_end) = self.grace_end() {
+            if !self.grace_fired && inflight > 0 {
+                next = Some(next.map_or(grace_end, |n| n.min(grace_end)));
+            }
+        }
+        next
+    }
+
+    /// Time has reached `now`: fire every timer due by then.
+    pub fn handle_timeout(&mut self, now: Nanos) -> Result<(), EngineError> {
+        self.advance(now)?;
+        let deadline = self.deadline();
+        while let Some(key) = self.timers.peek_key() {
+            let due = self.idle.due(key);
+            if due > now || deadline.is_some_and(|d| due >= d) {
+                break;
+            }
+            let Some((_, timer)) = self.timers.pop_due(key) else {
+                break;
+            };
+            self.stats.events += 1;
+            match timer {
+                // A turn skipped while its timer was pending: a tombstone.
+                Timer::Turn(slot) if self.slots[slot].state != TurnState::Timer => {}
+                Timer::Turn(slot) => self.become_eligible(slot, due, now),
+                Timer::Play(play) => self.start_play(play, due, now),
+                Timer::Lane(lane) => self.start_next_in_lane(lane, due, now),
+                Timer::Profiling => self.warmup.profiling_fired(due),
+            }
+        }
+        if let Some(deadline) = deadline {
+            if now >= deadline && !self.stopped {
+                self.stop(deadline, now);
+            }
+        }
+        if self.grace_end().is_some_and(|end| now >= end) && !self.grace_fired {
+            self.fire_grace();
+        }
+        self.note_idle(now);
+        Ok(())
+    }
+
+    /// Stop sending now (e.g. the user pressed Ctrl+C): turns not yet sent
+    /// are skipped, plays not yet started never start, and requests in
+    /// flight get the policy's grace, then are cancelled. Idempotent.
+    pub fn handle_stop(&mut self, now: Nanos) -> Result<(), EngineError> {
+        self.advance(now)?;
+        if !self.stopped {
+            self.stop(now, now);
+        }
+        self.note_idle(now);
+        Ok(())
+    }
+
+    /// True once the duration ended or `handle_stop` was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// The request was put on the wire at `at`.
+    ///
+    /// `at` may be earlier than the engine's latest time (a live driver can
+    /// hear of an event after a timer fired): the event is anchored at `at`
+    /// and processed now.
+    pub fn handle_sent(&mut self, at: Nanos, id: RequestId) -> Result<(), EngineError> {
+        let (index, sent) = self.slots.in_flight(id)?;
+        if sent {
+            return Err(EngineError::AlreadySent(id));
+        }
+        let now = self.catch_up(at);
+        self.stats.events += 1;
+        self.sent(index, at);
+        self.note_idle(now);
+        Ok(())
+    }
+
+    /// The request's last byte arrived at `at` (or it ended otherwise).
+    /// A request completed without `handle_sent` counts as sent at `at`.
+    /// As with [`Scheduler::handle_sent`], `at` may be late.
+    pub fn handle_completion(
+        &mut self,
+        at: Nanos,
+        id: RequestId,
+        outcome: Outcome,
+    ) -> Result<(), EngineError> {
+        let (index, sent) = self.slots.in_flight(id)?;
+        let now = self.catch_up(at);
+        self.stats.events += 1;
+        if !sent {
+            self.sent(index, at);
+        }
+        let play = self.slots.mark_end(index, at, self.idle.shift(), outcome);
+        self.stats.count_end(outcome, at);
+        self.admission.completed();
+        self.plays[play].inflight -= 1;
+        // Turns already waiting for the cap go first (FIFO by eligibility),
+        // then successors made eligible by this completion.
+        self.admit_waiting(now);
+        if outcome == Outcome::EndTrajectory {
+            self.end_trajectory(index, now);
+        }
+        self.release_end(index, at, outcome);
+        self.turn_finished(play, now);
+        self.check_tree_idle(play, now);
+        self.note_idle(now);
+        Ok(())
+    }
+
+    // ----- queries ---------------------------------------------------------
+
+    /// The request whose failure aborted the run: a warmup of a tree's
+    /// root agent that failed (without it, the play's measured turns would
+    /// replay a conversation the server never saw). A driver stops the run
+    /// when this is set; the scheduler itself only reports it.
+    pub fn aborted(&self) -> Option<RequestId> {
+        self.warmup.aborted()
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn trees(&self) -> &[CompiledTree] {
+        &self.trees
+    }
+
+    pub fn plays(&self) -> &[Play] {
+        self.plays.all()
+    }
+
+    pub fn lanes(&self) -> &[Lane] {
+        self.lanes.all()
+    }
+
+    /// Every turn of every started play, in request-id order.
+    pub fn slots(&self) -> &[Slot] {
+        self.slots.all()
+    }
+
+    pub fn slot(&self, id: RequestId) -> Option<&Slot> {
+        self.slots.get(id)
+    }
+
+    /// The tree and play of a request.
+    pub fn request_tree(&self, id: RequestId) -> Option<(&CompiledTree, &Play, u32)> {
+        let slot = self.slot(id)?;
+        let play = self.plays.all().get(slot.play as usize)?;
+        Some((self.trees.get(play.tree as usize)?, play, slot.turn))
+    }
+
+    pub fn inflight(&self) -> u32 {
+        self.admission.inflight()
+    }
+
+    /// Total idle time skipped so far.
+    pub fn shift(&self) -> Nanos {
+        self.idle.shift()
+    }
+
+    /// True when nothing is in flight and nothing will ever happen again.
+    pub fn is_finished(&self) -> bool {
+        self.admission.inflight() == 0 && self.commands.is_empty() && self.poll_timeout().is_none()
+    }
+
+    /// Where measurement starts: 0, or with a start window the instant
+    /// every lane reaches its `t*` (after the warmups); the duration counts
+    /// from here. The planned instant until the profiling timer fires, then
+    /// the instant it fired (idle shifts move it with every other timer).
+    pub fn profiling_start(&self) -> Nanos {
+        self.warmup.profiling_start()
+    }
+
+    // ----- the core's steps ----------------------------------------------
+
+    /// All edges of `slot` resolved: wait for the due time or go now.
+    fn schedule(&mut self, slot: u32, now: Nanos) {
+        let key = self.slots[slot].due_key;
+        let due = self.idle.due(key);
+        if due <= now {
+            self.become_eligible(slot, due, now);
+        } else {
+            self.slots[slot].state = TurnState::Timer;
+            self.timers.push(key, Timer::Turn(slot));
+        }
+    }
+
+    /// The turn's gap elapsed: skip it once stopped, else admit it.
+    fn become_eligible(&mut self, slot: u32, eligible: Nanos, now: Nanos) {
+        let s = &mut self.slots[slot];
+        s.eligible = eligible;
+        s.shift_at_eligible = self.idle.shift();
+        if self.stopped {
+            s.state = TurnState::Skipped;
+            self.stats.skipped += 1;
+            let play = s.play;
+            self.turn_finished(play, now);
+            return;
+        }
+        if self.admission.must_wait() {
+            s.state = TurnState::Queued;
+            // Holds the time it joined the FIFO until dispatch.
+            s.queue_wait = now;
+            self.admission.wait(slot);
+            self.idle.busy();
+        } else {
+            self.dispatch(slot, now);
+        }
+    }
+
+    fn dispatch(&mut self, slot: u32, now: Nanos) {
+        let s = &mut self.slots[slot];
+        if s.state == TurnState::Queued {
+            s.queue_wait = now.saturating_sub(s.queue_wait);
+        }
+        s.state = TurnState::Dispatched;
+        s.dispatched = now;
+        let (play, warmup) = (s.play, s.warmup);
+        self.plays[play].inflight += 1;
+        let inflight = self.admission.dispatched();
+        self.idle.busy();
+        self.stats.dispatched += 1;
+        if warmup {
+            self.stats.warmups += 1;
+        }
+        self.stats.events += 1;
+        if inflight > self.stats.peak_inflight {
+            self.stats.peak_inflight = inflight;
+            self.stats.peak_inflight_at = now;
+        }
+        self.commands
+            .push_back(Command::Dispatch(slot as RequestId));
+    }
+
+    /// Dispatches the waiting turns the request cap now admits.
+    fn admit_waiting(&mut self, now: Nanos) {
+        while let Some(slot) = self.admission.next() {
+            self.dispatch(slot, now);
+        }
+    }
+
+    /// The request went on the wire at `at`: its `Start` edges resolve (a
+    /// warmup has none of its own).
+    fn sent(&mut self, index: u32, at: Nanos) {
+        self.slots.mark_sent(index, at, self.idle.shift());
+        if !self.slots[index].warmup {
+            self.resolve_out_edges(index, Anchor::Start, at);
+        }
+    }
+
+    /// The request ended at `at`: its `End` edges resolve; a warmup
+    /// releases only its agent's next turn (and may abort the run).
+    fn release_end(&mut self, index: u32, at: Nanos, outcome: Outcome) {
+        if !self.slots[index].warmup {
+            self.resolve_out_edges(index, Anchor::End, at);
+        } else if let Some(next) = self.warmup.ended(index, outcome) {
+            self.resolve_one(next, at);
+        }
+    }
+
+    fn resolve_out_edges(&mut self, slot: u32, anchor: Anchor, at: Nanos) {
+        let s = self.slots[slot];
+        let base = self.plays[s.play].slot_base;
+        let tree_index = self.plays[s.play].tree as usize;
+        let (begin, end) = {
+            let tree = &self.trees[tree_index];
+            (
+                tree.out_start[s.turn as usize] as usize,
+                tree.out_start[s.turn as usize + 1] as usize,
+            )
+        };
+        for e in begin..end {
+            let edge = self.trees[tree_index].out_edges[e];
+            if edge.anchor == anchor {
+                self.resolve_one(base + edge.to, at.saturating_add(edge.gap));
+            }
+        }
+    }
+
+    /// One incoming edge of `target` resolved, its constraint `at`.
+    #[inline]
+    fn resolve_one(&mut self, target: u32, at: Nanos) {
+        let contribution = self.idle.key(at);
+        let t = &mut self.slots[target];
+        if t.state != TurnState::Blocked {
+            return;
+        }
+        t.due_key = t.due_key.max(contribution);
+        t.pending_in -= 1;
+        if t.pending_in == 0 {
+            self.schedule(target, self.now);
+        }
+    }
+
+    /// The agent of `slot` (and every subagent under it) ends: its turns
+    /// not yet sent are skipped. Edges from them into other agents (a join
+    /// into the parent) resolve now, so nobody waits for them.
+    fn end_trajectory(&mut self, slot: u32, now: Nanos) {
+        let s = self.slots[slot];
+        let p = self.plays[s.play];
+        let tree = &self.trees[p.tree as usize];
+        let agents = tree.agent_count as usize;
+        let mut ended = vec![false; agents];
+        ended[tree.agent_of[s.turn as usize] as usize] = true;
+        for a in 0..agents {
+            let parent = tree.agent_parent[a];
+            if parent != NO_TURN && ended[parent as usize] {
+                ended[a] = true;
+            }
+        }
+        let mut skipped = Vec::new();
+        let block = self.slots.block_mut(p.slot_base, tree.turn_count());
+        for (index, slot) in (p.slot_base..).zip(block.iter_mut()) {
+            let agent = tree.agent_of[slot.turn as usize] as usize;
+            if ended[agent] && slot.state.is_pending() {
+                slot.state = TurnState::Skipped;
+                skipped.push(index);
+            }
+        }
+        if skipped.is_empty() {
+            return;
+        }
+        let slots = &self.slots;
+        self.admission
+            .retain(|&q| slots[q].state == TurnState::Queued);
+        self.stats.skipped += skipped.len() as u64;
+        for &index in &skipped {
+            self.resolve_out_edges(index, Anchor::Start, now);
+            self.resolve_out_edges(index, Anchor::End, now);
+        }
+        for _ in &skipped {
+            self.turn_finished(s.play, now);
+        }
+    }
+
+    /// The per-tree idle watchdog, for `play` with nothing in flight (see
+    /// [`IdleShift::watch_tree`]).
+    fn check_tree_idle(&mut self, play: u32, now: Nanos) {
+        if !self.idle.watches_trees() || self.stopped {
+            return;
+        }
+        let p = self.plays[play];
+        if p.inflight > 0 || p.done.is_some() || p.started.is_none() {
+            return;
+        }
+        let turns = self.trees[p.tree as usize].turn_count();
+        self.idle.watch_tree(
+            now,
+            p.slot_base,
+            self.slots.block_mut(p.slot_base, turns),
+            &mut self.timers,
+            &mut self.stats,
+        );
+    }
+
+    /// A turn of `play` finished; a lane whose play is done starts its
+    /// next.
+    fn turn_finished(&mut self, play: u32, now: Nanos) {
+        if let Some(lane) = self.plays.turn_finished(play, now, &mut self.stats) {
+            self.start_next_in_lane(lane, now, now);
+        }
+    }
+
+    /// The duration is over (at `at`), or the run was stopped: nothing new
+    /// is sent; the grace counts from `at`.
+    fn stop(&mut self, at: Nanos, now: Nanos) {
+        self.stopped = true;
+        self.stats.stopped_at = Some(at);
+        let timers: Vec<Timer> = self.timers.drain().collect();
+        for timer in timers {
+            if let Timer::Play(_) = timer {
+                self.stats.plays_not_started += 1;
+            }
+        }
+        self.admission.clear();
+        for play in 0..self.plays.len() {
+            let p = self.plays[play];
+            if p.started.is_none() || p.done.is_some() {
+                continue;
+            }
+            let turns = self.trees[p.tree as usize].turn_count();
+            for index in p.slot_base..p.slot_base + turns {
+                let s = &mut self.slots[index];
+                if s.state.is_pending() {
+                    s.state = TurnState::Skipped;
+                    self.stats.skipped += 1;
+                    self.turn_finished(play, now);
+                }
+            }
+        }
+    }
+
+    fn fire_grace(&mut self) {
+        self.grace_fired = true;
+        for (index, slot) in self.slots.all().iter().enumerate() {
+            if slot.state.is_in_flight() {
+                self.commands.push_back(Command::Cancel(index as RequestId));
+            }
+        }
+    }
+
+    /// After every event: the system is idle when nothing is in flight and
+    /// nothing waits for the cap (and the run is not stopped).
+    fn note_idle(&mut self, now: Nanos) {
+        if self.stopped || !self.admission.is_idle() {
+            self.idle.busy();
+            return;
+        }
+        self.idle.idle(now, self.timers.peek_key(), &mut self.stats);
+    }
+
+    /// The end of the duration, once profiling started (with a start
+    /// window the duration counts from the profiling start).
+    fn deadline(&self) -> Option<Nanos> {
+        let since = self.warmup.measuring_since()?;
+        self.policy.duration.map(|d| since.saturating_add(d))
+    }
+
+    fn has_live_work(&self) -> bool {
+        self.admission.has_waiting() || self.plays.has_live()
+    }
+
+    /// Moves the engine's time to `at` if it is later; returns the time to
+    /// process an event at (never earlier than the last one).
+    fn catch_up(&mut self, at: Nanos) -> Nanos {
+        self.now = self.now.max(at);
+        self.now
+    }
+
+    /// When in-flight requests are cancelled, once stopped.
+    fn grace_end(&self) -> Option<Nanos> {
+        self.stats
+            .stopped_at
+            .map(|at| at.saturating_add(self.policy.grace))
+    }
+
+    fn advance(&mut self, now: Nanos) -> Result<(), EngineError> {
+        if now < self.now {
+            return Err(EngineError::TimeWentBackwards {
+                now,
+                last: self.now,
+            });
+        }
+        self.now = now;
+        Ok(())
+    }
+
+    /// Starts a play at its beginning: its source turns are due at `at`
+    /// plus their recorded offsets.
+    fn start_play(&mut self, play: u32, at: Nanos, now: Nanos) {
+        if !self.open_play(play, at) {
+            return;
+        }
+        let p = self.plays[play];
+        let tree_index = p.tree as usize;
+        for i in 0..self.trees[tree_index].sources.len() {
+            let source = self.trees[tree_index].sources[i];
+            let offset = self.trees[tree_index].start[source as usize];
+            let slot = p.slot_base + source;
+            self.slots[slot].due_key = self.idle.key(at.saturating_add(offset));
+            self.schedule(slot, now);
+        }
+    }
+
+    /// Allocates a play's turns, all blocked. False once stopped.
+    fn open_play(&mut self, play: u32, at: Nanos) -> bool {
+        if self.stopped {
+            return false;
+        }
+        let tree = &self.trees[self.plays[play].tree as usize];
+        let base = self.slots.open(play, tree);
+        self.plays
+            .open(play, at, base, tree.turn_count(), &mut self.stats);
+        true
+    }
+
+    /// The lane is free at `at`: it starts its next play, its first one
+    /// entered at the lane's `t*` with a start window.
+    fn start_next_in_lane(&mut self, lane: u32, at: Nanos, now: Nanos) {
+        if self.stopped {
+            return;
+        }
+        let Some(next) = self.lanes.next(lane, at) else {
+            return;
+        };
+        let entry = self.warmup.entry(lane, next.lane_play);
+        let play = self.plays.push(Play {
+            lane_play: next.lane_play,
+            t_star: entry.as_ref().map(|m| m.t_star),
+            ..Play::planned(next.tree, next.copy, Some(lane), at)
+        });
+        match entry {
+            Some(mid) => {
+                if self.open_play(play, at) {
+                    self.enter_mid_play(play, &mid, now);
+                }
+            }
+            None => self.start_play(play, at, now),
+        }
+    }
+
+    /// Turns a freshly opened play into one entered at `mid.t_star` (see
+    /// [`Warmup::enter`]) and schedules what is due.
+    fn enter_mid_play(&mut self, play: u32, mid: &MidStart, now: Nanos) {
+        let p = self.plays[play];
+        let tree = &self.trees[p.tree as usize];
+        let entered = self.warmup.enter(
+            mid,
+            tree,
+            p.slot_base,
+            self.slots.block_mut(p.slot_base, tree.turn_count()),
+            self.idle.shift(),
+        );
+        self.stats.history += u64::from(entered.history);
+        self.plays.skip_history(play, entered.history);
+        for slot in entered.due {
+            self.schedule(slot, now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dag::compile;
+    use crate::derive::DeriveOptions;
+    use crate::model::{Agent, AgentKind, Tree, Turn, Workload};
+    use crate::policy::StartWindow;
+    use crate::time::NANOS_PER_SEC;
+
+    fn two_turn_scheduler() -> Scheduler {
+        let turns = vec![
+            Turn {
+                start: 0,
+                duration: Some(10),
+                ..Turn::default()
+            },
+            Turn {
+                start: 15,
+                duration: Some(10),
+                ..Turn::default()
+            },
+        ];
+        let workload = Workload {
+            trees: vec![Tree {
+                id: "t".into(),
+                agents: vec![Agent {
+                    id: "root".into(),
+                    parent: None,
+                    kind: AgentKind::Root,
+                    recorded_end: None,
+                    turns,
+                }],
+                ..Tree::default()
+            }],
+        };
+        let policy = Policy::default();
+        let compiled = compile(&workload, &policy, &DeriveOptions::default()).unwrap();
+        Scheduler::new(compiled, policy).unwrap()
+    }
+
+    #[test]
+    fn misuse_returns_errors_and_changes_nothing() {
+        let mut s = two_turn_scheduler();
+        assert_eq!(s.poll_timeout(), Some(0));
+        s.handle_timeout(0).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Dispatch(0)));
+        assert_eq!(s.poll_command(), None);
+
+        // Unknown ids, and turns not dispatched yet.
+        assert_eq!(s.handle_sent(0, 99), Err(EngineError::UnknownRequest(99)));
+        assert_eq!(
+            s.handle_completion(0, 1, Outcome::Ok),
+            Err(EngineError::NotDispatched(1))
+        );
+        assert_eq!(s.handle_sent(0, 1), Err(EngineError::NotDispatched(1)));
+
+        s.handle_sent(0, 0).unwrap();
+        assert_eq!(s.handle_sent(1, 0), Err(EngineError::AlreadySent(0)));
+        s.handle_completion(10, 0, Outcome::Ok).unwrap();
+        assert_eq!(
+            s.handle_completion(11, 0, Outcome::Ok),
+            Err(EngineError::AlreadyCompleted(0))
+        );
+        assert_eq!(
+            s.handle_timeout(5),
+            Err(EngineError::TimeWentBackwards { now: 5, last: 10 })
+        );
+        assert_eq!(s.inflight(), 0);
+        assert_eq!(s.stats().completed, 1);
+
+        // The engine goes on as if the bad calls never happened.
+        assert_eq!(s.poll_timeout(), Some(15));
+        s.handle_timeout(15).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Dispatch(1)));
+        s.handle_sent(15, 1).unwrap();
+        s.handle_completion(25, 1, Outcome::Failed).unwrap();
+        assert!(s.is_finished());
+        assert_eq!(s.stats().failed, 1);
+    }
+
+    #[test]
+    fn a_late_completion_is_anchored_at_its_own_time() {
+        // Turn 1 follows turn 0's end by 5 ns (recorded: end 10, start 15).
+        let mut s = two_turn_scheduler();
+        s.handle_timeout(0).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Dispatch(0)));
+        s.handle_sent(0, 0).unwrap();
+        // The driver hears of the completion (at 10) only at 12, after a
+        // timer call at 12: turn 1 is still due at 15, not 17.
+        s.handle_timeout(12).unwrap();
+        s.handle_completion(10, 0, Outcome::Ok).unwrap();
+        assert_eq!(s.slot(0).unwrap().end, 10);
+        assert_eq!(s.poll_timeout(), Some(15));
+    }
+
+    #[test]
+    fn stop_skips_pending_turns_and_cancels_after_the_grace() {
+        let mut s = two_turn_scheduler();
+        s.handle_timeout(0).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Dispatch(0)));
+        s.handle_sent(0, 0).unwrap();
+        s.handle_stop(3).unwrap();
+        assert!(s.is_stopped());
+        // Grace (30 s by default) counts from the stop.
+        assert_eq!(s.poll_timeout(), Some(3 + 30 * NANOS_PER_SEC));
+        s.handle_timeout(3 + 30 * NANOS_PER_SEC).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Cancel(0)));
+        s.handle_completion(3 + 30 * NANOS_PER_SEC, 0, Outcome::Cancelled)
+            .unwrap();
+        assert!(s.is_finished());
+        assert_eq!(s.slot(1).unwrap().state, TurnState::Skipped);
+    }
+
+    #[test]
+    fn a_completion_without_a_send_counts_as_sent_then() {
+        let mut s = two_turn_scheduler();
+        s.handle_timeout(0).unwrap();
+        assert_eq!(s.poll_command(), Some(Command::Dispatch(0)));
+        s.handle_completion(3, 0, Outcome::Failed).unwrap();
+        let slot = s.slot(0).unwrap();
+        assert_eq!((slot.sent, slot.end, slot.state), (3, 3, TurnState::Failed));
+    }
+
+    /// A tree whose root sends at 0, 10, 20 and 30 s and whose background
+    /// subagent sends at 12 and 25 s, entered at `t* = 15 s` (the window
+    /// 0.5:0.5): the root warms its turn 1 (request 1), the subagent its
+    /// turn 0 (request 4).
+    fn window_scheduler() -> Scheduler {
+        let s = NANOS_PER_SEC;
+        let agent = |id: &str, parent, kind, starts: &[Nanos]| Agent {
+            id: id.into(),
+            parent,
+            kind,
+            recorded_end: None,
+            turns: starts
+                .iter()
+                .map(|&start| Turn {
+                    start: start * s,
+                    duration: Some(s),
+                    ..Turn::default()
+                })
+                .collect(),
+        };
+        let workload = Workload {
+            trees: vec![Tree {
+                id: "t".into(),
+                agents: vec![
+                    agent("root", None, AgentKind::Root, &[0, 10, 20, 30]),
+                    agent("sub", Some(0), AgentKind::Background, &[12, 25]),
+                ],
+                ..Tree::default()
+            }],
+        };
+        let policy = Policy {
+            sessions: Some(1),
+            start_window: Some(StartWindow {
+                min_ppm: 500_000,
+                max_ppm: 500_000,
+            }),
+            ..Policy::default()
+        };
+        let compiled = compile(&workload, &policy, &DeriveOptions::default()).unwrap();
+        Scheduler::new(compiled, policy).unwrap()
+    }
+
+    /// Runs to the end with zero service time; request `fail` ends with
+    /// `outcome`, every other one succeeds.
+    fn run_with(mut s: Scheduler, fail: RequestId, outcome: Outcome) -> Scheduler {
+        let mut now = 0;
+        loop {
+            while let Some(command) = s.poll_command() {
+                let Command::Dispatch(id) = command else {
+                    continue;
+                };
+                s.handle_sent(now, id).unwrap();
+                let ended = if id == fail { outcome } else { Outcome::Ok };
+                s.handle_completion(now, id, ended).unwrap();
+            }
+            match s.poll_timeout() {
+                Some(next) => {
+                    now = next;
+                    s.handle_timeout(now).unwrap();
+                }
+                None => return s,
+            }
+        }
+    }
+
+    #[test]
+    fn the_window_scenario_warms_one_turn_per_live_agent() {
+        let s = run_with(window_scheduler(), u64::MAX, Outcome::Ok);
+        let warm: Vec<u32> = s
+            .slots()
+            .iter()
+            .filter(|slot| slot.warmup)
+            .map(|slot| slot.turn)
+            .collect();
+        assert_eq!(warm, vec![1, 4]);
+        assert_eq!(s.stats().warmups, 2);
+        assert_eq!(s.stats().history, 1);
+        assert_eq!(s.profiling_start(), 5 * NANOS_PER_SEC);
+        assert!(s.is_finished());
+        assert_eq!(s.aborted(), None);
+    }
+
+    #[test]
+    fn a_failed_root_warmup_aborts_the_run() {
+        for outcome in [Outcome::Failed, Outcome::EndTrajectory] {
+            let s = run_with(window_scheduler(), 1, outcome);
+            assert_eq!(s.aborted(), Some(1), "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn other_failures_do_not_abort_the_run() {
+        // The subagent's warmup, a measured turn of the root, a cancelled
+        // root warmup.
+        for (fail, outcome) in [
+            (4, Outcome::Failed),
+            (2, Outcome::Failed),
+            (5, Outcome::EndTrajectory),
+            (1, Outcome::Cancelled),
+        ] {
+            let s = run_with(window_scheduler(), fail, outcome);
+            assert_eq!(s.aborted(), None, "request {fail} {outcome:?}");
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Plays: the scheduled instances of trees.
+//!
+//! Owns the list of plays (planned, started, done), how many are live, and
+//! the open-loop plan ([`open_loop`]: each play's planned arrival, a pure
+//! function of the trees and the policy). A play's turns are a contiguous
+//! block of slots from `slot_base`; the slots themselves are
+//! [`super::slots`]'s.
+
+use std::ops::{Index, IndexMut};
+
+use crate::dag::CompiledTree;
+use crate::policy::Policy;
+use crate::time::Nanos;
+
+use super::types::{Play, Stats};
+
+/// The open-loop plan: every tree times `copies`, copy-major, each planned
+/// at its arrival (the policy's arrival process, or the tree's recorded
+/// arrival) plus its copy's stagger.
+pub(super) fn open_loop(trees: &[CompiledTree], policy: &Policy) -> Vec<Play> {
+    let count = trees.len() * policy.copies as usize;
+    let offsets = policy.arrival.offsets(count, policy.seed);
+    let mut plays = Vec::with_capacity(count);
+    for copy in 0..policy.copies {
+        for (tree, compiled) in (0u32..).zip(trees) {
+            let base = match &offsets {
+                Some(o) => o[plays.len()],
+                None => compiled.arrival,
+            };
+            let stagger = policy
+                .stagger
+                .offset(tree, copy, policy.copies, policy.seed);
+            plays.push(Play::planned(
+                tree,
+                copy,
+                None,
+                base.saturating_add(stagger),
+            ));
+        }
+    }
+    plays
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Plays {
+    list: Vec<Play>,
+    /// Plays started and not done.
+    live: u32,
+}
+
+impl Plays {
+    pub(super) fn planned(list: Vec<Play>) -> Self {
+        Plays { list, live: 0 }
+    }
+
+    pub(super) fn all(&self) -> &[Play] {
+        &self.list
+    }
+
+    pub(super) fn len(&self) -> u32 {
+        self.list.len() as u32
+    }
+
+    /// Adds a play; returns its index.
+    pub(super) fn push(&mut self, play: Play) -> u32 {
+        self.list.push(play);
+        self.list.len() as u32 - 1
+    }
+
+    /// Some play is started and not done.
+    #[inline]
+    pub(super) fn has_live(&self) -> bool {
+        self.live > 0
+    }
+
+    /// `play` starts at `at` with `turns` turns from request id `base`.
+    pub(super) fn open(&mut self, play: u32, at: Nanos, base: u32, turns: u32, stats: &mut Stats) {
+        let p = &mut self.list[play as usize];
+        p.started = Some(at);
+        p.slot_base = base;
+        p.remaining = turns;
+        stats.plays_started += 1;
+        self.live += 1;
+        if self.live > stats.peak_live_trees {
+            stats.peak_live_trees = self.live;
+            stats.peak_live_trees_at = at;
+        }
+    }
+
+    /// `count` turns of `play` are history: finished before it started.
+    pub(super) fn skip_history(&mut self, play: u32, count: u32) {
+        self.list[play as usize].remaining -= count;
+    }
+
+    /// One turn of `play` finished at `now`. When it was the play's last,
+    /// the play is done; returns its lane, which is free again.
+    #[inline]
+    pub(super) fn turn_finished(&mut self, play: u32, now: Nanos, stats: &mut Stats) -> Option<u32> {
+        let p = &mut self.list[play as usize];
+        p.remaining -= 1;
+        if p.remaining > 0 {
+            return None;
+        }
+        p.done = Some(now);
+        self.live -= 1;
+        stats.plays_done += 1;
+        p.lane
+    }
+}
+
+impl Index<u32> for Plays {
+    type Output = Play;
+    #[inline]
+    fn index(&self, play: u32) -> &Play {
+        &self.list[play as usize]
+    }
+}
+
+impl IndexMut<u32> for Plays {
+    #[inline]
+    fn index_mut(&mut self, play: u32) -> &mut Play {
+        &mut self.list[play as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Arrival, Stagger};
+    use crate::time::NANOS_PER_SEC;
+
+    fn trees(arrivals: &[Nanos]) -> Vec<CompiledTree> {
+        arrivals
+            .iter()
+            .map(|&arrival| CompiledTree {
+                arrival,
+                ..CompiledTree::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_open_loop_plan_is_copy_major_with_arrival_and_stagger() {
+        let s = NANOS_PER_SEC;
+        let policy = Policy {
+            copies: 2,
+            stagger: Stagger::Even { span: 10 * s },
+            ..Policy::default()
+        };
+        let planned: Vec<(u32, u32, Nanos)> = open_loop(&trees(&[0, 3 * s]), &policy)
+            .iter()
+            .map(|p| (p.tree, p.copy, p.planned))
+            .collect();
+        assert_eq!(
+            planned,
+            vec![(0, 0, 0), (1, 0, 3 * s), (0, 1, 5 * s), (1, 1, 8 * s)]
+        );
+
+        let rate = Policy {
+            arrival: Arrival::Rate(4.0),
+            ..Policy::default()
+        };
+        let planned: Vec<Nanos> = open_loop(&trees(&[9, 9, 9]), &rate)
+            .iter()
+            .map(|p| p.planned)
+            .collect();
+        assert_eq!(planned, vec![0, s / 4, s / 2]);
+    }
+
+    #[test]
+    fn a_play_is_done_with_its_last_turn_and_frees_its_lane() {
+        let mut plays = Plays::default();
+        let mut stats = Stats::default();
+        let play = plays.push(Play::planned(0, 0, Some(3), 0));
+        plays.open(play, 7, 0, 2, &mut stats);
+        assert!(plays.has_live());
+        assert_eq!(plays.turn_finished(play, 8, &mut stats), None);
+        assert_eq!(plays.turn_finished(play, 9, &mut stats), Some(3));
+        assert_eq!(plays[play].done, Some(9));
+        assert!(!plays.has_live());
+        assert_eq!((stats.plays_started, stats.plays_done), (1, 1));
+        assert_eq!((stats.peak_live_trees, stats.peak_live_trees_at), (1, 7));
+    }
+}

@@ -1,0 +1,100 @@
+//! Slots: the per-request state of every turn of every started play.
+//!
+//! Owns the flat array of [`Slot`]s (request id = index; a play's turns are
+//! one contiguous block, allocated when it starts), and a request's legal
+//! moves once dispatched: which reports a driver may make (misuse is an
+//! [`EngineError`] and changes nothing) and what sending and ending record.
+//! When a turn becomes eligible, and what its end releases, is the core's
+//! business.
+
+use std::ops::{Index, IndexMut};
+
+use crate::dag::CompiledTree;
+use crate::error::EngineError;
+use crate::time::Nanos;
+
+use super::types::{Outcome, RequestId, Slot, TurnState};
+
+#[derive(Debug, Default)]
+pub(super) struct Slots {
+    slots: Vec<Slot>,
+}
+
+impl Slots {
+    pub(super) fn reserve(&mut self, additional: usize) {
+        self.slots.reserve(additional);
+    }
+
+    pub(super) fn all(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    pub(super) fn get(&self, id: RequestId) -> Option<&Slot> {
+        usize::try_from(id).ok().and_then(|i| self.slots.get(i))
+    }
+
+    /// Allocates the turns of `play`, a play of `tree`, all blocked on
+    /// their incoming edges; returns the request id of its turn 0.
+    pub(super) fn open(&mut self, play: u32, tree: &CompiledTree) -> u32 {
+        let base = self.slots.len() as u32;
+        self.slots.extend(
+            (0..tree.turn_count())
+                .map(|turn| Slot::blocked(play, turn, tree.in_degree[turn as usize])),
+        );
+        base
+    }
+
+    /// The `turns` slots of a play from request id `base`.
+    #[inline]
+    pub(super) fn block_mut(&mut self, base: u32, turns: u32) -> &mut [Slot] {
+        &mut self.slots[base as usize..(base + turns) as usize]
+    }
+
+    /// The slot of `id` if the request is in flight, and whether it was
+    /// reported sent; otherwise what the driver got wrong.
+    pub(super) fn in_flight(&self, id: RequestId) -> Result<(u32, bool), EngineError> {
+        let slot = self.get(id).ok_or(EngineError::UnknownRequest(id))?;
+        match slot.state {
+            TurnState::Dispatched => Ok((id as u32, false)),
+            TurnState::Sent => Ok((id as u32, true)),
+            TurnState::Done | TurnState::Failed | TurnState::Cancelled => {
+                Err(EngineError::AlreadyCompleted(id))
+            }
+            _ => Err(EngineError::NotDispatched(id)),
+        }
+    }
+
+    /// The request went on the wire at `at` (idle shift `shift` by then).
+    #[inline]
+    pub(super) fn mark_sent(&mut self, index: u32, at: Nanos, shift: Nanos) {
+        let slot = &mut self.slots[index as usize];
+        slot.state = TurnState::Sent;
+        slot.sent = at;
+        slot.shift_at_sent = shift;
+    }
+
+    /// The request ended at `at` with `outcome`; returns its play.
+    #[inline]
+    pub(super) fn mark_end(&mut self, index: u32, at: Nanos, shift: Nanos, outcome: Outcome) -> u32 {
+        let slot = &mut self.slots[index as usize];
+        slot.end = at;
+        slot.shift_at_end = shift;
+        slot.state = TurnState::ended(outcome);
+        slot.play
+    }
+}
+
+impl Index<u32> for Slots {
+    type Output = Slot;
+    #[inline]
+    fn index(&self, index: u32) -> &Slot {
+        &self.slots[index as usize]
+    }
+}
+
+impl IndexMut<u32> for Slots {
+    #[inline]
+    fn index_mut(&mut self, index: u32) -> &mut Slot {
+        &mut self.slots[index as usize]
+    }
+}
