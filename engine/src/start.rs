@@ -103,17 +103,36 @@ mod tests {
     use super::*;
     use crate::dag::compile;
     use crate::derive::DeriveOptions;
-    use crate::load::weka::parse_trace;
-    use crate::model::Workload;
+    use crate::model::{Agent, AgentKind, Tree, Turn, Workload};
     use crate::policy::Policy;
 
-    fn trace_0277() -> CompiledTree {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../testdata/weka-kv-cache-tester/trace_0277.json"
-        );
-        let (tree, _) = parse_trace(&std::fs::read_to_string(path).unwrap(), path).unwrap();
-        let workload = Workload { trees: vec![tree] };
+    /// A root sending at 0, 10, 20 and 30 ns and a background subagent
+    /// sending at 12 and 25 ns (flat turns 4 and 5).
+    fn small_tree() -> CompiledTree {
+        let agent = |id: &str, parent, kind, starts: &[Nanos]| Agent {
+            id: id.into(),
+            parent,
+            kind,
+            recorded_end: None,
+            turns: starts
+                .iter()
+                .map(|&start| Turn {
+                    start,
+                    duration: Some(1),
+                    ..Turn::default()
+                })
+                .collect(),
+        };
+        let workload = Workload {
+            trees: vec![Tree {
+                id: "t".into(),
+                agents: vec![
+                    agent("root", None, AgentKind::Root, &[0, 10, 20, 30]),
+                    agent("sub", Some(0), AgentKind::Background, &[12, 25]),
+                ],
+                ..Tree::default()
+            }],
+        };
         compile(&workload, &Policy::default(), &DeriveOptions::default())
             .unwrap()
             .trees
@@ -121,44 +140,34 @@ mod tests {
     }
 
     #[test]
-    fn t_star_is_seeded_per_lane_and_inside_the_window() {
-        let tree = trace_0277();
-        let window = StartWindow {
-            min_ppm: 250_000,
-            max_ppm: 750_000,
+    fn a_point_window_gives_its_point_and_a_wide_one_a_seeded_draw() {
+        let tree = small_tree();
+        let half = StartWindow {
+            min_ppm: 500_000,
+            max_ppm: 500_000,
         };
-        let last = *tree.start.iter().max().unwrap();
-        let a = t_star(&tree, window, 42, 0, 0);
-        assert_eq!(a, t_star(&tree, window, 42, 0, 0));
-        assert_ne!(a, t_star(&tree, window, 42, 0, 1));
-        for lane in 0..50 {
-            let t = t_star(&tree, window, 7, 0, lane);
-            assert!(t >= last / 4 && t <= last * 3 / 4 + 1, "{t}");
-        }
+        assert_eq!(t_star(&tree, half, 42, 0, 0), 15);
+        let whole = StartWindow {
+            min_ppm: 0,
+            max_ppm: 1_000_000,
+        };
+        let t = t_star(&tree, whole, 42, 0, 0);
+        assert_eq!(t, t_star(&tree, whole, 42, 0, 0));
+        assert!(t <= 30);
     }
 
     #[test]
-    fn agents_alive_at_t_star_warm_their_last_turn_before_it() {
-        let tree = trace_0277();
-        // 30 s: the root has sent turn 0 (0 s) only; the three Explore
-        // agents (spawned at 19.47 s) are part way through.
-        let mid = mid_start(&tree, 30_000_000_000);
-        let warm_agents: Vec<u32> = mid
-            .warm
-            .iter()
-            .map(|&(w, _)| tree.agent_of[w as usize])
-            .collect();
-        assert_eq!(warm_agents, vec![0, 1, 2, 3]);
-        for &(w, next) in &mid.warm {
-            assert!(mid.history[w as usize] && !mid.history[next as usize]);
-            assert_eq!(next, w + 1);
-            assert!(
-                tree.start[w as usize] < 30_000_000_000
-                    && tree.start[next as usize] >= 30_000_000_000
-            );
-        }
-        // The Plan agent (spawned at 385.6 s) has not started: no warmup.
-        assert!(!warm_agents.contains(&4));
-        assert!(mid.max_lead(&tree) <= 30_000_000_000);
+    fn history_is_before_t_star_and_each_live_agent_warms_its_last_turn() {
+        let tree = small_tree();
+        let mid = mid_start(&tree, 15);
+        assert_eq!(mid.history, vec![true, true, false, false, true, false]);
+        assert_eq!(mid.warm, vec![(1, 2), (4, 5)]);
+        assert_eq!(mid.lead(&tree, 1), 5);
+        assert_eq!(mid.lead(&tree, 4), 3);
+        assert_eq!(mid.max_lead(&tree), 5);
+        // Before the subagent spawned: only the root warms.
+        assert_eq!(mid_start(&tree, 11).warm, vec![(1, 2)]);
+        // At the very start nothing is history and nothing warms.
+        assert!(mid_start(&tree, 0).warm.is_empty());
     }
 }

@@ -95,7 +95,12 @@ impl Plays {
     /// One turn of `play` finished at `now`. When it was the play's last,
     /// the play is done; returns its lane, which is free again.
     #[inline]
-    pub(super) fn turn_finished(&mut self, play: u32, now: Nanos, stats: &mut Stats) -> Option<u32> {
+    pub(super) fn turn_finished(
+        &mut self,
+        play: u32,
+        now: Nanos,
+        stats: &mut Stats,
+    ) -> Option<u32> {
         let p = &mut self.list[play as usize];
         p.remaining -= 1;
         if p.remaining > 0 {

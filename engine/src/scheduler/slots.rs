@@ -75,7 +75,13 @@ impl Slots {
 
     /// The request ended at `at` with `outcome`; returns its play.
     #[inline]
-    pub(super) fn mark_end(&mut self, index: u32, at: Nanos, shift: Nanos, outcome: Outcome) -> u32 {
+    pub(super) fn mark_end(
+        &mut self,
+        index: u32,
+        at: Nanos,
+        shift: Nanos,
+        outcome: Outcome,
+    ) -> u32 {
         let slot = &mut self.slots[index as usize];
         slot.end = at;
         slot.shift_at_end = shift;
