@@ -99,17 +99,22 @@ pub fn mid_start(tree: &CompiledTree, t_star: Nanos) -> MidStart {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::dag::compile;
     use crate::derive::DeriveOptions;
     use crate::model::{Agent, AgentKind, Tree, Turn, Workload};
     use crate::policy::Policy;
 
-    /// A root sending at 0, 10, 20 and 30 ns and a background subagent
-    /// sending at 12 and 25 ns (flat turns 4 and 5).
-    fn small_tree() -> CompiledTree {
-        let agent = |id: &str, parent, kind, starts: &[Nanos]| Agent {
+    /// An agent whose turns start at `starts` and each take `duration`.
+    pub(crate) fn agent(
+        id: &str,
+        parent: Option<u32>,
+        kind: AgentKind,
+        starts: &[Nanos],
+        duration: Nanos,
+    ) -> Agent {
+        Agent {
             id: id.into(),
             parent,
             kind,
@@ -118,27 +123,45 @@ mod tests {
                 .iter()
                 .map(|&start| Turn {
                     start,
-                    duration: Some(1),
+                    duration: Some(duration),
                     ..Turn::default()
                 })
                 .collect(),
-        };
-        let workload = Workload {
-            trees: vec![Tree {
-                id: "t".into(),
-                agents: vec![
-                    agent("root", None, AgentKind::Root, &[0, 10, 20, 30]),
-                    agent("sub", Some(0), AgentKind::Background, &[12, 25]),
-                ],
-                ..Tree::default()
-            }],
-        };
-        compile(&workload, &Policy::default(), &DeriveOptions::default())
-            .unwrap()
-            .trees
-            .remove(0)
+        }
     }
 
+    /// A workload of one tree with these agents (the first is the root).
+    pub(crate) fn one_tree(agents: Vec<Agent>) -> Workload {
+        Workload {
+            trees: vec![Tree {
+                id: "t".into(),
+                agents,
+                ..Tree::default()
+            }],
+        }
+    }
+
+    /// One tree: a root sending at 0, 10, 20 and 30 units and a
+    /// background subagent sending at 12 and 25 (flat turns 4 and 5), each
+    /// turn one unit long.
+    pub(crate) fn root_and_background(unit: Nanos) -> Workload {
+        let at = |starts: &[Nanos]| starts.iter().map(|s| s * unit).collect::<Vec<_>>();
+        one_tree(vec![
+            agent("root", None, AgentKind::Root, &at(&[0, 10, 20, 30]), unit),
+            agent("sub", Some(0), AgentKind::Background, &at(&[12, 25]), unit),
+        ])
+    }
+
+    fn small_tree() -> CompiledTree {
+        compile(
+            &root_and_background(1),
+            &Policy::default(),
+            &DeriveOptions::default(),
+        )
+        .unwrap()
+        .trees
+        .remove(0)
+    }
     #[test]
     fn a_point_window_gives_its_point_and_a_wide_one_a_seeded_draw() {
         let tree = small_tree();

@@ -736,36 +736,14 @@ mod tests {
     use super::*;
     use crate::dag::compile;
     use crate::derive::DeriveOptions;
-    use crate::model::{Agent, AgentKind, Tree, Turn, Workload};
+    use crate::model::AgentKind;
     use crate::policy::StartWindow;
+    use crate::start::tests::{agent, one_tree, root_and_background};
     use crate::time::NANOS_PER_SEC;
 
+    /// One root agent: turn 0 at 0 and turn 1 at 15, each 10 ns long.
     fn two_turn_scheduler() -> Scheduler {
-        let turns = vec![
-            Turn {
-                start: 0,
-                duration: Some(10),
-                ..Turn::default()
-            },
-            Turn {
-                start: 15,
-                duration: Some(10),
-                ..Turn::default()
-            },
-        ];
-        let workload = Workload {
-            trees: vec![Tree {
-                id: "t".into(),
-                agents: vec![Agent {
-                    id: "root".into(),
-                    parent: None,
-                    kind: AgentKind::Root,
-                    recorded_end: None,
-                    turns,
-                }],
-                ..Tree::default()
-            }],
-        };
+        let workload = one_tree(vec![agent("root", None, AgentKind::Root, &[0, 15], 10)]);
         let policy = Policy::default();
         let compiled = compile(&workload, &policy, &DeriveOptions::default()).unwrap();
         Scheduler::new(compiled, policy).unwrap()
@@ -859,31 +837,7 @@ mod tests {
     /// 0.5:0.5): the root warms its turn 1 (request 1), the subagent its
     /// turn 0 (request 4).
     fn window_scheduler() -> Scheduler {
-        let s = NANOS_PER_SEC;
-        let agent = |id: &str, parent, kind, starts: &[Nanos]| Agent {
-            id: id.into(),
-            parent,
-            kind,
-            recorded_end: None,
-            turns: starts
-                .iter()
-                .map(|&start| Turn {
-                    start: start * s,
-                    duration: Some(s),
-                    ..Turn::default()
-                })
-                .collect(),
-        };
-        let workload = Workload {
-            trees: vec![Tree {
-                id: "t".into(),
-                agents: vec![
-                    agent("root", None, AgentKind::Root, &[0, 10, 20, 30]),
-                    agent("sub", Some(0), AgentKind::Background, &[12, 25]),
-                ],
-                ..Tree::default()
-            }],
-        };
+        let workload = root_and_background(NANOS_PER_SEC);
         let policy = Policy {
             sessions: Some(1),
             start_window: Some(StartWindow {
