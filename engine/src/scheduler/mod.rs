@@ -301,7 +301,7 @@ impl Scheduler {
         let play = self.slots.mark_end(index, at, self.idle.shift(), outcome);
         self.stats.count_end(outcome, at);
         self.admission.completed();
-        self.plays[play].inflight -= 1;
+        self.plays.request_ended(play);
         // Turns already waiting for the cap go first (FIFO by eligibility),
         // then successors made eligible by this completion.
         self.admit_waiting(now);
@@ -428,7 +428,7 @@ impl Scheduler {
         s.state = TurnState::Dispatched;
         s.dispatched = now;
         let (play, warmup) = (s.play, s.warmup);
-        self.plays[play].inflight += 1;
+        self.plays.request_dispatched(play);
         let inflight = self.admission.dispatched();
         self.idle.busy();
         self.stats.dispatched += 1;

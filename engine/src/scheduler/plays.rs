@@ -87,6 +87,18 @@ impl Plays {
         }
     }
 
+    /// A request of `play` was dispatched.
+    #[inline]
+    pub(super) fn request_dispatched(&mut self, play: u32) {
+        self.list[play as usize].inflight += 1;
+    }
+
+    /// A request of `play` ended.
+    #[inline]
+    pub(super) fn request_ended(&mut self, play: u32) {
+        self.list[play as usize].inflight -= 1;
+    }
+
     /// `count` turns of `play` are history: finished before it started.
     pub(super) fn skip_history(&mut self, play: u32, count: u32) {
         self.list[play as usize].remaining -= count;
