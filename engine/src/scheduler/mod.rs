@@ -520,15 +520,11 @@ impl Scheduler {
                 ended[a] = true;
             }
         }
-        let mut skipped = Vec::new();
-        let block = self.slots.block_mut(p.slot_base, tree.turn_count());
-        for (index, slot) in (p.slot_base..).zip(block.iter_mut()) {
-            let agent = tree.agent_of[slot.turn as usize] as usize;
-            if ended[agent] && slot.state.is_pending() {
-                slot.state = TurnState::Skipped;
-                skipped.push(index);
-            }
-        }
+        let skipped = self
+            .slots
+            .skip_pending(p.slot_base, tree.turn_count(), |turn| {
+                ended[tree.agent_of[turn as usize] as usize]
+            });
         if skipped.is_empty() {
             return;
         }
@@ -591,13 +587,10 @@ impl Scheduler {
                 continue;
             }
             let turns = self.trees[p.tree as usize].turn_count();
-            for index in p.slot_base..p.slot_base + turns {
-                let s = &mut self.slots[index];
-                if s.state.is_pending() {
-                    s.state = TurnState::Skipped;
-                    self.stats.skipped += 1;
-                    self.turn_finished(play, now);
-                }
+            let skipped = self.slots.skip_pending(p.slot_base, turns, |_| true);
+            self.stats.skipped += skipped.len() as u64;
+            for _ in skipped {
+                self.turn_finished(play, now);
             }
         }
     }

@@ -50,6 +50,25 @@ impl Slots {
         &mut self.slots[base as usize..(base + turns) as usize]
     }
 
+    /// Skips the turns not yet sent of the play whose `turns` turns start
+    /// at request id `base`, those `skip(turn)` selects; returns their
+    /// request ids.
+    pub(super) fn skip_pending(
+        &mut self,
+        base: u32,
+        turns: u32,
+        skip: impl Fn(u32) -> bool,
+    ) -> Vec<u32> {
+        let mut skipped = Vec::new();
+        for (index, slot) in (base..).zip(self.block_mut(base, turns)) {
+            if slot.state.is_pending() && skip(slot.turn) {
+                slot.state = TurnState::Skipped;
+                skipped.push(index);
+            }
+        }
+        skipped
+    }
+
     /// The slot of `id` if the request is in flight, and whether it was
     /// reported sent; otherwise what the driver got wrong.
     pub(super) fn in_flight(&self, id: RequestId) -> Result<(u32, bool), EngineError> {
@@ -102,5 +121,49 @@ impl IndexMut<u32> for Slots {
     #[inline]
     fn index_mut(&mut self, index: u32) -> &mut Slot {
         &mut self.slots[index as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn three_turns() -> Slots {
+        let tree = CompiledTree {
+            agent_of: vec![0, 0, 1],
+            in_degree: vec![0, 1, 1],
+            ..CompiledTree::default()
+        };
+        let mut slots = Slots::default();
+        assert_eq!(slots.open(0, &tree), 0);
+        slots
+    }
+
+    #[test]
+    fn only_requests_in_flight_may_be_reported() {
+        let mut slots = three_turns();
+        assert_eq!(slots.in_flight(9), Err(EngineError::UnknownRequest(9)));
+        assert_eq!(slots.in_flight(0), Err(EngineError::NotDispatched(0)));
+        slots[0].state = TurnState::Dispatched;
+        assert_eq!(slots.in_flight(0), Ok((0, false)));
+        slots.mark_sent(0, 5, 1);
+        assert_eq!(slots.in_flight(0), Ok((0, true)));
+        assert_eq!(slots.mark_end(0, 9, 2, Outcome::EndTrajectory), 0);
+        assert_eq!(slots.in_flight(0), Err(EngineError::AlreadyCompleted(0)));
+        let s = slots[0];
+        assert_eq!((s.state, s.sent, s.end), (TurnState::Failed, 5, 9));
+        assert_eq!((s.shift_at_sent, s.shift_at_end), (1, 2));
+    }
+
+    #[test]
+    fn skipping_touches_only_selected_pending_turns() {
+        let mut slots = three_turns();
+        slots[1].state = TurnState::Sent;
+        assert_eq!(slots.skip_pending(0, 3, |turn| turn != 2), vec![0]);
+        let states: Vec<TurnState> = slots.all().iter().map(|s| s.state).collect();
+        assert_eq!(
+            states,
+            vec![TurnState::Skipped, TurnState::Sent, TurnState::Blocked]
+        );
     }
 }
