@@ -498,8 +498,9 @@ impl Arrival {
     /// Arrival offsets of `count` arrivals (in index order) under this
     /// process, seeded by `seed`; `None` for `recorded`, which uses each
     /// tree's own arrival.
-    pub fn offsets(&self, count: usize, seed: u64) -> Option<Vec<Nanos>> {
+    pub fn offsets(&self, count: usize, seed: u64) -> Option<Vec<crate::time::Nanos>> {
         use crate::rng::{stream, Purpose};
+        use crate::time::{Nanos, NANOS_PER_SEC};
         use rand_distr::{Distribution, Exp};
 
         match *self {
@@ -534,8 +535,9 @@ impl Arrival {
 impl Stagger {
     /// How much later than copy 0 copy `copy` (of `copies`) of tree `tree`
     /// starts, seeded by `seed`.
-    pub fn offset(&self, tree: u32, copy: u32, copies: u32, seed: u64) -> Nanos {
+    pub fn offset(&self, tree: u32, copy: u32, copies: u32, seed: u64) -> crate::time::Nanos {
         use crate::rng::{stream, Purpose};
+        use crate::time::Nanos;
         use rand::Rng;
 
         match *self {
@@ -553,6 +555,7 @@ impl Stagger {
 #[cfg(test)]
 mod planning_tests {
     use super::*;
+    use crate::time::{Nanos, NANOS_PER_SEC};
 
     #[test]
     fn arrival_offsets_follow_the_process() {
