@@ -217,3 +217,44 @@ impl Warmup {
         self.aborted
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_warmup_releases_its_next_turn_and_only_a_failed_root_one_aborts() {
+        let mut warmup = Warmup {
+            links: vec![
+                WarmLink {
+                    warm: 1,
+                    next: 2,
+                    root: true,
+                },
+                WarmLink {
+                    warm: 4,
+                    next: 5,
+                    root: false,
+                },
+            ],
+            ..Warmup::default()
+        };
+        assert_eq!(warmup.ended(4, Outcome::Failed), Some(5));
+        assert_eq!(warmup.ended(1, Outcome::Cancelled), Some(2));
+        assert_eq!(warmup.ended(3, Outcome::Failed), None, "not a warmup");
+        assert_eq!(warmup.aborted(), None);
+        assert_eq!(warmup.ended(1, Outcome::EndTrajectory), Some(2));
+        assert_eq!(warmup.aborted(), Some(1));
+    }
+
+    #[test]
+    fn without_a_window_measurement_starts_at_once() {
+        let mut warmup = Warmup::default();
+        assert_eq!(warmup.measuring_since(), Some(0));
+        assert_eq!(warmup.entry(0, 0), None);
+        warmup.profiling_started = false;
+        assert_eq!(warmup.measuring_since(), None);
+        warmup.profiling_fired(7);
+        assert_eq!(warmup.measuring_since(), Some(7));
+    }
+}
