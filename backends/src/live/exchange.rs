@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 
 use arbor_engine::time::Nanos;
+use arbor_sim::emulator::REQUEST_ID_HEADER;
 
 use super::framing::BodyDecoder;
 use super::http::{
@@ -25,9 +26,6 @@ use super::http::{
 };
 use super::record::{is_context_overflow, ErrorCategory, RequestError, Response};
 use super::sse::{classify, data_of, LineSplitter};
-
-/// The header carrying arbor's request id (the emulator stamps by it).
-pub const REQUEST_ID_HEADER: &str = "x-arbor-request-id";
 
 /// The most of an error body kept in a record.
 const ERROR_BODY_BYTES: usize = 2048;
