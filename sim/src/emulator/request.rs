@@ -108,6 +108,9 @@ pub(crate) enum BadRequest {
     /// Not JSON, or not the shape the endpoint reads.
     #[error("invalid request body: {0}")]
     Body(String),
+    /// The body could not be read (too large, or the connection failed).
+    #[error("could not read the request body: {0}")]
+    Unreadable(String),
     /// A token count below 1 or above `u32::MAX`.
     #[error("`{field}` must be at least 1, got {value}")]
     Count { field: &'static str, value: i64 },

@@ -32,7 +32,7 @@ use super::body::{self, ChunkTemplate, EmuBody, Phase, StreamBody, MALFORMED_LIN
 use super::cache::BLOCK_TOKENS;
 use super::config::{EmulatorConfig, FailStatus};
 use super::faults::FaultPlan;
-use super::request::{self, Endpoint};
+use super::request::{self, BadRequest, Endpoint};
 use super::shared::{EmulatorStats, RequestGuard, Shared};
 use super::stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};
 
@@ -155,22 +155,11 @@ async fn completion(
     let mut guard = RequestGuard::new(shared.clone(), stamp);
     let config = &shared.config;
 
-    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+    let body = Limited::new(req.into_body(), MAX_BODY_BYTES)
         .collect()
         .await
-    {
-        Ok(c) => c.to_bytes(),
-        Err(e) => {
-            return reject(
-                &shared.stats.bad_requests,
-                &mut guard,
-                400,
-                "BadRequestError",
-                &format!("could not read the request body: {e}"),
-            );
-        }
-    };
-    let parsed = match request::parse(endpoint, &body) {
+        .map_err(|e| BadRequest::Unreadable(e.to_string()));
+    let parsed = match body.and_then(|body| request::parse(endpoint, &body.to_bytes())) {
         Ok(p) => p,
         Err(e) => {
             return reject(
@@ -182,7 +171,6 @@ async fn completion(
             );
         }
     };
-    drop(body);
     let (prompt_tokens, n) = (parsed.prompt_tokens, parsed.max_tokens);
     guard.with_stamp(|s| {
         s.stream = parsed.stream;
