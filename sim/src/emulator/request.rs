@@ -6,6 +6,9 @@
 //! content part) for chat, or of `prompt` for completions (a prompt given
 //! as token ids counts one token per id). Roles count for the cache key
 //! but not for tokens. Exact tokenizers may come later.
+//!
+//! A body the emulator cannot read is a [`BadRequest`]: the server answers
+//! 400 with its message.
 
 use std::borrow::Cow;
 
