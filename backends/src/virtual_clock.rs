@@ -1,18 +1,19 @@
 //! The virtual-clock driver: the scheduler plus a service model, no I/O.
 //!
-//! Owns THE virtual driver loop: it turns dispatch commands into
+//! Owns the one virtual driver loop: it turns dispatch commands into
 //! completions at `now + service_time` and jumps the clock to the next
 //! event. Order at equal times: completions first (in request-id order),
 //! then timers, as the scheduler's documentation requires.
 //!
 //! [`run`] drives a scheduler with one of sim's [`ServiceModel`]s (what
-//! `arbor plan` and `arbor run --dry-run` do). [`run_with`] is the same loop
-//! with [`Hooks`]: a service function of the whole [`Request`] (the
-//! property tests use a seeded random per-request model), a view of every
-//! [`Call`] the loop makes to the engine, and a hook before every step that
-//! may make extra calls or end the run (the misuse property, a step bound).
-//! Hooks are a generic parameter, so the plain [`run`] compiles to the loop
-//! with no hook calls at all.
+//! `arbor plan` does, and `arbor run` for the plan it reports beside the
+//! live run). [`run_with`] is the same loop with [`Hooks`]: a service
+//! function of the whole [`Request`] (the property tests use a seeded
+//! random per-request model), a view of every [`Call`] the loop makes to
+//! the engine, and a hook before every step that may make extra calls or
+//! end the run (the misuse property, a step bound). Hooks are a generic
+//! parameter, so the plain [`run`] compiles to the loop with no hook calls
+//! at all.
 //!
 //! Must not: read a clock, or decide anything the scheduler decides.
 
