@@ -1,9 +1,10 @@
 //! arbor-backends: drivers that run the engine.
 //!
 //! `virtual_clock` runs the scheduler against a service model on a virtual
-//! clock, as fast as the CPU allows; `live` runs it against a real server
-//! over HTTP on tokio. Both only decide where `now` and completions come
-//! from.
+//! clock, as fast as the CPU allows (the one virtual loop: `arbor plan` and
+//! the property tests, through its hooks, run it); `live` runs it against a
+//! real server over HTTP on tokio. Both only decide where `now` and
+//! completions come from.
 #![forbid(unsafe_code)]
 
 pub mod live;

@@ -1,34 +1,24 @@
-//! A virtual-clock driver for the properties.
+//! The properties' driver: the shipped virtual-clock loop with a trace.
 //!
-//! It follows `arbor_backends::virtual_clock::run` step for step (the
-//! property `test_driver_agrees_with_the_shipped_driver` checks it), with two
-//! additions: the service time of a request is any function of the request
-//! (so a seeded random per-request model is possible), and every call made
-//! to the engine is recorded in a [`Trace`], so properties can check time
+//! Runs [`arbor_backends::virtual_clock::run_with`], the one virtual
+//! driver loop (the one `arbor plan` runs), with hooks: the service time of
+//! a request is any function of the request (so a seeded random
+//! per-request model is possible), and every call the loop makes to the
+//! engine is recorded in a [`Trace`], so properties can check time
 //! monotonicity, the in-flight count seen from outside, and termination.
 //! A hook may make extra calls (bad ones, for the misuse property) before
-//! every step.
+//! every step; a step bound declares a livelock.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::ops::ControlFlow;
 
+use arbor_backends::virtual_clock::{self, Hooks};
 use arbor_engine::rng::{stream, Purpose};
-use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler, TurnState};
+use arbor_engine::scheduler::{Outcome, RequestId, Scheduler};
 use arbor_engine::time::{Nanos, NANOS_PER_MS};
-use arbor_sim::{ServiceModel, ServiceRequest};
+use arbor_sim::ServiceModel;
 use rand::Rng;
 
-/// What a service function may look at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Req {
-    pub id: RequestId,
-    pub tree: u32,
-    pub turn: u32,
-    pub isl: u32,
-    pub osl: u32,
-    /// Recorded duration (unknown: 0).
-    pub recorded: Nanos,
-}
+pub use arbor_backends::virtual_clock::{Call, Request};
 
 /// A service model for the properties.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,33 +31,13 @@ pub enum Service {
 }
 
 impl Service {
-    pub fn time(&self, r: &Req) -> Nanos {
+    pub fn time(&self, r: &Request) -> Nanos {
         match *self {
-            Service::Model(m) => m.service_time(&ServiceRequest {
-                isl: r.isl,
-                osl: r.osl,
-                recorded: r.recorded,
-            }),
+            Service::Model(m) => m.service_time(&r.service),
             Service::Random { seed, max } => {
                 stream(seed, Purpose::Service, r.id, 0, 0).random_range(0..=max / NANOS_PER_MS)
                     * NANOS_PER_MS
             }
-        }
-    }
-}
-
-/// One call the driver made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Call {
-    Timeout(Nanos),
-    Sent(Nanos, RequestId),
-    Completion(Nanos, RequestId, Outcome),
-}
-
-impl Call {
-    pub fn time(self) -> Nanos {
-        match self {
-            Call::Timeout(t) | Call::Sent(t, _) | Call::Completion(t, _, _) => t,
         }
     }
 }
@@ -95,86 +65,63 @@ pub const STEP_LIMIT: usize = 200_000;
 /// A hook that does nothing.
 pub fn no_hook(_: &mut Scheduler, _: Nanos, _: usize) {}
 
-/// The request description of `id`, from the scheduler's compiled trees.
-pub fn request(s: &Scheduler, id: RequestId) -> Req {
-    let (tree, play, turn) = s.request_tree(id).expect("dispatched ids exist");
-    let t = turn as usize;
-    Req {
-        id,
-        tree: play.tree,
-        turn,
-        isl: tree.isl[t],
-        osl: tree.osl[t],
-        recorded: tree.duration[t],
+/// The hooks that keep the trace.
+struct Recorder<'a> {
+    service: &'a dyn Fn(&Request) -> Nanos,
+    hook: &'a mut dyn FnMut(&mut Scheduler, Nanos, usize),
+    trace: Trace,
+    inflight: u32,
+}
+
+impl Hooks for Recorder<'_> {
+    fn service_time(&mut self, request: &Request) -> Nanos {
+        (self.service)(request)
+    }
+
+    fn call(&mut self, call: Call) {
+        match call {
+            Call::Sent(_, id) => {
+                self.trace.dispatched.push(id);
+                self.inflight += 1;
+                self.trace.max_inflight = self.trace.max_inflight.max(self.inflight);
+            }
+            Call::Completion(_, id, outcome) => {
+                if outcome == Outcome::Cancelled {
+                    self.trace.cancelled.push(id);
+                }
+                self.inflight -= 1;
+            }
+            Call::Timeout(_) => {}
+        }
+        self.trace.calls.push(call);
+    }
+
+    fn before_step(&mut self, s: &mut Scheduler, now: Nanos, step: usize) -> ControlFlow<()> {
+        if step >= STEP_LIMIT {
+            self.trace.livelock = true;
+            return ControlFlow::Break(());
+        }
+        (self.hook)(s, now, step);
+        ControlFlow::Continue(())
     }
 }
 
-/// Runs the scheduler to the end. Order at equal times, as in the shipped
-/// driver: completions first (by time, then request id), then timers.
-/// Engine errors panic: the driver never misuses the engine.
+/// Runs the scheduler to the end with the shipped loop. Order at equal
+/// times: completions first (by time, then request id), then timers.
+/// Engine errors panic: the loop never misuses the engine.
 pub fn run(
     s: &mut Scheduler,
-    service: &dyn Fn(&Req) -> Nanos,
+    service: &dyn Fn(&Request) -> Nanos,
     hook: &mut dyn FnMut(&mut Scheduler, Nanos, usize),
 ) -> Trace {
-    let mut trace = Trace::default();
-    let mut completions: BinaryHeap<Reverse<(Nanos, RequestId)>> = BinaryHeap::new();
-    let mut now: Nanos = 0;
-    let mut inflight: u32 = 0;
-    for step in 0.. {
-        if step >= STEP_LIMIT {
-            trace.livelock = true;
-            break;
-        }
-        hook(s, now, step);
-        while let Some(command) = s.poll_command() {
-            match command {
-                Command::Dispatch(id) => {
-                    trace.dispatched.push(id);
-                    inflight += 1;
-                    trace.max_inflight = trace.max_inflight.max(inflight);
-                    trace.calls.push(Call::Sent(now, id));
-                    s.handle_sent(now, id).expect("sent");
-                    let at = now.saturating_add(service(&request(s, id)));
-                    completions.push(Reverse((at, id)));
-                }
-                Command::Cancel(id) => {
-                    trace.cancelled.push(id);
-                    inflight -= 1;
-                    trace
-                        .calls
-                        .push(Call::Completion(now, id, Outcome::Cancelled));
-                    s.handle_completion(now, id, Outcome::Cancelled)
-                        .expect("cancel");
-                }
-            }
-        }
-        let next_completion = completions.peek().map(|Reverse((at, _))| *at);
-        let next_timer = s.poll_timeout();
-        let completion_first = match (next_completion, next_timer) {
-            (None, None) => break,
-            (Some(at), Some(t)) => at <= t,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-        };
-        if completion_first {
-            let Some(Reverse((at, id))) = completions.pop() else {
-                break;
-            };
-            let in_flight = s.slot(id).is_some_and(|x| x.state == TurnState::Sent);
-            if in_flight {
-                now = now.max(at);
-                inflight -= 1;
-                trace.calls.push(Call::Completion(now, id, Outcome::Ok));
-                s.handle_completion(now, id, Outcome::Ok)
-                    .expect("completion");
-            }
-        } else if let Some(t) = next_timer {
-            now = now.max(t);
-            trace.calls.push(Call::Timeout(now));
-            s.handle_timeout(now).expect("timeout");
-        }
-    }
-    trace.end = now;
-    trace
+    let mut recorder = Recorder {
+        service,
+        hook,
+        trace: Trace::default(),
+        inflight: 0,
+    };
+    let end = virtual_clock::run_with(s, &mut recorder)
+        .expect("the virtual driver never misuses the engine");
+    recorder.trace.end = end;
+    recorder.trace
 }

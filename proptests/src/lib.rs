@@ -7,9 +7,10 @@
 //! - [`gen`]: proptest strategies for workloads (built directly, with small
 //!   integer times so failures shrink to readable cases), policies and
 //!   service models;
-//! - [`driver`]: a virtual-clock driver, equivalent to
-//!   `arbor_backends::virtual_clock` but with any per-request service
-//!   function (including a seeded random one) and a trace of every call;
+//! - [`driver`]: the shipped virtual-clock loop
+//!   (`arbor_backends::virtual_clock::run_with`) with any per-request
+//!   service function (including a seeded random one) and a trace of every
+//!   call;
 //! - [`oracle`]: a deliberately simple reference scheduler;
 //! - [`show`]: compact, readable renderings of workloads and timelines for
 //!   assertion messages.

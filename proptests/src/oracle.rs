@@ -28,7 +28,9 @@ use arbor_engine::time::{Nanos, NANOS_PER_SEC};
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
 
-use crate::driver::Req;
+use arbor_sim::ServiceRequest;
+
+use crate::driver::Request;
 use crate::EXACT;
 
 /// One turn of one play, as the oracle saw it.
@@ -123,7 +125,7 @@ struct Oracle<'a> {
 pub fn run(
     workload: &Workload,
     policy: &Policy,
-    service: &dyn Fn(&Req) -> Nanos,
+    service: &dyn Fn(&Request) -> Nanos,
 ) -> Option<Timeline> {
     if policy.duration.is_some() || policy.loop_lanes {
         return None;
@@ -185,7 +187,7 @@ pub fn run(
 }
 
 impl Oracle<'_> {
-    fn request(&self, id: usize) -> Req {
+    fn request(&self, id: usize) -> Request {
         let slot = self.turns[id].slot;
         let tree = &self.workload.trees[self.plays[slot.play as usize].tree as usize];
         let turn = tree
@@ -194,13 +196,15 @@ impl Oracle<'_> {
             .flat_map(|a| a.turns.iter())
             .nth(slot.turn as usize)
             .expect("turn exists");
-        Req {
+        Request {
             id: id as u64,
             tree: self.plays[slot.play as usize].tree,
             turn: slot.turn,
-            isl: turn.isl,
-            osl: turn.osl,
-            recorded: turn.duration.unwrap_or(0),
+            service: ServiceRequest {
+                isl: turn.isl,
+                osl: turn.osl,
+                recorded: turn.duration.unwrap_or(0),
+            },
         }
     }
 

@@ -122,7 +122,11 @@ pub fn short(s: &Scheduler) -> String {
 }
 
 /// Workload, policy and service of a case, for assertion messages.
-pub fn case(w: &Workload, p: &arbor_engine::policy::Policy, service: &crate::Service) -> String {
+pub fn case(
+    w: &Workload,
+    p: &arbor_engine::policy::Policy,
+    service: &crate::driver::Service,
+) -> String {
     format!(
         "\nworkload:\n{}policy: {p:?}\nservice: {service:?}\n",
         workload(w)

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 
 use arbor_engine::time::Nanos;
+use arbor_sim::emulator::REQUEST_ID_HEADER;
 
 use super::framing::BodyDecoder;
 use super::http::{
@@ -25,9 +26,6 @@ use super::http::{
 };
 use super::record::{is_context_overflow, ErrorCategory, RequestError, Response};
 use super::sse::{classify, data_of, LineSplitter};
-
-/// The header carrying arbor's request id (the emulator stamps by it).
-pub const REQUEST_ID_HEADER: &str = "x-arbor-request-id";
 
 /// The most of an error body kept in a record.
 const ERROR_BODY_BYTES: usize = 2048;
@@ -278,12 +276,30 @@ pub async fn execute(
     response.stamps.headers = Some(head.at);
     response.http_status = Some(head.status);
     on_head();
-    if !(200..300).contains(&head.status) {
-        failed_status(target, conn, head, deadline, epoch, &mut response).await;
-        return response;
+    let answer = Answer {
+        target,
+        conn,
+        head,
+        deadline,
+        epoch,
+    };
+    if (200..300).contains(&answer.head.status) {
+        answer.read_stream(&mut response).await;
+    } else {
+        answer.failed_status(&mut response).await;
     }
-    read_stream(target, conn, head, deadline, epoch, &mut response).await;
     response
+}
+
+/// A response whose head is in, and what reading the rest needs.
+struct Answer<'a> {
+    target: &'a Target,
+    conn: Conn,
+    head: Head,
+    /// The request's timeout.
+    deadline: tokio::time::Instant,
+    /// The run's clock origin.
+    epoch: Instant,
 }
 
 /// `response` ended at `at` by an error before any response.
@@ -298,49 +314,47 @@ fn ended(
     response
 }
 
-async fn failed_status(
-    target: &Target,
-    mut conn: Conn,
-    head: Head,
-    deadline: tokio::time::Instant,
-    epoch: Instant,
-    response: &mut Response,
-) {
-    let status = head.status;
-    let read = tokio::time::timeout_at(
-        deadline,
-        read_small_body(&mut conn, &head, ERROR_BODY_BYTES),
-    )
-    .await;
-    response.stamps.done = Some(nanos_since(epoch));
-    let text = match read {
-        Ok((text, clean)) => {
-            if clean && head.keep_alive {
-                target.pool.put(conn);
+impl Answer<'_> {
+    /// A non-success status: keeps the start of the error body as the
+    /// message, and the connection when the body was read in full.
+    async fn failed_status(mut self, response: &mut Response) {
+        let head = &self.head;
+        let status = head.status;
+        let read = tokio::time::timeout_at(
+            self.deadline,
+            read_small_body(&mut self.conn, head, ERROR_BODY_BYTES),
+        )
+        .await;
+        response.stamps.done = Some(nanos_since(self.epoch));
+        let text = match read {
+            Ok((text, clean)) => {
+                if clean && head.keep_alive {
+                    self.target.pool.put(self.conn);
+                }
+                text
             }
-            text
+            Err(_) => Vec::new(),
+        };
+        if !text.is_empty() {
+            response.stamps.first_byte = Some(head.at);
         }
-        Err(_) => Vec::new(),
-    };
-    if !text.is_empty() {
-        response.stamps.first_byte = Some(head.at);
-    }
-    let message = String::from_utf8_lossy(&text).into_owned();
-    let category = if is_context_overflow(&message) {
-        ErrorCategory::ContextOverflow
-    } else {
-        ErrorCategory::HttpStatus
-    };
-    response.error = Some(RequestError {
-        category,
-        message: if message.is_empty() {
-            format!("HTTP {status}")
+        let message = String::from_utf8_lossy(&text).into_owned();
+        let category = if is_context_overflow(&message) {
+            ErrorCategory::ContextOverflow
         } else {
-            message
-        },
-        http_status: Some(status),
-        retry_after_s: head.retry_after_s,
-    });
+            ErrorCategory::HttpStatus
+        };
+        response.error = Some(RequestError {
+            category,
+            message: if message.is_empty() {
+                format!("HTTP {status}")
+            } else {
+                message
+            },
+            http_status: Some(status),
+            retry_after_s: head.retry_after_s,
+        });
+    }
 }
 
 /// What scanning a stream has found so far.
@@ -418,74 +432,77 @@ impl Scan {
     }
 }
 
-async fn read_stream(
-    target: &Target,
-    mut conn: Conn,
-    head: Head,
-    deadline: tokio::time::Instant,
-    epoch: Instant,
-    response: &mut Response,
-) {
-    let mut decoder = BodyDecoder::new(head.framing);
-    let mut scan = Scan::default();
-    // Whether the connection is still in step with HTTP framing.
-    let mut intact = scan.feed(
-        &mut decoder,
-        &conn.buf[head.body_start..head.filled],
-        head.at,
-        response,
-    );
-    // One timer for the whole stream (a timeout per read would register a
-    // timer per token).
-    let expiry = tokio::time::sleep_until(deadline);
-    tokio::pin!(expiry);
-    while intact && !scan.saw_done && !decoder.is_complete() {
-        let read = tokio::select! {
-            biased;
-            read = conn.stream.read(&mut conn.buf) => Some(read),
-            _ = &mut expiry => None,
-        };
-        match read {
-            None => {
-                scan.failure.get_or_insert(error(
-                    ErrorCategory::Timeout,
-                    "stream not finished before the timeout",
-                ));
-                intact = false;
-            }
-            Some(Err(e)) => {
-                scan.failure
-                    .get_or_insert(error(ErrorCategory::StreamCut, format!("stream cut: {e}")));
-                intact = false;
-            }
-            Some(Ok(0)) => {
-                if !decoder.close() {
+impl Answer<'_> {
+    /// A success: reads and scans the body (SSE or JSON) to its end.
+    async fn read_stream(self, response: &mut Response) {
+        let Answer {
+            target,
+            mut conn,
+            head,
+            deadline,
+            epoch,
+        } = self;
+        let mut decoder = BodyDecoder::new(head.framing);
+        let mut scan = Scan::default();
+        // Whether the connection is still in step with HTTP framing.
+        let mut intact = scan.feed(
+            &mut decoder,
+            &conn.buf[head.body_start..head.filled],
+            head.at,
+            response,
+        );
+        // One timer for the whole stream (a timeout per read would register a
+        // timer per token).
+        let expiry = tokio::time::sleep_until(deadline);
+        tokio::pin!(expiry);
+        while intact && !scan.saw_done && !decoder.is_complete() {
+            let read = tokio::select! {
+                biased;
+                read = conn.stream.read(&mut conn.buf) => Some(read),
+                _ = &mut expiry => None,
+            };
+            match read {
+                None => {
                     scan.failure.get_or_insert(error(
-                        ErrorCategory::StreamCut,
-                        "stream cut: the connection closed mid-body",
+                        ErrorCategory::Timeout,
+                        "stream not finished before the timeout",
                     ));
+                    intact = false;
                 }
-                intact = false;
-            }
-            Some(Ok(n)) => {
-                // The stamp comes first: before the bytes are looked at.
-                let at = nanos_since(epoch);
-                intact = scan.feed(&mut decoder, &conn.buf[..n], at, response);
+                Some(Err(e)) => {
+                    scan.failure
+                        .get_or_insert(error(ErrorCategory::StreamCut, format!("stream cut: {e}")));
+                    intact = false;
+                }
+                Some(Ok(0)) => {
+                    if !decoder.close() {
+                        scan.failure.get_or_insert(error(
+                            ErrorCategory::StreamCut,
+                            "stream cut: the connection closed mid-body",
+                        ));
+                    }
+                    intact = false;
+                }
+                Some(Ok(n)) => {
+                    // The stamp comes first: before the bytes are looked at.
+                    let at = nanos_since(epoch);
+                    intact = scan.feed(&mut decoder, &conn.buf[..n], at, response);
+                }
             }
         }
-    }
-    if response.stamps.done.is_none() {
-        response.stamps.done = Some(nanos_since(epoch));
-    }
-    if !scan.saw_done && scan.failure.is_none() {
-        scan.failure = Some(error(
-            ErrorCategory::StreamCut,
-            "the stream ended without [DONE]",
-        ));
-    }
-    response.error = scan.failure;
-    if intact && head.keep_alive {
-        reuse(&target.pool, conn, decoder);
+        if response.stamps.done.is_none() {
+            response.stamps.done = Some(nanos_since(epoch));
+        }
+        if !scan.saw_done && scan.failure.is_none() {
+            scan.failure = Some(error(
+                ErrorCategory::StreamCut,
+                "the stream ended without [DONE]",
+            ));
+        }
+        response.error = scan.failure;
+        if intact && head.keep_alive {
+            reuse(&target.pool, conn, decoder);
+        }
     }
 }
 

@@ -19,14 +19,9 @@ pub enum Framing {
 }
 
 /// The body's framing is broken (a bad chunk size line, a missing CRLF).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad HTTP body framing: {0}")]
 pub struct FramingError(pub &'static str);
-
-impl std::fmt::Display for FramingError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "bad HTTP body framing: {}", self.0)
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {

@@ -216,24 +216,17 @@ pub struct Head {
 }
 
 /// Why reading a response head failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum HeadError {
     /// The connection closed (or failed) before any byte of a response.
+    #[error("connection closed before a response: {0}")]
     NoResponse(io::Error),
     /// It failed after part of a head arrived.
+    #[error("connection cut during the response head: {0}")]
     Cut(io::Error),
     /// The bytes are not an HTTP/1.x response head.
+    #[error("not an HTTP response: {0}")]
     Malformed(String),
-}
-
-impl std::fmt::Display for HeadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HeadError::NoResponse(e) => write!(f, "connection closed before a response: {e}"),
-            HeadError::Cut(e) => write!(f, "connection cut during the response head: {e}"),
-            HeadError::Malformed(m) => write!(f, "not an HTTP response: {m}"),
-        }
-    }
 }
 
 /// Reads a response head into `conn.buf`. `clock` is read right after each

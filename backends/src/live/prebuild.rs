@@ -12,10 +12,21 @@
 //! claim withdrawn and drops its result). Bodies of turns that are never
 //! dispatched (cut by the duration, ended trajectories) stay until the run
 //! ends; the total held is capped at [`MAX_BYTES`].
+//!
+//! [`Bodies`] is where the live loop gets a dispatched request's body: from
+//! the store when it is ready, else built on the spot; and it starts the
+//! builds ahead (a task per dispatched turn with large successors).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use arbor_engine::scheduler::RequestId;
+use tokio::sync::oneshot;
+
+use arbor_engine::scheduler::{RequestId, Scheduler, TurnState};
+use arbor_engine::Workload;
+
+use super::request::BodyConfig;
+use super::turn::TurnBody;
 
 /// The most body bytes held at once; beyond it nothing more is built ahead.
 pub const MAX_BYTES: usize = 128 << 20;
@@ -78,6 +89,99 @@ impl Prebuilt {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+}
+
+/// Request bodies for the live loop: built ahead when they can be, else at
+/// dispatch. Cheap to share with the tasks that build ahead.
+#[derive(Debug)]
+pub struct Bodies {
+    store: Arc<Mutex<Prebuilt>>,
+    workload: Arc<Workload>,
+    config: Arc<BodyConfig>,
+    /// The run's seed when prompts carry their play's cache-bust marker.
+    bust_seed: Option<u64>,
+}
+
+impl Bodies {
+    pub fn new(workload: Arc<Workload>, config: BodyConfig, bust_seed: Option<u64>) -> Bodies {
+        Bodies {
+            store: Arc::new(Mutex::new(Prebuilt::default())),
+            workload,
+            config: Arc::new(config),
+            bust_seed,
+        }
+    }
+
+    /// The recipe of request `id`'s body.
+    pub fn turn(&self, scheduler: &Scheduler, id: RequestId) -> Option<TurnBody> {
+        TurnBody::of(scheduler, id, self.bust_seed)
+    }
+
+    /// The body of dispatched request `id`: the one built ahead if it is
+    /// ready (never for a warmup: its body asks for one token), else built
+    /// now.
+    pub fn take(&self, id: RequestId, turn: &TurnBody) -> Vec<u8> {
+        let ready = if turn.warmup {
+            None
+        } else {
+            lock(&self.store).take(id)
+        };
+        ready.unwrap_or_else(|| turn.body(&self.workload, &self.config))
+    }
+
+    /// Bodies dispatched from the store so far.
+    pub fn used(&self) -> u64 {
+        lock(&self.store).used
+    }
+
+    /// Builds, in a task of its own, the bodies of the turns that request
+    /// `id` leads to and that are still waiting: they will be ready when
+    /// those turns become eligible. The build starts when the returned
+    /// sender fires (request `id`'s response head is in) or is dropped:
+    /// not while the server is taking the request in, whose wake-up a busy
+    /// client core would delay (on a machine shared with the server).
+    pub fn build_ahead(&self, scheduler: &Scheduler, id: RequestId) -> Option<oneshot::Sender<()>> {
+        let (tree, play, turn) = scheduler.request_tree(id)?;
+        let mut ahead = Vec::new();
+        for edge in tree.out(turn) {
+            let Some(next) = play.request(edge.to) else {
+                continue;
+            };
+            let waiting = scheduler.slot(next).is_some_and(|s| {
+                matches!(s.state, TurnState::Blocked | TurnState::Timer) && !s.warmup
+            });
+            // A short prompt is built in microseconds: not worth a task.
+            let large = tree.isl[edge.to as usize] >= MIN_TOKENS;
+            if !waiting || !large || !lock(&self.store).claim(next) {
+                continue;
+            }
+            if let Some(body) = self.turn(scheduler, next) {
+                ahead.push((next, body));
+            }
+        }
+        if ahead.is_empty() {
+            return None;
+        }
+        let store = Arc::clone(&self.store);
+        let workload = Arc::clone(&self.workload);
+        let config = Arc::clone(&self.config);
+        let (start, started) = oneshot::channel();
+        tokio::spawn(async move {
+            let _ = started.await;
+            for (next, turn) in ahead {
+                let body = turn.body(&workload, &config);
+                lock(&store).finish(next, body);
+                tokio::task::yield_now().await;
+            }
+        });
+        Some(start)
+    }
+}
+
+fn lock(store: &Mutex<Prebuilt>) -> MutexGuard<'_, Prebuilt> {
+    store
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

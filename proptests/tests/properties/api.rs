@@ -106,7 +106,7 @@ proptest! {
                 }
             }
         };
-        let service = |r: &driver::Req| svc.time(r);
+        let service = |r: &driver::Request| svc.time(r);
         driver::run(&mut s, &service, &mut hook);
         for (bad, answer) in &answers {
             prop_assert!(answer.is_err(), "{:?} was accepted{}", bad, ctx);

@@ -343,7 +343,7 @@ proptest! {
         let bg = background_turns(&w);
         let (fast, _) = run(&w, &p, &svc);
         let mut sched = scheduler(&w, &p);
-        let slow_service = |r: &driver::Req| {
+        let slow_service = |r: &driver::Request| {
             let extra = if bg[r.tree as usize][r.turn as usize] { 1_000_000_000 } else { 0 };
             svc.time(r) + extra
         };

@@ -26,7 +26,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
 use super::request::Endpoint;
-use super::server::{RequestGuard, Shared};
+use super::shared::{RequestGuard, Shared};
 use super::stamps::FaultKind;
 
 /// The malformed SSE line injected by `--malformed-rate`.

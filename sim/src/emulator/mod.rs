@@ -24,6 +24,7 @@ pub mod config;
 mod faults;
 mod request;
 mod server;
+mod shared;
 pub mod stamps;
 
 pub use cache::{BLOCK_BYTES, BLOCK_TOKENS};
@@ -32,5 +33,6 @@ pub use config::{
     DEFAULT_MAX_TOKENS, DEFAULT_MODEL_NAME, DEFAULT_STAMP_CAPACITY,
 };
 pub use faults::FaultPlan;
-pub use server::{serve, EmulatorHandle, EmulatorStats, MAX_BODY_BYTES, REQUEST_ID_HEADER};
-pub use stamps::{FaultKind, ServerStamp};
+pub use server::{serve, EmulatorHandle, MAX_BODY_BYTES};
+pub use shared::EmulatorStats;
+pub use stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};

@@ -6,6 +6,9 @@
 //! content part) for chat, or of `prompt` for completions (a prompt given
 //! as token ids counts one token per id). Roles count for the cache key
 //! but not for tokens. Exact tokenizers may come later.
+//!
+//! A body the emulator cannot read is a [`BadRequest`]: the server answers
+//! 400 with its message.
 
 use std::borrow::Cow;
 
@@ -92,19 +95,38 @@ impl Prompt {
         self.hasher.update(s.as_bytes());
         self.bytes += s.len() as u64;
     }
+
+    /// Adds the JSON string `json` (quotes and escapes included).
+    fn json_string(&mut self, json: &str) -> Result<(), BadRequest> {
+        let s: Text = serde_json::from_str(json).map_err(bad)?;
+        self.text(&s.0);
+        Ok(())
+    }
 }
 
-fn bad(what: impl std::fmt::Display) -> String {
-    format!("invalid request body: {what}")
+/// Why a request body is refused; the emulator answers 400 with this
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BadRequest {
+    /// Not JSON, or not the shape the endpoint reads.
+    #[error("invalid request body: {0}")]
+    Body(String),
+    /// The body could not be read (too large, or the connection failed).
+    #[error("could not read the request body: {0}")]
+    Unreadable(String),
+    /// A token count below 1 or above `u32::MAX`.
+    #[error("`{field}` must be at least 1, got {value}")]
+    Count { field: &'static str, value: i64 },
 }
 
-fn content(raw: &RawValue, prompt: &mut Prompt) -> Result<(), String> {
+fn bad(what: impl std::fmt::Display) -> BadRequest {
+    BadRequest::Body(what.to_string())
+}
+
+fn content(raw: &RawValue, prompt: &mut Prompt) -> Result<(), BadRequest> {
     let text = raw.get();
     match text.as_bytes().first() {
-        Some(b'"') => {
-            let s: Text = serde_json::from_str(text).map_err(bad)?;
-            prompt.text(&s.0);
-        }
+        Some(b'"') => prompt.json_string(text)?,
         Some(b'[') => {
             let parts: Vec<Part> = serde_json::from_str(text).map_err(bad)?;
             for p in parts.iter().filter_map(|p| p.text.as_deref()) {
@@ -121,13 +143,10 @@ fn content(raw: &RawValue, prompt: &mut Prompt) -> Result<(), String> {
     Ok(())
 }
 
-fn completion_prompt(raw: &RawValue, prompt: &mut Prompt) -> Result<(), String> {
+fn completion_prompt(raw: &RawValue, prompt: &mut Prompt) -> Result<(), BadRequest> {
     let text = raw.get();
     match text.as_bytes().first() {
-        Some(b'"') => {
-            let s: Text = serde_json::from_str(text).map_err(bad)?;
-            prompt.text(&s.0);
-        }
+        Some(b'"') => prompt.json_string(text)?,
         Some(b'[') => {
             if let Ok(ids) = serde_json::from_str::<Vec<u32>>(text) {
                 for id in ids {
@@ -152,14 +171,14 @@ fn completion_prompt(raw: &RawValue, prompt: &mut Prompt) -> Result<(), String> 
     Ok(())
 }
 
-fn count(flag: &str, value: i64) -> Result<u32, String> {
-    if value < 1 || value > u32::MAX as i64 {
-        return Err(format!("`{flag}` must be at least 1, got {value}"));
-    }
-    Ok(value as u32)
+fn count(field: &'static str, value: i64) -> Result<u32, BadRequest> {
+    u32::try_from(value)
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or(BadRequest::Count { field, value })
 }
 
-pub(crate) fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, String> {
+pub(crate) fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, BadRequest> {
     let raw: RawRequest = serde_json::from_slice(body).map_err(bad)?;
     let mut prompt = Prompt {
         hasher: BlockHasher::new(),

@@ -1,4 +1,4 @@
-//! The HTTP server: routing, request handling, shared state, the handle.
+//! The HTTP server: routing, request handling, the handle.
 //!
 //! Built on hyper 1 directly (HTTP/1.1, one tokio task per connection via
 //! hyper-util's `TokioIo`): a stream is a body that hyper polls on the
@@ -11,7 +11,7 @@ use std::future::Future;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -23,226 +23,21 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
-use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::body::{self, ChunkTemplate, EmuBody, Phase, StreamBody, MALFORMED_LINE};
-use super::cache::{PrefixCache, BLOCK_TOKENS};
+use super::cache::BLOCK_TOKENS;
 use super::config::{EmulatorConfig, FailStatus};
 use super::faults::FaultPlan;
-use super::request::{self, Endpoint};
-use super::stamps::{FaultKind, ServerStamp, StampStore};
+use super::request::{self, BadRequest, Endpoint};
+use super::shared::{EmulatorStats, RequestGuard, Shared};
+use super::stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};
 
 /// Largest request body accepted (bytes).
 pub const MAX_BODY_BYTES: usize = 64 << 20;
-
-/// The header a client sets to have a request stamped.
-pub const REQUEST_ID_HEADER: &str = "x-arbor-request-id";
-
-/// Counters of what the emulator did. `requests` counts completion
-/// requests (both endpoints); each fault counter counts the times the fault
-/// took effect.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct EmulatorStats {
-    pub requests: u64,
-    /// Completions that finished normally (stream with `[DONE]`, or JSON).
-    pub completed: u64,
-    /// Output tokens of completed requests.
-    pub tokens: u64,
-    pub errors_500: u64,
-    pub errors_429: u64,
-    pub disconnects: u64,
-    pub stalls: u64,
-    pub malformed: u64,
-    pub context_overflows: u64,
-    pub model_not_found: u64,
-    pub bad_requests: u64,
-    /// Requests whose client went away before the response finished.
-    pub client_aborts: u64,
-    /// Completion requests in flight now, and the most seen at once.
-    pub active: u64,
-    pub peak_active: u64,
-}
-
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub(crate) requests: AtomicU64,
-    pub(crate) completed: AtomicU64,
-    pub(crate) tokens: AtomicU64,
-    pub(crate) errors_500: AtomicU64,
-    pub(crate) errors_429: AtomicU64,
-    pub(crate) disconnects: AtomicU64,
-    pub(crate) stalls: AtomicU64,
-    pub(crate) malformed: AtomicU64,
-    pub(crate) context_overflows: AtomicU64,
-    pub(crate) model_not_found: AtomicU64,
-    pub(crate) bad_requests: AtomicU64,
-    pub(crate) client_aborts: AtomicU64,
-    pub(crate) active: AtomicU64,
-    pub(crate) peak_active: AtomicU64,
-}
-
-impl Counters {
-    fn snapshot(&self) -> EmulatorStats {
-        EmulatorStats {
-            requests: self.requests.load(Relaxed),
-            completed: self.completed.load(Relaxed),
-            tokens: self.tokens.load(Relaxed),
-            errors_500: self.errors_500.load(Relaxed),
-            errors_429: self.errors_429.load(Relaxed),
-            disconnects: self.disconnects.load(Relaxed),
-            stalls: self.stalls.load(Relaxed),
-            malformed: self.malformed.load(Relaxed),
-            context_overflows: self.context_overflows.load(Relaxed),
-            model_not_found: self.model_not_found.load(Relaxed),
-            bad_requests: self.bad_requests.load(Relaxed),
-            client_aborts: self.client_aborts.load(Relaxed),
-            active: self.active.load(Relaxed),
-            peak_active: self.peak_active.load(Relaxed),
-        }
-    }
-}
-
-/// State shared by every connection.
-pub(crate) struct Shared {
-    pub(crate) config: EmulatorConfig,
-    model_json: String,
-    models_body: Bytes,
-    start: Instant,
-    seq: AtomicU64,
-    cache: Mutex<PrefixCache>,
-    stamps: Mutex<StampStore>,
-    pub(crate) stats: Counters,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Shared {
-    fn new(config: EmulatorConfig) -> Self {
-        let model_json = serde_json::to_string(&config.model_name).expect("a string serializes");
-        let models = serde_json::json!({
-            "object": "list",
-            "data": [{
-                "id": config.model_name,
-                "object": "model",
-                "created": 0,
-                "owned_by": "arbor",
-                "max_model_len": config.max_model_len,
-            }],
-        });
-        Shared {
-            models_body: Bytes::from(models.to_string()),
-            model_json,
-            start: Instant::now(),
-            seq: AtomicU64::new(0),
-            cache: Mutex::new(PrefixCache::new(config.cache_blocks)),
-            stamps: Mutex::new(StampStore::new(config.stamp_capacity)),
-            stats: Counters::default(),
-            config,
-        }
-    }
-
-    /// Monotonic nanoseconds since the emulator started.
-    pub(crate) fn now_ns(&self) -> u64 {
-        self.ns(Instant::now())
-    }
-
-    fn ns(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.start).as_nanos() as u64
-    }
-
-    fn cache_enabled(&self) -> bool {
-        self.config.cache_blocks != Some(0)
-    }
-
-    pub(crate) fn cache_insert(&self, blocks: &[u64]) {
-        if self.cache_enabled() && !blocks.is_empty() {
-            lock(&self.cache).insert(blocks);
-        }
-    }
-
-    fn cache_lookup(&self, blocks: &[u64]) -> usize {
-        if self.cache_enabled() && !blocks.is_empty() {
-            lock(&self.cache).lookup(blocks)
-        } else {
-            0
-        }
-    }
-}
-
-/// Tracks one completion request: its stamp, the in-flight count, and
-/// whether it ended normally. Dropping it unfinished (the client went away)
-/// still keeps the stamp, with `done_ns: None`.
-pub(crate) struct RequestGuard {
-    shared: Arc<Shared>,
-    stamp: Option<ServerStamp>,
-    finished: bool,
-    fault_abort: bool,
-}
-
-impl RequestGuard {
-    fn new(shared: Arc<Shared>, stamp: Option<ServerStamp>) -> Self {
-        let active = shared.stats.active.fetch_add(1, Relaxed) + 1;
-        shared.stats.peak_active.fetch_max(active, Relaxed);
-        RequestGuard {
-            shared,
-            stamp,
-            finished: false,
-            fault_abort: false,
-        }
-    }
-
-    pub(crate) fn stamp_chunk(&mut self) {
-        if let Some(s) = &mut self.stamp {
-            let t = self.shared.now_ns();
-            s.first_chunk_ns.get_or_insert(t);
-            s.chunk_ns.push(t);
-        }
-    }
-
-    pub(crate) fn fault(&mut self, kind: FaultKind) {
-        if let Some(s) = &mut self.stamp {
-            s.faults.push(kind);
-        }
-    }
-
-    pub(crate) fn aborted_by_fault(&mut self) {
-        self.fault_abort = true;
-    }
-
-    /// The response's last bytes are being handed to hyper.
-    pub(crate) fn finish(&mut self, status: u16) {
-        self.finished = true;
-        if let Some(mut s) = self.stamp.take() {
-            s.status = status;
-            s.done_ns = Some(self.shared.now_ns());
-            lock(&self.shared.stamps).push(s);
-        }
-    }
-
-    fn with_stamp(&mut self, f: impl FnOnce(&mut ServerStamp)) {
-        if let Some(s) = &mut self.stamp {
-            f(s);
-        }
-    }
-}
-
-impl Drop for RequestGuard {
-    fn drop(&mut self) {
-        self.shared.stats.active.fetch_sub(1, Relaxed);
-        if !self.finished && !self.fault_abort {
-            self.shared.stats.client_aborts.fetch_add(1, Relaxed);
-        }
-        if let Some(s) = self.stamp.take() {
-            lock(&self.shared.stamps).push(s);
-        }
-    }
-}
 
 fn json_response(status: u16, body: impl Into<Bytes>) -> Response<EmuBody> {
     let mut r = Response::new(EmuBody::full(body));
@@ -257,6 +52,20 @@ fn error_response(status: u16, kind: &str, message: &str) -> Response<EmuBody> {
         "error": {"message": message, "type": kind, "param": null, "code": status}
     });
     json_response(status, body.to_string())
+}
+
+/// Refuses a completion request: counts it in `counter`, finishes its
+/// stamp with `status` and answers with an OpenAI-style error.
+fn reject(
+    counter: &AtomicU64,
+    guard: &mut RequestGuard,
+    status: u16,
+    kind: &str,
+    message: &str,
+) -> Response<EmuBody> {
+    counter.fetch_add(1, Relaxed);
+    guard.finish(status);
+    error_response(status, kind, message)
 }
 
 async fn handle(
@@ -279,13 +88,10 @@ async fn handle(
                 .uri()
                 .query()
                 .is_some_and(|q| q.split('&').any(|kv| kv == "drain=1" || kv == "drain=true"));
-            let stamps = {
-                let mut store = lock(&shared.stamps);
-                if drain {
-                    store.drain()
-                } else {
-                    store.snapshot()
-                }
+            let stamps = if drain {
+                shared.take_stamps()
+            } else {
+                shared.stamps()
             };
             json_response(200, serde_json::to_vec(&stamps).expect("stamps serialize"))
         }
@@ -349,30 +155,22 @@ async fn completion(
     let mut guard = RequestGuard::new(shared.clone(), stamp);
     let config = &shared.config;
 
-    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+    let body = Limited::new(req.into_body(), MAX_BODY_BYTES)
         .collect()
         .await
-    {
-        Ok(c) => c.to_bytes(),
+        .map_err(|e| BadRequest::Unreadable(e.to_string()));
+    let parsed = match body.and_then(|body| request::parse(endpoint, &body.to_bytes())) {
+        Ok(p) => p,
         Err(e) => {
-            shared.stats.bad_requests.fetch_add(1, Relaxed);
-            guard.finish(400);
-            return error_response(
+            return reject(
+                &shared.stats.bad_requests,
+                &mut guard,
                 400,
                 "BadRequestError",
-                &format!("could not read the request body: {e}"),
+                &e.to_string(),
             );
         }
     };
-    let parsed = match request::parse(endpoint, &body) {
-        Ok(p) => p,
-        Err(message) => {
-            shared.stats.bad_requests.fetch_add(1, Relaxed);
-            guard.finish(400);
-            return error_response(400, "BadRequestError", &message);
-        }
-    };
-    drop(body);
     let (prompt_tokens, n) = (parsed.prompt_tokens, parsed.max_tokens);
     guard.with_stamp(|s| {
         s.stream = parsed.stream;
@@ -381,9 +179,9 @@ async fn completion(
     });
     if let Some(model) = parsed.model.as_deref() {
         if model != config.model_name {
-            shared.stats.model_not_found.fetch_add(1, Relaxed);
-            guard.finish(404);
-            return error_response(
+            return reject(
+                &shared.stats.model_not_found,
+                &mut guard,
                 404,
                 "NotFoundError",
                 &format!("The model `{model}` does not exist."),
@@ -391,9 +189,9 @@ async fn completion(
         }
     }
     if prompt_tokens as u64 + n as u64 > config.max_model_len as u64 {
-        shared.stats.context_overflows.fetch_add(1, Relaxed);
-        guard.finish(400);
-        return error_response(
+        return reject(
+            &shared.stats.context_overflows,
+            &mut guard,
             400,
             "BadRequestError",
             &context_overflow_message(config.max_model_len, prompt_tokens, n),
@@ -560,12 +358,12 @@ impl EmulatorHandle {
     /// Stamps of the most recent requests that carried
     /// `x-arbor-request-id`, in the order they finished.
     pub fn stamps(&self) -> Vec<ServerStamp> {
-        lock(&self.shared.stamps).snapshot()
+        self.shared.stamps()
     }
 
     /// Like [`EmulatorHandle::stamps`], and forgets them.
     pub fn take_stamps(&self) -> Vec<ServerStamp> {
-        lock(&self.shared.stamps).drain()
+        self.shared.take_stamps()
     }
 
     pub fn stats(&self) -> EmulatorStats {

@@ -1,8 +1,14 @@
-//! Server-side timestamps of each request, for measuring a client's error.
+//! Server-side timestamps of each request, for measuring a client's error,
+//! and the header that names the request they belong to.
 
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
+
+/// The header a client sets to have a request stamped: its value becomes
+/// the [`ServerStamp::request_id`]. arbor's live client sends it with every
+/// request; the emulator is the one that reads it.
+pub const REQUEST_ID_HEADER: &str = "x-arbor-request-id";
 
 /// A fault that was applied to a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

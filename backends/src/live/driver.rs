@@ -1,0 +1,432 @@
+//! The live loop: the scheduler's commands become HTTP requests, their
+//! events go back to the scheduler.
+//!
+//! Owns [`run`] and the state it keeps ([`LiveLoop`]: the scheduler, the
+//! in-flight table, the counters, the task channel, the bodies, the record
+//! sink, the progress counters), with one handler per event: a dispatch, a
+//! cancel, a request sent, a request done, a timer, the stop signal. Also
+//! owns what a caller hands in and gets back: [`LiveConfig`],
+//! [`RecordSink`], [`Progress`], [`RunOutcome`], [`LiveError`].
+//!
+//! `now` is read from one monotonic clock (the run's epoch). The loop
+//! sends a request itself when a pooled connection is idle; each
+//! request's task (on the same thread) sends the rest, reads the answer
+//! and reports its final [`Response`] (and `sent`, when the task sent it)
+//! over a channel; the loop hands them to the scheduler at the times they
+//! were stamped (the scheduler anchors late-heard events at their own
+//! time). Records go to the [`RecordSink`] as each request completes and
+//! are flushed when no event is at hand, so nothing is lost if the run is
+//! interrupted.
+//!
+//! Timers: tokio's timer wheel has millisecond resolution, so the loop
+//! sleeps until shortly before the scheduler's next deadline and then
+//! yields until the deadline passes; schedule lag stays well under a
+//! millisecond without burning a core.
+//!
+//! Must not: allocate, lock or hop a channel per event beyond what a
+//! request needs (its body, its task, its two events), nor stamp anything
+//! the request's task stamps (sent, bytes arriving).
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler};
+use arbor_engine::time::Nanos;
+use arbor_engine::{EngineError, Workload};
+
+use super::exchange::{execute, Target};
+use super::prebuild::Bodies;
+use super::record::{ErrorCategory, RequestError, RequestRecord, Response};
+use super::request::BodyConfig;
+use super::turn::identity;
+
+/// Everything the live driver needs besides the scheduler and workload.
+#[derive(Debug, Clone)]
+pub struct LiveConfig {
+    pub target: Target,
+    pub body: BodyConfig,
+    /// Connections opened (by `GET /v1/models`) before the clock starts.
+    pub warm_connections: usize,
+    /// Base URL for warming (`http://host:port`).
+    pub base_url: String,
+    /// Prepend each play's cache-bust marker to its prompts.
+    pub cache_bust: bool,
+    /// The run's seed (markers derive from it).
+    pub seed: u64,
+}
+
+/// Where records go, as requests finish.
+pub trait RecordSink {
+    fn record(&mut self, record: &RequestRecord) -> std::io::Result<()>;
+
+    /// The loop has no more events at hand: records held so far should be
+    /// written now (a sink may batch the records of one burst).
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Counters a progress display can read at its own pace (no redraw here).
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub sent: AtomicU64,
+    pub done: AtomicU64,
+    pub errors: AtomicU64,
+    pub inflight: AtomicU64,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// Stopped by the caller's stop signal (e.g. Ctrl+C).
+    pub cancelled: bool,
+    /// Run duration, from the epoch to the last event.
+    pub elapsed: Nanos,
+    /// Most requests in flight at once, as observed (sent, not done).
+    pub observed_peak_inflight: u64,
+    /// Requests whose body was built ahead, while a predecessor ran.
+    pub prebuilt_bodies: u64,
+}
+
+/// Why a live run stopped before its end.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("engine: {0}")]
+    Engine(#[from] EngineError),
+    #[error("cannot write a record: {0}")]
+    Sink(#[source] std::io::Error),
+    /// A root agent's warmup failed: the run cannot measure what it meant
+    /// to (the AgentX recipe aborts).
+    #[error("the warmup of tree `{tree}`'s root agent failed ({message}): the run is aborted")]
+    WarmupFailed { tree: String, message: String },
+}
+
+/// Opens connections before the clock starts, so the first requests do not
+/// pay for connecting.
+pub async fn warm_pool(config: &LiveConfig) {
+    let base = config.base_url.trim_end_matches('/');
+    let base_path = base
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("");
+    config
+        .target
+        .warm(config.warm_connections, &format!("{base_path}/v1/models"))
+        .await;
+}
+
+/// Runs the scheduler against the server until it is finished or `stop`
+/// resolves (then: no new sends, in-flight requests get the grace).
+pub async fn run<S: RecordSink>(
+    scheduler: &mut Scheduler,
+    workload: Arc<Workload>,
+    config: &LiveConfig,
+    sink: &mut S,
+    progress: &Progress,
+    stop: impl Future<Output = ()>,
+) -> Result<RunOutcome, LiveError> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let bust_seed = config.cache_bust.then_some(config.seed);
+    let live = LiveLoop {
+        epoch: Instant::now(),
+        scheduler,
+        target: Arc::new(config.target.clone()),
+        bodies: Bodies::new(workload, config.body.clone(), bust_seed),
+        tx,
+        inflight: Vec::new(),
+        outstanding: 0,
+        sent_not_done: 0,
+        observed_peak: 0,
+        cancelled: false,
+        sink,
+        progress,
+    };
+    live.run(rx, stop).await
+}
+
+/// What a request's task tells the loop.
+enum TaskEvent {
+    Sent {
+        id: RequestId,
+        at: Nanos,
+    },
+    Done {
+        id: RequestId,
+        response: Box<Response>,
+    },
+}
+
+/// What the loop keeps per request in flight.
+struct InFlight {
+    abort: AbortHandle,
+    sent: Option<Nanos>,
+}
+
+/// The live loop's state between events.
+struct LiveLoop<'a, S> {
+    /// The run's clock origin: every `now` and every stamp counts from it.
+    epoch: Instant,
+    scheduler: &'a mut Scheduler,
+    target: Arc<Target>,
+    bodies: Bodies,
+    /// Given (cloned) to every request's task.
+    tx: mpsc::UnboundedSender<TaskEvent>,
+    /// By request id: the requests dispatched and not yet done.
+    inflight: Vec<Option<InFlight>>,
+    /// Requests dispatched and not yet done (the entries of `inflight`).
+    outstanding: u64,
+    /// Requests sent and not yet done.
+    sent_not_done: u64,
+    /// The most `sent_not_done` has been.
+    observed_peak: u64,
+    /// The stop signal came.
+    cancelled: bool,
+    sink: &'a mut S,
+    progress: &'a Progress,
+}
+
+impl<S: RecordSink> LiveLoop<'_, S> {
+    /// Drain the commands, then wait for the next event: a task's, a timer,
+    /// or the stop signal.
+    async fn run(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<TaskEvent>,
+        stop: impl Future<Output = ()>,
+    ) -> Result<RunOutcome, LiveError> {
+        tokio::pin!(stop);
+        loop {
+            while let Some(command) = self.scheduler.poll_command() {
+                match command {
+                    Command::Dispatch(id) => self.on_dispatch(id)?,
+                    Command::Cancel(id) => self.on_cancel(id)?,
+                }
+            }
+            if self.outstanding == 0 && self.scheduler.is_finished() {
+                break;
+            }
+            if rx.is_empty() {
+                self.sink.flush().map_err(LiveError::Sink)?;
+            }
+            let deadline = self.scheduler.poll_timeout();
+            let epoch = self.epoch;
+            tokio::select! {
+                biased;
+                event = rx.recv() => match event {
+                    Some(TaskEvent::Sent { id, at }) => self.on_sent(id, at)?,
+                    Some(TaskEvent::Done { id, response }) => self.on_done(id, &response)?,
+                    None => break,
+                },
+                _ = async {
+                    match deadline {
+                        Some(d) => sleep_precisely(epoch, d).await,
+                        None => std::future::pending::<()>().await,
+                    }
+                } => self.on_timer()?,
+                _ = &mut stop, if !self.cancelled => self.on_stop()?,
+            }
+        }
+        self.sink.flush().map_err(LiveError::Sink)?;
+        Ok(RunOutcome {
+            cancelled: self.cancelled,
+            elapsed: self.now(),
+            observed_peak_inflight: self.observed_peak,
+            prebuilt_bodies: self.bodies.used(),
+        })
+    }
+
+    /// Nanoseconds since the epoch.
+    fn now(&self) -> Nanos {
+        self.epoch.elapsed().as_nanos() as Nanos
+    }
+
+    /// `Dispatch(id)`: send the request from here when a connection is idle
+    /// (no wait behind the other tasks of this thread), and spawn its task
+    /// (which sends it otherwise, then reads the answer).
+    fn on_dispatch(&mut self, id: RequestId) -> Result<(), LiveError> {
+        let Some(turn) = self.bodies.turn(self.scheduler, id) else {
+            return Ok(());
+        };
+        let body = self.bodies.take(id, &turn);
+        let epoch = self.epoch;
+        let started = self.target.send_now(id, &body, epoch);
+        let sent_now = started.as_ref().map(|s| s.sent());
+        let tx = self.tx.clone();
+        let target = Arc::clone(&self.target);
+        let head_tx = self.bodies.build_ahead(self.scheduler, id);
+        let task = tokio::spawn(async move {
+            let sent_tx = tx.clone();
+            let on_sent = move |at| {
+                let _ = sent_tx.send(TaskEvent::Sent { id, at });
+            };
+            // The server has the request: build what follows.
+            let on_head = move || {
+                if let Some(head_tx) = head_tx {
+                    let _ = head_tx.send(());
+                }
+            };
+            let osl = turn.osl as usize;
+            let response = execute(&target, &body, id, epoch, osl, started, on_sent, on_head).await;
+            let _ = tx.send(TaskEvent::Done {
+                id,
+                response: Box::new(response),
+            });
+        });
+        let index = id as usize;
+        if self.inflight.len() <= index {
+            self.inflight.resize_with(index + 1, || None);
+        }
+        self.inflight[index] = Some(InFlight {
+            abort: task.abort_handle(),
+            sent: sent_now,
+        });
+        self.outstanding += 1;
+        self.progress
+            .inflight
+            .store(self.outstanding, Ordering::Relaxed);
+        match sent_now {
+            Some(at) => self.sent(id, at),
+            None => Ok(()),
+        }
+    }
+
+    /// `Cancel(id)` (the grace ran out): abort the request's task and
+    /// record it as cancelled now.
+    fn on_cancel(&mut self, id: RequestId) -> Result<(), LiveError> {
+        let Some(entry) = self.take_inflight(id) else {
+            return Ok(());
+        };
+        entry.abort.abort();
+        let at = self.now();
+        let mut response = Response {
+            error: Some(RequestError {
+                category: ErrorCategory::Cancelled,
+                message: "cancelled at the end of the grace period".into(),
+                http_status: None,
+                retry_after_s: None,
+            }),
+            ..Response::default()
+        };
+        response.stamps.sent = entry.sent;
+        response.stamps.done = Some(at);
+        self.scheduler
+            .handle_completion(at, id, Outcome::Cancelled)?;
+        self.record(id, &response)?;
+        self.progress.done.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A request's task sent it at `at`.
+    fn on_sent(&mut self, id: RequestId, at: Nanos) -> Result<(), LiveError> {
+        let Some(Some(entry)) = self.inflight.get_mut(id as usize) else {
+            return Ok(());
+        };
+        entry.sent = Some(at);
+        self.sent(id, at)
+    }
+
+    /// A request's task is done: the response's last byte arrived, or it
+    /// failed. A failed warmup of a root agent aborts the run (the engine
+    /// says so: `aborted()`).
+    fn on_done(&mut self, id: RequestId, response: &Response) -> Result<(), LiveError> {
+        if self.take_inflight(id).is_none() {
+            return Ok(());
+        }
+        let at = response.stamps.done.unwrap_or_else(|| self.now());
+        let outcome = match &response.error {
+            None => Outcome::Ok,
+            // The prompt no longer fits: later turns of the conversation
+            // would not either.
+            Some(e) if e.category == ErrorCategory::ContextOverflow => Outcome::EndTrajectory,
+            Some(_) => Outcome::Failed,
+        };
+        self.scheduler.handle_completion(at, id, outcome)?;
+        let root_warmup = self.scheduler.aborted() == Some(id);
+        if response.error.is_some() {
+            self.progress.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        self.progress.done.fetch_add(1, Ordering::Relaxed);
+        if !self.record(id, response)? {
+            return Ok(());
+        }
+        match (
+            root_warmup,
+            &response.error,
+            self.scheduler.request_tree(id),
+        ) {
+            (true, Some(e), Some((tree, _, _))) => Err(LiveError::WarmupFailed {
+                tree: tree.id.clone(),
+                message: e.message.chars().take(200).collect(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The scheduler's next deadline passed.
+    fn on_timer(&mut self) -> Result<(), LiveError> {
+        self.scheduler.handle_timeout(self.now())?;
+        Ok(())
+    }
+
+    /// The caller's stop signal: no new sends; in-flight requests get the
+    /// grace.
+    fn on_stop(&mut self) -> Result<(), LiveError> {
+        self.cancelled = true;
+        self.scheduler.handle_stop(self.now())?;
+        Ok(())
+    }
+
+    /// Request `id` went on the wire at `at`.
+    fn sent(&mut self, id: RequestId, at: Nanos) -> Result<(), LiveError> {
+        self.sent_not_done += 1;
+        self.observed_peak = self.observed_peak.max(self.sent_not_done);
+        self.scheduler.handle_sent(at, id)?;
+        self.progress.sent.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Takes request `id` out of the in-flight table (`None`: it was not
+    /// in flight) and counts it out.
+    fn take_inflight(&mut self, id: RequestId) -> Option<InFlight> {
+        let entry = self.inflight.get_mut(id as usize).and_then(Option::take)?;
+        if entry.sent.is_some() {
+            self.sent_not_done = self.sent_not_done.saturating_sub(1);
+        }
+        self.outstanding -= 1;
+        self.progress
+            .inflight
+            .store(self.outstanding, Ordering::Relaxed);
+        Some(entry)
+    }
+
+    /// Hands request `id`'s record to the sink; false when the scheduler
+    /// does not know the request (nothing recorded).
+    fn record(&mut self, id: RequestId, response: &Response) -> Result<bool, LiveError> {
+        let Some(identity) = identity(self.scheduler, id) else {
+            return Ok(false);
+        };
+        self.sink
+            .record(&RequestRecord::new(identity, response))
+            .map_err(LiveError::Sink)?;
+        Ok(true)
+    }
+}
+
+/// Sleeps until `deadline` (ns since `epoch`) with sub-millisecond lateness:
+/// tokio's millisecond timer to within 1 ms, then yielding.
+async fn sleep_precisely(epoch: Instant, deadline: Nanos) {
+    let target = epoch + Duration::from_nanos(deadline);
+    let coarse = target
+        .checked_sub(Duration::from_micros(1200))
+        .unwrap_or(target);
+    if Instant::now() < coarse {
+        tokio::time::sleep_until(coarse.into()).await;
+    }
+    while Instant::now() < target {
+        tokio::task::yield_now().await;
+    }
+}

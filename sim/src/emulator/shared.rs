@@ -1,0 +1,235 @@
+//! State every connection of the emulator shares, and the guard that
+//! tracks one completion request against it.
+//!
+//! Owns [`Shared`] (config, pre-rendered `/v1/models` body, clock origin,
+//! sequence numbers, prefix cache, stamp store, counters), the counters'
+//! public snapshot [`EmulatorStats`], and [`RequestGuard`] (a request's
+//! stamp, the in-flight count, client aborts). Both the router
+//! (`server.rs`) and the stream bodies (`body.rs`) use it; it uses
+//! neither.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use serde::Serialize;
+use tokio::time::Instant;
+
+use super::cache::PrefixCache;
+use super::config::EmulatorConfig;
+use super::stamps::{FaultKind, ServerStamp, StampStore};
+
+/// Counters of what the emulator did. `requests` counts completion
+/// requests (both endpoints); each fault counter counts the times the fault
+/// took effect.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct EmulatorStats {
+    pub requests: u64,
+    /// Completions that finished normally (stream with `[DONE]`, or JSON).
+    pub completed: u64,
+    /// Output tokens of completed requests.
+    pub tokens: u64,
+    pub errors_500: u64,
+    pub errors_429: u64,
+    pub disconnects: u64,
+    pub stalls: u64,
+    pub malformed: u64,
+    pub context_overflows: u64,
+    pub model_not_found: u64,
+    pub bad_requests: u64,
+    /// Requests whose client went away before the response finished.
+    pub client_aborts: u64,
+    /// Completion requests in flight now, and the most seen at once.
+    pub active: u64,
+    pub peak_active: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) requests: AtomicU64,
+    pub(crate) completed: AtomicU64,
+    pub(crate) tokens: AtomicU64,
+    pub(crate) errors_500: AtomicU64,
+    pub(crate) errors_429: AtomicU64,
+    pub(crate) disconnects: AtomicU64,
+    pub(crate) stalls: AtomicU64,
+    pub(crate) malformed: AtomicU64,
+    pub(crate) context_overflows: AtomicU64,
+    pub(crate) model_not_found: AtomicU64,
+    pub(crate) bad_requests: AtomicU64,
+    pub(crate) client_aborts: AtomicU64,
+    pub(crate) active: AtomicU64,
+    pub(crate) peak_active: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> EmulatorStats {
+        EmulatorStats {
+            requests: self.requests.load(Relaxed),
+            completed: self.completed.load(Relaxed),
+            tokens: self.tokens.load(Relaxed),
+            errors_500: self.errors_500.load(Relaxed),
+            errors_429: self.errors_429.load(Relaxed),
+            disconnects: self.disconnects.load(Relaxed),
+            stalls: self.stalls.load(Relaxed),
+            malformed: self.malformed.load(Relaxed),
+            context_overflows: self.context_overflows.load(Relaxed),
+            model_not_found: self.model_not_found.load(Relaxed),
+            bad_requests: self.bad_requests.load(Relaxed),
+            client_aborts: self.client_aborts.load(Relaxed),
+            active: self.active.load(Relaxed),
+            peak_active: self.peak_active.load(Relaxed),
+        }
+    }
+}
+
+/// State shared by every connection.
+pub(crate) struct Shared {
+    pub(crate) config: EmulatorConfig,
+    /// The model name as a JSON string.
+    pub(crate) model_json: String,
+    /// The `GET /v1/models` answer.
+    pub(crate) models_body: Bytes,
+    start: Instant,
+    /// Sequence numbers of completion requests.
+    pub(crate) seq: AtomicU64,
+    cache: Mutex<PrefixCache>,
+    stamps: Mutex<StampStore>,
+    pub(crate) stats: Counters,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn new(config: EmulatorConfig) -> Self {
+        let model_json = serde_json::to_string(&config.model_name).expect("a string serializes");
+        let models = serde_json::json!({
+            "object": "list",
+            "data": [{
+                "id": config.model_name,
+                "object": "model",
+                "created": 0,
+                "owned_by": "arbor",
+                "max_model_len": config.max_model_len,
+            }],
+        });
+        Shared {
+            models_body: Bytes::from(models.to_string()),
+            model_json,
+            start: Instant::now(),
+            seq: AtomicU64::new(0),
+            cache: Mutex::new(PrefixCache::new(config.cache_blocks)),
+            stamps: Mutex::new(StampStore::new(config.stamp_capacity)),
+            stats: Counters::default(),
+            config,
+        }
+    }
+
+    /// Monotonic nanoseconds since the emulator started.
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.ns(Instant::now())
+    }
+
+    pub(crate) fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.start).as_nanos() as u64
+    }
+
+    fn cache_enabled(&self) -> bool {
+        self.config.cache_blocks != Some(0)
+    }
+
+    pub(crate) fn cache_insert(&self, blocks: &[u64]) {
+        if self.cache_enabled() && !blocks.is_empty() {
+            lock(&self.cache).insert(blocks);
+        }
+    }
+
+    pub(crate) fn cache_lookup(&self, blocks: &[u64]) -> usize {
+        if self.cache_enabled() && !blocks.is_empty() {
+            lock(&self.cache).lookup(blocks)
+        } else {
+            0
+        }
+    }
+
+    /// The stamps held, in the order their requests finished.
+    pub(crate) fn stamps(&self) -> Vec<ServerStamp> {
+        lock(&self.stamps).snapshot()
+    }
+
+    /// Like [`Shared::stamps`], and forgets them.
+    pub(crate) fn take_stamps(&self) -> Vec<ServerStamp> {
+        lock(&self.stamps).drain()
+    }
+}
+
+/// Tracks one completion request: its stamp, the in-flight count, and
+/// whether it ended normally. Dropping it unfinished (the client went away)
+/// still keeps the stamp, with `done_ns: None`.
+pub(crate) struct RequestGuard {
+    shared: Arc<Shared>,
+    stamp: Option<ServerStamp>,
+    finished: bool,
+    fault_abort: bool,
+}
+
+impl RequestGuard {
+    pub(crate) fn new(shared: Arc<Shared>, stamp: Option<ServerStamp>) -> Self {
+        let active = shared.stats.active.fetch_add(1, Relaxed) + 1;
+        shared.stats.peak_active.fetch_max(active, Relaxed);
+        RequestGuard {
+            shared,
+            stamp,
+            finished: false,
+            fault_abort: false,
+        }
+    }
+
+    pub(crate) fn stamp_chunk(&mut self) {
+        if let Some(s) = &mut self.stamp {
+            let t = self.shared.now_ns();
+            s.first_chunk_ns.get_or_insert(t);
+            s.chunk_ns.push(t);
+        }
+    }
+
+    pub(crate) fn fault(&mut self, kind: FaultKind) {
+        if let Some(s) = &mut self.stamp {
+            s.faults.push(kind);
+        }
+    }
+
+    pub(crate) fn aborted_by_fault(&mut self) {
+        self.fault_abort = true;
+    }
+
+    /// The response's last bytes are being handed to hyper.
+    pub(crate) fn finish(&mut self, status: u16) {
+        self.finished = true;
+        if let Some(mut s) = self.stamp.take() {
+            s.status = status;
+            s.done_ns = Some(self.shared.now_ns());
+            lock(&self.shared.stamps).push(s);
+        }
+    }
+
+    pub(crate) fn with_stamp(&mut self, f: impl FnOnce(&mut ServerStamp)) {
+        if let Some(s) = &mut self.stamp {
+            f(s);
+        }
+    }
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        self.shared.stats.active.fetch_sub(1, Relaxed);
+        if !self.finished && !self.fault_abort {
+            self.shared.stats.client_aborts.fetch_add(1, Relaxed);
+        }
+        if let Some(s) = self.stamp.take() {
+            lock(&self.shared.stamps).push(s);
+        }
+    }
+}
