@@ -9,21 +9,11 @@ use std::path::Path;
 use arbor_engine::load::{self, arbor::write_tree};
 
 use crate::args::ConvertArgs;
-use crate::inspect::format_flag;
 use crate::Failure;
 
-/// Output formats `--to` accepts.
-const TARGETS: [&str; 1] = ["arbor"];
-
+/// `--to arbor` (the only output format so far; clap checks the name).
 pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
-    if !TARGETS.contains(&args.to.as_str()) {
-        return Err(Failure::input(format!(
-            "--to: expected {} (the only output format so far), got `{}`",
-            TARGETS.join(", "),
-            args.to
-        )));
-    }
-    let format = format_flag(args.format.as_deref())?;
+    let format = args.format;
     let output = &args.output;
     for input in &args.inputs {
         if same_file(input, output) {
