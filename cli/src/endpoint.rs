@@ -88,9 +88,7 @@ pub fn normalize_endpoint(text: &str) -> Result<String, String> {
     let url = reqwest::Url::parse(text.trim())
         .map_err(|e| format!("expected a URL such as http://127.0.0.1:8000, got `{text}` ({e})"))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "expected an http:// or https:// URL, got `{text}`"
-        ));
+        return Err(format!("expected an http:// or https:// URL, got `{text}`"));
     }
     let mut base = url.as_str().trim_end_matches('/').to_string();
     if let Some(stripped) = base.strip_suffix("/v1") {

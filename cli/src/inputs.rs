@@ -166,7 +166,6 @@ impl Compiled {
     pub fn schedule(&self) -> Result<Scheduler, Failure> {
         scheduler(self.compiled.clone(), self.policy.clone())
     }
-
 }
 
 /// A scheduler of `compiled` under `policy`.

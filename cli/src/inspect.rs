@@ -13,5 +13,7 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
     };
     let loaded = load::load_all(&args.inputs, args.format).map_err(Failure::input)?;
     let inspection = inspect(&loaded, &options);
-    stdout::json_or_human(args.json, &inspection, |mut out| inspection.write_human(&mut out))
+    stdout::json_or_human(args.json, &inspection, |mut out| {
+        inspection.write_human(&mut out)
+    })
 }

@@ -354,9 +354,7 @@ mod tests {
         scenario: ScenarioArgs,
     }
 
-    fn applied(
-        args: &[&str],
-    ) -> Result<(Option<Applied>, PolicyArgs, ScenarioArgs), Failure> {
+    fn applied(args: &[&str]) -> Result<(Option<Applied>, PolicyArgs, ScenarioArgs), Failure> {
         use clap::{CommandFactory, FromArgMatches};
         let matches = Flags::command()
             .try_get_matches_from(std::iter::once("x").chain(args.iter().copied()))

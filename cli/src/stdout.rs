@@ -14,9 +14,7 @@ pub fn print(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(),
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match write(&mut out).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != ErrorKind::BrokenPipe => {
-            Err(Failure::other(format!("stdout: {e}")))
-        }
+        Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(Failure::other(format!("stdout: {e}"))),
         _ => Ok(()),
     }
 }

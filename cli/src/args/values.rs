@@ -50,10 +50,13 @@ pub fn api_name(api: Api) -> &'static str {
 
 /// `max_tokens` or `max_completion_tokens`.
 pub fn max_tokens_field(text: &str) -> Result<MaxTokensField, String> {
-    [MaxTokensField::MaxTokens, MaxTokensField::MaxCompletionTokens]
-        .into_iter()
-        .find(|f| f.name() == text)
-        .ok_or_else(|| format!("expected max_tokens or max_completion_tokens, got `{text}`"))
+    [
+        MaxTokensField::MaxTokens,
+        MaxTokensField::MaxCompletionTokens,
+    ]
+    .into_iter()
+    .find(|f| f.name() == text)
+    .ok_or_else(|| format!("expected max_tokens or max_completion_tokens, got `{text}`"))
 }
 
 /// What `convert --to` writes: `arbor` (the only output format so far).

@@ -96,12 +96,7 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     } else {
         args.clone()
     };
-    let applied = scenario::apply(
-        &mut args.scenario,
-        &args.input,
-        &mut args.policy,
-        explicit,
-    )?;
+    let applied = scenario::apply(&mut args.scenario, &args.input, &mut args.policy, explicit)?;
     if applied.is_some() {
         args.request.ignore_eos = true;
     }
