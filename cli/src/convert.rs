@@ -9,7 +9,7 @@ use std::path::Path;
 use arbor_engine::load::{self, arbor::write_tree};
 
 use crate::args::ConvertArgs;
-use crate::Failure;
+use crate::failure::Failure;
 
 /// `--to arbor` (the only output format so far; clap checks the name).
 pub fn run(args: &ConvertArgs) -> Result<(), Failure> {

@@ -23,7 +23,8 @@ use serde_json::Value;
 
 use crate::args::DoctorArgs;
 use crate::endpoint::{self, Auth};
-use crate::{runtime, stdout, Failure};
+use crate::failure::Failure;
+use crate::{runtime, stdout};
 
 /// Output length asked of the streaming probe.
 pub const STREAM_PROBE_TOKENS: u32 = 8;

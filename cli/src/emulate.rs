@@ -8,8 +8,9 @@ use arbor_sim::emulator::{serve, EmulatorConfig, EmulatorFlags};
 use clap::{Args, Command};
 
 use crate::args::{EmulateArgs, EmulatorArgs};
+use crate::failure::Failure;
 use crate::scenario::Explicit;
-use crate::{runtime, stdout, Failure};
+use crate::{runtime, stdout};
 
 /// The emulator configuration the flags describe, with the fault seed.
 pub fn config(args: &EmulatorArgs, seed: u64) -> Result<EmulatorConfig, Failure> {

@@ -11,7 +11,7 @@ use arbor_backends::live::request::{Api, MaxTokensField};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::{Map, Value};
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// Environment variable holding the API key (sent as `Authorization:
 /// Bearer ...`, never written anywhere).

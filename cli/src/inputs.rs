@@ -17,7 +17,8 @@ use arbor_engine::Workload;
 use arbor_sim::ServiceModel;
 
 use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
-use crate::{sample, scenario, Failure};
+use crate::failure::Failure;
+use crate::{sample, scenario};
 
 /// What the inputs were, for reports.
 pub struct LoadedInput {

@@ -5,7 +5,8 @@ use arbor_engine::inspect::inspect;
 use arbor_engine::load;
 
 use crate::args::InspectArgs;
-use crate::{stdout, Failure};
+use crate::failure::Failure;
+use crate::stdout;
 
 pub fn run(args: &InspectArgs) -> Result<(), Failure> {
     let options = DeriveOptions {

@@ -36,7 +36,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::args::{Cli, Command};
-pub use crate::failure::Failure;
+use crate::failure::Failure;
 
 fn main() -> ExitCode {
     // Parsed in two steps so a recipe can tell flags the user gave from

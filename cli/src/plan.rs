@@ -4,9 +4,10 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use crate::args::PlanArgs;
+use crate::failure::Failure;
 use crate::report::{write_timeline, PlanReport};
 use crate::scenario::{self, Explicit};
-use crate::{inputs, stdout, Failure};
+use crate::{inputs, stdout};
 
 pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
     let mut policy_args = args.policy.clone();

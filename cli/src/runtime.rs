@@ -2,7 +2,7 @@
 //! single-threaded client, the in-process emulator's, `arbor emulate`'s and
 //! `arbor doctor`'s.
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// A runtime with `workers` threads (the in-process emulator).
 pub fn with_workers(workers: usize) -> Result<tokio::runtime::Runtime, Failure> {

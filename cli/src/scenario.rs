@@ -16,7 +16,7 @@ use clap::ArgMatches;
 
 use crate::args::values::seconds_text;
 use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
-use crate::Failure;
+use crate::failure::Failure;
 
 /// The InferenceX AgentX recipe.
 pub const AGENTX_MVP: &str = "agentx-mvp";

@@ -6,7 +6,7 @@ use std::io::{self, ErrorKind, Write};
 
 use serde::Serialize;
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// Runs `write` on a locked stdout and flushes; a closed pipe ends it
 /// quietly.

@@ -6,7 +6,7 @@ use arbor_engine::time::Nanos;
 use arbor_sim::emulator::{flags, FailStatus};
 use clap::Args;
 
-use super::EMULATOR;
+use super::heading::EMULATOR;
 
 /// The emulator's model and faults (see docs/emulator.md).
 #[derive(Debug, Args, Clone, Default)]

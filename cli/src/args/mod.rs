@@ -11,6 +11,7 @@
 //! with an explanation when they do not ([`peer`]).
 
 mod emulator;
+mod heading;
 pub mod peer;
 pub mod values;
 mod workload;
@@ -24,18 +25,11 @@ use arbor_sim::ServiceModel;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};
 
+use heading::{INPUT, LOAD, OUTPUT, SERVER};
+
 pub use emulator::EmulatorArgs;
 pub use peer::PeerFlags;
 pub use workload::{InputArgs, PolicyArgs, ScenarioArgs};
-
-/// Help headings, in the order `run --help` shows them.
-pub const INPUT: &str = "Input";
-pub const POLICY: &str = "Workload policy";
-pub const LOAD: &str = "Load";
-pub const SERVER: &str = "Server and request";
-pub const OUTPUT: &str = "Output";
-pub const AGENTX: &str = "AgentX";
-pub const EMULATOR: &str = "Emulator";
 
 #[derive(Debug, Parser)]
 #[command(

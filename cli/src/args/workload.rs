@@ -9,8 +9,8 @@ use arbor_engine::policy::{Arrival, GapTransform, Stagger, StartWindow};
 use arbor_engine::time::Nanos;
 use clap::Args;
 
+use super::heading::{AGENTX, INPUT, LOAD, POLICY};
 use super::values;
-use super::{AGENTX, INPUT, LOAD, POLICY};
 
 /// Where the workload comes from.
 #[derive(Debug, Args, Clone)]

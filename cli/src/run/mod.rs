@@ -30,9 +30,10 @@ use serde_json::Value;
 
 use crate::args::RunArgs;
 use crate::endpoint::{first_model_id, without_url};
+use crate::failure::Failure;
 use crate::progress::Ticker;
 use crate::scenario::{self, Explicit};
-use crate::{emulate, runtime, stdout, Failure};
+use crate::{emulate, runtime, stdout};
 
 use output::RecordsFile;
 use prepare::{prepare, Prepared};

@@ -21,7 +21,7 @@ use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::nanos_to_secs;
 use serde::Serialize;
 
-use crate::Failure;
+use crate::failure::Failure;
 
 use super::config::RunConfig;
 use super::summary::{CacheReport, Collector, Latencies, Measured, Throughput, TokenReport};

@@ -12,9 +12,10 @@ use arbor_engine::Workload;
 
 use crate::args::RunArgs;
 use crate::endpoint::{Auth, RequestOptions};
+use crate::failure::Failure;
+use crate::inputs;
 use crate::progress;
 use crate::scenario::Applied;
-use crate::{inputs, Failure};
 
 use super::config::RunConfig;
 use super::output::{self, OutputDir, Planned};
