@@ -1,7 +1,9 @@
 //! The plan report: what `arbor plan` prints (human or JSON) and the
 //! per-turn timeline it writes. Owns the numbers' definitions; computes
 //! them from the finished scheduler, never from the wall clock, so the same
-//! inputs and seed give the same bytes.
+//! inputs and seed give the same bytes. Also owns the two parts `arbor
+//! run`'s summary shares with it: [`PolicySummary`] and [`Work`] (requests
+//! and tokens over a window, and their rates).
 
 use std::io::{self, Write};
 
