@@ -86,9 +86,6 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
 
-    #[command(flatten)]
-    pub scenario: ScenarioArgs,
-
     /// Service model: recorded | fixed:TTFT_MS:ITL_MS | throughput:PREFILL_TOK_S:DECODE_TOK_S.
     #[arg(long, value_name = "MODEL", default_value = "recorded", help_heading = LOAD)]
     pub service: ServiceModel,
@@ -100,6 +97,9 @@ pub struct PlanArgs {
     /// Write the timeline, one JSON line per turn, to FILE.
     #[arg(short = 'o', long = "out", visible_alias = "timeline", alias = "output", value_name = "FILE", help_heading = OUTPUT)]
     pub timeline: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
 
     #[command(flatten)]
     pub peer: PeerFlags,

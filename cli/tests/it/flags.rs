@@ -274,9 +274,13 @@ fn run_help_groups_flags_under_headings() {
     assert!(!help.contains("--concurrency"), "{help}");
 
     let plan = stdout(&arbor(&["plan", "--help"]));
-    for heading in ["Input:", "Workload policy:", "Load:", "Output:", "AgentX:"] {
-        assert!(plan.lines().any(|l| l == heading), "{heading}:\n{plan}");
-    }
+    let positions: Vec<Option<usize>> =
+        ["Input:", "Workload policy:", "Load:", "Output:", "AgentX:"]
+            .iter()
+            .map(|h| plan.lines().position(|l| l == *h))
+            .collect();
+    assert!(positions.iter().all(Option::is_some), "{plan}");
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{plan}");
 }
 
 #[test]
