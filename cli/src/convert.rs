@@ -13,9 +13,9 @@ use crate::failure::Failure;
 
 /// `--to arbor` (the only output format so far; clap checks the name).
 pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
-    let format = args.format;
+    let format = args.traces.format;
     let output = &args.output;
-    for input in &args.inputs {
+    for input in &args.traces.inputs {
         if same_file(input, output) {
             return Err(Failure::input(format!(
                 "{}: the output would overwrite this input; expected a different -o FILE",
@@ -53,7 +53,7 @@ fn write_all(
     name: &str,
 ) -> Result<u64, Failure> {
     let mut trees = 0u64;
-    for input in &args.inputs {
+    for input in &args.traces.inputs {
         let loaded = load::load_path(input, format).map_err(Failure::input)?;
         for tree in &loaded.trees {
             write_tree(tree, out)

@@ -12,7 +12,7 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
     let options = DeriveOptions {
         overlap_tolerance: args.overlap_tolerance,
     };
-    let loaded = load::load_all(&args.inputs, args.format).map_err(Failure::input)?;
+    let loaded = load::load_all(&args.traces.inputs, args.traces.format).map_err(Failure::input)?;
     let inspection = inspect(&loaded, &options);
     stdout::json_or_human(args.json, &inspection, |mut out| {
         inspection.write_human(&mut out)

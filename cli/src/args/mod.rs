@@ -19,7 +19,6 @@ mod workload;
 use std::path::PathBuf;
 
 use arbor_backends::live::request::{Api, MaxTokensField};
-use arbor_engine::load::Format;
 use arbor_engine::time::Nanos;
 use arbor_sim::ServiceModel;
 use clap::{Args, Parser, Subcommand};
@@ -29,7 +28,7 @@ use heading::{INPUT, LOAD, OUTPUT, SERVER};
 
 pub use emulator::EmulatorArgs;
 pub use peer::PeerFlags;
-pub use workload::{InputArgs, PolicyArgs, ScenarioArgs};
+pub use workload::{InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -107,15 +106,8 @@ pub struct PlanArgs {
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// Trace files or directories, in any supported format (detected by
-    /// content; see docs/formats.md).
-    #[arg(value_name = "INPUT", required = true, help_heading = INPUT)]
-    pub inputs: Vec<PathBuf>,
-
-    /// Read every INPUT as this format instead of detecting it: weka,
-    /// mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor.
-    #[arg(long, value_name = "NAME", help_heading = INPUT)]
-    pub format: Option<Format>,
+    #[command(flatten)]
+    pub traces: TraceArgs,
 
     /// Overlap between consecutive turns of an agent up to this long is
     /// treated as recorder rounding (sequential, gap 0).
@@ -129,13 +121,8 @@ pub struct InspectArgs {
 
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
-    /// Trace files or directories, in any supported format.
-    #[arg(value_name = "INPUT", required = true, help_heading = INPUT)]
-    pub inputs: Vec<PathBuf>,
-
-    /// Read every INPUT as this format instead of detecting it.
-    #[arg(long, value_name = "NAME", help_heading = INPUT)]
-    pub format: Option<Format>,
+    #[command(flatten)]
+    pub traces: TraceArgs,
 
     /// Output format: arbor (the native JSONL form, one tree per line).
     #[arg(long, value_name = "FORMAT", value_parser = values::convert_target, help_heading = OUTPUT)]

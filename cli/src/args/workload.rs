@@ -41,6 +41,20 @@ pub struct InputArgs {
     pub overlap_tolerance: Nanos,
 }
 
+/// Recorded traces, at least one (`inspect`, `convert`).
+#[derive(Debug, Args, Clone)]
+pub struct TraceArgs {
+    /// Trace files or directories, in any supported format (detected by
+    /// content; see docs/formats.md).
+    #[arg(value_name = "INPUT", required = true, help_heading = INPUT)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Read every INPUT as this format instead of detecting it: weka,
+    /// mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor.
+    #[arg(long, value_name = "NAME", help_heading = INPUT)]
+    pub format: Option<Format>,
+}
+
 /// What a run changes on purpose (docs/policies.md).
 #[derive(Debug, Args, Clone)]
 pub struct PolicyArgs {

@@ -9,20 +9,6 @@ use std::process::{Command, Stdio};
 
 use crate::util::*;
 
-fn expect_flag_error(args: &[&str], needles: &[&str]) -> String {
-    let out = arbor(args);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    for needle in needles {
-        assert!(
-            err.contains(needle),
-            "{args:?}: expected `{needle}` in:\n{err}"
-        );
-    }
-    err
-}
-
 fn plan_json(extra: &[&str]) -> String {
     let out = arbor(&[&["plan", "--json"], extra].concat());
     assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
@@ -65,10 +51,10 @@ fn bad_durations_name_the_flag_and_what_is_wrong() {
         ("--overlap-tolerance", "1d", "unknown unit `d`"),
     ] {
         let arg = format!("{flag}={value}");
-        expect_flag_error(&["plan", &arg], &[flag, value, why]);
+        expect_exit_2(&["plan", &arg], &[flag, value, why]);
     }
-    expect_flag_error(&["run", "--timeout", "0"], &["--timeout", "more than 0"]);
-    expect_flag_error(
+    expect_exit_2(&["run", "--timeout", "0"], &["--timeout", "more than 0"]);
+    expect_exit_2(
         &[
             "doctor",
             "--endpoint",
@@ -81,30 +67,30 @@ fn bad_durations_name_the_flag_and_what_is_wrong() {
 
 #[test]
 fn typed_policy_values_are_checked_at_parse_time() {
-    expect_flag_error(
+    expect_exit_2(
         &["plan", "--arrival", "sometimes"],
         &["--arrival", "poisson:RATE"],
     );
-    expect_flag_error(&["plan", "--stagger", "even:x"], &["--stagger", "even:x"]);
-    expect_flag_error(
+    expect_exit_2(&["plan", "--stagger", "even:x"], &["--stagger", "even:x"]);
+    expect_exit_2(
         &["plan", "--start-window", "2:1"],
         &["--start-window", "MIN:MAX"],
     );
-    expect_flag_error(
+    expect_exit_2(
         &["plan", "--think-time-pct", "lots"],
         &["--think-time-pct", "percentage"],
     );
-    expect_flag_error(&["plan", "--format", "csv"], &["--format", "weka"]);
-    expect_flag_error(
+    expect_exit_2(&["plan", "--format", "csv"], &["--format", "weka"]);
+    expect_exit_2(
         &["run", "--api", "responses"],
         &["--api", "chat or completions"],
     );
-    expect_flag_error(
+    expect_exit_2(
         &["run", "--max-tokens-field", "n"],
         &["--max-tokens-field", "max_completion_tokens"],
     );
-    expect_flag_error(&["run", "--ttft-ms=-1"], &["--ttft-ms", "milliseconds"]);
-    expect_flag_error(
+    expect_exit_2(&["run", "--ttft-ms=-1"], &["--ttft-ms", "milliseconds"]);
+    expect_exit_2(
         &["run", "--itl-ms", "1", "--decode-tok-s", "50"],
         &["--itl-ms", "--decode-tok-s"],
     );
@@ -144,8 +130,8 @@ fn out_is_the_output_flag_everywhere_and_old_spellings_stay() {
 #[test]
 fn peer_aliases_mean_the_same_as_arbor_flags() {
     // --url is --endpoint, -H is --header, -m is --model, -o is --out.
-    expect_flag_error(&["run", "--url", "ftp://h"], &["--endpoint", "http://"]);
-    expect_flag_error(
+    expect_exit_2(&["run", "--url", "ftp://h"], &["--endpoint", "http://"]);
+    expect_exit_2(
         &[
             "doctor",
             "--url",
@@ -198,12 +184,12 @@ fn flags_of_other_tools_are_refused_naming_the_closest_arbor_flag() {
     ];
     for (args, needles) in cases {
         for command in ["plan", "run"] {
-            let err = expect_flag_error(&[&[command], args].concat(), needles);
+            let err = expect_exit_2(&[&[command], args].concat(), needles);
             assert!(err.contains("is not an arbor flag"), "{err}");
             assert!(!err.contains("sk-peer-secret"), "{err}");
         }
     }
-    let err = expect_flag_error(
+    let err = expect_exit_2(
         &[
             "doctor",
             "--endpoint",
@@ -223,15 +209,15 @@ fn typo_tips_point_only_at_near_misses() {
         ("--sesions", "'--sessions'"),
         ("--max-inflght", "'--max-inflight'"),
     ] {
-        let err = expect_flag_error(&["plan", typed, "1"], &["similar argument", tip]);
+        let err = expect_exit_2(&["plan", typed, "1"], &["similar argument", tip]);
         assert!(err.contains(typed), "{err}");
     }
     // Far from every visible flag, or near only a refused one: no tip.
     for typed in ["--rat", "--concurency", "--bogus-flag", "--outptu-dir"] {
-        let err = expect_flag_error(&["run", typed, "1"], &["unexpected argument", typed]);
+        let err = expect_exit_2(&["run", typed, "1"], &["unexpected argument", typed]);
         assert!(!err.contains("similar argument"), "{typed}: {err}");
     }
-    let err = expect_flag_error(&["plan", "--rate", "1"], &["--arrival"]);
+    let err = expect_exit_2(&["plan", "--rate", "1"], &["--arrival"]);
     assert!(!err.contains("--grace"), "{err}");
 }
 
