@@ -9,23 +9,13 @@ use std::path::Path;
 use arbor_engine::load::{self, arbor::write_tree};
 
 use crate::args::ConvertArgs;
-use crate::inspect::format_flag;
-use crate::Failure;
+use crate::failure::Failure;
 
-/// Output formats `--to` accepts.
-const TARGETS: [&str; 1] = ["arbor"];
-
+/// `--to arbor` (the only output format so far; clap checks the name).
 pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
-    if !TARGETS.contains(&args.to.as_str()) {
-        return Err(Failure::input(format!(
-            "--to: expected {} (the only output format so far), got `{}`",
-            TARGETS.join(", "),
-            args.to
-        )));
-    }
-    let format = format_flag(args.format.as_deref())?;
+    let format = args.traces.format;
     let output = &args.output;
-    for input in &args.inputs {
+    for input in &args.traces.inputs {
         if same_file(input, output) {
             return Err(Failure::input(format!(
                 "{}: the output would overwrite this input; expected a different -o FILE",
@@ -63,7 +53,7 @@ fn write_all(
     name: &str,
 ) -> Result<u64, Failure> {
     let mut trees = 0u64;
-    for input in &args.inputs {
+    for input in &args.traces.inputs {
         let loaded = load::load_path(input, format).map_err(Failure::input)?;
         for tree in &loaded.trees {
             write_tree(tree, out)

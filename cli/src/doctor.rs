@@ -16,15 +16,15 @@ use std::time::{Duration, Instant};
 use arbor_backends::live::exchange::{execute, Target};
 use arbor_backends::live::record::{ErrorCategory, RequestError, Response};
 use arbor_backends::live::request::{build_body, Api, BodyConfig, MaxTokensField};
-use arbor_engine::policy::parse_seconds;
 use arbor_engine::prompt::Prompt;
 use reqwest::header::HeaderMap;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::args::DoctorArgs;
-use crate::run::{self, RequestOptions, API_KEY_ENV};
-use crate::Failure;
+use crate::endpoint::{self, Auth};
+use crate::failure::Failure;
+use crate::{runtime, stdout};
 
 /// Output length asked of the streaming probe.
 pub const STREAM_PROBE_TOKENS: u32 = 8;
@@ -147,7 +147,7 @@ struct Options {
 /// `arbor doctor`.
 pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
     let options = options(args)?;
-    let runtime = run::runtime()?;
+    let runtime = runtime::two_workers()?;
     let mut report = runtime.block_on(diagnose(&options));
     runtime.shutdown_timeout(Duration::from_millis(200));
     scrub(&mut report, &options.secrets);
@@ -158,7 +158,7 @@ pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
     } else {
         human(&report)
     };
-    println!("{text}");
+    stdout::print(|out| writeln!(out, "{text}"))?;
     match report.failed() {
         None => Ok(()),
         Some(f) => Err(Failure::other(format!(
@@ -169,44 +169,20 @@ pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
 }
 
 fn options(args: &DoctorArgs) -> Result<Options, Failure> {
-    let endpoint = run::normalize_endpoint(&args.endpoint)?;
-    let headers = args
+    let auth = Auth::from_flags(&args.headers)?;
+    let mut secrets: Vec<String> = auth
         .headers
-        .iter()
-        .map(|h| run::parse_header(h))
-        .collect::<Result<Vec<_>, _>>()?;
-    let timeout = parse_seconds("--timeout", &args.timeout).map_err(Failure::input)?;
-    if timeout == 0 {
-        return Err(Failure::input("--timeout: expected more than 0 seconds"));
-    }
-    let api_key = std::env::var(API_KEY_ENV)
-        .ok()
-        .map(|k| k.trim().to_string())
-        .filter(|k| !k.is_empty());
-    let mut secrets: Vec<String> = headers
         .iter()
         .filter(|(_, v)| v.is_sensitive())
         .filter_map(|(_, v)| v.to_str().ok().map(str::to_string))
         .collect();
-    secrets.extend(api_key.clone());
+    secrets.extend(auth.api_key.clone());
     secrets.retain(|s| s.len() >= 4);
-    let request_options = RequestOptions {
-        model: None,
-        api: Api::Chat,
-        max_tokens_field: MaxTokensField::MaxTokens,
-        ignore_eos: false,
-        extra_body: None,
-        headers,
-        api_key,
-        timeout: Duration::from_nanos(timeout),
-        retries: 0,
-        cache_bust: false,
-    };
     Ok(Options {
-        endpoint,
+        endpoint: args.endpoint.clone(),
         model: args.model.clone().filter(|m| !m.is_empty()),
-        headers: run::header_map(&request_options),
-        timeout: Duration::from_nanos(timeout),
+        headers: auth.header_map(),
+        timeout: Duration::from_nanos(args.timeout),
         secrets,
     })
 }
@@ -294,14 +270,14 @@ async fn get(
                 } else if e.is_timeout() {
                     GetError::Timeout
                 } else {
-                    GetError::Other(run::without_url(&e))
+                    GetError::Other(endpoint::without_url(&e))
                 }
             })?;
         let status = response.status().as_u16();
         let body = response
             .bytes()
             .await
-            .map_err(|e| GetError::Other(run::without_url(&e)))?;
+            .map_err(|e| GetError::Other(endpoint::without_url(&e)))?;
         Ok((status, body.to_vec()))
     };
     match tokio::time::timeout(timeout, exchange).await {

@@ -1,15 +1,24 @@
-//! Turns the input and policy flags into a workload and a policy.
-//! Every parse failure becomes an exit-code-2 [`Failure`].
+//! Turns the input and policy flags into a compiled workload and a
+//! policy, the same way for `plan` and `run`: load (traces, synthetic or
+//! the bundled sample), recount tokens, check the policy's combinations
+//! (naming the flags), compile, and build schedulers. Every input or
+//! policy failure becomes an exit-code-2 [`Failure`].
 
 use std::path::Path;
 
+use arbor_backends::virtual_clock;
+use arbor_engine::dag::{self, CompiledWorkload};
 use arbor_engine::derive::DeriveOptions;
+use arbor_engine::error::{PolicyConflict, PolicyError};
 use arbor_engine::load::{self, synthetic::SyntheticSpec};
-use arbor_engine::policy::{parse_seconds, GapTransform, Policy};
+use arbor_engine::policy::{GapTransform, Policy};
+use arbor_engine::scheduler::Scheduler;
 use arbor_engine::Workload;
+use arbor_sim::ServiceModel;
 
-use crate::args::{InputArgs, PolicyArgs};
-use crate::{sample, Failure};
+use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
+use crate::failure::Failure;
+use crate::{sample, scenario};
 
 /// What the inputs were, for reports.
 pub struct LoadedInput {
@@ -23,14 +32,8 @@ pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
         parts.push("bundled sample (4 Weka traces)".to_string());
         sample::workload().map_err(Failure::input)?
     } else {
-        let format = args
-            .format
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(Failure::input)?;
         let mut w = Workload::default();
-        for loaded in load::load_all(&args.inputs, format).map_err(Failure::input)? {
+        for loaded in load::load_all(&args.inputs, args.format).map_err(Failure::input)? {
             let name = loaded.format.map_or("?", |f| f.name());
             parts.push(format!("{} ({name})", loaded.path));
             w.trees.extend(loaded.trees);
@@ -73,50 +76,112 @@ fn synthetic_spec(text: &str) -> Result<SyntheticSpec, Failure> {
     if looks_like_file && !text.contains('=') {
         SyntheticSpec::from_file(Path::new(text)).map_err(Failure::input)
     } else {
-        text.parse().map_err(Failure::input)
+        text.parse()
+            .map_err(|e: PolicyError| Failure::input(format!("--synthetic: {e}")))
     }
 }
 
-pub fn derive_options(args: &InputArgs) -> Result<DeriveOptions, Failure> {
-    Ok(DeriveOptions {
-        overlap_tolerance: parse_seconds("--overlap-tolerance", &args.overlap_tolerance)
-            .map_err(Failure::input)?,
-    })
+pub fn derive_options(args: &InputArgs) -> DeriveOptions {
+    DeriveOptions {
+        overlap_tolerance: args.overlap_tolerance,
+    }
 }
 
-pub fn policy(args: &PolicyArgs) -> Result<Policy, Failure> {
-    let seconds = |flag, text: &Option<String>| -> Result<_, Failure> {
-        text.as_deref()
-            .map(|t| parse_seconds(flag, t))
-            .transpose()
-            .map_err(Failure::input)
-    };
+/// The policy the flags describe, its combinations checked.
+pub fn policy(args: &PolicyArgs, agentx: &ScenarioArgs) -> Result<Policy, Failure> {
     let policy = Policy {
-        tool_time: GapTransform::parse("--tool-time", &args.tool_time).map_err(Failure::input)?,
-        think_time: match &args.think_time_pct {
-            Some(p) => Policy::think_pct(p).map_err(Failure::input)?,
-            None => GapTransform::Recorded,
-        },
-        arrival: args.arrival.parse().map_err(Failure::input)?,
+        tool_time: args.tool_time,
+        think_time: args.think_time_pct.unwrap_or(GapTransform::Recorded),
+        arrival: args.arrival,
         copies: args.copies,
-        stagger: args.stagger.parse().map_err(Failure::input)?,
+        stagger: args.stagger,
         max_inflight: args.max_inflight,
         sessions: args.sessions,
         loop_lanes: args.loop_lanes,
-        idle_gap_cap: seconds("--idle-gap-cap", &args.idle_gap_cap)?,
-        duration: seconds("--duration", &args.duration)?,
-        grace: parse_seconds("--grace", &args.grace).map_err(Failure::input)?,
+        idle_gap_cap: args.idle_gap_cap,
+        duration: args.duration,
+        grace: args.grace,
         seed: args.seed,
-        start_window: args
-            .start_window
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(Failure::input)?,
-        tree_idle_cap: seconds("--tree-idle-cap", &args.tree_idle_cap)?,
-        warmup_spread: parse_seconds("--warmup-spread", &args.warmup_spread)
-            .map_err(Failure::input)?,
+        start_window: agentx.start_window,
+        tree_idle_cap: args.tree_idle_cap,
+        warmup_spread: agentx.warmup_spread,
     };
-    policy.validate().map_err(Failure::input)?;
+    policy.validate().map_err(policy_failure)?;
     Ok(policy)
+}
+
+/// A policy error in the words of the flags.
+fn policy_failure(error: PolicyError) -> Failure {
+    let PolicyError::Conflict(conflict) = error else {
+        return Failure::input(error);
+    };
+    Failure::input(match conflict {
+        PolicyConflict::NoCopies => "--copies: expected at least 1",
+        PolicyConflict::NoInflight => "--max-inflight: expected at least 1",
+        PolicyConflict::NoSessions => "--sessions: expected at least 1",
+        PolicyConflict::LoopWithoutSessions => "--loop: needs --sessions N (lanes to loop)",
+        PolicyConflict::StaggerWithSessions => {
+            "--stagger: applies to open-loop runs; with --sessions, lanes start by --arrival"
+        }
+        PolicyConflict::StartWindowWithoutSessions => {
+            "--start-window: needs --sessions N (it places each lane's first tree)"
+        }
+        PolicyConflict::LoopWithoutDuration => "--loop: needs --duration S, or the run never ends",
+    })
+}
+
+/// A workload loaded and compiled under a policy.
+pub struct Compiled {
+    pub loaded: LoadedInput,
+    pub policy: Policy,
+    pub compiled: CompiledWorkload,
+}
+
+/// Loads the inputs (at least one tree), gives a recipe's lanes enough
+/// copies, and compiles.
+pub fn compile(
+    input: &InputArgs,
+    mut policy: Policy,
+    options: &DeriveOptions,
+    recipe: bool,
+) -> Result<Compiled, Failure> {
+    let loaded = load(input)?;
+    if loaded.workload.trees.is_empty() {
+        return Err(Failure::input(
+            "the inputs hold no trees: expected at least one trace",
+        ));
+    }
+    if recipe {
+        scenario::fit_lanes(&mut policy, loaded.workload.trees.len());
+    }
+    let compiled = dag::compile(&loaded.workload, &policy, options).map_err(Failure::input)?;
+    Ok(Compiled {
+        loaded,
+        policy,
+        compiled,
+    })
+}
+
+impl Compiled {
+    /// A scheduler of (a copy of) the compiled workload.
+    pub fn schedule(&self) -> Result<Scheduler, Failure> {
+        scheduler(self.compiled.clone(), self.policy.clone())
+    }
+}
+
+/// A scheduler of `compiled` under `policy`.
+pub fn scheduler(compiled: CompiledWorkload, policy: Policy) -> Result<Scheduler, Failure> {
+    Scheduler::new(compiled, policy).map_err(policy_failure)
+}
+
+/// Runs `scheduler` to the end on the virtual clock; an engine error is
+/// reported after `what`.
+pub fn run_virtual(
+    scheduler: &mut Scheduler,
+    service: &ServiceModel,
+    what: &str,
+) -> Result<(), Failure> {
+    virtual_clock::run(scheduler, service)
+        .map(|_| ())
+        .map_err(|e| Failure::other(format!("{what}: {e}")))
 }

@@ -1,20 +1,34 @@
 //! `arbor`: the command-line front end. Thin: parses flags, wires the
 //! library crates together, writes outputs, maps errors to exit codes
 //! (2 for bad input or flags, 1 for anything else).
+//!
+//! Modules, each used only by those after it (no cycles): `failure`
+//! (the error and its exit code); `args` (every clap struct and value
+//! parser; uses `endpoint`'s URL parser); `endpoint` (base URL, headers,
+//! API key, request options, redaction: shared by `run` and `doctor`);
+//! `runtime` (tokio runtimes); `stdout` (reports, quiet on a closed pipe);
+//! `sample`, `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
+//! (flags to a compiled workload and policy), `report` and `progress`;
+//! then the commands `plan`, `inspect`, `convert`, `emulate`, `run`,
+//! `doctor`.
 #![forbid(unsafe_code)]
 
 mod args;
 mod convert;
 mod doctor;
 mod emulate;
+mod endpoint;
+mod failure;
 mod inputs;
 mod inspect;
 mod plan;
 mod progress;
 mod report;
 mod run;
+mod runtime;
 mod sample;
 mod scenario;
+mod stdout;
 mod tokenizer;
 
 use std::process::ExitCode;
@@ -22,36 +36,20 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::args::{Cli, Command};
-
-/// An error and the exit code it deserves.
-pub struct Failure {
-    pub code: u8,
-    pub message: String,
-}
-
-impl Failure {
-    /// Bad input or bad flags: exit code 2.
-    pub fn input(message: impl std::fmt::Display) -> Self {
-        Failure {
-            code: 2,
-            message: message.to_string(),
-        }
-    }
-
-    /// Anything else (e.g. an output file that cannot be written): 1.
-    pub fn other(message: impl std::fmt::Display) -> Self {
-        Failure {
-            code: 1,
-            message: message.to_string(),
-        }
-    }
-}
+use crate::failure::Failure;
 
 fn main() -> ExitCode {
     // Parsed in two steps so a recipe can tell flags the user gave from
     // defaults (`--scenario` locks).
-    let matches = Cli::command().get_matches();
+    let command = Cli::command();
+    let matches = command
+        .clone()
+        .try_get_matches()
+        .unwrap_or_else(|e| args::peer::without_far_tips(e, &command).exit());
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some(message) = cli.command.peer_flags().and_then(|p| p.refused()) {
+        return fail(Failure::input(message));
+    }
     let explicit = scenario::Explicit::of_subcommand(&matches);
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args, &explicit),
@@ -63,9 +61,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => {
-            eprintln!("error: {}", failure.message);
-            ExitCode::from(failure.code)
-        }
+        Err(failure) => fail(failure),
     }
+}
+
+fn fail(failure: Failure) -> ExitCode {
+    eprintln!("error: {}", failure.message);
+    ExitCode::from(failure.code)
 }

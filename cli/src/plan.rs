@@ -1,40 +1,29 @@
 //! `arbor plan`: load, compile, run on the virtual clock, report.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
-
-use arbor_backends::virtual_clock;
-use arbor_engine::dag::compile;
-use arbor_engine::scheduler::Scheduler;
-use arbor_sim::ServiceModel;
+use std::io::{BufWriter, Write};
 
 use crate::args::PlanArgs;
-use crate::inputs;
+use crate::failure::Failure;
 use crate::report::{write_timeline, PlanReport};
 use crate::scenario::{self, Explicit};
-use crate::Failure;
+use crate::{inputs, stdout};
 
 pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
     let mut policy_args = args.policy.clone();
-    let applied = scenario::apply(&args.scenario, &args.input, &mut policy_args, explicit)?;
-    let service: ServiceModel = args.service.parse().map_err(Failure::input)?;
-    let mut policy = inputs::policy(&policy_args)?;
-    let options = inputs::derive_options(&args.input)?;
-    let loaded = inputs::load(&args.input)?;
-    if loaded.workload.trees.is_empty() {
-        return Err(Failure::input(
-            "the inputs hold no trees: expected at least one trace",
-        ));
-    }
-    if applied.is_some() {
-        scenario::fit_lanes(&mut policy, loaded.workload.trees.len());
-    }
-    let compiled = compile(&loaded.workload, &policy, &options).map_err(Failure::input)?;
+    let mut agentx = args.scenario.clone();
+    let applied = scenario::apply(&mut agentx, &args.input, &mut policy_args, explicit)?;
+    let policy = inputs::policy(&policy_args, &agentx)?;
+    let options = inputs::derive_options(&args.input);
+    let inputs::Compiled {
+        loaded,
+        policy,
+        compiled,
+    } = inputs::compile(&args.input, policy, &options, applied.is_some())?;
     let adjustments = compiled.adjustments;
     let counts = (&compiled).into();
-    let mut scheduler = Scheduler::new(compiled, policy).map_err(Failure::input)?;
-    virtual_clock::run(&mut scheduler, &service)
-        .map_err(|e| Failure::other(format!("engine: {e}")))?;
+    let mut scheduler = inputs::scheduler(compiled, policy)?;
+    inputs::run_virtual(&mut scheduler, &args.service, "engine")?;
 
     if let Some(path) = &args.timeline {
         let file = File::create(path)
@@ -48,21 +37,12 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
     let report = PlanReport::new(
         loaded.description,
         applied.map(|a| a.name.to_string()),
-        service.to_string(),
+        args.service.to_string(),
         options.overlap_tolerance,
         &loaded.workload,
         &adjustments,
         &counts,
         &scheduler,
     );
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    let written = if args.json {
-        serde_json::to_writer_pretty(&mut out, &report)
-            .map_err(io::Error::other)
-            .and_then(|_| writeln!(out))
-    } else {
-        report.print_human(&mut out)
-    };
-    written.map_err(|e| Failure::other(format!("stdout: {e}")))
+    stdout::json_or_human(args.json, &report, |mut out| report.print_human(&mut out))
 }

@@ -1,12 +1,15 @@
 //! The plan report: what `arbor plan` prints (human or JSON) and the
 //! per-turn timeline it writes. Owns the numbers' definitions; computes
 //! them from the finished scheduler, never from the wall clock, so the same
-//! inputs and seed give the same bytes.
+//! inputs and seed give the same bytes. Also owns the two parts `arbor
+//! run`'s summary shares with it: [`PolicySummary`] and [`Work`] (requests
+//! and tokens over a window, and their rates).
 
 use std::io::{self, Write};
 
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::derive::Adjustments;
+use arbor_engine::inspect::AdjustmentSummary;
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::stats::{Distribution, Seconds};
@@ -21,36 +24,37 @@ pub struct AgentCounts {
     pub background: u64,
 }
 
-#[derive(Debug, Serialize)]
-pub struct AdjustmentReport {
-    pub overlaps_rounded: u64,
-    pub overlap_rounded_s: f64,
-    pub overlaps_kept: u64,
-    pub unknown_durations: u64,
-    pub unjoined_children: u64,
-}
-
-impl From<&Adjustments> for AdjustmentReport {
-    fn from(a: &Adjustments) -> Self {
-        AdjustmentReport {
-            overlaps_rounded: a.overlaps_rounded,
-            overlap_rounded_s: nanos_to_secs(a.overlap_rounded_ns),
-            overlaps_kept: a.overlaps_kept,
-            unknown_durations: a.unknown_durations,
-            unjoined_children: a.unjoined_children,
-        }
-    }
-}
-
-/// Load the plan puts on a server.
-#[derive(Debug, Serialize)]
-pub struct Demand {
+/// Requests and tokens over a window, and their rates: the load a plan
+/// puts on a server (`demand`), or what a run's server did (`throughput`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Work {
     pub requests: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub requests_per_s: f64,
     pub input_tokens_per_s: f64,
     pub output_tokens_per_s: f64,
+}
+
+impl Work {
+    /// The counts over `window` nanoseconds (rates 0 for an empty window).
+    pub fn over(window: Nanos, requests: u64, input_tokens: u64, output_tokens: u64) -> Work {
+        let per_s = |x: u64| {
+            if window == 0 {
+                0.0
+            } else {
+                x as f64 / nanos_to_secs(window)
+            }
+        };
+        Work {
+            requests,
+            input_tokens,
+            output_tokens,
+            requests_per_s: per_s(requests),
+            input_tokens_per_s: per_s(input_tokens),
+            output_tokens_per_s: per_s(output_tokens),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -91,7 +95,7 @@ pub struct PlanReport {
     pub peak_live_trees_at_s: f64,
     pub idle_shifts: u64,
     pub idle_skipped_s: f64,
-    pub adjustments: AdjustmentReport,
+    pub adjustments: AdjustmentSummary,
     pub dispatched: u64,
     pub completed: u64,
     pub cancelled: u64,
@@ -108,7 +112,7 @@ pub struct PlanReport {
     /// Wait for the request cap (JSON keys `count`, `mean_s`, `p50_s`,
     /// `p90_s`, `p95_s`, `p99_s`, `max_s`).
     pub queue_wait: Option<Distribution<Seconds>>,
-    pub demand: Demand,
+    pub demand: Work,
     pub lanes: Option<Vec<LaneReport>>,
 }
 
@@ -195,13 +199,6 @@ impl PlanReport {
                 makespan = makespan.max(slot.end);
             }
         }
-        let per_s = |x: u64| {
-            if makespan == 0 {
-                0.0
-            } else {
-                x as f64 / nanos_to_secs(makespan)
-            }
-        };
         let lanes = policy.sessions.map(|_| {
             scheduler
                 .lanes()
@@ -247,14 +244,7 @@ impl PlanReport {
             warmups: stats.warmups,
             history_turns: stats.history,
             queue_wait: policy.max_inflight.map(|_| Distribution::of(&mut waits)),
-            demand: Demand {
-                requests: stats.dispatched,
-                input_tokens,
-                output_tokens,
-                requests_per_s: per_s(stats.dispatched),
-                input_tokens_per_s: per_s(input_tokens),
-                output_tokens_per_s: per_s(output_tokens),
-            },
+            demand: Work::over(makespan, stats.dispatched, input_tokens, output_tokens),
             lanes,
         }
     }

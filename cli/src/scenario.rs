@@ -9,22 +9,28 @@
 
 use std::collections::BTreeSet;
 
-use arbor_engine::policy::parse_seconds;
+use arbor_engine::policy::{GapTransform, StartWindow};
+use arbor_engine::time::{Nanos, NANOS_PER_SEC};
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Args};
+use clap::ArgMatches;
 
-use crate::args::{InputArgs, PolicyArgs};
-use crate::Failure;
+use crate::args::values::seconds_text;
+use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
+use crate::failure::Failure;
 
 /// The InferenceX AgentX recipe.
 pub const AGENTX_MVP: &str = "agentx-mvp";
 
-/// Shortest duration the recipe accepts, and its default (seconds).
-pub const MIN_DURATION_S: f64 = 900.0;
-pub const DEFAULT_DURATION: &str = "1800";
-pub const IDLE_GAP_CAP: &str = "10";
-pub const GRACE: &str = "30";
-pub const START_WINDOW: &str = "0:1";
+/// Shortest duration the recipe accepts, and its default.
+pub const MIN_DURATION: Nanos = 900 * NANOS_PER_SEC;
+pub const DEFAULT_DURATION: Nanos = 1800 * NANOS_PER_SEC;
+pub const IDLE_GAP_CAP: Nanos = 10 * NANOS_PER_SEC;
+pub const GRACE: Nanos = 30 * NANOS_PER_SEC;
+/// The whole recorded span (`0:1`).
+pub const START_WINDOW: StartWindow = StartWindow {
+    min_ppm: 0,
+    max_ppm: 1_000_000,
+};
 
 /// Invalidity reasons stamped on `summary.json`.
 pub const UNSAFE_OVERRIDE: &str = "unsafe_override";
@@ -33,19 +39,6 @@ pub const RUN_CANCELLED: &str = "run_cancelled";
 
 /// Above this fraction of requests, context overflows invalidate a run.
 pub const CONTEXT_OVERFLOW_LIMIT: f64 = 0.01;
-
-#[derive(Debug, Args, Clone, Default)]
-pub struct ScenarioArgs {
-    /// Run a named benchmark recipe with its locks: agentx-mvp (the
-    /// InferenceX AgentX recipe; see docs/agentx.md).
-    #[arg(long, value_name = "NAME")]
-    pub scenario: Option<String>,
-
-    /// With --scenario: run even though flags conflict with the recipe.
-    /// The run is stamped invalid (submission_valid false).
-    #[arg(long)]
-    pub unsafe_override: bool,
-}
 
 /// Argument ids the user gave on the command line (or in the
 /// environment), as opposed to defaults.
@@ -106,8 +99,12 @@ struct Conflict {
     overridable: bool,
 }
 
-fn seconds_equal(flag: &'static str, text: &str, want: f64) -> bool {
-    parse_seconds(flag, text).is_ok_and(|ns| ns == (want * 1e9).round() as u64)
+/// `--think-time-pct P` as the user gave it.
+fn percent_text(transform: GapTransform) -> String {
+    match transform {
+        GapTransform::Scale { ppm } => (ppm as f64 / 10_000.0).to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// Applies `--scenario` (if any) to the flags: sets the recipe's values
@@ -116,12 +113,12 @@ fn seconds_equal(flag: &'static str, text: &str, want: f64) -> bool {
 /// `--unsafe-override` (the synthetic-dataset conflict is never
 /// overridable). `None` without a scenario.
 pub fn apply(
-    scenario: &ScenarioArgs,
+    scenario: &mut ScenarioArgs,
     input: &InputArgs,
     policy: &mut PolicyArgs,
     explicit: &Explicit,
 ) -> Result<Option<Applied>, Failure> {
-    let Some(name) = scenario.scenario.as_deref() else {
+    let Some(name) = scenario.scenario.clone() else {
         if scenario.unsafe_override {
             return Err(Failure::input(
                 "--unsafe-override: applies only with --scenario NAME",
@@ -150,7 +147,7 @@ pub fn apply(
             false,
         );
     }
-    if explicit.has("tool_time") && policy.tool_time != "recorded" {
+    if explicit.has("tool_time") && policy.tool_time != GapTransform::Recorded {
         conflict(
             format!(
                 "--tool-time {}: tool gaps are replayed as recorded",
@@ -161,43 +158,47 @@ pub fn apply(
     }
     if let Some(p) = policy
         .think_time_pct
-        .as_deref()
         .filter(|_| explicit.has("think_time_pct"))
     {
         conflict(
-            format!("--think-time-pct {p}: think gaps are replayed as recorded"),
+            format!(
+                "--think-time-pct {}: think gaps are replayed as recorded",
+                percent_text(p)
+            ),
             true,
         );
     }
-    if let Some(cap) = policy
-        .idle_gap_cap
-        .as_deref()
-        .filter(|_| explicit.has("idle_gap_cap"))
-    {
-        if !seconds_equal("--idle-gap-cap", cap, 10.0) {
+    if let Some(cap) = policy.idle_gap_cap.filter(|_| explicit.has("idle_gap_cap")) {
+        if cap != IDLE_GAP_CAP {
             conflict(
-                format!("--idle-gap-cap {cap}: the idle-gap cap is locked at {IDLE_GAP_CAP} s"),
+                format!(
+                    "--idle-gap-cap {}: the idle-gap cap is locked at {} s",
+                    seconds_text(cap),
+                    seconds_text(IDLE_GAP_CAP)
+                ),
                 true,
             );
         }
     }
-    if let Some(d) = policy
-        .duration
-        .as_deref()
-        .filter(|_| explicit.has("duration"))
-    {
-        let short =
-            parse_seconds("--duration", d).is_ok_and(|ns| (ns as f64) < MIN_DURATION_S * 1e9);
-        if short {
+    if let Some(d) = policy.duration.filter(|_| explicit.has("duration")) {
+        if d < MIN_DURATION {
             conflict(
-                format!("--duration {d}: the duration must be at least {MIN_DURATION_S} s"),
+                format!(
+                    "--duration {}: the duration must be at least {} s",
+                    seconds_text(d),
+                    seconds_text(MIN_DURATION)
+                ),
                 true,
             );
         }
     }
-    if explicit.has("grace") && !seconds_equal("--grace", &policy.grace, 30.0) {
+    if explicit.has("grace") && policy.grace != GRACE {
         conflict(
-            format!("--grace {}: the grace is locked at {GRACE} s", policy.grace),
+            format!(
+                "--grace {}: the grace is locked at {} s",
+                seconds_text(policy.grace),
+                seconds_text(GRACE)
+            ),
             true,
         );
     }
@@ -263,17 +264,17 @@ pub fn apply(
 
     // The recipe's values where the user gave none.
     policy.loop_lanes = true;
-    if policy.start_window.is_none() {
-        policy.start_window = Some(START_WINDOW.into());
+    if scenario.start_window.is_none() {
+        scenario.start_window = Some(START_WINDOW);
     }
     if policy.idle_gap_cap.is_none() {
-        policy.idle_gap_cap = Some(IDLE_GAP_CAP.into());
+        policy.idle_gap_cap = Some(IDLE_GAP_CAP);
     }
     if policy.duration.is_none() {
-        policy.duration = Some(DEFAULT_DURATION.into());
+        policy.duration = Some(DEFAULT_DURATION);
     }
     if !explicit.has("grace") {
-        policy.grace = GRACE.into();
+        policy.grace = GRACE;
     }
     if !explicit.has("seed") {
         policy.seed = generated_seed();
@@ -353,41 +354,46 @@ mod tests {
         scenario: ScenarioArgs,
     }
 
-    fn applied(args: &[&str]) -> Result<(Option<Applied>, PolicyArgs), Failure> {
+    fn applied(args: &[&str]) -> Result<(Option<Applied>, PolicyArgs, ScenarioArgs), Failure> {
         use clap::{CommandFactory, FromArgMatches};
         let matches = Flags::command()
             .try_get_matches_from(std::iter::once("x").chain(args.iter().copied()))
             .unwrap();
         let mut flags = Flags::from_arg_matches(&matches).unwrap();
         let explicit = Explicit::of(&matches);
-        let a = apply(&flags.scenario, &flags.input, &mut flags.policy, &explicit)?;
-        Ok((a, flags.policy))
+        let a = apply(
+            &mut flags.scenario,
+            &flags.input,
+            &mut flags.policy,
+            &explicit,
+        )?;
+        Ok((a, flags.policy, flags.scenario))
     }
 
     #[test]
     fn the_recipe_fills_in_its_values() {
-        let (a, p) = applied(&["--scenario", "agentx-mvp", "--sessions", "4", "--seed", "0"])
+        let (a, p, s) = applied(&["--scenario", "agentx-mvp", "--sessions", "4", "--seed", "0"])
             .ok()
             .unwrap();
         let a = a.unwrap();
         assert!(a.overridden.is_empty());
         assert!(p.loop_lanes);
         assert_eq!(p.seed, 0, "an explicit --seed 0 is kept");
-        assert_eq!(p.start_window.as_deref(), Some("0:1"));
-        assert_eq!(p.idle_gap_cap.as_deref(), Some("10"));
-        assert_eq!(p.duration.as_deref(), Some("1800"));
-        assert_eq!(p.grace, "30");
+        assert_eq!(s.start_window, Some("0:1".parse().unwrap()));
+        assert_eq!(p.idle_gap_cap, Some(10 * NANOS_PER_SEC));
+        assert_eq!(p.duration, Some(1800 * NANOS_PER_SEC));
+        assert_eq!(p.grace, 30 * NANOS_PER_SEC);
     }
 
     #[test]
     fn values_equal_to_the_locks_are_not_conflicts() {
-        let (a, p) = applied(&[
+        let (a, p, s) = applied(&[
             "--scenario",
             "agentx-mvp",
             "--sessions",
             "4",
             "--idle-gap-cap",
-            "10",
+            "10s",
             "--grace",
             "30",
             "--duration",
@@ -403,7 +409,7 @@ mod tests {
         .unwrap();
         assert!(a.unwrap().overridden.is_empty());
         assert_ne!(p.seed, 0, "a seed is generated");
-        assert_eq!(p.start_window.as_deref(), Some("0.25:0.75"));
+        assert_eq!(s.start_window, Some("0.25:0.75".parse().unwrap()));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use arbor_engine::prompt::VOCABULARY;
 use arbor_engine::Workload;
 use tokenizers::Tokenizer;
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// What applying a tokenizer did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -3,16 +3,22 @@
 //!
 //! Owns the error types only; every module builds its own messages.
 
-use std::fmt;
-
 /// Bad input: a file that cannot be read or does not say what its format
 /// requires. `place` is a line (`line 12`), a JSON path (`$.requests[3].t`)
 /// or both (`line 12, $.turns[0]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {}{message}", place_prefix(.place))]
 pub struct InputError {
     pub file: String,
     pub place: Option<String>,
     pub message: String,
+}
+
+/// `place: ` when there is a place, nothing otherwise.
+fn place_prefix(place: &Option<String>) -> String {
+    place
+        .as_ref()
+        .map_or_else(String::new, |p| format!("{p}: "))
 }
 
 impl InputError {
@@ -38,32 +44,45 @@ impl InputError {
     }
 }
 
-impl fmt::Display for InputError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.place {
-            Some(place) => write!(f, "{}: {}: {}", self.file, place, self.message),
-            None => write!(f, "{}: {}", self.file, self.message),
-        }
-    }
-}
-
-impl std::error::Error for InputError {}
-
-/// A policy flag with a value that cannot be used, e.g. `--tool-time pct:abc`.
+/// A policy setting that cannot be used. The engine says what is wrong
+/// with a value or a combination; it never names a command-line flag (the
+/// CLI does, see `cli/src/args`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{flag}: {message}")]
-pub struct PolicyError {
-    pub flag: &'static str,
-    pub message: String,
+pub enum PolicyError {
+    /// A value that does not parse or is out of range, e.g. `pct:abc` as a
+    /// gap transform: what was expected and what was given.
+    #[error("{0}")]
+    Value(String),
+    /// Settings that do not go together.
+    #[error(transparent)]
+    Conflict(#[from] PolicyConflict),
 }
 
 impl PolicyError {
-    pub fn new(flag: &'static str, message: impl Into<String>) -> Self {
-        PolicyError {
-            flag,
-            message: message.into(),
-        }
+    /// A bad value, described by `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        PolicyError::Value(message.into())
     }
+}
+
+/// Policy settings that do not go together (checked by
+/// `Policy::validate`), in the engine's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyConflict {
+    #[error("copies: expected at least 1")]
+    NoCopies,
+    #[error("max in flight: expected at least 1")]
+    NoInflight,
+    #[error("sessions: expected at least 1")]
+    NoSessions,
+    #[error("looping lanes needs sessions (lanes to loop)")]
+    LoopWithoutSessions,
+    #[error("stagger applies to open-loop runs; with sessions, lanes start by their arrival")]
+    StaggerWithSessions,
+    #[error("a start window needs sessions (it places each lane's first tree)")]
+    StartWindowWithoutSessions,
+    #[error("looping lanes needs a duration, or the run never ends")]
+    LoopWithoutDuration,
 }
 
 /// Misuse of the scheduler's API by a driver. The engine stays consistent

@@ -3,11 +3,13 @@
 //! Owns the policy types, their textual forms (as typed on the command line,
 //! parsed by `FromStr`, printed by `Display`) and the arithmetic of gap
 //! transforms. The scheduler applies them; this module does not schedule.
+//! Parse errors say what is wrong with a value; they never name a flag (the
+//! CLI's value parsers do).
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::PolicyError;
+use crate::error::{PolicyConflict, PolicyError};
 use crate::model::InputKind;
 use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
 
@@ -52,62 +54,84 @@ impl GapTransform {
     }
 }
 
-fn parse_percent(flag: &'static str, text: &str) -> Result<u64, PolicyError> {
+fn parse_percent(text: &str) -> Result<u64, PolicyError> {
     let value: f64 = text
         .parse()
-        .map_err(|_| PolicyError::new(flag, format!("expected a percentage, got `{text}`")))?;
+        .map_err(|_| PolicyError::new(format!("expected a percentage, got `{text}`")))?;
     if !value.is_finite() || !(0.0..=1.0e6).contains(&value) {
-        return Err(PolicyError::new(
-            flag,
-            format!("expected a percentage between 0 and 1000000, got `{text}`"),
-        ));
+        return Err(PolicyError::new(format!(
+            "expected a percentage between 0 and 1000000, got `{text}`"
+        )));
     }
     Ok((value * PPM_PER_PERCENT as f64).round() as u64)
 }
 
-fn parse_millis(flag: &'static str, text: &str) -> Result<Nanos, PolicyError> {
+fn parse_millis(text: &str) -> Result<Nanos, PolicyError> {
     text.parse::<f64>()
         .ok()
         .and_then(millis_to_nanos)
         .ok_or_else(|| {
-            PolicyError::new(
-                flag,
-                format!("expected a non-negative number of milliseconds, got `{text}`"),
-            )
+            PolicyError::new(format!(
+                "expected a non-negative number of milliseconds, got `{text}`"
+            ))
         })
 }
 
-/// Parses a non-negative number of seconds (e.g. `--idle-gap-cap 10`).
-pub fn parse_seconds(flag: &'static str, text: &str) -> Result<Nanos, PolicyError> {
-    text.parse::<f64>()
-        .ok()
-        .and_then(secs_to_nanos)
-        .ok_or_else(|| {
-            PolicyError::new(
-                flag,
-                format!("expected a non-negative number of seconds, got `{text}`"),
-            )
-        })
+/// Units a duration may carry, and seconds per unit. A bare number is
+/// seconds.
+const DURATION_UNITS: [(&str, f64); 4] = [("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
+
+/// Parses a non-negative duration: a number of seconds (`10`, `0.25`) or a
+/// number with a unit (`250ms`, `30s`, `5m`, `1h`; fractions allowed).
+pub fn parse_duration(text: &str) -> Result<Nanos, PolicyError> {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+        .filter(|&i| i > 0)
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let per_unit = if unit.is_empty() {
+        1.0
+    } else {
+        match DURATION_UNITS.iter().find(|(name, _)| *name == unit) {
+            Some((_, per_unit)) => *per_unit,
+            None => {
+                return Err(PolicyError::new(format!(
+                    "unknown unit `{unit}` in `{text}`: expected ms, s, m or h (a bare number is seconds)"
+                )))
+            }
+        }
+    };
+    let value: f64 = number.parse().map_err(|_| {
+        PolicyError::new(format!(
+            "expected a duration such as 30, 0.5, 250ms, 30s, 5m or 1h, got `{text}`"
+        ))
+    })?;
+    if !value.is_finite() {
+        return Err(PolicyError::new(format!(
+            "expected a finite duration, got `{text}`"
+        )));
+    }
+    if value < 0.0 {
+        return Err(PolicyError::new(format!(
+            "expected a non-negative duration, got `{text}`"
+        )));
+    }
+    secs_to_nanos(value * per_unit)
+        .ok_or_else(|| PolicyError::new(format!("duration too long: `{text}`")))
 }
 
-fn parse_rate(flag: &'static str, text: &str) -> Result<f64, PolicyError> {
+fn parse_rate(text: &str) -> Result<f64, PolicyError> {
     match text.parse::<f64>() {
         Ok(rate) if rate.is_finite() && rate > 0.0 && rate <= 1.0e9 => Ok(rate),
-        _ => Err(PolicyError::new(
-            flag,
-            format!("expected a positive rate in trees per second, got `{text}`"),
-        )),
+        _ => Err(PolicyError::new(format!(
+            "expected a positive rate in trees per second, got `{text}`"
+        ))),
     }
 }
 
 impl GapTransform {
-    /// Parses `recorded|zero|pct:P|max:MS|fixed:MS` for the flag named.
-    pub fn parse(flag: &'static str, text: &str) -> Result<Self, PolicyError> {
-        Self::parse_parts(flag, text)
-            .map_err(|e| PolicyError::new(flag, format!("{} (in `{text}`)", e.message)))
-    }
-
-    fn parse_parts(flag: &'static str, text: &str) -> Result<Self, PolicyError> {
+    fn parse_parts(text: &str) -> Result<Self, PolicyError> {
         let (kind, arg) = match text.split_once(':') {
             Some((k, a)) => (k, Some(a)),
             None => (text, None),
@@ -116,22 +140,27 @@ impl GapTransform {
             ("recorded", None) => Ok(GapTransform::Recorded),
             ("zero", None) => Ok(GapTransform::Zero),
             ("pct", Some(p)) => Ok(GapTransform::Scale {
-                ppm: parse_percent(flag, p)?,
+                ppm: parse_percent(p)?,
             }),
-            ("max", Some(ms)) => Ok(GapTransform::Max(parse_millis(flag, ms)?)),
-            ("fixed", Some(ms)) => Ok(GapTransform::Fixed(parse_millis(flag, ms)?)),
-            _ => Err(PolicyError::new(
-                flag,
-                format!("expected recorded, zero, pct:P, max:MS or fixed:MS, got `{text}`"),
-            )),
+            ("max", Some(ms)) => Ok(GapTransform::Max(parse_millis(ms)?)),
+            ("fixed", Some(ms)) => Ok(GapTransform::Fixed(parse_millis(ms)?)),
+            _ => Err(PolicyError::new(format!(
+                "expected recorded, zero, pct:P, max:MS or fixed:MS, got `{text}`"
+            ))),
         }
     }
 }
 
+/// `recorded|zero|pct:P|max:MS|fixed:MS`.
 impl FromStr for GapTransform {
     type Err = PolicyError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        GapTransform::parse("--tool-time", s)
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        GapTransform::parse_parts(text).map_err(|e| match e {
+            PolicyError::Value(m) if !m.ends_with(&format!("`{text}`")) => {
+                PolicyError::new(format!("{m} (in `{text}`)"))
+            }
+            other => other,
+        })
     }
 }
 
@@ -186,16 +215,14 @@ pub enum Arrival {
 impl FromStr for Arrival {
     type Err = PolicyError;
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        const FLAG: &str = "--arrival";
         match text.split_once(':') {
             None if text == "immediate" => Ok(Arrival::Immediate),
             None if text == "recorded" => Ok(Arrival::Recorded),
-            Some(("poisson", rate)) => Ok(Arrival::Poisson(parse_rate(FLAG, rate)?)),
-            Some(("rate", rate)) => Ok(Arrival::Rate(parse_rate(FLAG, rate)?)),
-            _ => Err(PolicyError::new(
-                FLAG,
-                format!("expected immediate, recorded, poisson:RATE or rate:RATE, got `{text}`"),
-            )),
+            Some(("poisson", rate)) => Ok(Arrival::Poisson(parse_rate(rate)?)),
+            Some(("rate", rate)) => Ok(Arrival::Rate(parse_rate(rate)?)),
+            _ => Err(PolicyError::new(format!(
+                "expected immediate, recorded, poisson:RATE or rate:RATE, got `{text}`"
+            ))),
         }
     }
 }
@@ -228,9 +255,8 @@ pub enum Stagger {
 impl FromStr for Stagger {
     type Err = PolicyError;
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        const FLAG: &str = "--stagger";
         let (kind, span) = match text.split_once(':') {
-            Some((k, s)) => (k, Some(parse_seconds(FLAG, s)?)),
+            Some((k, s)) => (k, Some(parse_duration(s)?)),
             None => (text, None),
         };
         let span = span.unwrap_or(DEFAULT_STAGGER_SPAN);
@@ -238,10 +264,9 @@ impl FromStr for Stagger {
             "none" if span == DEFAULT_STAGGER_SPAN => Ok(Stagger::None),
             "even" => Ok(Stagger::Even { span }),
             "random" => Ok(Stagger::Random { span }),
-            _ => Err(PolicyError::new(
-                FLAG,
-                format!("expected none, even[:SPAN_S] or random[:SPAN_S], got `{text}`"),
-            )),
+            _ => Err(PolicyError::new(format!(
+                "expected none, even[:SPAN] or random[:SPAN] (SPAN a duration, default 60 s), got `{text}`"
+            ))),
         }
     }
 }
@@ -267,12 +292,10 @@ pub struct StartWindow {
 impl FromStr for StartWindow {
     type Err = PolicyError;
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        const FLAG: &str = "--start-window";
         let bad = || {
-            PolicyError::new(
-                FLAG,
-                format!("expected MIN:MAX with 0 <= MIN <= MAX <= 1, got `{text}`"),
-            )
+            PolicyError::new(format!(
+                "expected MIN:MAX with 0 <= MIN <= MAX <= 1, got `{text}`"
+            ))
         };
         let (min, max) = text.split_once(':').ok_or_else(bad)?;
         let fraction = |t: &str| -> Result<u32, PolicyError> {
@@ -367,40 +390,24 @@ impl Policy {
     /// Checks combinations that make no sense; single values are checked
     /// when parsed.
     pub fn validate(&self) -> Result<(), PolicyError> {
-        if self.copies == 0 {
-            return Err(PolicyError::new("--copies", "expected at least 1"));
-        }
-        if self.max_inflight == Some(0) {
-            return Err(PolicyError::new("--max-inflight", "expected at least 1"));
-        }
-        if self.sessions == Some(0) {
-            return Err(PolicyError::new("--sessions", "expected at least 1"));
-        }
-        if self.loop_lanes && self.sessions.is_none() {
-            return Err(PolicyError::new(
-                "--loop",
-                "needs --sessions N (lanes to loop)",
-            ));
-        }
-        if self.sessions.is_some() && self.stagger != Stagger::None {
-            return Err(PolicyError::new(
-                "--stagger",
-                "applies to open-loop runs; with --sessions, lanes start by --arrival",
-            ));
-        }
-        if self.start_window.is_some() && self.sessions.is_none() {
-            return Err(PolicyError::new(
-                "--start-window",
-                "needs --sessions N (it places each lane's first tree)",
-            ));
-        }
-        if self.loop_lanes && self.duration.is_none() {
-            return Err(PolicyError::new(
-                "--loop",
-                "needs --duration S, or the run never ends",
-            ));
-        }
-        Ok(())
+        let conflict = if self.copies == 0 {
+            PolicyConflict::NoCopies
+        } else if self.max_inflight == Some(0) {
+            PolicyConflict::NoInflight
+        } else if self.sessions == Some(0) {
+            PolicyConflict::NoSessions
+        } else if self.loop_lanes && self.sessions.is_none() {
+            PolicyConflict::LoopWithoutSessions
+        } else if self.sessions.is_some() && self.stagger != Stagger::None {
+            PolicyConflict::StaggerWithSessions
+        } else if self.start_window.is_some() && self.sessions.is_none() {
+            PolicyConflict::StartWindowWithoutSessions
+        } else if self.loop_lanes && self.duration.is_none() {
+            PolicyConflict::LoopWithoutDuration
+        } else {
+            return Ok(());
+        };
+        Err(conflict.into())
     }
 
     /// The transformed gap before a turn whose input is `next_input`.
@@ -412,10 +419,10 @@ impl Policy {
         }
     }
 
-    /// `--think-time-pct P` as a transform.
+    /// A percentage `P` as the transform `pct:P` (`--think-time-pct P`).
     pub fn think_pct(percent: &str) -> Result<GapTransform, PolicyError> {
         Ok(GapTransform::Scale {
-            ppm: parse_percent("--think-time-pct", percent)?,
+            ppm: parse_percent(percent)?,
         })
     }
 }
@@ -427,31 +434,25 @@ mod tests {
     #[test]
     fn gap_transforms_parse_and_apply() {
         let s = NANOS_PER_SEC;
-        assert_eq!(GapTransform::parse("f", "zero").unwrap().apply(5 * s), 0);
+        assert_eq!("zero".parse::<GapTransform>().unwrap().apply(5 * s), 0);
         assert_eq!(
-            GapTransform::parse("f", "pct:50").unwrap().apply(5 * s),
+            "pct:50".parse::<GapTransform>().unwrap().apply(5 * s),
             2_500_000_000
         );
+        assert_eq!("pct:12.5".parse::<GapTransform>().unwrap().apply(8 * s), s);
+        assert_eq!("max:1000".parse::<GapTransform>().unwrap().apply(5 * s), s);
         assert_eq!(
-            GapTransform::parse("f", "pct:12.5").unwrap().apply(8 * s),
-            s
-        );
-        assert_eq!(
-            GapTransform::parse("f", "max:1000").unwrap().apply(5 * s),
-            s
-        );
-        assert_eq!(
-            GapTransform::parse("f", "max:1000").unwrap().apply(s / 2),
+            "max:1000".parse::<GapTransform>().unwrap().apply(s / 2),
             s / 2
         );
         assert_eq!(
-            GapTransform::parse("f", "fixed:250").unwrap().apply(5 * s),
+            "fixed:250".parse::<GapTransform>().unwrap().apply(5 * s),
             s / 4
         );
-        assert_eq!(GapTransform::parse("f", "recorded").unwrap().apply(7), 7);
+        assert_eq!("recorded".parse::<GapTransform>().unwrap().apply(7), 7);
         for bad in ["pct", "pct:x", "max:-1", "fixed:nan", "bogus", "zero:1"] {
             assert!(
-                GapTransform::parse("f", bad).is_err(),
+                bad.parse::<GapTransform>().is_err(),
                 "{bad} should be rejected"
             );
         }
@@ -477,6 +478,52 @@ mod tests {
             }
         );
         assert!("none:3".parse::<Stagger>().is_err());
+    }
+
+    #[test]
+    fn durations_take_units_and_a_bare_number_is_seconds() {
+        let s = NANOS_PER_SEC;
+        assert_eq!(parse_duration("30").unwrap(), 30 * s);
+        assert_eq!(parse_duration("0.25").unwrap(), s / 4);
+        assert_eq!(parse_duration("1e1").unwrap(), 10 * s);
+        assert_eq!(parse_duration("250ms").unwrap(), s / 4);
+        assert_eq!(parse_duration("30s").unwrap(), 30 * s);
+        assert_eq!(parse_duration("5m").unwrap(), 300 * s);
+        assert_eq!(parse_duration("1.5m").unwrap(), 90 * s);
+        assert_eq!(parse_duration("1h").unwrap(), 3600 * s);
+        for (bad, why) in [
+            ("-4", "non-negative"),
+            ("-1s", "non-negative"),
+            ("NaN", "finite"),
+            ("inf", "finite"),
+            ("5x", "unknown unit `x`"),
+            ("5min", "unknown unit `min`"),
+            ("soon", "expected a duration"),
+            ("", "expected a duration"),
+            ("s", "expected a duration"),
+        ] {
+            let e = parse_duration(bad).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+            assert!(!e.contains("--"), "no flag spelling: {e}");
+        }
+        assert_eq!(
+            "even:2m".parse::<Stagger>().unwrap(),
+            Stagger::Even {
+                span: 120 * NANOS_PER_SEC
+            }
+        );
+    }
+
+    #[test]
+    fn conflicts_name_no_flag() {
+        let policy = Policy {
+            loop_lanes: true,
+            ..Policy::default()
+        };
+        assert_eq!(
+            policy.validate(),
+            Err(PolicyError::Conflict(PolicyConflict::LoopWithoutSessions))
+        );
     }
 
     #[test]

@@ -68,10 +68,9 @@ fn tokens_time(tokens: u32, mtok_s: u64) -> Nanos {
 }
 
 fn bad(text: &str) -> PolicyError {
-    PolicyError::new(
-        "--service",
-        format!("expected recorded, fixed:TTFT_MS:ITL_MS or throughput:PREFILL_TOK_S:DECODE_TOK_S, got `{text}`"),
-    )
+    PolicyError::new(format!(
+        "expected recorded, fixed:TTFT_MS:ITL_MS or throughput:PREFILL_TOK_S:DECODE_TOK_S, got `{text}`"
+    ))
 }
 
 fn parse_number(text: &str, whole: &str) -> Result<f64, PolicyError> {
@@ -95,10 +94,9 @@ impl FromStr for ServiceModel {
                 let prefill = (parse_number(prefill, text)? * 1000.0).round() as u64;
                 let decode = (parse_number(decode, text)? * 1000.0).round() as u64;
                 if prefill == 0 || decode == 0 {
-                    return Err(PolicyError::new(
-                        "--service",
-                        format!("rates must be positive, got `{text}`"),
-                    ));
+                    return Err(PolicyError::new(format!(
+                        "rates must be positive, got `{text}`"
+                    )));
                 }
                 Ok(ServiceModel::Throughput {
                     prefill_mtok_s: prefill,

@@ -21,11 +21,20 @@ use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::nanos_to_secs;
 use serde::Serialize;
 
-use crate::Failure;
+use crate::failure::Failure;
 
 use super::config::RunConfig;
 use super::summary::{CacheReport, Collector, Latencies, Measured, Throughput, TokenReport};
-use super::Planned;
+
+/// What the planned side (the same workload on the virtual clock) says.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub service: String,
+    pub peak_inflight: u32,
+    pub peak_inflight_at_s: f64,
+    /// Requests the plan dispatches (the progress bar's length).
+    pub dispatched: u64,
+}
 
 pub const RECORDS_FILE: &str = "records.jsonl";
 pub const SUMMARY_FILE: &str = "summary.json";

@@ -17,6 +17,8 @@ use arbor_engine::stats::{Distribution, Seconds};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::report::Work;
+
 /// Seconds (as a record holds them) to integer nanoseconds.
 fn ns(seconds: f64) -> u64 {
     if seconds.is_finite() && seconds > 0.0 {
@@ -106,13 +108,9 @@ pub struct Throughput {
     /// First `sent` (or the profiling start, when earlier) to last `done`
     /// over every measured record, in seconds.
     pub window_s: f64,
-    /// Successful requests, and their input and output tokens.
-    pub requests: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub requests_per_s: f64,
-    pub input_tokens_per_s: f64,
-    pub output_tokens_per_s: f64,
+    /// Successful requests, their input and output tokens, and the rates.
+    #[serde(flatten)]
+    pub work: Work,
 }
 
 /// What the server said about its prefix cache.
@@ -424,13 +422,6 @@ impl Collector {
             (Some(s), Some(d)) if d > s => d - s,
             _ => 0,
         };
-        let per_s = |x: u64| {
-            if window == 0 {
-                0.0
-            } else {
-                x as f64 / (window as f64 / 1e9)
-            }
-        };
         if self.cache.requests > 0 && self.cache.input_tokens > 0 {
             self.cache.hit_ratio =
                 Some(self.cache.cached_tokens as f64 / self.cache.input_tokens as f64);
@@ -447,12 +438,12 @@ impl Collector {
             },
             throughput: Throughput {
                 window_s: window as f64 / 1e9,
-                requests: self.counts.ok,
-                input_tokens: self.ok_input_tokens,
-                output_tokens: self.ok_output_tokens,
-                requests_per_s: per_s(self.counts.ok),
-                input_tokens_per_s: per_s(self.ok_input_tokens),
-                output_tokens_per_s: per_s(self.ok_output_tokens),
+                work: Work::over(
+                    window,
+                    self.counts.ok,
+                    self.ok_input_tokens,
+                    self.ok_output_tokens,
+                ),
             },
             requests: self.counts,
             cache: self.cache,
@@ -590,8 +581,8 @@ mod tests {
         assert!((l.job_time.p50_s - 0.390).abs() < 1e-12);
         assert_eq!((m.plays_complete, m.plays_incomplete), (2, 0));
         // Window 1000..2000 ms: 3 requests/s; tokens 1000+1000+100 in, 9 out.
-        let t = &m.throughput;
-        assert!((t.window_s - 1.0).abs() < 1e-12);
+        assert!((m.throughput.window_s - 1.0).abs() < 1e-12);
+        let t = &m.throughput.work;
         assert!((t.requests_per_s - 3.0).abs() < 1e-9);
         assert_eq!((t.input_tokens, t.output_tokens), (2100, 9));
         assert!((t.input_tokens_per_s - 2100.0).abs() < 1e-6);
@@ -660,7 +651,7 @@ mod tests {
         assert_eq!(m.latency.queue_wait.count, 5);
         // The window spans failed requests too: 0..5000 ms.
         assert!((m.throughput.window_s - 5.0).abs() < 1e-12);
-        assert!((m.throughput.requests_per_s - 0.2).abs() < 1e-12);
+        assert!((m.throughput.work.requests_per_s - 0.2).abs() < 1e-12);
         // No usage anywhere: no cache ratio.
         assert_eq!(m.cache.hit_ratio, None);
         // The cancelled play has no job time; failed plays finished.
@@ -721,7 +712,7 @@ mod tests {
         let m = Collector::new().finish(&[]);
         assert_eq!(m.requests.dispatched, 0);
         assert_eq!(m.latency.itl.count, 0);
-        assert_eq!(m.throughput.requests_per_s, 0.0);
+        assert_eq!(m.throughput.work.requests_per_s, 0.0);
         assert_eq!(m.cache.hit_ratio, None);
     }
 }

@@ -89,7 +89,7 @@ pub fn print(out: &mut impl Write, summary: &Summary, dir: &Path) -> io::Result<
     writeln!(
         out,
         "  throughput      {:.3} req/s, {:.0} input tok/s, {:.0} output tok/s over {:.3} s",
-        t.requests_per_s, t.input_tokens_per_s, t.output_tokens_per_s, t.window_s
+        t.work.requests_per_s, t.work.input_tokens_per_s, t.work.output_tokens_per_s, t.window_s
     )?;
     let k = &summary.concurrency;
     writeln!(

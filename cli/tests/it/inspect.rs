@@ -441,36 +441,23 @@ fn convert_round_trip_of_a_generated_workload() {
     }
 }
 
-fn expect_input_error(args: &[&str], needles: &[&str]) {
-    let out = arbor(args);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    for needle in needles {
-        assert!(
-            err.contains(needle),
-            "{args:?}: expected `{needle}` in:\n{err}"
-        );
-    }
-}
-
 #[test]
 fn inspect_bad_input_exits_2_naming_the_file() {
-    expect_input_error(
+    expect_exit_2(
         &["inspect", "/nonexistent/trace.json"],
         &["/nonexistent/trace.json"],
     );
     let truncated = testdata("bad/weka/truncated.json");
-    expect_input_error(
+    expect_exit_2(
         &["inspect", truncated.to_str().unwrap()],
         &["truncated.json", "line 3"],
     );
     let negative = testdata("bad/weka/negative_t.json");
-    expect_input_error(
+    expect_exit_2(
         &["inspect", "--json", negative.to_str().unwrap()],
         &["negative_t.json", "requests[1]"],
     );
-    expect_input_error(
+    expect_exit_2(
         &[
             "inspect",
             "--format",
@@ -479,7 +466,7 @@ fn inspect_bad_input_exits_2_naming_the_file() {
         ],
         &["--format", "parquet", "weka"],
     );
-    expect_input_error(
+    expect_exit_2(
         &[
             "inspect",
             "--overlap-tolerance=-1",
@@ -498,7 +485,7 @@ fn convert_bad_input_exits_2_and_leaves_no_file() {
     let output = dir.join("out.jsonl");
     let good = fixture("trace_0277.json");
     let bad = testdata("bad/weka/string_in.json");
-    expect_input_error(
+    expect_exit_2(
         &[
             "convert",
             "--to",
@@ -514,7 +501,7 @@ fn convert_bad_input_exits_2_and_leaves_no_file() {
     // Overwriting an input is refused before anything is written.
     let copy = dir.join("copy.json");
     std::fs::copy(&good, &copy).unwrap();
-    expect_input_error(
+    expect_exit_2(
         &[
             "convert",
             "--to",
@@ -532,7 +519,7 @@ fn convert_bad_input_exits_2_and_leaves_no_file() {
 fn convert_accepts_only_the_native_target() {
     let dir = scratch("convert-to");
     let output = dir.join("out.parquet");
-    expect_input_error(
+    expect_exit_2(
         &[
             "convert",
             "--to",

@@ -18,6 +18,22 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Runs arbor, expects exit code 2 (bad input or flags), no panic, and
+/// every needle in stderr; returns stderr.
+pub fn expect_exit_2(args: &[&str], needles: &[&str]) -> String {
+    let out = arbor(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for needle in needles {
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected `{needle}` in:\n{err}"
+        );
+    }
+    err
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../testdata/weka-kv-cache-tester")

@@ -86,10 +86,10 @@ impl FromStr for Format {
             .find(|f| f.name() == text)
             .ok_or_else(|| {
                 let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-                PolicyError::new(
-                    "--format",
-                    format!("expected one of {}, got `{text}`", names.join(", ")),
-                )
+                PolicyError::new(format!(
+                    "expected one of {}, got `{text}`",
+                    names.join(", ")
+                ))
             })
     }
 }

@@ -81,7 +81,6 @@ use crate::model::{Agent, AgentKind, BlockIds, HashScope, InputKind, Tree, Turn,
 use crate::rng::{self, Purpose};
 use crate::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 
-const FLAG: &str = "--synthetic";
 /// Tokens per hash block when `hash_ids` is on.
 const BLOCK_SIZE: u32 = 64;
 /// Mean gap from a parent turn's end to a spawned child's first turn.
@@ -317,7 +316,7 @@ impl SyntheticSpec {
         let mut scratch = self.clone();
         for key in KEYS {
             if let Err(SetError::Bad(message)) = scratch.set(key, &self.get(key)) {
-                return Err(PolicyError::new(FLAG, format!("{key}: {message}")));
+                return Err(PolicyError::new(format!("{key}: {message}")));
             }
         }
         Ok(())
@@ -432,19 +431,16 @@ impl FromStr for SyntheticSpec {
         let mut seen = [false; KEYS.len()];
         for item in s.split(',').map(str::trim).filter(|item| !item.is_empty()) {
             let Some((key, value)) = item.split_once('=') else {
-                return Err(PolicyError::new(
-                    FLAG,
-                    format!("expected key=value, got `{item}`"),
-                ));
+                return Err(PolicyError::new(format!(
+                    "expected key=value, got `{item}`"
+                )));
             };
             let key = key.trim();
             match spec.set(key, value) {
                 Ok(()) => {}
-                Err(SetError::Unknown) => {
-                    return Err(PolicyError::new(FLAG, unknown_key_message(key)))
-                }
+                Err(SetError::Unknown) => return Err(PolicyError::new(unknown_key_message(key))),
                 Err(SetError::Bad(message)) => {
-                    return Err(PolicyError::new(FLAG, format!("{key}: {message}")))
+                    return Err(PolicyError::new(format!("{key}: {message}")))
                 }
             }
             let slot = KEYS
@@ -452,7 +448,7 @@ impl FromStr for SyntheticSpec {
                 .position(|k| *k == key)
                 .expect("set accepted a key from KEYS");
             if std::mem::replace(&mut seen[slot], true) {
-                return Err(PolicyError::new(FLAG, format!("{key}: given twice")));
+                return Err(PolicyError::new(format!("{key}: given twice")));
             }
         }
         Ok(spec)
@@ -847,9 +843,8 @@ mod tests {
         ];
         for (text, needle) in cases {
             let err = text.parse::<SyntheticSpec>().expect_err(text);
-            assert_eq!(err.flag, "--synthetic");
             let shown = err.to_string();
-            assert!(shown.starts_with("--synthetic: "), "{shown}");
+            assert!(!shown.starts_with("--"), "no flag spelling: {shown}");
             assert!(shown.contains(needle), "{text}: `{shown}` lacks `{needle}`");
         }
         assert_eq!(
@@ -857,7 +852,7 @@ mod tests {
                 .parse::<SyntheticSpec>()
                 .unwrap_err()
                 .to_string(),
-            "--synthetic: spawn: expected a probability in [0, 1], got 1.5"
+            "spawn: expected a probability in [0, 1], got 1.5"
         );
         let bad = SyntheticSpec {
             overlap: -0.5,

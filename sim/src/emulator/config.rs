@@ -1,8 +1,9 @@
 //! Emulator configuration and the parsers behind its command-line flags.
 //!
-//! Every parser returns a [`PolicyError`] naming its flag, so the CLI can
-//! use them directly as clap value parsers (`value_parser = flags::ttft_ms`)
-//! or collect raw strings and call [`EmulatorFlags::into_config`].
+//! Every parser returns a [`PolicyError`] saying what is wrong with the
+//! value (never which flag: the CLI uses them as clap value parsers,
+//! `value_parser = flags::ttft_ms`, and clap names the flag); the parsed
+//! values go into [`EmulatorFlags`] and [`EmulatorFlags::into_config`].
 
 use arbor_engine::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
 use arbor_engine::PolicyError;
@@ -142,166 +143,155 @@ impl EmulatorConfig {
     /// Checks values that the typed fields cannot rule out.
     pub fn validate(&self) -> Result<(), PolicyError> {
         let rates = [
-            ("--fail-rate", self.faults.fail_rate),
-            ("--disconnect-rate", self.faults.disconnect_rate),
-            ("--stall-rate", self.faults.stall_rate),
-            ("--malformed-rate", self.faults.malformed_rate),
+            ("fail rate", self.faults.fail_rate),
+            ("disconnect rate", self.faults.disconnect_rate),
+            ("stall rate", self.faults.stall_rate),
+            ("malformed rate", self.faults.malformed_rate),
         ];
-        for (flag, rate) in rates {
+        for (name, rate) in rates {
             if !(0.0..=1.0).contains(&rate) {
-                return Err(PolicyError::new(
-                    flag,
-                    format!("a rate must be in [0, 1], got {rate}"),
-                ));
+                return Err(PolicyError::new(format!(
+                    "{name}: a rate must be in [0, 1], got {rate}"
+                )));
             }
         }
         if self.max_model_len == 0 {
-            return Err(PolicyError::new("--max-model-len", "must be at least 1"));
+            return Err(PolicyError::new("max model length: must be at least 1"));
         }
         if self.timing.prefill_mtok_s == Some(0) {
-            return Err(PolicyError::new("--prefill-tok-s", "must be positive"));
+            return Err(PolicyError::new("prefill rate: must be positive"));
         }
         flags::model_name(&self.model_name)?;
         Ok(())
     }
 }
 
-/// One parser per flag. Each names its flag in the error.
+/// One parser per flag. Each says what it expected and what it got.
 pub mod flags {
     use super::*;
 
-    fn number(flag: &'static str, text: &str, what: &str) -> Result<f64, PolicyError> {
+    fn number(text: &str, what: &str) -> Result<f64, PolicyError> {
         match text.trim().parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-            _ => Err(PolicyError::new(
-                flag,
-                format!("expected {what}, got `{text}`"),
-            )),
+            _ => Err(PolicyError::new(format!("expected {what}, got `{text}`"))),
         }
     }
 
-    fn millis(flag: &'static str, text: &str) -> Result<Nanos, PolicyError> {
-        let ms = number(flag, text, "a non-negative number of milliseconds")?;
-        millis_to_nanos(ms).ok_or_else(|| PolicyError::new(flag, format!("too large: `{text}`")))
+    fn millis(text: &str) -> Result<Nanos, PolicyError> {
+        let ms = number(text, "a non-negative number of milliseconds")?;
+        millis_to_nanos(ms).ok_or_else(|| PolicyError::new(format!("too large: `{text}`")))
     }
 
-    fn rate_per_s(flag: &'static str, text: &str) -> Result<u64, PolicyError> {
-        let v = number(flag, text, "a positive number of tokens per second")?;
+    fn rate_per_s(text: &str) -> Result<u64, PolicyError> {
+        let v = number(text, "a positive number of tokens per second")?;
         let mtok = (v * 1000.0).round();
         if !(1.0..=1.0e15).contains(&mtok) {
-            return Err(PolicyError::new(
-                flag,
-                format!("expected a positive number of tokens per second, got `{text}`"),
-            ));
+            return Err(PolicyError::new(format!(
+                "expected a positive number of tokens per second, got `{text}`"
+            )));
         }
         Ok(mtok as u64)
     }
 
-    fn fraction(flag: &'static str, text: &str) -> Result<f64, PolicyError> {
-        let v = number(flag, text, "a rate in [0, 1]")?;
+    fn fraction(text: &str) -> Result<f64, PolicyError> {
+        let v = number(text, "a rate in [0, 1]")?;
         if v > 1.0 {
-            return Err(PolicyError::new(
-                flag,
-                format!("expected a rate in [0, 1], got `{text}`"),
-            ));
+            return Err(PolicyError::new(format!(
+                "expected a rate in [0, 1], got `{text}`"
+            )));
         }
         Ok(v)
     }
 
-    fn integer<T: std::str::FromStr>(
-        flag: &'static str,
-        text: &str,
-        what: &str,
-    ) -> Result<T, PolicyError> {
+    fn integer<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, PolicyError> {
         text.trim()
             .parse::<T>()
-            .map_err(|_| PolicyError::new(flag, format!("expected {what}, got `{text}`")))
+            .map_err(|_| PolicyError::new(format!("expected {what}, got `{text}`")))
     }
 
     /// `--ttft-ms`: base time to first token.
     pub fn ttft_ms(text: &str) -> Result<Nanos, PolicyError> {
-        millis("--ttft-ms", text)
+        millis(text)
     }
     /// `--itl-ms`: inter-token latency.
     pub fn itl_ms(text: &str) -> Result<Nanos, PolicyError> {
-        millis("--itl-ms", text)
+        millis(text)
     }
     /// `--prefill-tok-s`: prefill rate, returned in milli-tokens per second.
     pub fn prefill_tok_s(text: &str) -> Result<u64, PolicyError> {
-        rate_per_s("--prefill-tok-s", text)
+        rate_per_s(text)
     }
     /// `--decode-tok-s`: decode rate, returned as the inter-token latency
     /// in nanoseconds (`1 / rate`).
     pub fn decode_tok_s(text: &str) -> Result<Nanos, PolicyError> {
-        let mtok = rate_per_s("--decode-tok-s", text)?;
+        let mtok = rate_per_s(text)?;
         let itl = (NANOS_PER_SEC as u128 * 1000 + mtok as u128 / 2) / mtok as u128;
         Ok(itl.min(u64::MAX as u128) as Nanos)
     }
     /// `--max-model-len`: context length in tokens (at least 1).
     pub fn max_model_len(text: &str) -> Result<u32, PolicyError> {
-        match integer::<u32>("--max-model-len", text, "a positive number of tokens")? {
-            0 => Err(PolicyError::new("--max-model-len", "must be at least 1")),
+        match integer::<u32>(text, "a positive number of tokens")? {
+            0 => Err(PolicyError::new(format!(
+                "expected at least 1 token, got `{text}`"
+            ))),
             n => Ok(n),
         }
     }
     /// `--model-name`: non-empty, printable, at most 256 bytes.
     pub fn model_name(text: &str) -> Result<String, PolicyError> {
         if text.is_empty() || text.len() > 256 || text.chars().any(|c| c.is_control()) {
-            return Err(PolicyError::new(
-                "--model-name",
-                format!("expected a non-empty printable name of at most 256 bytes, got `{text}`"),
-            ));
+            return Err(PolicyError::new(format!(
+                "expected a non-empty printable name of at most 256 bytes, got `{text}`"
+            )));
         }
         Ok(text.to_string())
     }
     /// `--cache-blocks`: prefix cache capacity in 64-token blocks (0 disables).
     pub fn cache_blocks(text: &str) -> Result<usize, PolicyError> {
-        integer("--cache-blocks", text, "a number of 64-token blocks")
+        integer(text, "a number of 64-token blocks")
     }
     /// `--fail-rate`.
     pub fn fail_rate(text: &str) -> Result<f64, PolicyError> {
-        fraction("--fail-rate", text)
+        fraction(text)
     }
     /// `--fail-status 500|429`.
     pub fn fail_status(text: &str) -> Result<FailStatus, PolicyError> {
         match text.trim() {
             "500" => Ok(FailStatus::InternalError),
             "429" => Ok(FailStatus::TooManyRequests),
-            _ => Err(PolicyError::new(
-                "--fail-status",
-                format!("expected 500 or 429, got `{text}`"),
-            )),
+            _ => Err(PolicyError::new(format!(
+                "expected 500 or 429, got `{text}`"
+            ))),
         }
     }
     /// `--retry-after-s`: whole seconds sent in `Retry-After` on a 429.
     pub fn retry_after_s(text: &str) -> Result<u64, PolicyError> {
-        integer("--retry-after-s", text, "a whole number of seconds")
+        integer(text, "a whole number of seconds")
     }
     /// `--disconnect-rate`.
     pub fn disconnect_rate(text: &str) -> Result<f64, PolicyError> {
-        fraction("--disconnect-rate", text)
+        fraction(text)
     }
     /// `--disconnect-after N`: content chunks written before the close.
     pub fn disconnect_after(text: &str) -> Result<u32, PolicyError> {
-        integer("--disconnect-after", text, "a number of chunks")
+        integer(text, "a number of chunks")
     }
     /// `--stall-rate`.
     pub fn stall_rate(text: &str) -> Result<f64, PolicyError> {
-        fraction("--stall-rate", text)
+        fraction(text)
     }
     /// `--stall-s`: pause after the first chunk, seconds (fractions allowed).
     pub fn stall_s(text: &str) -> Result<Nanos, PolicyError> {
-        let s = number("--stall-s", text, "a non-negative number of seconds")?;
-        secs_to_nanos(s)
-            .ok_or_else(|| PolicyError::new("--stall-s", format!("too large: `{text}`")))
+        let s = number(text, "a non-negative number of seconds")?;
+        secs_to_nanos(s).ok_or_else(|| PolicyError::new(format!("too large: `{text}`")))
     }
     /// `--malformed-rate`.
     pub fn malformed_rate(text: &str) -> Result<f64, PolicyError> {
-        fraction("--malformed-rate", text)
+        fraction(text)
     }
     /// `--seed`.
     pub fn seed(text: &str) -> Result<u64, PolicyError> {
-        integer("--seed", text, "an unsigned 64-bit integer")
+        integer(text, "an unsigned 64-bit integer")
     }
 }
 
@@ -329,47 +319,15 @@ pub struct EmulatorFlags {
 }
 
 impl EmulatorFlags {
-    /// Sets one flag from its text, by long name (with or without `--`).
-    pub fn set(&mut self, flag: &str, text: &str) -> Result<(), PolicyError> {
-        match flag.trim_start_matches("--") {
-            "ttft-ms" => self.ttft_ms = Some(flags::ttft_ms(text)?),
-            "itl-ms" => self.itl_ms = Some(flags::itl_ms(text)?),
-            "prefill-tok-s" => self.prefill_tok_s = Some(flags::prefill_tok_s(text)?),
-            "decode-tok-s" => self.decode_tok_s = Some(flags::decode_tok_s(text)?),
-            "max-model-len" => self.max_model_len = Some(flags::max_model_len(text)?),
-            "model-name" => self.model_name = Some(flags::model_name(text)?),
-            "cache-blocks" => self.cache_blocks = Some(flags::cache_blocks(text)?),
-            "fail-rate" => self.fail_rate = Some(flags::fail_rate(text)?),
-            "fail-status" => self.fail_status = Some(flags::fail_status(text)?),
-            "retry-after-s" => self.retry_after_s = Some(flags::retry_after_s(text)?),
-            "disconnect-rate" => self.disconnect_rate = Some(flags::disconnect_rate(text)?),
-            "disconnect-after" => self.disconnect_after = Some(flags::disconnect_after(text)?),
-            "stall-rate" => self.stall_rate = Some(flags::stall_rate(text)?),
-            "stall-s" => self.stall_s = Some(flags::stall_s(text)?),
-            "malformed-rate" => self.malformed_rate = Some(flags::malformed_rate(text)?),
-            "seed" => self.seed = Some(flags::seed(text)?),
-            _ => {
-                return Err(PolicyError::new(
-                    "emulator",
-                    format!("unknown emulator flag `{flag}`"),
-                ))
-            }
-        }
-        Ok(())
-    }
-
     /// The configuration these flags describe. `--itl-ms` and
     /// `--decode-tok-s` are two ways to say the same thing: giving both is
     /// an error.
     pub fn into_config(self) -> Result<EmulatorConfig, PolicyError> {
         let defaults = EmulatorConfig::default();
         let itl = match (self.itl_ms, self.decode_tok_s) {
-            (Some(_), Some(_)) => {
-                return Err(PolicyError::new(
-                    "--decode-tok-s",
-                    "give either --itl-ms or --decode-tok-s, not both",
-                ))
-            }
+            (Some(_), Some(_)) => return Err(PolicyError::new(
+                "an inter-token latency and a decode rate say the same thing: give one, not both",
+            )),
             (Some(itl), None) | (None, Some(itl)) => itl,
             (None, None) => defaults.timing.itl,
         };
@@ -406,23 +364,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parsers_name_their_flag() {
-        let e = flags::fail_rate("1.5").unwrap_err();
-        assert_eq!(e.flag, "--fail-rate");
-        let e = flags::fail_status("404").unwrap_err();
-        assert_eq!(e.flag, "--fail-status");
-        let e = flags::ttft_ms("-3").unwrap_err();
-        assert_eq!(e.flag, "--ttft-ms");
-        assert!(e.to_string().starts_with("--ttft-ms: "));
-        assert_eq!(
-            flags::max_model_len("0").unwrap_err().flag,
-            "--max-model-len"
-        );
-        assert_eq!(
-            flags::prefill_tok_s("0").unwrap_err().flag,
-            "--prefill-tok-s"
-        );
-        assert_eq!(flags::model_name("").unwrap_err().flag, "--model-name");
+    fn parsers_say_what_they_expected_and_name_no_flag() {
+        let cases = [
+            flags::fail_rate("1.5").map(|_| ()),
+            flags::fail_status("404").map(|_| ()),
+            flags::ttft_ms("-3").map(|_| ()),
+            flags::max_model_len("0").map(|_| ()),
+            flags::prefill_tok_s("0").map(|_| ()),
+            flags::model_name("").map(|_| ()),
+        ];
+        for case in cases {
+            let e = case.unwrap_err().to_string();
+            assert!(e.starts_with("expected "), "{e}");
+            assert!(!e.contains("--"), "{e}");
+        }
     }
 
     #[test]
@@ -440,20 +395,25 @@ mod tests {
 
     #[test]
     fn flags_build_a_config() {
-        let mut f = EmulatorFlags::default();
-        f.set("--ttft-ms", "100").unwrap();
-        f.set("decode-tok-s", "100").unwrap();
-        f.set("--fail-rate", "0.25").unwrap();
-        f.set("--seed", "7").unwrap();
+        let mut f = EmulatorFlags {
+            ttft_ms: Some(flags::ttft_ms("100").unwrap()),
+            decode_tok_s: Some(flags::decode_tok_s("100").unwrap()),
+            fail_rate: Some(flags::fail_rate("0.25").unwrap()),
+            seed: Some(flags::seed("7").unwrap()),
+            ..EmulatorFlags::default()
+        };
         let c = f.clone().into_config().unwrap();
         assert_eq!(c.timing.ttft, 100_000_000);
         assert_eq!(c.timing.itl, 10_000_000);
         assert_eq!(c.faults.fail_rate, 0.25);
         assert_eq!(c.seed, 7);
         assert_eq!(c.max_model_len, DEFAULT_MAX_MODEL_LEN);
-        f.set("--itl-ms", "5").unwrap();
-        assert_eq!(f.into_config().unwrap_err().flag, "--decode-tok-s");
-        assert!(EmulatorFlags::default().set("--nope", "1").is_err());
+        f.itl_ms = Some(flags::itl_ms("5").unwrap());
+        assert!(f
+            .into_config()
+            .unwrap_err()
+            .to_string()
+            .contains("not both"));
     }
 
     #[test]

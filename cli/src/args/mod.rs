@@ -1,0 +1,276 @@
+//! Command-line flags: every clap struct of every subcommand, and nothing
+//! else. Values are typed at parse time by value parsers ([`values`]), so
+//! no command parses a policy flag by hand and clap names the flag in every
+//! error (exit 2). This module imports no command logic (run, emulate,
+//! doctor, scenario): commands import it.
+//!
+//! Conventions (docs/cli.md): durations take units (`30s`, `5m`, `1h`,
+//! `250ms`; a bare number is seconds); `-o, --out` names what a command
+//! writes; `run --help` groups its flags under the headings below; flags
+//! of other load generators are aliases when they mean the same, refused
+//! with an explanation when they do not ([`peer`]).
+
+mod emulator;
+mod heading;
+pub mod peer;
+pub mod values;
+mod workload;
+
+use std::path::PathBuf;
+
+use arbor_backends::live::request::{Api, MaxTokensField};
+use arbor_engine::time::Nanos;
+use arbor_sim::ServiceModel;
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Map, Value};
+
+use heading::{INPUT, LOAD, OUTPUT, SERVER};
+
+pub use emulator::EmulatorArgs;
+pub use peer::PeerFlags;
+pub use workload::{InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "arbor",
+    version,
+    about = "Replay agentic LLM workloads: plan them on a virtual clock or run them against a server"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Dry-run a workload on a virtual clock: peak concurrency, timeline,
+    /// demand. No server needed.
+    Plan(PlanArgs),
+    /// Describe what traces hold: sizes, shape, token and time
+    /// distributions, recorded concurrency, cache reuse, problems.
+    Inspect(InspectArgs),
+    /// Rewrite traces of any format in arbor's native JSONL form.
+    Convert(ConvertArgs),
+    /// Replay a workload against a live OpenAI-compatible server and
+    /// measure it: records.jsonl, summary.json and a console table.
+    /// Without --endpoint: the bundled sample against the built-in emulator.
+    Run(RunArgs),
+    /// Serve the built-in OpenAI-compatible emulator on 127.0.0.1.
+    Emulate(EmulateArgs),
+    /// Probe a server before a run: models, streaming, usage, cached
+    /// tokens, whether max_completion_tokens and ignore_eos are honoured;
+    /// prints findings and the `arbor run` flags to use.
+    Doctor(DoctorArgs),
+}
+
+impl Command {
+    /// Flags of other tools given to this command, refused.
+    pub fn peer_flags(&self) -> Option<&PeerFlags> {
+        match self {
+            Command::Plan(a) => Some(&a.peer),
+            Command::Run(a) => Some(&a.peer),
+            Command::Doctor(a) => Some(&a.peer),
+            Command::Inspect(_) | Command::Convert(_) | Command::Emulate(_) => None,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+
+    /// Service model: recorded | fixed:TTFT_MS:ITL_MS | throughput:PREFILL_TOK_S:DECODE_TOK_S.
+    #[arg(long, value_name = "MODEL", default_value = "recorded", help_heading = LOAD)]
+    pub service: ServiceModel,
+
+    /// Print one JSON object instead of the human summary.
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
+
+    /// Write the timeline, one JSON line per turn, to FILE.
+    #[arg(short = 'o', long = "out", visible_alias = "timeline", alias = "output", value_name = "FILE", help_heading = OUTPUT)]
+    pub timeline: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+
+    #[command(flatten)]
+    pub peer: PeerFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    pub traces: TraceArgs,
+
+    /// Overlap between consecutive turns of an agent up to this long is
+    /// treated as recorder rounding (sequential, gap 0).
+    #[arg(long, value_name = "DURATION", default_value = "1", value_parser = values::duration, help_heading = INPUT)]
+    pub overlap_tolerance: Nanos,
+
+    /// Print one JSON object instead of the human summary.
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    #[command(flatten)]
+    pub traces: TraceArgs,
+
+    /// Output format: arbor (the native JSONL form, one tree per line).
+    #[arg(long, value_name = "FORMAT", value_parser = values::convert_target, help_heading = OUTPUT)]
+    pub to: String,
+
+    /// Output file.
+    #[arg(short = 'o', long = "out", visible_alias = "output", value_name = "FILE", help_heading = OUTPUT)]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+
+    /// Service model of the planned side (the virtual-clock plan that
+    /// gives the planned peak concurrency): recorded | fixed:TTFT_MS:ITL_MS
+    /// | throughput:PREFILL_TOK_S:DECODE_TOK_S.
+    #[arg(long, value_name = "MODEL", default_value = "recorded", help_heading = LOAD)]
+    pub service: ServiceModel,
+
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    /// Output directory. Default: arbor-results/<UTC time>-<name>.
+    #[arg(short = 'o', long, visible_alias = "output", value_name = "DIR", help_heading = OUTPUT)]
+    pub out: Option<PathBuf>,
+
+    /// Write into --out even if it is not empty (replacing arbor's files).
+    #[arg(long, help_heading = OUTPUT)]
+    pub force: bool,
+
+    /// No progress bar (it is shown only when stderr is a terminal).
+    #[arg(long, help_heading = OUTPUT)]
+    pub no_progress: bool,
+
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+
+    /// The in-process emulator's model and faults (only without --endpoint).
+    #[command(flatten)]
+    pub emulator: EmulatorArgs,
+
+    #[command(flatten)]
+    pub peer: PeerFlags,
+}
+
+/// Where requests go and what they carry.
+#[derive(Debug, Args, Clone)]
+pub struct RequestArgs {
+    /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`);
+    /// requests go to URL/v1/chat/completions (or /v1/completions).
+    /// Without it, the built-in emulator is started in-process.
+    #[arg(long, visible_alias = "url", value_name = "URL", value_parser = crate::endpoint::normalize_endpoint, help_heading = SERVER)]
+    pub endpoint: Option<String>,
+
+    /// Model name sent in every request. Default: the first model the
+    /// server lists at URL/v1/models.
+    #[arg(short = 'm', long, value_name = "M", help_heading = SERVER)]
+    pub model: Option<String>,
+
+    /// Which API to call: chat (/v1/chat/completions) or completions
+    /// (/v1/completions).
+    #[arg(long, value_name = "API", default_value = "chat", value_parser = values::api, help_heading = SERVER)]
+    pub api: Api,
+
+    /// Body field that asks for the output length: max_tokens or
+    /// max_completion_tokens.
+    #[arg(long, value_name = "FIELD", default_value = "max_tokens", value_parser = values::max_tokens_field, help_heading = SERVER)]
+    pub max_tokens_field: MaxTokensField,
+
+    /// Send `ignore_eos: true` so the server generates the recorded length.
+    #[arg(long, help_heading = SERVER)]
+    pub ignore_eos: bool,
+
+    /// A JSON object merged last into every request body.
+    #[arg(long, value_name = "JSON", value_parser = values::json_object, help_heading = SERVER)]
+    pub extra_body: Option<Map<String, Value>>,
+
+    /// An extra request header K=V (repeatable). The API key comes from
+    /// the environment variable OPENAI_API_KEY.
+    #[arg(short = 'H', long = "header", value_name = "K=V", help_heading = SERVER)]
+    pub headers: Vec<String>,
+
+    /// Per-request timeout (e.g. 600, 10m).
+    #[arg(long, value_name = "DURATION", default_value = "600", value_parser = values::positive_duration, help_heading = SERVER)]
+    pub timeout: Nanos,
+
+    /// Retries of a request that got no response byte (connect errors).
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = SERVER)]
+    pub retries: u32,
+
+    /// Prepend a cache-bust marker (`[rid:<12 hex>]` and a blank line,
+    /// derived from the seed) to the first user message of every turn of a
+    /// play: plays never share a prefix, turns of one play do.
+    #[arg(long, help_heading = SERVER)]
+    pub cache_bust: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EmulateArgs {
+    /// Port on 127.0.0.1 (the emulator never binds another address).
+    #[arg(long, value_name = "P", default_value_t = 8000)]
+    pub port: u16,
+
+    /// Seed of the fault decisions.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+
+    /// Keep one worker polling instead of sleeping (costs a core). On
+    /// loopback the kernel charges waking a sleeping server to the client
+    /// that sends it a request; against a polling server, a client's
+    /// measured CPU is its own (how `benches/harness` measures concurrency
+    /// 1).
+    #[arg(long)]
+    pub busy_poll: bool,
+
+    #[command(flatten)]
+    pub emulator: EmulatorArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`).
+    #[arg(long, visible_alias = "url", value_name = "URL", value_parser = crate::endpoint::normalize_endpoint, help_heading = SERVER)]
+    pub endpoint: String,
+
+    /// Model to probe. Default: the first model the server lists at
+    /// URL/v1/models.
+    #[arg(short = 'm', long, value_name = "M", help_heading = SERVER)]
+    pub model: Option<String>,
+
+    /// An extra request header K=V (repeatable). The API key comes from
+    /// the environment variable OPENAI_API_KEY.
+    #[arg(short = 'H', long = "header", value_name = "K=V", help_heading = SERVER)]
+    pub headers: Vec<String>,
+
+    /// Bound of each probe (e.g. 30, 1m).
+    #[arg(long, value_name = "DURATION", default_value = "30", value_parser = values::positive_duration, help_heading = SERVER)]
+    pub timeout: Nanos,
+
+    /// Print one JSON object instead of the human report.
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub peer: PeerFlags,
+}

@@ -1,0 +1,129 @@
+//! Value parsers: flag text to typed values, at parse time.
+//!
+//! Owns the parsers clap calls for every typed flag value (durations,
+//! percentages, the API, the max-tokens field, JSON objects). Each says
+//! what it expected and what it got; clap names the flag
+//! (`error: invalid value 'x' for '--grace <DURATION>': ...`) and exits 2.
+//! Policy types with a `FromStr` of their own (gap transforms, arrivals,
+//! staggers, start windows, service models, formats) are parsed by it.
+
+use arbor_backends::live::request::{Api, MaxTokensField};
+use arbor_engine::policy::{parse_duration, GapTransform, Policy};
+use arbor_engine::time::Nanos;
+use serde_json::{Map, Value};
+
+/// A non-negative duration: `30`, `0.5` (seconds) or `250ms`, `30s`, `5m`,
+/// `1h`.
+pub fn duration(text: &str) -> Result<Nanos, String> {
+    parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// A duration longer than zero.
+pub fn positive_duration(text: &str) -> Result<Nanos, String> {
+    match duration(text)? {
+        0 => Err(format!("expected more than 0 seconds, got `{text}`")),
+        ns => Ok(ns),
+    }
+}
+
+/// A percentage `P`, as the gap transform `pct:P`.
+pub fn percent(text: &str) -> Result<GapTransform, String> {
+    Policy::think_pct(text).map_err(|e| e.to_string())
+}
+
+/// `chat` or `completions`.
+pub fn api(text: &str) -> Result<Api, String> {
+    match text {
+        "chat" => Ok(Api::Chat),
+        "completions" => Ok(Api::Completions),
+        _ => Err(format!("expected chat or completions, got `{text}`")),
+    }
+}
+
+/// The name of an [`Api`], as `--api` takes it.
+pub fn api_name(api: Api) -> &'static str {
+    match api {
+        Api::Chat => "chat",
+        Api::Completions => "completions",
+    }
+}
+
+/// `max_tokens` or `max_completion_tokens`.
+pub fn max_tokens_field(text: &str) -> Result<MaxTokensField, String> {
+    [
+        MaxTokensField::MaxTokens,
+        MaxTokensField::MaxCompletionTokens,
+    ]
+    .into_iter()
+    .find(|f| f.name() == text)
+    .ok_or_else(|| format!("expected max_tokens or max_completion_tokens, got `{text}`"))
+}
+
+/// What `convert --to` writes: `arbor` (the only output format so far).
+pub fn convert_target(text: &str) -> Result<String, String> {
+    match text {
+        "arbor" => Ok(text.to_string()),
+        _ => Err(format!(
+            "expected arbor (the only output format so far), got `{text}`"
+        )),
+    }
+}
+
+/// A JSON object (`--extra-body`).
+pub fn json_object(text: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!(
+            "expected a JSON object ({{...}}), got {}",
+            kind_of(&other)
+        )),
+        Err(e) => Err(format!("expected a JSON object, got invalid JSON: {e}")),
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Seconds as a flag shows them (`30`, `0.25`), for messages.
+pub fn seconds_text(ns: Nanos) -> String {
+    arbor_engine::time::nanos_to_secs(ns).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_body_must_be_an_object() {
+        assert!(json_object(r#"{"temperature":0}"#).is_ok());
+        for bad in ["[1]", "3", "{oops", ""] {
+            assert!(json_object(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn timeouts_must_be_positive() {
+        assert_eq!(positive_duration("1m"), Ok(60_000_000_000));
+        assert!(positive_duration("0").unwrap_err().contains("more than 0"));
+        assert!(positive_duration("soon").is_err());
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for api_text in ["chat", "completions"] {
+            assert_eq!(api_name(api(api_text).unwrap()), api_text);
+        }
+        for field in ["max_tokens", "max_completion_tokens"] {
+            assert_eq!(max_tokens_field(field).unwrap().name(), field);
+        }
+        assert!(api("responses").is_err());
+    }
+}

@@ -1,0 +1,140 @@
+//! The flag groups every command that schedules shares (`plan` and `run`):
+//! where the workload comes from, what the run changes on purpose, and the
+//! AgentX recipe. Values are typed at parse time (see [`super::values`]).
+
+use std::path::PathBuf;
+
+use arbor_engine::load::Format;
+use arbor_engine::policy::{Arrival, GapTransform, Stagger, StartWindow};
+use arbor_engine::time::Nanos;
+use clap::Args;
+
+use super::heading::{AGENTX, INPUT, LOAD, POLICY};
+use super::values;
+
+/// Where the workload comes from.
+#[derive(Debug, Args, Clone)]
+pub struct InputArgs {
+    /// Trace files or directories, in any supported format (detected by
+    /// content; see docs/formats.md). None: the bundled sample workload.
+    #[arg(value_name = "INPUT", help_heading = INPUT)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Read every INPUT as this format instead of detecting it: weka,
+    /// mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor.
+    #[arg(long, value_name = "NAME", help_heading = INPUT)]
+    pub format: Option<Format>,
+
+    /// Count the tokens of recorded text exactly with this tokenizer.json
+    /// (the served model's), instead of estimating them.
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
+    pub tokenizer: Option<PathBuf>,
+
+    /// A synthetic workload: `trees=N,turns=T,...` or a .toml/.json spec
+    /// file (see docs/synthetic.md).
+    #[arg(long, value_name = "SPEC", help_heading = INPUT)]
+    pub synthetic: Option<String>,
+
+    /// Overlap between consecutive turns of an agent up to this long is
+    /// treated as recorder rounding (sequential, gap 0).
+    #[arg(long, value_name = "DURATION", default_value = "1", value_parser = values::duration, help_heading = INPUT)]
+    pub overlap_tolerance: Nanos,
+}
+
+/// Recorded traces, at least one (`inspect`, `convert`).
+#[derive(Debug, Args, Clone)]
+pub struct TraceArgs {
+    /// Trace files or directories, in any supported format (detected by
+    /// content; see docs/formats.md).
+    #[arg(value_name = "INPUT", required = true, help_heading = INPUT)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Read every INPUT as this format instead of detecting it: weka,
+    /// mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor.
+    #[arg(long, value_name = "NAME", help_heading = INPUT)]
+    pub format: Option<Format>,
+}
+
+/// What a run changes on purpose (docs/policies.md).
+#[derive(Debug, Args, Clone)]
+pub struct PolicyArgs {
+    /// Tool gaps: recorded | zero | pct:P | max:MS | fixed:MS.
+    #[arg(long, value_name = "MODE", default_value = "recorded", help_heading = POLICY)]
+    pub tool_time: GapTransform,
+
+    /// Scale think gaps (before user text) by P percent.
+    #[arg(long, value_name = "P", value_parser = values::percent, help_heading = POLICY)]
+    pub think_time_pct: Option<GapTransform>,
+
+    /// Never let the system sit idle longer than this while work remains:
+    /// shift every pending timer earlier.
+    #[arg(long, value_name = "DURATION", value_parser = values::duration, help_heading = POLICY)]
+    pub idle_gap_cap: Option<Nanos>,
+
+    /// Per-tree idle watchdog: a tree with nothing in flight never waits
+    /// longer than this for its next turn.
+    #[arg(long, value_name = "DURATION", value_parser = values::duration, help_heading = POLICY)]
+    pub tree_idle_cap: Option<Nanos>,
+
+    /// Tree arrivals: immediate | recorded | poisson:RATE | rate:RATE (trees/s).
+    #[arg(long, value_name = "KIND", default_value = "recorded", help_heading = LOAD)]
+    pub arrival: Arrival,
+
+    /// Schedule every tree K times.
+    #[arg(long, value_name = "K", default_value_t = 1, help_heading = LOAD)]
+    pub copies: u32,
+
+    /// Delay copy k: none | even[:SPAN] | random[:SPAN] (SPAN a duration,
+    /// default 60 s).
+    #[arg(long, value_name = "KIND", default_value = "none", help_heading = LOAD)]
+    pub stagger: Stagger,
+
+    /// At most M requests in flight; the rest wait in a FIFO.
+    #[arg(long, value_name = "M", help_heading = LOAD)]
+    pub max_inflight: Option<u32>,
+
+    /// Closed loop: N lanes, each running one tree at a time.
+    #[arg(long, value_name = "N", help_heading = LOAD)]
+    pub sessions: Option<u32>,
+
+    /// With --sessions, lanes cycle through their share (needs --duration).
+    #[arg(long = "loop", help_heading = LOAD)]
+    pub loop_lanes: bool,
+
+    /// Stop sending new turns after this long (e.g. 900, 15m).
+    #[arg(long, value_name = "DURATION", value_parser = values::duration, help_heading = LOAD)]
+    pub duration: Option<Nanos>,
+
+    /// In-flight requests at the end of --duration get this much longer.
+    #[arg(long, value_name = "DURATION", default_value = "30", value_parser = values::duration, help_heading = LOAD)]
+    pub grace: Nanos,
+
+    /// Seed of every random choice (printed and stored).
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = LOAD)]
+    pub seed: u64,
+}
+
+/// The AgentX flags (docs/agentx.md): `--scenario`, its escape hatch,
+/// and the start window the recipe sets.
+#[derive(Debug, Args, Clone)]
+pub struct ScenarioArgs {
+    /// Run a named benchmark recipe with its locks: agentx-mvp (the
+    /// InferenceX AgentX recipe; see docs/agentx.md).
+    #[arg(long, value_name = "NAME", value_parser = ["agentx-mvp"], help_heading = AGENTX)]
+    pub scenario: Option<String>,
+
+    /// With --scenario: run even though flags conflict with the recipe.
+    /// The run is stamped invalid (submission_valid false).
+    #[arg(long, help_heading = AGENTX)]
+    pub unsafe_override: bool,
+
+    /// With --sessions: enter each lane's first tree at a seeded t* in this
+    /// window of its recorded span (fractions, e.g. 0.25:0.75), warm the
+    /// agents alive there, and start profiling on every lane together.
+    #[arg(long, value_name = "MIN:MAX", help_heading = AGENTX)]
+    pub start_window: Option<StartWindow>,
+
+    /// Warmups go out at their recorded lead before t*, capped at this.
+    #[arg(long, value_name = "DURATION", default_value = "10", value_parser = values::duration, help_heading = AGENTX)]
+    pub warmup_spread: Nanos,
+}

@@ -1,0 +1,303 @@
+//! The server side of the command line, shared by `arbor run` and `arbor
+//! doctor`: the endpoint's base URL, request headers and the API key, the
+//! request options a run sends with, `/v1/models` answers, and redaction of
+//! what must never be shown (credential headers, URL user info).
+//!
+//! Imports no command: `run` and `doctor` import it.
+
+use std::time::Duration;
+
+use arbor_backends::live::request::{Api, MaxTokensField};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+use serde_json::{Map, Value};
+
+use crate::failure::Failure;
+
+/// Environment variable holding the API key (sent as `Authorization:
+/// Bearer ...`, never written anywhere).
+pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+
+/// What replaces a secret.
+pub const REDACTED: &str = "<redacted>";
+
+/// Request options from the flags, checked.
+#[derive(Debug, Clone)]
+pub struct RequestOptions {
+    /// `None`: ask the server (`GET /v1/models`).
+    pub model: Option<String>,
+    pub api: Api,
+    pub max_tokens_field: MaxTokensField,
+    pub ignore_eos: bool,
+    pub extra_body: Option<Map<String, Value>>,
+    /// `--header` values and the API key.
+    pub auth: Auth,
+    pub timeout: Duration,
+    pub retries: u32,
+    /// Prepend each play's cache-bust marker to its prompts.
+    pub cache_bust: bool,
+}
+
+/// Extra headers and the API key: what every request carries besides its
+/// body.
+#[derive(Debug, Clone, Default)]
+pub struct Auth {
+    /// `--header` values, in order.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// From `OPENAI_API_KEY`; never serialized.
+    pub api_key: Option<String>,
+}
+
+impl Auth {
+    /// `--header K=V` values, and the API key from the environment.
+    pub fn from_flags(headers: &[String]) -> Result<Auth, Failure> {
+        let headers = headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
+        let api_key = std::env::var(API_KEY_ENV)
+            .ok()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty());
+        Ok(Auth { headers, api_key })
+    }
+
+    /// Every request's extra headers: `--header` values, and the API key
+    /// as `Authorization: Bearer ...` unless a `--header` set
+    /// `Authorization`.
+    pub fn header_map(&self) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in &self.headers {
+            map.append(name.clone(), value.clone());
+        }
+        if let Some(key) = &self.api_key {
+            if !map.contains_key(AUTHORIZATION) {
+                if let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {key}")) {
+                    value.set_sensitive(true);
+                    map.insert(AUTHORIZATION, value);
+                }
+            }
+        }
+        map
+    }
+}
+
+/// `http://host:port`, `http://host:port/` and `http://host:port/v1` all
+/// name the same server: the base URL without a trailing `/` or `/v1`.
+/// A clap value parser (`--endpoint`).
+pub fn normalize_endpoint(text: &str) -> Result<String, String> {
+    let url = reqwest::Url::parse(text.trim())
+        .map_err(|e| format!("expected a URL such as http://127.0.0.1:8000, got `{text}` ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("expected an http:// or https:// URL, got `{text}`"));
+    }
+    let mut base = url.as_str().trim_end_matches('/').to_string();
+    if let Some(stripped) = base.strip_suffix("/v1") {
+        base = stripped.to_string();
+    }
+    Ok(base)
+}
+
+/// `--header K=V`. Parsed here rather than by clap so that an error never
+/// shows a value (it may be a credential).
+pub fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), Failure> {
+    let Some((name, value)) = text.split_once('=') else {
+        return Err(Failure::input(format!(
+            "--header: expected NAME=VALUE, got `{}`",
+            redact_header_text(text)
+        )));
+    };
+    let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+        Failure::input(format!(
+            "--header: `{}` is not a valid header name",
+            name.trim()
+        ))
+    })?;
+    let mut value = HeaderValue::from_str(value.trim()).map_err(|_| {
+        Failure::input(format!(
+            "--header {name}: the value is not a valid header value"
+        ))
+    })?;
+    if is_secret_header(name.as_str()) {
+        value.set_sensitive(true);
+    }
+    Ok((name, value))
+}
+
+/// Does a header (or query parameter) name look like it carries a secret?
+pub fn is_secret_header(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    [
+        "authorization",
+        "auth",
+        "key",
+        "token",
+        "secret",
+        "cookie",
+        "password",
+    ]
+    .iter()
+    .any(|word| lower.contains(word))
+}
+
+/// What of an unparseable `--header` can be shown: the part before any
+/// `:` or space (a name, never a value).
+pub fn redact_header_text(text: &str) -> String {
+    let name: String = text
+        .chars()
+        .take_while(|c| *c != ':' && !c.is_whitespace())
+        .collect();
+    if name.len() < text.len() {
+        format!("{name}... (value not shown)")
+    } else {
+        name
+    }
+}
+
+/// The URL without user info or credential-looking query values.
+pub fn redact_url(text: &str) -> String {
+    let Ok(mut url) = reqwest::Url::parse(text) else {
+        return text.to_string();
+    };
+    if !url.username().is_empty() {
+        let _ = url.set_username("redacted");
+    }
+    if url.password().is_some() {
+        let _ = url.set_password(Some("redacted"));
+    }
+    if url.query().is_some() {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if is_secret_header(&k) {
+                    REDACTED.to_string()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    url.as_str().trim_end_matches('/').to_string()
+}
+
+/// A reqwest error and its causes, without the URL (which may carry
+/// credentials).
+pub fn without_url(e: &reqwest::Error) -> String {
+    let mut text = String::new();
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    while let Some(s) = source {
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// `data[0].id` of a `/v1/models` answer.
+pub fn first_model_id(body: &Value) -> Option<String> {
+    body.get("data")?
+        .as_array()?
+        .iter()
+        .find_map(|m| m.get("id")?.as_str())
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_normalized() {
+        for text in [
+            "http://127.0.0.1:8000",
+            "http://127.0.0.1:8000/",
+            "http://127.0.0.1:8000/v1",
+            "http://127.0.0.1:8000/v1/",
+        ] {
+            assert_eq!(
+                normalize_endpoint(text).ok().as_deref(),
+                Some("http://127.0.0.1:8000"),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            normalize_endpoint("https://h/api").ok().as_deref(),
+            Some("https://h/api")
+        );
+        assert!(normalize_endpoint("ftp://h").is_err());
+        assert!(normalize_endpoint("nonsense").is_err());
+    }
+
+    #[test]
+    fn headers_parse_and_secrets_are_marked_sensitive() {
+        let (name, value) = parse_header("X-Api-Key=abc=def").ok().unwrap();
+        assert_eq!(name.as_str(), "x-api-key");
+        assert_eq!(value.to_str().unwrap(), "abc=def");
+        assert!(value.is_sensitive());
+        let (_, value) = parse_header("X-Trace=1").ok().unwrap();
+        assert!(!value.is_sensitive());
+        let failure = parse_header("Authorization: Bearer sk-123").err().unwrap();
+        assert_eq!(failure.code, 2);
+        assert!(!failure.message.contains("sk-123"), "{}", failure.message);
+        assert!(parse_header("bad name=1").is_err());
+    }
+
+    #[test]
+    fn the_api_key_becomes_a_bearer_header_unless_one_is_given() {
+        let mut auth = Auth {
+            headers: vec![],
+            api_key: Some("sk-test".into()),
+        };
+        assert_eq!(auth.header_map()[AUTHORIZATION], "Bearer sk-test");
+        auth.headers = vec![parse_header("Authorization=Bearer other").ok().unwrap()];
+        assert_eq!(auth.header_map()[AUTHORIZATION], "Bearer other");
+    }
+
+    #[test]
+    fn the_first_listed_model_is_used() {
+        let body = serde_json::json!({"object":"list","data":[{"id":"m1"},{"id":"m2"}]});
+        assert_eq!(first_model_id(&body).as_deref(), Some("m1"));
+        assert_eq!(first_model_id(&serde_json::json!({"data":[]})), None);
+        assert_eq!(first_model_id(&serde_json::json!({})), None);
+    }
+
+    #[test]
+    fn credential_headers_are_recognised() {
+        for name in [
+            "Authorization",
+            "proxy-authorization",
+            "X-Api-Key",
+            "api-key",
+            "X-Auth-Token",
+            "x-client-secret",
+            "Cookie",
+        ] {
+            assert!(is_secret_header(name), "{name}");
+        }
+        for name in ["X-Trace-Id", "Content-Type", "x-request-source"] {
+            assert!(!is_secret_header(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn urls_lose_user_info_and_secret_query_values() {
+        assert_eq!(
+            redact_url("http://user:pw@h:8000/v1?api-key=sk-1&x=2"),
+            "http://redacted:redacted@h:8000/v1?api-key=%3Credacted%3E&x=2"
+        );
+        assert_eq!(redact_url("http://127.0.0.1:8000"), "http://127.0.0.1:8000");
+    }
+
+    #[test]
+    fn bad_header_text_shows_no_value() {
+        assert_eq!(
+            redact_header_text("Authorization: Bearer sk-1"),
+            "Authorization... (value not shown)"
+        );
+        assert_eq!(redact_header_text("X-Trace"), "X-Trace");
+    }
+}

@@ -1,0 +1,150 @@
+//! A run ready to go, whatever the endpoint: the flags checked, the
+//! workload loaded and compiled, the planned side run on the virtual clock,
+//! the request options built and the output directory checked. Touches no
+//! network.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_engine::scheduler::Scheduler;
+use arbor_engine::Workload;
+
+use crate::args::RunArgs;
+use crate::endpoint::{Auth, RequestOptions};
+use crate::failure::Failure;
+use crate::inputs;
+use crate::progress;
+use crate::scenario::Applied;
+
+use super::config::RunConfig;
+use super::output::{self, OutputDir, Planned};
+
+/// A run ready to go, whatever the endpoint.
+pub struct Prepared {
+    pub workload: Arc<Workload>,
+    pub scheduler: Scheduler,
+    pub planned: Planned,
+    pub requests: RequestOptions,
+    pub out: OutputDir,
+    pub progress: bool,
+    /// What produced the run, for `summary.json` (endpoint and model are
+    /// filled in once the endpoint is known).
+    pub config: RunConfig,
+    /// The recipe (`--scenario`), if any.
+    pub scenario: Option<Applied>,
+}
+
+/// Checks every flag, loads and compiles the workload, plans it on the
+/// virtual clock and checks the output directory. Touches no network.
+pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Failure> {
+    let requests = request_options(args)?;
+    let policy = inputs::policy(&args.policy, &args.scenario)?;
+    let options = inputs::derive_options(&args.input);
+    let out = OutputDir::check(
+        args.out.clone().unwrap_or_else(|| default_out(args)),
+        args.force,
+    )?;
+    let compiled = inputs::compile(&args.input, policy, &options, scenario.is_some())?;
+    let mut plan = compiled.schedule()?;
+    inputs::run_virtual(&mut plan, &args.service, "engine (planning)")?;
+    let stats = plan.stats();
+    let planned = Planned {
+        service: args.service.to_string(),
+        peak_inflight: stats.peak_inflight,
+        peak_inflight_at_s: arbor_engine::time::nanos_to_secs(stats.peak_inflight_at),
+        dispatched: stats.dispatched,
+    };
+    drop(plan);
+
+    let config = RunConfig::new(
+        args,
+        &compiled.loaded.description,
+        &compiled.policy,
+        options.overlap_tolerance,
+        &planned.service,
+        &requests,
+        out.path(),
+    );
+    let inputs::Compiled {
+        loaded,
+        policy,
+        compiled,
+    } = compiled;
+    let scheduler = inputs::scheduler(compiled, policy)?;
+    Ok(Prepared {
+        workload: Arc::new(loaded.workload),
+        scheduler,
+        planned,
+        requests,
+        out,
+        progress: progress::wanted(args.no_progress),
+        config,
+        scenario,
+    })
+}
+
+fn request_options(args: &RunArgs) -> Result<RequestOptions, Failure> {
+    let r = &args.request;
+    Ok(RequestOptions {
+        model: r.model.clone().filter(|m| !m.is_empty()),
+        api: r.api,
+        max_tokens_field: r.max_tokens_field,
+        ignore_eos: r.ignore_eos,
+        extra_body: r.extra_body.clone(),
+        auth: Auth::from_flags(&r.headers)?,
+        timeout: Duration::from_nanos(r.timeout),
+        retries: r.retries,
+        cache_bust: r.cache_bust,
+    })
+}
+
+/// `arbor-results/<UTC YYYYmmdd-HHMMSS>-<name>`: the first input's file
+/// stem, `synthetic`, or `sample`.
+fn default_out(args: &RunArgs) -> PathBuf {
+    let name = match args.input.inputs.first() {
+        Some(path) => stem(path),
+        None if args.input.synthetic.is_some() => "synthetic".to_string(),
+        None => "sample".to_string(),
+    };
+    let (compact, _) = output::utc_stamps(std::time::SystemTime::now());
+    PathBuf::from("arbor-results").join(format!("{compact}-{name}"))
+}
+
+fn stem(path: &std::path::Path) -> String {
+    let raw = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let clean: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean.is_empty() {
+        "run".to_string()
+    } else {
+        clean
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn default_names_come_from_the_first_input() {
+        assert_eq!(stem(Path::new("a/trace_0187.json")), "trace_0187");
+        assert_eq!(
+            stem(Path::new("testdata/weka-kv-cache-tester")),
+            "weka-kv-cache-tester"
+        );
+        assert_eq!(stem(Path::new("a b.json")), "a_b");
+    }
+}

@@ -1,0 +1,36 @@
+//! Writing a command's report to stdout. A reader that goes away early
+//! (`arbor plan ... | head -1`) is not an error: the command stops writing
+//! and exits 0, quietly.
+
+use std::io::{self, ErrorKind, Write};
+
+use serde::Serialize;
+
+use crate::failure::Failure;
+
+/// Runs `write` on a locked stdout and flushes; a closed pipe ends it
+/// quietly.
+pub fn print(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), Failure> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    match write(&mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(Failure::other(format!("stdout: {e}"))),
+        _ => Ok(()),
+    }
+}
+
+/// `value` as one pretty JSON object (`--json`), or the human form.
+pub fn json_or_human<T: Serialize>(
+    json: bool,
+    value: &T,
+    human: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), Failure> {
+    print(|out| {
+        if json {
+            serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::from)?;
+            writeln!(out)
+        } else {
+            human(out)
+        }
+    })
+}
