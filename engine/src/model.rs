@@ -41,7 +41,7 @@ pub struct Tree {
     /// earlier agent.
     pub agents: Vec<Agent>,
     /// Edges stated by the format itself. `None` means "derive them from the
-    /// recorded times" (semantics section 2).
+    /// recorded times" (docs/model.md, "Edges").
     pub explicit_edges: Option<Vec<Edge>>,
     /// Model names used by turns of this tree; `Turn::model` indexes it.
     pub models: Vec<String>,

@@ -1,4 +1,4 @@
-//! Policies: what a run changes on purpose (semantics section 3).
+//! Policies: what a run changes on purpose (docs/policies.md).
 //!
 //! Owns the policy types, their textual forms (as typed on the command line,
 //! parsed by `FromStr`, printed by `Display`) and the arithmetic of gap

@@ -1,5 +1,5 @@
 //! What is sent for a turn: recorded messages, or text synthesized from
-//! hash block ids (semantics section 6).
+//! hash block ids (docs/synthetic.md and docs/formats.md).
 //!
 //! Owns the deterministic text of a block: equal (scope, block id) give
 //! byte-identical text, so equal prefixes of ids give byte-identical

@@ -1,4 +1,4 @@
-//! Service-time models (semantics section 4).
+//! Service-time models (docs/service-models.md).
 //!
 //! | model | `--service` | service time of a request |
 //! |---|---|---|

@@ -1,7 +1,7 @@
 //! One live request's HTTP exchange and its stamps.
 //!
 //! Owns running a request over [`super::http`] with byte-arrival
-//! timestamps (semantics section 5): `sent` just before a connection is
+//! timestamps (docs/run.md): `sent` just before a connection is
 //! taken for it, `headers` when the read completing the response head
 //! returns, `first_byte` and each content chunk when the read bringing them
 //! returns (stamped before the bytes are decoded or scanned), `done` when

@@ -1,4 +1,4 @@
-//! What a live request records (semantics section 5), and how errors are
+//! What a live request records (docs/run.md), and how errors are
 //! classed.
 //!
 //! Owns the per-request record written to `records.jsonl`. Times are

@@ -4,7 +4,7 @@
 //! Owns splitting body bytes into lines and telling, cheaply, what each
 //! `data:` payload holds: generated content, the end of generation, the
 //! usage block, an error, or something malformed. The caller stamps the
-//! time *before* handing bytes here (semantics section 5): nothing in this
+//! time *before* handing bytes here (docs/run.md): nothing in this
 //! module reads a clock.
 //!
 //! The common chunk (one token of content) is classified by a few substring

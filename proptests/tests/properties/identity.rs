@@ -1,5 +1,5 @@
-//! Invariant 3: the identity property of `shared/design/semantics.md`
-//! section 2, on generated workloads (built directly and by the synthetic
+//! Invariant 3: the identity property (docs/model.md, "The identity
+//! property"), on generated workloads (built directly and by the synthetic
 //! generator) and on every fixture trace in `testdata/`.
 
 use std::path::Path;
