@@ -17,10 +17,11 @@
 use std::collections::{BinaryHeap, HashMap};
 use std::path::Path;
 
-use super::mooncake::{
-    first_row, has_key, is_mooncake_row, new_tree, CappedProblems, Count, HashIds, Id, Millis,
-    PromptChecks, Rows, MAX_NANOS,
-};
+use super::fields::{Count, HashIds, Id, Millis, MAX_NANOS};
+use super::json::Lines;
+use super::mooncake::{is_mooncake_row, new_tree, PromptChecks};
+use super::sniff::{first_row, has_key};
+use super::tally::Tally;
 use super::{Loaded, Problem};
 use crate::error::InputError;
 use crate::model::{Agent, AgentKind, Edge, EdgeKind, InputKind, Tree, Turn};
@@ -69,8 +70,8 @@ struct Row {
 
 /// Reads one agentic Mooncake JSONL file.
 pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let mut reader = Rows::open(path, ROW)?;
-    let file = reader.file.clone();
+    let mut reader = Lines::open(path, ROW)?;
+    let file = reader.file().to_string();
     let mut loaded = Loaded::default();
     let mut checks = PromptChecks::new();
     let mut rows: Vec<Row> = Vec::new();
@@ -83,11 +84,11 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
     let mut ignored_timestamps = 0usize;
 
     while let Some(raw) = reader.next::<RawRow>()? {
-        let line = reader.line;
+        let line = reader.line();
         let Id(request_id) = raw.request_id;
         if let Some(&first) = by_id.get(&request_id) {
             return Err(reader.error(
-                "request_id",
+                "$.request_id",
                 format!(
                     "duplicate request_id \"{request_id}\" (first on line {}): expected each request_id once",
                     rows[first as usize].line
@@ -103,8 +104,8 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
         let timestamp = raw.timestamp.map(|Millis(t)| t);
         if wait_for.is_empty() && timestamp.is_none() {
             return Err(reader.error(
-                "timestamp",
-                "missing field `timestamp`: expected the start in milliseconds on a row without `wait_for`",
+                "",
+                "missing field `timestamp`: expected it in a row without `wait_for` (its start in milliseconds)",
             ));
         }
         if !wait_for.is_empty() && timestamp.is_some() {
@@ -124,7 +125,7 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
             Some(&s) => s,
             None => {
                 let s = u32::try_from(session_names.len()).map_err(|_| {
-                    reader.error("session_id", "too many sessions: expected at most 2^32")
+                    reader.error("$.session_id", "too many sessions: expected at most 2^32")
                 })?;
                 session_index.insert(session_name.clone(), s);
                 session_names.push(session_name);
@@ -168,7 +169,7 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
         ));
     }
 
-    let mut duplicates = CappedProblems::new("that list a wait_for id twice");
+    let mut duplicates = Tally::default();
     let deps = resolve(&rows, &by_id, &file, &mut duplicates, &mut loaded.problems)?;
     drop(by_id);
     let (abs_start, rank) = schedule(&rows, &deps, &file)?;
@@ -205,7 +206,7 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
             "timestamp ignored on {ignored_timestamps} rows with wait_for (the format schedules them from their dependencies)"
         ));
     }
-    duplicates.finish(&mut loaded.problems, &file);
+    duplicates.report_unlisted(&mut loaded.problems, &file, "that list a wait_for id twice");
     Ok(loaded)
 }
 
@@ -214,7 +215,7 @@ fn resolve(
     rows: &[Row],
     by_id: &HashMap<String, u32>,
     file: &str,
-    duplicates: &mut CappedProblems,
+    duplicates: &mut Tally,
     problems: &mut Vec<Problem>,
 ) -> Result<Vec<Vec<u32>>, InputError> {
     let mut deps = Vec::with_capacity(rows.len());
@@ -229,7 +230,7 @@ fn resolve(
                 ));
             };
             if resolved.contains(&dep) {
-                duplicates.push(
+                duplicates.note(
                     problems,
                     format!("{file}:line {}, $.wait_for[{i}]", row.line),
                     format!("\"{id}\" is listed twice: counted once"),

@@ -13,21 +13,22 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-use super::abench::{first_object_keys, fmt_num, parse_json, JsonLines};
+use super::fields::{show_number, NonEmpty, UnixMicros};
+use super::json::Lines;
+use super::sniff::first_object_keys;
 use super::{estimate_tokens, Loaded, Problem};
 use crate::error::InputError;
 use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
 use crate::time::{Nanos, MAX_SECONDS};
 
-/// The latest unix time accepted, in microseconds (1e10 s, year 2286):
-/// anything later is corrupt input.
-const MAX_UNIX_MICROS: u64 = 10_000_000_000_000_000;
-
 /// The longest span a file may cover, in microseconds (the engine's limit).
 const MAX_SPAN_MICROS: u64 = (MAX_SECONDS as u64) * 1_000_000;
+
+/// What an LMCache row is, in messages.
+const ROW: &str =
+    "an LMCache trace row (a JSON object with `timestamp`, `input`, `output` and `session_id`)";
 
 #[derive(Deserialize)]
 #[serde(
@@ -35,62 +36,10 @@ const MAX_SPAN_MICROS: u64 = (MAX_SECONDS as u64) * 1_000_000;
                  `session_id`)"
 )]
 struct RawRow {
-    timestamp: Micros,
+    timestamp: UnixMicros,
     input: String,
     output: String,
-    session_id: SessionId,
-}
-
-/// Unix time in whole microseconds.
-struct Micros(u64);
-
-impl<'de> Deserialize<'de> for Micros {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Micros;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a unix time in whole microseconds")
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Micros, E> {
-                if v > MAX_UNIX_MICROS {
-                    return Err(E::custom(format!(
-                        "expected a unix time in microseconds up to {MAX_UNIX_MICROS} \
-                         (year 2286), got {v}"
-                    )));
-                }
-                Ok(Micros(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Micros, E> {
-                match u64::try_from(v) {
-                    Ok(v) => self.visit_u64(v),
-                    Err(_) => Err(E::custom(format!(
-                        "expected a non-negative unix time in whole microseconds, got {v}"
-                    ))),
-                }
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Micros, E> {
-                Err(E::custom(format!(
-                    "expected a non-negative unix time in whole microseconds, got {}",
-                    fmt_num(v)
-                )))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// A non-empty session id.
-struct SessionId(String);
-
-impl<'de> Deserialize<'de> for SessionId {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let id = String::deserialize(d)?;
-        if id.is_empty() {
-            return Err(de::Error::custom("expected a non-empty session id"));
-        }
-        Ok(SessionId(id))
-    }
+    session_id: NonEmpty,
 }
 
 /// One row, kept until its session is assembled.
@@ -122,21 +71,15 @@ pub fn looks_like(text_prefix: &str) -> bool {
 
 /// Reads one LMCache trace file.
 pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let file = path.display().to_string();
-    let handle = std::fs::File::open(path)
-        .map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
-    let mut lines = JsonLines::new(
-        std::io::BufReader::with_capacity(1 << 16, handle),
-        &file,
-        false,
-    );
+    let mut lines = Lines::open(path, ROW)?;
+    let file = lines.file().to_string();
     let mut sessions: Vec<Session> = Vec::new();
     let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
     let mut in_order = true;
     let mut last = 0u64;
     let mut earliest: Option<(u64, usize)> = None;
-    while let Some((line, text)) = lines.next_line()? {
-        let raw: RawRow = parse_json(text, &file, line, "an LMCache trace row")?;
+    while let Some(raw) = lines.next::<RawRow>()? {
+        let line = lines.line();
         let micros = raw.timestamp.0;
         in_order &= micros >= last;
         last = micros;
@@ -186,8 +129,8 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
                         "timestamp {} is {} s after the file's earliest ({earliest}, line \
                          {earliest_line}): expected rows within {} s of each other",
                         row.micros,
-                        fmt_num(span as f64 / 1e6),
-                        fmt_num(MAX_SECONDS)
+                        show_number(span as f64 / 1e6),
+                        show_number(MAX_SECONDS)
                     ),
                 ));
             }

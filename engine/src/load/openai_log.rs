@@ -17,11 +17,11 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::abench::{
-    first_object_keys, fmt_num, parse_json, tokens_for_bytes, Content, Count, JsonLines,
-    RawMessage, Seconds,
-};
-use super::{Loaded, Problem};
+use super::fields::{show_number, Content, Count, RawMessage, UnixSecs, MAX_NANOS};
+use super::json::Lines;
+use super::sniff::first_object_keys;
+use super::tally::Tally;
+use super::{tokens_for_bytes, Loaded, Problem};
 use crate::error::InputError;
 use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
 use crate::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
@@ -30,8 +30,8 @@ use crate::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
 /// corrupt input, and f64 seconds lose sub-microsecond precision beyond it.
 const MAX_UNIX_SECONDS: f64 = 1.0e10;
 
-/// The longest span a file may cover (the engine's limit), in nanoseconds.
-const MAX_NANOS: Nanos = (MAX_SECONDS as u64) * NANOS_PER_SEC;
+/// What a line is, in messages.
+const LINE: &str = "a recorded request (a JSON object with `start` and `request`)";
 
 /// The session of lines without `session_id`.
 pub const DEFAULT_SESSION: &str = "default";
@@ -42,9 +42,9 @@ pub const DEFAULT_SESSION: &str = "default";
 #[derive(Deserialize)]
 #[serde(expecting = "a recorded request (a JSON object with `start` and `request`)")]
 struct RawLine {
-    start: Seconds,
+    start: UnixSecs,
     #[serde(default)]
-    end: Option<Seconds>,
+    end: Option<UnixSecs>,
     #[serde(default)]
     session_id: Option<String>,
     #[serde(default)]
@@ -146,14 +146,14 @@ struct Session {
 
 /// Counts for the report.
 #[derive(Default)]
-struct Tally {
+struct Counts {
     turns: usize,
-    no_end: usize,
-    estimated: usize,
-    no_response: usize,
-    dropped_parts: u64,
     extends: usize,
-    background_root: usize,
+    no_end: Tally,
+    estimated: Tally,
+    no_response: Tally,
+    dropped_parts: Tally,
+    background_root: Tally,
 }
 
 /// Does this start of a file look like arbor's OpenAI capture log?
@@ -171,20 +171,14 @@ pub fn looks_like(text_prefix: &str) -> bool {
 
 /// Reads one capture log.
 pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let file = path.display().to_string();
-    let handle = std::fs::File::open(path)
-        .map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
-    let mut lines = JsonLines::new(
-        std::io::BufReader::with_capacity(1 << 16, handle),
-        &file,
-        false,
-    );
-    let mut tally = Tally::default();
+    let mut lines = Lines::open(path, LINE)?;
+    let file = lines.file().to_string();
+    let mut tally = Counts::default();
     let mut sessions: Vec<Session> = Vec::new();
     let mut by_session: BTreeMap<String, usize> = BTreeMap::new();
     let mut earliest: Option<u64> = None;
-    while let Some((line, text)) = lines.next_line()? {
-        let raw: RawLine = parse_json(text, &file, line, "a recorded request")?;
+    while let Some(raw) = lines.next::<RawLine>()? {
+        let line = lines.line();
         let session_id = raw
             .session_id
             .clone()
@@ -249,50 +243,27 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
     })
 }
 
-impl Tally {
+impl Counts {
     fn problems(&self, file: &str) -> Vec<Problem> {
         let mut out = Vec::new();
-        let mut add = |count: u64, message: String| {
-            if count > 0 {
-                out.push(Problem {
-                    place: file.to_string(),
-                    message,
-                });
-            }
-        };
-        add(
-            self.no_end as u64,
+        self.no_end.report(&mut out, file, |n| {
+            format!("durations unknown for {n} turns (no `end`): gaps after them replay start to start")
+        });
+        self.estimated.report(&mut out, file, |n| {
             format!(
-                "durations unknown for {} turns (no `end`): gaps after them replay start to start",
-                self.no_end
-            ),
-        );
-        add(
-            self.estimated as u64,
-            format!(
-                "{} turns lack usage token counts: estimated from text length (1 token per 4 \
-                 bytes)",
-                self.estimated
-            ),
-        );
-        add(
-            self.no_response as u64,
-            format!("{} turns have no recorded response", self.no_response),
-        );
-        add(
-            self.dropped_parts,
-            format!(
-                "{} non-text content parts (images, audio) dropped",
-                self.dropped_parts
-            ),
-        );
-        add(
-            self.background_root as u64,
-            format!(
-                "`background` ignored on {} root agents (a root is never a background child)",
-                self.background_root
-            ),
-        );
+                "{n} turns lack usage token counts: estimated from text length (1 token per 4 \
+                 bytes)"
+            )
+        });
+        self.no_response.report(&mut out, file, |n| {
+            format!("{n} turns have no recorded response")
+        });
+        self.dropped_parts.report(&mut out, file, |n| {
+            format!("{n} non-text content parts (images, audio) dropped")
+        });
+        self.background_root.report(&mut out, file, |n| {
+            format!("`background` ignored on {n} root agents (a root is never a background child)")
+        });
         out
     }
 }
@@ -301,7 +272,7 @@ fn into_entry(
     raw: RawLine,
     file: &str,
     line: usize,
-    tally: &mut Tally,
+    tally: &mut Counts,
 ) -> Result<Entry, InputError> {
     let at =
         |path: &str, message: String| InputError::at(file, format!("line {line}, {path}"), message);
@@ -311,8 +282,8 @@ fn into_entry(
                 path,
                 format!(
                     "expected unix seconds up to {} (year 2286), got {}",
-                    fmt_num(MAX_UNIX_SECONDS),
-                    fmt_num(value)
+                    show_number(MAX_UNIX_SECONDS),
+                    show_number(value)
                 ),
             )
         })
@@ -325,15 +296,15 @@ fn into_entry(
                 "$.end",
                 format!(
                     "end {} is before start {}: expected end >= start",
-                    fmt_num(end.0),
-                    fmt_num(raw.start.0)
+                    show_number(end.0),
+                    show_number(raw.start.0)
                 ),
             ));
         }
     }
     let mut messages = Vec::with_capacity(raw.request.messages.len());
     for m in raw.request.messages {
-        tally.dropped_parts += u64::from(m.content.dropped);
+        tally.dropped_parts.add(m.content.dropped as usize);
         messages.push(m.into_message());
     }
     let (response, usage) = match raw.response {
@@ -346,7 +317,7 @@ fn into_entry(
                 .map(|m| m.content);
             let content = from_choices.or(r.content);
             if let Some(c) = &content {
-                tally.dropped_parts += u64::from(c.dropped);
+                tally.dropped_parts.add(c.dropped as usize);
             }
             (content.map(|c| c.text), r.usage)
         }
@@ -413,9 +384,9 @@ fn since(
             format!("line {line}, {path}"),
             format!(
                 "{} s is {} s after {what}: expected times within {} s of each other",
-                fmt_num(value as f64 / 1e9),
-                fmt_num(span as f64 / 1e9),
-                fmt_num(MAX_SECONDS)
+                show_number(value as f64 / 1e9),
+                show_number(span as f64 / 1e9),
+                show_number(MAX_SECONDS)
             ),
         ));
     }
@@ -426,7 +397,7 @@ fn into_tree(
     mut session: Session,
     earliest: u64,
     file: &str,
-    tally: &mut Tally,
+    tally: &mut Counts,
 ) -> Result<Tree, InputError> {
     for agent in &mut session.agents {
         // Stable: equal starts keep line order.
@@ -633,7 +604,7 @@ fn into_tree(
         let background = entries.entries.first().is_some_and(|e| e.background);
         let kind = match (parent, background) {
             (None, b) => {
-                tally.background_root += usize::from(b);
+                tally.background_root.add(usize::from(b));
                 AgentKind::Root
             }
             (Some(_), true) => AgentKind::Background,
@@ -664,7 +635,7 @@ fn into_turns(
     first_start: u64,
     models: &[String],
     file: &str,
-    tally: &mut Tally,
+    tally: &mut Counts,
 ) -> Result<Vec<Turn>, InputError> {
     let mut turns = Vec::with_capacity(entries.len());
     // The previous turn's whole prompt and its response.
@@ -680,7 +651,7 @@ fn into_turns(
         )?;
         let duration = match e.end {
             None => {
-                tally.no_end += 1;
+                tally.no_end.add(1);
                 None
             }
             Some(end) => Some(since(
@@ -695,11 +666,11 @@ fn into_turns(
         let prompt_bytes: usize = e.messages.iter().map(|m| m.content.len()).sum();
         let answer_bytes = e.response.as_ref().map_or(0, String::len);
         if e.response.is_none() {
-            tally.no_response += 1;
+            tally.no_response.add(1);
         }
         let estimated = e.prompt_tokens.is_none() || e.completion_tokens.is_none();
         if estimated {
-            tally.estimated += 1;
+            tally.estimated.add(1);
         }
         let isl = e
             .prompt_tokens
