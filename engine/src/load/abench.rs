@@ -587,7 +587,7 @@ mod tests {
             &[
                 "string_tokens.jsonl",
                 "line 1, $.turns[2].input_tokens",
-                "invalid type: string \"1,204\", expected a non-negative integer",
+                "invalid type: string \"1,204\": expected a non-negative integer",
             ],
         );
     }
@@ -607,7 +607,7 @@ mod tests {
             &[
                 "negative_gap.jsonl",
                 "line 1, $.turns[1].pre_gap_ms",
-                "expected a non-negative finite number of milliseconds, got -250",
+                "expected a non-negative finite number of milliseconds (at most 1000000000000), got -250",
             ],
         );
     }
@@ -619,7 +619,7 @@ mod tests {
             &[
                 "huge_gap.jsonl",
                 "line 1, $.turns[1].pre_gap_ms",
-                "expected at most 1000000000000 ms, got 1e300",
+                "expected a non-negative finite number of milliseconds (at most 1000000000000), got 1e300",
             ],
         );
     }
@@ -631,7 +631,7 @@ mod tests {
             &[
                 "unknown_role.jsonl",
                 "line 2, $.turns[1].input_delta[0].role",
-                "unknown role `observation`",
+                "expected a role name (system, developer, user, assistant, tool or function), got `observation`",
             ],
         );
     }
@@ -690,7 +690,7 @@ mod tests {
             ),
             (
                 r#"{"session_id":"s","turns":[{"input_tokens":5000000000}]}"#,
-                &["$.turns[0].input_tokens", "up to 4294967295"],
+                &["$.turns[0].input_tokens", "of at most 4294967295"],
             ),
             (
                 r#"{"session_id":"s","turns":[{"pre_gap_ms":1e400}]}"#,
@@ -698,7 +698,10 @@ mod tests {
             ),
             (
                 r#"{"session_id":"s","turns":[]} {"x":1}"#,
-                &["line 1, column", "found more after it"],
+                &[
+                    "line 1, column",
+                    "trailing characters: expected one JSON object per line",
+                ],
             ),
         ];
         for (text, parts) in cases {

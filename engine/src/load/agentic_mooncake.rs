@@ -850,13 +850,13 @@ mod tests {
             ),
             (
                 "no_timestamp.jsonl",
-                "no_timestamp.jsonl: line 2, $.timestamp:",
-                "expected the start in milliseconds on a row without `wait_for`",
+                "no_timestamp.jsonl: line 2:",
+                "missing field `timestamp`: expected it in a row without `wait_for`",
             ),
             (
                 "empty_wait_for_no_timestamp.jsonl",
-                "empty_wait_for_no_timestamp.jsonl: line 2, $.timestamp:",
-                "on a row without `wait_for`",
+                "empty_wait_for_no_timestamp.jsonl: line 2:",
+                "in a row without `wait_for`",
             ),
             (
                 "negative_delay.jsonl",
@@ -876,7 +876,7 @@ mod tests {
             (
                 "wait_for_not_list.jsonl",
                 "wait_for_not_list.jsonl: line 2, $.wait_for:",
-                "invalid type: string \"r1\", expected a sequence",
+                "invalid type: string \"r1\": expected a sequence",
             ),
             (
                 "float_request_id.jsonl",
@@ -886,7 +886,7 @@ mod tests {
             (
                 "missing_session_id.jsonl",
                 "missing_session_id.jsonl: line 2:",
-                "missing field `session_id`: expected an agentic Mooncake row",
+                "missing field `session_id`: expected it in an agentic Mooncake row",
             ),
             (
                 "missing_request_id.jsonl",

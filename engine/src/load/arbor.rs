@@ -223,7 +223,8 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
     let mut trees = Vec::new();
     while let Some(record) = lines.next::<TreeRecord>()? {
         let source = format!("{}:line {}", lines.file(), lines.line());
-        let tree = into_tree(record, &source).map_err(|(path, message)| lines.error(&path, message))?;
+        let tree =
+            into_tree(record, &source).map_err(|(path, message)| lines.error(&path, message))?;
         trees.push(tree);
     }
     if trees.is_empty() {
@@ -553,12 +554,12 @@ mod tests {
             (
                 TWO_TURNS.replace("\"start_ns\":10", "\"start_ns\":\"soon\"") + "}",
                 "$.agents[0].turns[1].start_ns",
-                "expected u64",
+                "invalid type: string \"soon\": expected a non-negative integer number of nanoseconds",
             ),
             (
                 TWO_TURNS.replace("\"start_ns\":10", "\"start_ns\":2000000000000000000") + "}",
                 "start_ns",
-                "expected at most",
+                "(at most 1000000000000000000), got 2000000000000000000",
             ),
             (
                 TWO_TURNS.replace("\"arbor\":1", "\"arbor\":2") + "}",

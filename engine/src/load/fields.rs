@@ -51,14 +51,10 @@ impl<'de> Deserialize<'de> for Count {
                 f.write_str(COUNT)
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
-                u32::try_from(v)
-                    .map(Count)
-                    .map_err(|_| bad_value(COUNT, v))
+                u32::try_from(v).map(Count).map_err(|_| bad_value(COUNT, v))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
-                u32::try_from(v)
-                    .map(Count)
-                    .map_err(|_| bad_value(COUNT, v))
+                u32::try_from(v).map(Count).map_err(|_| bad_value(COUNT, v))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
                 if v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v) {
@@ -222,7 +218,8 @@ pub(super) struct Ns(pub(super) Nanos);
 impl<'de> Deserialize<'de> for Ns {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
-        const NS: &str = "a non-negative integer number of nanoseconds (at most 1000000000000000000)";
+        const NS: &str =
+            "a non-negative integer number of nanoseconds (at most 1000000000000000000)";
         impl Visitor<'_> for V {
             type Value = Ns;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {

@@ -119,16 +119,21 @@ impl Fault {
 
 /// serde's words for a schema fault, in arbor's shape `FAULT: expected WHAT`.
 fn data_message(bare: &str, within: &str) -> String {
-    if bare.starts_with("missing field `") {
+    if bare.starts_with("missing field `") && !bare.contains(": expected") {
         return format!("{bare}: expected it in {within}");
     }
     if let Some(rest) = bare.strip_prefix("unknown variant ") {
-        return format!("unknown value {}", rest.replacen(", expected", ": expected", 1));
+        return format!(
+            "unknown value {}",
+            rest.replacen(", expected", ": expected", 1)
+        );
     }
     if bare.starts_with("unknown field ") {
-        return bare
-            .replacen(", expected", ": expected", 1)
-            .replacen(", there are no fields", ": expected no fields", 1);
+        return bare.replacen(", expected", ": expected", 1).replacen(
+            ", there are no fields",
+            ": expected no fields",
+            1,
+        );
     }
     if bare.starts_with("duplicate field ") {
         return format!("{bare}: expected each field once");
@@ -230,8 +235,7 @@ impl Lines {
 
     fn read_error(&self, e: &io::Error) -> InputError {
         let message = if e.kind() == io::ErrorKind::InvalidData && !sniff::is_zstd_error(e) {
-            "not UTF-8 text: expected one JSON object per line (is this a binary file?)"
-                .to_string()
+            "not UTF-8 text: expected one JSON object per line (is this a binary file?)".to_string()
         } else if self.compressed {
             format!("corrupt zstd stream: {e}")
         } else {

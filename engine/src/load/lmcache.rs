@@ -439,7 +439,7 @@ mod tests {
             &[
                 "string_timestamp.jsonl",
                 "line 1, $.timestamp",
-                "invalid type: string \"2025-10-16T04:10:01Z\", expected a unix time in whole \
+                "invalid type: string \"2025-10-16T04:10:01Z\": expected a unix time in whole \
                  microseconds",
             ],
         );
@@ -464,7 +464,7 @@ mod tests {
             &[
                 "negative_timestamp.jsonl",
                 "line 1, $.timestamp",
-                "expected a non-negative unix time in whole microseconds, got -1760587801647311",
+                "expected a unix time in whole microseconds (at most 10000000000000000, year 2286), got -1760587801647311",
             ],
         );
     }
@@ -476,7 +476,7 @@ mod tests {
             &[
                 "huge_timestamp.jsonl",
                 "line 2, $.timestamp",
-                "up to 10000000000000000 (year 2286), got 9000000000000000000",
+                "(at most 10000000000000000, year 2286), got 9000000000000000000",
             ],
         );
         assert_contains(
@@ -498,7 +498,7 @@ mod tests {
             &[
                 "null_output.jsonl",
                 "line 1, $.output",
-                "invalid type: null, expected a string",
+                "invalid type: null: expected a string",
             ],
         );
         assert_contains(
@@ -514,7 +514,7 @@ mod tests {
             &[
                 "empty_session_id.jsonl",
                 "line 1, $.session_id",
-                "non-empty session id",
+                "expected a non-empty string, got \"\"",
             ],
         );
         assert_contains(

@@ -105,28 +105,27 @@ impl PromptChecks {
         hash_ids: Option<HashIds>,
         text_input: Option<String>,
     ) -> Result<Prompt, InputError> {
-        let (isl, estimated) =
-            match (input_length, &text_input) {
-                (Some(Count(n)), _) => (n, false),
-                (None, Some(text)) => {
-                    let n = estimate_tokens(text);
-                    self.estimated.note(
-                        problems,
-                        rows.problem_place("$.input_length"),
-                        format!("no input_length: estimated {n} tokens from text_input"),
-                    );
-                    (n, true)
-                }
-                (None, None) => {
-                    return Err(rows.error(
-                        "",
-                        format!(
-                            "missing field `input_length` (or `text_input`): expected it in {}",
-                            rows.what()
-                        ),
-                    ))
-                }
-            };
+        let (isl, estimated) = match (input_length, &text_input) {
+            (Some(Count(n)), _) => (n, false),
+            (None, Some(text)) => {
+                let n = estimate_tokens(text);
+                self.estimated.note(
+                    problems,
+                    rows.problem_place("$.input_length"),
+                    format!("no input_length: estimated {n} tokens from text_input"),
+                );
+                (n, true)
+            }
+            (None, None) => {
+                return Err(rows.error(
+                    "",
+                    format!(
+                        "missing field `input_length` (or `text_input`): expected it in {}",
+                        rows.what()
+                    ),
+                ))
+            }
+        };
         let ids = match hash_ids {
             Some(HashIds { ids, .. }) => {
                 self.rows_with_ids += 1;
@@ -672,27 +671,27 @@ pub(super) mod tests {
             (
                 "string_input_length.jsonl",
                 "string_input_length.jsonl: line 3, $.input_length:",
-                "invalid type: string \"many\", expected a non-negative integer",
+                "invalid type: string \"many\": expected a non-negative integer",
             ),
             (
                 "missing_output_length.jsonl",
                 "missing_output_length.jsonl: line 1:",
-                "missing field `output_length`: expected a Mooncake row (a JSON object with",
+                "missing field `output_length`: expected it in a Mooncake row (a JSON object with",
             ),
             (
                 "missing_input_length.jsonl",
-                "missing_input_length.jsonl: line 2, $.input_length:",
-                "expected a prompt token count (or `text_input`)",
+                "missing_input_length.jsonl: line 2:",
+                "missing field `input_length` (or `text_input`): expected it in a Mooncake row",
             ),
             (
                 "missing_timestamp.jsonl",
-                "missing_timestamp.jsonl: line 2, $.timestamp:",
-                "expected the arrival in milliseconds on a row without session_id",
+                "missing_timestamp.jsonl: line 2:",
+                "missing field `timestamp`: expected it in a row without session_id",
             ),
             (
                 "session_without_timestamp.jsonl",
-                "session_without_timestamp.jsonl: line 1, $.timestamp:",
-                "on the first row of session \"s1\"",
+                "session_without_timestamp.jsonl: line 1:",
+                "missing field `timestamp`: expected it in the first row of session \"s1\"",
             ),
             (
                 "session_out_of_order.jsonl",
@@ -716,8 +715,8 @@ pub(super) mod tests {
             ),
             (
                 "truncated.jsonl",
-                "truncated.jsonl: line 2, $.hash_ids:",
-                "invalid JSON, the line ends early",
+                "truncated.jsonl: line 2, column 73, $.hash_ids:",
+                "invalid JSON: the text ends early (truncated?)",
             ),
             (
                 "not_an_object.jsonl",
@@ -726,7 +725,7 @@ pub(super) mod tests {
             ),
             (
                 "two_objects.jsonl",
-                "two_objects.jsonl: line 1:",
+                "two_objects.jsonl: line 1, column 79:",
                 "expected one JSON object per line",
             ),
             (

@@ -247,7 +247,9 @@ impl Counts {
     fn problems(&self, file: &str) -> Vec<Problem> {
         let mut out = Vec::new();
         self.no_end.report(&mut out, file, |n| {
-            format!("durations unknown for {n} turns (no `end`): gaps after them replay start to start")
+            format!(
+                "durations unknown for {n} turns (no `end`): gaps after them replay start to start"
+            )
         });
         self.estimated.report(&mut out, file, |n| {
             format!(
@@ -1023,7 +1025,7 @@ mod tests {
             &error_of(&bad("invalid_json.jsonl")),
             &[
                 "invalid_json.jsonl",
-                "line 3, column 82, $.request: invalid JSON, the line ends early (truncated?)",
+                "line 3, column 82, $.request: invalid JSON: the text ends early (truncated?)",
             ],
         );
     }
@@ -1161,7 +1163,7 @@ mod tests {
             &[
                 "unknown_role.jsonl",
                 "line 1, $.request.messages[1].role",
-                "unknown role `critic`",
+                "expected a role name (system, developer, user, assistant, tool or function), got `critic`",
             ],
         );
     }
@@ -1173,7 +1175,7 @@ mod tests {
             &[
                 "number_content.jsonl",
                 "line 1, $.request.messages[0].content",
-                "invalid type: integer `42`, expected message content",
+                "invalid type: integer `42`: expected message content",
             ],
         );
     }
@@ -1202,7 +1204,10 @@ mod tests {
             ),
             (
                 r#"{"start": 1, "request": {"messages": [{"role": "user", "content": [{"type": "text"}]}]}}"#,
-                &["$.request.messages[0].content", "needs a `text` string"],
+                &[
+                    "$.request.messages[0].content",
+                    "missing field `text`: expected it in a part of type `text`",
+                ],
             ),
             (
                 r#"{"start": 1, "request": {"messages": []}, "response": {"usage": {"prompt_tokens": -1}}}"#,
