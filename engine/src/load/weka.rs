@@ -203,8 +203,12 @@ fn read_file(path: &Path) -> Result<Vec<(Tree, Conventions)>, InputError> {
         Err(_) => {
             let mut whole = "\n".repeat(offset);
             whole.push_str(&first_text);
-            whole.push('\n');
-            lines.read_rest(&mut whole)?;
+            let mut rest = String::new();
+            lines.read_rest(&mut rest)?;
+            if !rest.is_empty() {
+                whole.push('\n');
+                whole.push_str(&rest);
+            }
             parse_object(&whole).map_err(|f| f.in_file(&file, 0))?
         }
     };
