@@ -191,17 +191,17 @@ fn the_same_fault_has_the_same_words_in_every_format() {
             "line 1, $.*",
             "invalid type: string \"x\": expected *",
         ),
-        (
-            "missing",
-            "line 1",
-            "missing field `*`: expected it in *",
-        ),
+        ("missing", "line 1", "missing field `*`: expected it in *"),
     ];
     let dir = scratch("same-fault");
     assert_eq!(cases.len(), 7, "every format has its faults");
     for (format, truncated, wrong, missing) in cases {
         for ((kind, place, message), text) in shapes.iter().zip([truncated, wrong, missing]) {
-            let path = write(&dir, &format!("{format}-{kind}.jsonl"), &format!("{text}\n"));
+            let path = write(
+                &dir,
+                &format!("{format}-{kind}.jsonl"),
+                &format!("{text}\n"),
+            );
             let out = arbor(&["plan", "--format", format, &path]);
             let err = stderr(&out);
             assert_eq!(out.status.code(), Some(2), "{format} {kind}: {err}");

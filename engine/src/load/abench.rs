@@ -548,17 +548,6 @@ mod tests {
         assert!(!looks_like(r#"{"note": "\"session_id\": \"turns\":"}"#));
     }
 
-    #[test]
-    fn first_object_keys_skips_nested_and_strings() {
-        assert_eq!(
-            first_object_keys(r#" {"a": {"b": 1, "c": [ {"d": 2} ]}, "e": "x\"y:", "f" : 3}"#),
-            ["a", "e", "f"]
-        );
-        assert_eq!(first_object_keys(r#"{"a": "cut"#), ["a"]);
-        assert!(first_object_keys("[1]").is_empty());
-        assert!(first_object_keys("\"\\").is_empty());
-    }
-
     // ----- errors -----
 
     #[test]

@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
 
-use crate::model::{BlockIds, BlockIdsBuilder, Message, Role};
+use crate::model::{BlockIds, BlockIdsBuilder, InputKind, Message, Role};
 use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, MAX_SECONDS, NANOS_PER_SEC};
 
 /// The largest time a trace may state, in nanoseconds (every format).
@@ -387,6 +387,73 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
             }
         }
         d.deserialize_str(V(PhantomData))
+    }
+}
+
+/// `input_types`, reduced to the two flags that decide [`InputKind`].
+pub(super) struct InputTypes {
+    text: bool,
+    tool_result: bool,
+}
+
+impl InputTypes {
+    pub(super) fn kind(&self) -> InputKind {
+        match (self.text, self.tool_result) {
+            (false, true) => InputKind::ToolResult,
+            (true, false) => InputKind::UserText,
+            _ => InputKind::Unknown,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for InputTypes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        enum Tag {
+            Text,
+            ToolResult,
+            Other,
+        }
+        impl<'de> Deserialize<'de> for Tag {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct TagV;
+                impl Visitor<'_> for TagV {
+                    type Value = Tag;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        f.write_str("an input type string")
+                    }
+                    fn visit_str<E>(self, v: &str) -> Result<Tag, E> {
+                        Ok(match v {
+                            "text" => Tag::Text,
+                            "tool_result" => Tag::ToolResult,
+                            _ => Tag::Other,
+                        })
+                    }
+                }
+                d.deserialize_str(TagV)
+            }
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = InputTypes;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of input type strings")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<InputTypes, A::Error> {
+                let mut types = InputTypes {
+                    text: false,
+                    tool_result: false,
+                };
+                while let Some(tag) = seq.next_element::<Tag>()? {
+                    match tag {
+                        Tag::Text => types.text = true,
+                        Tag::ToolResult => types.tool_result = true,
+                        Tag::Other => {}
+                    }
+                }
+                Ok(types)
+            }
+        }
+        d.deserialize_seq(V)
     }
 }
 

@@ -217,6 +217,18 @@ pub(super) fn new_tree(id: String, source: String, arrival: Nanos, agents: Vec<A
 // ---------------------------------------------------------------------------
 // The plain reader
 
+/// A tree of one root agent (named as the tree) holding its first turn.
+fn first_turn(id: String, source: String, arrival: Nanos, turn: Turn) -> Tree {
+    let agent = Agent {
+        id: id.clone(),
+        parent: None,
+        kind: AgentKind::Root,
+        recorded_end: None,
+        turns: vec![turn],
+    };
+    new_tree(id, source, arrival, vec![agent])
+}
+
 /// What a Mooncake row is, in messages.
 const ROW: &str =
     "a Mooncake row (a JSON object with `timestamp`, `input_length`, `output_length`, `hash_ids`)";
@@ -284,20 +296,10 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
                 ));
             };
             sessionless += 1;
-            let id = format!("row{line}");
-            let agent = Agent {
-                id: id.clone(),
-                parent: None,
-                kind: AgentKind::Root,
-                recorded_end: None,
-                turns: vec![turn],
-            };
-            loaded.trees.push(new_tree(
-                id,
-                format!("{file}:line {line}"),
-                arrival,
-                vec![agent],
-            ));
+            let source = format!("{file}:line {line}");
+            loaded
+                .trees
+                .push(first_turn(format!("row{line}"), source, arrival, turn));
             continue;
         };
         match sessions.get_mut(&session_id) {
@@ -318,19 +320,10 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
                         last_line: line,
                     },
                 );
-                let agent = Agent {
-                    id: session_id.clone(),
-                    parent: None,
-                    kind: AgentKind::Root,
-                    recorded_end: None,
-                    turns: vec![turn],
-                };
-                loaded.trees.push(new_tree(
-                    session_id,
-                    format!("{file}:line {line}"),
-                    arrival,
-                    vec![agent],
-                ));
+                let source = format!("{file}:line {line}");
+                loaded
+                    .trees
+                    .push(first_turn(session_id, source, arrival, turn));
             }
             Some(session) => {
                 let start = match (row.timestamp, row.delay) {

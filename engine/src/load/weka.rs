@@ -9,17 +9,15 @@
 //!   *absolute* (inner `t` already on the root's clock);
 //! - hash ids starting at 0 or 1, counting `floor` or `ceil(in/block_size)`.
 //!
-//! Parsing is one serde pass into typed, borrowing structs (no
-//! `serde_json::Value`); times are converted to integer nanoseconds while
-//! deserializing, so every bad value is reported with its JSON path. Files
-//! are read line by line, so a JSONL corpus never sits in memory whole.
+//! Parsing is one serde pass (`json.rs`) into typed, borrowing structs of
+//! `fields.rs` types (no `serde_json::Value`); times are converted to
+//! integer nanoseconds while deserializing, so every bad value is reported
+//! with its JSON path. Files are read line by line, so a JSONL corpus never
+//! sits in memory whole; its lines are parsed in parallel batches.
 
-use std::fmt;
 use std::path::Path;
 
-use serde::de::{Deserialize, Deserializer, SeqAccess, Visitor};
-
-use super::fields::{show_number, Count, HashIds, Millis, Secs, Text};
+use super::fields::{show_number, Count, HashIds, InputTypes, Millis, Secs, Text};
 use super::json::{self, Fault, Lines};
 use super::sniff::{self, has_key};
 use crate::error::InputError;
@@ -314,8 +312,8 @@ struct RawTrace<'a> {
 #[derive(serde::Deserialize)]
 #[serde(expecting = "a request object or a subagent entry")]
 struct RawEntry<'a> {
-    #[serde(rename = "type")]
-    kind: Option<EntryKind>,
+    #[serde(rename = "type", borrow)]
+    kind: Option<Text<'a>>,
     t: Secs,
     #[serde(rename = "in", alias = "input_length")]
     isl: Option<Count>,
@@ -338,9 +336,9 @@ struct RawEntry<'a> {
 
 impl RawEntry<'_> {
     fn is_subagent(&self) -> bool {
-        match self.kind {
-            Some(EntryKind::Subagent) => true,
-            Some(EntryKind::Request) => false,
+        // "n", "s" or any other type is a request object.
+        match &self.kind {
+            Some(Text(kind)) => kind == "subagent",
             None => self.requests.is_some(),
         }
     }
@@ -348,100 +346,6 @@ impl RawEntry<'_> {
     /// Request objects directly inside this subagent entry.
     fn inner_requests(&self) -> impl Iterator<Item = &Self> {
         self.requests.iter().flatten().filter(|e| !e.is_subagent())
-    }
-}
-
-/// The `type` field: only "subagent" matters; "n", "s" and anything else
-/// are request objects.
-enum EntryKind {
-    Subagent,
-    Request,
-}
-
-impl<'de> Deserialize<'de> for EntryKind {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = EntryKind;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an entry type string (\"n\", \"s\" or \"subagent\")")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(if v == "subagent" {
-                    EntryKind::Subagent
-                } else {
-                    EntryKind::Request
-                })
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-/// `input_types`, reduced to the two flags that decide [`InputKind`].
-struct InputTypes {
-    text: bool,
-    tool_result: bool,
-}
-
-impl InputTypes {
-    fn kind(&self) -> InputKind {
-        match (self.text, self.tool_result) {
-            (false, true) => InputKind::ToolResult,
-            (true, false) => InputKind::UserText,
-            _ => InputKind::Unknown,
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for InputTypes {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        enum Tag {
-            Text,
-            ToolResult,
-            Other,
-        }
-        impl<'de> Deserialize<'de> for Tag {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct TagV;
-                impl Visitor<'_> for TagV {
-                    type Value = Tag;
-                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                        f.write_str("an input type string")
-                    }
-                    fn visit_str<E>(self, v: &str) -> Result<Tag, E> {
-                        Ok(match v {
-                            "text" => Tag::Text,
-                            "tool_result" => Tag::ToolResult,
-                            _ => Tag::Other,
-                        })
-                    }
-                }
-                d.deserialize_str(TagV)
-            }
-        }
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = InputTypes;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array of input type strings")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<InputTypes, A::Error> {
-                let mut types = InputTypes {
-                    text: false,
-                    tool_result: false,
-                };
-                while let Some(tag) = seq.next_element::<Tag>()? {
-                    match tag {
-                        Tag::Text => types.text = true,
-                        Tag::ToolResult => types.tool_result = true,
-                        Tag::Other => {}
-                    }
-                }
-                Ok(types)
-            }
-        }
-        d.deserialize_seq(V)
     }
 }
 
