@@ -310,10 +310,6 @@ mod tests {
         testdata("abench").join(name)
     }
 
-    fn bad(name: &str) -> PathBuf {
-        testdata("bad/abench").join(name)
-    }
-
     fn error_of(path: &Path) -> String {
         load(path).expect_err("input must be rejected").to_string()
     }
@@ -549,117 +545,6 @@ mod tests {
     }
 
     // ----- errors -----
-
-    #[test]
-    fn error_empty_file() {
-        assert_contains(
-            &error_of(&bad("empty.jsonl")),
-            &["empty.jsonl", "empty file", "expected one abench session"],
-        );
-    }
-
-    #[test]
-    fn error_invalid_json() {
-        assert_contains(
-            &error_of(&bad("invalid_json.jsonl")),
-            &[
-                "invalid_json.jsonl",
-                "line 2, column 58, $.turns[0]: invalid JSON: trailing comma",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_wrong_type_tokens() {
-        assert_contains(
-            &error_of(&bad("string_tokens.jsonl")),
-            &[
-                "string_tokens.jsonl",
-                "line 1, $.turns[2].input_tokens",
-                "invalid type: string \"1,204\": expected a non-negative integer",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_missing_turns() {
-        assert_contains(
-            &error_of(&bad("missing_turns.jsonl")),
-            &["missing_turns.jsonl", "line 1", "missing field `turns`"],
-        );
-    }
-
-    #[test]
-    fn error_negative_gap() {
-        assert_contains(
-            &error_of(&bad("negative_gap.jsonl")),
-            &[
-                "negative_gap.jsonl",
-                "line 1, $.turns[1].pre_gap_ms",
-                "expected a non-negative finite number of milliseconds (at most 1000000000000), got -250",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_huge_gap() {
-        assert_contains(
-            &error_of(&bad("huge_gap.jsonl")),
-            &[
-                "huge_gap.jsonl",
-                "line 1, $.turns[1].pre_gap_ms",
-                "expected a non-negative finite number of milliseconds (at most 1000000000000), got 1e300",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_unknown_role() {
-        assert_contains(
-            &error_of(&bad("unknown_role.jsonl")),
-            &[
-                "unknown_role.jsonl",
-                "line 2, $.turns[1].input_delta[0].role",
-                "expected a role name (system, developer, user, assistant, tool or function), got `observation`",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_turn_index_out_of_order() {
-        assert_contains(
-            &error_of(&bad("index_order.jsonl")),
-            &[
-                "index_order.jsonl",
-                "line 1, $.turns[1].index",
-                "expected turns in order, turn 1 to have index 1, got 2",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_binary_garbage() {
-        assert_contains(
-            &error_of(&bad("binary.jsonl")),
-            &["binary.jsonl", "line 1", "not UTF-8 text"],
-        );
-    }
-
-    #[test]
-    fn error_corrupt_zstd() {
-        assert_contains(
-            &error_of(&bad("corrupt.jsonl.zst")),
-            &["corrupt.jsonl.zst", "corrupt zstd stream"],
-        );
-    }
-
-    #[test]
-    fn error_truncated_zstd() {
-        assert_contains(
-            &error_of(&bad("truncated.jsonl.zst")),
-            &["truncated.jsonl.zst", "corrupt zstd stream"],
-        );
-    }
 
     #[test]
     fn error_shapes_and_values() {

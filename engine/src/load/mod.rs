@@ -32,6 +32,8 @@
 pub mod abench;
 pub mod agentic_mooncake;
 pub mod arbor;
+#[cfg(test)]
+mod bad_corpus;
 mod fields;
 mod json;
 pub mod lmcache;

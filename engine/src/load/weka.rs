@@ -1025,60 +1025,6 @@ mod tests {
     // ----- errors -----
 
     #[test]
-    fn error_negative_t() {
-        let msg = error_of(&bad("negative_t.json"));
-        assert_contains(
-            &msg,
-            &[
-                "negative_t.json",
-                "$.requests[1].t",
-                "expected a non-negative finite number of seconds (at most 1000000000), got -3",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_string_where_number_expected() {
-        let msg = error_of(&bad("string_in.json"));
-        assert_contains(
-            &msg,
-            &[
-                "string_in.json",
-                "$.requests[0].in",
-                "invalid type: string",
-                "expected a non-negative integer",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_missing_requests() {
-        let msg = error_of(&bad("missing_requests.json"));
-        assert_contains(&msg, &["missing_requests.json", "missing field `requests`"]);
-    }
-
-    #[test]
-    fn error_truncated_json() {
-        let msg = error_of(&bad("truncated.json"));
-        assert_contains(
-            &msg,
-            &[
-                "truncated.json",
-                "line 3, column",
-                "$.requests[1]",
-                "invalid JSON",
-                "truncated",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_empty_file() {
-        let msg = error_of(&bad("empty.json"));
-        assert_contains(&msg, &["empty.json", "empty file", "expected a Weka trace"]);
-    }
-
-    #[test]
     fn error_jsonl_broken_line_2() {
         let msg = error_of(&bad("broken_line2.jsonl"));
         assert_contains(
