@@ -585,22 +585,4 @@ mod tests {
             assert_contains(&msg, parts);
         }
     }
-
-    #[test]
-    fn never_panics_on_truncations() {
-        let text = std::fs::read(sample("sample.jsonl")).expect("read");
-        let packed = std::fs::read(sample("sample.jsonl.zst")).expect("read");
-        let mut cut = 0;
-        while cut < text.len().max(packed.len()) {
-            for bytes in [&text, &packed] {
-                if let Some(prefix) = bytes.get(..cut) {
-                    let path = scratch_file("cut", prefix);
-                    let _ = load(&path);
-                    std::fs::remove_file(&path).ok();
-                    let _ = looks_like(&String::from_utf8_lossy(prefix));
-                }
-            }
-            cut += 97;
-        }
-    }
 }

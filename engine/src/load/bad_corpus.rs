@@ -1,11 +1,12 @@
 //! The bad-input corpus, `testdata/bad/<format>/`: one row per file,
 //! with what its message must say besides naming the file. Every file in
 //! the corpus has a row, so a new bad file comes with its expected message.
+//! Also: every reader and detector survives every cut of every fixture.
 
 use std::path::Path;
 
-use super::test_support::{assert_contains, testdata};
-use super::{load_path, Format};
+use super::test_support::{assert_contains, scratch_file, testdata};
+use super::{load_path, Format, Prefix, FORMATS};
 
 /// (format, file, parts of its message)
 const CORPUS: &[(&str, &str, &[&str])] = &[
@@ -129,6 +130,40 @@ fn every_bad_file_has_a_row() {
                 "{} has no row in CORPUS",
                 Path::new(&dir).join(name).display()
             );
+        }
+    }
+}
+
+/// Fixtures cut short at every `step` bytes: every prefix must be read (or
+/// rejected) by its format's reader without a panic, and every detector
+/// must answer on it.
+#[test]
+fn never_panics_on_truncations() {
+    let fixtures = [
+        (Format::Weka, "weka-kv-cache-tester/trace_0187.json", 7),
+        (Format::Abench, "abench/sample.jsonl", 97),
+        (Format::Abench, "abench/sample.jsonl.zst", 97),
+        (
+            Format::Lmcache,
+            "lmcache-agent-trace/taubench/22ffaaf33001ec7197ccd612e03d428e.jsonl",
+            53,
+        ),
+        (Format::OpenaiLog, "openai-log/sample.jsonl", 61),
+    ];
+    for (format, fixture, step) in fixtures {
+        let bytes = std::fs::read(testdata(fixture)).expect("read a fixture");
+        let mut cut = 0;
+        while cut < bytes.len() {
+            if let Some(prefix) = bytes.get(..cut) {
+                let path = scratch_file("cut", prefix);
+                let _ = load_path(&path, Some(format));
+                std::fs::remove_file(&path).ok();
+                let prefix = Prefix::of(prefix);
+                for row in &FORMATS {
+                    let _ = (row.looks_like)(&prefix);
+                }
+            }
+            cut += step;
         }
     }
 }

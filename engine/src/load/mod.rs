@@ -182,9 +182,13 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
             None => Err(InputError::whole(name, "no trace files in this directory")),
         };
     }
-    let prefix = Prefix::read(path)?;
-    let row = FORMATS.iter().find(|r| (r.looks_like)(&prefix));
-    Ok(row.map_or(Format::Weka, |r| r.format))
+    Ok(detect_prefix(&Prefix::read(path)?))
+}
+
+/// The first format in [`FORMATS`] whose detector accepts `prefix`.
+pub fn detect_prefix(prefix: &Prefix) -> Format {
+    let row = FORMATS.iter().find(|r| (r.looks_like)(prefix));
+    row.map_or(Format::Weka, |r| r.format)
 }
 
 /// Reads one file or directory (every trace file in it, in name order), in
@@ -244,5 +248,49 @@ mod tests {
             assert_eq!(reader(format).format, format);
         }
         assert_eq!(FORMATS.len(), Format::ALL.len());
+    }
+
+    #[test]
+    fn each_format_is_detected_by_its_first_line() {
+        let cases = [
+            (
+                Format::Weka,
+                r#"{"id": "t", "block_size": 64, "requests": [{"t": 0, "in": 5, "out": 1}]}"#,
+            ),
+            (
+                Format::Mooncake,
+                r#"{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#,
+            ),
+            (
+                Format::AgenticMooncake,
+                r#"{"request_id": "r1", "session_id": "s", "timestamp": 0, "input_length": 5, "output_length": 1}"#,
+            ),
+            (
+                Format::Abench,
+                r#"{"session_id": "s", "system_prompt": "x", "turns": []}"#,
+            ),
+            (
+                Format::Lmcache,
+                r#"{"timestamp": 1760587801647311, "input": "x", "output": "", "session_id": "22ff"}"#,
+            ),
+            (
+                Format::OpenaiLog,
+                r#"{"start": 1.5, "session_id": "s", "request": {"messages": []}}"#,
+            ),
+            (Format::Arbor, r#"{"arbor": 1, "id": "t1", "agents": []}"#),
+        ];
+        for (format, line) in cases {
+            let prefix = Prefix::of(line.as_bytes());
+            assert_eq!(detect_prefix(&prefix), format, "{line}");
+            // No other format (but the Weka fallback) claims it.
+            let claimed: Vec<Format> = FORMATS
+                .iter()
+                .filter(|r| r.format != Format::Weka && (r.looks_like)(&prefix))
+                .map(|r| r.format)
+                .collect();
+            assert!(claimed.len() <= 1, "{line}: {claimed:?}");
+        }
+        let zstd = Prefix::of(&[0x28, 0xB5, 0x2F, 0xFD, 0, 1]);
+        assert_eq!(detect_prefix(&zstd), Format::Abench);
     }
 }

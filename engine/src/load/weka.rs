@@ -1209,18 +1209,4 @@ mod tests {
         assert_contains(&msg, &["c.jsonl", "line 4, $.requests[1].t", "got -1"]);
         std::fs::remove_dir_all(&dir).ok();
     }
-
-    #[test]
-    fn never_panics_on_truncations() {
-        let text = std::fs::read_to_string(fixture("trace_0187.json")).expect("read");
-        let mut cut = 0;
-        while cut < text.len() {
-            if let Some(prefix) = text.get(..cut) {
-                let _ = parse_trace(prefix, "cut.json");
-                let _ = looks_like_weka(prefix);
-            }
-            cut += 7;
-        }
-        let _ = parse_trace(ABSOLUTE, "ok.json").expect("whole text parses");
-    }
 }
