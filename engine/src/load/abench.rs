@@ -17,12 +17,12 @@ use std::path::Path;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::fields::{show_number, Count, Millis, RawMessage, MAX_NANOS};
+use super::fields::{show_number, tokens_for_bytes, Count, Millis, RawMessage, MAX_NANOS};
 use super::json::Lines;
 use super::sniff::first_object_keys;
 use super::tally::Tally;
-use super::{tokens_for_bytes, Loaded, Problem};
 use crate::error::InputError;
+use crate::input::{Loaded, Problem};
 use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
 use crate::time::{Nanos, MAX_SECONDS};
 

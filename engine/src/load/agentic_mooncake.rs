@@ -22,8 +22,8 @@ use super::json::Lines;
 use super::mooncake::{is_mooncake_row, new_tree, PromptChecks};
 use super::sniff::{first_row, has_key};
 use super::tally::Tally;
-use super::{Loaded, Problem};
 use crate::error::InputError;
+use crate::input::{Loaded, Problem};
 use crate::model::{Agent, AgentKind, Edge, EdgeKind, InputKind, Tree, Turn};
 use crate::time::{Nanos, MAX_SECONDS};
 

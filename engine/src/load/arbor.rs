@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 
 use super::fields::{Count, HashIds, Ns};
 use super::json::{self, Lines};
-use super::Loaded;
 use crate::error::InputError;
+use crate::input::Loaded;
 use crate::model::{
     Agent, AgentKind, Anchor, Edge, EdgeKind, HashScope, InputKind, Message, Role, Tree, Turn,
     TurnText,

@@ -3,7 +3,8 @@
 //! chat messages) and reject anything else with the wording arbor uses
 //! for a bad value everywhere: "expected WHAT, got VALUE".
 //!
-//! Owns the field types only; which fields a record has is each format's.
+//! Owns the field types (and the token estimate for formats that record
+//! text only); which fields a record has is each format's.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -28,6 +29,17 @@ pub(super) fn show_number(v: f64) -> String {
     } else {
         format!("{v:e}")
     }
+}
+
+/// Tokens estimated from text when a format records none: one token per
+/// four bytes, rounded up (the usual rule of thumb for English and code).
+pub fn estimate_tokens(text: &str) -> u32 {
+    tokens_for_bytes(text.len())
+}
+
+/// [`estimate_tokens`] for a text of `bytes` bytes, without the text.
+pub(super) fn tokens_for_bytes(bytes: usize) -> u32 {
+    bytes.div_ceil(4).min(u32::MAX as usize) as u32
 }
 
 /// The bad-value message: `expected WHAT, got VALUE`.

@@ -15,11 +15,11 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::fields::{show_number, NonEmpty, UnixMicros};
+use super::fields::{estimate_tokens, show_number, NonEmpty, UnixMicros};
 use super::json::Lines;
 use super::sniff::first_object_keys;
-use super::{estimate_tokens, Loaded, Problem};
 use crate::error::InputError;
+use crate::input::{Loaded, Problem};
 use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
 use crate::time::{Nanos, MAX_SECONDS};
 

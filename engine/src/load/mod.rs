@@ -11,9 +11,14 @@
 //! for `arbor inspect`.
 //!
 //! Shared by every reader: `json.rs` (line reader, parser, error wording),
-//! `fields.rs` (field types: counts, times, hash ids, messages),
-//! `sniff.rs` (the file prefix detectors see, key checks, zstd) and
-//! `tally.rs` (problem counts).
+//! `fields.rs` (field types: counts, times, hash ids, messages; the token
+//! estimate), `sniff.rs` (the file prefix detectors see, key checks, zstd)
+//! and `tally.rs` (problem counts). A reader uses only those, its own
+//! sibling (agentic Mooncake uses Mooncake's row checks) and
+//! [`crate::input`]; only this module knows every reader, so no module
+//! here uses one that uses it. What readers produce ([`Loaded`],
+//! [`Problem`], [`Format`]) lives in [`crate::input`], so that consumers
+//! such as `inspect` need not depend on `load`.
 //!
 //! # Adding a format
 //!
@@ -54,6 +59,7 @@ pub use crate::input::{Format, Loaded, Problem};
 use crate::model::Workload;
 /// The synthetic generator, which reads no file (kept at its old path).
 pub use crate::synthetic;
+pub use fields::estimate_tokens;
 pub use sniff::{Prefix, SNIFF_BYTES, ZSTD_MAGIC};
 
 impl FromStr for Format {
@@ -128,17 +134,6 @@ fn reader(format: Format) -> &'static Reader {
     // Every format has a row (tested); Weka's is the last resort.
     rows.find(|r| r.format == format)
         .unwrap_or(&FORMATS[FORMATS.len() - 1])
-}
-
-/// Tokens estimated from text when a format records none: one token per
-/// four bytes, rounded up (the usual rule of thumb for English and code).
-pub fn estimate_tokens(text: &str) -> u32 {
-    tokens_for_bytes(text.len())
-}
-
-/// [`estimate_tokens`] for a text of `bytes` bytes, without the text.
-pub(crate) fn tokens_for_bytes(bytes: usize) -> u32 {
-    bytes.div_ceil(4).min(u32::MAX as usize) as u32
 }
 
 /// The trace files of a directory: `*.json`, `*.jsonl` and `*.zst`,

@@ -19,12 +19,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::fields::{show_number, Count, HashIds, Id, Millis, MAX_NANOS};
+use super::fields::{estimate_tokens, show_number, Count, HashIds, Id, Millis, MAX_NANOS};
 use super::json::Lines;
 use super::sniff::{first_row, has_key};
 use super::tally::Tally;
-use super::{estimate_tokens, Loaded, Problem};
 use crate::error::InputError;
+use crate::input::{Loaded, Problem};
 use crate::model::{
     Agent, AgentKind, BlockIds, HashScope, InputKind, Message, Role, Tree, Turn, TurnText,
 };

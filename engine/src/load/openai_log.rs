@@ -17,12 +17,14 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::fields::{show_number, Content, Count, RawMessage, UnixSecs, MAX_NANOS};
+use super::fields::{
+    show_number, tokens_for_bytes, Content, Count, RawMessage, UnixSecs, MAX_NANOS,
+};
 use super::json::Lines;
 use super::sniff::first_object_keys;
 use super::tally::Tally;
-use super::{tokens_for_bytes, Loaded, Problem};
 use crate::error::InputError;
+use crate::input::{Loaded, Problem};
 use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
 use crate::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
 

@@ -6,7 +6,7 @@
 //! then only counted; kinds that concern the whole file are reported once,
 //! with their count, by [`Tally::report`].
 
-use super::Problem;
+use crate::input::Problem;
 
 /// Problems of one kind listed one by one before the rest are only counted.
 pub(super) const PROBLEM_CAP: usize = 20;

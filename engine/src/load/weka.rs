@@ -21,6 +21,7 @@ use super::fields::{show_number, Count, HashIds, InputTypes, Millis, Secs, Text}
 use super::json::{self, Fault, Lines};
 use super::sniff::{self, has_key};
 use crate::error::InputError;
+use crate::input::Loaded;
 use crate::model::{Agent, AgentKind, BlockIds, HashScope, InputKind, Tree, Turn};
 use crate::time::{Nanos, NANOS_PER_SEC};
 
@@ -66,8 +67,8 @@ const TRACE: &str = "a Weka trace (a JSON object with `requests`)";
 
 /// Reads one file: one trace, or one trace per line (a `.jsonl` file, or a
 /// `.json` file whose first line is a whole object followed by more).
-pub fn load(path: &Path) -> Result<super::Loaded, InputError> {
-    let mut loaded = super::Loaded::default();
+pub fn load(path: &Path) -> Result<Loaded, InputError> {
+    let mut loaded = Loaded::default();
     for (tree, conventions) in read_file(path)? {
         let words = conventions.describe();
         if !loaded.conventions.contains(&words) {
