@@ -47,6 +47,44 @@ fn bad_value<E: de::Error>(what: impl fmt::Display, got: impl fmt::Display) -> E
     E::custom(format_args!("expected {what}, got {got}"))
 }
 
+/// An integer in `0..=max` (integral floats such as `512.0` too), named
+/// `what` in messages.
+struct Integer {
+    what: &'static str,
+    max: u64,
+}
+
+impl Visitor<'_> for Integer {
+    type Value = u64;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.what)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        if v <= self.max {
+            Ok(v)
+        } else {
+            Err(bad_value(self.what, v))
+        }
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        match u64::try_from(v) {
+            Ok(v) => self.visit_u64(v),
+            Err(_) => Err(bad_value(self.what, v)),
+        }
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u64, E> {
+        if v.fract() == 0.0 && (0.0..=self.max as f64).contains(&v) {
+            Ok(v as u64)
+        } else {
+            Err(bad_value(self.what, show_number(v)))
+        }
+    }
+}
+
+fn integer<'de, D: Deserializer<'de>>(d: D, what: &'static str, max: u64) -> Result<u64, D::Error> {
+    d.deserialize_u64(Integer { what, max })
+}
+
 /// A non-negative integer that fits in `u32` (a token count, an index);
 /// integral floats such as `512.0` are accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,27 +94,7 @@ const COUNT: &str = "a non-negative integer of at most 4294967295";
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Count;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(COUNT)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
-                u32::try_from(v).map(Count).map_err(|_| bad_value(COUNT, v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
-                u32::try_from(v).map(Count).map_err(|_| bad_value(COUNT, v))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
-                if v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v) {
-                    Ok(Count(v as u32))
-                } else {
-                    Err(bad_value(COUNT, show_number(v)))
-                }
-            }
-        }
-        d.deserialize_u64(V)
+        integer(d, COUNT, u32::MAX.into()).map(|v| Count(v as u32))
     }
 }
 
@@ -89,28 +107,10 @@ impl Serialize for Count {
 /// One hash id (u32).
 struct HashId(u32);
 
-const HASH_ID: &str = "a hash id (an integer in 0..=4294967295)";
-
 impl<'de> Deserialize<'de> for HashId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = HashId;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(HASH_ID)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<HashId, E> {
-                u32::try_from(v)
-                    .map(HashId)
-                    .map_err(|_| bad_value(HASH_ID, v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<HashId, E> {
-                u32::try_from(v)
-                    .map(HashId)
-                    .map_err(|_| bad_value(HASH_ID, v))
-            }
-        }
-        d.deserialize_u64(V)
+        let what = "a hash id (an integer in 0..=4294967295)";
+        integer(d, what, u32::MAX.into()).map(|v| HashId(v as u32))
     }
 }
 
@@ -229,33 +229,8 @@ pub(super) struct Ns(pub(super) Nanos);
 
 impl<'de> Deserialize<'de> for Ns {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        const NS: &str =
-            "a non-negative integer number of nanoseconds (at most 1000000000000000000)";
-        impl Visitor<'_> for V {
-            type Value = Ns;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(NS)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Ns, E> {
-                if v <= MAX_NANOS {
-                    Ok(Ns(v))
-                } else {
-                    Err(bad_value(NS, v))
-                }
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Ns, E> {
-                Err(bad_value(NS, v))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Ns, E> {
-                if v.fract() == 0.0 && (0.0..=MAX_NANOS as f64).contains(&v) {
-                    Ok(Ns(v as u64))
-                } else {
-                    Err(bad_value(NS, show_number(v)))
-                }
-            }
-        }
-        d.deserialize_u64(V)
+        let what = "a non-negative integer number of nanoseconds (at most 1000000000000000000)";
+        integer(d, what, MAX_NANOS).map(Ns)
     }
 }
 
@@ -306,31 +281,8 @@ pub(super) struct UnixMicros(pub(super) u64);
 
 impl<'de> Deserialize<'de> for UnixMicros {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        const WHAT: &str =
-            "a unix time in whole microseconds (at most 10000000000000000, year 2286)";
-        impl Visitor<'_> for V {
-            type Value = UnixMicros;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(WHAT)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<UnixMicros, E> {
-                if v > MAX_UNIX_MICROS {
-                    return Err(bad_value(WHAT, v));
-                }
-                Ok(UnixMicros(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<UnixMicros, E> {
-                match u64::try_from(v) {
-                    Ok(v) => self.visit_u64(v),
-                    Err(_) => Err(bad_value(WHAT, v)),
-                }
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<UnixMicros, E> {
-                Err(bad_value(WHAT, show_number(v)))
-            }
-        }
-        d.deserialize_any(V)
+        let what = "a unix time in whole microseconds (at most 10000000000000000, year 2286)";
+        integer(d, what, MAX_UNIX_MICROS).map(UnixMicros)
     }
 }
 
