@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use super::fields::{show_number, tokens_for_bytes, Count, Millis, RawMessage, MAX_NANOS};
 use super::json::Lines;
-use super::sniff::first_object_keys;
+use super::sniff::TopKeys;
 use super::tally::Tally;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};
@@ -79,12 +79,10 @@ struct RawTurn {
 /// Does this start of a file look like abench session JSONL? (zstd files
 /// are recognised by their magic bytes before this is asked.)
 pub fn looks_like(text_prefix: &str) -> bool {
-    let keys = first_object_keys(text_prefix);
-    let has = |k: &str| keys.iter().any(|key| key == k);
-    has("session_id")
-        && (has("turns") || has("system_prompt") || has("source"))
-        && !has("request")
-        && !has("arbor")
+    let keys = TopKeys::of(text_prefix);
+    keys.has("session_id")
+        && keys.has_any(&["turns", "system_prompt", "source"])
+        && !keys.has_any(&["request", "arbor"])
 }
 
 /// Reads one abench file (plain JSONL, or zstd-compressed JSONL recognised

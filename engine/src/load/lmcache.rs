@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use super::fields::{estimate_tokens, show_number, NonEmpty, UnixMicros};
 use super::json::Lines;
-use super::sniff::first_object_keys;
+use super::sniff::TopKeys;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};
 use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
@@ -59,14 +59,10 @@ struct Session {
 /// Does this start of a file look like an LMCache trace? (A first row with
 /// `timestamp` and a text `input`; Mooncake rows have `input_length`.)
 pub fn looks_like(text_prefix: &str) -> bool {
-    let keys = first_object_keys(text_prefix);
-    let has = |k: &str| keys.iter().any(|key| key == k);
-    has("timestamp")
-        && has("input")
-        && !has("input_length")
-        && !has("hash_ids")
-        && !has("request")
-        && !has("turns")
+    let keys = TopKeys::of(text_prefix);
+    keys.has("timestamp")
+        && keys.has("input")
+        && !keys.has_any(&["input_length", "hash_ids", "request", "turns"])
 }
 
 /// Reads one LMCache trace file.

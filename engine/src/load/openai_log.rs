@@ -21,7 +21,7 @@ use super::fields::{
     show_number, tokens_for_bytes, Content, Count, RawMessage, UnixSecs, MAX_NANOS,
 };
 use super::json::Lines;
-use super::sniff::first_object_keys;
+use super::sniff::TopKeys;
 use super::tally::Tally;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};
@@ -160,15 +160,10 @@ struct Counts {
 
 /// Does this start of a file look like arbor's OpenAI capture log?
 pub fn looks_like(text_prefix: &str) -> bool {
-    let keys = first_object_keys(text_prefix);
-    let has = |k: &str| keys.iter().any(|key| key == k);
-    let ours = has("request")
-        || (has("start") && (has("agent_id") || has("session_id") || has("parent_agent_id")));
-    ours && !has("arbor")
-        && !has("requests")
-        && !has("turns")
-        && !has("input_length")
-        && !has("hash_ids")
+    let keys = TopKeys::of(text_prefix);
+    let ours = keys.has("request")
+        || (keys.has("start") && keys.has_any(&["agent_id", "session_id", "parent_agent_id"]));
+    ours && !keys.has_any(&["arbor", "requests", "turns", "input_length", "hash_ids"])
 }
 
 /// Reads one capture log.

@@ -86,6 +86,23 @@ pub(super) fn first_row(text: &str) -> Option<&str> {
         .filter(|l| l.starts_with('{'))
 }
 
+/// The top-level keys of the first JSON object of a prefix.
+pub(super) struct TopKeys(Vec<String>);
+
+impl TopKeys {
+    pub(super) fn of(text: &str) -> TopKeys {
+        TopKeys(first_object_keys(text))
+    }
+
+    pub(super) fn has(&self, key: &str) -> bool {
+        self.0.iter().any(|k| k == key)
+    }
+
+    pub(super) fn has_any(&self, keys: &[&str]) -> bool {
+        keys.iter().any(|k| self.has(k))
+    }
+}
+
 /// The keys of the first top-level JSON object in `text`, in order, as far
 /// as the text goes (a file's start may cut it anywhere); empty when the
 /// text does not start with an object. String values are skipped whole, so
