@@ -163,9 +163,8 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
         }));
     }
     if rows.is_empty() {
-        return Err(InputError::whole(
-            &file,
-            "empty file: expected agentic Mooncake rows (one JSON object per line with `request_id`, `session_id`, `input_length`, `output_length`)",
+        return Err(reader.empty(
+            "agentic Mooncake rows (one JSON object per line with `request_id`, `session_id`, `input_length`, `output_length`)",
         ));
     }
 

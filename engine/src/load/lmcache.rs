@@ -100,9 +100,8 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
         }
     }
     let Some((earliest, earliest_line)) = earliest else {
-        return Err(InputError::whole(
-            &file,
-            "empty file: expected LMCache trace rows (one JSON object per line with \
+        return Err(lines.empty(
+            "LMCache trace rows (one JSON object per line with \
              `timestamp`, `input`, `output`, `session_id`)",
         ));
     };

@@ -373,9 +373,8 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
         }
     }
     if row_count == 0 {
-        return Err(InputError::whole(
-            &file,
-            "empty file: expected Mooncake rows (one JSON object per line with `timestamp`, `input_length`, `output_length`, `hash_ids`)",
+        return Err(rows.empty(
+            "Mooncake rows (one JSON object per line with `timestamp`, `input_length`, `output_length`, `hash_ids`)",
         ));
     }
     checks.report(&mut loaded, &file);

@@ -209,9 +209,8 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
         }
     }
     let Some(earliest) = earliest else {
-        return Err(InputError::whole(
-            &file,
-            "empty file: expected one recorded request (a JSON object with `start` and \
+        return Err(lines.empty(
+            "one recorded request (a JSON object with `start` and \
              `request`) per line",
         ));
     };
