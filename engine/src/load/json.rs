@@ -17,6 +17,12 @@
 //! | unknown value  | ``unknown value `V`: expected one of ...``                |
 //! | unknown field  | ``unknown field `F`: expected one of ...``                |
 //! | bad value      | `expected WHAT, got VALUE` (see `fields.rs`)              |
+//! | empty file     | `empty file: expected WHAT`                               |
+//! | binary input   | `not UTF-8 text: expected one JSON object per line (is this a binary file?)` |
+//!
+//! A record that is an array is a wrong type (`invalid type: array:
+//! expected WHAT`); a missing field inside a nested object is `expected it
+//! in this object` (its path is the place).
 //!
 //! Parsing runs serde once without path tracking (it costs about as much
 //! as the parse), and again with it only to place a failure.
