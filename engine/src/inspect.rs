@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::content::TextBlockHasher;
 use crate::dag::validate;
 use crate::derive::{derive_edges, Adjustments, DeriveOptions};
-use crate::load::Loaded;
+use crate::input::Loaded;
 use crate::model::{AgentKind, Anchor, Edge, HashScope, Role, Tree};
 use crate::stats::{Count, Distribution, Seconds};
 use crate::time::{nanos_to_secs, Nanos};
@@ -559,7 +559,7 @@ impl Inspection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::{Format, Problem};
+    use crate::input::{Format, Problem};
     use crate::model::{Agent, Message, Turn, TurnText};
     use crate::time::NANOS_PER_SEC;
 

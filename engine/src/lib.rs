@@ -13,6 +13,7 @@ pub mod content;
 pub mod dag;
 pub mod derive;
 pub mod error;
+pub mod input;
 pub mod inspect;
 pub mod load;
 pub mod model;
@@ -23,6 +24,7 @@ pub mod rng;
 pub mod scheduler;
 pub mod start;
 pub mod stats;
+pub mod synthetic;
 pub mod time;
 
 pub use error::{EngineError, InputError, PolicyError};

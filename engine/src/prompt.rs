@@ -229,8 +229,8 @@ pub fn wire_role(role: Role) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::synthetic::SyntheticSpec;
     use crate::model::{Agent, AgentKind, BlockIds, Turn};
+    use crate::synthetic::SyntheticSpec;
 
     fn tree(id: &str, scope: HashScope, turns: Vec<(u32, Vec<u32>)>) -> Tree {
         Tree {

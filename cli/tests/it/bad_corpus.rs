@@ -1,6 +1,6 @@
 //! The bad-input sweep: every file under `testdata/bad/<format>/`, and a set
 //! of generated nasties fed to every format, must end with exit code 2 and a
-//! message naming the file; never a panic, never success.
+//! message naming the file and the place; never a panic, never success.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +30,12 @@ fn assert_rejected(format: &str, path: &Path) {
     assert!(
         err.contains(name),
         "{format}: the message should name {name}:\n{err}"
+    );
+    // The place: a line (and JSON path) unless the file as a whole is at
+    // fault (empty).
+    assert!(
+        err.contains(": line ") || err.contains(": empty file"),
+        "{format}: the message should name the place in {name}:\n{err}"
     );
 }
 

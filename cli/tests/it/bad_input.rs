@@ -108,3 +108,118 @@ fn empty_and_garbage_files() {
     std::fs::write(&path, [0u8, 159, 146, 150, 255, 1, 2, 3]).unwrap();
     expect_input_error(&["plan", path.to_str().unwrap()], &["garbage.bin"]);
 }
+
+/// `text` matches `pattern`, where `*` stands for any run of characters.
+fn glob(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    for (i, part) in parts.iter().enumerate() {
+        if i + 1 == parts.len() {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// The same kind of fault reads the same in every format: after the file
+/// name, the place and the message have one shape per kind (only the
+/// place's path, the field's name and what the field holds differ).
+#[test]
+fn the_same_fault_has_the_same_words_in_every_format() {
+    // (format, truncated JSON, a wrong type (a string "x"), a missing field)
+    let cases = [
+        (
+            "weka",
+            r#"{"requests": [{"t": 0, "in": 5"#,
+            r#"{"requests": [{"t": "x", "in": 5, "out": 1}]}"#,
+            r#"{"id": "w"}"#,
+        ),
+        (
+            "mooncake",
+            r#"{"timestamp": 0, "input_length": 5"#,
+            r#"{"timestamp": 0, "input_length": "x", "output_length": 1}"#,
+            r#"{"timestamp": 0, "input_length": 5}"#,
+        ),
+        (
+            "agentic-mooncake",
+            r#"{"request_id": "r1", "session_id": "s""#,
+            r#"{"request_id": "r1", "session_id": "s", "timestamp": 0, "input_length": 5, "output_length": "x"}"#,
+            r#"{"request_id": "r1", "timestamp": 0, "input_length": 5, "output_length": 1}"#,
+        ),
+        (
+            "abench",
+            r#"{"session_id": "s", "turns": ["#,
+            r#"{"session_id": "s", "turns": [{"input_tokens": "x"}]}"#,
+            r#"{"session_id": "s"}"#,
+        ),
+        (
+            "lmcache",
+            r#"{"timestamp": 1, "input": "abc"#,
+            r#"{"timestamp": "x", "input": "a", "output": "b", "session_id": "s"}"#,
+            r#"{"timestamp": 1, "input": "a", "output": "b"}"#,
+        ),
+        (
+            "openai-log",
+            r#"{"start": 1, "request": {"messages": ["#,
+            r#"{"start": "x", "request": {"messages": []}}"#,
+            r#"{"start": 1}"#,
+        ),
+        (
+            "arbor",
+            r#"{"arbor": 1, "id": "t", "agents": ["#,
+            r#"{"arbor": 1, "id": "t", "agents": [{"id": "r", "kind": "root", "turns": [{"start_ns": "x", "isl": 1, "osl": 1}]}]}"#,
+            r#"{"arbor": 1, "id": "t"}"#,
+        ),
+    ];
+    // (kind, shape of the place, shape of the message)
+    let shapes = [
+        (
+            "truncated",
+            "line 1, column *",
+            "invalid JSON: the text ends early (truncated?): EOF while parsing *",
+        ),
+        (
+            "wrong-type",
+            "line 1, $.*",
+            "invalid type: string \"x\": expected *",
+        ),
+        ("missing", "line 1", "missing field `*`: expected it in *"),
+    ];
+    let dir = scratch("same-fault");
+    assert_eq!(cases.len(), 7, "every format has its faults");
+    for (format, truncated, wrong, missing) in cases {
+        for ((kind, place, message), text) in shapes.iter().zip([truncated, wrong, missing]) {
+            let path = write(
+                &dir,
+                &format!("{format}-{kind}.jsonl"),
+                &format!("{text}\n"),
+            );
+            let out = arbor(&["plan", "--format", format, &path]);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{format} {kind}: {err}");
+            let line = err.lines().next().unwrap_or("");
+            let rest = line
+                .strip_prefix(&format!("error: {path}: "))
+                .unwrap_or_else(|| panic!("{format} {kind}: no file name in {line:?}"));
+            let (got_place, got_message) = rest
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("{format} {kind}: no place in {line:?}"));
+            assert!(
+                glob(place, got_place),
+                "{format} {kind}: place {got_place:?} is not {place:?}"
+            );
+            assert!(
+                glob(message, got_message),
+                "{format} {kind}: message {got_message:?} is not {message:?}"
+            );
+        }
+    }
+}

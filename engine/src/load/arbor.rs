@@ -22,39 +22,41 @@
 //! turns (`[agent index, turn index]`). Unknown keys are an error: the form
 //! is written by machines and a typo should not pass silently.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::fields::{Count, HashIds, Ns};
+use super::json::{self, Lines};
 use crate::error::InputError;
+use crate::input::Loaded;
 use crate::model::{
     Agent, AgentKind, Anchor, Edge, EdgeKind, HashScope, InputKind, Message, Role, Tree, Turn,
     TurnText,
 };
-use crate::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
-
-/// The largest time the format accepts, in nanoseconds (as for every format).
-const MAX_NANOS: Nanos = (MAX_SECONDS as u64) * NANOS_PER_SEC;
 
 pub const VERSION: u32 = 1;
 
+/// What a line is, in messages.
+const TREE: &str = "an arbor tree (a JSON object with `arbor`, `id` and `agents`)";
+
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "an arbor tree (a JSON object with `arbor`, `id` and `agents`)")]
 struct TreeRecord {
-    arbor: u32,
+    arbor: Count,
     id: String,
     #[serde(default)]
-    arrival_ns: Nanos,
+    arrival_ns: Ns,
     #[serde(default)]
-    block_size: u32,
+    block_size: Count,
     #[serde(default)]
     hash_scope: ScopeRecord,
     #[serde(default)]
-    tool_tokens: u32,
+    tool_tokens: Count,
     #[serde(default)]
-    system_tokens: u32,
+    system_tokens: Count,
     #[serde(default)]
     models: Vec<String>,
     agents: Vec<AgentRecord>,
@@ -64,13 +66,14 @@ struct TreeRecord {
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "an agent object (`id`, `kind`, `turns`)")]
 struct AgentRecord {
     id: String,
     #[serde(default)]
-    parent: Option<u32>,
+    parent: Option<Count>,
     kind: KindRecord,
     #[serde(default)]
-    end_ns: Option<Nanos>,
+    end_ns: Option<Ns>,
     turns: Vec<TurnRecord>,
 }
 
@@ -84,20 +87,21 @@ enum KindRecord {
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "a turn object (`start_ns`, `isl`, `osl`)")]
 struct TurnRecord {
-    start_ns: Nanos,
+    start_ns: Ns,
     #[serde(default)]
-    duration_ns: Option<Nanos>,
-    isl: u32,
-    osl: u32,
+    duration_ns: Option<Ns>,
+    isl: Count,
+    osl: Count,
     #[serde(default)]
-    ttft_ns: Option<Nanos>,
+    ttft_ns: Option<Ns>,
     #[serde(default)]
-    model: Option<u16>,
+    model: Option<Count>,
     #[serde(default)]
     input: InputRecord,
     #[serde(default)]
-    hash_ids: Vec<u32>,
+    hash_ids: HashIds,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     text: Option<TextRecord>,
     #[serde(default, skip_serializing_if = "is_false")]
@@ -175,11 +179,12 @@ enum InputRecord {
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "an edge object (`from`, `to`, `anchor`, `gap_ns`)")]
 struct EdgeRecord {
-    from: [u32; 2],
-    to: [u32; 2],
+    from: [Count; 2],
+    to: [Count; 2],
     anchor: AnchorRecord,
-    gap_ns: Nanos,
+    gap_ns: Ns,
     #[serde(default = "sequence")]
     kind: KindOfEdge,
 }
@@ -213,72 +218,36 @@ pub fn looks_like_arbor(text_prefix: &str) -> bool {
 }
 
 /// Reads a native JSONL file: one tree per non-empty line.
-pub fn load_path(path: &Path) -> Result<Vec<Tree>, InputError> {
-    let name = path.display().to_string();
-    let file =
-        File::open(path).map_err(|e| InputError::whole(&name, format!("cannot read: {e}")))?;
+pub fn load(path: &Path) -> Result<Loaded, InputError> {
+    let mut lines = Lines::open(path, TREE)?;
     let mut trees = Vec::new();
-    let mut line = String::new();
-    let mut reader = BufReader::new(file);
-    let mut number = 0usize;
-    loop {
-        line.clear();
-        number += 1;
-        let read = reader.read_line(&mut line).map_err(|e| {
-            InputError::at(&name, format!("line {number}"), format!("cannot read: {e}"))
-        })?;
-        if read == 0 {
-            break;
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        trees.push(parse_line(&line, &name, number)?);
+    while let Some(record) = lines.next::<TreeRecord>()? {
+        let source = format!("{}:line {}", lines.file(), lines.line());
+        let tree =
+            into_tree(record, &source).map_err(|(path, message)| lines.error(&path, message))?;
+        trees.push(tree);
     }
     if trees.is_empty() {
-        return Err(InputError::whole(
-            name,
-            "empty input: expected one arbor tree (a JSON object) per line",
-        ));
+        return Err(lines.empty("one arbor tree (a JSON object) per line"));
     }
-    Ok(trees)
+    Ok(Loaded {
+        trees,
+        ..Loaded::default()
+    })
 }
 
 /// Parses one line (one tree). `file` and `line` name it in errors.
 pub fn parse_line(text: &str, file: &str, line: usize) -> Result<Tree, InputError> {
-    let place = |path: String| format!("line {line}, {path}");
-    let mut de = serde_json::Deserializer::from_str(text);
-    let record: TreeRecord = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        InputError::at(file, place(format!("$.{path}")), format!("{inner}"))
-    })?;
-    de.end().map_err(|e| {
-        InputError::at(
-            file,
-            format!("line {line}"),
-            format!("expected one JSON object per line: {e}"),
-        )
-    })?;
+    let record: TreeRecord = json::parse(text, TREE).map_err(|f| f.on_line(file, line))?;
     into_tree(record, &format!("{file}:line {line}"))
-        .map_err(|(path, message)| InputError::at(file, place(path), message))
-}
-
-fn check_time(value: Nanos, path: impl FnOnce() -> String) -> Result<Nanos, (String, String)> {
-    if value > MAX_NANOS {
-        return Err((
-            path(),
-            format!("expected at most {MAX_NANOS} ns, got {value}"),
-        ));
-    }
-    Ok(value)
+        .map_err(|(path, message)| InputError::at(file, json::place(line, &path), message))
 }
 
 fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)> {
-    if record.arbor != VERSION {
+    if record.arbor.0 != VERSION {
         return Err((
             "$.arbor".into(),
-            format!("expected format version {VERSION}, got {}", record.arbor),
+            format!("expected format version {VERSION}, got {}", record.arbor.0),
         ));
     }
     let models = record.models.len();
@@ -286,34 +255,31 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
     for (a, agent) in record.agents.into_iter().enumerate() {
         let mut turns = Vec::with_capacity(agent.turns.len());
         for (t, turn) in agent.turns.into_iter().enumerate() {
-            let at = |field: &str| format!("$.agents[{a}].turns[{t}].{field}");
-            if let Some(m) = turn.model {
-                if m as usize >= models {
-                    return Err((
-                        at("model"),
-                        format!("expected an index into `models` ({models} entries), got {m}"),
-                    ));
-                }
-            }
+            let model = match turn.model {
+                None => None,
+                Some(Count(m)) => match u16::try_from(m) {
+                    Ok(m) if (m as usize) < models => Some(m),
+                    _ => {
+                        return Err((
+                            format!("$.agents[{a}].turns[{t}].model"),
+                            format!("expected an index into `models` ({models} entries), got {m}"),
+                        ))
+                    }
+                },
+            };
             turns.push(Turn {
-                start: check_time(turn.start_ns, || at("start_ns"))?,
-                duration: turn
-                    .duration_ns
-                    .map(|d| check_time(d, || at("duration_ns")))
-                    .transpose()?,
-                isl: turn.isl,
-                osl: turn.osl,
-                ttft: turn
-                    .ttft_ns
-                    .map(|d| check_time(d, || at("ttft_ns")))
-                    .transpose()?,
-                model: turn.model,
+                start: turn.start_ns.0,
+                duration: turn.duration_ns.map(|d| d.0),
+                isl: turn.isl.0,
+                osl: turn.osl.0,
+                ttft: turn.ttft_ns.map(|d| d.0),
+                model,
                 input_kind: match turn.input {
                     InputRecord::ToolResult => InputKind::ToolResult,
                     InputRecord::UserText => InputKind::UserText,
                     InputRecord::Unknown => InputKind::Unknown,
                 },
-                hash_ids: turn.hash_ids.into(),
+                hash_ids: turn.hash_ids.ids,
                 text: turn.text.map(|t| {
                     Box::new(TurnText {
                         extends_previous: t.extends_previous,
@@ -333,16 +299,13 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
         }
         agents.push(Agent {
             id: agent.id,
-            parent: agent.parent,
+            parent: agent.parent.map(|p| p.0),
             kind: match agent.kind {
                 KindRecord::Root => AgentKind::Root,
                 KindRecord::Blocking => AgentKind::Blocking,
                 KindRecord::Background => AgentKind::Background,
             },
-            recorded_end: agent
-                .end_ns
-                .map(|e| check_time(e, || format!("$.agents[{a}].end_ns")))
-                .transpose()?,
+            recorded_end: agent.end_ns.map(|e| e.0),
             turns,
         });
     }
@@ -355,7 +318,9 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
                 offsets.push(next);
                 next = next.saturating_add(agent.turns.len() as u32);
             }
-            let flat = |[agent, turn]: [u32; 2], path: String| -> Result<u32, (String, String)> {
+            let flat = |[Count(agent), Count(turn)]: [Count; 2],
+                        path: String|
+             -> Result<u32, (String, String)> {
                 let Some(a) = agents.get(agent as usize) else {
                     return Err((
                         path,
@@ -386,7 +351,7 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
                         AnchorRecord::End => Anchor::End,
                         AnchorRecord::Start => Anchor::Start,
                     },
-                    gap: check_time(edge.gap_ns, || format!("$.edges[{i}].gap_ns"))?,
+                    gap: edge.gap_ns.0,
                     kind: match edge.kind {
                         KindOfEdge::Sequence => EdgeKind::Sequence,
                         KindOfEdge::Spawn => EdgeKind::Spawn,
@@ -400,17 +365,17 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
     Ok(Tree {
         id: record.id,
         source: source.to_string(),
-        arrival: check_time(record.arrival_ns, || "$.arrival_ns".into())?,
+        arrival: record.arrival_ns.0,
         agents,
         explicit_edges,
         models: record.models,
-        block_size: record.block_size,
+        block_size: record.block_size.0,
         hash_scope: match record.hash_scope {
             ScopeRecord::Local => HashScope::Local,
             ScopeRecord::Global => HashScope::Global,
         },
-        tool_tokens: record.tool_tokens,
-        system_tokens: record.system_tokens,
+        tool_tokens: record.tool_tokens.0,
+        system_tokens: record.system_tokens.0,
     })
 }
 
@@ -418,50 +383,53 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
 /// written when the tree has them.
 pub fn write_tree(tree: &Tree, out: &mut impl Write) -> std::io::Result<()> {
     let offsets = tree.turn_offsets();
-    let pair = |flat: u32| -> [u32; 2] {
+    let pair = |flat: u32| -> [Count; 2] {
         let agent = offsets.partition_point(|&o| o <= flat).saturating_sub(1);
-        [agent as u32, flat - offsets[agent]]
+        [Count(agent as u32), Count(flat - offsets[agent])]
     };
     let record = TreeRecord {
-        arbor: VERSION,
+        arbor: Count(VERSION),
         id: tree.id.clone(),
-        arrival_ns: tree.arrival,
-        block_size: tree.block_size,
+        arrival_ns: Ns(tree.arrival),
+        block_size: Count(tree.block_size),
         hash_scope: match tree.hash_scope {
             HashScope::Local => ScopeRecord::Local,
             HashScope::Global => ScopeRecord::Global,
         },
-        tool_tokens: tree.tool_tokens,
-        system_tokens: tree.system_tokens,
+        tool_tokens: Count(tree.tool_tokens),
+        system_tokens: Count(tree.system_tokens),
         models: tree.models.clone(),
         agents: tree
             .agents
             .iter()
             .map(|a| AgentRecord {
                 id: a.id.clone(),
-                parent: a.parent,
+                parent: a.parent.map(Count),
                 kind: match a.kind {
                     AgentKind::Root => KindRecord::Root,
                     AgentKind::Blocking => KindRecord::Blocking,
                     AgentKind::Background => KindRecord::Background,
                 },
-                end_ns: a.recorded_end,
+                end_ns: a.recorded_end.map(Ns),
                 turns: a
                     .turns
                     .iter()
                     .map(|t| TurnRecord {
-                        start_ns: t.start,
-                        duration_ns: t.duration,
-                        isl: t.isl,
-                        osl: t.osl,
-                        ttft_ns: t.ttft,
-                        model: t.model,
+                        start_ns: Ns(t.start),
+                        duration_ns: t.duration.map(Ns),
+                        isl: Count(t.isl),
+                        osl: Count(t.osl),
+                        ttft_ns: t.ttft.map(Ns),
+                        model: t.model.map(|m| Count(m.into())),
                         input: match t.input_kind {
                             InputKind::ToolResult => InputRecord::ToolResult,
                             InputKind::UserText => InputRecord::UserText,
                             InputKind::Unknown => InputRecord::Unknown,
                         },
-                        hash_ids: t.hash_ids.to_vec(),
+                        hash_ids: HashIds {
+                            ids: t.hash_ids.clone(),
+                            has_zero: false,
+                        },
                         text: t.text.as_ref().map(|text| TextRecord {
                             extends_previous: text.extends_previous,
                             messages: text
@@ -489,7 +457,7 @@ pub fn write_tree(tree: &Tree, out: &mut impl Write) -> std::io::Result<()> {
                         Anchor::End => AnchorRecord::End,
                         Anchor::Start => AnchorRecord::Start,
                     },
-                    gap_ns: e.gap,
+                    gap_ns: Ns(e.gap),
                     kind: match e.kind {
                         EdgeKind::Sequence => KindOfEdge::Sequence,
                         EdgeKind::Spawn => KindOfEdge::Spawn,
@@ -506,7 +474,7 @@ pub fn write_tree(tree: &Tree, out: &mut impl Write) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::synthetic::SyntheticSpec;
+    use crate::synthetic::SyntheticSpec;
 
     const TWO_TURNS: &str = r#"{"arbor":1,"id":"t","agents":[{"id":"root","kind":"root","turns":[{"start_ns":0,"duration_ns":5,"isl":1,"osl":1},{"start_ns":10,"isl":1,"osl":1}]}]"#;
 
@@ -586,12 +554,12 @@ mod tests {
             (
                 TWO_TURNS.replace("\"start_ns\":10", "\"start_ns\":\"soon\"") + "}",
                 "$.agents[0].turns[1].start_ns",
-                "expected u64",
+                "invalid type: string \"soon\": expected a non-negative integer number of nanoseconds",
             ),
             (
                 TWO_TURNS.replace("\"start_ns\":10", "\"start_ns\":2000000000000000000") + "}",
                 "start_ns",
-                "expected at most",
+                "(at most 1000000000000000000), got 2000000000000000000",
             ),
             (
                 TWO_TURNS.replace("\"arbor\":1", "\"arbor\":2") + "}",

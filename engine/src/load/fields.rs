@@ -1,11 +1,23 @@
-//! Field types shared by the JSON readers: values that deserialize with
-//! the precise messages arbor promises ("expected ..., got ...").
+//! Field types every reader shares: values that deserialize straight into
+//! what the model holds (integer nanoseconds, token counts, block ids,
+//! chat messages) and reject anything else with the wording arbor uses
+//! for a bad value everywhere: "expected WHAT, got VALUE".
+//!
+//! Owns the field types (and the token estimate for formats that record
+//! text only); which fields a record has is each format's.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
+use serde::{Serialize, Serializer};
 
-use crate::model::{BlockIds, BlockIdsBuilder};
+use crate::model::{BlockIds, BlockIdsBuilder, InputKind, Message, Role};
+use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, MAX_SECONDS, NANOS_PER_SEC};
+
+/// The largest time a trace may state, in nanoseconds (every format).
+pub(super) const MAX_NANOS: Nanos = (MAX_SECONDS as u64) * NANOS_PER_SEC;
 
 /// A number as shown in a message: integers without a fraction, others as
 /// written, huge or tiny ones in exponent form.
@@ -19,40 +31,76 @@ pub(super) fn show_number(v: f64) -> String {
     }
 }
 
-/// A non-negative integer that fits in `u32` (a token count); integral
-/// floats such as `512.0` are accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Tokens estimated from text when a format records none: one token per
+/// four bytes, rounded up (the usual rule of thumb for English and code).
+pub fn estimate_tokens(text: &str) -> u32 {
+    tokens_for_bytes(text.len())
+}
+
+/// [`estimate_tokens`] for a text of `bytes` bytes, without the text.
+pub(super) fn tokens_for_bytes(bytes: usize) -> u32 {
+    bytes.div_ceil(4).min(u32::MAX as usize) as u32
+}
+
+/// The bad-value message: `expected WHAT, got VALUE`.
+fn bad_value<E: de::Error>(what: impl fmt::Display, got: impl fmt::Display) -> E {
+    E::custom(format_args!("expected {what}, got {got}"))
+}
+
+/// An integer in `0..=max` (integral floats such as `512.0` too), named
+/// `what` in messages.
+struct Integer {
+    what: &'static str,
+    max: u64,
+}
+
+impl Visitor<'_> for Integer {
+    type Value = u64;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.what)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        if v <= self.max {
+            Ok(v)
+        } else {
+            Err(bad_value(self.what, v))
+        }
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        match u64::try_from(v) {
+            Ok(v) => self.visit_u64(v),
+            Err(_) => Err(bad_value(self.what, v)),
+        }
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u64, E> {
+        if v.fract() == 0.0 && (0.0..=self.max as f64).contains(&v) {
+            Ok(v as u64)
+        } else {
+            Err(bad_value(self.what, show_number(v)))
+        }
+    }
+}
+
+fn integer<'de, D: Deserializer<'de>>(d: D, what: &'static str, max: u64) -> Result<u64, D::Error> {
+    d.deserialize_u64(Integer { what, max })
+}
+
+/// A non-negative integer that fits in `u32` (a token count, an index);
+/// integral floats such as `512.0` are accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct Count(pub(super) u32);
+
+const COUNT: &str = "a non-negative integer of at most 4294967295";
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        fn out_of_range<E: de::Error>(shown: impl fmt::Display) -> E {
-            E::custom(format_args!(
-                "expected a non-negative integer of at most {}, got {shown}",
-                u32::MAX
-            ))
-        }
-        impl Visitor<'_> for V {
-            type Value = Count;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                write!(f, "a non-negative integer of at most {}", u32::MAX)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
-                u32::try_from(v).map(Count).map_err(|_| out_of_range(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
-                u32::try_from(v).map(Count).map_err(|_| out_of_range(v))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
-                if v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v) {
-                    Ok(Count(v as u32))
-                } else {
-                    Err(out_of_range(show_number(v)))
-                }
-            }
-        }
-        d.deserialize_u64(V)
+        integer(d, COUNT, u32::MAX.into()).map(|v| Count(v as u32))
+    }
+}
+
+impl Serialize for Count {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(self.0)
     }
 }
 
@@ -61,31 +109,14 @@ struct HashId(u32);
 
 impl<'de> Deserialize<'de> for HashId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        fn out_of_range<E: de::Error>(shown: impl fmt::Display) -> E {
-            E::custom(format_args!(
-                "hash id {shown} is out of range: expected an integer in 0..={}",
-                u32::MAX
-            ))
-        }
-        impl Visitor<'_> for V {
-            type Value = HashId;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                write!(f, "a hash id (an integer in 0..={})", u32::MAX)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<HashId, E> {
-                u32::try_from(v).map(HashId).map_err(|_| out_of_range(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<HashId, E> {
-                u32::try_from(v).map(HashId).map_err(|_| out_of_range(v))
-            }
-        }
-        d.deserialize_u64(V)
+        let what = "a hash id (an integer in 0..=4294967295)";
+        integer(d, what, u32::MAX.into()).map(|v| HashId(v as u32))
     }
 }
 
 /// `hash_ids`, read straight into runs of consecutive ids (no per-id
 /// allocation: a turn's ids are a few runs, see [`BlockIds`]).
+#[derive(Debug, Default)]
 pub(super) struct HashIds {
     pub(super) ids: BlockIds,
     pub(super) has_zero: bool,
@@ -113,5 +144,393 @@ impl<'de> Deserialize<'de> for HashIds {
             }
         }
         d.deserialize_seq(V)
+    }
+}
+
+impl Serialize for HashIds {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.ids.iter())
+    }
+}
+
+/// A time as a non-negative finite number of `unit`s, converted to
+/// nanoseconds (at most [`MAX_SECONDS`]) while deserializing.
+struct TimeVisitor {
+    unit: &'static str,
+    max: f64,
+    convert: fn(f64) -> Option<Nanos>,
+}
+
+impl TimeVisitor {
+    const SECONDS: TimeVisitor = TimeVisitor {
+        unit: "seconds",
+        max: MAX_SECONDS,
+        convert: secs_to_nanos,
+    };
+    const MILLIS: TimeVisitor = TimeVisitor {
+        unit: "milliseconds",
+        max: MAX_SECONDS * 1000.0,
+        convert: millis_to_nanos,
+    };
+
+    fn check<E: de::Error>(&self, v: f64, shown: impl fmt::Display) -> Result<Nanos, E> {
+        (self.convert)(v).ok_or_else(|| {
+            bad_value(
+                format_args!(
+                    "a non-negative finite number of {} (at most {})",
+                    self.unit,
+                    show_number(self.max)
+                ),
+                shown,
+            )
+        })
+    }
+}
+
+impl Visitor<'_> for TimeVisitor {
+    type Value = Nanos;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a non-negative finite number of {}", self.unit)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Nanos, E> {
+        self.check(v, show_number(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Nanos, E> {
+        self.check(v as f64, v)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Nanos, E> {
+        self.check(v as f64, v)
+    }
+}
+
+/// A time in seconds, as nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Secs(pub(super) Nanos);
+
+impl<'de> Deserialize<'de> for Secs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_f64(TimeVisitor::SECONDS).map(Secs)
+    }
+}
+
+/// A time in milliseconds, as nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Millis(pub(super) Nanos);
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_f64(TimeVisitor::MILLIS).map(Millis)
+    }
+}
+
+/// A time in whole nanoseconds, at most [`MAX_NANOS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Ns(pub(super) Nanos);
+
+impl<'de> Deserialize<'de> for Ns {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let what = "a non-negative integer number of nanoseconds (at most 1000000000000000000)";
+        integer(d, what, MAX_NANOS).map(Ns)
+    }
+}
+
+impl Serialize for Ns {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+/// A non-negative finite number of seconds as written (unix times, whose
+/// reader converts them from their decimal form).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct UnixSecs(pub(super) f64);
+
+impl<'de> Deserialize<'de> for UnixSecs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        const WHAT: &str = "a non-negative finite number of seconds";
+        impl Visitor<'_> for V {
+            type Value = UnixSecs;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<UnixSecs, E> {
+                if v.is_finite() && v >= 0.0 {
+                    Ok(UnixSecs(v))
+                } else {
+                    Err(bad_value(WHAT, show_number(v)))
+                }
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<UnixSecs, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<UnixSecs, E> {
+                self.visit_f64(v as f64)
+            }
+        }
+        d.deserialize_f64(V)
+    }
+}
+
+/// The latest unix time accepted, in microseconds (1e10 s, year 2286):
+/// anything later is corrupt input.
+pub(super) const MAX_UNIX_MICROS: u64 = 10_000_000_000_000_000;
+
+/// Unix time in whole microseconds.
+pub(super) struct UnixMicros(pub(super) u64);
+
+impl<'de> Deserialize<'de> for UnixMicros {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let what = "a unix time in whole microseconds (at most 10000000000000000, year 2286)";
+        integer(d, what, MAX_UNIX_MICROS).map(UnixMicros)
+    }
+}
+
+/// An id that may be a string or an integer (`session_id`, `request_id`),
+/// kept as text: `7` and `"7"` are the same id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) struct Id(pub(super) String);
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an id (a string or an integer)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
+                Ok(Id(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Id, E> {
+                Ok(Id(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+                Ok(Id(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
+                Ok(Id(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A non-empty string id.
+pub(super) struct NonEmpty(pub(super) String);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let id = String::deserialize(d)?;
+        if id.is_empty() {
+            return Err(bad_value("a non-empty string", "\"\""));
+        }
+        Ok(NonEmpty(id))
+    }
+}
+
+/// A string, borrowed from the input unless it had escapes.
+pub(super) struct Text<'a>(pub(super) Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(PhantomData))
+    }
+}
+
+/// `input_types`, reduced to the two flags that decide [`InputKind`].
+pub(super) struct InputTypes {
+    text: bool,
+    tool_result: bool,
+}
+
+impl InputTypes {
+    pub(super) fn kind(&self) -> InputKind {
+        match (self.text, self.tool_result) {
+            (false, true) => InputKind::ToolResult,
+            (true, false) => InputKind::UserText,
+            _ => InputKind::Unknown,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for InputTypes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        enum Tag {
+            Text,
+            ToolResult,
+            Other,
+        }
+        impl<'de> Deserialize<'de> for Tag {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct TagV;
+                impl Visitor<'_> for TagV {
+                    type Value = Tag;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        f.write_str("an input type string")
+                    }
+                    fn visit_str<E>(self, v: &str) -> Result<Tag, E> {
+                        Ok(match v {
+                            "text" => Tag::Text,
+                            "tool_result" => Tag::ToolResult,
+                            _ => Tag::Other,
+                        })
+                    }
+                }
+                d.deserialize_str(TagV)
+            }
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = InputTypes;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of input type strings")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<InputTypes, A::Error> {
+                let mut types = InputTypes {
+                    text: false,
+                    tool_result: false,
+                };
+                while let Some(tag) = seq.next_element::<Tag>()? {
+                    match tag {
+                        Tag::Text => types.text = true,
+                        Tag::ToolResult => types.tool_result = true,
+                        Tag::Other => {}
+                    }
+                }
+                Ok(types)
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// A chat role, parsed with [`Role::parse`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RoleName(pub(super) Role);
+
+const ROLE: &str = "a role name (system, developer, user, assistant, tool or function)";
+
+impl<'de> Deserialize<'de> for RoleName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = RoleName;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(ROLE)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RoleName, E> {
+                Role::parse(v)
+                    .map(RoleName)
+                    .ok_or_else(|| bad_value(ROLE, format_args!("`{v}`")))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// One chat message as the text formats record it: `role` and `content`
+/// (other keys, e.g. `tool_call_id`, are ignored).
+#[derive(serde::Deserialize)]
+#[serde(expecting = "a message object (`role`, `content`)")]
+pub(super) struct RawMessage {
+    pub(super) role: RoleName,
+    #[serde(default)]
+    pub(super) content: Content,
+}
+
+impl RawMessage {
+    pub(super) fn into_message(self) -> Message {
+        Message {
+            role: self.role.0,
+            content: self.content.text,
+        }
+    }
+}
+
+/// Message content: a string, `null` (empty), or an array of parts whose
+/// `{"type": "text", "text": ...}` parts are joined with a newline (as
+/// vLLM does); other parts (images, audio) are dropped and counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Content {
+    pub(super) text: String,
+    /// Non-text parts dropped.
+    pub(super) dropped: u32,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(expecting = "a content part object (`type`, and `text` for text parts)")]
+struct RawPart {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("message content (a string, or an array of content parts)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Content, E> {
+                Ok(Content {
+                    text: v.to_owned(),
+                    dropped: 0,
+                })
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Content, E> {
+                Ok(Content {
+                    text: v,
+                    dropped: 0,
+                })
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Content, E> {
+                Ok(Content::default())
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Content, E> {
+                Ok(Content::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut out = Content::default();
+                let mut first = true;
+                while let Some(part) = seq.next_element::<RawPart>()? {
+                    if part.kind != "text" {
+                        out.dropped += 1;
+                        continue;
+                    }
+                    let Some(text) = part.text else {
+                        return Err(de::Error::custom(
+                            "missing field `text`: expected it in a part of type `text`",
+                        ));
+                    };
+                    if !first {
+                        out.text.push('\n');
+                    }
+                    out.text.push_str(&text);
+                    first = false;
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_any(V)
     }
 }

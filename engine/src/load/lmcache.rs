@@ -13,21 +13,22 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-use super::abench::{first_object_keys, fmt_num, parse_json, JsonLines};
-use super::{estimate_tokens, Loaded, Problem};
+use super::fields::{estimate_tokens, show_number, NonEmpty, UnixMicros};
+use super::json::Lines;
+use super::sniff::TopKeys;
 use crate::error::InputError;
+use crate::input::{Loaded, Problem};
 use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
 use crate::time::{Nanos, MAX_SECONDS};
 
-/// The latest unix time accepted, in microseconds (1e10 s, year 2286):
-/// anything later is corrupt input.
-const MAX_UNIX_MICROS: u64 = 10_000_000_000_000_000;
-
 /// The longest span a file may cover, in microseconds (the engine's limit).
 const MAX_SPAN_MICROS: u64 = (MAX_SECONDS as u64) * 1_000_000;
+
+/// What an LMCache row is, in messages.
+const ROW: &str =
+    "an LMCache trace row (a JSON object with `timestamp`, `input`, `output` and `session_id`)";
 
 #[derive(Deserialize)]
 #[serde(
@@ -35,62 +36,10 @@ const MAX_SPAN_MICROS: u64 = (MAX_SECONDS as u64) * 1_000_000;
                  `session_id`)"
 )]
 struct RawRow {
-    timestamp: Micros,
+    timestamp: UnixMicros,
     input: String,
     output: String,
-    session_id: SessionId,
-}
-
-/// Unix time in whole microseconds.
-struct Micros(u64);
-
-impl<'de> Deserialize<'de> for Micros {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Micros;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a unix time in whole microseconds")
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Micros, E> {
-                if v > MAX_UNIX_MICROS {
-                    return Err(E::custom(format!(
-                        "expected a unix time in microseconds up to {MAX_UNIX_MICROS} \
-                         (year 2286), got {v}"
-                    )));
-                }
-                Ok(Micros(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Micros, E> {
-                match u64::try_from(v) {
-                    Ok(v) => self.visit_u64(v),
-                    Err(_) => Err(E::custom(format!(
-                        "expected a non-negative unix time in whole microseconds, got {v}"
-                    ))),
-                }
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Micros, E> {
-                Err(E::custom(format!(
-                    "expected a non-negative unix time in whole microseconds, got {}",
-                    fmt_num(v)
-                )))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// A non-empty session id.
-struct SessionId(String);
-
-impl<'de> Deserialize<'de> for SessionId {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let id = String::deserialize(d)?;
-        if id.is_empty() {
-            return Err(de::Error::custom("expected a non-empty session id"));
-        }
-        Ok(SessionId(id))
-    }
+    session_id: NonEmpty,
 }
 
 /// One row, kept until its session is assembled.
@@ -110,33 +59,23 @@ struct Session {
 /// Does this start of a file look like an LMCache trace? (A first row with
 /// `timestamp` and a text `input`; Mooncake rows have `input_length`.)
 pub fn looks_like(text_prefix: &str) -> bool {
-    let keys = first_object_keys(text_prefix);
-    let has = |k: &str| keys.iter().any(|key| key == k);
-    has("timestamp")
-        && has("input")
-        && !has("input_length")
-        && !has("hash_ids")
-        && !has("request")
-        && !has("turns")
+    let keys = TopKeys::of(text_prefix);
+    keys.has("timestamp")
+        && keys.has("input")
+        && !keys.has_any(&["input_length", "hash_ids", "request", "turns"])
 }
 
 /// Reads one LMCache trace file.
 pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let file = path.display().to_string();
-    let handle = std::fs::File::open(path)
-        .map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
-    let mut lines = JsonLines::new(
-        std::io::BufReader::with_capacity(1 << 16, handle),
-        &file,
-        false,
-    );
+    let mut lines = Lines::open(path, ROW)?;
+    let file = lines.file().to_string();
     let mut sessions: Vec<Session> = Vec::new();
     let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
     let mut in_order = true;
     let mut last = 0u64;
     let mut earliest: Option<(u64, usize)> = None;
-    while let Some((line, text)) = lines.next_line()? {
-        let raw: RawRow = parse_json(text, &file, line, "an LMCache trace row")?;
+    while let Some(raw) = lines.next::<RawRow>()? {
+        let line = lines.line();
         let micros = raw.timestamp.0;
         in_order &= micros >= last;
         last = micros;
@@ -161,9 +100,8 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
         }
     }
     let Some((earliest, earliest_line)) = earliest else {
-        return Err(InputError::whole(
-            &file,
-            "empty file: expected LMCache trace rows (one JSON object per line with \
+        return Err(lines.empty(
+            "LMCache trace rows (one JSON object per line with \
              `timestamp`, `input`, `output`, `session_id`)",
         ));
     };
@@ -186,8 +124,8 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
                         "timestamp {} is {} s after the file's earliest ({earliest}, line \
                          {earliest_line}): expected rows within {} s of each other",
                         row.micros,
-                        fmt_num(span as f64 / 1e6),
-                        fmt_num(MAX_SECONDS)
+                        show_number(span as f64 / 1e6),
+                        show_number(MAX_SECONDS)
                     ),
                 ));
             }
@@ -277,21 +215,13 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{assert_contains, scratch_file, testdata};
+    use super::super::test_support::{scratch_file, testdata};
     use super::*;
     use crate::time::NANOS_PER_SEC;
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
         testdata("lmcache-agent-trace").join(name)
-    }
-
-    fn bad(name: &str) -> PathBuf {
-        testdata("bad/lmcache").join(name)
-    }
-
-    fn error_of(path: &Path) -> String {
-        load(path).expect_err("input must be rejected").to_string()
     }
 
     const FIXTURES: [(&str, usize); 4] = [
@@ -463,147 +393,4 @@ mod tests {
     }
 
     // ----- errors -----
-
-    #[test]
-    fn error_empty_file() {
-        assert_contains(
-            &error_of(&bad("empty.jsonl")),
-            &["empty.jsonl", "empty file", "expected LMCache trace rows"],
-        );
-        assert_contains(
-            &error_of(&bad("blank_lines.jsonl")),
-            &["blank_lines.jsonl", "empty file"],
-        );
-    }
-
-    #[test]
-    fn error_invalid_json() {
-        assert_contains(
-            &error_of(&bad("invalid_json.jsonl")),
-            &[
-                "invalid_json.jsonl",
-                "line 2, column",
-                "invalid JSON",
-                "truncated",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_string_timestamp() {
-        assert_contains(
-            &error_of(&bad("string_timestamp.jsonl")),
-            &[
-                "string_timestamp.jsonl",
-                "line 1, $.timestamp",
-                "invalid type: string \"2025-10-16T04:10:01Z\", expected a unix time in whole \
-                 microseconds",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_missing_session_id() {
-        assert_contains(
-            &error_of(&bad("missing_session_id.jsonl")),
-            &[
-                "missing_session_id.jsonl",
-                "line 2",
-                "missing field `session_id`",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_negative_timestamp() {
-        assert_contains(
-            &error_of(&bad("negative_timestamp.jsonl")),
-            &[
-                "negative_timestamp.jsonl",
-                "line 1, $.timestamp",
-                "expected a non-negative unix time in whole microseconds, got -1760587801647311",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_huge_timestamp() {
-        assert_contains(
-            &error_of(&bad("huge_timestamp.jsonl")),
-            &[
-                "huge_timestamp.jsonl",
-                "line 2, $.timestamp",
-                "up to 10000000000000000 (year 2286), got 9000000000000000000",
-            ],
-        );
-        assert_contains(
-            &error_of(&bad("far_apart.jsonl")),
-            &[
-                "far_apart.jsonl",
-                "line 2, $.timestamp",
-                "s after the file's earliest",
-                "line 1",
-                "within 1000000000 s",
-            ],
-        );
-    }
-
-    #[test]
-    fn error_wrong_types() {
-        assert_contains(
-            &error_of(&bad("null_output.jsonl")),
-            &[
-                "null_output.jsonl",
-                "line 1, $.output",
-                "invalid type: null, expected a string",
-            ],
-        );
-        assert_contains(
-            &error_of(&bad("float_timestamp.jsonl")),
-            &[
-                "float_timestamp.jsonl",
-                "line 1, $.timestamp",
-                "got 1760587801.647311",
-            ],
-        );
-        assert_contains(
-            &error_of(&bad("empty_session_id.jsonl")),
-            &[
-                "empty_session_id.jsonl",
-                "line 1, $.session_id",
-                "non-empty session id",
-            ],
-        );
-        assert_contains(
-            &error_of(&bad("array_row.jsonl")),
-            &["array_row.jsonl", "line 1", "expected an LMCache trace row"],
-        );
-    }
-
-    #[test]
-    fn error_binary_garbage() {
-        assert_contains(
-            &error_of(&bad("binary.jsonl")),
-            &["binary.jsonl", "line 1", "not UTF-8 text"],
-        );
-        assert_contains(
-            &error_of(&bad("nul_bytes.jsonl")),
-            &["nul_bytes.jsonl", "line 1, column 1", "invalid JSON"],
-        );
-    }
-
-    #[test]
-    fn never_panics_on_truncations() {
-        let text = std::fs::read(fixture(FIXTURES[3].0)).expect("read");
-        let mut cut = 0;
-        while cut < text.len() {
-            if let Some(prefix) = text.get(..cut) {
-                let path = scratch_file("cut", prefix);
-                let _ = load(&path);
-                std::fs::remove_file(&path).ok();
-                let _ = looks_like(&String::from_utf8_lossy(prefix));
-            }
-            cut += 53;
-        }
-    }
 }

@@ -1,82 +1,66 @@
-//! Loaders: from files (or a synthetic spec) to trees.
+//! Loaders: from files to trees.
 //!
-//! Owns format detection (by content; `--format` overrides) and the
-//! dispatch to one reader per format. Every reader reports bad input as an
-//! [`InputError`] naming the file, the line or JSON path, and what was
-//! expected; none may panic on any input. Readers also say which
-//! conventions they detected and what they had to estimate or adjust
-//! (`Loaded::conventions`, `Loaded::problems`), for `arbor inspect`.
+//! Owns format detection (by content; `--format` overrides) and reading,
+//! both loops over one table, [`FORMATS`]: one row per format with its
+//! detector and its reader. Every reader reads through the one JSON reader
+//! (`json.rs`), so bad input is reported as an [`InputError`] naming the
+//! file, the place (line, JSON path) and what was expected, in the same
+//! words for every format; none may panic on any input. Readers also say
+//! which conventions they detected and what they had to estimate or adjust
+//! (`Loaded::conventions`, `Loaded::problems`, counted with `tally.rs`),
+//! for `arbor inspect`.
+//!
+//! Shared by every reader: `json.rs` (line reader, parser, error wording),
+//! `fields.rs` (field types: counts, times, hash ids, messages; the token
+//! estimate), `sniff.rs` (the file prefix detectors see, key checks, zstd)
+//! and `tally.rs` (problem counts). A reader uses only those, its own
+//! sibling (agentic Mooncake uses Mooncake's row checks) and
+//! [`crate::input`]; only this module knows every reader, so no module
+//! here uses one that uses it. What readers produce ([`Loaded`],
+//! [`Problem`], [`Format`]) lives in [`crate::input`], so that consumers
+//! such as `inspect` need not depend on `load`.
+//!
+//! # Adding a format
+//!
+//! 1. Name it: a variant of [`Format`] with its `--format` name
+//!    (`crate::input`).
+//! 2. Write `load/<format>.rs` with `looks_like(text_prefix: &str) -> bool`
+//!    and `load(path: &Path) -> Result<Loaded, InputError>`: a serde struct
+//!    of the record built from `fields.rs` types, read with
+//!    [`json::Lines`] (or [`json::parse`] for a whole-file form), problems
+//!    counted with `tally.rs`.
+//! 3. Add its row to [`FORMATS`], where detection should try it.
+//! 4. Add a bad-input corpus under `testdata/bad/<format>/` (the CLI sweep
+//!    and the same-fault-same-words test read it) and a page under
+//!    `docs/formats/`.
 
 pub mod abench;
 pub mod agentic_mooncake;
 pub mod arbor;
+#[cfg(test)]
+mod bad_corpus;
 mod fields;
+mod json;
 pub mod lmcache;
 pub mod mooncake;
 pub mod openai_log;
-pub mod synthetic;
+pub mod sniff;
+mod tally;
 #[cfg(test)]
 mod test_support;
 pub mod weka;
 pub mod weka_writer;
 
-use std::fmt;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::error::{InputError, PolicyError};
-use crate::model::{Tree, Workload};
-
-/// The formats arbor reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Format {
-    /// Weka agentic-coding traces (kv-cache-tester, SemiAnalysis).
-    Weka,
-    /// Mooncake FAST'25 traces, with AIPerf's `session_id`/`delay` extension.
-    Mooncake,
-    /// Dynamo's agentic Mooncake rows with explicit `wait_for` edges.
-    AgenticMooncake,
-    /// agentic-bench session JSONL v1 (plain or `.zst`).
-    Abench,
-    /// LMCache agent traces (text, unix-µs timestamps).
-    Lmcache,
-    /// arbor's capture format of OpenAI chat requests and responses.
-    OpenaiLog,
-    /// arbor's native JSONL form.
-    Arbor,
-}
-
-impl Format {
-    pub const ALL: [Format; 7] = [
-        Format::Weka,
-        Format::Mooncake,
-        Format::AgenticMooncake,
-        Format::Abench,
-        Format::Lmcache,
-        Format::OpenaiLog,
-        Format::Arbor,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Weka => "weka",
-            Format::Mooncake => "mooncake",
-            Format::AgenticMooncake => "agentic-mooncake",
-            Format::Abench => "abench",
-            Format::Lmcache => "lmcache",
-            Format::OpenaiLog => "openai-log",
-            Format::Arbor => "arbor",
-        }
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::input::{Format, Loaded, Problem};
+use crate::model::Workload;
+/// The synthetic generator, which reads no file (kept at its old path).
+pub use crate::synthetic;
+pub use fields::estimate_tokens;
+pub use sniff::{Prefix, SNIFF_BYTES, ZSTD_MAGIC};
 
 impl FromStr for Format {
     type Err = PolicyError;
@@ -94,36 +78,63 @@ impl FromStr for Format {
     }
 }
 
-/// Something a reader adjusted, estimated or found odd, with its place
-/// (`file`, `file:line N`, or a JSON path).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    pub place: String,
-    pub message: String,
+/// One format: how it is recognised and read.
+pub struct Reader {
+    pub format: Format,
+    /// Does this file start look like the format?
+    pub looks_like: fn(&Prefix) -> bool,
+    /// Reads one file (a directory is read file by file).
+    pub read: fn(&Path) -> Result<Loaded, InputError>,
 }
 
-/// What one input path held.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Loaded {
-    pub path: String,
-    pub format: Option<Format>,
-    pub trees: Vec<Tree>,
-    /// Conventions detected, in words (e.g. "subagent times: relative").
-    pub conventions: Vec<String>,
-    pub problems: Vec<Problem>,
+/// Every format, in the order detection tries them: the first whose
+/// detector accepts the file's prefix is used. Weka accepts anything, last:
+/// its reader gives the precise error when a file is not Weka either.
+pub const FORMATS: [Reader; 7] = [
+    Reader {
+        format: Format::Arbor,
+        looks_like: |p| arbor::looks_like_arbor(&p.text),
+        read: arbor::load,
+    },
+    Reader {
+        format: Format::AgenticMooncake,
+        looks_like: |p| agentic_mooncake::looks_like(&p.text),
+        read: agentic_mooncake::load,
+    },
+    Reader {
+        format: Format::Mooncake,
+        looks_like: |p| mooncake::looks_like(&p.text),
+        read: mooncake::load,
+    },
+    Reader {
+        format: Format::Abench,
+        looks_like: |p| p.zstd || abench::looks_like(&p.text),
+        read: abench::load,
+    },
+    Reader {
+        format: Format::OpenaiLog,
+        looks_like: |p| openai_log::looks_like(&p.text),
+        read: openai_log::load,
+    },
+    Reader {
+        format: Format::Lmcache,
+        looks_like: |p| lmcache::looks_like(&p.text),
+        read: lmcache::load,
+    },
+    Reader {
+        format: Format::Weka,
+        looks_like: |_| true,
+        read: weka::load,
+    },
+];
+
+/// The row of `format`.
+fn reader(format: Format) -> &'static Reader {
+    let mut rows = FORMATS.iter();
+    // Every format has a row (tested); Weka's is the last resort.
+    rows.find(|r| r.format == format)
+        .unwrap_or(&FORMATS[FORMATS.len() - 1])
 }
-
-/// Tokens estimated from text when a format records none: one token per
-/// four bytes, rounded up (the usual rule of thumb for English and code).
-pub fn estimate_tokens(text: &str) -> u32 {
-    text.len().div_ceil(4).min(u32::MAX as usize) as u32
-}
-
-/// How many bytes of a file are read to recognise its format.
-pub const SNIFF_BYTES: u64 = 64 * 1024;
-
-/// zstd frame magic number (little endian 0xFD2FB528).
-pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
 /// The trace files of a directory: `*.json`, `*.jsonl` and `*.zst`,
 /// sorted by name, not recursive.
@@ -161,46 +172,33 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
         .map_err(|e| InputError::whole(&name, format!("cannot read: {e}")))?;
     if meta.is_dir() {
         let files = directory_files(path)?;
-        return detect(&files[0]);
+        return match files.first() {
+            Some(first) => detect(first),
+            None => Err(InputError::whole(name, "no trace files in this directory")),
+        };
     }
-    let mut prefix = Vec::new();
-    File::open(path)
-        .and_then(|f| f.take(SNIFF_BYTES).read_to_end(&mut prefix))
-        .map_err(|e| InputError::whole(&name, format!("cannot read: {e}")))?;
-    if prefix.starts_with(&ZSTD_MAGIC) {
-        return Ok(Format::Abench);
-    }
-    let text = String::from_utf8_lossy(&prefix);
-    let detected = if arbor::looks_like_arbor(&text) {
-        Format::Arbor
-    } else if agentic_mooncake::looks_like(&text) {
-        Format::AgenticMooncake
-    } else if mooncake::looks_like(&text) {
-        Format::Mooncake
-    } else if abench::looks_like(&text) {
-        Format::Abench
-    } else if openai_log::looks_like(&text) {
-        Format::OpenaiLog
-    } else if lmcache::looks_like(&text) {
-        Format::Lmcache
-    } else {
-        // Weka's reader gives the precise error when it is not Weka either.
-        Format::Weka
-    };
-    Ok(detected)
+    Ok(detect_prefix(&Prefix::read(path)?))
 }
 
-/// Reads one file or directory, in `format` or the detected one.
+/// The first format in [`FORMATS`] whose detector accepts `prefix`.
+pub fn detect_prefix(prefix: &Prefix) -> Format {
+    let row = FORMATS.iter().find(|r| (r.looks_like)(prefix));
+    row.map_or(Format::Weka, |r| r.format)
+}
+
+/// Reads one file or directory (every trace file in it, in name order), in
+/// `format` or the detected one.
 pub fn load_path(path: &Path, format: Option<Format>) -> Result<Loaded, InputError> {
     let format = match format {
         Some(f) => f,
         None => detect(path)?,
     };
+    let read = reader(format).read;
     let is_dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
-    let mut loaded = if is_dir && format != Format::Weka {
+    let mut loaded = if is_dir {
         let mut all = Loaded::default();
         for file in directory_files(path)? {
-            let one = load_file(&file, format)?;
+            let one = read(&file)?;
             all.trees.extend(one.trees);
             for c in one.conventions {
                 if !all.conventions.contains(&c) {
@@ -211,27 +209,10 @@ pub fn load_path(path: &Path, format: Option<Format>) -> Result<Loaded, InputErr
         }
         all
     } else {
-        load_file(path, format)?
+        read(path)?
     };
     loaded.path = path.display().to_string();
     loaded.format = Some(format);
-    Ok(loaded)
-}
-
-/// Reads one file (or, for Weka, a directory) in the given format.
-fn load_file(path: &Path, format: Format) -> Result<Loaded, InputError> {
-    let loaded = match format {
-        Format::Weka => weka::load(path)?,
-        Format::Mooncake => mooncake::load(path)?,
-        Format::AgenticMooncake => agentic_mooncake::load(path)?,
-        Format::Abench => abench::load(path)?,
-        Format::Lmcache => lmcache::load(path)?,
-        Format::OpenaiLog => openai_log::load(path)?,
-        Format::Arbor => Loaded {
-            trees: arbor::load_path(path)?,
-            ..Loaded::default()
-        },
-    };
     Ok(loaded)
 }
 
@@ -248,4 +229,63 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Workload, InputError> {
         workload.trees.extend(loaded.trees);
     }
     Ok(workload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_has_one_row() {
+        for format in Format::ALL {
+            let rows = FORMATS.iter().filter(|r| r.format == format).count();
+            assert_eq!(rows, 1, "{format}");
+            assert_eq!(reader(format).format, format);
+        }
+        assert_eq!(FORMATS.len(), Format::ALL.len());
+    }
+
+    #[test]
+    fn each_format_is_detected_by_its_first_line() {
+        let cases = [
+            (
+                Format::Weka,
+                r#"{"id": "t", "block_size": 64, "requests": [{"t": 0, "in": 5, "out": 1}]}"#,
+            ),
+            (
+                Format::Mooncake,
+                r#"{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#,
+            ),
+            (
+                Format::AgenticMooncake,
+                r#"{"request_id": "r1", "session_id": "s", "timestamp": 0, "input_length": 5, "output_length": 1}"#,
+            ),
+            (
+                Format::Abench,
+                r#"{"session_id": "s", "system_prompt": "x", "turns": []}"#,
+            ),
+            (
+                Format::Lmcache,
+                r#"{"timestamp": 1760587801647311, "input": "x", "output": "", "session_id": "22ff"}"#,
+            ),
+            (
+                Format::OpenaiLog,
+                r#"{"start": 1.5, "session_id": "s", "request": {"messages": []}}"#,
+            ),
+            (Format::Arbor, r#"{"arbor": 1, "id": "t1", "agents": []}"#),
+        ];
+        for (format, line) in cases {
+            let prefix = Prefix::of(line.as_bytes());
+            assert_eq!(detect_prefix(&prefix), format, "{line}");
+            // No other format (but the Weka fallback) claims it.
+            let claimed: Vec<Format> = FORMATS
+                .iter()
+                .filter(|r| r.format != Format::Weka && (r.looks_like)(&prefix))
+                .map(|r| r.format)
+                .collect();
+            assert!(claimed.len() <= 1, "{line}: {claimed:?}");
+        }
+        let zstd = Prefix::of(&[0x28, 0xB5, 0x2F, 0xFD, 0, 1]);
+        assert_eq!(detect_prefix(&zstd), Format::Abench);
+    }
 }

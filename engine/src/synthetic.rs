@@ -1128,7 +1128,7 @@ mod tests {
         assert!(missing.to_string().contains("missing.toml"));
     }
 
-    /// `cargo test --release -p arbor-engine --lib load::synthetic -- --ignored`
+    /// `cargo test --release -p arbor-engine --lib synthetic -- --ignored`
     #[test]
     #[ignore = "timing: meaningful in release mode only"]
     fn a_million_turns_generate_quickly() {

@@ -1,0 +1,169 @@
+//! The bad-input corpus, `testdata/bad/<format>/`: one row per file,
+//! with what its message must say besides naming the file. Every file in
+//! the corpus has a row, so a new bad file comes with its expected message.
+//! Also: every reader and detector survives every cut of every fixture.
+
+use std::path::Path;
+
+use super::test_support::{assert_contains, scratch_file, testdata};
+use super::{load_path, Format, Prefix, FORMATS};
+
+/// (format, file, parts of its message)
+const CORPUS: &[(&str, &str, &[&str])] = &[
+    ("abench", "empty.jsonl", &["empty.jsonl", "empty file", "expected one abench session"]),
+    ("abench", "invalid_json.jsonl", &["invalid_json.jsonl", "line 2, column 58, $.turns[0]: invalid JSON: trailing comma"]),
+    ("abench", "string_tokens.jsonl", &["string_tokens.jsonl", "line 1, $.turns[2].input_tokens", "invalid type: string \"1,204\": expected a non-negative integer"]),
+    ("abench", "missing_turns.jsonl", &["missing_turns.jsonl", "line 1", "missing field `turns`"]),
+    ("abench", "negative_gap.jsonl", &["negative_gap.jsonl", "line 1, $.turns[1].pre_gap_ms", "expected a non-negative finite number of milliseconds (at most 1000000000000), got -250"]),
+    ("abench", "huge_gap.jsonl", &["huge_gap.jsonl", "line 1, $.turns[1].pre_gap_ms", "expected a non-negative finite number of milliseconds (at most 1000000000000), got 1e300"]),
+    ("abench", "unknown_role.jsonl", &["unknown_role.jsonl", "line 2, $.turns[1].input_delta[0].role", "expected a role name (system, developer, user, assistant, tool or function), got `observation`"]),
+    ("abench", "index_order.jsonl", &["index_order.jsonl", "line 1, $.turns[1].index", "expected turns in order, turn 1 to have index 1, got 2"]),
+    ("abench", "binary.jsonl", &["binary.jsonl", "line 1", "not UTF-8 text"]),
+    ("abench", "corrupt.jsonl.zst", &["corrupt.jsonl.zst", "corrupt zstd stream"]),
+    ("abench", "truncated.jsonl.zst", &["truncated.jsonl.zst", "corrupt zstd stream"]),
+    ("lmcache", "empty.jsonl", &["empty.jsonl", "empty file", "expected LMCache trace rows"]),
+    ("lmcache", "blank_lines.jsonl", &["blank_lines.jsonl", "empty file"]),
+    ("lmcache", "invalid_json.jsonl", &["invalid_json.jsonl", "line 2, column", "invalid JSON", "truncated"]),
+    ("lmcache", "string_timestamp.jsonl", &["string_timestamp.jsonl", "line 1, $.timestamp", "invalid type: string \"2025-10-16T04:10:01Z\": expected a unix time in whole microseconds"]),
+    ("lmcache", "missing_session_id.jsonl", &["missing_session_id.jsonl", "line 2", "missing field `session_id`"]),
+    ("lmcache", "negative_timestamp.jsonl", &["negative_timestamp.jsonl", "line 1, $.timestamp", "expected a unix time in whole microseconds (at most 10000000000000000, year 2286), got -1760587801647311"]),
+    ("lmcache", "huge_timestamp.jsonl", &["huge_timestamp.jsonl", "line 2, $.timestamp", "(at most 10000000000000000, year 2286), got 9000000000000000000"]),
+    ("lmcache", "far_apart.jsonl", &["far_apart.jsonl", "line 2, $.timestamp", "s after the file's earliest", "line 1", "within 1000000000 s"]),
+    ("lmcache", "null_output.jsonl", &["null_output.jsonl", "line 1, $.output", "invalid type: null: expected a string"]),
+    ("lmcache", "float_timestamp.jsonl", &["float_timestamp.jsonl", "line 1, $.timestamp", "got 1760587801.647311"]),
+    ("lmcache", "empty_session_id.jsonl", &["empty_session_id.jsonl", "line 1, $.session_id", "expected a non-empty string, got \"\""]),
+    ("lmcache", "array_row.jsonl", &["array_row.jsonl", "line 1", "expected an LMCache trace row"]),
+    ("lmcache", "binary.jsonl", &["binary.jsonl", "line 1", "not UTF-8 text"]),
+    ("lmcache", "nul_bytes.jsonl", &["nul_bytes.jsonl", "line 1, column 1", "invalid JSON"]),
+    ("openai-log", "empty.jsonl", &["empty.jsonl", "empty file", "expected one recorded request"]),
+    ("openai-log", "invalid_json.jsonl", &["invalid_json.jsonl", "line 3, column 82, $.request: invalid JSON: the text ends early (truncated?)"]),
+    ("openai-log", "missing_messages.jsonl", &["missing_messages.jsonl", "line 1, $.request", "missing field `messages`"]),
+    ("openai-log", "negative_start.jsonl", &["negative_start.jsonl", "line 2, $.start", "expected a non-negative finite number of seconds, got -1767225600"]),
+    ("openai-log", "huge_start.jsonl", &["huge_start.jsonl", "line 1, $.start", "expected unix seconds up to 10000000000 (year 2286), got 1e300"]),
+    ("openai-log", "far_apart.jsonl", &["far_apart.jsonl", "line 2, $.start", "s after the file's earliest start", "within 1000000000 s"]),
+    ("openai-log", "end_before_start.jsonl", &["end_before_start.jsonl", "line 2, $.end", "end 1767225603.5 is before start 1767225604.1"]),
+    ("openai-log", "dangling_parent.jsonl", &["dangling_parent.jsonl", "line 3, $.parent_agent_id", "parent agent `planner` of agent `explore` is not in session `s1`"]),
+    ("openai-log", "two_roots.jsonl", &["two_roots.jsonl", "line 2", "session `s1` has 2 root agents (`main`, `helper`)", "expected exactly one"]),
+    ("openai-log", "parent_cycle.jsonl", &["parent_cycle.jsonl", "$.parent_agent_id", "agent `a` of session `s1` is in a parent cycle"]),
+    ("openai-log", "unknown_role.jsonl", &["unknown_role.jsonl", "line 1, $.request.messages[1].role", "expected a role name (system, developer, user, assistant, tool or function), got `critic`"]),
+    ("openai-log", "number_content.jsonl", &["number_content.jsonl", "line 1, $.request.messages[0].content", "invalid type: integer `42`: expected message content"]),
+    ("openai-log", "binary.jsonl", &["binary.jsonl", "line 1", "not UTF-8 text"]),
+    ("weka", "negative_t.json", &["negative_t.json", "$.requests[1].t", "expected a non-negative finite number of seconds (at most 1000000000), got -3"]),
+    ("weka", "string_in.json", &["string_in.json", "$.requests[0].in", "invalid type: string", "expected a non-negative integer"]),
+    ("weka", "missing_requests.json", &["missing_requests.json", "missing field `requests`"]),
+    ("weka", "truncated.json", &["truncated.json", "line 3, column", "$.requests[1]", "invalid JSON", "truncated"]),
+    ("weka", "empty.json", &["empty.json", "empty file", "expected a Weka trace"]),
+    ("weka", "broken_line2.jsonl", &["broken_line2.jsonl", "line 2", "$.requests[0].out", "invalid JSON"]),
+    ("mooncake", "empty.jsonl", &["empty.jsonl: empty file", "expected Mooncake rows"]),
+    ("mooncake", "negative_timestamp.jsonl", &["negative_timestamp.jsonl: line 2, $.timestamp:", "expected a non-negative finite number of milliseconds (at most 1000000000000), got -5"]),
+    ("mooncake", "string_input_length.jsonl", &["string_input_length.jsonl: line 3, $.input_length:", "invalid type: string \"many\": expected a non-negative integer"]),
+    ("mooncake", "missing_output_length.jsonl", &["missing_output_length.jsonl: line 1:", "missing field `output_length`: expected it in a Mooncake row (a JSON object with"]),
+    ("mooncake", "missing_input_length.jsonl", &["missing_input_length.jsonl: line 2:", "missing field `input_length` (or `text_input`): expected it in a Mooncake row"]),
+    ("mooncake", "missing_timestamp.jsonl", &["missing_timestamp.jsonl: line 2:", "missing field `timestamp`: expected it in a row without session_id"]),
+    ("mooncake", "session_without_timestamp.jsonl", &["session_without_timestamp.jsonl: line 1:", "missing field `timestamp`: expected it in the first row of session \"s1\""]),
+    ("mooncake", "session_out_of_order.jsonl", &["session_out_of_order.jsonl: line 3, $.timestamp:", "expected timestamps that do not decrease within session \"s1\": 500 ms is before its previous turn at 800 ms (line 2)"]),
+    ("mooncake", "huge_delay.jsonl", &["huge_delay.jsonl: line 2, $.delay:", "expected a non-negative finite number of milliseconds"]),
+    ("mooncake", "overflow_delay.jsonl", &["overflow_delay.jsonl: line 3, $.delay:", "expected a smaller delay"]),
+    ("mooncake", "float_hash_id.jsonl", &["float_hash_id.jsonl: line 1, $.hash_ids[1]:", "expected a hash id"]),
+    ("mooncake", "truncated.jsonl", &["truncated.jsonl: line 2, column 73, $.hash_ids:", "invalid JSON: the text ends early (truncated?)"]),
+    ("mooncake", "not_an_object.jsonl", &["not_an_object.jsonl: line 1:", "expected a Mooncake row"]),
+    ("mooncake", "two_objects.jsonl", &["two_objects.jsonl: line 1, column 79:", "expected one JSON object per line"]),
+    ("mooncake", "bool_session.jsonl", &["bool_session.jsonl: line 1, $.session_id:", "expected an id (a string or an integer)"]),
+    ("agentic-mooncake", "empty.jsonl", &["empty.jsonl: empty file", "expected agentic Mooncake rows"]),
+    ("agentic-mooncake", "duplicate_request_id.jsonl", &["duplicate_request_id.jsonl: line 3, $.request_id:", "duplicate request_id \"r1\" (first on line 1): expected each request_id once"]),
+    ("agentic-mooncake", "unknown_wait_for.jsonl", &["unknown_wait_for.jsonl: line 7, $.wait_for[1]:", "no row has request_id \"r9\""]),
+    ("agentic-mooncake", "cycle.jsonl", &["cycle.jsonl: line 2, $.wait_for[0]:", "wait_for forms a cycle (\"r2\" -> \"r4\" -> \"r3\" -> \"r2\", each waiting for the next): expected"]),
+    ("agentic-mooncake", "self_wait.jsonl", &["self_wait.jsonl: line 2, $.wait_for[1]:", "cycle (\"r2\" -> \"r2\""]),
+    ("agentic-mooncake", "no_timestamp.jsonl", &["no_timestamp.jsonl: line 2:", "missing field `timestamp`: expected it in a row without `wait_for`"]),
+    ("agentic-mooncake", "empty_wait_for_no_timestamp.jsonl", &["empty_wait_for_no_timestamp.jsonl: line 2:", "in a row without `wait_for`"]),
+    ("agentic-mooncake", "negative_delay.jsonl", &["negative_delay.jsonl: line 2, $.delay:", "expected a non-negative finite number of milliseconds"]),
+    ("agentic-mooncake", "huge_tool_wait.jsonl", &["huge_tool_wait.jsonl: line 2, $.tool_wait_ms:", "got 1e20"]),
+    ("agentic-mooncake", "overflow_start.jsonl", &["overflow_start.jsonl: line 3:", "past the largest time a trace may state"]),
+    ("agentic-mooncake", "wait_for_not_list.jsonl", &["wait_for_not_list.jsonl: line 2, $.wait_for:", "invalid type: string \"r1\": expected a sequence"]),
+    ("agentic-mooncake", "float_request_id.jsonl", &["float_request_id.jsonl: line 1, $.request_id:", "expected an id (a string or an integer)"]),
+    ("agentic-mooncake", "missing_session_id.jsonl", &["missing_session_id.jsonl: line 2:", "missing field `session_id`: expected it in an agentic Mooncake row"]),
+    ("agentic-mooncake", "missing_request_id.jsonl", &["missing_request_id.jsonl: line 1:", "missing field `request_id`"]),
+    ("agentic-mooncake", "string_output_length.jsonl", &["string_output_length.jsonl: line 1, $.output_length:", "expected a non-negative integer"]),
+    ("agentic-mooncake", "broken_json.jsonl", &["broken_json.jsonl: line 2, column", "invalid JSON"]),
+    ("arbor", "truncated.jsonl", &["line 2, column", "invalid JSON: the text ends early (truncated?)"]),
+    ("arbor", "string_start.jsonl", &["line 1, $.agents[0].turns[0].start_ns", "invalid type: string \"soon\": expected a non-negative integer number of nanoseconds"]),
+    ("arbor", "missing_agents.jsonl", &["line 1:", "missing field `agents`: expected it in an arbor tree"]),
+    ("arbor", "unknown_field.jsonl", &["line 1, $.agents[0].turns[0]", "unknown field `colour`: expected one of `start_ns`"]),
+    ("arbor", "unknown_kind.jsonl", &["line 1, $.agents[0].kind", "unknown value `leaf`: expected one of `root`, `blocking`, `background`"]),
+    ("arbor", "version_2.jsonl", &["line 1, $.arbor", "expected format version 1, got 2"]),
+    ("arbor", "edge_to_missing_turn.jsonl", &["line 1, $.edges[0].to", "agent 0 (`root`) has 2 turns, there is no turn 9"]),
+    ("arbor", "huge_start.jsonl", &["line 1, $.agents[0].turns[0].start_ns", "(at most 1000000000000000000), got 2000000000000000000"]),
+    ("arbor", "empty.jsonl", &["empty file: expected one arbor tree"]),
+];
+
+#[test]
+fn every_bad_file_names_its_place_and_expectation() {
+    for (format, file, parts) in CORPUS {
+        let path = testdata(&format!("bad/{format}")).join(file);
+        let format: Format = format.parse().expect("a format name");
+        let message = match load_path(&path, Some(format)) {
+            Ok(_) => panic!("{} is accepted", path.display()),
+            Err(e) => e.to_string(),
+        };
+        assert_contains(&message, &[file]);
+        assert_contains(&message, parts);
+    }
+}
+
+#[test]
+fn every_bad_file_has_a_row() {
+    for format in Format::ALL {
+        let dir = testdata(&format!("bad/{}", format.name()));
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.expect("a directory entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name == "README.md" {
+                continue;
+            }
+            assert!(
+                CORPUS
+                    .iter()
+                    .any(|(f, file, _)| *f == format.name() && *file == name),
+                "{} has no row in CORPUS",
+                Path::new(&dir).join(name).display()
+            );
+        }
+    }
+}
+
+/// Fixtures cut short at every `step` bytes: every prefix must be read (or
+/// rejected) by its format's reader without a panic, and every detector
+/// must answer on it.
+#[test]
+fn never_panics_on_truncations() {
+    let fixtures = [
+        (Format::Weka, "weka-kv-cache-tester/trace_0187.json", 7),
+        (Format::Abench, "abench/sample.jsonl", 97),
+        (Format::Abench, "abench/sample.jsonl.zst", 97),
+        (
+            Format::Lmcache,
+            "lmcache-agent-trace/taubench/22ffaaf33001ec7197ccd612e03d428e.jsonl",
+            53,
+        ),
+        (Format::OpenaiLog, "openai-log/sample.jsonl", 61),
+    ];
+    for (format, fixture, step) in fixtures {
+        let bytes = std::fs::read(testdata(fixture)).expect("read a fixture");
+        let mut cut = 0;
+        while cut < bytes.len() {
+            if let Some(prefix) = bytes.get(..cut) {
+                let path = scratch_file("cut", prefix);
+                let _ = load_path(&path, Some(format));
+                std::fs::remove_file(&path).ok();
+                let prefix = Prefix::of(prefix);
+                for row in &FORMATS {
+                    let _ = (row.looks_like)(&prefix);
+                }
+            }
+            cut += step;
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! The one JSON reader: files read line by line ([`Lines`]), one JSON
+//! object parsed into a format's typed record ([`parse`]), and the one
+//! mapping from serde's errors to arbor's messages ([`Fault`]).
+//!
+//! Every format reads through here, so the same fault reads the same in
+//! every format. A message names the file, the place (`line N`, a
+//! `column C` for invalid JSON, the JSON path `$.a[1].b` when known) and
+//! what was expected:
+//!
+//! | fault          | message                                                   |
+//! |----------------|-----------------------------------------------------------|
+//! | truncated JSON | `invalid JSON: the text ends early (truncated?): DETAIL`  |
+//! | invalid JSON   | `invalid JSON: DETAIL` (serde's words, e.g. `expected value`) |
+//! | trailing text  | `invalid JSON: trailing characters: expected one JSON object per line` |
+//! | wrong type     | `invalid type: GOT: expected WHAT`                        |
+//! | missing field  | ``missing field `F`: expected it in WHAT``                |
+//! | unknown value  | ``unknown value `V`: expected one of ...``                |
+//! | unknown field  | ``unknown field `F`: expected one of ...``                |
+//! | bad value      | `expected WHAT, got VALUE` (see `fields.rs`)              |
+//! | empty file     | `empty file: expected WHAT`                               |
+//! | binary input   | `not UTF-8 text: expected one JSON object per line (is this a binary file?)` |
+//!
+//! A record that is an array is a wrong type (`invalid type: array:
+//! expected WHAT`); a missing field inside a nested object is `expected it
+//! in this object` (its path is the place).
+//!
+//! Parsing runs serde once without path tracking (it costs about as much
+//! as the parse), and again with it only to place a failure.
+
+use std::io::{self, BufRead, Read};
+use std::path::Path;
+
+use serde::de::{Deserialize, DeserializeOwned};
+use serde_json::error::Category;
+
+use super::sniff;
+use crate::error::InputError;
+
+/// A failure within one JSON text, before a file name is attached.
+#[derive(Debug)]
+pub(super) struct Fault {
+    /// serde's (line, column) within the text (the column is shown for
+    /// invalid JSON only, where the path may not reach the fault).
+    pos: Option<(usize, usize)>,
+    /// JSON path like `$.requests[3].t`.
+    path: Option<String>,
+    message: String,
+    /// The text was one complete JSON value (a schema or value error, not
+    /// invalid JSON or an early end).
+    pub(super) complete: bool,
+}
+
+impl Fault {
+    /// A fault in a value already parsed, at a JSON path.
+    pub(super) fn at(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Fault {
+            pos: None,
+            path: Some(path.into()),
+            message: message.into(),
+            complete: true,
+        }
+    }
+
+    /// The error for a text that is line `line` of `file`.
+    pub(super) fn on_line(self, file: &str, line: usize) -> InputError {
+        self.place(file, Some(format!("line {line}")))
+    }
+
+    /// The error for a text that is the whole of `file` from line
+    /// `line_offset + 1` on.
+    pub(super) fn in_file(self, file: &str, line_offset: usize) -> InputError {
+        let line = self
+            .pos
+            .map(|(line, _)| format!("line {}", line + line_offset));
+        self.place(file, line)
+    }
+
+    fn place(self, file: &str, line: Option<String>) -> InputError {
+        let column = self
+            .pos
+            .filter(|_| !self.complete)
+            .map(|(_, column)| format!("column {column}"));
+        let parts: Vec<String> = [line, column, self.path].into_iter().flatten().collect();
+        let place = (!parts.is_empty()).then(|| parts.join(", "));
+        InputError::new(file, place, self.message)
+    }
+
+    fn from_json(err: &serde_json::Error, path: Option<String>, what: &str) -> Self {
+        let full = err.to_string();
+        let bare = full
+            .strip_suffix(&format!(" at line {} column {}", err.line(), err.column()))
+            .unwrap_or(&full);
+        let pos = (err.line() > 0).then_some((err.line(), err.column()));
+        let (message, complete) = match err.classify() {
+            Category::Eof => (
+                format!("invalid JSON: the text ends early (truncated?): {bare}"),
+                false,
+            ),
+            Category::Syntax | Category::Io => {
+                let message = match bare {
+                    "number out of range" => {
+                        "invalid JSON: number out of range: expected a finite number".to_string()
+                    }
+                    "trailing characters" => {
+                        "invalid JSON: trailing characters: expected one JSON object per line"
+                            .to_string()
+                    }
+                    _ => format!("invalid JSON: {bare}"),
+                };
+                (message, false)
+            }
+            Category::Data => {
+                let within = if path.is_some() { "this object" } else { what };
+                (data_message(bare, within), true)
+            }
+        };
+        Fault {
+            pos,
+            path,
+            message,
+            complete,
+        }
+    }
+}
+
+/// serde's words for a schema fault, in arbor's shape `FAULT: expected WHAT`.
+fn data_message(bare: &str, within: &str) -> String {
+    if bare.starts_with("missing field `") && !bare.contains(": expected") {
+        return format!("{bare}: expected it in {within}");
+    }
+    if let Some(rest) = bare.strip_prefix("unknown variant ") {
+        return format!(
+            "unknown value {}",
+            rest.replacen(", expected", ": expected", 1)
+        );
+    }
+    if bare.starts_with("unknown field ") {
+        return bare.replacen(", expected", ": expected", 1).replacen(
+            ", there are no fields",
+            ": expected no fields",
+            1,
+        );
+    }
+    if bare.starts_with("duplicate field ") {
+        return format!("{bare}: expected each field once");
+    }
+    if bare.starts_with("invalid type: ")
+        || bare.starts_with("invalid value: ")
+        || bare.starts_with("invalid length ")
+    {
+        if let Some(at) = bare.rfind(", expected ") {
+            let (got, expected) = bare.split_at(at);
+            return format!("{got}: {}", expected.trim_start_matches(", "));
+        }
+    }
+    bare.to_string()
+}
+
+/// `$.`-rooted JSON path of serde_path_to_error's path; `None` at the top.
+/// A trailing `?` stands for a key serde had not read yet (invalid JSON
+/// inside an object): the enclosing value is named instead.
+fn json_path(path: &serde_path_to_error::Path) -> Option<String> {
+    let text = path.to_string();
+    match text.trim_end_matches(".?").trim_end_matches('?') {
+        "." | "" => None,
+        p if p.starts_with('[') => Some(format!("${p}")),
+        p => Some(format!("$.{p}")),
+    }
+}
+
+/// Parses one JSON object (a line, or a whole file) into `T`, borrowing
+/// from `text` where `T` does. `what` names a record in messages ("a
+/// Mooncake row (...)"). A record must be an object: serde would otherwise
+/// read an array into a struct, field by position.
+pub(super) fn parse<'de, T: Deserialize<'de>>(text: &'de str, what: &str) -> Result<T, Fault> {
+    if sniff::trimmed(text).starts_with('[') {
+        return Err(Fault {
+            pos: None,
+            path: None,
+            message: format!("invalid type: array: expected {what}"),
+            complete: false,
+        });
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let plain = T::deserialize(&mut de).and_then(|value| de.end().map(|()| value));
+    let plain_err = match plain {
+        Ok(value) => return Ok(value),
+        Err(e) => e,
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Err(e) => Err(Fault::from_json(e.inner(), json_path(e.path()), what)),
+        // Only the end-of-input check failed (trailing characters).
+        Ok(_) => Err(Fault::from_json(&plain_err, None, what)),
+    }
+}
+
+/// A file read line by line (zstd decoded on the fly), counting lines and
+/// naming the file and line in every failure.
+pub(super) struct Lines {
+    reader: Box<dyn BufRead>,
+    file: String,
+    /// Number of the line last read.
+    line: usize,
+    buf: String,
+    compressed: bool,
+    /// What a record is, for messages.
+    what: &'static str,
+}
+
+impl Lines {
+    pub(super) fn open(path: &Path, what: &'static str) -> Result<Lines, InputError> {
+        let (reader, compressed) = sniff::open(path)?;
+        Ok(Lines {
+            reader,
+            file: path.display().to_string(),
+            line: 0,
+            buf: String::new(),
+            compressed,
+            what,
+        })
+    }
+
+    pub(super) fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The number of the line last read.
+    pub(super) fn line(&self) -> usize {
+        self.line
+    }
+
+    /// What a record is, for messages.
+    pub(super) fn what(&self) -> &'static str {
+        self.what
+    }
+
+    pub(super) fn compressed(&self) -> bool {
+        self.compressed
+    }
+
+    fn read_error(&self, e: &io::Error) -> InputError {
+        let message = if e.kind() == io::ErrorKind::InvalidData && !sniff::is_zstd_error(e) {
+            "not UTF-8 text: expected one JSON object per line (is this a binary file?)".to_string()
+        } else if self.compressed {
+            format!("corrupt zstd stream: {e}")
+        } else {
+            format!("cannot read: {e}")
+        };
+        InputError::at(&self.file, format!("line {}", self.line + 1), message)
+    }
+
+    /// The next non-blank line, without its line break (so a line cut
+    /// short reads as truncated) and, on line 1, without a byte order
+    /// mark; `None` at the end.
+    pub(super) fn next_line(&mut self) -> Result<Option<&str>, InputError> {
+        loop {
+            self.buf.clear();
+            let read = match self.reader.read_line(&mut self.buf) {
+                Ok(read) => read,
+                Err(e) => return Err(self.read_error(&e)),
+            };
+            if read == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            if !self.buf.trim().is_empty() {
+                break;
+            }
+        }
+        let text = self.buf.trim_end_matches(['\n', '\r']);
+        let text = match text.strip_prefix('\u{feff}') {
+            Some(rest) if self.line == 1 => rest,
+            _ => text,
+        };
+        Ok(Some(text))
+    }
+
+    /// Appends everything not read yet to `into`.
+    pub(super) fn read_rest(&mut self, into: &mut String) -> Result<(), InputError> {
+        match self.reader.read_to_string(into) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.read_error(&e)),
+        }
+    }
+
+    /// The next non-blank line parsed into a record; `None` at the end.
+    pub(super) fn next<T: DeserializeOwned>(&mut self) -> Result<Option<T>, InputError> {
+        let what = self.what;
+        let Some(text) = self.next_line()? else {
+            return Ok(None);
+        };
+        match parse(text, what) {
+            Ok(record) => Ok(Some(record)),
+            Err(fault) => Err(fault.on_line(&self.file, self.line)),
+        }
+    }
+
+    /// An error about the record last read, at `path` (`$.a.b`, or empty
+    /// for the whole record).
+    pub(super) fn error(&self, path: &str, message: impl Into<String>) -> InputError {
+        InputError::at(&self.file, self.place(path), message)
+    }
+
+    /// `line N, PATH` (or `line N` for an empty path) of the record last read.
+    pub(super) fn place(&self, path: &str) -> String {
+        place(self.line, path)
+    }
+
+    /// `file:line N, PATH`, where a problem of the record last read is.
+    pub(super) fn problem_place(&self, path: &str) -> String {
+        format!("{}:{}", self.file, self.place(path))
+    }
+
+    /// The error for a file that holds no record.
+    pub(super) fn empty(&self, expected: &str) -> InputError {
+        InputError::whole(&self.file, format!("empty file: expected {expected}"))
+    }
+}
+
+/// `line N, PATH` (or `line N` for an empty path).
+pub(super) fn place(line: usize, path: &str) -> String {
+    if path.is_empty() {
+        format!("line {line}")
+    } else {
+        format!("line {line}, {path}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(expecting = "a thing (an object with `n`)")]
+    #[allow(dead_code)]
+    struct Thing {
+        n: u32,
+        #[serde(default)]
+        kind: Option<Kind>,
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(rename_all = "snake_case")]
+    enum Kind {
+        Root,
+    }
+
+    fn fault(text: &str) -> String {
+        parse::<Thing>(text, "a thing")
+            .expect_err(text)
+            .on_line("f.jsonl", 3)
+            .to_string()
+    }
+
+    #[test]
+    fn every_fault_kind_has_its_wording() {
+        assert_eq!(
+            fault(r#"{"n": 1"#),
+            "f.jsonl: line 3, column 7: invalid JSON: the text ends early (truncated?): EOF while parsing an object"
+        );
+        assert_eq!(
+            fault(r#"{"n": "x"}"#),
+            "f.jsonl: line 3, $.n: invalid type: string \"x\": expected u32"
+        );
+        assert_eq!(
+            fault(r#"{}"#),
+            "f.jsonl: line 3: missing field `n`: expected it in a thing"
+        );
+        assert_eq!(
+            fault(r#"{"n": 1, "kind": "leaf"}"#),
+            "f.jsonl: line 3, $.kind: unknown value `leaf`: expected `root`"
+        );
+        assert_eq!(
+            fault(r#"{"n": 1} x"#),
+            "f.jsonl: line 3, column 10: invalid JSON: trailing characters: expected one JSON object per line"
+        );
+        assert_eq!(
+            fault("[1]"),
+            "f.jsonl: line 3: invalid type: array: expected a thing"
+        );
+        assert_eq!(
+            fault(r#"{"n": 1e999}"#),
+            "f.jsonl: line 3, column 11, $.n: invalid JSON: number out of range: expected a finite number"
+        );
+    }
+}

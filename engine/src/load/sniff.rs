@@ -1,0 +1,281 @@
+//! Recognising a file by its first bytes, and opening it for reading.
+//!
+//! Owns the prefix every detector looks at ([`Prefix`]: the first
+//! [`SNIFF_BYTES`] bytes, the zstd magic), the key checks detectors share
+//! ([`has_key`], [`first_row`], [`first_object_keys`]) and the transparent
+//! zstd decoder ([`open`]). Detectors see a prefix that may be cut
+//! anywhere and must never fail on it.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use ruzstd::frame::ReadFrameHeaderError;
+use ruzstd::frame_decoder::{BlockDecodingStrategy, FrameDecoder, FrameDecoderError};
+
+use crate::error::InputError;
+
+/// How many bytes of a file are read to recognise its format.
+pub const SNIFF_BYTES: u64 = 64 * 1024;
+
+/// zstd frame magic number (little endian 0xFD2FB528).
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// The start of a file, as detectors see it.
+#[derive(Debug, Clone, Default)]
+pub struct Prefix {
+    /// The file starts with the zstd magic (its text is then empty).
+    pub zstd: bool,
+    /// The first bytes as text (invalid UTF-8 replaced), possibly cut
+    /// anywhere.
+    pub text: String,
+}
+
+impl Prefix {
+    /// Reads the first [`SNIFF_BYTES`] of a file.
+    pub fn read(path: &Path) -> Result<Prefix, InputError> {
+        let name = path.display().to_string();
+        let mut bytes = Vec::new();
+        File::open(path)
+            .and_then(|f| f.take(SNIFF_BYTES).read_to_end(&mut bytes))
+            .map_err(|e| InputError::whole(&name, format!("cannot read: {e}")))?;
+        Ok(Prefix::of(&bytes))
+    }
+
+    /// The prefix of these bytes.
+    pub fn of(bytes: &[u8]) -> Prefix {
+        if bytes.starts_with(&ZSTD_MAGIC) {
+            return Prefix {
+                zstd: true,
+                text: String::new(),
+            };
+        }
+        Prefix {
+            zstd: false,
+            text: String::from_utf8_lossy(bytes).into_owned(),
+        }
+    }
+}
+
+/// `text` without a leading byte order mark and whitespace.
+pub(super) fn trimmed(text: &str) -> &str {
+    text.trim_start_matches('\u{feff}').trim_start()
+}
+
+/// Whether `"key"` followed by optional whitespace and `:` occurs anywhere
+/// in `text` (at any depth).
+pub(super) fn has_key(text: &str, key: &str) -> bool {
+    let needle = format!("\"{key}\"");
+    let mut rest = text;
+    while let Some(pos) = rest.find(&needle) {
+        let after = rest.get(pos + needle.len()..).unwrap_or("");
+        if after.trim_start().starts_with(':') {
+            return true;
+        }
+        rest = after;
+    }
+    false
+}
+
+/// The first non-blank line of a prefix, when it starts an object.
+pub(super) fn first_row(text: &str) -> Option<&str> {
+    text.trim_start_matches('\u{feff}')
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .filter(|l| l.starts_with('{'))
+}
+
+/// The top-level keys of the first JSON object of a prefix.
+pub(super) struct TopKeys(Vec<String>);
+
+impl TopKeys {
+    pub(super) fn of(text: &str) -> TopKeys {
+        TopKeys(first_object_keys(text))
+    }
+
+    pub(super) fn has(&self, key: &str) -> bool {
+        self.0.iter().any(|k| k == key)
+    }
+
+    pub(super) fn has_any(&self, keys: &[&str]) -> bool {
+        keys.iter().any(|k| self.has(k))
+    }
+}
+
+/// The keys of the first top-level JSON object in `text`, in order, as far
+/// as the text goes (a file's start may cut it anywhere); empty when the
+/// text does not start with an object. String values are skipped whole, so
+/// a key name inside a recorded text never counts.
+pub(super) fn first_object_keys(text: &str) -> Vec<String> {
+    let text = trimmed(text);
+    let bytes = text.as_bytes();
+    if bytes.first() != Some(&b'{') {
+        return Vec::new();
+    }
+    let mut keys = Vec::new();
+    let mut depth = 0usize;
+    let mut i = 0usize;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
+                }
+            }
+            b'"' => {
+                let begin = i + 1;
+                let mut j = begin;
+                loop {
+                    match bytes.get(j) {
+                        None => return keys,
+                        Some(b'\\') => j += 2,
+                        Some(b'"') => break,
+                        Some(_) => j += 1,
+                    }
+                }
+                let mut after = j + 1;
+                while bytes.get(after).is_some_and(u8::is_ascii_whitespace) {
+                    after += 1;
+                }
+                if depth == 1 && bytes.get(after) == Some(&b':') {
+                    if let Some(key) = text.get(begin..j) {
+                        keys.push(key.to_string());
+                    }
+                }
+                i = j;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    keys
+}
+
+// ---------------------------------------------------------------------------
+// Opening, with zstd decoded on the fly
+
+/// Opens a file for reading, decompressing it when it starts with the zstd
+/// magic bytes; says whether it did.
+pub(super) fn open(path: &Path) -> Result<(Box<dyn BufRead>, bool), InputError> {
+    let file = path.display().to_string();
+    let handle =
+        File::open(path).map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
+    let mut reader = BufReader::with_capacity(1 << 16, handle);
+    let head = reader
+        .fill_buf()
+        .map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
+    if head.starts_with(&ZSTD_MAGIC) {
+        let decoder = ZstdReader {
+            source: reader,
+            decoder: FrameDecoder::new(),
+            in_frame: false,
+        };
+        Ok((Box::new(BufReader::with_capacity(1 << 16, decoder)), true))
+    } else {
+        Ok((Box::new(reader), false))
+    }
+}
+
+/// An error raised while decoding zstd, marked so it is not mistaken for a
+/// UTF-8 error of the decoded text.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct ZstdError(String);
+
+fn zstd_error(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, ZstdError(message))
+}
+
+/// Whether a read error came from the zstd decoder.
+pub(super) fn is_zstd_error(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<ZstdError>())
+}
+
+/// A zstd stream of one or more frames (skippable frames skipped), with
+/// each frame's content checksum verified when it has one.
+struct ZstdReader<R> {
+    source: R,
+    decoder: FrameDecoder,
+    in_frame: bool,
+}
+
+impl<R: BufRead> Read for ZstdReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.in_frame {
+                while self.decoder.can_collect() < buf.len() && !self.decoder.is_finished() {
+                    let wanted = buf.len() - self.decoder.can_collect();
+                    self.decoder
+                        .decode_blocks(&mut self.source, BlockDecodingStrategy::UptoBytes(wanted))
+                        .map_err(|e| zstd_error(e.to_string()))?;
+                }
+                let n = self.decoder.read(buf)?;
+                if n > 0 {
+                    return Ok(n);
+                }
+                if let (Some(stored), Some(computed)) = (
+                    self.decoder.get_checksum_from_data(),
+                    self.decoder.get_calculated_checksum(),
+                ) {
+                    if stored != computed {
+                        return Err(zstd_error(format!(
+                            "content checksum mismatch (stored {stored:#010x}, computed \
+                             {computed:#010x})"
+                        )));
+                    }
+                }
+                self.in_frame = false;
+            }
+            if self.source.fill_buf()?.is_empty() {
+                return Ok(0);
+            }
+            match self.decoder.init(&mut self.source) {
+                Ok(()) => self.in_frame = true,
+                Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                    length,
+                    ..
+                })) => {
+                    let skipped = io::copy(
+                        &mut (&mut self.source).take(u64::from(length)),
+                        &mut io::sink(),
+                    )?;
+                    if skipped != u64::from(length) {
+                        return Err(zstd_error(
+                            "the stream ends inside a skippable frame".into(),
+                        ));
+                    }
+                }
+                Err(e) => return Err(zstd_error(e.to_string())),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_object_keys_skips_nested_and_strings() {
+        assert_eq!(
+            first_object_keys(r#" {"a": {"b": 1, "c": [ {"d": 2} ]}, "e": "x\"y:", "f" : 3}"#),
+            ["a", "e", "f"]
+        );
+        assert_eq!(first_object_keys(r#"{"a": "cut"#), ["a"]);
+        assert!(first_object_keys("[1]").is_empty());
+        assert!(first_object_keys("\"\\").is_empty());
+    }
+
+    #[test]
+    fn has_key_wants_a_colon() {
+        assert!(has_key(r#"{"a" : 1}"#, "a"));
+        assert!(!has_key(r#"{"x": "a"}"#, "a"));
+        assert!(!has_key(r#"{"x": "\"a\""#, "b"));
+    }
+}
