@@ -8,6 +8,7 @@ mod emulate;
 mod flags;
 mod golden;
 mod inspect;
+mod layout;
 mod plan;
 mod run;
 mod util;
