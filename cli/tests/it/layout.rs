@@ -196,11 +196,7 @@ fn sibling_edges(krate: &str) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
         for reference in references(&source.module, &source.code) {
             let target = resolve(&reference, &modules);
             let from = &source.module;
-            let common = from
-                .iter()
-                .zip(&target)
-                .take_while(|(a, b)| a == b)
-                .count();
+            let common = from.iter().zip(&target).take_while(|(a, b)| a == b).count();
             if common == from.len() || common == target.len() {
                 continue; // a module and its ancestor or descendant
             }
@@ -263,7 +259,11 @@ fn no_crate_has_a_module_cycle() {
             problems.push(format!("{krate}: {}", names.join(" -> ")));
         }
     }
-    assert!(problems.is_empty(), "module cycles:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "module cycles:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
