@@ -48,7 +48,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
 
 fn write_all(
     args: &ConvertArgs,
-    format: Option<load::Format>,
+    format: Option<arbor_engine::input::Format>,
     out: &mut impl Write,
     name: &str,
 ) -> Result<u64, Failure> {

@@ -10,9 +10,10 @@ use arbor_backends::virtual_clock;
 use arbor_engine::dag::{self, CompiledWorkload};
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::error::{PolicyConflict, PolicyError};
-use arbor_engine::load::{self, synthetic::SyntheticSpec};
+use arbor_engine::load;
 use arbor_engine::policy::{GapTransform, Policy};
 use arbor_engine::scheduler::Scheduler;
+use arbor_engine::synthetic::SyntheticSpec;
 use arbor_engine::Workload;
 use arbor_sim::ServiceModel;
 

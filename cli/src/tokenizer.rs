@@ -110,7 +110,7 @@ mod tests {
         );
         // And a synthesized prompt has exactly its recorded tokens.
         let w = "trees=1,turns=2,depth=0,isl=500,hash_ids=true,seed=2"
-            .parse::<arbor_engine::load::synthetic::SyntheticSpec>()
+            .parse::<arbor_engine::synthetic::SyntheticSpec>()
             .unwrap()
             .generate();
         let t = &w.trees[0];

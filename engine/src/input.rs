@@ -3,10 +3,12 @@
 //!
 //! Owns these types only, so that modules which consume read inputs
 //! (`inspect`) need not depend on the readers in `load`, which produce
-//! them. Naming a format from text (`--format`) and reading are `load`'s.
+//! them. Reading is `load`'s.
 
 use std::fmt;
+use std::str::FromStr;
 
+use crate::error::PolicyError;
 use crate::model::Tree;
 
 /// The formats arbor reads.
@@ -50,6 +52,22 @@ impl Format {
             Format::OpenaiLog => "openai-log",
             Format::Arbor => "arbor",
         }
+    }
+}
+
+impl FromStr for Format {
+    type Err = PolicyError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                PolicyError::new(format!(
+                    "expected one of {}, got `{text}`",
+                    names.join(", ")
+                ))
+            })
     }
 }
 

@@ -6,9 +6,10 @@
 use std::path::Path;
 
 use arbor_backends::live::request::{build_body, build_turn_body, Api, BodyConfig, MaxTokensField};
-use arbor_engine::load::{load_path, synthetic::SyntheticSpec};
+use arbor_engine::load::load_path;
 use arbor_engine::model::BlockIds;
 use arbor_engine::prompt::{self, Prompt};
+use arbor_engine::synthetic::SyntheticSpec;
 use arbor_engine::{Agent, AgentKind, HashScope, Tree, Turn, Workload};
 
 const MARKERS: [Option<&str>; 3] = [

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use arbor_engine::load::Format;
+use arbor_engine::input::Format;
 use arbor_engine::policy::{Arrival, GapTransform, Stagger, StartWindow};
 use arbor_engine::time::Nanos;
 use clap::Args;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use arbor_engine::load::arbor::write_tree;
-use arbor_engine::load::synthetic::SyntheticSpec;
+use arbor_engine::synthetic::SyntheticSpec;
 use serde_json::Value;
 
 use crate::util::*;

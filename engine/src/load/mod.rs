@@ -52,31 +52,12 @@ pub mod weka;
 pub mod weka_writer;
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
-use crate::error::{InputError, PolicyError};
+use crate::error::InputError;
 pub use crate::input::{Format, Loaded, Problem};
 use crate::model::Workload;
-/// The synthetic generator, which reads no file (kept at its old path).
-pub use crate::synthetic;
 pub use fields::estimate_tokens;
 pub use sniff::{Prefix, SNIFF_BYTES, ZSTD_MAGIC};
-
-impl FromStr for Format {
-    type Err = PolicyError;
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Format::ALL
-            .into_iter()
-            .find(|f| f.name() == text)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-                PolicyError::new(format!(
-                    "expected one of {}, got `{text}`",
-                    names.join(", ")
-                ))
-            })
-    }
-}
 
 /// One format: how it is recognised and read.
 pub struct Reader {

@@ -203,8 +203,8 @@ fn write_subagent(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::synthetic::SyntheticSpec;
     use crate::load::weka::{parse_trace, SubagentTimes};
+    use crate::synthetic::SyntheticSpec;
 
     #[test]
     fn generated_trees_read_back_with_the_same_times() {

@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use arbor_engine::load::load_path;
-use arbor_engine::load::synthetic::SyntheticSpec;
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::{Scheduler, TurnState};
+use arbor_engine::synthetic::SyntheticSpec;
 use arbor_engine::Workload;
 use arbor_proptests::gen::{self, MEDIUM};
 use arbor_proptests::{plan, show, Service};
