@@ -294,6 +294,8 @@ async fn diagnose(options: &Options) -> Report {
         ..Report::default()
     };
     let client = match reqwest::Client::builder()
+        // The endpoint is probed directly, as a run's requests go.
+        .no_proxy()
         .tcp_nodelay(true)
         .connect_timeout(options.timeout)
         .build()

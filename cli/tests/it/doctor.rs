@@ -25,6 +25,10 @@ fn doctor(args: &[&str]) -> Output {
         .arg("doctor")
         .args(args)
         .env("OPENAI_API_KEY", API_KEY)
+        // A proxy that answers nothing: arbor talks to the endpoint
+        // directly, so every request must still reach the server.
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env("http_proxy", "http://127.0.0.1:9")
         .output()
         .expect("the arbor binary runs")
 }
