@@ -104,6 +104,17 @@ fn empty_and_garbage_files() {
     let dir = scratch("garbage");
     let empty = write(&dir, "empty.json", "");
     expect_input_error(&["plan", &empty], &["empty.json", "empty"]);
+    // Nothing to detect a format from: every format is named, none guessed.
+    let blank = write(&dir, "blank.jsonl", "\n  \n");
+    expect_input_error(
+        &["plan", &blank],
+        &["blank.jsonl: empty file: expected a trace in one of the formats arbor reads (weka, mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor"],
+    );
+    // With --format the format's own words say what was expected.
+    expect_input_error(
+        &["plan", "--format", "mooncake", &blank],
+        &["blank.jsonl: empty file: expected Mooncake rows"],
+    );
     let path = dir.join("garbage.bin");
     std::fs::write(&path, [0u8, 159, 146, 150, 255, 1, 2, 3]).unwrap();
     expect_input_error(&["plan", path.to_str().unwrap()], &["garbage.bin"]);

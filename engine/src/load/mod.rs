@@ -158,7 +158,19 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
             None => Err(InputError::whole(name, "no trace files in this directory")),
         };
     }
-    Ok(detect_prefix(&Prefix::read(path)?))
+    let prefix = Prefix::read(path)?;
+    if !prefix.zstd && prefix.text.trim().is_empty() {
+        // Nothing to recognise: name every format rather than guess one.
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        return Err(InputError::whole(
+            name,
+            format!(
+                "empty file: expected a trace in one of the formats arbor reads ({}; see docs/formats.md)",
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(detect_prefix(&prefix))
 }
 
 /// The first format in [`FORMATS`] whose detector accepts `prefix`.
