@@ -43,11 +43,7 @@ pub fn rows(base: &RunDir, news: &[RunDir], resamples: u32, seed: u64) -> Vec<Ro
                 .map(|(i, run)| {
                     let value = run.value(metric);
                     let delta = base_value.zip(value).map(|(b, n)| n - b);
-                    let relative_pct = base_value.zip(delta).and_then(|(b, d)| match (b, d) {
-                        (_, d) if d == 0.0 => Some(0.0),
-                        (b, _) if b == 0.0 => None,
-                        (b, d) => Some(d / b.abs() * 100.0),
-                    });
+                    let relative_pct = base_value.zip(delta).and_then(|(b, d)| relative(b, d));
                     let stream = (index as u64, i as u64 + 1);
                     Cell {
                         value,
@@ -64,6 +60,17 @@ pub fn rows(base: &RunDir, news: &[RunDir], resamples: u32, seed: u64) -> Vec<Ro
             }
         })
         .collect()
+}
+
+/// A delta in percent of BASE: 0 when nothing changed, `None` from 0.
+fn relative(base: f64, delta: f64) -> Option<f64> {
+    if delta == 0.0 {
+        Some(0.0)
+    } else if base == 0.0 {
+        None
+    } else {
+        Some(delta / base.abs() * 100.0)
+    }
 }
 
 /// The bootstrap interval of a percentile's delta, in ms.

@@ -54,14 +54,51 @@ struct SummaryFigures {
     skipped: u64,
 }
 
+/// Per-request values of the records, sorted, in nanoseconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Samples {
+    ttft: Vec<u64>,
+    itl: Vec<u64>,
+    tpot: Vec<u64>,
+    e2e: Vec<u64>,
+    lateness: Vec<u64>,
+    queue_wait: Vec<u64>,
+}
+
+impl Samples {
+    /// Job time is per play, not per record: `None`.
+    fn get(&self, latency: Latency) -> Option<&[u64]> {
+        Some(match latency {
+            Latency::Ttft => &self.ttft,
+            Latency::Itl => &self.itl,
+            Latency::Tpot => &self.tpot,
+            Latency::E2e => &self.e2e,
+            Latency::Lateness => &self.lateness,
+            Latency::QueueWait => &self.queue_wait,
+            Latency::JobTime => return None,
+        })
+    }
+
+    fn sort(&mut self) {
+        for values in [
+            &mut self.ttft,
+            &mut self.itl,
+            &mut self.tpot,
+            &mut self.e2e,
+            &mut self.lateness,
+            &mut self.queue_wait,
+        ] {
+            values.sort_unstable();
+        }
+    }
+}
+
 /// One run, as compare sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunDir {
     /// The directory as given on the command line.
     pub name: String,
-    /// Sorted nanoseconds per latency read from records (every one but
-    /// job time), in [`Latency::ALL`] order.
-    samples: [Vec<u64>; 6],
+    samples: Samples,
     pub counts: Counts,
     summary: SummaryFigures,
 }
@@ -74,10 +111,6 @@ fn ns(seconds: f64) -> u64 {
     } else {
         0
     }
-}
-
-fn sample_index(latency: Latency) -> Option<usize> {
-    Latency::ALL[..6].iter().position(|&l| l == latency)
 }
 
 impl RunDir {
@@ -102,7 +135,7 @@ impl RunDir {
     /// The sorted nanoseconds of a latency, when the records hold them
     /// (job time comes from the summary: `None`).
     pub fn sorted(&self, latency: Latency) -> Option<&[u64]> {
-        sample_index(latency).map(|i| self.samples[i].as_slice())
+        self.samples.get(latency)
     }
 
     /// A metric's value in its unit; `None` when the run has none (no
@@ -146,14 +179,14 @@ fn stat_ms(sorted: &[u64], stat: Stat) -> Option<f64> {
     })
 }
 
-fn read_records(path: &Path) -> Result<([Vec<u64>; 6], Counts), Failure> {
+fn read_records(path: &Path) -> Result<(Samples, Counts), Failure> {
     let shown = path.display();
     let file = File::open(path).map_err(|e| {
         Failure::input(format!(
             "{shown}: cannot read ({e}); expected the records.jsonl `arbor run` writes"
         ))
     })?;
-    let mut samples: [Vec<u64>; 6] = Default::default();
+    let mut samples = Samples::default();
     let mut counts = Counts::default();
     for (index, line) in BufReader::new(file).lines().enumerate() {
         let number = index + 1;
@@ -170,8 +203,8 @@ fn read_records(path: &Path) -> Result<([Vec<u64>; 6], Counts), Failure> {
             continue;
         }
         counts.dispatched += 1;
-        samples[4].extend(r.lateness_s.map(ns));
-        samples[5].extend(r.queue_wait_s.map(ns));
+        samples.lateness.extend(r.lateness_s.map(ns));
+        samples.queue_wait.extend(r.queue_wait_s.map(ns));
         match r.status.as_str() {
             "ok" => counts.ok += 1,
             "cancelled" => {
@@ -188,14 +221,12 @@ fn read_records(path: &Path) -> Result<([Vec<u64>; 6], Counts), Failure> {
                 )))
             }
         }
-        samples[0].extend(r.ttft_s.map(ns));
-        samples[1].extend(r.itl_s.iter().map(|&v| ns(v)));
-        samples[2].extend(r.tpot_s.map(ns));
-        samples[3].extend(r.e2e_s.map(ns));
+        samples.ttft.extend(r.ttft_s.map(ns));
+        samples.itl.extend(r.itl_s.iter().map(|&v| ns(v)));
+        samples.tpot.extend(r.tpot_s.map(ns));
+        samples.e2e.extend(r.e2e_s.map(ns));
     }
-    for values in &mut samples {
-        values.sort_unstable();
-    }
+    samples.sort();
     Ok((samples, counts))
 }
 
