@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use arbor_engine::stats::nearest_rank;
+use arbor_engine::time::secs_to_nanos;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -103,14 +104,10 @@ pub struct RunDir {
     summary: SummaryFigures,
 }
 
-/// Seconds (as a record holds them) to integer nanoseconds, as
-/// `arbor run`'s summary converts them.
+/// Seconds (as a record holds them) to integer nanoseconds; a negative
+/// (or absurd) value counts as 0, as in `arbor run`'s summary.
 fn ns(seconds: f64) -> u64 {
-    if seconds.is_finite() && seconds > 0.0 {
-        (seconds * 1e9).round() as u64
-    } else {
-        0
-    }
+    secs_to_nanos(seconds).unwrap_or(0)
 }
 
 impl RunDir {
