@@ -10,10 +10,11 @@
 //! `sample`, `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
 //! (flags to a compiled workload and policy), `report` and `progress`;
 //! then the commands `plan`, `inspect`, `convert`, `emulate`, `run`,
-//! `doctor`.
+//! `doctor`, `compare`.
 #![forbid(unsafe_code)]
 
 mod args;
+mod compare;
 mod convert;
 mod doctor;
 mod emulate;
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args, &explicit),
         Command::Emulate(args) => emulate::run(&args),
         Command::Doctor(args) => doctor::run(&args),
+        Command::Compare(args) => compare::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

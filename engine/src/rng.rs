@@ -26,6 +26,8 @@ pub enum Purpose {
     StartWindow = 6,
     /// Cache-bust markers of plays.
     CacheBust = 7,
+    /// Bootstrap resamples of `arbor compare`.
+    Bootstrap = 8,
 }
 
 /// SplitMix64 finalizer: a bijective mixer with good avalanche.

@@ -10,6 +10,7 @@
 //! of other load generators are aliases when they mean the same, refused
 //! with an explanation when they do not ([`peer`]).
 
+pub mod compare;
 mod emulator;
 mod heading;
 pub mod peer;
@@ -26,6 +27,7 @@ use serde_json::{Map, Value};
 
 use heading::{INPUT, LOAD, OUTPUT, SERVER};
 
+pub use compare::CompareArgs;
 pub use emulator::EmulatorArgs;
 pub use peer::PeerFlags;
 pub use workload::{InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
@@ -63,6 +65,10 @@ pub enum Command {
     /// tokens, whether max_completion_tokens and ignore_eos are honoured;
     /// prints findings and the `arbor run` flags to use.
     Doctor(DoctorArgs),
+    /// Compare run directories: every headline metric of BASE and each
+    /// NEW side by side, deltas with bootstrap 95 % intervals;
+    /// --fail-on makes it a CI gate (exit 1).
+    Compare(CompareArgs),
 }
 
 impl Command {
@@ -73,6 +79,7 @@ impl Command {
             Command::Run(a) => Some(&a.peer),
             Command::Doctor(a) => Some(&a.peer),
             Command::Inspect(_) | Command::Convert(_) | Command::Emulate(_) => None,
+            Command::Compare(_) => None,
         }
     }
 }

@@ -1,0 +1,264 @@
+//! `arbor compare`: two real runs against the built-in emulator (10 ms
+//! and 40 ms TTFT, one Weka trace, a few seconds each), made once and
+//! shared by the tests; hand-made run directories for faults and speed.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::{arbor, expect_exit_2, fixture, scratch, stderr, stdout};
+
+/// Runs `arbor run` on trace_0291 (32 requests) with the given TTFT.
+fn emulated_run(dir: &Path, ttft_ms: &str) -> PathBuf {
+    let out = dir.join(format!("ttft{ttft_ms}"));
+    let run = arbor(&[
+        "run",
+        fixture("trace_0291.json").to_str().unwrap(),
+        "--tool-time=zero",
+        "--think-time-pct=0",
+        "--idle-gap-cap=0.1",
+        "--itl-ms=0.2",
+        "--ttft-ms",
+        ttft_ms,
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    out
+}
+
+/// The fast run (TTFT 10 ms) and the slow one (40 ms).
+fn runs() -> &'static (PathBuf, PathBuf) {
+    static RUNS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    RUNS.get_or_init(|| {
+        let dir = scratch("compare-runs");
+        (emulated_run(&dir, "10"), emulated_run(&dir, "40"))
+    })
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn compare_json(args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut all = vec!["compare", "--json"];
+    all.extend_from_slice(args);
+    let out = arbor(&all);
+    let json = serde_json::from_str(&stdout(&out)).expect("--json prints one object");
+    (out.status.code(), json, stderr(&out))
+}
+
+fn metric<'a>(json: &'a Value, name: &str) -> &'a Value {
+    json["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == name)
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+#[test]
+fn a_run_compared_with_itself_has_zero_deltas_and_passes_every_gate() {
+    let (fast, _) = runs();
+    let gates = "ttft_p99=+0%,itl_p50=+0,tpot_p90=+0%,e2e_mean=+0,errors=+0,error_rate=+0,\
+                 requests_per_s=+0%,output_tokens_per_s=+0,cache_hit_ratio=+0,job_time_p50=+0";
+    let (code, json, err) = compare_json(&[s(fast), s(fast), "--fail-on", gates]);
+    assert_eq!(code, Some(0), "{err}");
+    let metrics = json["metrics"].as_array().unwrap();
+    assert_eq!(metrics.len(), 38);
+    for m in metrics {
+        let cell = &m["new"][0];
+        assert_eq!(cell["value"], m["base"], "{m}");
+        if !m["base"].is_null() {
+            assert_eq!(cell["delta"], 0.0, "{m}");
+            assert_eq!(cell["relative_pct"], 0.0, "{m}");
+        }
+        // Resampling the same values twice: the interval holds 0.
+        if let Some(ci) = cell["ci"].as_array() {
+            let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+            assert!(lo <= 0.0 && 0.0 <= hi, "{m}");
+        }
+    }
+    assert_eq!(
+        metric(&json, "ttft_p50")["new"][0]["ci"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(json["crossed"], 0);
+    assert_eq!(json["thresholds"].as_array().unwrap().len(), 10);
+    assert!(json["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["crossed"] == false));
+
+    // The table says the same for people.
+    let out = arbor(&["compare", s(fast), s(fast), "--fail-on", "ttft_p99=+0%"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("| ttft_p50"), "{text}");
+    assert!(text.contains("ok       ttft_p99=+0%"), "{text}");
+    assert!(!text.contains("CROSSED"), "{text}");
+}
+
+#[test]
+fn a_slower_server_is_a_ttft_regression_that_fails_the_gate() {
+    let (fast, slow) = runs();
+    let (code, json, err) =
+        compare_json(&[s(fast), s(slow), "--fail-on", "ttft_p50=+10%,errors=+0"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("threshold crossed: ttft_p50=+10%")
+            && err.contains("1 threshold crossed: ttft_p50=+10%"),
+        "{err}"
+    );
+    assert!(!err.contains("errors=+0"), "errors did not change: {err}");
+    let ttft = &metric(&json, "ttft_p50")["new"][0];
+    let delta = ttft["delta"].as_f64().unwrap();
+    assert!(
+        (20.0..45.0).contains(&delta),
+        "TTFT +30 ms expected: {ttft}"
+    );
+    let ci = ttft["ci"].as_array().unwrap();
+    assert!(
+        ci[0].as_f64().unwrap() > 0.0,
+        "the interval excludes 0: {ttft}"
+    );
+    assert!(ttft["relative_pct"].as_f64().unwrap() > 100.0, "{ttft}");
+    assert_eq!(json["crossed"], 1);
+
+    // The human form marks it too; the other direction passes.
+    let out = arbor(&["compare", s(fast), s(slow), "--fail-on", "ttft_p50=+10%"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("CROSSED  ttft_p50=+10%"),
+        "{}",
+        stdout(&out)
+    );
+    let out = arbor(&["compare", s(slow), s(fast), "--fail-on", "ttft_p50=+10%"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn the_same_inputs_and_seed_print_the_same_bytes() {
+    let (fast, slow) = runs();
+    let args = ["compare", s(fast), s(slow), s(fast), "--seed", "7"];
+    let first = arbor(&args);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_eq!(first.stdout, arbor(&args).stdout);
+    assert!(stdout(&first).contains("NEW 2"), "{}", stdout(&first));
+    let json_args = ["compare", s(fast), s(slow), "--seed", "7", "--json"];
+    let a = arbor(&json_args);
+    assert_eq!(a.stdout, arbor(&json_args).stdout);
+    // Another seed resamples differently (same point deltas).
+    let b = arbor(&["compare", s(fast), s(slow), "--seed", "8", "--json"]);
+    assert_ne!(a.stdout, b.stdout);
+}
+
+/// A copy of the fast run with its records replaced.
+fn doctored(name: &str, records: &str) -> PathBuf {
+    let (fast, _) = runs();
+    let dir = scratch(name);
+    std::fs::copy(fast.join("summary.json"), dir.join("summary.json")).unwrap();
+    std::fs::write(dir.join("records.jsonl"), records).unwrap();
+    dir
+}
+
+#[test]
+fn bad_run_directories_exit_2_naming_the_file_and_line() {
+    let (fast, _) = runs();
+    let missing = scratch("compare-missing").join("nope");
+    expect_exit_2(
+        &["compare", s(fast), s(&missing)],
+        &[
+            "nope: not a run directory",
+            "records.jsonl and summary.json",
+        ],
+    );
+    let empty = scratch("compare-empty-dir");
+    expect_exit_2(
+        &["compare", s(&empty), s(fast)],
+        &["records.jsonl: cannot read", "`arbor run` writes"],
+    );
+    let lines = std::fs::read_to_string(fast.join("records.jsonl")).unwrap();
+    let mut broken: Vec<&str> = lines.lines().collect();
+    broken[2] = "{\"status\": \"ok\", \"ttft_s\": \"fast\"}";
+    let bad = doctored("compare-bad-line", &broken.join("\n"));
+    expect_exit_2(
+        &["compare", s(fast), s(&bad)],
+        &["records.jsonl line 3: expected a record of `arbor run`"],
+    );
+    let bad = doctored("compare-not-json", "{\"status\":\"ok\"}\nnot json\n");
+    expect_exit_2(&["compare", s(&bad), s(fast)], &["records.jsonl line 2"]);
+    let bad = doctored("compare-bad-status", "{\"status\":\"maybe\"}\n");
+    expect_exit_2(
+        &["compare", s(&bad), s(fast)],
+        &["line 1: expected status ok, error or cancelled, got `maybe`"],
+    );
+    let no_summary = scratch("compare-no-summary");
+    std::fs::copy(fast.join("records.jsonl"), no_summary.join("records.jsonl")).unwrap();
+    expect_exit_2(
+        &["compare", s(fast), s(&no_summary)],
+        &["summary.json: cannot read"],
+    );
+    std::fs::write(no_summary.join("summary.json"), "{\"counts\": {}}").unwrap();
+    expect_exit_2(
+        &["compare", s(fast), s(&no_summary)],
+        &["summary.json: expected a number at `latency.job_time.count`"],
+    );
+
+    // No records at all is a comparison with empty distributions, not a fault.
+    let none = doctored("compare-no-records", "");
+    let out = arbor(&["compare", s(fast), s(&none), "--fail-on", "ttft_p50=+0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("not judged"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_bad_fail_on_exits_2_saying_what_was_expected() {
+    let (fast, _) = runs();
+    expect_exit_2(
+        &["compare", s(fast), s(fast), "--fail-on", "ttft_p98=+10%"],
+        &[
+            "--fail-on",
+            "unknown metric `ttft_p98`; expected one of ttft_mean, ttft_p50",
+        ],
+    );
+    expect_exit_2(
+        &["compare", s(fast), s(fast), "--fail-on", "ttft_p99=+ten%"],
+        &["expected +N% (relative) or +N (absolute, at least 0) after `ttft_p99=`"],
+    );
+    expect_exit_2(
+        &["compare", s(fast), s(fast), "--fail-on", "errors"],
+        &["expected METRIC=+N% or METRIC=+N"],
+    );
+    expect_exit_2(&["compare", s(fast)], &["<NEW>"]);
+}
+
+/// 100k records (ten ITL gaps each) compare in a few seconds.
+#[test]
+fn a_hundred_thousand_records_compare_quickly() {
+    let mut records = String::new();
+    for i in 0..100_000u64 {
+        let t = 0.01 + (i % 997) as f64 * 1e-5;
+        records.push_str(&format!(
+            "{{\"status\":\"ok\",\"warmup\":false,\"ttft_s\":{t},\"e2e_s\":{},\"tpot_s\":0.0002,\
+             \"itl_s\":[0.0002,0.0002,0.0001,0.0003,0.0002,0.0002,0.0002,0.0001,0.0003,{}],\
+             \"lateness_s\":0.0001,\"queue_wait_s\":0.0}}\n",
+            t * 3.0,
+            t / 10.0
+        ));
+    }
+    let big = doctored("compare-big", &records);
+    let start = Instant::now();
+    let out = arbor(&["compare", s(&big), s(&big), "--json"]);
+    let took = start.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(metric(&json, "dispatched")["base"], 100_000.0);
+}
