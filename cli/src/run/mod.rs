@@ -4,14 +4,17 @@
 //! [`Prepared`] run ([`prepare`]), the in-process emulator when there is no
 //! `--endpoint`, then [`run_against`] an endpoint: model discovery, the
 //! HTTP client and its warmed pool, the live driver with `records.jsonl`
-//! written as requests finish, Ctrl+C, the progress ticker, `summary.json`,
-//! and the console table.
+//! written as requests finish, Ctrl+C, the progress ticker, `run.json` when
+//! the clock starts, `end.json` and `summary.json` at the end ([`journal`],
+//! [`output::Summary::build`]: what `arbor summarize` rebuilds from), and
+//! the console table.
 //!
 //! The endpoint is a parameter of [`run_against`] so that the built-in
 //! emulator can be started in-process and passed in (see [`run`]).
 
 mod config;
-mod output;
+pub mod journal;
+pub mod output;
 mod prepare;
 pub mod summary;
 mod table;
@@ -35,7 +38,8 @@ use crate::progress::Ticker;
 use crate::scenario::{self, Explicit};
 use crate::{emulate, runtime, stdout};
 
-use output::RecordsFile;
+use journal::{RunEnd, RunStart};
+use output::{Completeness, RecordsFile};
 use prepare::{prepare, Prepared};
 use summary::Collector;
 
@@ -209,20 +213,30 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     };
 
     let out_dir = out.create()?;
-    // Warmups are recorded but measured nowhere; measurement starts at the
-    // profiling start (0 without a start window).
-    let window_start = scheduler
-        .policy()
-        .start_window
-        .map(|_| scheduler.profiling_start());
-    let collector = Collector::with_warmups(summary::Warmups::of(&scheduler), window_start);
-    let mut sink = RecordsFile::create(&out_dir, collector)?;
+    // A --force run leaves no end or summary of an earlier run behind: a
+    // run killed now must not be read with another run's end.
+    for stale in [journal::END_FILE, output::SUMMARY_FILE] {
+        remove_stale(&out_dir.join(stale))?;
+    }
     live::warm_pool(&live_config).await;
 
     let progress = Arc::new(Progress::default());
     let ticker = show_progress.then(|| Ticker::start(Arc::clone(&progress), planned.dispatched));
     let grace = nanos_to_secs(scheduler.policy().grace);
-    let started_at = std::time::SystemTime::now();
+    let started_at = output::utc_stamps(std::time::SystemTime::now()).1;
+    let start = RunStart::new(
+        &scheduler,
+        scenario.as_ref(),
+        started_at,
+        workload.trees.len() as u64,
+        planned,
+        config,
+    );
+    let start = journal::write_json(&out_dir, journal::RUN_FILE, &start)?;
+    // Warmups are recorded but measured nowhere; measurement starts at the
+    // profiling start (0 without a start window).
+    let collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
+    let mut sink = RecordsFile::create(&out_dir, collector)?;
     let result = live::run(
         &mut scheduler,
         Arc::clone(&workload),
@@ -237,45 +251,48 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     }
     let outcome: RunOutcome = result.map_err(|e| {
         Failure::other(format!(
-            "the run stopped: {e} (records so far are in {})",
+            "the run stopped: {e} (records so far are in {}; `arbor summarize {}` sums them up)",
+            out_dir.display(),
             out_dir.display()
         ))
     })?;
 
-    let play_turns: Vec<u32> = scheduler
-        .plays()
-        .iter()
-        .map(|p| {
-            scheduler
-                .trees()
-                .get(p.tree as usize)
-                .map_or(0, |t| t.turn_count())
-        })
-        .collect();
-    let measured = sink
-        .into_collector()
-        .map_err(|e| {
-            Failure::other(format!(
-                "{}: cannot write: {e}",
-                out_dir.join(output::RECORDS_FILE).display()
-            ))
-        })?
-        .finish(&play_turns);
-    let summary = output::Summary::new(
-        scenario.as_ref(),
-        config,
-        started_at,
-        &outcome,
-        &scheduler,
-        workload.trees.len() as u64,
-        &planned,
-        measured,
+    let collector = sink.into_collector().map_err(|e| {
+        Failure::other(format!(
+            "{}: cannot write: {e}",
+            out_dir.join(output::RECORDS_FILE).display()
+        ))
+    })?;
+    let end = journal::write_json(
+        &out_dir,
+        journal::END_FILE,
+        &RunEnd::new(&outcome, &scheduler),
+    )?;
+    let summary = output::Summary::build(
+        &start,
+        &end,
+        collector.finish(&start.tree_turns),
+        Completeness {
+            complete: true,
+            notes: Vec::new(),
+        },
     );
-    output::write_summary(&out_dir, &summary)?;
+    journal::write_atomic(&out_dir, output::SUMMARY_FILE, &summary.to_bytes()?)?;
     Ok(RunReport {
         summary,
         out: out_dir,
     })
+}
+
+/// Removes a file left by an earlier run, if there is one.
+fn remove_stale(path: &std::path::Path) -> Result<(), Failure> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Failure::other(format!(
+            "{}: cannot remove the earlier run's file: {e}",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Resolves on the first Ctrl+C; a second one quits at once (the records
