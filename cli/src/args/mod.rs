@@ -63,6 +63,9 @@ pub enum Command {
     /// tokens, whether max_completion_tokens and ignore_eos are honoured;
     /// prints findings and the `arbor run` flags to use.
     Doctor(DoctorArgs),
+    /// Rebuild summary.json of a run directory from its records.jsonl and
+    /// run.json (also after kill -9 or a second Ctrl+C).
+    Summarize(SummarizeArgs),
 }
 
 impl Command {
@@ -72,7 +75,10 @@ impl Command {
             Command::Plan(a) => Some(&a.peer),
             Command::Run(a) => Some(&a.peer),
             Command::Doctor(a) => Some(&a.peer),
-            Command::Inspect(_) | Command::Convert(_) | Command::Emulate(_) => None,
+            Command::Inspect(_)
+            | Command::Convert(_)
+            | Command::Emulate(_)
+            | Command::Summarize(_) => None,
         }
     }
 }
@@ -102,6 +108,13 @@ pub struct PlanArgs {
 
     #[command(flatten)]
     pub peer: PeerFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct SummarizeArgs {
+    /// The output directory of `arbor run`.
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ mod config;
 pub mod journal;
 pub mod output;
 mod prepare;
+pub mod records;
 pub mod summary;
 mod table;
 

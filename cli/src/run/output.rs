@@ -27,9 +27,7 @@ use crate::failure::Failure;
 
 use super::config::RunConfig;
 use super::journal::{RunEnd, RunStart};
-use super::summary::{
-    CacheReport, Collector, Facts, Latencies, Measured, Throughput, TokenReport,
-};
+use super::summary::{CacheReport, Collector, Facts, Latencies, Measured, Throughput, TokenReport};
 
 pub const RECORDS_FILE: &str = "records.jsonl";
 pub const SUMMARY_FILE: &str = "summary.json";
