@@ -23,7 +23,7 @@ use crate::failure::Failure;
 use crate::run::journal::{self, LaneEnd, RunEnd, RunStart};
 use crate::run::output::{Completeness, Summary, RECORDS_FILE, SUMMARY_FILE};
 use crate::run::records::{self, RecordLine};
-use crate::run::summary::Collector;
+use crate::run::summary::{ns, Collector};
 use crate::stdout;
 
 /// `arbor summarize`.
@@ -190,15 +190,6 @@ struct Derived {
     plays: BTreeMap<u32, (u32, u32)>,
     lane_plays: BTreeMap<u32, BTreeSet<u32>>,
     cancelled: bool,
-}
-
-/// Seconds of a record to nanoseconds.
-fn ns(seconds: f64) -> Nanos {
-    if seconds.is_finite() && seconds > 0.0 {
-        (seconds * 1e9).round() as Nanos
-    } else {
-        0
-    }
 }
 
 impl Derived {

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::report::Work;
 
 /// Seconds (as a record holds them) to integer nanoseconds.
-fn ns(seconds: f64) -> u64 {
+pub fn ns(seconds: f64) -> u64 {
     if seconds.is_finite() && seconds > 0.0 {
         (seconds * 1e9).round() as u64
     } else {

@@ -11,4 +11,5 @@ mod inspect;
 mod layout;
 mod plan;
 mod run;
+mod summarize;
 mod util;
