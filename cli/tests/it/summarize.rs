@@ -77,6 +77,50 @@ fn on_the_demo_the_rebuilt_summary_is_the_runs_own_byte_for_byte() {
     assert_eq!(run["records_schema_version"], "arbor.records/1");
 }
 
+/// A closed loop with a start window (warm turns, lanes, a recipe) comes
+/// back byte for byte too.
+#[test]
+fn a_recipe_run_with_warmups_and_lanes_is_rebuilt_byte_for_byte() {
+    let dir = scratch("summarize-recipe").join("out");
+    let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/weka-kv-cache-tester");
+    let out = arbor(&[
+        "run",
+        "--scenario",
+        "agentx-mvp",
+        "--sessions",
+        "3",
+        "--duration",
+        "2",
+        "--unsafe-override",
+        "--idle-gap-cap",
+        "0.5",
+        "--warmup-spread",
+        "0.5",
+        "--seed",
+        "7",
+        "--ttft-ms",
+        "2",
+        "--itl-ms",
+        "0.05",
+        "--out",
+        dir.to_str().unwrap(),
+        traces.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let own = fs::read(dir.join("summary.json")).unwrap();
+    fs::remove_file(dir.join("summary.json")).unwrap();
+    let out = summarize(&dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(fs::read(dir.join("summary.json")).unwrap() == own);
+    let s = summary(&dir);
+    assert!(
+        s["counts"]["warmups"].as_u64().unwrap() > 0,
+        "{}",
+        s["counts"]
+    );
+    assert_eq!(s["lanes"].as_array().map(Vec::len), Some(3));
+}
+
 #[test]
 fn a_differing_summary_is_kept_as_orig() {
     let dir = demo_copy("summarize-orig");
