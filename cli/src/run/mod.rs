@@ -244,7 +244,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         &live_config,
         &mut sink,
         &progress,
-        stop_on_ctrl_c(grace),
+        stop_on_ctrl_c(grace, out_dir.display().to_string()),
     )
     .await;
     if let Some(t) = ticker {
@@ -298,7 +298,7 @@ fn remove_stale(path: &std::path::Path) -> Result<(), Failure> {
 
 /// Resolves on the first Ctrl+C; a second one quits at once (the records
 /// written so far stay). Never resolves if the handler cannot be installed.
-async fn stop_on_ctrl_c(grace_s: f64) {
+async fn stop_on_ctrl_c(grace_s: f64, out_dir: String) {
     if tokio::signal::ctrl_c().await.is_err() {
         std::future::pending::<()>().await;
     }
@@ -306,9 +306,12 @@ async fn stop_on_ctrl_c(grace_s: f64) {
         "\narbor run: stopping: no new requests; requests in flight get up to {grace_s} s \
          (--grace); Ctrl+C again quits at once"
     );
-    tokio::spawn(async {
+    tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("arbor run: quit; records.jsonl holds every request that finished");
+            eprintln!(
+                "arbor run: quit; records.jsonl holds every request that finished \
+                 (`arbor summarize {out_dir}` sums them up)"
+            );
             std::process::exit(130);
         }
     });
