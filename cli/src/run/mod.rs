@@ -221,8 +221,6 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     }
     live::warm_pool(&live_config).await;
 
-    let progress = Arc::new(Progress::default());
-    let ticker = show_progress.then(|| Ticker::start(Arc::clone(&progress), planned.dispatched));
     let grace = nanos_to_secs(scheduler.policy().grace);
     let started_at = output::utc_stamps(std::time::SystemTime::now()).1;
     let start = RunStart::new(
@@ -238,6 +236,9 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     // profiling start (0 without a start window).
     let collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
     let mut sink = RecordsFile::create(&out_dir, collector)?;
+    let progress = Arc::new(Progress::default());
+    let ticker =
+        show_progress.then(|| Ticker::start(Arc::clone(&progress), start.planned.dispatched));
     let result = live::run(
         &mut scheduler,
         Arc::clone(&workload),
@@ -252,9 +253,9 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     }
     let outcome: RunOutcome = result.map_err(|e| {
         Failure::other(format!(
-            "the run stopped: {e} (records so far are in {}; `arbor summarize {}` sums them up)",
-            out_dir.display(),
-            out_dir.display()
+            "the run stopped: {e} (records so far are in {dir}; `arbor summarize {dir}` sums \
+             them up)",
+            dir = out_dir.display()
         ))
     })?;
 
