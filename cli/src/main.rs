@@ -10,7 +10,7 @@
 //! `sample`, `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
 //! (flags to a compiled workload and policy), `report` and `progress`;
 //! then the commands `plan`, `inspect`, `convert`, `emulate`, `run`,
-//! `doctor`, `compare`.
+//! `doctor`, `compare`, `summarize` (reads back what `run` wrote).
 #![forbid(unsafe_code)]
 
 mod args;
@@ -30,6 +30,7 @@ mod runtime;
 mod sample;
 mod scenario;
 mod stdout;
+mod summarize;
 mod tokenizer;
 
 use std::process::ExitCode;
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
         Command::Emulate(args) => emulate::run(&args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Summarize(args) => summarize::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

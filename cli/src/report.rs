@@ -15,7 +15,7 @@ use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::stats::{Distribution, Seconds};
 use arbor_engine::time::{nanos_to_secs, Nanos};
 use arbor_engine::{AgentKind, Workload};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize)]
 pub struct AgentCounts {
@@ -116,7 +116,7 @@ pub struct PlanReport {
     pub lanes: Option<Vec<LaneReport>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PolicySummary {
     pub tool_time: String,
     pub think_time: String,

@@ -69,6 +69,9 @@ pub enum Command {
     /// NEW side by side, deltas with bootstrap 95 % intervals;
     /// --fail-on makes it a CI gate (exit 1).
     Compare(CompareArgs),
+    /// Rebuild summary.json of a run directory from its records.jsonl and
+    /// run.json (also after kill -9 or a second Ctrl+C).
+    Summarize(SummarizeArgs),
 }
 
 impl Command {
@@ -78,8 +81,11 @@ impl Command {
             Command::Plan(a) => Some(&a.peer),
             Command::Run(a) => Some(&a.peer),
             Command::Doctor(a) => Some(&a.peer),
-            Command::Inspect(_) | Command::Convert(_) | Command::Emulate(_) => None,
-            Command::Compare(_) => None,
+            Command::Inspect(_)
+            | Command::Convert(_)
+            | Command::Emulate(_)
+            | Command::Compare(_)
+            | Command::Summarize(_) => None,
         }
     }
 }
@@ -109,6 +115,13 @@ pub struct PlanArgs {
 
     #[command(flatten)]
     pub peer: PeerFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct SummarizeArgs {
+    /// The output directory of `arbor run`.
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -12,16 +12,16 @@ use std::path::Path;
 
 use arbor_engine::policy::Policy;
 use arbor_engine::time::Nanos;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::args::{values, RunArgs};
 use crate::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
 use crate::report::PolicySummary;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunConfig {
-    pub arbor_version: &'static str,
+    pub arbor_version: String,
     /// The inputs as `arbor plan` describes them.
     pub inputs: String,
     pub input_paths: Vec<String>,
@@ -35,11 +35,11 @@ pub struct RunConfig {
     pub endpoint: Option<String>,
     /// The URL every request went to, redacted.
     pub url: Option<String>,
-    pub api: &'static str,
+    pub api: String,
     pub model: Option<String>,
     /// `flag` (--model) or `server` (first id of /v1/models).
-    pub model_from: Option<&'static str>,
-    pub max_tokens_field: &'static str,
+    pub model_from: Option<String>,
+    pub max_tokens_field: String,
     pub ignore_eos: bool,
     pub extra_body: Option<Map<String, Value>>,
     /// `--header` names and values; credential values redacted.
@@ -79,7 +79,7 @@ impl RunConfig {
                 .or_insert(shown);
         }
         RunConfig {
-            arbor_version: env!("CARGO_PKG_VERSION"),
+            arbor_version: env!("CARGO_PKG_VERSION").to_string(),
             inputs: description.to_string(),
             input_paths: args
                 .input
@@ -94,10 +94,10 @@ impl RunConfig {
             service: service.to_string(),
             endpoint: None,
             url: None,
-            api: values::api_name(requests.api),
+            api: values::api_name(requests.api).to_string(),
             model: requests.model.clone(),
-            model_from: requests.model.as_ref().map(|_| "flag"),
-            max_tokens_field: requests.max_tokens_field.name(),
+            model_from: requests.model.as_ref().map(|_| "flag".to_string()),
+            max_tokens_field: requests.max_tokens_field.name().to_string(),
             ignore_eos: requests.ignore_eos,
             extra_body: requests.extra_body.clone(),
             headers,
@@ -122,7 +122,7 @@ impl RunConfig {
         self.endpoint = Some(redact_url(endpoint));
         self.url = Some(redact_url(url));
         self.model = Some(model.to_string());
-        self.model_from = Some(model_from);
+        self.model_from = Some(model_from.to_string());
         self.warm_connections = warm_connections;
     }
 }

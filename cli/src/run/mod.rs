@@ -4,15 +4,19 @@
 //! [`Prepared`] run ([`prepare`]), the in-process emulator when there is no
 //! `--endpoint`, then [`run_against`] an endpoint: model discovery, the
 //! HTTP client and its warmed pool, the live driver with `records.jsonl`
-//! written as requests finish, Ctrl+C, the progress ticker, `summary.json`,
-//! and the console table.
+//! written as requests finish, Ctrl+C, the progress ticker, `run.json` when
+//! the clock starts, `end.json` and `summary.json` at the end ([`journal`],
+//! [`output::Summary::build`]: what `arbor summarize` rebuilds from), and
+//! the console table.
 //!
 //! The endpoint is a parameter of [`run_against`] so that the built-in
 //! emulator can be started in-process and passed in (see [`run`]).
 
 mod config;
-mod output;
+pub mod journal;
+pub mod output;
 mod prepare;
+pub mod records;
 pub mod summary;
 mod table;
 
@@ -35,7 +39,8 @@ use crate::progress::Ticker;
 use crate::scenario::{self, Explicit};
 use crate::{emulate, runtime, stdout};
 
-use output::RecordsFile;
+use journal::{RunEnd, RunStart};
+use output::{Completeness, RecordsFile};
 use prepare::{prepare, Prepared};
 use summary::Collector;
 
@@ -209,27 +214,38 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     };
 
     let out_dir = out.create()?;
-    // Warmups are recorded but measured nowhere; measurement starts at the
-    // profiling start (0 without a start window).
-    let window_start = scheduler
-        .policy()
-        .start_window
-        .map(|_| scheduler.profiling_start());
-    let collector = Collector::with_warmups(summary::Warmups::of(&scheduler), window_start);
-    let mut sink = RecordsFile::create(&out_dir, collector)?;
+    // A --force run leaves no end or summary of an earlier run behind: a
+    // run killed now must not be read with another run's end.
+    for stale in [journal::END_FILE, output::SUMMARY_FILE] {
+        remove_stale(&out_dir.join(stale))?;
+    }
     live::warm_pool(&live_config).await;
 
-    let progress = Arc::new(Progress::default());
-    let ticker = show_progress.then(|| Ticker::start(Arc::clone(&progress), planned.dispatched));
     let grace = nanos_to_secs(scheduler.policy().grace);
-    let started_at = std::time::SystemTime::now();
+    let started_at = output::utc_stamps(std::time::SystemTime::now()).1;
+    let start = RunStart::new(
+        &scheduler,
+        scenario.as_ref(),
+        started_at,
+        workload.trees.len() as u64,
+        planned,
+        config,
+    );
+    let start = journal::write_json(&out_dir, journal::RUN_FILE, &start)?;
+    // Warmups are recorded but measured nowhere; measurement starts at the
+    // profiling start (0 without a start window).
+    let collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
+    let mut sink = RecordsFile::create(&out_dir, collector)?;
+    let progress = Arc::new(Progress::default());
+    let ticker =
+        show_progress.then(|| Ticker::start(Arc::clone(&progress), start.planned.dispatched));
     let result = live::run(
         &mut scheduler,
         Arc::clone(&workload),
         &live_config,
         &mut sink,
         &progress,
-        stop_on_ctrl_c(grace),
+        stop_on_ctrl_c(grace, out_dir.display().to_string()),
     )
     .await;
     if let Some(t) = ticker {
@@ -237,50 +253,53 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     }
     let outcome: RunOutcome = result.map_err(|e| {
         Failure::other(format!(
-            "the run stopped: {e} (records so far are in {})",
-            out_dir.display()
+            "the run stopped: {e} (records so far are in {dir}; `arbor summarize {dir}` sums \
+             them up)",
+            dir = out_dir.display()
         ))
     })?;
 
-    let play_turns: Vec<u32> = scheduler
-        .plays()
-        .iter()
-        .map(|p| {
-            scheduler
-                .trees()
-                .get(p.tree as usize)
-                .map_or(0, |t| t.turn_count())
-        })
-        .collect();
-    let measured = sink
-        .into_collector()
-        .map_err(|e| {
-            Failure::other(format!(
-                "{}: cannot write: {e}",
-                out_dir.join(output::RECORDS_FILE).display()
-            ))
-        })?
-        .finish(&play_turns);
-    let summary = output::Summary::new(
-        scenario.as_ref(),
-        config,
-        started_at,
-        &outcome,
-        &scheduler,
-        workload.trees.len() as u64,
-        &planned,
-        measured,
+    let collector = sink.into_collector().map_err(|e| {
+        Failure::other(format!(
+            "{}: cannot write: {e}",
+            out_dir.join(output::RECORDS_FILE).display()
+        ))
+    })?;
+    let end = journal::write_json(
+        &out_dir,
+        journal::END_FILE,
+        &RunEnd::new(&outcome, &scheduler),
+    )?;
+    let summary = output::Summary::build(
+        &start,
+        &end,
+        collector.finish(&start.tree_turns),
+        Completeness {
+            complete: true,
+            notes: Vec::new(),
+        },
     );
-    output::write_summary(&out_dir, &summary)?;
+    journal::write_atomic(&out_dir, output::SUMMARY_FILE, &summary.to_bytes()?)?;
     Ok(RunReport {
         summary,
         out: out_dir,
     })
 }
 
+/// Removes a file left by an earlier run, if there is one.
+fn remove_stale(path: &std::path::Path) -> Result<(), Failure> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Failure::other(format!(
+            "{}: cannot remove the earlier run's file: {e}",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Resolves on the first Ctrl+C; a second one quits at once (the records
 /// written so far stay). Never resolves if the handler cannot be installed.
-async fn stop_on_ctrl_c(grace_s: f64) {
+async fn stop_on_ctrl_c(grace_s: f64, out_dir: String) {
     if tokio::signal::ctrl_c().await.is_err() {
         std::future::pending::<()>().await;
     }
@@ -288,9 +307,12 @@ async fn stop_on_ctrl_c(grace_s: f64) {
         "\narbor run: stopping: no new requests; requests in flight get up to {grace_s} s \
          (--grace); Ctrl+C again quits at once"
     );
-    tokio::spawn(async {
+    tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("arbor run: quit; records.jsonl holds every request that finished");
+            eprintln!(
+                "arbor run: quit; records.jsonl holds every request that finished \
+                 (`arbor summarize {out_dir}` sums them up)"
+            );
             std::process::exit(130);
         }
     });

@@ -1,8 +1,11 @@
 //! The output directory of `arbor run`: `records.jsonl`, written a line at
-//! a time as requests finish, and `summary.json`, written at the end.
+//! a time as requests finish, and `summary.json`, written at the end (with
+//! `run.json` and `end.json` of [`super::journal`] beside them).
 //!
 //! Owns the directory rules (an existing non-empty directory is refused
-//! unless `--force`), the record sink, and the shape of `summary.json`.
+//! unless `--force`), the record sink, and the shape of `summary.json`
+//! ([`Summary::build`], the one function `arbor run` and `arbor summarize`
+//! both call).
 //!
 //! Records are serialized as their requests finish and handed to the file
 //! at the end of the driver loop's turn that finished them (one `write` for
@@ -16,25 +19,15 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use arbor_backends::live::record::RequestRecord;
-use arbor_backends::live::{RecordSink, RunOutcome};
-use arbor_engine::scheduler::Scheduler;
+use arbor_backends::live::RecordSink;
 use arbor_engine::time::nanos_to_secs;
 use serde::Serialize;
 
 use crate::failure::Failure;
 
 use super::config::RunConfig;
-use super::summary::{CacheReport, Collector, Latencies, Measured, Throughput, TokenReport};
-
-/// What the planned side (the same workload on the virtual clock) says.
-#[derive(Debug, Clone)]
-pub struct Planned {
-    pub service: String,
-    pub peak_inflight: u32,
-    pub peak_inflight_at_s: f64,
-    /// Requests the plan dispatches (the progress bar's length).
-    pub dispatched: u64,
-}
+use super::journal::{RunEnd, RunStart};
+use super::summary::{CacheReport, Collector, Facts, Latencies, Measured, Throughput, TokenReport};
 
 pub const RECORDS_FILE: &str = "records.jsonl";
 pub const SUMMARY_FILE: &str = "summary.json";
@@ -134,7 +127,7 @@ impl RecordSink for RecordsFile {
     fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
         serde_json::to_writer(&mut self.pending, record).map_err(io::Error::other)?;
         self.pending.push(b'\n');
-        self.collector.add_marked(record, record.warmup);
+        self.collector.add(&Facts::from(record));
         if self.pending.len() >= FLUSH_BYTES {
             self.write_pending()?;
         }
@@ -199,10 +192,21 @@ pub struct LaneSummary {
     pub stalled: bool,
 }
 
+/// The schema of `summary.json`.
+pub const SUMMARY_SCHEMA: &str = "arbor.summary/1";
+
 /// `summary.json`.
 #[derive(Debug, Serialize)]
 pub struct Summary {
-    pub arbor_version: &'static str,
+    pub schema_version: &'static str,
+    /// The version of the arbor that ran (from `run.json`).
+    pub arbor_version: String,
+    /// False when the run did not end cleanly (no `end.json`): the figures
+    /// only the end knows are derived from the records (see `notes`).
+    pub complete: bool,
+    /// What a rebuild had to derive or skip; absent when nothing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// The recipe (`--scenario`), if any.
     pub scenario: Option<String>,
     /// With a scenario: whether the run can be submitted, and why not.
@@ -231,67 +235,86 @@ pub struct Summary {
     pub config: RunConfig,
 }
 
+/// Whether the run ended cleanly, and what a rebuild had to say.
+#[derive(Debug, Clone, Default)]
+pub struct Completeness {
+    pub complete: bool,
+    pub notes: Vec<String>,
+}
+
+/// The submission reason of a run that did not end cleanly.
+pub const RUN_INCOMPLETE: &str = "the run did not end cleanly (no end.json)";
+
 impl Summary {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        scenario: Option<&crate::scenario::Applied>,
-        config: RunConfig,
-        started_at: SystemTime,
-        outcome: &RunOutcome,
-        scheduler: &Scheduler,
-        trees: u64,
-        planned: &Planned,
+    /// The summary of a run: what it knew at the start, at the end, and
+    /// what its records add up to. `arbor run` and `arbor summarize` both
+    /// build it here, from the same files.
+    pub fn build(
+        start: &RunStart,
+        end: &RunEnd,
         measured: Measured,
+        completeness: Completeness,
     ) -> Summary {
-        let stats = scheduler.stats();
-        let reasons = scenario.map(|a| {
+        let reasons = start.scenario.as_ref().map(|s| {
+            let applied = crate::scenario::Applied {
+                name: crate::scenario::AGENTX_MVP,
+                overridden: s.overridden.clone(),
+            };
             let overflows = measured
                 .errors
                 .get("context_overflow")
                 .copied()
                 .unwrap_or(0);
-            crate::scenario::invalid_reasons(
-                a,
+            let mut reasons = crate::scenario::invalid_reasons(
+                &applied,
                 overflows,
                 measured.requests.dispatched,
-                outcome.cancelled,
-            )
+                end.cancelled,
+            );
+            if !completeness.complete {
+                reasons.push(RUN_INCOMPLETE.to_string());
+            }
+            reasons
         });
-        let lanes = scheduler.policy().sessions.map(|_| {
-            scheduler
-                .lanes()
-                .iter()
-                .enumerate()
-                .map(|(i, l)| LaneSummary {
-                    lane: i as u32,
-                    plays: l.plays,
-                    recycles: l.plays.saturating_sub(1),
-                    t_star_s: l.t_star.map(nanos_to_secs),
-                    warmups: l.warmups,
-                    stalled: l.stalled,
+        let lanes = start.lanes.as_ref().map(|lanes| {
+            (0u32..)
+                .zip(lanes)
+                .map(|(i, l)| {
+                    let at_end = end.lanes.get(i as usize).cloned().unwrap_or_default();
+                    LaneSummary {
+                        lane: i,
+                        plays: at_end.plays,
+                        recycles: at_end.plays.saturating_sub(1),
+                        t_star_s: l.t_star_ns.map(nanos_to_secs),
+                        warmups: l.warmups,
+                        stalled: at_end.stalled,
+                    }
                 })
                 .collect()
         });
         Summary {
-            arbor_version: env!("CARGO_PKG_VERSION"),
-            scenario: scenario.map(|a| a.name.to_string()),
+            schema_version: SUMMARY_SCHEMA,
+            arbor_version: start.arbor_version.clone(),
+            complete: completeness.complete,
+            notes: completeness.notes,
+            scenario: start.scenario.as_ref().map(|s| s.name.clone()),
             submission_valid: reasons.as_ref().map(Vec::is_empty),
             submission_invalid_reasons: reasons,
-            profiling_start_s: nanos_to_secs(scheduler.profiling_start()),
-            started_at: utc_stamps(started_at).1,
-            cancelled: outcome.cancelled,
-            elapsed_s: nanos_to_secs(outcome.elapsed),
+            profiling_start_s: nanos_to_secs(end.profiling_start_ns),
+            started_at: start.started_at.clone(),
+            cancelled: end.cancelled,
+            elapsed_s: nanos_to_secs(end.elapsed_ns),
             counts: Counts {
                 dispatched: measured.requests.dispatched,
                 warmups: measured.requests.warmups,
                 ok: measured.requests.ok,
                 failed: measured.requests.failed,
                 cancelled: measured.requests.cancelled,
-                skipped: stats.skipped,
-                trees,
-                plays: stats.plays_started,
-                plays_done: stats.plays_done,
-                plays_not_started: stats.plays_not_started,
+                skipped: end.skipped,
+                trees: start.trees,
+                plays: end.plays_started,
+                plays_done: end.plays_done,
+                plays_not_started: end.plays_not_started,
                 plays_complete: measured.plays_complete,
                 plays_incomplete: measured.plays_incomplete,
             },
@@ -301,30 +324,29 @@ impl Summary {
             errors: measured.errors,
             tokens: measured.tokens,
             concurrency: Concurrency {
-                planned_peak: planned.peak_inflight,
-                planned_peak_at_s: planned.peak_inflight_at_s,
-                planned_service: planned.service.clone(),
-                observed_peak: outcome.observed_peak_inflight,
-                scheduler_peak: stats.peak_inflight,
-                scheduler_peak_at_s: nanos_to_secs(stats.peak_inflight_at),
+                planned_peak: start.planned.peak_inflight,
+                planned_peak_at_s: start.planned.peak_inflight_at_s,
+                planned_service: start.planned.service.clone(),
+                observed_peak: end.observed_peak,
+                scheduler_peak: end.scheduler_peak,
+                scheduler_peak_at_s: nanos_to_secs(end.scheduler_peak_at_ns),
             },
             idle: Idle {
-                shifts: stats.idle_shifts,
-                skipped_s: nanos_to_secs(stats.idle_skipped),
+                shifts: end.idle_shifts,
+                skipped_s: nanos_to_secs(end.idle_skipped_ns),
             },
             lanes,
-            config,
+            config: start.config.clone(),
         }
     }
-}
 
-pub fn write_summary(dir: &Path, summary: &Summary) -> Result<(), Failure> {
-    let path = dir.join(SUMMARY_FILE);
-    let mut text = serde_json::to_vec_pretty(summary)
-        .map_err(|e| Failure::other(format!("{}: cannot serialize: {e}", path.display())))?;
-    text.push(b'\n');
-    fs::write(&path, text)
-        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))
+    /// Pretty JSON with a final newline: the bytes of `summary.json`.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, Failure> {
+        let mut text = serde_json::to_vec_pretty(self)
+            .map_err(|e| Failure::other(format!("{SUMMARY_FILE}: cannot serialize: {e}")))?;
+        text.push(b'\n');
+        Ok(text)
+    }
 }
 
 /// (`YYYYmmdd-HHMMSS`, `YYYY-mm-ddTHH:MM:SSZ`) of a time, in UTC.

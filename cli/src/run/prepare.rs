@@ -18,7 +18,8 @@ use crate::progress;
 use crate::scenario::Applied;
 
 use super::config::RunConfig;
-use super::output::{self, OutputDir, Planned};
+use super::journal::Planned;
+use super::output::{self, OutputDir};
 
 /// A run ready to go, whatever the endpoint.
 pub struct Prepared {

@@ -5,7 +5,13 @@
 //! [`RequestRecord`] as it is written and keeps only compact per-request
 //! values (integer nanoseconds in `Vec<u64>`, inter-token latencies in an
 //! HDR histogram since there can be millions); [`Collector::finish`] turns
-//! them into [`Measured`]. Failed and cancelled requests are counted but
+//! them into [`Measured`]. The collector reads a record through [`Facts`],
+//! a borrowed view that `arbor run` takes of a [`RequestRecord`] in memory
+//! and `arbor summarize` of a line parsed back from `records.jsonl`: both
+//! feed the same numbers (every time is a whole number of nanoseconds over
+//! 1e9, which JSON carries exactly; TPOT, a quotient, is recomputed here
+//! from the stamps as the record computed it), so both add up to the same
+//! summary. Failed and cancelled requests are counted but
 //! kept out of the server latency distributions (TTFT, ITL, TPOT, E2E);
 //! lateness and queue wait describe the client's schedule and cover every
 //! request that has the stamp.
@@ -15,16 +21,86 @@ use std::collections::BTreeMap;
 use arbor_backends::live::record::{RequestRecord, TokenSource};
 use arbor_engine::stats::{Distribution, Seconds};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::report::Work;
 
 /// Seconds (as a record holds them) to integer nanoseconds.
-fn ns(seconds: f64) -> u64 {
+pub fn ns(seconds: f64) -> u64 {
     if seconds.is_finite() && seconds > 0.0 {
         (seconds * 1e9).round() as u64
     } else {
         0
+    }
+}
+
+/// What the collector reads of one record (one line of `records.jsonl`).
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    pub tree_index: u32,
+    pub agent: &'a str,
+    pub turn: u32,
+    pub lane: Option<u32>,
+    pub play: u32,
+    pub warmup: bool,
+    /// `ok`, `error` or `cancelled`.
+    pub status: &'a str,
+    /// The error's category, when the request failed.
+    pub error_category: Option<&'a str>,
+    pub sent_s: Option<f64>,
+    pub first_content_s: Option<f64>,
+    pub done_s: Option<f64>,
+    pub queue_wait_s: f64,
+    pub lateness_s: Option<f64>,
+    pub ttft_s: Option<f64>,
+    pub e2e_s: Option<f64>,
+    pub itl_s: &'a [f64],
+    pub planned_input_tokens: u32,
+    pub input_tokens: u64,
+    pub input_tokens_source: TokenSource,
+    pub output_tokens: u64,
+    pub output_tokens_source: TokenSource,
+    pub cached_tokens: Option<u64>,
+}
+
+impl<'a> From<&'a RequestRecord> for Facts<'a> {
+    fn from(r: &'a RequestRecord) -> Facts<'a> {
+        Facts {
+            tree_index: r.tree_index,
+            agent: &r.agent,
+            turn: r.turn,
+            lane: r.lane,
+            play: r.play,
+            warmup: r.warmup,
+            status: r.status,
+            error_category: r.error.as_ref().map(|e| e.category.as_str()),
+            sent_s: r.sent_s,
+            first_content_s: r.first_content_s,
+            done_s: r.done_s,
+            queue_wait_s: r.queue_wait_s,
+            lateness_s: r.lateness_s,
+            ttft_s: r.ttft_s,
+            e2e_s: r.e2e_s,
+            itl_s: &r.itl_s,
+            planned_input_tokens: r.planned_input_tokens,
+            input_tokens: r.input_tokens,
+            input_tokens_source: r.input_tokens_source,
+            output_tokens: r.output_tokens,
+            output_tokens_source: r.output_tokens_source,
+            cached_tokens: r.cached_tokens,
+        }
+    }
+}
+
+impl Facts<'_> {
+    /// TPOT in nanoseconds, computed from the stamps exactly as the record
+    /// computes `tpot_s` (whose 17-digit text may not read back to the same
+    /// bits).
+    fn tpot_ns(&self) -> Option<u64> {
+        let first = ns(self.first_content_s?);
+        let done = ns(self.done_s?);
+        (self.output_tokens > 1 && done >= first)
+            .then(|| ns((done - first) as f64 / 1e9 / (self.output_tokens - 1) as f64))
     }
 }
 
@@ -173,24 +249,30 @@ pub struct Measured {
 /// Per play: what the records said so far.
 #[derive(Debug, Clone, Copy, Default)]
 struct PlaySpan {
+    tree_index: u32,
     first_sent: Option<u64>,
     last_done: Option<u64>,
     records: u32,
     cancelled: bool,
 }
 
+/// A lane's first tree and its warm turns by agent (turn in agent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WarmTurns {
+    pub tree_index: u32,
+    pub turns: BTreeMap<String, Vec<u32>>,
+}
+
 /// Which records are warmups: those marked `"warmup": true`, and, from
 /// the scheduler's plan, the warm turns (agent, turn in agent) of each
 /// lane's first play (its first play is the play of the lane's first
 /// record: a lane's next play starts only once the first one drained).
-/// A lane's first tree and its warm turns by agent (turn in agent).
-type WarmTurns = (u32, BTreeMap<String, Vec<u32>>);
-
-#[derive(Debug, Clone, Default)]
+/// Serialized in `run.json` as the list of lanes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Warmups {
     /// Per lane: the tree of its first play and its warm turns.
     lanes: Vec<Option<WarmTurns>>,
-    first_play: Vec<Option<u32>>,
 }
 
 impl Warmups {
@@ -212,32 +294,35 @@ impl Warmups {
                     let agent = tree.agent_ids[tree.agent_of[w] as usize].clone();
                     turns.entry(agent).or_default().push(tree.index_in_agent[w]);
                 }
-                Some((tree_index, turns))
+                Some(WarmTurns { tree_index, turns })
             })
             .collect();
-        Warmups {
-            first_play: vec![None; lanes.len()],
-            lanes,
-        }
+        Warmups { lanes }
     }
 
-    fn is_warmup(&mut self, r: &RequestRecord) -> bool {
+    /// `first_play[lane]`: the play of the lane's first record, set here.
+    fn is_warmup(&self, first_play: &mut Vec<Option<u32>>, r: &Facts) -> bool {
         let Some(lane) = r.lane.map(|l| l as usize) else {
             return false;
         };
-        let Some(Some((tree, turns))) = self.lanes.get(lane) else {
+        let Some(Some(warm)) = self.lanes.get(lane) else {
             return false;
         };
-        let first = *self.first_play[lane].get_or_insert(r.play);
+        if first_play.len() <= lane {
+            first_play.resize(lane + 1, None);
+        }
+        let first = *first_play[lane].get_or_insert(r.play);
         first == r.play
-            && *tree == r.tree_index
-            && turns.get(&r.agent).is_some_and(|t| t.contains(&r.turn))
+            && warm.tree_index == r.tree_index
+            && warm.turns.get(r.agent).is_some_and(|t| t.contains(&r.turn))
     }
 }
 
 /// Takes records as they are written; keeps compact values.
 pub struct Collector {
     warmups: Warmups,
+    /// Per lane: the play of its first record.
+    first_play: Vec<Option<u32>>,
     /// Measurement starts here at the latest (ns since the run epoch).
     window_start: Option<u64>,
     counts: RequestCounts,
@@ -269,6 +354,7 @@ impl Collector {
     pub fn new() -> Collector {
         Collector {
             warmups: Warmups::default(),
+            first_play: Vec::new(),
             window_start: None,
             counts: RequestCounts::default(),
             ttft: Vec::new(),
@@ -307,17 +393,13 @@ impl Collector {
         }
     }
 
-    #[cfg(test)]
-    pub fn add(&mut self, r: &RequestRecord) {
-        self.add_marked(r, false);
-    }
-
-    /// `marked`: the record says it is a warmup (`"warmup": true`).
-    pub fn add_marked(&mut self, r: &RequestRecord, marked: bool) {
+    /// One record; a warmup (marked `"warmup": true`, or a warm turn of
+    /// the plan) is counted and measured nowhere.
+    pub fn add(&mut self, r: &Facts) {
         // Every record passes through here, so the lane's first play is
         // seen even when the record is marked.
-        let planned_warmup = self.warmups.is_warmup(r);
-        if marked || planned_warmup {
+        let planned_warmup = self.warmups.is_warmup(&mut self.first_play, r);
+        if r.warmup || planned_warmup {
             self.counts.warmups += 1;
             return;
         }
@@ -340,6 +422,7 @@ impl Collector {
             self.plays.resize(play + 1, PlaySpan::default());
         }
         let span = &mut self.plays[play];
+        span.tree_index = r.tree_index;
         span.records += 1;
         if let Some(s) = sent {
             span.first_sent = Some(span.first_sent.map_or(s, |f| f.min(s)));
@@ -357,7 +440,7 @@ impl Collector {
             }
             _ => {
                 self.counts.failed += 1;
-                let category = r.error.as_ref().map_or("unknown", |e| e.category.as_str());
+                let category = r.error_category.unwrap_or("unknown");
                 *self.errors.entry(category.to_string()).or_insert(0) += 1;
                 return;
             }
@@ -367,13 +450,13 @@ impl Collector {
         if let Some(v) = r.ttft_s {
             self.ttft.push(ns(v));
         }
-        if let Some(v) = r.tpot_s {
-            self.tpot.push(ns(v));
+        if let Some(v) = r.tpot_ns() {
+            self.tpot.push(v);
         }
         if let Some(v) = r.e2e_s {
             self.e2e.push(ns(v));
         }
-        for &gap in &r.itl_s {
+        for &gap in r.itl_s {
             let v = ns(gap);
             // Auto-resizing: `record` grows the range; saturating would clamp.
             if self.itl.record(v).is_err() {
@@ -397,18 +480,20 @@ impl Collector {
         }
     }
 
-    /// The summary. `play_turns[p]` is how many turns play `p` has (from
-    /// the scheduler); a play with fewer records (turns skipped) or a
-    /// cancelled request is left out of `job_time`. Plays beyond the slice
-    /// are judged by their records alone.
-    pub fn finish(mut self, play_turns: &[u32]) -> Measured {
+    /// The summary. `tree_turns[t]` is how many turns tree `t` has (a play
+    /// has its tree's); a play with fewer records (turns skipped) or a
+    /// cancelled request is left out of `job_time`. Plays of trees beyond
+    /// the slice are judged by their records alone.
+    pub fn finish(mut self, tree_turns: &[u32]) -> Measured {
         let mut job = Vec::new();
         let mut incomplete = 0;
-        for (p, span) in self.plays.iter().enumerate() {
+        for span in &self.plays {
             if span.records == 0 {
                 continue;
             }
-            let all_there = play_turns.get(p).is_none_or(|&t| span.records >= t);
+            let all_there = tree_turns
+                .get(span.tree_index as usize)
+                .is_none_or(|&t| span.records >= t);
             match (span.first_sent, span.last_done) {
                 (Some(s), Some(d)) if all_there && !span.cancelled && d >= s => job.push(d - s),
                 _ => incomplete += 1,
@@ -485,7 +570,7 @@ mod tests {
         RequestIdentity {
             request,
             tree: "t".into(),
-            tree_index: 0,
+            tree_index: play,
             agent: "a".into(),
             turn: request as u32,
             copy: 0,
@@ -517,12 +602,13 @@ mod tests {
         r
     }
 
-    fn collect(items: Vec<(RequestIdentity, Response)>, play_turns: &[u32]) -> Measured {
+    /// Play `p` is a play of tree `p`: `tree_turns` gives each play's turns.
+    fn collect(items: Vec<(RequestIdentity, Response)>, tree_turns: &[u32]) -> Measured {
         let mut c = Collector::new();
         for (id, r) in items {
-            c.add(&RequestRecord::new(id, &r));
+            c.add(&Facts::from(&RequestRecord::new(id, &r)));
         }
-        c.finish(play_turns)
+        c.finish(tree_turns)
     }
 
     #[test]
@@ -679,10 +765,10 @@ mod tests {
             })
             .collect();
         let done = *chunks.last().unwrap();
-        c.add(&RequestRecord::new(
+        c.add(&Facts::from(&RequestRecord::new(
             identity(0, 0, 0, 0),
             &record(0, &chunks, done),
-        ));
+        )));
         let m = c.finish(&[]);
         let itl = m.latency.itl;
         assert_eq!(itl.count, 1000);
@@ -695,10 +781,12 @@ mod tests {
     #[test]
     fn marked_warmups_are_counted_and_measured_nowhere() {
         let mut c = Collector::with_warmups(Warmups::default(), Some(500 * MS));
-        let warm = RequestRecord::new(identity(0, 0, 0, 0), &record(0, &[100, 200], 300));
-        c.add_marked(&warm, true);
+        let mut warm = identity(0, 0, 0, 0);
+        warm.warmup = true;
+        let warm = RequestRecord::new(warm, &record(0, &[100, 200], 300));
+        c.add(&Facts::from(&warm));
         let r = RequestRecord::new(identity(1, 0, 900, 900), &record(1000, &[1100, 1200], 1500));
-        c.add_marked(&r, false);
+        c.add(&Facts::from(&r));
         let m = c.finish(&[]);
         assert_eq!((m.requests.dispatched, m.requests.warmups), (1, 1));
         assert_eq!(m.latency.ttft.count, 1);

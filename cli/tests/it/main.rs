@@ -12,4 +12,5 @@ mod inspect;
 mod layout;
 mod plan;
 mod run;
+mod summarize;
 mod util;

@@ -1,0 +1,222 @@
+//! What a run writes beside its records so that `summary.json` can be
+//! rebuilt from the directory alone: `run.json`, written when the clock
+//! starts (everything the summary needs that is not measured), and
+//! `end.json`, written when the run ends cleanly (what only the end knows).
+//!
+//! Owns the two files' shapes, their schema versions (and the records'
+//! one, named in `run.json`), and the atomic write every file of the
+//! directory but `records.jsonl` goes through (a temporary file, then a
+//! rename: a reader sees the old file or the new one, never half of one).
+//! Times are integer nanoseconds since the run's epoch.
+
+use std::fs;
+use std::path::Path;
+
+use arbor_backends::live::RunOutcome;
+use arbor_engine::scheduler::Scheduler;
+use arbor_engine::time::Nanos;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::failure::Failure;
+
+use super::config::RunConfig;
+use super::summary::Warmups;
+
+pub const RUN_FILE: &str = "run.json";
+pub const END_FILE: &str = "end.json";
+/// The schema of `run.json`.
+pub const RUN_SCHEMA: &str = "arbor.run/1";
+/// The schema of `end.json`.
+pub const END_SCHEMA: &str = "arbor.end/1";
+/// The schema of a line of `records.jsonl` (named in `run.json`, not on
+/// every line).
+pub const RECORDS_SCHEMA: &str = "arbor.records/1";
+
+/// What the planned side (the same workload on the virtual clock) says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Planned {
+    pub service: String,
+    pub peak_inflight: u32,
+    pub peak_inflight_at_s: f64,
+    /// Requests the plan dispatches (the progress bar's length).
+    pub dispatched: u64,
+}
+
+/// The recipe a run followed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScenarioStart {
+    pub name: String,
+    /// Conflicting flags run anyway with `--unsafe-override`.
+    pub overridden: Vec<String>,
+}
+
+/// A lane of a closed loop, as planned.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LaneStart {
+    /// With a start window: where the lane enters its first tree.
+    pub t_star_ns: Option<Nanos>,
+    /// Warmup requests of its first play.
+    pub warmups: u32,
+}
+
+/// `run.json`: what the run knew when its clock started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunStart {
+    pub schema_version: String,
+    /// The schema of every line of `records.jsonl`.
+    pub records_schema_version: String,
+    pub arbor_version: String,
+    /// Wall-clock start, UTC, `YYYY-mm-ddTHH:MM:SSZ`.
+    pub started_at: String,
+    pub scenario: Option<ScenarioStart>,
+    /// Trees in the workload (one copy).
+    pub trees: u64,
+    /// Turns of each tree, by `tree_index` (a play has its tree's turns).
+    pub tree_turns: Vec<u32>,
+    pub planned: Planned,
+    /// Where measurement is planned to start (0 without a start window).
+    pub profiling_start_ns: Nanos,
+    /// With a start window: the throughput window starts here at the
+    /// latest.
+    pub window_start_ns: Option<Nanos>,
+    /// The warm turns of each lane's first play (start window only).
+    pub warmups: Warmups,
+    /// With `--sessions`.
+    pub lanes: Option<Vec<LaneStart>>,
+    pub config: RunConfig,
+}
+
+impl RunStart {
+    /// What `scheduler` (not yet run) and the run's setup say.
+    pub fn new(
+        scheduler: &Scheduler,
+        scenario: Option<&crate::scenario::Applied>,
+        started_at: String,
+        trees: u64,
+        planned: Planned,
+        config: RunConfig,
+    ) -> RunStart {
+        let window_start_ns = scheduler
+            .policy()
+            .start_window
+            .map(|_| scheduler.profiling_start());
+        RunStart {
+            schema_version: RUN_SCHEMA.to_string(),
+            records_schema_version: RECORDS_SCHEMA.to_string(),
+            arbor_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at,
+            scenario: scenario.map(|a| ScenarioStart {
+                name: a.name.to_string(),
+                overridden: a.overridden.clone(),
+            }),
+            trees,
+            tree_turns: scheduler.trees().iter().map(|t| t.turn_count()).collect(),
+            planned,
+            profiling_start_ns: scheduler.profiling_start(),
+            window_start_ns,
+            warmups: Warmups::of(scheduler),
+            lanes: scheduler.policy().sessions.map(|_| {
+                scheduler
+                    .lanes()
+                    .iter()
+                    .map(|l| LaneStart {
+                        t_star_ns: l.t_star,
+                        warmups: l.warmups,
+                    })
+                    .collect()
+            }),
+            config,
+        }
+    }
+}
+
+/// A lane of a closed loop, at the end.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LaneEnd {
+    pub plays: u32,
+    pub stalled: bool,
+}
+
+/// `end.json`: what only the end of the run knew.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunEnd {
+    pub schema_version: String,
+    /// Stopped by Ctrl+C.
+    pub cancelled: bool,
+    /// Epoch to the driver's last event.
+    pub elapsed_ns: Nanos,
+    /// Most requests sent and not yet done at once, as the driver saw them.
+    pub observed_peak: u64,
+    /// Where measurement started (the profiling timer, or 0).
+    pub profiling_start_ns: Nanos,
+    /// Turns never sent.
+    pub skipped: u64,
+    pub plays_started: u64,
+    pub plays_done: u64,
+    pub plays_not_started: u64,
+    /// Most requests dispatched and not finished, in the scheduler.
+    pub scheduler_peak: u32,
+    pub scheduler_peak_at_ns: Nanos,
+    pub idle_shifts: u64,
+    pub idle_skipped_ns: Nanos,
+    /// Per lane, with `--sessions` (empty otherwise).
+    pub lanes: Vec<LaneEnd>,
+}
+
+impl RunEnd {
+    /// What the driver and the scheduler say once the run is over.
+    pub fn new(outcome: &RunOutcome, scheduler: &Scheduler) -> RunEnd {
+        let stats = scheduler.stats();
+        RunEnd {
+            schema_version: END_SCHEMA.to_string(),
+            cancelled: outcome.cancelled,
+            elapsed_ns: outcome.elapsed,
+            observed_peak: outcome.observed_peak_inflight,
+            profiling_start_ns: scheduler.profiling_start(),
+            skipped: stats.skipped,
+            plays_started: stats.plays_started,
+            plays_done: stats.plays_done,
+            plays_not_started: stats.plays_not_started,
+            scheduler_peak: stats.peak_inflight,
+            scheduler_peak_at_ns: stats.peak_inflight_at,
+            idle_shifts: stats.idle_shifts,
+            idle_skipped_ns: stats.idle_skipped,
+            lanes: scheduler
+                .lanes()
+                .iter()
+                .map(|l| LaneEnd {
+                    plays: l.plays,
+                    stalled: l.stalled,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Writes `bytes` to `dir/name` atomically: `dir/.name.tmp`, then a
+/// rename over the old file.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Failure> {
+    let path = dir.join(name);
+    let temp = dir.join(format!(".{name}.tmp"));
+    fs::write(&temp, bytes)
+        .and_then(|()| fs::rename(&temp, &path))
+        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))
+}
+
+/// `value` as pretty JSON with a final newline, written atomically, and
+/// read back from those bytes: the run goes on with exactly what a later
+/// `arbor summarize` will read.
+pub fn write_json<T: Serialize + DeserializeOwned>(
+    dir: &Path,
+    name: &str,
+    value: &T,
+) -> Result<T, Failure> {
+    let path = dir.join(name);
+    let mut text = serde_json::to_vec_pretty(value)
+        .map_err(|e| Failure::other(format!("{}: cannot serialize: {e}", path.display())))?;
+    text.push(b'\n');
+    write_atomic(dir, name, &text)?;
+    serde_json::from_slice(&text)
+        .map_err(|e| Failure::other(format!("{}: cannot read back: {e}", path.display())))
+}

@@ -1,0 +1,233 @@
+//! Reading `records.jsonl` back: one [`RecordLine`] per line, seen by the
+//! collector as the same [`Facts`] the run saw.
+//!
+//! Owns the reading rules: a line that is not a record is an error naming
+//! the file and the line, except a last line without its newline, which a
+//! run killed mid-write leaves torn: it is skipped and reported
+//! ([`Records::torn`]), never an error. Reads only the fields a summary
+//! needs; others (and fields a later arbor adds) are ignored.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use arbor_backends::live::record::TokenSource;
+use serde::Deserialize;
+
+use super::summary::Facts;
+
+/// What a line of `records.jsonl` says, as far as a summary reads it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RecordLine {
+    pub tree_index: u32,
+    pub agent: String,
+    pub turn: u32,
+    pub lane: Option<u32>,
+    pub play: u32,
+    pub warmup: bool,
+    pub status: String,
+    pub dispatched_s: f64,
+    pub sent_s: Option<f64>,
+    pub first_content_s: Option<f64>,
+    pub done_s: Option<f64>,
+    pub queue_wait_s: f64,
+    pub lateness_s: Option<f64>,
+    pub ttft_s: Option<f64>,
+    pub e2e_s: Option<f64>,
+    pub itl_s: Vec<f64>,
+    pub planned_input_tokens: u32,
+    pub input_tokens: u64,
+    #[serde(deserialize_with = "source")]
+    pub input_tokens_source: TokenSource,
+    pub output_tokens: u64,
+    #[serde(deserialize_with = "source")]
+    pub output_tokens_source: TokenSource,
+    pub cached_tokens: Option<u64>,
+    pub error: Option<LineError>,
+}
+
+/// The part of a record's `error` a summary reads.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LineError {
+    pub category: String,
+}
+
+fn source<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TokenSource, D::Error> {
+    let text = String::deserialize(d)?;
+    match text.as_str() {
+        "usage" => Ok(TokenSource::Usage),
+        "counted" => Ok(TokenSource::Counted),
+        "planned" => Ok(TokenSource::Planned),
+        other => Err(serde::de::Error::unknown_variant(
+            other,
+            &["usage", "counted", "planned"],
+        )),
+    }
+}
+
+impl RecordLine {
+    pub fn facts(&self) -> Facts<'_> {
+        Facts {
+            tree_index: self.tree_index,
+            agent: &self.agent,
+            turn: self.turn,
+            lane: self.lane,
+            play: self.play,
+            warmup: self.warmup,
+            status: &self.status,
+            error_category: self.error.as_ref().map(|e| e.category.as_str()),
+            sent_s: self.sent_s,
+            first_content_s: self.first_content_s,
+            done_s: self.done_s,
+            queue_wait_s: self.queue_wait_s,
+            lateness_s: self.lateness_s,
+            ttft_s: self.ttft_s,
+            e2e_s: self.e2e_s,
+            itl_s: &self.itl_s,
+            planned_input_tokens: self.planned_input_tokens,
+            input_tokens: self.input_tokens,
+            input_tokens_source: self.input_tokens_source,
+            output_tokens: self.output_tokens,
+            output_tokens_source: self.output_tokens_source,
+            cached_tokens: self.cached_tokens,
+        }
+    }
+}
+
+/// A torn last line: its number (1-based) and length in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Torn {
+    pub line: u64,
+    pub bytes: usize,
+}
+
+/// What reading the file found besides its records.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    /// Records read.
+    pub lines: u64,
+    pub torn: Option<Torn>,
+}
+
+/// Reads `path`, handing every record to `each` in file order. An error
+/// names the file and the line (1-based); a torn last line is skipped and
+/// reported in the result. Blank lines are skipped.
+pub fn read(path: &Path, mut each: impl FnMut(&RecordLine)) -> Result<Records, String> {
+    let file = File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut buf = Vec::new();
+    let mut found = Records::default();
+    let mut number = 0u64;
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        if n == 0 {
+            return Ok(found);
+        }
+        number += 1;
+        let complete = buf.last() == Some(&b'\n');
+        let text = buf.trim_ascii();
+        if text.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<RecordLine>(text) {
+            Ok(line) => {
+                found.lines += 1;
+                each(&line);
+            }
+            // Without its newline, this is the last line, cut short.
+            Err(_) if !complete => {
+                found.torn = Some(Torn {
+                    line: number,
+                    bytes: n,
+                });
+                return Ok(found);
+            }
+            Err(e) => {
+                return Err(format!(
+                    "{} line {number}: not a record: {e}",
+                    path.display()
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_backends::live::record::{RequestIdentity, RequestRecord, Response, Stamps};
+
+    fn record(request: u64) -> RequestRecord {
+        let id = RequestIdentity {
+            request,
+            tree: "t".into(),
+            tree_index: 0,
+            agent: "a".into(),
+            turn: request as u32,
+            copy: 0,
+            lane: None,
+            play: 0,
+            eligible: 1_000,
+            dispatched: 1_500,
+            queue_wait: 500,
+            warmup: false,
+            planned_input_tokens: 100,
+            planned_output_tokens: 4,
+        };
+        let response = Response {
+            stamps: Stamps {
+                sent: Some(2_000),
+                headers: Some(2_500),
+                first_byte: Some(2_600),
+                first_content: Some(3_000),
+                content: vec![3_000, 4_001, 6_003, 7_000],
+                done: Some(7_000),
+            },
+            http_status: Some(200),
+            completion_tokens: Some(4),
+            ..Response::default()
+        };
+        RequestRecord::new(id, &response)
+    }
+
+    fn file(name: &str, text: &str) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("arbor-records-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn line(r: &RequestRecord) -> String {
+        serde_json::to_string(r).unwrap() + "\n"
+    }
+
+    #[test]
+    fn a_line_reads_back_as_the_facts_of_its_record() {
+        let r = record(0);
+        let path = file("one", &line(&r));
+        let mut seen = Vec::new();
+        let found = read(&path, |l| seen.push(l.clone())).unwrap();
+        assert_eq!((found.lines, found.torn), (1, None));
+        let (a, b) = (Facts::from(&r), seen[0].facts());
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_skipped_and_a_bad_middle_line_is_an_error() {
+        let whole = line(&record(0));
+        let torn = &line(&record(1))[..40];
+        let path = file("torn", &format!("{whole}{whole}{torn}"));
+        let found = read(&path, |_| {}).unwrap();
+        assert_eq!(found.lines, 2);
+        assert_eq!(found.torn.map(|t| t.line), Some(3));
+
+        let path = file("bad", &format!("{whole}{torn}\n{whole}"));
+        let err = read(&path, |_| {}).unwrap_err();
+        assert!(err.contains("line 2: not a record"), "{err}");
+        let _ = std::fs::remove_file(path);
+    }
+}
