@@ -9,8 +9,8 @@
 //! `runtime` (tokio runtimes); `stdout` (reports, quiet on a closed pipe);
 //! `sample`, `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
 //! (flags to a compiled workload and policy), `report` and `progress`;
-//! then the commands `plan`, `inspect`, `convert`, `emulate`, `run`,
-//! `doctor`.
+//! then the commands `plan`, `inspect`, `convert`, `emulate`, `page`
+//! (`arbor report`, also written by `run`), `run`, `doctor`.
 #![forbid(unsafe_code)]
 
 mod args;
@@ -21,6 +21,7 @@ mod endpoint;
 mod failure;
 mod inputs;
 mod inspect;
+mod page;
 mod plan;
 mod progress;
 mod report;
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args, &explicit),
         Command::Emulate(args) => emulate::run(&args),
         Command::Doctor(args) => doctor::run(&args),
+        Command::Report(args) => page::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -63,6 +63,10 @@ pub enum Command {
     /// tokens, whether max_completion_tokens and ignore_eos are honoured;
     /// prints findings and the `arbor run` flags to use.
     Doctor(DoctorArgs),
+    /// Write one self-contained HTML page of one or more run directories:
+    /// configuration, summary, CDFs, time series, swim lanes; several runs
+    /// overlaid with a table of deltas.
+    Report(ReportArgs),
 }
 
 impl Command {
@@ -72,7 +76,10 @@ impl Command {
             Command::Plan(a) => Some(&a.peer),
             Command::Run(a) => Some(&a.peer),
             Command::Doctor(a) => Some(&a.peer),
-            Command::Inspect(_) | Command::Convert(_) | Command::Emulate(_) => None,
+            Command::Inspect(_)
+            | Command::Convert(_)
+            | Command::Emulate(_)
+            | Command::Report(_) => None,
         }
     }
 }
@@ -273,4 +280,17 @@ pub struct DoctorArgs {
 
     #[command(flatten)]
     pub peer: PeerFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run directories written by `arbor run` (records.jsonl and
+    /// summary.json); several are overlaid and compared with the first.
+    #[arg(value_name = "RUN_DIR", required = true)]
+    pub run_dirs: Vec<PathBuf>,
+
+    /// Output file. Default: RUN_DIR/report.html for one run directory,
+    /// report.html in the current directory for several.
+    #[arg(short = 'o', long = "out", visible_alias = "output", value_name = "FILE", help_heading = OUTPUT)]
+    pub out: Option<PathBuf>,
 }
