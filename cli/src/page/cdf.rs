@@ -68,9 +68,17 @@ impl Cdf {
         cdf
     }
 
+    /// Adds a point; a point at the same (rounded) value replaces the one
+    /// before it, so `x` is strictly ascending.
     fn push(&mut self, value_ns: u64, cum: u64, n: u64) {
-        self.x.push(round_secs(value_ns));
-        self.p.push((cum as f64 / n as f64 * 1e5).round() / 1e5);
+        let x = round_secs(value_ns);
+        let p = (cum as f64 / n as f64 * 1e5).round() / 1e5;
+        if self.x.last() == Some(&x) {
+            self.p.pop();
+            self.x.pop();
+        }
+        self.x.push(x);
+        self.p.push(p);
     }
 }
 
@@ -91,7 +99,14 @@ mod tests {
         assert_eq!(cdf.x.first(), Some(&round_secs(1)));
         assert_eq!(cdf.x.last(), Some(&round_secs(100_000)));
         assert_eq!(cdf.p.last(), Some(&1.0));
-        assert!(cdf.x.windows(2).all(|w| w[0] <= w[1]));
+        assert!(cdf.x.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn equal_values_are_one_point() {
+        let cdf = Cdf::of_values(vec![0, 0, 0, 5_000]);
+        assert_eq!(cdf.x, vec![0.0, 5e-6]);
+        assert_eq!(cdf.p, vec![0.75, 1.0]);
     }
 
     #[test]

@@ -44,9 +44,10 @@ pub fn run(args: &ReportArgs) -> Result<(), Failure> {
     crate::stdout::print(|text| {
         writeln!(
             text,
-            "report in {} ({} runs, {:.1} MB)",
+            "report in {} ({} run{}, {:.1} MB)",
             out.display(),
             args.run_dirs.len(),
+            if args.run_dirs.len() == 1 { "" } else { "s" },
             bytes as f64 / 1e6
         )
     })
