@@ -25,7 +25,10 @@ impl Cdf {
     pub fn of_values(mut values: Vec<u64>) -> Cdf {
         values.sort_unstable();
         let n = values.len() as u64;
-        Cdf::of_steps(values.iter().enumerate().map(|(i, &v)| (v, i as u64 + 1)), n)
+        Cdf::of_steps(
+            values.iter().enumerate().map(|(i, &v)| (v, i as u64 + 1)),
+            n,
+        )
     }
 
     /// From a histogram of nanoseconds.
@@ -95,7 +98,11 @@ mod tests {
     fn a_large_distribution_keeps_a_few_hundred_points_and_its_ends() {
         let cdf = Cdf::of_values((1..=100_000u64).rev().collect());
         assert_eq!(cdf.n, 100_000);
-        assert!(cdf.x.len() <= (EVEN_POINTS + TAIL_POINTS + 2) as usize, "{}", cdf.x.len());
+        assert!(
+            cdf.x.len() <= (EVEN_POINTS + TAIL_POINTS + 2) as usize,
+            "{}",
+            cdf.x.len()
+        );
         assert_eq!(cdf.x.first(), Some(&round_secs(1)));
         assert_eq!(cdf.x.last(), Some(&round_secs(100_000)));
         assert_eq!(cdf.p.last(), Some(&1.0));

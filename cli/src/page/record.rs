@@ -87,9 +87,16 @@ impl Turn {
     /// turn has `eligible <= sent <= done`.
     pub fn of(r: &Record) -> Turn {
         let eligible = r.eligible_s.map_or(0, secs_to_ns);
-        let sent = r.sent_s.or(r.dispatched_s).map_or(eligible, secs_to_ns).max(eligible);
+        let sent = r
+            .sent_s
+            .or(r.dispatched_s)
+            .map_or(eligible, secs_to_ns)
+            .max(eligible);
         let first = r.first_content_s.map(secs_to_ns).map(|f| f.max(sent));
-        let done = r.done_s.map_or(first.unwrap_or(sent), secs_to_ns).max(first.unwrap_or(sent));
+        let done = r
+            .done_s
+            .map_or(first.unwrap_or(sent), secs_to_ns)
+            .max(first.unwrap_or(sent));
         let status = if r.warmup {
             Status::Warmup
         } else {
@@ -158,7 +165,10 @@ mod tests {
     #[test]
     fn itl_values_are_scanned_from_the_line() {
         let mut seen = Vec::new();
-        assert!(for_each_itl(r#"{"a":1,"itl_s":[0.5, 1e-3,2],"b":[3]}"#, |v| seen.push(v)));
+        assert!(for_each_itl(
+            r#"{"a":1,"itl_s":[0.5, 1e-3,2],"b":[3]}"#,
+            |v| seen.push(v)
+        ));
         assert_eq!(seen, vec![0.5, 0.001, 2.0]);
         let mut none = 0;
         assert!(for_each_itl(r#"{"itl_s":[]}"#, |_| none += 1));

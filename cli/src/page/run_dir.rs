@@ -122,7 +122,9 @@ pub fn read(dir: &Path) -> Result<RunPage, Failure> {
             });
         }
         values.lateness.extend(record.lateness_s.map(secs_to_ns));
-        values.queue_wait.extend(record.queue_wait_s.map(secs_to_ns));
+        values
+            .queue_wait
+            .extend(record.queue_wait_s.map(secs_to_ns));
     }
 
     let series = series::build(lanes.turns(), &lanes.classes());
@@ -135,9 +137,10 @@ pub fn read(dir: &Path) -> Result<RunPage, Failure> {
     cdf.insert("lateness", Cdf::of_values(values.lateness));
     cdf.insert("queue_wait", Cdf::of_values(values.queue_wait));
     Ok(RunPage {
-        name: dir
-            .file_name()
-            .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        name: dir.file_name().map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
         path: dir.display().to_string(),
         summary,
         records,

@@ -146,9 +146,7 @@ fn in_flight<'a>(
     width: u64,
     bins: usize,
 ) -> (Vec<u32>, Vec<f64>) {
-    let mut events: Vec<(u64, i32)> = turns
-        .flat_map(|t| [(t.sent, 1), (t.done, -1)])
-        .collect();
+    let mut events: Vec<(u64, i32)> = turns.flat_map(|t| [(t.sent, 1), (t.done, -1)]).collect();
     // Ends before starts at one instant: a request done as another is
     // sent never overlaps it.
     events.sort_unstable();

@@ -10,5 +10,6 @@ mod golden;
 mod inspect;
 mod layout;
 mod plan;
+mod report;
 mod run;
 mod util;
