@@ -51,6 +51,33 @@ flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
   --disable-background-networking --disable-component-update --disable-sync
   --hide-scrollbars --enable-logging=stderr --v=0 --virtual-time-budget=5000)
 
+# A person's session, scripted: log-scale CDFs, hover along the first lane
+# row until a record shows, zoom, drag. Appended after the page's </html>
+# (the parser runs it in the body); sets the title's tail.
+interaction=$(cat <<'JS'
+<script>
+(function(){
+  try {
+  document.getElementById('cdf-log').click();
+  var c = document.getElementById('lanes'), r = c.getBoundingClientRect();
+  // hover along a row until the tip shows
+  var shown = 0;
+  for (var x = 188; x < r.width; x += 1) {
+    c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + x, clientY: r.top + 22 + 5, bubbles: true}));
+    if (document.getElementById('tip').style.display === 'block') { shown++; break; }
+  }
+
+  c.dispatchEvent(new WheelEvent('wheel', {deltaY: -400, clientX: r.left + 400, clientY: r.top + 60, bubbles: true, cancelable: true}));
+  c.dispatchEvent(new MouseEvent('mousedown', {clientX: r.left + 400, clientY: r.top + 100, bubbles: true}));
+  c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 300, clientY: r.top + 50, bubbles: true}));
+  window.dispatchEvent(new MouseEvent('mouseup', {}));
+  document.title += ' | interacted, tip ' + shown;
+  } catch (e) { document.title = 'arbor report: error: ' + e; }
+})();
+</script>
+JS
+)
+
 # check PAGE NAME: renders PAGE, checks its title and log, saves NAME.png.
 check() {
   local page name profile dom log
@@ -83,7 +110,23 @@ check() {
     echo "check-report: $name: console error (above; log in $log)" >&2
     return 1
   fi
-  echo "check-report: $name ok ($(du -k "$page" | cut -f1) kB; screenshot $OUT/$name.png)"
+  # The same page, used: no error, and hovering shows a record.
+  cat "$page" >"$OUT/$name.used.html"
+  printf '%s\n' "$interaction" >>"$OUT/$name.used.html"
+  profile=$(mktemp -d)
+  timeout 90 "$BROWSER" "${flags[@]}" --user-data-dir="$profile" --window-size="$WINDOW" \
+    --dump-dom "file://$OUT/$name.used.html" >"$OUT/$name.used.dom.html" 2>>"$log" || true
+  rm -rf "$profile"
+  title=$(grep -o '<title>[^<]*</title>' "$OUT/$name.used.dom.html" | head -1 | sed 's/<[^>]*>//g')
+  if [ "$title" != "arbor report: ok | interacted, tip 1" ]; then
+    echo "check-report: $name: after zoom, pan and hover the page says: ${title:-no title}" >&2
+    return 1
+  fi
+  local render ready bars
+  render=$(grep -o 'data-render-ms="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
+  ready=$(grep -o 'data-ready-ms="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
+  bars=$(grep -o 'data-lane-bars="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
+  echo "check-report: $name ok ($(du -k "$page" | cut -f1) kB; script ${render:-?} ms, interactive ${ready:-?} ms after navigation start, ${bars:-?} lane bars; screenshot $OUT/$name.png)"
 }
 
 if [ $# -gt 0 ]; then

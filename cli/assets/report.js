@@ -6,6 +6,7 @@
 (function () {
   "use strict";
 
+  var startedAt = performance.now();
   var failed = false;
   function fail(message) {
     failed = true;
@@ -204,6 +205,8 @@
   app.appendChild(el("div", { class: "note", text: "One row per agent of each play (a tree's instance), grouped by play; the space between bars is tool/think time or waiting on other agents. Wheel: zoom time; drag: pan; double-click or the button: reset. Hover a bar for its record." }));
   var edgesNote = el("div", { class: "note" });
   app.appendChild(edgesNote);
+  var laneStatus = el("div", { class: "note" });
+  app.appendChild(laneStatus);
   var wrap = el("div", { id: "lanes-wrap" });
   var canvas = el("canvas", { id: "lanes" });
   var tip = el("div", { id: "tip" });
@@ -262,7 +265,7 @@
       for (var r = r0; r < r1; r++) {
         var y = AXIS_H + r * rowH - yOff, row = L.rows[r];
         if (row.play % 2 === 1) { ctx.fillStyle = "#f5f7fa"; ctx.fillRect(0, y, W, rowH); }
-        if (prevPlay !== null && row.play !== prevPlay) {
+        if (rowH >= 6 && prevPlay !== null && row.play !== prevPlay) {
           ctx.fillStyle = "#aab2bf"; ctx.fillRect(0, y, W, 1);
         }
         prevPlay = row.play;
@@ -310,6 +313,8 @@
       ctx.fillText("s from start", 4, AXIS_H - 8);
       stats.drawn = drawn;
       stats.ms = performance.now() - started;
+      laneStatus.textContent = "rows " + (r0 + 1) + "–" + r1 + " of " + rows + (r1 - r0 < rows ? " (drag up/down or shift+wheel for more)" : "") +
+        " · " + (x0 / 1e6).toFixed(3) + "–" + (x1 / 1e6).toFixed(3) + " s · " + drawn + " bars drawn in " + stats.ms.toFixed(1) + " ms";
       window.__arborLanes = stats;
     }
     function fill(c, a, b, y, h) {
@@ -410,7 +415,7 @@
       : uPlot.join(withData.map(function (s) { return [s.x, s.y]; }));
     var u = new uPlot({
       width: chartWidth(box), height: opts.height || 220,
-      scales: { x: { time: false }, y: opts.yRange ? { range: opts.yRange } : { auto: true } },
+      scales: { x: opts.logX ? { time: false, distr: 3 } : { time: false }, y: opts.yRange ? { range: opts.yRange } : { auto: true } },
       axes: [{ label: unitX, size: 40 }, { label: unitY, size: 60 }],
       legend: { live: true },
       series: [{ label: unitX, value: function (u, v) { return v == null ? DASH : num(v, 3); } }].concat(withData.map(function (s) {
@@ -430,17 +435,30 @@
   // ---- CDFs --------------------------------------------------------------
   app.appendChild(el("h2", { text: "Distributions (CDF)" }));
   app.appendChild(el("div", { class: "note", text: "Fraction of requests at most x ms; warmups left out; up to a few hundred points per curve (denser in the top 1 %). ITL from a 3-significant-digit histogram." + (runs.length > 1 ? " Runs overlaid." : "") }));
+  var logBox = el("input", { type: "checkbox", id: "cdf-log" });
+  app.appendChild(el("div", { class: "controls" }, [logBox, el("label", { for: "cdf-log", text: " log scale for x (values of 0 left out)" })]));
   var cdfGrid = el("div", { class: "grid" });
   app.appendChild(cdfGrid);
-  CDFS.forEach(function (m) {
-    var box = el("div", { class: "chart" });
-    cdfGrid.appendChild(box);
-    plot(box, m[1] + " CDF", "ms", "fraction", runs.map(function (r, i) {
-      var c = (r.cdf || {})[m[0]] || { x: [], p: [], n: 0 };
-      var same = c.x.length === 1 ? ", all " + num(c.x[0] * 1000, 2) + " ms" : "";
-      return { name: r.name + " (n=" + c.n + same + ")", color: color(i), x: toMs(c.x), y: c.p };
-    }), { yRange: [0, 1], emptyText: m[1] + ": no values (" + DASH + ")" });
-  });
+  function drawCdfs(log) {
+    cdfGrid.textContent = "";
+    CDFS.forEach(function (m) {
+      var box = el("div", { class: "chart" });
+      cdfGrid.appendChild(box);
+      plot(box, m[1] + " CDF", "ms", "fraction", runs.map(function (r, i) {
+        var c = (r.cdf || {})[m[0]] || { x: [], p: [], n: 0 };
+        var same = c.x.length === 1 ? ", all " + num(c.x[0] * 1000, 2) + " ms" : "";
+        var x = toMs(c.x), y = c.p;
+        if (log) {
+          var keep = x.map(function (v) { return v > 0; });
+          x = x.filter(function (v, k) { return keep[k]; });
+          y = y.filter(function (v, k) { return keep[k]; });
+        }
+        return { name: r.name + " (n=" + c.n + same + ")", color: color(i), x: x, y: y };
+      }), { yRange: [0, 1], logX: log, emptyText: m[1] + ": no values" + (log ? " above 0" : "") + " (" + DASH + ")" });
+    });
+  }
+  drawCdfs(false);
+  logBox.addEventListener("change", function () { drawCdfs(logBox.checked); });
 
   // ---- time series -----------------------------------------------------
   app.appendChild(el("h2", { text: "Over time" }));
@@ -508,4 +526,9 @@
     if (problems.length) fail(problems.join("; "));
     else document.title = "arbor report: ok";
   }
+  // How long the script took to draw everything (the check prints it).
+  document.body.setAttribute("data-render-ms", String(Math.round(performance.now() - startedAt)));
+  document.body.setAttribute("data-lane-bars", String(lanes.stats.drawn));
+  // Since navigation start: loading and parsing the file included.
+  document.body.setAttribute("data-ready-ms", String(Math.round(performance.now())));
 })();
