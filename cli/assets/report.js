@@ -62,7 +62,7 @@
     rows.forEach(function (r) {
       t.appendChild(el("tr", {}, r.map(function (c, i) {
         var cls = i === 0 ? "k" : "";
-        if (c && c.cls) { cls += " " + c.cls; c = c.text; }
+        if (c !== null && typeof c === "object") { cls += " " + c.cls; c = c.text; }
         return el("td", { class: cls }, [c]);
       })));
     });
@@ -274,7 +274,8 @@
           var first = r === 0 || L.rows[r - 1].play !== row.play;
           var label = first ? row.tree + " #" + row.play + (row.lane != null ? " L" + row.lane : "") : "  " + row.agent;
           ctx.save(); ctx.beginPath(); ctx.rect(0, y, LABEL_W - 6, rowH); ctx.clip();
-          ctx.fillText(label, 4, y + rowH - 2.5); ctx.restore();
+          ctx.textBaseline = "middle";
+          ctx.fillText(label, 4, y + rowH / 2); ctx.restore();
         }
         var s = L.row_start[r], e = L.row_start[r + 1];
         var barY = y + (rowH >= 6 ? 1 : 0), barH = Math.max(1, rowH - (rowH >= 6 ? 2 : 0));
