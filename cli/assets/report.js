@@ -510,6 +510,39 @@
 
   if (runs.length > 0) lanes.load(runs[0]);
 
+  // ---- throughput against latency (runs that differ in load) -----------
+  function load(run) {
+    var p = get(run.summary, "config.policy") || {};
+    return JSON.stringify([p.sessions, p.arrival, p.copies, p.max_inflight, p.loop, p.duration_s]);
+  }
+  if (runs.length > 1) {
+    app.appendChild(el("h2", { text: "Throughput against latency" }));
+    var loads = runs.map(load);
+    var differ = loads.some(function (l) { return l !== loads[0]; });
+    if (!differ) {
+      app.appendChild(el("div", { class: "note", text: "The runs have the same load (--sessions, --arrival, --copies, --max-inflight, --loop, --duration): no curve." }));
+    } else {
+      app.appendChild(el("div", { class: "note", text: "One point per run, by output tokens/s: TTFT p99 (ms) and job time p90 (s)." }));
+      var points = runs.map(function (r) {
+        return [get(r.summary, "throughput.output_tokens_per_s"), headline(r, HEADLINES[1]), headline(r, HEADLINES[8])];
+      }).filter(function (p) { return p[0] != null; }).sort(function (a, b) { return a[0] - b[0]; });
+      var tbox = el("div", { class: "chart" });
+      app.appendChild(tbox);
+      var xs = points.map(function (p) { return p[0]; });
+      var pts = function (size) { return { show: true, size: size }; };
+      var tu = new uPlot({
+        width: chartWidth(tbox), height: 260,
+        scales: { x: { time: false }, ms: { auto: true }, s: { auto: true } },
+        axes: [{ label: "output tok/s", size: 40 }, { scale: "ms", label: "TTFT p99 (ms)", size: 60 },
+          { scale: "s", side: 1, label: "job time p90 (s)", size: 60, grid: { show: false } }],
+        series: [{ label: "output tok/s" },
+          { label: "TTFT p99 (ms)", scale: "ms", stroke: COLORS[0], width: 1.5, points: pts(8) },
+          { label: "job time p90 (s)", scale: "s", stroke: COLORS[1], width: 1.5, dash: [4, 3], points: pts(8) }]
+      }, [xs, points.map(function (p) { return p[1]; }), points.map(function (p) { return p[2]; })], tbox);
+      charts.push({ name: "throughput against latency", plot: tu });
+    }
+  }
+
   // ---- self-check --------------------------------------------------------
   checks.push(function () { return runs.length ? null : "no runs in the data"; });
   checks.push(function () {
