@@ -164,3 +164,41 @@ impl LaneBuilder {
         lanes
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(line: &str) -> Record<'_> {
+        serde_json::from_str(line).expect("a record")
+    }
+
+    #[test]
+    fn rows_are_grouped_by_play_and_turns_ordered_by_sent() {
+        let lines = [
+            r#"{"request":2,"tree":"t","agent":"child","turn":0,"lane":null,"play":0,"status":"error","eligible_s":0.3,"sent_s":0.3,"first_content_s":null,"done_s":0.4,"error":{"category":"timeout","message":"slow"}}"#,
+            r#"{"request":1,"tree":"t","agent":"root","turn":1,"lane":null,"play":0,"status":"ok","eligible_s":0.2,"sent_s":0.2,"first_content_s":0.25,"done_s":0.5}"#,
+            r#"{"request":0,"tree":"t","agent":"root","turn":0,"lane":null,"play":0,"status":"ok","eligible_s":0.0,"sent_s":0.001,"first_content_s":0.05,"done_s":0.1}"#,
+            r#"{"request":3,"tree":"u","agent":"root","turn":0,"lane":2,"play":1,"status":"ok","eligible_s":0.0,"sent_s":0.0,"first_content_s":0.01,"done_s":0.02}"#,
+        ];
+        let mut builder = LaneBuilder::default();
+        for line in lines {
+            builder.add(&record(line));
+        }
+        assert_eq!(builder.classes(), ["timeout"]);
+        let lanes = builder.finish();
+        let rows: Vec<(u32, &str)> = lanes
+            .rows
+            .iter()
+            .map(|r| (r.play, r.agent.as_str()))
+            .collect();
+        assert_eq!(rows, [(0, "root"), (0, "child"), (1, "root")]);
+        assert_eq!(lanes.row_start, [0, 2, 3, 4]);
+        assert_eq!(lanes.request, [0, 1, 2, 3]);
+        assert_eq!(lanes.sent_us, [1_000, 200_000, 300_000, 0]);
+        assert_eq!(lanes.first_us[2], -1, "no content");
+        assert_eq!(lanes.status, [0, 0, 1, 0]);
+        assert_eq!(lanes.error, [-1, -1, 0, -1]);
+        assert_eq!(lanes.rows[2].lane, Some(2));
+    }
+}
