@@ -54,7 +54,8 @@ pub enum Command {
     /// Rewrite traces of any format in arbor's native JSONL form.
     Convert(ConvertArgs),
     /// Replay a workload against a live OpenAI-compatible server and
-    /// measure it: records.jsonl, summary.json and a console table.
+    /// measure it: records.jsonl, summary.json, report.html and a console
+    /// table.
     /// Without --endpoint: the bundled sample against the built-in emulator.
     Run(RunArgs),
     /// Serve the built-in OpenAI-compatible emulator on 127.0.0.1.
