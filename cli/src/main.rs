@@ -10,7 +10,8 @@
 //! `sample`, `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
 //! (flags to a compiled workload and policy), `report` and `progress`;
 //! then the commands `plan`, `inspect`, `convert`, `emulate`, `run`,
-//! `doctor`, `compare`, `summarize` (reads back what `run` wrote).
+//! `doctor`, `compare`, `summarize` (reads back what `run` wrote) and
+//! `page` (`arbor report`, also written by `run`).
 #![forbid(unsafe_code)]
 
 mod args;
@@ -22,6 +23,7 @@ mod endpoint;
 mod failure;
 mod inputs;
 mod inspect;
+mod page;
 mod plan;
 mod progress;
 mod report;
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Summarize(args) => summarize::run(&args),
+        Command::Report(args) => page::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

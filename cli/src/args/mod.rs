@@ -56,7 +56,8 @@ pub enum Command {
     /// Rewrite traces of any format in arbor's native JSONL form.
     Convert(ConvertArgs),
     /// Replay a workload against a live OpenAI-compatible server and
-    /// measure it: records.jsonl, summary.json and a console table.
+    /// measure it: records.jsonl, summary.json, report.html and a console
+    /// table.
     /// Without --endpoint: the bundled sample against the built-in emulator.
     Run(RunArgs),
     /// Serve the built-in OpenAI-compatible emulator on 127.0.0.1.
@@ -72,6 +73,10 @@ pub enum Command {
     /// Rebuild summary.json of a run directory from its records.jsonl and
     /// run.json (also after kill -9 or a second Ctrl+C).
     Summarize(SummarizeArgs),
+    /// Write one self-contained HTML page of one or more run directories:
+    /// configuration, summary, CDFs, time series, swim lanes; several runs
+    /// overlaid with a table of deltas.
+    Report(ReportArgs),
 }
 
 impl Command {
@@ -85,7 +90,8 @@ impl Command {
             | Command::Convert(_)
             | Command::Emulate(_)
             | Command::Compare(_)
-            | Command::Summarize(_) => None,
+            | Command::Summarize(_)
+            | Command::Report(_) => None,
         }
     }
 }
@@ -293,4 +299,17 @@ pub struct DoctorArgs {
 
     #[command(flatten)]
     pub peer: PeerFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run directories written by `arbor run` (records.jsonl and
+    /// summary.json); several are overlaid and compared with the first.
+    #[arg(value_name = "RUN_DIR", required = true)]
+    pub run_dirs: Vec<PathBuf>,
+
+    /// Output file. Default: RUN_DIR/report.html for one run directory,
+    /// report.html in the current directory for several.
+    #[arg(short = 'o', long = "out", visible_alias = "output", value_name = "FILE", help_heading = OUTPUT)]
+    pub out: Option<PathBuf>,
 }

@@ -132,6 +132,7 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     client.shutdown_timeout(Duration::from_millis(200));
 
     stdout::print(|mut out| table::print(&mut out, &report.summary, &report.out))?;
+    crate::page::write_for_run(&report.out)?;
     if report.summary.cancelled {
         return Err(Failure {
             code: 130,

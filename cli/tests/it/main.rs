@@ -11,6 +11,7 @@ mod golden;
 mod inspect;
 mod layout;
 mod plan;
+mod report;
 mod run;
 mod summarize;
 mod util;

@@ -1,0 +1,573 @@
+// arbor report: draws the page from the JSON blob in #arbor-data.
+// Sections: configuration, summary, deltas (several runs), CDFs, time
+// series, swim lanes. When everything has rendered non-empty the page sets
+// document.title to "arbor report: ok"; on any error, to
+// "arbor report: error: ..." (scripts/check-report.sh reads it).
+(function () {
+  "use strict";
+
+  var startedAt = performance.now();
+  var failed = false;
+  function fail(message) {
+    failed = true;
+    document.title = "arbor report: error: " + message;
+    var app = document.getElementById("app");
+    if (app) {
+      var b = document.createElement("div");
+      b.className = "banner";
+      b.textContent = "report error: " + message;
+      app.insertBefore(b, app.firstChild);
+    }
+  }
+  window.addEventListener("error", function (e) { fail(e.message || String(e)); });
+
+  var COLORS = ["#2563eb", "#e8590c", "#0f9d58", "#9c27b0", "#d81b60", "#00897b", "#795548", "#546e7a"];
+  var METRICS = [
+    ["ttft", "TTFT"], ["itl", "ITL"], ["tpot", "TPOT"], ["e2e", "E2E"],
+    ["lateness", "lateness"], ["queue_wait", "queue wait"], ["job_time", "job time"]
+  ];
+  var CDFS = METRICS.slice(0, 6);
+  var DASH = "–";
+
+  function el(tag, attrs, children) {
+    var e = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        if (k === "text") e.textContent = attrs[k];
+        else if (k === "class") e.className = attrs[k];
+        else e.setAttribute(k, attrs[k]);
+      });
+    }
+    (children || []).forEach(function (c) {
+      e.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    });
+    return e;
+  }
+  function get(obj, path) {
+    return path.split(".").reduce(function (o, k) { return o == null ? undefined : o[k]; }, obj);
+  }
+  function num(v, digits) {
+    if (v == null || !isFinite(v)) return DASH;
+    return Number(v).toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  }
+  function ms(s) { return s == null ? DASH : num(s * 1000, s * 1000 >= 100 ? 1 : 2); }
+  function pct(r) { return r == null ? DASH : num(r * 100, 1) + " %"; }
+  function swatch(i) { return el("span", { class: "swatch", style: "background:" + COLORS[i % COLORS.length] }); }
+  function runLabel(run, i) { return el("span", {}, [swatch(i), run.name]); }
+  function table(head, rows) {
+    var t = el("table");
+    t.appendChild(el("tr", {}, head.map(function (h, i) {
+      return el("th", { class: i === 0 ? "k" : "" }, [h]);
+    })));
+    rows.forEach(function (r) {
+      t.appendChild(el("tr", {}, r.map(function (c, i) {
+        var cls = i === 0 ? "k" : "";
+        if (c !== null && typeof c === "object") { cls += " " + c.cls; c = c.text; }
+        return el("td", { class: cls }, [c]);
+      })));
+    });
+    return t;
+  }
+
+  // Label/value rows, left-aligned, no header.
+  function facts(rows) {
+    var t = el("table");
+    rows.forEach(function (r) {
+      t.appendChild(el("tr", {}, [el("td", { class: "k", text: r[0] }), el("td", { class: "v", text: r[1] })]));
+    });
+    return t;
+  }
+
+  var data = JSON.parse(document.getElementById("arbor-data").textContent);
+  var runs = data.runs || [];
+  var app = document.getElementById("app");
+  var charts = [];   // {name, plot} drawn with data
+  var checks = [];   // functions returning an error message or null
+
+  // ---- header ----------------------------------------------------------
+  app.appendChild(el("h1", { text: "arbor report" }));
+  app.appendChild(el("div", { class: "sub", text: runs.length + " run" + (runs.length === 1 ? "" : "s") +
+    ": " + runs.map(function (r) { return r.path; }).join(", ") + " · arbor " + data.arbor_version }));
+
+  // ---- configuration ---------------------------------------------------
+  function validity(s) {
+    if (s.cancelled) return "cancelled by Ctrl+C";
+    if (!s.scenario) return "no recipe (--scenario): not a submission";
+    if (s.submission_valid) return s.scenario + ": valid";
+    return s.scenario + ": INVALID: " + (s.submission_invalid_reasons || []).join("; ");
+  }
+  function workload(c) {
+    var w = c.inputs || (c.input_paths || []).join(", ") || DASH;
+    if (c.format) w += " (" + c.format + ")";
+    return w;
+  }
+  var CONFIG = [
+    ["workload", function (s) { return workload(s.config || {}); }],
+    ["endpoint", function (s) { return get(s, "config.url") || get(s, "config.endpoint") || DASH; }],
+    ["model", function (s) { var c = s.config || {}; return (c.model || DASH) + (c.model_from ? " (from " + c.model_from + ")" : ""); }],
+    ["seed", function (s) { var v = get(s, "config.seed"); return v == null ? DASH : String(v); }],
+    ["arbor version", function (s) { return s.arbor_version || DASH; }],
+    ["started", function (s) { return s.started_at || DASH; }],
+    ["validity", validity],
+    ["records", function (s, run) { return String(run.records); }],
+    ["policy", function (s) { return s.config && s.config.policy ? JSON.stringify(s.config.policy) : DASH; }]
+  ];
+  app.appendChild(el("h2", { text: "Configuration" }));
+  var cfg = el("table");
+  cfg.appendChild(el("tr", {}, [el("th", { class: "k", text: "" })].concat(runs.map(function (r, i) {
+    return el("th", { class: "k" }, [runLabel(r, i)]);
+  }))));
+  CONFIG.forEach(function (row) {
+    cfg.appendChild(el("tr", {}, [el("td", { class: "k", text: row[0] })].concat(runs.map(function (r) {
+      return el("td", { class: "v", text: row[1](r.summary || {}, r) });
+    }))));
+  });
+  app.appendChild(cfg);
+
+  // ---- summary -----------------------------------------------------------
+  app.appendChild(el("h2", { text: "Summary" }));
+  app.appendChild(el("div", { class: "note", text: "Milliseconds. TTFT, ITL, TPOT and E2E over successful requests; lateness and queue wait over every request with the stamps; job time per complete play. An empty distribution shows " + DASH + "." }));
+  runs.forEach(function (run, i) {
+    var s = run.summary || {};
+    if (runs.length > 1) app.appendChild(el("h3", {}, [runLabel(run, i)]));
+    var c = s.counts || {}, t = s.throughput || {}, k = s.concurrency || {};
+    var errs = Object.keys(s.errors || {}).map(function (e) { return e + " " + s.errors[e]; }).join(", ");
+    app.appendChild(facts([
+      ["requests", num(c.dispatched, 0) + " dispatched, " + num(c.ok, 0) + " ok, " + num(c.failed, 0) + " failed, " + num(c.cancelled, 0) + " cancelled, " + num(c.skipped, 0) + " skipped"],
+      ["throughput", num(t.requests_per_s, 2) + " req/s, " + num(t.input_tokens_per_s, 0) + " input tok/s, " + num(t.output_tokens_per_s, 0) + " output tok/s over " + num(t.window_s, 3) + " s"],
+      ["peak in flight", num(k.observed_peak, 0) + " observed, " + num(k.planned_peak, 0) + " planned"],
+      ["cache hits", pct(get(s, "cache.hit_ratio")) + " server-reported"],
+      ["errors", errs || "none"]
+    ]));
+    var rows = METRICS.map(function (m) {
+      var d = get(s, "latency." + m[0]) || {};
+      var empty = !d.count;
+      var cell = function (key) { return empty ? DASH : ms(d[key]); };
+      return [m[1], empty ? DASH : num(d.count, 0), cell("mean_s"), cell("p50_s"), cell("p90_s"), cell("p95_s"), cell("p99_s"), cell("max_s")];
+    });
+    app.appendChild(table(["metric (ms)", "count", "mean", "p50", "p90", "p95", "p99", "max"], rows));
+  });
+
+  // ---- deltas ------------------------------------------------------------
+  var HEADLINES = [
+    ["TTFT p50 (ms)", "latency.ttft.p50_s", 1000, -1], ["TTFT p99 (ms)", "latency.ttft.p99_s", 1000, -1],
+    ["ITL p50 (ms)", "latency.itl.p50_s", 1000, -1], ["ITL p99 (ms)", "latency.itl.p99_s", 1000, -1],
+    ["TPOT p50 (ms)", "latency.tpot.p50_s", 1000, -1], ["E2E p50 (ms)", "latency.e2e.p50_s", 1000, -1],
+    ["E2E p99 (ms)", "latency.e2e.p99_s", 1000, -1], ["lateness p99 (ms)", "latency.lateness.p99_s", 1000, -1],
+    ["job time p90 (s)", "latency.job_time.p90_s", 1, -1], ["requests/s", "throughput.requests_per_s", 1, 1],
+    ["output tok/s", "throughput.output_tokens_per_s", 1, 1], ["input tok/s", "throughput.input_tokens_per_s", 1, 1],
+    ["failed requests", "counts.failed", 1, -1], ["cache-hit ratio (%)", "cache.hit_ratio", 100, 0]
+  ];
+  function headline(run, h) {
+    var s = run.summary || {};
+    var dist = h[1].match(/^latency\.(\w+)\./);
+    if (dist && !get(s, "latency." + dist[1] + ".count")) return null;
+    var v = get(s, h[1]);
+    return v == null ? null : v * h[2];
+  }
+  if (runs.length > 1) {
+    app.appendChild(el("h2", { text: "Deltas against " + runs[0].name }));
+    app.appendChild(el("div", { class: "note", text: "Each run against the first. Green: better (lower latency, higher throughput); red: worse." }));
+    var head = ["metric", runs[0].name];
+    runs.slice(1).forEach(function (r) { head.push(r.name, "Δ", "Δ %"); });
+    app.appendChild(table(head, HEADLINES.map(function (h) {
+      var base = headline(runs[0], h);
+      var row = [h[0], num(base, 2)];
+      runs.slice(1).forEach(function (r) {
+        var v = headline(r, h);
+        var d = (v == null || base == null) ? null : v - base;
+        var cls = d == null || d === 0 || h[3] === 0 ? "" : (d * h[3] > 0 ? "good" : "bad");
+        row.push(num(v, 2), { text: d == null ? DASH : (d > 0 ? "+" : "") + num(d, 2), cls: cls },
+          { text: d == null || !base ? DASH : (d > 0 ? "+" : "") + num(100 * d / base, 1) + " %", cls: cls });
+      });
+      return row;
+    })));
+  }
+
+  // ---- swim lanes --------------------------------------------------------
+  app.appendChild(el("h2", { text: "Swim lanes" }));
+  var laneRun = 0;
+  var controls = el("div", { class: "controls" });
+  if (runs.length > 1) {
+    var sel = el("select");
+    runs.forEach(function (r, i) { sel.appendChild(el("option", { value: String(i), text: r.name })); });
+    sel.addEventListener("change", function () { laneRun = Number(sel.value); lanes.load(runs[laneRun]); });
+    controls.appendChild(el("span", { text: "run " }));
+    controls.appendChild(sel);
+  }
+  var reset = el("button", { text: "reset zoom" });
+  controls.appendChild(reset);
+  [["#c3c9d4", "eligible → sent (lateness, queue wait included)"], ["#f59f00", "sent → first token"],
+   ["#2563eb", "streaming"], ["#d62828", "failed"], ["#9c27b0", "cancelled"], ["#9aa5b1", "warmup"]].forEach(function (l) {
+    controls.appendChild(el("span", { class: "legend-item" }, [el("span", { class: "swatch", style: "background:" + l[0] }), l[1]]));
+  });
+  app.appendChild(controls);
+  app.appendChild(el("div", { class: "note", text: "One row per agent of each play (a tree's instance), grouped by play; the space between bars is tool/think time or waiting on other agents. Wheel: zoom time; drag: pan; double-click or the button: reset. Hover a bar for its record." }));
+  var edgesNote = el("div", { class: "note" });
+  app.appendChild(edgesNote);
+  var laneStatus = el("div", { class: "note" });
+  app.appendChild(laneStatus);
+  var wrap = el("div", { id: "lanes-wrap" });
+  var canvas = el("canvas", { id: "lanes" });
+  var tip = el("div", { id: "tip" });
+  wrap.appendChild(canvas);
+  wrap.appendChild(tip);
+  app.appendChild(wrap);
+
+  var lanes = (function () {
+    var LABEL_W = 190, AXIS_H = 22, MAX_H = 640;
+    var L = null, rows = 0, rowH = 12, x0 = 0, x1 = 1, yOff = 0, spanEnd = 1;
+    var W = 0, H = 0, plotH = 0, dpr = window.devicePixelRatio || 1;
+    var ctx = canvas.getContext("2d");
+    var stats = { drawn: 0, ms: 0 };
+
+    function load(run) {
+      L = run.lanes;
+      rows = L.rows.length;
+      spanEnd = 1;
+      for (var i = 0; i < L.done_us.length; i++) if (L.done_us[i] > spanEnd) spanEnd = L.done_us[i];
+      rowH = Math.max(3, Math.min(20, Math.floor(MAX_H / Math.max(1, rows))));
+      plotH = Math.min(MAX_H, rows * rowH);
+      W = Math.max(400, wrap.clientWidth || 1200);
+      H = plotH + AXIS_H;
+      canvas.width = Math.round(W * dpr);
+      canvas.height = Math.round(H * dpr);
+      canvas.style.width = W + "px";
+      canvas.style.height = H + "px";
+      edgesNote.textContent = run.edges ? "" :
+        "Spawn and join arrows are not drawn: this run directory does not carry the workload's edges (records do not name them).";
+      resetView();
+    }
+    function resetView() { x0 = 0; x1 = spanEnd * 1.01; yOff = 0; draw(); }
+    function X(t) { return LABEL_W + (t - x0) / (x1 - x0) * (W - LABEL_W); }
+    function T(px) { return x0 + (px - LABEL_W) / (W - LABEL_W) * (x1 - x0); }
+    function firstVisible(s, e) {
+      // First turn of the row [s, e) whose sent >= x0, then back over any
+      // earlier turn still running at x0.
+      var lo = s, hi = e;
+      while (lo < hi) { var mid = (lo + hi) >> 1; if (L.sent_us[mid] < x0) lo = mid + 1; else hi = mid; }
+      while (lo > s && L.done_us[lo - 1] >= x0) lo--;
+      return lo;
+    }
+    function niceStep(span) {
+      var raw = span / 8, p = Math.pow(10, Math.floor(Math.log10(raw)));
+      var m = raw / p;
+      return p * (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10);
+    }
+    function draw() {
+      if (!L) return;
+      var started = performance.now();
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.clearRect(0, 0, W, H);
+      ctx.font = "11px system-ui, sans-serif";
+      var r0 = Math.max(0, Math.floor(yOff / rowH)), r1 = Math.min(rows, Math.ceil((yOff + plotH) / rowH));
+      var drawn = 0, prevPlay = null;
+      for (var r = r0; r < r1; r++) {
+        var y = AXIS_H + r * rowH - yOff, row = L.rows[r];
+        if (row.play % 2 === 1) { ctx.fillStyle = "#f5f7fa"; ctx.fillRect(0, y, W, rowH); }
+        if (rowH >= 6 && prevPlay !== null && row.play !== prevPlay) {
+          ctx.fillStyle = "#aab2bf"; ctx.fillRect(0, y, W, 1);
+        }
+        prevPlay = row.play;
+        if (rowH >= 9) {
+          ctx.fillStyle = "#1d2330";
+          var first = r === 0 || L.rows[r - 1].play !== row.play;
+          var label = first ? row.tree + " #" + row.play + (row.lane != null ? " L" + row.lane : "") : "  " + row.agent;
+          ctx.save(); ctx.beginPath(); ctx.rect(0, y, LABEL_W - 6, rowH); ctx.clip();
+          ctx.textBaseline = "middle";
+          ctx.fillText(label, 4, y + rowH / 2); ctx.restore();
+        }
+        var s = L.row_start[r], e = L.row_start[r + 1];
+        var barY = y + (rowH >= 6 ? 1 : 0), barH = Math.max(1, rowH - (rowH >= 6 ? 2 : 0));
+        var lastPx = -1;
+        for (var i = firstVisible(s, e); i < e; i++) {
+          if (L.sent_us[i] > x1) break;
+          var xe = X(L.eligible_us[i]), xs = X(L.sent_us[i]), xd = X(L.done_us[i]);
+          var xf = L.first_us[i] >= 0 ? X(L.first_us[i]) : xd;
+          if (xd < LABEL_W) continue;
+          // Merge bars narrower than a pixel that fall on a pixel drawn.
+          if (Math.floor(xd) <= lastPx) continue;
+          var st = L.status[i];
+          var left = Math.max(LABEL_W, xe);
+          if (st === 0) {
+            fill("#c3c9d4", left, xs, barY, barH);
+            fill("#f59f00", Math.max(LABEL_W, xs), xf, barY, barH);
+            fill("#2563eb", Math.max(LABEL_W, xf), xd, barY, barH);
+          } else {
+            fill("#c3c9d4", left, xs, barY, barH);
+            fill(st === 1 ? "#d62828" : st === 2 ? "#9c27b0" : "#9aa5b1", Math.max(LABEL_W, xs), xd, barY, barH);
+          }
+          lastPx = Math.floor(Math.max(xd, left + 1));
+          drawn++;
+        }
+      }
+      // Time axis.
+      ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, W, AXIS_H);
+      ctx.fillStyle = "#667085"; ctx.fillRect(LABEL_W, AXIS_H - 1, W - LABEL_W, 1);
+      var step = niceStep(x1 - x0);
+      for (var t = Math.ceil(x0 / step) * step; t <= x1; t += step) {
+        var px = X(t);
+        ctx.fillRect(px, AXIS_H - 5, 1, 5);
+        ctx.fillText(fmtSecs(t, step), px + 2, AXIS_H - 8);
+      }
+      ctx.fillStyle = "#1d2330";
+      ctx.fillText("s from start", 4, AXIS_H - 8);
+      stats.drawn = drawn;
+      stats.ms = performance.now() - started;
+      laneStatus.textContent = "rows " + (r0 + 1) + "–" + r1 + " of " + rows + (r1 - r0 < rows ? " (drag up/down or shift+wheel for more)" : "") +
+        " · " + (x0 / 1e6).toFixed(3) + "–" + (x1 / 1e6).toFixed(3) + " s · " + drawn + " bars drawn in " + stats.ms.toFixed(1) + " ms";
+      window.__arborLanes = stats;
+    }
+    function fill(c, a, b, y, h) {
+      if (b < LABEL_W) return;
+      ctx.fillStyle = c;
+      ctx.fillRect(a, y, Math.max(1, b - a), h);
+    }
+    function fmtSecs(us, step) {
+      var digits = Math.max(0, Math.min(6, -Math.floor(Math.log10(step / 1e6))));
+      return (us / 1e6).toFixed(digits);
+    }
+    function hit(px, py) {
+      if (!L || px < LABEL_W || py < AXIS_H) return -1;
+      var r = Math.floor((py - AXIS_H + yOff) / rowH);
+      if (r < 0 || r >= rows) return -1;
+      var tol = 3 * (x1 - x0) / (W - LABEL_W), t = T(px);
+      var s = L.row_start[r], e = L.row_start[r + 1], best = -1;
+      for (var i = firstVisible(s, e); i < e && L.sent_us[i] <= x1; i++) {
+        if (L.eligible_us[i] - tol <= t && t <= L.done_us[i] + tol) { best = i; if (t <= L.done_us[i]) break; }
+      }
+      return best;
+    }
+    function describe(i) {
+      var row = L.rows[(function () { var lo = 0, hi = rows - 1; while (lo < hi) { var m = (lo + hi + 1) >> 1; if (L.row_start[m] <= i) lo = m; else hi = m - 1; } return lo; })()];
+      var f = function (us) { return us < 0 ? "null" : (us / 1e6).toFixed(6); };
+      var d = function (a, b) { return a < 0 || b < 0 ? "null" : ((b - a) / 1000).toFixed(3) + " ms"; };
+      var lines = [
+        "request     " + L.request[i] + "   status " + ["ok", "error", "cancelled", "warmup"][L.status[i]],
+        "tree        " + row.tree + "   play " + row.play + "   copy " + row.copy + (row.lane != null ? "   lane " + row.lane : ""),
+        "agent       " + row.agent + "   turn " + L.turn[i],
+        "eligible_s  " + f(L.eligible_us[i]) + "   sent_s " + f(L.sent_us[i]),
+        "first_s     " + f(L.first_us[i]) + "   done_s " + f(L.done_us[i]),
+        "queue wait  " + (L.queue_wait_us[i] / 1000).toFixed(3) + " ms   lateness " + d(L.eligible_us[i], L.sent_us[i]),
+        "ttft        " + d(L.sent_us[i], L.first_us[i]) + "   e2e " + d(L.sent_us[i], L.done_us[i]),
+        "tokens      in " + L.input_tokens[i] + "  out " + L.output_tokens[i] + "  cached " + (L.cached_tokens[i] < 0 ? "null" : L.cached_tokens[i])
+      ];
+      if (L.error[i] >= 0) {
+        var er = L.errors[L.error[i]];
+        lines.push("error       " + er.category + ": " + er.message.slice(0, 120));
+      }
+      return lines.join("\n");
+    }
+
+    var drag = null;
+    canvas.addEventListener("wheel", function (ev) {
+      ev.preventDefault();
+      var rect = canvas.getBoundingClientRect(), px = ev.clientX - rect.left;
+      if (ev.shiftKey) {
+        yOff = Math.max(0, Math.min(rows * rowH - plotH, yOff + ev.deltaY));
+      } else {
+        var t = T(Math.max(LABEL_W, px)), k = Math.exp(ev.deltaY * 0.0015);
+        var span = Math.max(10, (x1 - x0) * k);
+        x0 = t - (t - x0) * span / (x1 - x0);
+        x1 = x0 + span;
+      }
+      draw();
+    }, { passive: false });
+    canvas.addEventListener("mousedown", function (ev) {
+      drag = { x: ev.clientX, y: ev.clientY, x0: x0, x1: x1, yOff: yOff };
+      canvas.classList.add("dragging");
+    });
+    window.addEventListener("mouseup", function () { drag = null; canvas.classList.remove("dragging"); });
+    canvas.addEventListener("mousemove", function (ev) {
+      var rect = canvas.getBoundingClientRect(), px = ev.clientX - rect.left, py = ev.clientY - rect.top;
+      if (drag) {
+        var dt = (ev.clientX - drag.x) / (W - LABEL_W) * (drag.x1 - drag.x0);
+        x0 = drag.x0 - dt; x1 = drag.x1 - dt;
+        yOff = Math.max(0, Math.min(Math.max(0, rows * rowH - plotH), drag.yOff - (ev.clientY - drag.y)));
+        tip.style.display = "none";
+        draw();
+        return;
+      }
+      var i = hit(px, py);
+      if (i < 0) { tip.style.display = "none"; return; }
+      tip.textContent = describe(i);
+      tip.style.display = "block";
+      tip.style.left = Math.min(px + 14, W - 460) + "px";
+      tip.style.top = (py + 14) + "px";
+    });
+    canvas.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+    canvas.addEventListener("dblclick", resetView);
+    reset.addEventListener("click", resetView);
+    return { load: load, draw: draw, stats: stats, rows: function () { return rows; }, turns: function () { return L ? L.request.length : 0; } };
+  })();
+
+  // ---- charts (uPlot) --------------------------------------------------
+  function chartWidth(box) { return Math.max(320, box.clientWidth || 620); }
+  // tables: [[x...], [y...]] per series; names/colors per series.
+  function plot(box, title, unitX, unitY, series, opts) {
+    opts = opts || {};
+    box.appendChild(el("div", { class: "chart-title", text: title }));
+    var withData = series.filter(function (s) { return s.x.length > 0; });
+    if (withData.length === 0) {
+      box.appendChild(el("div", { class: "empty", text: opts.emptyText || "no values" }));
+      return null;
+    }
+    var joined = withData.length === 1 ? [withData[0].x, withData[0].y]
+      : uPlot.join(withData.map(function (s) { return [s.x, s.y]; }));
+    var u = new uPlot({
+      width: chartWidth(box), height: opts.height || 220,
+      scales: { x: opts.logX ? { time: false, distr: 3 } : { time: false }, y: opts.yRange ? { range: opts.yRange } : { auto: true } },
+      axes: [{ label: unitX, size: 40 }, { label: unitY, size: 60 }],
+      legend: { live: true },
+      series: [{ label: unitX, value: function (u, v) { return v == null ? DASH : num(v, 3); } }].concat(withData.map(function (s) {
+        return {
+          label: s.name, stroke: s.color, width: 1.5, spanGaps: true, dash: s.dash,
+          paths: s.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
+          value: function (u, v) { return v == null ? DASH : num(v, opts.digits == null ? 3 : opts.digits); }
+        };
+      }))
+    }, joined, box);
+    charts.push({ name: title, plot: u });
+    return u;
+  }
+  function toMs(xs) { return xs.map(function (v) { return v * 1000; }); }
+  function color(i) { return COLORS[i % COLORS.length]; }
+
+  // ---- CDFs --------------------------------------------------------------
+  app.appendChild(el("h2", { text: "Distributions (CDF)" }));
+  app.appendChild(el("div", { class: "note", text: "Fraction of requests at most x ms; warmups left out; up to a few hundred points per curve (denser in the top 1 %). ITL from a 3-significant-digit histogram." + (runs.length > 1 ? " Runs overlaid." : "") }));
+  var logBox = el("input", { type: "checkbox", id: "cdf-log" });
+  app.appendChild(el("div", { class: "controls" }, [logBox, el("label", { for: "cdf-log", text: " log scale for x (values of 0 left out)" })]));
+  var cdfGrid = el("div", { class: "grid" });
+  app.appendChild(cdfGrid);
+  function drawCdfs(log) {
+    cdfGrid.textContent = "";
+    CDFS.forEach(function (m) {
+      var box = el("div", { class: "chart" });
+      cdfGrid.appendChild(box);
+      plot(box, m[1] + " CDF", "ms", "fraction", runs.map(function (r, i) {
+        var c = (r.cdf || {})[m[0]] || { x: [], p: [], n: 0 };
+        var same = c.x.length === 1 ? ", all " + num(c.x[0] * 1000, 2) + " ms" : "";
+        var x = toMs(c.x), y = c.p;
+        if (log) {
+          var keep = x.map(function (v) { return v > 0; });
+          x = x.filter(function (v, k) { return keep[k]; });
+          y = y.filter(function (v, k) { return keep[k]; });
+        }
+        return { name: r.name + " (n=" + c.n + same + ")", color: color(i), x: x, y: y };
+      }), { yRange: [0, 1], logX: log, emptyText: m[1] + ": no values" + (log ? " above 0" : "") + " (" + DASH + ")" });
+    });
+  }
+  drawCdfs(false);
+  logBox.addEventListener("change", function () { drawCdfs(logBox.checked); });
+
+  // ---- time series -----------------------------------------------------
+  app.appendChild(el("h2", { text: "Over time" }));
+  app.appendChild(el("div", { class: "note", text: "Seconds from each run's start, in bins of " + runs.map(function (r) { return num(r.series.bin_s * 1000, 0) + " ms"; }).join(" / ") + ". Tokens are spread over each request's prefill (input) or streaming (output); TTFT percentiles and cache hits by the bin a request was sent in; errors by the bin it ended in." }));
+  var seriesGrid = el("div", { class: "grid" });
+  app.appendChild(seriesGrid);
+  function seriesChart(title, unitY, make, opts) {
+    var box = el("div", { class: "chart" });
+    seriesGrid.appendChild(box);
+    var list = [];
+    runs.forEach(function (r, i) { make(r, i, list); });
+    return plot(box, title, "s", unitY, list, opts);
+  }
+  function nameOf(r, what) { return runs.length > 1 ? r.name + ": " + what : what; }
+  seriesChart("Requests in flight, observed against planned peak", "requests", function (r, i, list) {
+    var s = r.series;
+    list.push({ name: nameOf(r, "observed (max in bin)"), color: color(i), x: s.t_s, y: s.inflight_max, stepped: true });
+    list.push({ name: nameOf(r, "observed (mean)"), color: color(i), x: s.t_s, y: s.inflight_mean, dash: [4, 3], stepped: true });
+    var planned = get(r.summary, "concurrency.planned_peak");
+    if (planned != null && s.t_s.length) {
+      list.push({ name: nameOf(r, "planned peak"), color: "#888", x: s.t_s, y: s.t_s.map(function () { return planned; }), dash: [8, 4] });
+    }
+  }, { digits: 1 });
+  seriesChart("Output tokens/s", "tok/s", function (r, i, list) {
+    list.push({ name: nameOf(r, "output tok/s"), color: color(i), x: r.series.t_s, y: r.series.output_tok_s, stepped: true });
+  }, { digits: 0 });
+  seriesChart("Input tokens/s", "tok/s", function (r, i, list) {
+    list.push({ name: nameOf(r, "input tok/s"), color: color(i), x: r.series.t_s, y: r.series.input_tok_s, stepped: true });
+  }, { digits: 0 });
+  seriesChart("TTFT per bin (p50, p99)", "ms", function (r, i, list) {
+    list.push({ name: nameOf(r, "p50"), color: color(i), x: r.series.t_s, y: r.series.ttft_p50_s.map(function (v) { return v == null ? null : v * 1000; }) });
+    list.push({ name: nameOf(r, "p99"), color: color(i), dash: [4, 3], x: r.series.t_s, y: r.series.ttft_p99_s.map(function (v) { return v == null ? null : v * 1000; }) });
+  }, { digits: 2 });
+  seriesChart("Failed requests by error class", "requests", function (r, i, list) {
+    var classes = Object.keys(r.series.errors || {});
+    if (classes.length === 0) {
+      list.push({ name: nameOf(r, "no failed requests"), color: color(i), x: r.series.t_s, y: r.series.t_s.map(function () { return 0; }) });
+    }
+    classes.forEach(function (c, k) {
+      list.push({ name: nameOf(r, c), color: COLORS[(i + k + 1) % COLORS.length], x: r.series.t_s, y: r.series.errors[c], stepped: true });
+    });
+  }, { digits: 0 });
+  seriesChart("Cache-hit ratio (server-reported)", "ratio", function (r, i, list) {
+    if (r.series.cache_hit.some(function (v) { return v != null; })) {
+      list.push({ name: nameOf(r, "cached / input tokens"), color: color(i), x: r.series.t_s, y: r.series.cache_hit });
+    }
+  }, { yRange: [0, 1], emptyText: "no cached-token counts: the server's usage reported none", digits: 3 });
+
+  if (runs.length > 0) lanes.load(runs[0]);
+
+  // ---- throughput against latency (runs that differ in load) -----------
+  function load(run) {
+    var p = get(run.summary, "config.policy") || {};
+    return JSON.stringify([p.sessions, p.arrival, p.copies, p.max_inflight, p.loop, p.duration_s]);
+  }
+  if (runs.length > 1) {
+    app.appendChild(el("h2", { text: "Throughput against latency" }));
+    var loads = runs.map(load);
+    var differ = loads.some(function (l) { return l !== loads[0]; });
+    if (!differ) {
+      app.appendChild(el("div", { class: "note", text: "The runs have the same load (--sessions, --arrival, --copies, --max-inflight, --loop, --duration): no curve." }));
+    } else {
+      app.appendChild(el("div", { class: "note", text: "One point per run, by output tokens/s: TTFT p99 (ms) and job time p90 (s)." }));
+      var points = runs.map(function (r) {
+        return [get(r.summary, "throughput.output_tokens_per_s"), headline(r, HEADLINES[1]), headline(r, HEADLINES[8])];
+      }).filter(function (p) { return p[0] != null; }).sort(function (a, b) { return a[0] - b[0]; });
+      var tbox = el("div", { class: "chart" });
+      app.appendChild(tbox);
+      var xs = points.map(function (p) { return p[0]; });
+      var pts = function (size) { return { show: true, size: size }; };
+      var tu = new uPlot({
+        width: chartWidth(tbox), height: 260,
+        scales: { x: { time: false }, ms: { auto: true }, s: { auto: true } },
+        axes: [{ label: "output tok/s", size: 40 }, { scale: "ms", label: "TTFT p99 (ms)", size: 60 },
+          { scale: "s", side: 1, label: "job time p90 (s)", size: 60, grid: { show: false } }],
+        series: [{ label: "output tok/s" },
+          { label: "TTFT p99 (ms)", scale: "ms", stroke: COLORS[0], width: 1.5, points: pts(8) },
+          { label: "job time p90 (s)", scale: "s", stroke: COLORS[1], width: 1.5, dash: [4, 3], points: pts(8) }]
+      }, [xs, points.map(function (p) { return p[1]; }), points.map(function (p) { return p[2]; })], tbox);
+      charts.push({ name: "throughput against latency", plot: tu });
+    }
+  }
+
+  // ---- self-check --------------------------------------------------------
+  checks.push(function () { return runs.length ? null : "no runs in the data"; });
+  checks.push(function () {
+    var bad = charts.filter(function (c) {
+      return !c.plot.root.querySelector("canvas") || !(c.plot.data[0] && c.plot.data[0].length);
+    });
+    return bad.length ? "empty chart: " + bad.map(function (c) { return c.name; }).join(", ") : null;
+  });
+  // Records give data to the in-flight, token and error series and the
+  // lateness CDF at least: fewer than six charts means something broke.
+  var records = runs.reduce(function (n, r) { return n + (r.records || 0); }, 0);
+  checks.push(function () {
+    return records === 0 || charts.length >= 6 ? null : "only " + charts.length + " charts drawn";
+  });
+  checks.push(function () {
+    return lanes.turns() === 0 || lanes.stats.drawn > 0 ? null : "swim lanes drew no bar";
+  });
+  if (!failed) {
+    var problems = checks.map(function (c) { return c(); }).filter(function (m) { return m; });
+    if (problems.length) fail(problems.join("; "));
+    else document.title = "arbor report: ok";
+  }
+  // How long the script took to draw everything (the check prints it).
+  document.body.setAttribute("data-render-ms", String(Math.round(performance.now() - startedAt)));
+  document.body.setAttribute("data-lane-bars", String(lanes.stats.drawn));
+  // Since navigation start: loading and parsing the file included.
+  document.body.setAttribute("data-ready-ms", String(Math.round(performance.now())));
+})();

@@ -1,0 +1,81 @@
+//! `arbor report RUN_DIR... [-o FILE]`: one self-contained HTML page of
+//! one or more run directories (configuration, summary, CDFs, time
+//! series, swim lanes; several runs overlaid, with a table of deltas).
+//! `arbor run` writes the same page into its output directory
+//! ([`write_for_run`]).
+//!
+//! Modules: [`record`] (a line of `records.jsonl`), [`cdf`], [`series`] and
+//! [`lanes`] (what is drawn, each from records), [`run_dir`] (a directory
+//! streamed once into all three), [`html`] (the page). Reads only the files
+//! a run wrote; never touches `run`'s types, so a run directory from any
+//! arbor version with the same record fields reads the same.
+
+mod cdf;
+mod html;
+mod lanes;
+mod record;
+mod run_dir;
+mod series;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::args::ReportArgs;
+use crate::failure::Failure;
+
+/// The page `arbor run` writes into its output directory.
+pub const REPORT_FILE: &str = "report.html";
+
+#[derive(Serialize)]
+struct PageData<'a> {
+    arbor_version: &'static str,
+    runs: &'a [run_dir::RunPage],
+}
+
+/// `arbor report`.
+pub fn run(args: &ReportArgs) -> Result<(), Failure> {
+    let out = match (&args.out, args.run_dirs.as_slice()) {
+        (Some(out), _) => out.clone(),
+        (None, [one]) => one.join(REPORT_FILE),
+        (None, _) => PathBuf::from(REPORT_FILE),
+    };
+    let bytes = write(&args.run_dirs, &out)?;
+    crate::stdout::print(|text| {
+        writeln!(
+            text,
+            "report in {} ({} run{}, {:.1} MB)",
+            out.display(),
+            args.run_dirs.len(),
+            if args.run_dirs.len() == 1 { "" } else { "s" },
+            bytes as f64 / 1e6
+        )
+    })
+}
+
+/// Writes the page of `run_dir` (a run just finished) to
+/// `run_dir/report.html` and prints where it is (the console's last line).
+/// Any failure is one of writing the run's output (exit 1).
+pub fn write_for_run(run_dir: &Path) -> Result<(), Failure> {
+    let out = run_dir.join(REPORT_FILE);
+    write(&[run_dir.to_path_buf()], &out).map_err(|f| Failure::other(f.message))?;
+    crate::stdout::print(|text| writeln!(text, "report in {}", out.display()))
+}
+
+/// Writes the page of `run_dirs` to `out`; returns its size in bytes.
+pub fn write(run_dirs: &[PathBuf], out: &Path) -> Result<u64, Failure> {
+    let runs = run_dirs
+        .iter()
+        .map(|dir| run_dir::read(dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let data = serde_json::to_string(&PageData {
+        arbor_version: env!("CARGO_PKG_VERSION"),
+        runs: &runs,
+    })
+    .map_err(|e| Failure::other(format!("cannot encode the report's data: {e}")))?;
+    let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+    let page = html::page(&format!("arbor report: {}", names.join(", ")), &data);
+    std::fs::write(out, &page)
+        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", out.display())))?;
+    Ok(page.len() as u64)
+}

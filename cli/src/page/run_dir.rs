@@ -1,0 +1,152 @@
+//! One run directory read into the page's data: `summary.json` as written,
+//! and `records.jsonl` streamed once (one reused line buffer; a record's
+//! strings are borrowed from it) into the CDFs, the time series and the
+//! swim lanes.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::failure::Failure;
+
+use super::cdf::Cdf;
+use super::lanes::{LaneBuilder, Lanes};
+use super::record::{for_each_itl, secs_to_ns, Record, Status};
+use super::series::{self, Series};
+
+pub const SUMMARY_FILE: &str = "summary.json";
+pub const RECORDS_FILE: &str = "records.jsonl";
+
+/// Everything the page shows of one run.
+#[derive(Debug, Serialize)]
+pub struct RunPage {
+    /// The directory's name, and its path as given.
+    pub name: String,
+    pub path: String,
+    pub summary: Value,
+    pub records: u64,
+    /// Keyed ttft, itl, tpot, e2e, lateness, queue_wait.
+    pub cdf: BTreeMap<&'static str, Cdf>,
+    pub series: Series,
+    pub lanes: Lanes,
+    /// Spawn and join edges between rows: `None` until a run directory
+    /// carries them (records do not name a turn's edges).
+    pub edges: Option<Vec<[u32; 2]>>,
+}
+
+/// Values of the distributions with exact CDFs, in nanoseconds.
+#[derive(Default)]
+struct Values {
+    ttft: Vec<u64>,
+    tpot: Vec<u64>,
+    e2e: Vec<u64>,
+    lateness: Vec<u64>,
+    queue_wait: Vec<u64>,
+}
+
+/// Reads `dir` (a directory `arbor run` wrote). A missing directory or
+/// file, or a line that is not a record, is bad input (exit 2).
+pub fn read(dir: &Path) -> Result<RunPage, Failure> {
+    if !dir.is_dir() {
+        return Err(Failure::input(format!(
+            "{}: no such run directory",
+            dir.display()
+        )));
+    }
+    let summary_path = dir.join(SUMMARY_FILE);
+    let summary_text = std::fs::read_to_string(&summary_path).map_err(|e| {
+        Failure::input(format!(
+            "{}: not a finished run directory: cannot read {SUMMARY_FILE} ({e})",
+            dir.display()
+        ))
+    })?;
+    let summary: Value = serde_json::from_str(&summary_text)
+        .map_err(|e| Failure::input(format!("{}: {e}", summary_path.display())))?;
+    if !summary.is_object() {
+        return Err(Failure::input(format!(
+            "{}: expected a JSON object",
+            summary_path.display()
+        )));
+    }
+
+    let records_path = dir.join(RECORDS_FILE);
+    let file = File::open(&records_path).map_err(|e| {
+        Failure::input(format!(
+            "{}: not a run directory: cannot read {RECORDS_FILE} ({e})",
+            dir.display()
+        ))
+    })?;
+    let mut reader = BufReader::new(file);
+    let mut line = String::new();
+    let mut number = 0u64;
+    let mut values = Values::default();
+    let mut itl = Histogram::<u64>::new(3)
+        .map_err(|e| Failure::other(format!("cannot make a histogram: {e}")))?;
+    let mut lanes = LaneBuilder::default();
+    loop {
+        line.clear();
+        let read = reader
+            .read_line(&mut line)
+            .map_err(|e| Failure::input(format!("{}: {e}", records_path.display())))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: Record = serde_json::from_str(&line).map_err(|e| {
+            Failure::input(format!(
+                "{}:{number}: not a record of arbor run: {e}",
+                records_path.display()
+            ))
+        })?;
+        let turn = lanes.add(&record);
+        if turn.status == Status::Warmup {
+            continue;
+        }
+        if turn.status == Status::Ok {
+            let ns = |v: Option<f64>| v.map(secs_to_ns);
+            values.ttft.extend(ns(record.ttft_s));
+            values.tpot.extend(ns(record.tpot_s));
+            values.e2e.extend(ns(record.e2e_s));
+            for_each_itl(&line, |gap| {
+                // Values beyond the histogram's reach (none in practice)
+                // are left out rather than failing the report.
+                let _ = itl.record(secs_to_ns(gap));
+            });
+        }
+        values.lateness.extend(record.lateness_s.map(secs_to_ns));
+        values
+            .queue_wait
+            .extend(record.queue_wait_s.map(secs_to_ns));
+    }
+
+    let series = series::build(lanes.turns(), &lanes.classes());
+    let records = lanes.turns().count() as u64;
+    let mut cdf = BTreeMap::new();
+    cdf.insert("ttft", Cdf::of_values(values.ttft));
+    cdf.insert("itl", Cdf::of_histogram(&itl));
+    cdf.insert("tpot", Cdf::of_values(values.tpot));
+    cdf.insert("e2e", Cdf::of_values(values.e2e));
+    cdf.insert("lateness", Cdf::of_values(values.lateness));
+    cdf.insert("queue_wait", Cdf::of_values(values.queue_wait));
+    Ok(RunPage {
+        name: dir.file_name().map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+        path: dir.display().to_string(),
+        summary,
+        records,
+        cdf,
+        series,
+        lanes: lanes.finish(),
+        edges: None,
+    })
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Browser check of `arbor report`: renders report pages in headless
+# Chromium, fails on any console error or empty chart, saves screenshots.
+#
+#   scripts/check-report.sh                  # the demo run and a two-run report
+#   scripts/check-report.sh PAGE.html...     # pages already written
+#
+# With no argument it builds arbor (debug), runs the demo twice into
+# $OUT (default target/report-check; the second run with a slower
+# emulator, --ttft-ms 20, so the two differ) and checks the demo's own
+# report.html and `arbor report` of both runs. Screenshots go beside each
+# page's check files in $OUT: <name>.png (1400x2400, or $WINDOW).
+#
+# The page checks itself: once every chart has rendered with data and the
+# swim lanes drew bars, it sets its title to "arbor report: ok"; on any
+# error, to "arbor report: error: ...". This script reads the title from
+# Chromium's --dump-dom, and also fails on an "Uncaught" error or a console
+# error in Chromium's log.
+#
+# Installs Debian's chromium-headless-shell with apt-get when neither it
+# nor chromium is on PATH. Every step is bounded by `timeout`; running it
+# twice does the same thing twice.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+OUT=${OUT:-$root/target/report-check}
+WINDOW=${WINDOW:-1400,2400}
+mkdir -p "$OUT"
+
+browser() {
+  for b in chromium-headless-shell chromium; do
+    if command -v "$b" >/dev/null 2>&1; then
+      command -v "$b"
+      return 0
+    fi
+  done
+  return 1
+}
+
+if ! BROWSER=$(browser); then
+  echo "check-report: installing chromium-headless-shell (apt-get)" >&2
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 300 $sudo_cmd apt-get update -qq >&2 || true
+  timeout 900 $sudo_cmd apt-get install -y -qq --no-install-recommends chromium-headless-shell >&2
+  BROWSER=$(browser)
+fi
+
+flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+  --disable-background-networking --disable-component-update --disable-sync
+  --hide-scrollbars --enable-logging=stderr --v=0 --virtual-time-budget=5000)
+
+# A person's session, scripted: log-scale CDFs, hover along the first lane
+# row until a record shows, zoom, drag. Appended after the page's </html>
+# (the parser runs it in the body); sets the title's tail.
+interaction=$(cat <<'JS'
+<script>
+(function(){
+  try {
+  document.getElementById('cdf-log').click();
+  var c = document.getElementById('lanes'), r = c.getBoundingClientRect();
+  // hover along a row until the tip shows
+  var shown = 0;
+  for (var x = 188; x < r.width; x += 1) {
+    c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + x, clientY: r.top + 22 + 5, bubbles: true}));
+    if (document.getElementById('tip').style.display === 'block') { shown++; break; }
+  }
+
+  c.dispatchEvent(new WheelEvent('wheel', {deltaY: -400, clientX: r.left + 400, clientY: r.top + 60, bubbles: true, cancelable: true}));
+  c.dispatchEvent(new MouseEvent('mousedown', {clientX: r.left + 400, clientY: r.top + 100, bubbles: true}));
+  c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 300, clientY: r.top + 50, bubbles: true}));
+  window.dispatchEvent(new MouseEvent('mouseup', {}));
+  document.title += ' | interacted, tip ' + shown;
+  } catch (e) { document.title = 'arbor report: error: ' + e; }
+})();
+</script>
+JS
+)
+
+# check PAGE NAME: renders PAGE, checks its title and log, saves NAME.png.
+check() {
+  local page name profile dom log
+  page=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+  name=$2
+  dom=$OUT/$name.dom.html
+  log=$OUT/$name.log
+  profile=$(mktemp -d)
+  timeout 90 "$BROWSER" "${flags[@]}" --user-data-dir="$profile" --dump-dom "file://$page" >"$dom" 2>"$log" || {
+    echo "check-report: $name: chromium failed (see $log)" >&2
+    rm -rf "$profile"
+    return 1
+  }
+  rm -rf "$profile"
+  profile=$(mktemp -d)
+  timeout 90 "$BROWSER" "${flags[@]}" --user-data-dir="$profile" --window-size="$WINDOW" \
+    --screenshot="$OUT/$name.png" "file://$page" >/dev/null 2>>"$log" || {
+    echo "check-report: $name: screenshot failed (see $log)" >&2
+    rm -rf "$profile"
+    return 1
+  }
+  rm -rf "$profile"
+  local title
+  title=$(grep -o '<title>[^<]*</title>' "$dom" | head -1 | sed 's/<[^>]*>//g')
+  if [ "$title" != "arbor report: ok" ]; then
+    echo "check-report: $name: the page says: ${title:-no title}" >&2
+    return 1
+  fi
+  if grep -E 'Uncaught|CONSOLE.*(error|Error)' "$log" >&2; then
+    echo "check-report: $name: console error (above; log in $log)" >&2
+    return 1
+  fi
+  # The same page, used: no error, and hovering shows a record.
+  cat "$page" >"$OUT/$name.used.html"
+  printf '%s\n' "$interaction" >>"$OUT/$name.used.html"
+  profile=$(mktemp -d)
+  timeout 90 "$BROWSER" "${flags[@]}" --user-data-dir="$profile" --window-size="$WINDOW" \
+    --dump-dom "file://$OUT/$name.used.html" >"$OUT/$name.used.dom.html" 2>>"$log" || true
+  rm -rf "$profile"
+  title=$(grep -o '<title>[^<]*</title>' "$OUT/$name.used.dom.html" | head -1 | sed 's/<[^>]*>//g')
+  local want="arbor report: ok | interacted, tip 1"
+  if grep -q 'data-lane-bars="0"' "$dom"; then want="arbor report: ok | interacted, tip 0"; fi
+  if [ "$title" != "$want" ]; then
+    echo "check-report: $name: after zoom, pan and hover the page says: ${title:-no title}" >&2
+    return 1
+  fi
+  local render ready bars
+  render=$(grep -o 'data-render-ms="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
+  ready=$(grep -o 'data-ready-ms="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
+  bars=$(grep -o 'data-lane-bars="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
+  echo "check-report: $name ok ($(du -k "$page" | cut -f1) kB; script ${render:-?} ms, interactive ${ready:-?} ms after navigation start, ${bars:-?} lane bars; screenshot $OUT/$name.png)"
+}
+
+if [ $# -gt 0 ]; then
+  status=0
+  for page in "$@"; do
+    check "$page" "$(basename "$(dirname "$page")")-$(basename "$page" .html)" || status=1
+  done
+  exit $status
+fi
+
+cd "$root"
+timeout 900 cargo build -q -p arbor-cli
+arbor=$root/target/debug/arbor
+rm -rf "$OUT/demo" "$OUT/slower"
+timeout 300 "$arbor" run --out "$OUT/demo" --no-progress >"$OUT/demo.txt"
+timeout 300 "$arbor" run --out "$OUT/slower" --no-progress --ttft-ms 20 >"$OUT/slower.txt"
+tail -1 "$OUT/demo.txt" | grep -q "report.html" || {
+  echo "check-report: the run's last line does not name report.html" >&2
+  exit 1
+}
+timeout 60 "$arbor" report "$OUT/demo" "$OUT/slower" -o "$OUT/two-runs.html"
+check "$OUT/demo/report.html" demo
+check "$OUT/two-runs.html" two-runs
