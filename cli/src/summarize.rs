@@ -61,7 +61,9 @@ pub fn run(args: &SummarizeArgs) -> Result<(), Failure> {
                 old.display()
             ),
         }
-    })
+    })?;
+    // The report is a view of the summary and the records: rebuilt too.
+    crate::page::write_for_run(dir)
 }
 
 /// A summary rebuilt from a run directory.
