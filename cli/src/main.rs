@@ -9,8 +9,9 @@
 //! `runtime` (tokio runtimes); `stdout` (reports, quiet on a closed pipe);
 //! `sample`, `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
 //! (flags to a compiled workload and policy), `report` and `progress`;
-//! then the commands `plan`, `inspect`, `convert`, `emulate`, `run`,
-//! `doctor`.
+//! `shape` (`trees.jsonl`: written by `run`, read by `export`); then the
+//! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
+//! `export`.
 #![forbid(unsafe_code)]
 
 mod args;
@@ -18,6 +19,7 @@ mod convert;
 mod doctor;
 mod emulate;
 mod endpoint;
+mod export;
 mod failure;
 mod inputs;
 mod inspect;
@@ -28,6 +30,7 @@ mod run;
 mod runtime;
 mod sample;
 mod scenario;
+mod shape;
 mod stdout;
 mod tokenizer;
 
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args, &explicit),
         Command::Emulate(args) => emulate::run(&args),
         Command::Doctor(args) => doctor::run(&args),
+        Command::Export(args) => export::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

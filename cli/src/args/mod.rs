@@ -63,6 +63,9 @@ pub enum Command {
     /// tokens, whether max_completion_tokens and ignore_eos are honoured;
     /// prints findings and the `arbor run` flags to use.
     Doctor(DoctorArgs),
+    /// Export a run directory: a Chrome trace-event file for the Perfetto
+    /// UI (--perfetto) or one CSV row per request (--csv).
+    Export(ExportArgs),
 }
 
 impl Command {
@@ -72,7 +75,10 @@ impl Command {
             Command::Plan(a) => Some(&a.peer),
             Command::Run(a) => Some(&a.peer),
             Command::Doctor(a) => Some(&a.peer),
-            Command::Inspect(_) | Command::Convert(_) | Command::Emulate(_) => None,
+            Command::Inspect(_)
+            | Command::Convert(_)
+            | Command::Emulate(_)
+            | Command::Export(_) => None,
         }
     }
 }
@@ -273,4 +279,23 @@ pub struct DoctorArgs {
 
     #[command(flatten)]
     pub peer: PeerFlags,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("format").required(true).multiple(true).args(["perfetto", "csv"])))]
+pub struct ExportArgs {
+    /// The output directory of an `arbor run` (records.jsonl; trees.jsonl
+    /// for the spawn and join flows).
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+
+    /// Write a Chrome trace-event JSON file that the Perfetto UI opens
+    /// (gzipped when FILE ends in .gz).
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub perfetto: Option<PathBuf>,
+
+    /// Write one CSV row per request, every field of its record (gzipped
+    /// when FILE ends in .gz).
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub csv: Option<PathBuf>,
 }

@@ -4,8 +4,8 @@
 //! [`Prepared`] run ([`prepare`]), the in-process emulator when there is no
 //! `--endpoint`, then [`run_against`] an endpoint: model discovery, the
 //! HTTP client and its warmed pool, the live driver with `records.jsonl`
-//! written as requests finish, Ctrl+C, the progress ticker, `summary.json`,
-//! and the console table.
+//! written as requests finish (after `trees.jsonl`, the trees' shape),
+//! Ctrl+C, the progress ticker, `summary.json`, and the console table.
 //!
 //! The endpoint is a parameter of [`run_against`] so that the built-in
 //! emulator can be started in-process and passed in (see [`run`]).
@@ -209,6 +209,9 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     };
 
     let out_dir = out.create()?;
+    // How the trees' agents relate, for whoever draws the run (before the
+    // clock starts: nothing on the request path).
+    crate::shape::write(&out_dir, scheduler.trees(), &workload.trees)?;
     // Warmups are recorded but measured nowhere; measurement starts at the
     // profiling start (0 without a start window).
     let window_start = scheduler

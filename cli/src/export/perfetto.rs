@@ -1,0 +1,476 @@
+//! `arbor export --perfetto FILE`: a run as a Chrome trace-event JSON file
+//! (the format the Perfetto UI and chrome://tracing open).
+//!
+//! - Every play of a tree is a process (pid `play + 2`, named by tree, copy
+//!   and play); every agent of it a thread (a tid of its own, named by the
+//!   agent). A turn whose request overlapped its agent's previous one (a
+//!   recorded overlap replayed concurrently) goes to a second thread of the
+//!   agent, so slices on one thread always nest.
+//! - Every record is a complete slice (`ph: X`) from `eligible` to `done`
+//!   (or its last stamp), with the record's fields as args, and its phases
+//!   nested inside: `queue wait` (eligible..dispatched), `waiting for first
+//!   token` (sent..first_content, or sent..done when no content came) and
+//!   `streaming` (first_content..done); a phase of zero length is left out.
+//!   Failed and cancelled requests say so in their name and args.
+//! - Spawns and joins (`trees.jsonl`) are flows (`ph: s` then `ph: f`):
+//!   the start sits half a microsecond before the end of the source turn's
+//!   slice, inside it (a flow start binds to the slice open on its thread);
+//!   the end half a microsecond before the target turn's slice begins (a
+//!   flow end without `bp: e` binds to the next slice that begins on its
+//!   thread). Every flow has an id of its own.
+//! - A counter (`ph: C`, process 1 "arbor run") of requests in flight:
+//!   sent and not yet done.
+//!
+//! Times are microseconds from the run's epoch, rounded to whole
+//! microseconds (flow points at half microseconds), so a child slice never
+//! pokes out of its parent through rounding; events are written sorted by
+//! time, a longer slice before a shorter one that starts with it.
+//! Owns the mapping from records (and shapes) to events; reads no file.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::shape::{EdgeRole, TreeShape};
+
+use super::records::Record;
+
+/// Process of the run-wide counter; plays are `play + PLAY_PID_BASE`.
+const RUN_PID: u64 = 1;
+const PLAY_PID_BASE: u64 = 2;
+/// Half a microsecond, in nanoseconds: where flow points sit.
+const HALF_US: u64 = 500;
+
+/// What the trace holds, for the command's report.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Written {
+    pub turns: usize,
+    pub plays: usize,
+    pub flows: usize,
+    /// Records with no usable time (not drawn).
+    pub undrawn: usize,
+}
+
+/// A time in the trace: nanoseconds from the epoch, written in
+/// microseconds (a whole number when it is one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Micros(u64);
+
+impl Micros {
+    /// The nearest whole microsecond.
+    fn round(ns: u64) -> Micros {
+        Micros(ns.saturating_add(HALF_US) / 1000 * 1000)
+    }
+}
+
+impl Serialize for Micros {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0 % 1000 == 0 {
+            s.serialize_u64(self.0 / 1000)
+        } else {
+            s.serialize_f64(self.0 as f64 / 1000.0)
+        }
+    }
+}
+
+/// One trace event.
+#[derive(Debug, Serialize)]
+struct Event {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cat: Option<&'static str>,
+    ph: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ts: Option<Micros>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<Micros>,
+    pid: u64,
+    tid: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    args: Option<Value>,
+}
+
+impl Event {
+    fn at(name: String, ph: &'static str, ts: Option<Micros>, pid: u64, tid: u64) -> Event {
+        Event {
+            name,
+            cat: None,
+            ph,
+            ts,
+            dur: None,
+            pid,
+            tid,
+            id: None,
+            args: None,
+        }
+    }
+
+    fn metadata(name: &str, pid: u64, tid: u64, key: &str, value: Value) -> Event {
+        let mut e = Event::at(name.to_string(), "M", None, pid, tid);
+        e.args = Some(Value::Object(Map::from_iter([(key.to_string(), value)])));
+        e
+    }
+
+    fn slice(name: String, cat: &'static str, from: Micros, to: Micros, pid: u64, tid: u64) -> Event {
+        let mut e = Event::at(name, "X", Some(from), pid, tid);
+        e.cat = Some(cat);
+        e.dur = Some(Micros(to.0.saturating_sub(from.0)));
+        e
+    }
+}
+
+/// A record placed in time: its slice and its phases.
+struct Placed<'r> {
+    record: &'r Record,
+    start: Micros,
+    end: Micros,
+}
+
+impl<'r> Placed<'r> {
+    /// `None` for a record with no usable time at all.
+    fn of(record: &'r Record) -> Option<Placed<'r>> {
+        let r = record;
+        let start = [Some(r.eligible_s), Some(r.dispatched_s), r.sent_s]
+            .into_iter()
+            .find_map(Record::ns)?;
+        let last = [
+            r.done_s,
+            r.first_content_s,
+            r.first_byte_s,
+            r.headers_s,
+            r.sent_s,
+            Some(r.dispatched_s),
+        ]
+        .into_iter()
+        .find_map(Record::ns)
+        .unwrap_or(start);
+        Some(Placed {
+            record,
+            start: Micros::round(start),
+            end: Micros::round(last.max(start)),
+        })
+    }
+
+    /// The nested phases, clamped into the slice; empty ones left out.
+    fn phases(&self) -> Vec<(&'static str, Micros, Micros)> {
+        let r = self.record;
+        let at = |s: Option<f64>| Record::ns(s).map(|ns| Micros::round(ns).clamp(self.start, self.end));
+        let dispatched = at(Some(r.dispatched_s));
+        let sent = at(r.sent_s);
+        let first_content = at(r.first_content_s);
+        let mut phases = vec![];
+        if let Some(d) = dispatched {
+            phases.push(("queue wait", self.start, d));
+        }
+        if let Some(s) = sent {
+            phases.push(("waiting for first token", s, first_content.unwrap_or(self.end)));
+        }
+        if let Some(f) = first_content {
+            phases.push(("streaming", f, self.end));
+        }
+        phases.retain(|&(_, from, to)| to > from);
+        phases
+    }
+
+    fn name(&self) -> String {
+        let r = self.record;
+        let turn = if r.warmup {
+            format!("warmup turn {}", r.turn)
+        } else {
+            format!("turn {}", r.turn)
+        };
+        match (&r.error, r.status.as_str()) {
+            (_, "cancelled") => format!("{turn} · cancelled"),
+            (Some(e), _) => format!("{turn} · error: {}", e.category),
+            (None, "ok") => turn,
+            (None, status) => format!("{turn} · {status}"),
+        }
+    }
+
+    fn args(&self) -> Value {
+        let fields = self.record.fields();
+        Value::Object(fields.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.to_string(), v)).collect())
+    }
+}
+
+/// Where a turn's slice was drawn.
+#[derive(Clone, Copy)]
+struct Drawn {
+    pid: u64,
+    tid: u64,
+    start: Micros,
+    end: Micros,
+}
+
+/// Writes the trace of `records`; `shapes` (from `trees.jsonl`) give the
+/// spawn and join flows, none without them.
+pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape]>) -> io::Result<Written> {
+    let mut written = Written::default();
+    let mut placed: Vec<Placed> = Vec::with_capacity(records.len());
+    for r in records {
+        match Placed::of(r) {
+            Some(p) => placed.push(p),
+            None => written.undrawn += 1,
+        }
+    }
+    let shapes: BTreeMap<u32, &TreeShape> = shapes.unwrap_or(&[]).iter().map(|s| (s.tree_index, s)).collect();
+
+    let mut plays: BTreeMap<u32, Vec<&Placed>> = BTreeMap::new();
+    for p in &placed {
+        plays.entry(p.record.play).or_default().push(p);
+    }
+    written.plays = plays.len();
+
+    let mut meta = vec![
+        Event::metadata("process_name", RUN_PID, RUN_PID, "name", "arbor run".into()),
+        Event::metadata("process_sort_index", RUN_PID, RUN_PID, "sort_index", (-1).into()),
+        Event::metadata("thread_name", RUN_PID, RUN_PID, "name", "requests in flight".into()),
+    ];
+    let mut slices: Vec<(Event, u64)> = Vec::new();
+    let mut flows = Vec::new();
+    // Run-wide tids: RUN_PID's own thread is 1.
+    let mut next_tid = RUN_PID + 1;
+    for (&play, turns) in &plays {
+        let pid = PLAY_PID_BASE + u64::from(play);
+        let first = turns[0].record;
+        let shape = shapes.get(&first.tree_index).copied().filter(|s| s.tree == first.tree);
+        let lane = first.lane.map(|l| format!(" · lane {l}")).unwrap_or_default();
+        meta.push(Event::metadata(
+            "process_name",
+            pid,
+            pid,
+            "name",
+            format!("{} · copy {} · play {play}{lane}", first.tree, first.copy).into(),
+        ));
+        meta.push(Event::metadata("process_sort_index", pid, pid, "sort_index", play.into()));
+
+        let mut agents: BTreeMap<&str, Vec<&Placed>> = BTreeMap::new();
+        for p in turns {
+            agents.entry(p.record.agent.as_str()).or_default().push(p);
+        }
+        let mut order: Vec<(&str, Vec<&Placed>)> = agents.into_iter().collect();
+        // The tree's order of agents when known, else by first start.
+        let index_of = |agent: &str| shape.and_then(|s| s.agents.iter().position(|a| a.agent == agent));
+        order.sort_by_key(|(agent, ps)| {
+            (index_of(agent).unwrap_or(usize::MAX), ps.iter().map(|p| p.start).min(), agent.to_string())
+        });
+
+        let mut drawn: BTreeMap<(&str, u32), Drawn> = BTreeMap::new();
+        for (sort_index, (agent, mut ps)) in order.into_iter().enumerate() {
+            ps.sort_by_key(|p| (p.start, p.end, p.record.request));
+            // Threads of this agent: (tid, end of its last slice).
+            let mut threads: Vec<(u64, Micros)> = Vec::new();
+            for p in ps {
+                let tid = match threads.iter_mut().find(|(_, end)| *end <= p.start) {
+                    Some(thread) => {
+                        thread.1 = p.end;
+                        thread.0
+                    }
+                    None => {
+                        let tid = next_tid;
+                        next_tid += 1;
+                        let name = match threads.len() {
+                            0 => agent.to_string(),
+                            n => format!("{agent} (overlap {n})"),
+                        };
+                        meta.push(Event::metadata("thread_name", pid, tid, "name", name.into()));
+                        meta.push(Event::metadata("thread_sort_index", pid, tid, "sort_index", sort_index.into()));
+                        threads.push((tid, p.end));
+                        tid
+                    }
+                };
+                let mut turn = Event::slice(p.name(), if p.record.error.is_some() { "turn,error" } else { "turn" }, p.start, p.end, pid, tid);
+                turn.args = Some(p.args());
+                let seq = slices.len() as u64;
+                slices.push((turn, seq));
+                for (name, from, to) in p.phases() {
+                    let mut phase = Event::slice(name.to_string(), "phase", from, to, pid, tid);
+                    phase.args = Some(serde_json::json!({ "request": p.record.request }));
+                    let seq = slices.len() as u64;
+                    slices.push((phase, seq));
+                }
+                written.turns += 1;
+                let here = Drawn { pid, tid, start: p.start, end: p.end };
+                // A measured request wins over a warmup of the same turn.
+                let key = (agent, p.record.turn);
+                if !p.record.warmup || !drawn.contains_key(&key) {
+                    drawn.insert(key, here);
+                }
+            }
+        }
+        if let Some(shape) = shape {
+            flows.extend(flow_events(shape, &drawn, &mut written.flows));
+        }
+    }
+
+    slices.sort_by_key(|(e, seq)| (e.ts, std::cmp::Reverse(e.dur), *seq));
+    let counter = in_flight(&placed);
+
+    out.write_all(b"{\"traceEvents\":[\n")?;
+    let mut first = true;
+    let events = meta.iter().chain(slices.iter().map(|(e, _)| e)).chain(flows.iter()).chain(counter.iter());
+    for event in events {
+        if !first {
+            out.write_all(b",\n")?;
+        }
+        first = false;
+        serde_json::to_writer(&mut *out, event).map_err(io::Error::other)?;
+    }
+    out.write_all(b"\n],\"otherData\":")?;
+    let other = serde_json::json!({
+        "generator": "arbor export",
+        "arbor_version": env!("CARGO_PKG_VERSION"),
+        "time": "microseconds from the run's epoch",
+    });
+    serde_json::to_writer(&mut *out, &other).map_err(io::Error::other)?;
+    out.write_all(b"}\n")?;
+    Ok(written)
+}
+
+/// The flow events of one play's spawn and join edges whose both turns
+/// were drawn.
+fn flow_events(shape: &TreeShape, drawn: &BTreeMap<(&str, u32), Drawn>, next_id: &mut usize) -> Vec<Event> {
+    let mut events = Vec::new();
+    let turn = |agent: u32, turn: u32| {
+        let id = shape.agents.get(agent as usize)?.agent.as_str();
+        drawn.get(&(id, turn)).copied()
+    };
+    for edge in &shape.edges {
+        let name = match edge.role {
+            EdgeRole::Spawn => "spawn",
+            EdgeRole::Join => "join",
+            EdgeRole::Other => continue,
+        };
+        let (Some(from), Some(to)) = (turn(edge.from_agent, edge.from_turn), turn(edge.to_agent, edge.to_turn)) else {
+            continue;
+        };
+        *next_id += 1;
+        let id = *next_id as u64;
+        // Inside the source slice, after everything else that begins in it.
+        let out_at = if from.end > from.start { from.end.0 - HALF_US } else { from.start.0 };
+        // Just before the target slice begins: bound to it.
+        let in_at = to.start.0.saturating_sub(HALF_US);
+        for (ph, at, place) in [("s", out_at, from), ("f", in_at, to)] {
+            let mut e = Event::at(name.to_string(), ph, Some(Micros(at)), place.pid, place.tid);
+            e.cat = Some("flow");
+            e.id = Some(id);
+            events.push(e);
+        }
+    }
+    events
+}
+
+/// The counter of requests in flight: up at `sent`, down at the end of
+/// the request's slice; ends before starts at one time.
+fn in_flight(placed: &[Placed]) -> Vec<Event> {
+    let mut changes: Vec<(Micros, i64)> = Vec::new();
+    for p in placed {
+        if let Some(sent) = Record::ns(p.record.sent_s) {
+            let sent = Micros::round(sent).clamp(p.start, p.end);
+            changes.push((sent, 1));
+            changes.push((p.end, -1));
+        }
+    }
+    changes.sort();
+    let mut events = vec![counter_event(Micros(0), 0)];
+    let mut level = 0i64;
+    let mut i = 0;
+    while i < changes.len() {
+        let at = changes[i].0;
+        while i < changes.len() && changes[i].0 == at {
+            level += changes[i].1;
+            i += 1;
+        }
+        events.push(counter_event(at, level));
+    }
+    events
+}
+
+fn counter_event(at: Micros, level: i64) -> Event {
+    let mut e = Event::at("in flight".to_string(), "C", Some(at), RUN_PID, RUN_PID);
+    e.args = Some(serde_json::json!({ "requests": level }));
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_round_and_print() {
+        assert_eq!(Micros::round(1_499), Micros(1_000));
+        assert_eq!(Micros::round(1_500), Micros(2_000));
+        assert_eq!(serde_json::to_string(&Micros(2_000)).unwrap(), "2");
+        assert_eq!(serde_json::to_string(&Micros(2_500)).unwrap(), "2.5");
+    }
+
+    fn record(request: u64, agent: &str, turn: u32, times: [f64; 4]) -> Record {
+        let [eligible, sent, first_content, done] = times;
+        Record {
+            request,
+            tree: "t".into(),
+            agent: agent.into(),
+            turn,
+            status: "ok".into(),
+            eligible_s: eligible,
+            dispatched_s: eligible,
+            sent_s: Some(sent),
+            first_content_s: Some(first_content),
+            done_s: Some(done),
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn overlapping_turns_of_one_agent_get_two_threads() {
+        let records = [
+            record(0, "a", 0, [0.0, 0.001, 0.002, 0.010]),
+            record(1, "a", 1, [0.005, 0.005, 0.006, 0.008]),
+            record(2, "a", 2, [0.010, 0.011, 0.012, 0.013]),
+        ];
+        let mut out = Vec::new();
+        let written = write(&mut out, &records, None).unwrap();
+        assert_eq!(written.turns, 3);
+        let trace: Value = serde_json::from_slice(&out).unwrap();
+        let events = trace["traceEvents"].as_array().unwrap();
+        let tid_of = |name: &str| {
+            events
+                .iter()
+                .find(|e| e["ph"] == "X" && e["name"] == name)
+                .map(|e| e["tid"].as_u64().unwrap())
+                .unwrap()
+        };
+        assert_ne!(tid_of("turn 0"), tid_of("turn 1"), "overlap: another thread");
+        assert_eq!(tid_of("turn 0"), tid_of("turn 2"), "after the end: the first thread");
+        let names: Vec<&str> = events
+            .iter()
+            .filter(|e| e["name"] == "thread_name")
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"a (overlap 1)"), "{names:?}");
+    }
+
+    #[test]
+    fn errors_show_in_the_name_and_zero_phases_are_left_out() {
+        let mut r = record(0, "a", 4, [0.0, 0.0, 0.0, 0.0]);
+        r.first_content_s = None;
+        r.done_s = Some(0.003);
+        r.status = "error".into();
+        r.error = Some(super::super::records::RecordError {
+            category: "timeout".into(),
+            message: "slow".into(),
+            http_status: None,
+            retry_after_s: None,
+        });
+        let p = Placed::of(&r).unwrap();
+        assert_eq!(p.name(), "turn 4 · error: timeout");
+        let phases = p.phases();
+        assert_eq!(phases.len(), 1, "no queue wait, no streaming");
+        assert_eq!(phases[0].0, "waiting for first token");
+        assert_eq!(p.args()["error_category"], "timeout");
+    }
+}
