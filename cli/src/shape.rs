@@ -171,7 +171,12 @@ pub fn read(dir: &Path) -> Result<Option<Vec<TreeShape>>, Failure> {
     let file = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Failure::input(format!("{}: cannot read: {e}", path.display()))),
+        Err(e) => {
+            return Err(Failure::input(format!(
+                "{}: cannot read: {e}",
+                path.display()
+            )))
+        }
     };
     let mut shapes = Vec::new();
     for (i, line) in BufReader::new(file).lines().enumerate() {

@@ -43,9 +43,8 @@ fn write_row(out: &mut dyn Write, cells: impl Iterator<Item = String>) -> io::Re
 
 /// A cell as CSV: quoted when it must be.
 fn quoted(cell: &str) -> String {
-    let needs = cell.contains([',', '"', '\n', '\r'])
-        || cell.starts_with(' ')
-        || cell.ends_with(' ');
+    let needs =
+        cell.contains([',', '"', '\n', '\r']) || cell.starts_with(' ') || cell.ends_with(' ');
     if needs {
         format!("\"{}\"", cell.replace('"', "\"\""))
     } else {

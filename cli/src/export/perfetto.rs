@@ -115,7 +115,14 @@ impl Event {
         e
     }
 
-    fn slice(name: String, cat: &'static str, from: Micros, to: Micros, pid: u64, tid: u64) -> Event {
+    fn slice(
+        name: String,
+        cat: &'static str,
+        from: Micros,
+        to: Micros,
+        pid: u64,
+        tid: u64,
+    ) -> Event {
         let mut e = Event::at(name, "X", Some(from), pid, tid);
         e.cat = Some(cat);
         e.dur = Some(Micros(to.0.saturating_sub(from.0)));
@@ -158,7 +165,8 @@ impl<'r> Placed<'r> {
     /// The nested phases, clamped into the slice; empty ones left out.
     fn phases(&self) -> Vec<(&'static str, Micros, Micros)> {
         let r = self.record;
-        let at = |s: Option<f64>| Record::ns(s).map(|ns| Micros::round(ns).clamp(self.start, self.end));
+        let at =
+            |s: Option<f64>| Record::ns(s).map(|ns| Micros::round(ns).clamp(self.start, self.end));
         let dispatched = at(Some(r.dispatched_s));
         let sent = at(r.sent_s);
         let first_content = at(r.first_content_s);
@@ -167,7 +175,11 @@ impl<'r> Placed<'r> {
             phases.push(("queue wait", self.start, d));
         }
         if let Some(s) = sent {
-            phases.push(("waiting for first token", s, first_content.unwrap_or(self.end)));
+            phases.push((
+                "waiting for first token",
+                s,
+                first_content.unwrap_or(self.end),
+            ));
         }
         if let Some(f) = first_content {
             phases.push(("streaming", f, self.end));
@@ -193,7 +205,13 @@ impl<'r> Placed<'r> {
 
     fn args(&self) -> Value {
         let fields = self.record.fields();
-        Value::Object(fields.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.to_string(), v)).collect())
+        Value::Object(
+            fields
+                .into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        )
     }
 }
 
@@ -208,7 +226,11 @@ struct Drawn {
 
 /// Writes the trace of `records`; `shapes` (from `trees.jsonl`) give the
 /// spawn and join flows, none without them.
-pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape]>) -> io::Result<Written> {
+pub fn write(
+    out: &mut dyn Write,
+    records: &[Record],
+    shapes: Option<&[TreeShape]>,
+) -> io::Result<Written> {
     let mut written = Written::default();
     let mut placed: Vec<Placed> = Vec::with_capacity(records.len());
     for r in records {
@@ -217,7 +239,11 @@ pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape
             None => written.undrawn += 1,
         }
     }
-    let shapes: BTreeMap<u32, &TreeShape> = shapes.unwrap_or(&[]).iter().map(|s| (s.tree_index, s)).collect();
+    let shapes: BTreeMap<u32, &TreeShape> = shapes
+        .unwrap_or(&[])
+        .iter()
+        .map(|s| (s.tree_index, s))
+        .collect();
 
     let mut plays: BTreeMap<u32, Vec<&Placed>> = BTreeMap::new();
     for p in &placed {
@@ -227,8 +253,20 @@ pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape
 
     let mut meta = vec![
         Event::metadata("process_name", RUN_PID, RUN_PID, "name", "arbor run".into()),
-        Event::metadata("process_sort_index", RUN_PID, RUN_PID, "sort_index", (-1).into()),
-        Event::metadata("thread_name", RUN_PID, RUN_PID, "name", "requests in flight".into()),
+        Event::metadata(
+            "process_sort_index",
+            RUN_PID,
+            RUN_PID,
+            "sort_index",
+            (-1).into(),
+        ),
+        Event::metadata(
+            "thread_name",
+            RUN_PID,
+            RUN_PID,
+            "name",
+            "requests in flight".into(),
+        ),
     ];
     let mut slices: Vec<(Event, u64)> = Vec::new();
     let mut flows = Vec::new();
@@ -237,8 +275,14 @@ pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape
     for (&play, turns) in &plays {
         let pid = PLAY_PID_BASE + u64::from(play);
         let first = turns[0].record;
-        let shape = shapes.get(&first.tree_index).copied().filter(|s| s.tree == first.tree);
-        let lane = first.lane.map(|l| format!(" · lane {l}")).unwrap_or_default();
+        let shape = shapes
+            .get(&first.tree_index)
+            .copied()
+            .filter(|s| s.tree == first.tree);
+        let lane = first
+            .lane
+            .map(|l| format!(" · lane {l}"))
+            .unwrap_or_default();
         meta.push(Event::metadata(
             "process_name",
             pid,
@@ -246,7 +290,13 @@ pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape
             "name",
             format!("{} · copy {} · play {play}{lane}", first.tree, first.copy).into(),
         ));
-        meta.push(Event::metadata("process_sort_index", pid, pid, "sort_index", play.into()));
+        meta.push(Event::metadata(
+            "process_sort_index",
+            pid,
+            pid,
+            "sort_index",
+            play.into(),
+        ));
 
         let mut agents: BTreeMap<&str, Vec<&Placed>> = BTreeMap::new();
         for p in turns {
@@ -254,9 +304,14 @@ pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape
         }
         let mut order: Vec<(&str, Vec<&Placed>)> = agents.into_iter().collect();
         // The tree's order of agents when known, else by first start.
-        let index_of = |agent: &str| shape.and_then(|s| s.agents.iter().position(|a| a.agent == agent));
+        let index_of =
+            |agent: &str| shape.and_then(|s| s.agents.iter().position(|a| a.agent == agent));
         order.sort_by_key(|(agent, ps)| {
-            (index_of(agent).unwrap_or(usize::MAX), ps.iter().map(|p| p.start).min(), agent.to_string())
+            (
+                index_of(agent).unwrap_or(usize::MAX),
+                ps.iter().map(|p| p.start).min(),
+                agent.to_string(),
+            )
         });
 
         let mut drawn: BTreeMap<(&str, u32), Drawn> = BTreeMap::new();
@@ -277,13 +332,36 @@ pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape
                             0 => agent.to_string(),
                             n => format!("{agent} (overlap {n})"),
                         };
-                        meta.push(Event::metadata("thread_name", pid, tid, "name", name.into()));
-                        meta.push(Event::metadata("thread_sort_index", pid, tid, "sort_index", sort_index.into()));
+                        meta.push(Event::metadata(
+                            "thread_name",
+                            pid,
+                            tid,
+                            "name",
+                            name.into(),
+                        ));
+                        meta.push(Event::metadata(
+                            "thread_sort_index",
+                            pid,
+                            tid,
+                            "sort_index",
+                            sort_index.into(),
+                        ));
                         threads.push((tid, p.end));
                         tid
                     }
                 };
-                let mut turn = Event::slice(p.name(), if p.record.error.is_some() { "turn,error" } else { "turn" }, p.start, p.end, pid, tid);
+                let mut turn = Event::slice(
+                    p.name(),
+                    if p.record.error.is_some() {
+                        "turn,error"
+                    } else {
+                        "turn"
+                    },
+                    p.start,
+                    p.end,
+                    pid,
+                    tid,
+                );
                 turn.args = Some(p.args());
                 let seq = slices.len() as u64;
                 slices.push((turn, seq));
@@ -294,7 +372,12 @@ pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape
                     slices.push((phase, seq));
                 }
                 written.turns += 1;
-                let here = Drawn { pid, tid, start: p.start, end: p.end };
+                let here = Drawn {
+                    pid,
+                    tid,
+                    start: p.start,
+                    end: p.end,
+                };
                 // A measured request wins over a warmup of the same turn.
                 let key = (agent, p.record.turn);
                 if !p.record.warmup || !drawn.contains_key(&key) {
@@ -312,7 +395,11 @@ pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape
 
     out.write_all(b"{\"traceEvents\":[\n")?;
     let mut first = true;
-    let events = meta.iter().chain(slices.iter().map(|(e, _)| e)).chain(flows.iter()).chain(counter.iter());
+    let events = meta
+        .iter()
+        .chain(slices.iter().map(|(e, _)| e))
+        .chain(flows.iter())
+        .chain(counter.iter());
     for event in events {
         if !first {
             out.write_all(b",\n")?;
@@ -333,7 +420,11 @@ pub fn write(out: &mut dyn Write, records: &[Record], shapes: Option<&[TreeShape
 
 /// The flow events of one play's spawn and join edges whose both turns
 /// were drawn.
-fn flow_events(shape: &TreeShape, drawn: &BTreeMap<(&str, u32), Drawn>, next_id: &mut usize) -> Vec<Event> {
+fn flow_events(
+    shape: &TreeShape,
+    drawn: &BTreeMap<(&str, u32), Drawn>,
+    next_id: &mut usize,
+) -> Vec<Event> {
     let mut events = Vec::new();
     let turn = |agent: u32, turn: u32| {
         let id = shape.agents.get(agent as usize)?.agent.as_str();
@@ -345,13 +436,20 @@ fn flow_events(shape: &TreeShape, drawn: &BTreeMap<(&str, u32), Drawn>, next_id:
             EdgeRole::Join => "join",
             EdgeRole::Other => continue,
         };
-        let (Some(from), Some(to)) = (turn(edge.from_agent, edge.from_turn), turn(edge.to_agent, edge.to_turn)) else {
+        let (Some(from), Some(to)) = (
+            turn(edge.from_agent, edge.from_turn),
+            turn(edge.to_agent, edge.to_turn),
+        ) else {
             continue;
         };
         *next_id += 1;
         let id = *next_id as u64;
         // Inside the source slice, after everything else that begins in it.
-        let out_at = if from.end > from.start { from.end.0 - HALF_US } else { from.start.0 };
+        let out_at = if from.end > from.start {
+            from.end.0 - HALF_US
+        } else {
+            from.start.0
+        };
         // Just before the target slice begins: bound to it.
         let in_at = to.start.0.saturating_sub(HALF_US);
         for (ph, at, place) in [("s", out_at, from), ("f", in_at, to)] {
@@ -444,8 +542,16 @@ mod tests {
                 .map(|e| e["tid"].as_u64().unwrap())
                 .unwrap()
         };
-        assert_ne!(tid_of("turn 0"), tid_of("turn 1"), "overlap: another thread");
-        assert_eq!(tid_of("turn 0"), tid_of("turn 2"), "after the end: the first thread");
+        assert_ne!(
+            tid_of("turn 0"),
+            tid_of("turn 1"),
+            "overlap: another thread"
+        );
+        assert_eq!(
+            tid_of("turn 0"),
+            tid_of("turn 2"),
+            "after the end: the first thread"
+        );
         let names: Vec<&str> = events
             .iter()
             .filter(|e| e["name"] == "thread_name")

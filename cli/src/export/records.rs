@@ -111,7 +111,10 @@ impl ItlSummary {
         if gaps.is_empty() {
             return ItlSummary::default();
         }
-        let mut ns: Vec<Nanos> = gaps.iter().map(|&s| secs_to_nanos(s).unwrap_or(0)).collect();
+        let mut ns: Vec<Nanos> = gaps
+            .iter()
+            .map(|&s| secs_to_nanos(s).unwrap_or(0))
+            .collect();
         ns.sort_unstable();
         ItlSummary {
             count: gaps.len() as u64,
@@ -162,7 +165,10 @@ impl Record {
             ("planned_input_tokens", self.planned_input_tokens.into()),
             ("planned_output_tokens", self.planned_output_tokens.into()),
             ("input_tokens", self.input_tokens.into()),
-            ("input_tokens_source", self.input_tokens_source.clone().into()),
+            (
+                "input_tokens_source",
+                self.input_tokens_source.clone().into(),
+            ),
             ("output_tokens", self.output_tokens.into()),
             (
                 "output_tokens_source",
@@ -173,7 +179,10 @@ impl Record {
             ("attempts", self.attempts.into()),
             ("error_category", error.map(|e| e.category.clone()).into()),
             ("error_message", error.map(|e| e.message.clone()).into()),
-            ("error_http_status", error.and_then(|e| e.http_status).into()),
+            (
+                "error_http_status",
+                error.and_then(|e| e.http_status).into(),
+            ),
             (
                 "error_retry_after_s",
                 error.and_then(|e| e.retry_after_s).into(),

@@ -5,6 +5,7 @@ mod bad_corpus;
 mod bad_input;
 mod doctor;
 mod emulate;
+mod export;
 mod flags;
 mod golden;
 mod inspect;
