@@ -67,10 +67,9 @@ impl Micros {
 
 impl Serialize for Micros {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.0 % 1000 == 0 {
-            s.serialize_u64(self.0 / 1000)
-        } else {
-            s.serialize_f64(self.0 as f64 / 1000.0)
+        match self.0 % 1000 {
+            0 => s.serialize_u64(self.0 / 1000),
+            _ => s.serialize_f64(self.0 as f64 / 1000.0),
         }
     }
 }

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -36,6 +37,18 @@ fn short_run(name: &str) -> (PathBuf, PathBuf) {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     (dir, run_dir)
+}
+
+/// `arbor export RUN_DIR FLAG FILE`, which must succeed.
+fn export(run_dir: &Path, flag: &str, file: &Path) -> Output {
+    let out = arbor(&[
+        "export",
+        run_dir.to_str().unwrap(),
+        flag,
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
 }
 
 fn gunzip_json(path: &Path) -> Value {
@@ -102,13 +115,7 @@ fn check_format(events: &[Value]) {
 fn a_real_run_exports_to_a_trace_whose_slices_and_flows_match_the_records() {
     let (dir, run_dir) = short_run("export-perfetto");
     let trace_path = dir.join("trace.json.gz");
-    let out = arbor(&[
-        "export",
-        run_dir.to_str().unwrap(),
-        "--perfetto",
-        trace_path.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = export(&run_dir, "--perfetto", &trace_path);
     assert!(stdout(&out).contains("trace.json.gz"), "{}", stdout(&out));
     let trace = gunzip_json(&trace_path);
     let events = trace["traceEvents"].as_array().expect("traceEvents");
@@ -345,13 +352,7 @@ fn csv_cells(line: &str) -> Vec<String> {
 fn csv_has_one_row_per_record_and_summarises_itl() {
     let (dir, run_dir) = short_run("export-csv");
     let csv = dir.join("requests.csv");
-    let out = arbor(&[
-        "export",
-        run_dir.to_str().unwrap(),
-        "--csv",
-        csv.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    export(&run_dir, "--csv", &csv);
     let text = std::fs::read_to_string(&csv).unwrap();
     let mut lines = text.lines();
     let header = csv_cells(lines.next().unwrap());
@@ -401,13 +402,7 @@ fn a_run_dir_without_trees_jsonl_exports_without_flows() {
     let (dir, run_dir) = short_run("export-old");
     std::fs::remove_file(run_dir.join("trees.jsonl")).unwrap();
     let trace_path = dir.join("trace.json");
-    let out = arbor(&[
-        "export",
-        run_dir.to_str().unwrap(),
-        "--perfetto",
-        trace_path.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = export(&run_dir, "--perfetto", &trace_path);
     assert!(stderr(&out).contains("trees.jsonl"), "{}", stderr(&out));
     // Not gzipped: the name does not end in .gz.
     let trace: Value =
