@@ -1,7 +1,7 @@
 //! `arbor export --csv FILE`: one flat row per request, every field of its
 //! record ([`Record::fields`]) under a header row.
 //!
-//! RFC 4180: comma-separated, CRLF-free (`\n` rows), a cell quoted when it
+//! RFC 4180, rows ending in `\n`: comma-separated, a cell quoted when it
 //! holds a comma, a quote, a line break or leading/trailing spaces, quotes
 //! doubled inside. An absent value is an empty cell; numbers are written as
 //! in `records.jsonl`.
