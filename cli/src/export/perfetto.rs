@@ -2,8 +2,9 @@
 //! (the format the Perfetto UI and chrome://tracing open).
 //!
 //! - Every play of a tree is a process (pid `play + 2`, named by tree, copy
-//!   and play); every agent of it a thread (a tid of its own, named by the
-//!   agent). A turn whose request overlapped its agent's previous one (a
+//!   and play); every agent of it a thread (a tid of its own, above every
+//!   pid, named by the agent; a process's names are given on its pid's
+//!   own tid). A turn whose request overlapped its agent's previous one (a
 //!   recorded overlap replayed concurrently) goes to a second thread of the
 //!   agent, so slices on one thread always nest.
 //! - Every record is a complete slice (`ph: X`) from `eligible` to `done`
@@ -269,8 +270,14 @@ pub fn write(
     ];
     let mut slices: Vec<(Event, u64)> = Vec::new();
     let mut flows = Vec::new();
-    // Run-wide tids: RUN_PID's own thread is 1.
-    let mut next_tid = RUN_PID + 1;
+    // Every event names a thread, and Perfetto takes a tid equal to a pid
+    // for that process's main thread: agents' tids start above every pid,
+    // so no tid is ever seen under two processes.
+    let last_pid = plays
+        .keys()
+        .last()
+        .map_or(RUN_PID, |&p| PLAY_PID_BASE + u64::from(p));
+    let mut next_tid = last_pid + 1;
     for (&play, turns) in &plays {
         let pid = PLAY_PID_BASE + u64::from(play);
         let first = turns[0].record;

@@ -14,9 +14,9 @@ use serde_json::Value;
 
 use crate::util::{arbor, expect_exit_2, fixture, jsonl, scratch, stderr, stdout};
 
-/// A short run of a Weka trace with four subagents (spawned from the
-/// root, joined back), two requests at most in flight so that some turns
-/// wait in the queue.
+/// A short run of two copies of a Weka trace with four subagents
+/// (spawned from the root, joined back), two requests at most in flight
+/// so that some turns wait in the queue.
 fn short_run(name: &str) -> (PathBuf, PathBuf) {
     let dir = scratch(name);
     let run_dir = dir.join("run");
@@ -30,6 +30,8 @@ fn short_run(name: &str) -> (PathBuf, PathBuf) {
         "--idle-gap-cap",
         "0.1",
         "--max-inflight",
+        "2",
+        "--copies",
         "2",
         "--out",
         run_dir.to_str().unwrap(),
@@ -71,6 +73,21 @@ fn num(v: &Value) -> f64 {
 /// Every event has the fields the trace-event format documents for its
 /// phase (and nothing Perfetto would drop it for).
 fn check_format(events: &[Value]) {
+    // A tid names one thread: never under two processes, and never the
+    // main thread (tid = pid) of another process.
+    let mut process_of: BTreeMap<u64, u64> = BTreeMap::new();
+    for e in events {
+        let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        assert_eq!(*process_of.entry(tid).or_insert(pid), pid, "tid {tid}: {e}");
+    }
+    for (&tid, &pid) in &process_of {
+        if tid != pid {
+            assert!(
+                !process_of.values().any(|&p| p == tid),
+                "tid {tid} of process {pid} is another process's pid"
+            );
+        }
+    }
     for e in events {
         assert!(e["name"].is_string(), "{e}");
         assert!(e["pid"].is_u64() && e["tid"].is_u64(), "{e}");
@@ -301,8 +318,16 @@ fn a_real_run_exports_to_a_trace_whose_slices_and_flows_match_the_records() {
     }
     let edges = trees[0]["edges"].as_array().unwrap();
     let count = |role: &str| edges.iter().filter(|e| e["role"] == role).count();
-    assert_eq!((spawns, joins), (count("spawn"), count("join")));
-    assert_eq!(spawns, agents.len() - 1, "every subagent spawned");
+    let plays: std::collections::BTreeSet<u64> = records
+        .iter()
+        .map(|r| r["play"].as_u64().unwrap())
+        .collect();
+    assert_eq!(plays.len(), 2, "--copies 2");
+    assert_eq!(
+        (spawns, joins),
+        (count("spawn") * plays.len(), count("join") * plays.len())
+    );
+    assert_eq!(spawns, (agents.len() - 1) * 2, "every subagent spawned");
     assert!(joins > 0);
 
     // The counter of requests in flight never goes negative and ends at 0.
