@@ -231,12 +231,12 @@ pub fn write(
     records: &[Record],
     shapes: Option<&[TreeShape]>,
 ) -> io::Result<Written> {
-    let mut written = Written::default();
     let mut placed: Vec<Placed> = Vec::with_capacity(records.len());
+    let mut undrawn = 0;
     for r in records {
         match Placed::of(r) {
             Some(p) => placed.push(p),
-            None => written.undrawn += 1,
+            None => undrawn += 1,
         }
     }
     let shapes: BTreeMap<u32, &TreeShape> = shapes
@@ -244,68 +244,93 @@ pub fn write(
         .iter()
         .map(|s| (s.tree_index, s))
         .collect();
-
     let mut plays: BTreeMap<u32, Vec<&Placed>> = BTreeMap::new();
     for p in &placed {
         plays.entry(p.record.play).or_default().push(p);
     }
-    written.plays = plays.len();
 
-    let mut meta = vec![
-        Event::metadata("process_name", RUN_PID, RUN_PID, "name", "arbor run".into()),
-        Event::metadata(
-            "process_sort_index",
-            RUN_PID,
-            RUN_PID,
-            "sort_index",
-            (-1).into(),
-        ),
-        Event::metadata(
-            "thread_name",
-            RUN_PID,
-            RUN_PID,
-            "name",
-            "requests in flight".into(),
-        ),
-    ];
-    let mut slices: Vec<(Event, u64)> = Vec::new();
-    let mut flows = Vec::new();
     // Every event names a thread, and Perfetto takes a tid equal to a pid
     // for that process's main thread: agents' tids start above every pid,
     // so no tid is ever seen under two processes.
-    let last_pid = plays
-        .keys()
-        .last()
-        .map_or(RUN_PID, |&p| PLAY_PID_BASE + u64::from(p));
-    let mut next_tid = last_pid + 1;
+    let last_pid = plays.keys().last().map_or(RUN_PID, |&p| play_pid(p));
+    let mut trace = Trace::new(last_pid + 1);
+    trace.name(RUN_PID, RUN_PID, Named::Process, "arbor run", -1);
+    trace.name(RUN_PID, RUN_PID, Named::Thread, "requests in flight", 0);
     for (&play, turns) in &plays {
-        let pid = PLAY_PID_BASE + u64::from(play);
         let first = turns[0].record;
         let shape = shapes
             .get(&first.tree_index)
             .copied()
             .filter(|s| s.tree == first.tree);
+        trace.add_play(play, turns, shape);
+    }
+    trace.written.plays = plays.len();
+    trace.written.undrawn = undrawn;
+    let counter = in_flight(&placed);
+    trace.write_json(out, &counter)
+}
+
+fn play_pid(play: u32) -> u64 {
+    PLAY_PID_BASE + u64::from(play)
+}
+
+/// A process or a thread, for its name and sort index.
+#[derive(Clone, Copy)]
+enum Named {
+    Process,
+    Thread,
+}
+
+/// The events being built.
+struct Trace {
+    meta: Vec<Event>,
+    /// Slices with their order of creation (a turn before its phases).
+    slices: Vec<(Event, u64)>,
+    flows: Vec<Event>,
+    next_tid: u64,
+    written: Written,
+}
+
+impl Trace {
+    fn new(first_tid: u64) -> Trace {
+        Trace {
+            meta: Vec::new(),
+            slices: Vec::new(),
+            flows: Vec::new(),
+            next_tid: first_tid,
+            written: Written::default(),
+        }
+    }
+
+    fn name(&mut self, pid: u64, tid: u64, what: Named, name: &str, sort_index: i64) {
+        let (name_event, sort_event) = match what {
+            Named::Process => ("process_name", "process_sort_index"),
+            Named::Thread => ("thread_name", "thread_sort_index"),
+        };
+        self.meta
+            .push(Event::metadata(name_event, pid, tid, "name", name.into()));
+        self.meta.push(Event::metadata(
+            sort_event,
+            pid,
+            tid,
+            "sort_index",
+            sort_index.into(),
+        ));
+    }
+
+    /// A play: its process, its agents' threads and turns, its flows.
+    fn add_play(&mut self, play: u32, turns: &[&Placed], shape: Option<&TreeShape>) {
+        let pid = play_pid(play);
+        let first = turns[0].record;
         let lane = first
             .lane
             .map(|l| format!(" · lane {l}"))
             .unwrap_or_default();
-        meta.push(Event::metadata(
-            "process_name",
-            pid,
-            pid,
-            "name",
-            format!("{} · copy {} · play {play}{lane}", first.tree, first.copy).into(),
-        ));
-        meta.push(Event::metadata(
-            "process_sort_index",
-            pid,
-            pid,
-            "sort_index",
-            play.into(),
-        ));
+        let name = format!("{} · copy {} · play {play}{lane}", first.tree, first.copy);
+        self.name(pid, pid, Named::Process, &name, i64::from(play));
 
         let mut agents: BTreeMap<&str, Vec<&Placed>> = BTreeMap::new();
-        for p in turns {
+        for &p in turns {
             agents.entry(p.record.agent.as_str()).or_default().push(p);
         }
         let mut order: Vec<(&str, Vec<&Placed>)> = agents.into_iter().collect();
@@ -319,109 +344,113 @@ pub fn write(
                 agent.to_string(),
             )
         });
-
         let mut drawn: BTreeMap<(&str, u32), Drawn> = BTreeMap::new();
-        for (sort_index, (agent, mut ps)) in order.into_iter().enumerate() {
-            ps.sort_by_key(|p| (p.start, p.end, p.record.request));
-            // Threads of this agent: (tid, end of its last slice).
-            let mut threads: Vec<(u64, Micros)> = Vec::new();
-            for p in ps {
-                let tid = match threads.iter_mut().find(|(_, end)| *end <= p.start) {
-                    Some(thread) => {
-                        thread.1 = p.end;
-                        thread.0
-                    }
-                    None => {
-                        let tid = next_tid;
-                        next_tid += 1;
-                        let name = match threads.len() {
-                            0 => agent.to_string(),
-                            n => format!("{agent} (overlap {n})"),
-                        };
-                        meta.push(Event::metadata(
-                            "thread_name",
-                            pid,
-                            tid,
-                            "name",
-                            name.into(),
-                        ));
-                        meta.push(Event::metadata(
-                            "thread_sort_index",
-                            pid,
-                            tid,
-                            "sort_index",
-                            sort_index.into(),
-                        ));
-                        threads.push((tid, p.end));
-                        tid
-                    }
-                };
-                let mut turn = Event::slice(
-                    p.name(),
-                    if p.record.error.is_some() {
-                        "turn,error"
-                    } else {
-                        "turn"
-                    },
-                    p.start,
-                    p.end,
-                    pid,
-                    tid,
-                );
-                turn.args = Some(p.args());
-                let seq = slices.len() as u64;
-                slices.push((turn, seq));
-                for (name, from, to) in p.phases() {
-                    let mut phase = Event::slice(name.to_string(), "phase", from, to, pid, tid);
-                    phase.args = Some(serde_json::json!({ "request": p.record.request }));
-                    let seq = slices.len() as u64;
-                    slices.push((phase, seq));
+        for (sort_index, (agent, ps)) in order.into_iter().enumerate() {
+            self.add_agent(pid, agent, sort_index as i64, ps, &mut drawn);
+        }
+        if let Some(shape) = shape {
+            let flows = flow_events(shape, &drawn, &mut self.written.flows);
+            self.flows.extend(flows);
+        }
+    }
+
+    /// An agent's turns on its thread, and on more threads where they
+    /// overlap; notes where each turn was drawn.
+    fn add_agent<'a>(
+        &mut self,
+        pid: u64,
+        agent: &'a str,
+        sort_index: i64,
+        mut turns: Vec<&Placed>,
+        drawn: &mut BTreeMap<(&'a str, u32), Drawn>,
+    ) {
+        turns.sort_by_key(|p| (p.start, p.end, p.record.request));
+        // The agent's threads: (tid, end of its last slice).
+        let mut threads: Vec<(u64, Micros)> = Vec::new();
+        for p in turns {
+            let tid = match threads.iter_mut().find(|(_, end)| *end <= p.start) {
+                Some(thread) => {
+                    thread.1 = p.end;
+                    thread.0
                 }
-                written.turns += 1;
+                None => {
+                    let tid = self.next_tid;
+                    self.next_tid += 1;
+                    let name = match threads.len() {
+                        0 => agent.to_string(),
+                        n => format!("{agent} (overlap {n})"),
+                    };
+                    self.name(pid, tid, Named::Thread, &name, sort_index);
+                    threads.push((tid, p.end));
+                    tid
+                }
+            };
+            self.add_turn(p, pid, tid);
+            // A measured request wins over a warmup of the same turn.
+            let key = (agent, p.record.turn);
+            if !p.record.warmup || !drawn.contains_key(&key) {
                 let here = Drawn {
                     pid,
                     tid,
                     start: p.start,
                     end: p.end,
                 };
-                // A measured request wins over a warmup of the same turn.
-                let key = (agent, p.record.turn);
-                if !p.record.warmup || !drawn.contains_key(&key) {
-                    drawn.insert(key, here);
-                }
+                drawn.insert(key, here);
             }
         }
-        if let Some(shape) = shape {
-            flows.extend(flow_events(shape, &drawn, &mut written.flows));
-        }
     }
 
-    slices.sort_by_key(|(e, seq)| (e.ts, std::cmp::Reverse(e.dur), *seq));
-    let counter = in_flight(&placed);
-
-    out.write_all(b"{\"traceEvents\":[\n")?;
-    let mut first = true;
-    let events = meta
-        .iter()
-        .chain(slices.iter().map(|(e, _)| e))
-        .chain(flows.iter())
-        .chain(counter.iter());
-    for event in events {
-        if !first {
-            out.write_all(b",\n")?;
+    /// A turn's slice and its phases'.
+    fn add_turn(&mut self, p: &Placed, pid: u64, tid: u64) {
+        let cat = if p.record.error.is_some() {
+            "turn,error"
+        } else {
+            "turn"
+        };
+        let mut turn = Event::slice(p.name(), cat, p.start, p.end, pid, tid);
+        turn.args = Some(p.args());
+        self.push_slice(turn);
+        for (name, from, to) in p.phases() {
+            let mut phase = Event::slice(name.to_string(), "phase", from, to, pid, tid);
+            phase.args = Some(serde_json::json!({ "request": p.record.request }));
+            self.push_slice(phase);
         }
-        first = false;
-        serde_json::to_writer(&mut *out, event).map_err(io::Error::other)?;
+        self.written.turns += 1;
     }
-    out.write_all(b"\n],\"otherData\":")?;
-    let other = serde_json::json!({
-        "generator": "arbor export",
-        "arbor_version": env!("CARGO_PKG_VERSION"),
-        "time": "microseconds from the run's epoch",
-    });
-    serde_json::to_writer(&mut *out, &other).map_err(io::Error::other)?;
-    out.write_all(b"}\n")?;
-    Ok(written)
+
+    fn push_slice(&mut self, slice: Event) {
+        let seq = self.slices.len() as u64;
+        self.slices.push((slice, seq));
+    }
+
+    /// The whole file: names, slices in time order (a longer slice before
+    /// a shorter one that starts with it), flows, the counter.
+    fn write_json(mut self, out: &mut dyn Write, counter: &[Event]) -> io::Result<Written> {
+        self.slices
+            .sort_by_key(|(e, seq)| (e.ts, std::cmp::Reverse(e.dur), *seq));
+        out.write_all(b"{\"traceEvents\":[\n")?;
+        let events = self
+            .meta
+            .iter()
+            .chain(self.slices.iter().map(|(e, _)| e))
+            .chain(self.flows.iter())
+            .chain(counter.iter());
+        for (i, event) in events.enumerate() {
+            if i > 0 {
+                out.write_all(b",\n")?;
+            }
+            serde_json::to_writer(&mut *out, event).map_err(io::Error::other)?;
+        }
+        out.write_all(b"\n],\"otherData\":")?;
+        let other = serde_json::json!({
+            "generator": "arbor export",
+            "arbor_version": env!("CARGO_PKG_VERSION"),
+            "time": "microseconds from the run's epoch",
+        });
+        serde_json::to_writer(&mut *out, &other).map_err(io::Error::other)?;
+        out.write_all(b"}\n")?;
+        Ok(self.written)
+    }
 }
 
 /// The flow events of one play's spawn and join edges whose both turns
