@@ -28,21 +28,21 @@
 //! time, a longer slice before a shorter one that starts with it.
 //! Owns the mapping from records (and shapes) to events; reads no file.
 
+mod event;
+mod placed;
+
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-
-use serde::{Serialize, Serializer};
-use serde_json::{Map, Value};
 
 use crate::shape::{EdgeRole, TreeShape};
 
 use super::records::Record;
+use event::{Event, Micros, HALF_US};
+use placed::Placed;
 
 /// Process of the run-wide counter; plays are `play + PLAY_PID_BASE`.
 const RUN_PID: u64 = 1;
 const PLAY_PID_BASE: u64 = 2;
-/// Half a microsecond, in nanoseconds: where flow points sit.
-const HALF_US: u64 = 500;
 
 /// What the trace holds, for the command's report.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -52,167 +52,6 @@ pub struct Written {
     pub flows: usize,
     /// Records with no usable time (not drawn).
     pub undrawn: usize,
-}
-
-/// A time in the trace: nanoseconds from the epoch, written in
-/// microseconds (a whole number when it is one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Micros(u64);
-
-impl Micros {
-    /// The nearest whole microsecond.
-    fn round(ns: u64) -> Micros {
-        Micros(ns.saturating_add(HALF_US) / 1000 * 1000)
-    }
-}
-
-impl Serialize for Micros {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0 % 1000 {
-            0 => s.serialize_u64(self.0 / 1000),
-            _ => s.serialize_f64(self.0 as f64 / 1000.0),
-        }
-    }
-}
-
-/// One trace event.
-#[derive(Debug, Serialize)]
-struct Event {
-    name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cat: Option<&'static str>,
-    ph: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ts: Option<Micros>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dur: Option<Micros>,
-    pid: u64,
-    tid: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    args: Option<Value>,
-}
-
-impl Event {
-    fn at(name: String, ph: &'static str, ts: Option<Micros>, pid: u64, tid: u64) -> Event {
-        Event {
-            name,
-            cat: None,
-            ph,
-            ts,
-            dur: None,
-            pid,
-            tid,
-            id: None,
-            args: None,
-        }
-    }
-
-    fn metadata(name: &str, pid: u64, tid: u64, key: &str, value: Value) -> Event {
-        let mut e = Event::at(name.to_string(), "M", None, pid, tid);
-        e.args = Some(Value::Object(Map::from_iter([(key.to_string(), value)])));
-        e
-    }
-
-    fn slice(
-        name: String,
-        cat: &'static str,
-        from: Micros,
-        to: Micros,
-        pid: u64,
-        tid: u64,
-    ) -> Event {
-        let mut e = Event::at(name, "X", Some(from), pid, tid);
-        e.cat = Some(cat);
-        e.dur = Some(Micros(to.0.saturating_sub(from.0)));
-        e
-    }
-}
-
-/// A record placed in time: its slice and its phases.
-struct Placed<'r> {
-    record: &'r Record,
-    start: Micros,
-    end: Micros,
-}
-
-impl<'r> Placed<'r> {
-    /// `None` for a record with no usable time at all.
-    fn of(record: &'r Record) -> Option<Placed<'r>> {
-        let r = record;
-        let start = [Some(r.eligible_s), Some(r.dispatched_s), r.sent_s]
-            .into_iter()
-            .find_map(Record::ns)?;
-        let last = [
-            r.done_s,
-            r.first_content_s,
-            r.first_byte_s,
-            r.headers_s,
-            r.sent_s,
-            Some(r.dispatched_s),
-        ]
-        .into_iter()
-        .find_map(Record::ns)
-        .unwrap_or(start);
-        Some(Placed {
-            record,
-            start: Micros::round(start),
-            end: Micros::round(last.max(start)),
-        })
-    }
-
-    /// The nested phases, clamped into the slice; empty ones left out.
-    fn phases(&self) -> Vec<(&'static str, Micros, Micros)> {
-        let r = self.record;
-        let at =
-            |s: Option<f64>| Record::ns(s).map(|ns| Micros::round(ns).clamp(self.start, self.end));
-        let dispatched = at(Some(r.dispatched_s));
-        let sent = at(r.sent_s);
-        let first_content = at(r.first_content_s);
-        let mut phases = vec![];
-        if let Some(d) = dispatched {
-            phases.push(("queue wait", self.start, d));
-        }
-        if let Some(s) = sent {
-            phases.push((
-                "waiting for first token",
-                s,
-                first_content.unwrap_or(self.end),
-            ));
-        }
-        if let Some(f) = first_content {
-            phases.push(("streaming", f, self.end));
-        }
-        phases.retain(|&(_, from, to)| to > from);
-        phases
-    }
-
-    fn name(&self) -> String {
-        let r = self.record;
-        let turn = if r.warmup {
-            format!("warmup turn {}", r.turn)
-        } else {
-            format!("turn {}", r.turn)
-        };
-        match (&r.error, r.status.as_str()) {
-            (_, "cancelled") => format!("{turn} · cancelled"),
-            (Some(e), _) => format!("{turn} · error: {}", e.category),
-            (None, "ok") => turn,
-            (None, status) => format!("{turn} · {status}"),
-        }
-    }
-
-    fn args(&self) -> Value {
-        let fields = self.record.fields();
-        Value::Object(
-            fields
-                .into_iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-        )
-    }
 }
 
 /// Where a turn's slice was drawn.
@@ -532,14 +371,7 @@ fn counter_event(at: Micros, level: i64) -> Event {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn micros_round_and_print() {
-        assert_eq!(Micros::round(1_499), Micros(1_000));
-        assert_eq!(Micros::round(1_500), Micros(2_000));
-        assert_eq!(serde_json::to_string(&Micros(2_000)).unwrap(), "2");
-        assert_eq!(serde_json::to_string(&Micros(2_500)).unwrap(), "2.5");
-    }
+    use serde_json::Value;
 
     fn record(request: u64, agent: &str, turn: u32, times: [f64; 4]) -> Record {
         let [eligible, sent, first_content, done] = times;
