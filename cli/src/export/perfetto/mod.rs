@@ -15,7 +15,8 @@
 //!   Failed and cancelled requests say so in their name and args.
 //! - Spawns and joins (`trees.jsonl`) are flows (`ph: s` then `ph: f`):
 //!   the start sits half a microsecond before the end of the source turn's
-//!   slice, inside it (a flow start binds to the slice open on its thread);
+//!   slice (or before the target's, if that begins first), inside it (a
+//!   flow start binds to the slice open on its thread);
 //!   the end half a microsecond before the target turn's slice begins (a
 //!   flow end without `bp: e` binds to the next slice that begins on its
 //!   thread). Every flow has an id of its own.
@@ -318,14 +319,17 @@ fn flow_events(
         };
         *next_id += 1;
         let id = *next_id as u64;
-        // Inside the source slice, after everything else that begins in it.
-        let out_at = if from.end > from.start {
-            from.end.0 - HALF_US
-        } else {
-            from.start.0
-        };
         // Just before the target slice begins: bound to it.
         let in_at = to.start.0.saturating_sub(HALF_US);
+        // Inside the source slice, late in it, and no later than the end
+        // (a start-anchored edge's target can begin before its source
+        // ends; the importer must meet the start before the end binds).
+        let out_at = from
+            .end
+            .0
+            .saturating_sub(HALF_US)
+            .min(in_at)
+            .max(from.start.0);
         for (ph, at, place) in [("s", out_at, from), ("f", in_at, to)] {
             let mut e = Event::at(name.to_string(), ph, Some(Micros(at)), place.pid, place.tid);
             e.cat = Some("flow");
@@ -445,5 +449,58 @@ mod tests {
         assert_eq!(phases.len(), 1, "no queue wait, no streaming");
         assert_eq!(phases[0].0, "waiting for first token");
         assert_eq!(p.args()["error_category"], "timeout");
+    }
+
+    #[test]
+    fn a_flow_starts_inside_its_source_and_before_its_target_begins() {
+        use crate::shape::{AgentShape, EdgeShape};
+        let agent = |id: &str, parent| AgentShape {
+            agent: id.into(),
+            parent,
+            kind: "blocking".into(),
+            turns: 1,
+        };
+        let shape = TreeShape {
+            tree_index: 0,
+            tree: "t".into(),
+            agents: vec![agent("r", None), agent("c", Some(0))],
+            edges: vec![EdgeShape {
+                role: EdgeRole::Spawn,
+                from_agent: 0,
+                from_turn: 0,
+                to_agent: 1,
+                to_turn: 0,
+                anchor: "start".into(),
+                gap_s: 0.0,
+            }],
+        };
+        let at = |pid, tid, start: u64, end: u64| Drawn {
+            pid,
+            tid,
+            start: Micros(start * 1000),
+            end: Micros(end * 1000),
+        };
+        let ts = |drawn: &BTreeMap<(&str, u32), Drawn>| {
+            let mut n = 0;
+            let events = flow_events(&shape, drawn, &mut n);
+            assert_eq!(n, 1);
+            let of = |ph: &str| {
+                events
+                    .iter()
+                    .find(|e| e.ph == ph)
+                    .and_then(|e| e.ts)
+                    .unwrap()
+                    .0
+            };
+            (of("s"), of("f"))
+        };
+        // The child begins after its parent ended: the start late in the
+        // parent, the end just before the child.
+        let after = BTreeMap::from([(("r", 0), at(2, 3, 0, 10)), (("c", 0), at(2, 4, 12, 20))]);
+        assert_eq!(ts(&after), (9_500, 11_500));
+        // A start-anchored child begins while its parent runs: the start
+        // still comes first, inside the parent.
+        let during = BTreeMap::from([(("r", 0), at(2, 3, 0, 10)), (("c", 0), at(2, 4, 3, 20))]);
+        assert_eq!(ts(&during), (2_500, 2_500));
     }
 }
