@@ -9,8 +9,9 @@
 //! `runtime` (tokio runtimes); `stdout` (reports, quiet on a closed pipe);
 //! `sample`, `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
 //! (flags to a compiled workload and policy), `report` and `progress`;
-//! then the commands `plan`, `inspect`, `convert`, `emulate`, `run`,
-//! `doctor`, `compare`, `summarize` (reads back what `run` wrote) and
+//! `shape` (`trees.jsonl`: written by `run`, read by `export`); then the
+//! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
+//! `compare`, `summarize` (reads back what `run` wrote), `export` and
 //! `page` (`arbor report`, also written by `run`).
 #![forbid(unsafe_code)]
 
@@ -20,6 +21,7 @@ mod convert;
 mod doctor;
 mod emulate;
 mod endpoint;
+mod export;
 mod failure;
 mod inputs;
 mod inspect;
@@ -31,6 +33,7 @@ mod run;
 mod runtime;
 mod sample;
 mod scenario;
+mod shape;
 mod stdout;
 mod summarize;
 mod tokenizer;
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(&args),
         Command::Summarize(args) => summarize::run(&args),
         Command::Report(args) => page::run(&args),
+        Command::Export(args) => export::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

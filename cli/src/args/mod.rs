@@ -77,6 +77,9 @@ pub enum Command {
     /// configuration, summary, CDFs, time series, swim lanes; several runs
     /// overlaid with a table of deltas.
     Report(ReportArgs),
+    /// Export a run directory: a Chrome trace-event file for the Perfetto
+    /// UI (--perfetto) or one CSV row per request (--csv).
+    Export(ExportArgs),
 }
 
 impl Command {
@@ -91,7 +94,8 @@ impl Command {
             | Command::Emulate(_)
             | Command::Compare(_)
             | Command::Summarize(_)
-            | Command::Report(_) => None,
+            | Command::Report(_)
+            | Command::Export(_) => None,
         }
     }
 }
@@ -312,4 +316,23 @@ pub struct ReportArgs {
     /// report.html in the current directory for several.
     #[arg(short = 'o', long = "out", visible_alias = "output", value_name = "FILE", help_heading = OUTPUT)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("format").required(true).multiple(true).args(["perfetto", "csv"])))]
+pub struct ExportArgs {
+    /// The output directory of an `arbor run` (records.jsonl; trees.jsonl
+    /// for the spawn and join flows).
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+
+    /// Write a Chrome trace-event JSON file that the Perfetto UI opens
+    /// (gzipped when FILE ends in .gz).
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub perfetto: Option<PathBuf>,
+
+    /// Write one CSV row per request, every field of its record (gzipped
+    /// when FILE ends in .gz).
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub csv: Option<PathBuf>,
 }

@@ -4,8 +4,9 @@
 //! [`Prepared`] run ([`prepare`]), the in-process emulator when there is no
 //! `--endpoint`, then [`run_against`] an endpoint: model discovery, the
 //! HTTP client and its warmed pool, the live driver with `records.jsonl`
-//! written as requests finish, Ctrl+C, the progress ticker, `run.json` when
-//! the clock starts, `end.json` and `summary.json` at the end ([`journal`],
+//! written as requests finish (after `trees.jsonl`, the trees' shape),
+//! Ctrl+C, the progress ticker, `run.json` when the clock starts,
+//! `end.json` and `summary.json` at the end ([`journal`],
 //! [`output::Summary::build`]: what `arbor summarize` rebuilds from), and
 //! the console table.
 //!
@@ -220,6 +221,9 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     for stale in [journal::END_FILE, output::SUMMARY_FILE] {
         remove_stale(&out_dir.join(stale))?;
     }
+    // How the trees' agents relate, for whoever draws the run (before the
+    // clock starts: nothing on the request path).
+    crate::shape::write(&out_dir, scheduler.trees(), &workload.trees)?;
     live::warm_pool(&live_config).await;
 
     let grace = nanos_to_secs(scheduler.policy().grace);

@@ -6,6 +6,7 @@ mod bad_input;
 mod compare;
 mod doctor;
 mod emulate;
+mod export;
 mod flags;
 mod golden;
 mod inspect;

@@ -1,0 +1,506 @@
+//! `arbor export --perfetto FILE`: a run as a Chrome trace-event JSON file
+//! (the format the Perfetto UI and chrome://tracing open).
+//!
+//! - Every play of a tree is a process (pid `play + 2`, named by tree, copy
+//!   and play); every agent of it a thread (a tid of its own, above every
+//!   pid, named by the agent; a process's names are given on its pid's
+//!   own tid). A turn whose request overlapped its agent's previous one (a
+//!   recorded overlap replayed concurrently) goes to a second thread of the
+//!   agent, so slices on one thread always nest.
+//! - Every record is a complete slice (`ph: X`) from `eligible` to `done`
+//!   (or its last stamp), with the record's fields as args, and its phases
+//!   nested inside: `queue wait` (eligible..dispatched), `waiting for first
+//!   token` (sent..first_content, or sent..done when no content came) and
+//!   `streaming` (first_content..done); a phase of zero length is left out.
+//!   Failed and cancelled requests say so in their name and args.
+//! - Spawns and joins (`trees.jsonl`) are flows (`ph: s` then `ph: f`):
+//!   the start sits half a microsecond before the end of the source turn's
+//!   slice (or before the target's, if that begins first), inside it (a
+//!   flow start binds to the slice open on its thread);
+//!   the end half a microsecond before the target turn's slice begins (a
+//!   flow end without `bp: e` binds to the next slice that begins on its
+//!   thread). Every flow has an id of its own.
+//! - A counter (`ph: C`, process 1 "arbor run") of requests in flight:
+//!   sent and not yet done.
+//!
+//! Times are microseconds from the run's epoch, rounded to whole
+//! microseconds (flow points at half microseconds), so a child slice never
+//! pokes out of its parent through rounding; events are written sorted by
+//! time, a longer slice before a shorter one that starts with it.
+//! Owns the mapping from records (and shapes) to events; reads no file.
+
+mod event;
+mod placed;
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use crate::shape::{EdgeRole, TreeShape};
+
+use super::records::Record;
+use event::{Event, Micros, HALF_US};
+use placed::Placed;
+
+/// Process of the run-wide counter; plays are `play + PLAY_PID_BASE`.
+const RUN_PID: u64 = 1;
+const PLAY_PID_BASE: u64 = 2;
+
+/// What the trace holds, for the command's report.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Written {
+    pub turns: usize,
+    pub plays: usize,
+    pub flows: usize,
+    /// Records with no usable time (not drawn).
+    pub undrawn: usize,
+}
+
+/// Where a turn's slice was drawn.
+#[derive(Clone, Copy)]
+struct Drawn {
+    pid: u64,
+    tid: u64,
+    start: Micros,
+    end: Micros,
+}
+
+/// Writes the trace of `records`; `shapes` (from `trees.jsonl`) give the
+/// spawn and join flows, none without them.
+pub fn write(
+    out: &mut dyn Write,
+    records: &[Record],
+    shapes: Option<&[TreeShape]>,
+) -> io::Result<Written> {
+    let mut placed: Vec<Placed> = Vec::with_capacity(records.len());
+    let mut undrawn = 0;
+    for r in records {
+        match Placed::of(r) {
+            Some(p) => placed.push(p),
+            None => undrawn += 1,
+        }
+    }
+    let shapes: BTreeMap<u32, &TreeShape> = shapes
+        .unwrap_or(&[])
+        .iter()
+        .map(|s| (s.tree_index, s))
+        .collect();
+    let mut plays: BTreeMap<u32, Vec<&Placed>> = BTreeMap::new();
+    for p in &placed {
+        plays.entry(p.record.play).or_default().push(p);
+    }
+
+    // Every event names a thread, and Perfetto takes a tid equal to a pid
+    // for that process's main thread: agents' tids start above every pid,
+    // so no tid is ever seen under two processes.
+    let last_pid = plays.keys().last().map_or(RUN_PID, |&p| play_pid(p));
+    let mut trace = Trace::new(last_pid + 1);
+    trace.name(RUN_PID, RUN_PID, Named::Process, "arbor run", -1);
+    trace.name(RUN_PID, RUN_PID, Named::Thread, "requests in flight", 0);
+    for (&play, turns) in &plays {
+        let first = turns[0].record;
+        let shape = shapes
+            .get(&first.tree_index)
+            .copied()
+            .filter(|s| s.tree == first.tree);
+        trace.add_play(play, turns, shape);
+    }
+    trace.written.plays = plays.len();
+    trace.written.undrawn = undrawn;
+    let counter = in_flight(&placed);
+    trace.write_json(out, &counter)
+}
+
+fn play_pid(play: u32) -> u64 {
+    PLAY_PID_BASE + u64::from(play)
+}
+
+/// A process or a thread, for its name and sort index.
+#[derive(Clone, Copy)]
+enum Named {
+    Process,
+    Thread,
+}
+
+/// The events being built.
+struct Trace {
+    meta: Vec<Event>,
+    /// Slices with their order of creation (a turn before its phases).
+    slices: Vec<(Event, u64)>,
+    flows: Vec<Event>,
+    next_tid: u64,
+    written: Written,
+}
+
+impl Trace {
+    fn new(first_tid: u64) -> Trace {
+        Trace {
+            meta: Vec::new(),
+            slices: Vec::new(),
+            flows: Vec::new(),
+            next_tid: first_tid,
+            written: Written::default(),
+        }
+    }
+
+    fn name(&mut self, pid: u64, tid: u64, what: Named, name: &str, sort_index: i64) {
+        let (name_event, sort_event) = match what {
+            Named::Process => ("process_name", "process_sort_index"),
+            Named::Thread => ("thread_name", "thread_sort_index"),
+        };
+        self.meta
+            .push(Event::metadata(name_event, pid, tid, "name", name.into()));
+        self.meta.push(Event::metadata(
+            sort_event,
+            pid,
+            tid,
+            "sort_index",
+            sort_index.into(),
+        ));
+    }
+
+    /// A play: its process, its agents' threads and turns, its flows.
+    fn add_play(&mut self, play: u32, turns: &[&Placed], shape: Option<&TreeShape>) {
+        let pid = play_pid(play);
+        let first = turns[0].record;
+        let lane = first
+            .lane
+            .map(|l| format!(" · lane {l}"))
+            .unwrap_or_default();
+        let name = format!("{} · copy {} · play {play}{lane}", first.tree, first.copy);
+        self.name(pid, pid, Named::Process, &name, i64::from(play));
+
+        let mut agents: BTreeMap<&str, Vec<&Placed>> = BTreeMap::new();
+        for &p in turns {
+            agents.entry(p.record.agent.as_str()).or_default().push(p);
+        }
+        let mut order: Vec<(&str, Vec<&Placed>)> = agents.into_iter().collect();
+        // The tree's order of agents when known, else by first start.
+        let index_of =
+            |agent: &str| shape.and_then(|s| s.agents.iter().position(|a| a.agent == agent));
+        order.sort_by_key(|(agent, ps)| {
+            (
+                index_of(agent).unwrap_or(usize::MAX),
+                ps.iter().map(|p| p.start).min(),
+                agent.to_string(),
+            )
+        });
+        let mut drawn: BTreeMap<(&str, u32), Drawn> = BTreeMap::new();
+        for (sort_index, (agent, ps)) in order.into_iter().enumerate() {
+            self.add_agent(pid, agent, sort_index as i64, ps, &mut drawn);
+        }
+        if let Some(shape) = shape {
+            let flows = flow_events(shape, &drawn, &mut self.written.flows);
+            self.flows.extend(flows);
+        }
+    }
+
+    /// An agent's turns on its thread, and on more threads where they
+    /// overlap; notes where each turn was drawn.
+    fn add_agent<'a>(
+        &mut self,
+        pid: u64,
+        agent: &'a str,
+        sort_index: i64,
+        mut turns: Vec<&Placed>,
+        drawn: &mut BTreeMap<(&'a str, u32), Drawn>,
+    ) {
+        turns.sort_by_key(|p| (p.start, p.end, p.record.request));
+        // The agent's threads: (tid, end of its last slice).
+        let mut threads: Vec<(u64, Micros)> = Vec::new();
+        for p in turns {
+            let tid = match threads.iter_mut().find(|(_, end)| *end <= p.start) {
+                Some(thread) => {
+                    thread.1 = p.end;
+                    thread.0
+                }
+                None => {
+                    let tid = self.next_tid;
+                    self.next_tid += 1;
+                    let name = match threads.len() {
+                        0 => agent.to_string(),
+                        n => format!("{agent} (overlap {n})"),
+                    };
+                    self.name(pid, tid, Named::Thread, &name, sort_index);
+                    threads.push((tid, p.end));
+                    tid
+                }
+            };
+            self.add_turn(p, pid, tid);
+            // A measured request wins over a warmup of the same turn.
+            let key = (agent, p.record.turn);
+            if !p.record.warmup || !drawn.contains_key(&key) {
+                let here = Drawn {
+                    pid,
+                    tid,
+                    start: p.start,
+                    end: p.end,
+                };
+                drawn.insert(key, here);
+            }
+        }
+    }
+
+    /// A turn's slice and its phases'.
+    fn add_turn(&mut self, p: &Placed, pid: u64, tid: u64) {
+        let cat = if p.record.error.is_some() {
+            "turn,error"
+        } else {
+            "turn"
+        };
+        let mut turn = Event::slice(p.name(), cat, p.start, p.end, pid, tid);
+        turn.args = Some(p.args());
+        self.push_slice(turn);
+        for (name, from, to) in p.phases() {
+            let mut phase = Event::slice(name.to_string(), "phase", from, to, pid, tid);
+            phase.args = Some(serde_json::json!({ "request": p.record.request }));
+            self.push_slice(phase);
+        }
+        self.written.turns += 1;
+    }
+
+    fn push_slice(&mut self, slice: Event) {
+        let seq = self.slices.len() as u64;
+        self.slices.push((slice, seq));
+    }
+
+    /// The whole file: names, slices in time order (a longer slice before
+    /// a shorter one that starts with it), flows, the counter.
+    fn write_json(mut self, out: &mut dyn Write, counter: &[Event]) -> io::Result<Written> {
+        self.slices
+            .sort_by_key(|(e, seq)| (e.ts, std::cmp::Reverse(e.dur), *seq));
+        out.write_all(b"{\"traceEvents\":[\n")?;
+        let events = self
+            .meta
+            .iter()
+            .chain(self.slices.iter().map(|(e, _)| e))
+            .chain(self.flows.iter())
+            .chain(counter.iter());
+        for (i, event) in events.enumerate() {
+            if i > 0 {
+                out.write_all(b",\n")?;
+            }
+            serde_json::to_writer(&mut *out, event).map_err(io::Error::other)?;
+        }
+        out.write_all(b"\n],\"otherData\":")?;
+        let other = serde_json::json!({
+            "generator": "arbor export",
+            "arbor_version": env!("CARGO_PKG_VERSION"),
+            "time": "microseconds from the run's epoch",
+        });
+        serde_json::to_writer(&mut *out, &other).map_err(io::Error::other)?;
+        out.write_all(b"}\n")?;
+        Ok(self.written)
+    }
+}
+
+/// The flow events of one play's spawn and join edges whose both turns
+/// were drawn.
+fn flow_events(
+    shape: &TreeShape,
+    drawn: &BTreeMap<(&str, u32), Drawn>,
+    next_id: &mut usize,
+) -> Vec<Event> {
+    let mut events = Vec::new();
+    let turn = |agent: u32, turn: u32| {
+        let id = shape.agents.get(agent as usize)?.agent.as_str();
+        drawn.get(&(id, turn)).copied()
+    };
+    for edge in &shape.edges {
+        let name = match edge.role {
+            EdgeRole::Spawn => "spawn",
+            EdgeRole::Join => "join",
+            EdgeRole::Other => continue,
+        };
+        let (Some(from), Some(to)) = (
+            turn(edge.from_agent, edge.from_turn),
+            turn(edge.to_agent, edge.to_turn),
+        ) else {
+            continue;
+        };
+        *next_id += 1;
+        let id = *next_id as u64;
+        // Just before the target slice begins: bound to it.
+        let in_at = to.start.0.saturating_sub(HALF_US);
+        // Inside the source slice, late in it, and no later than the end
+        // (a start-anchored edge's target can begin before its source
+        // ends; the importer must meet the start before the end binds).
+        let out_at = from
+            .end
+            .0
+            .saturating_sub(HALF_US)
+            .min(in_at)
+            .max(from.start.0);
+        for (ph, at, place) in [("s", out_at, from), ("f", in_at, to)] {
+            let mut e = Event::at(name.to_string(), ph, Some(Micros(at)), place.pid, place.tid);
+            e.cat = Some("flow");
+            e.id = Some(id);
+            events.push(e);
+        }
+    }
+    events
+}
+
+/// The counter of requests in flight: up at `sent`, down at the end of
+/// the request's slice; ends before starts at one time.
+fn in_flight(placed: &[Placed]) -> Vec<Event> {
+    let mut changes: Vec<(Micros, i64)> = Vec::new();
+    for p in placed {
+        if let Some(sent) = Record::ns(p.record.sent_s) {
+            let sent = Micros::round(sent).clamp(p.start, p.end);
+            changes.push((sent, 1));
+            changes.push((p.end, -1));
+        }
+    }
+    changes.sort();
+    let mut events = vec![counter_event(Micros(0), 0)];
+    let mut level = 0i64;
+    let mut i = 0;
+    while i < changes.len() {
+        let at = changes[i].0;
+        while i < changes.len() && changes[i].0 == at {
+            level += changes[i].1;
+            i += 1;
+        }
+        events.push(counter_event(at, level));
+    }
+    events
+}
+
+fn counter_event(at: Micros, level: i64) -> Event {
+    let mut e = Event::at("in flight".to_string(), "C", Some(at), RUN_PID, RUN_PID);
+    e.args = Some(serde_json::json!({ "requests": level }));
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn record(request: u64, agent: &str, turn: u32, times: [f64; 4]) -> Record {
+        let [eligible, sent, first_content, done] = times;
+        Record {
+            request,
+            tree: "t".into(),
+            agent: agent.into(),
+            turn,
+            status: "ok".into(),
+            eligible_s: eligible,
+            dispatched_s: eligible,
+            sent_s: Some(sent),
+            first_content_s: Some(first_content),
+            done_s: Some(done),
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn overlapping_turns_of_one_agent_get_two_threads() {
+        let records = [
+            record(0, "a", 0, [0.0, 0.001, 0.002, 0.010]),
+            record(1, "a", 1, [0.005, 0.005, 0.006, 0.008]),
+            record(2, "a", 2, [0.010, 0.011, 0.012, 0.013]),
+        ];
+        let mut out = Vec::new();
+        let written = write(&mut out, &records, None).unwrap();
+        assert_eq!(written.turns, 3);
+        let trace: Value = serde_json::from_slice(&out).unwrap();
+        let events = trace["traceEvents"].as_array().unwrap();
+        let tid_of = |name: &str| {
+            events
+                .iter()
+                .find(|e| e["ph"] == "X" && e["name"] == name)
+                .map(|e| e["tid"].as_u64().unwrap())
+                .unwrap()
+        };
+        assert_ne!(
+            tid_of("turn 0"),
+            tid_of("turn 1"),
+            "overlap: another thread"
+        );
+        assert_eq!(
+            tid_of("turn 0"),
+            tid_of("turn 2"),
+            "after the end: the first thread"
+        );
+        let names: Vec<&str> = events
+            .iter()
+            .filter(|e| e["name"] == "thread_name")
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"a (overlap 1)"), "{names:?}");
+    }
+
+    #[test]
+    fn errors_show_in_the_name_and_zero_phases_are_left_out() {
+        let mut r = record(0, "a", 4, [0.0, 0.0, 0.0, 0.0]);
+        r.first_content_s = None;
+        r.done_s = Some(0.003);
+        r.status = "error".into();
+        r.error = Some(super::super::records::RecordError {
+            category: "timeout".into(),
+            message: "slow".into(),
+            http_status: None,
+            retry_after_s: None,
+        });
+        let p = Placed::of(&r).unwrap();
+        assert_eq!(p.name(), "turn 4 · error: timeout");
+        let phases = p.phases();
+        assert_eq!(phases.len(), 1, "no queue wait, no streaming");
+        assert_eq!(phases[0].0, "waiting for first token");
+        assert_eq!(p.args()["error_category"], "timeout");
+    }
+
+    #[test]
+    fn a_flow_starts_inside_its_source_and_before_its_target_begins() {
+        use crate::shape::{AgentShape, EdgeShape};
+        let agent = |id: &str, parent| AgentShape {
+            agent: id.into(),
+            parent,
+            kind: "blocking".into(),
+            turns: 1,
+        };
+        let shape = TreeShape {
+            tree_index: 0,
+            tree: "t".into(),
+            agents: vec![agent("r", None), agent("c", Some(0))],
+            edges: vec![EdgeShape {
+                role: EdgeRole::Spawn,
+                from_agent: 0,
+                from_turn: 0,
+                to_agent: 1,
+                to_turn: 0,
+                anchor: "start".into(),
+                gap_s: 0.0,
+            }],
+        };
+        let at = |pid, tid, start: u64, end: u64| Drawn {
+            pid,
+            tid,
+            start: Micros(start * 1000),
+            end: Micros(end * 1000),
+        };
+        let ts = |drawn: &BTreeMap<(&str, u32), Drawn>| {
+            let mut n = 0;
+            let events = flow_events(&shape, drawn, &mut n);
+            assert_eq!(n, 1);
+            let of = |ph: &str| {
+                events
+                    .iter()
+                    .find(|e| e.ph == ph)
+                    .and_then(|e| e.ts)
+                    .unwrap()
+                    .0
+            };
+            (of("s"), of("f"))
+        };
+        // The child begins after its parent ended: the start late in the
+        // parent, the end just before the child.
+        let after = BTreeMap::from([(("r", 0), at(2, 3, 0, 10)), (("c", 0), at(2, 4, 12, 20))]);
+        assert_eq!(ts(&after), (9_500, 11_500));
+        // A start-anchored child begins while its parent runs: the start
+        // still comes first, inside the parent.
+        let during = BTreeMap::from([(("r", 0), at(2, 3, 0, 10)), (("c", 0), at(2, 4, 3, 20))]);
+        assert_eq!(ts(&during), (2_500, 2_500));
+    }
+}
