@@ -28,6 +28,7 @@ mod inspect;
 mod page;
 mod plan;
 mod progress;
+mod records_file;
 mod report;
 mod run;
 mod runtime;

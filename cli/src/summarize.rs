@@ -120,8 +120,7 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Failure> {
     let found = records::read(&records_path, |line| {
         collector.add(&line.facts());
         derived.add(line);
-    })
-    .map_err(Failure::input)?;
+    })?;
 
     let mut notes = Vec::new();
     if let Some(torn) = found.torn {
@@ -155,7 +154,7 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Failure> {
     );
     Ok(Rebuilt {
         summary,
-        records: found.lines,
+        records: found.records,
     })
 }
 

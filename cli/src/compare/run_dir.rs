@@ -6,8 +6,6 @@
 //! over every record that has them; counts over every record. Every fault
 //! names the file (and the line) and exits 2.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use arbor_engine::stats::nearest_rank;
@@ -17,6 +15,7 @@ use serde_json::Value;
 
 use crate::args::compare::{Latency, Metric, Stat};
 use crate::failure::Failure;
+use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 
 /// The fields of a `records.jsonl` line compare reads.
 #[derive(Deserialize)]
@@ -119,7 +118,7 @@ impl RunDir {
                 "{shown}: not a run directory (expected a directory written by `arbor run`, with records.jsonl and summary.json)"
             )));
         }
-        let (samples, counts) = read_records(&dir.join("records.jsonl"))?;
+        let (samples, counts) = read_records(&dir.join(RECORDS_FILE))?;
         let summary = read_summary(&dir.join("summary.json"))?;
         Ok(RunDir {
             name: shown.to_string(),
@@ -177,27 +176,12 @@ fn stat_ms(sorted: &[u64], stat: Stat) -> Option<f64> {
 }
 
 fn read_records(path: &Path) -> Result<(Samples, Counts), Failure> {
-    let shown = path.display();
-    let file = File::open(path).map_err(|e| {
-        Failure::input(format!(
-            "{shown}: cannot read ({e}); expected the records.jsonl `arbor run` writes"
-        ))
-    })?;
     let mut samples = Samples::default();
     let mut counts = Counts::default();
-    for (index, line) in BufReader::new(file).lines().enumerate() {
-        let number = index + 1;
-        let line = line.map_err(|e| Failure::input(format!("{shown} line {number}: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let r: Line = serde_json::from_str(&line).map_err(|e| {
-            Failure::input(format!(
-                "{shown} line {number}: expected a record of `arbor run` (docs/run.md): {e}"
-            ))
-        })?;
+    for_each_line(path, |_, text| {
+        let r: Line = serde_json::from_str(text).map_err(|e| not_a_record(&e))?;
         if r.warmup {
-            continue;
+            return Ok(());
         }
         counts.dispatched += 1;
         samples.lateness.extend(r.lateness_s.map(ns));
@@ -206,23 +190,24 @@ fn read_records(path: &Path) -> Result<(Samples, Counts), Failure> {
             "ok" => counts.ok += 1,
             "cancelled" => {
                 counts.cancelled += 1;
-                continue;
+                return Ok(());
             }
             "error" => {
                 counts.failed += 1;
-                continue;
+                return Ok(());
             }
             other => {
-                return Err(Failure::input(format!(
-                    "{shown} line {number}: expected status ok, error or cancelled, got `{other}`"
-                )))
+                return Err(format!(
+                    "expected status ok, error or cancelled, got `{other}`"
+                ))
             }
         }
         samples.ttft.extend(r.ttft_s.map(ns));
         samples.itl.extend(r.itl_s.iter().map(|&v| ns(v)));
         samples.tpot.extend(r.tpot_s.map(ns));
         samples.e2e.extend(r.e2e_s.map(ns));
-    }
+        Ok(())
+    })?;
     samples.sort();
     Ok((samples, counts))
 }

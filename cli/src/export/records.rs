@@ -5,12 +5,10 @@
 //! order, the one list both the CSV columns and the trace's slice args are
 //! made of.
 //!
-//! Owns the reading rules: a line that is not a record stops the export
-//! with the file and line named (exit 2); blank lines are skipped; fields a
-//! later arbor adds are ignored, and the few an older one lacked default.
+//! Owns the exports' view of a record: fields a later arbor adds are
+//! ignored, and the few an older one lacked default. The reading rules
+//! (line numbers, blank and torn last lines) are [`crate::records_file`]'s.
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 
 use arbor_engine::stats::nearest_rank;
@@ -19,8 +17,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::failure::Failure;
-
-pub const RECORDS_FILE: &str = "records.jsonl";
+use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 
 /// One line of `records.jsonl`.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
@@ -206,26 +203,11 @@ pub fn read(dir: &Path) -> Result<Vec<Record>, Failure> {
             dir.display()
         )));
     }
-    let path = dir.join(RECORDS_FILE);
-    let file = File::open(&path).map_err(|e| {
-        let why = if e.kind() == io::ErrorKind::NotFound {
-            "missing (expected the records of arbor run)".to_string()
-        } else {
-            format!("cannot read: {e}")
-        };
-        Failure::input(format!("{}: {why}", path.display()))
-    })?;
     let mut records = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let place = || format!("{}:{}", path.display(), i + 1);
-        let line = line.map_err(|e| Failure::input(format!("{}: cannot read: {e}", place())))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record = serde_json::from_str(&line)
-            .map_err(|e| Failure::input(format!("{}: expected a request record: {e}", place())))?;
-        records.push(record);
-    }
+    for_each_line(&dir.join(RECORDS_FILE), |_, text| {
+        records.push(serde_json::from_str(text).map_err(|e| not_a_record(&e))?);
+        Ok(())
+    })?;
     Ok(records)
 }
 

@@ -1,11 +1,9 @@
 //! One run directory read into the page's data: `summary.json` as written,
-//! and `records.jsonl` streamed once (one reused line buffer; a record's
-//! strings are borrowed from it) into the CDFs, the time series and the
+//! and `records.jsonl` streamed once through [`crate::records_file`] (a
+//! record's strings are borrowed from its line) into the CDFs, the time series and the
 //! swim lanes.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use hdrhistogram::Histogram;
@@ -13,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::failure::Failure;
+use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 
 use super::cdf::Cdf;
 use super::lanes::{LaneBuilder, Lanes};
@@ -20,7 +19,6 @@ use super::record::{for_each_itl, secs_to_ns, Record, Status};
 use super::series::{self, Series};
 
 pub const SUMMARY_FILE: &str = "summary.json";
-pub const RECORDS_FILE: &str = "records.jsonl";
 
 /// Everything the page shows of one run.
 #[derive(Debug, Serialize)]
@@ -74,48 +72,22 @@ pub fn read(dir: &Path) -> Result<RunPage, Failure> {
         )));
     }
 
-    let records_path = dir.join(RECORDS_FILE);
-    let file = File::open(&records_path).map_err(|e| {
-        Failure::input(format!(
-            "{}: not a run directory: cannot read {RECORDS_FILE} ({e})",
-            dir.display()
-        ))
-    })?;
-    let mut reader = BufReader::new(file);
-    let mut line = String::new();
-    let mut number = 0u64;
     let mut values = Values::default();
     let mut itl = Histogram::<u64>::new(3)
         .map_err(|e| Failure::other(format!("cannot make a histogram: {e}")))?;
     let mut lanes = LaneBuilder::default();
-    loop {
-        line.clear();
-        let read = reader
-            .read_line(&mut line)
-            .map_err(|e| Failure::input(format!("{}: {e}", records_path.display())))?;
-        if read == 0 {
-            break;
-        }
-        number += 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record: Record = serde_json::from_str(&line).map_err(|e| {
-            Failure::input(format!(
-                "{}:{number}: not a record of arbor run: {e}",
-                records_path.display()
-            ))
-        })?;
+    for_each_line(&dir.join(RECORDS_FILE), |_, line| {
+        let record: Record = serde_json::from_str(line).map_err(|e| not_a_record(&e))?;
         let turn = lanes.add(&record);
         if turn.status == Status::Warmup {
-            continue;
+            return Ok(());
         }
         if turn.status == Status::Ok {
             let ns = |v: Option<f64>| v.map(secs_to_ns);
             values.ttft.extend(ns(record.ttft_s));
             values.tpot.extend(ns(record.tpot_s));
             values.e2e.extend(ns(record.e2e_s));
-            for_each_itl(&line, |gap| {
+            for_each_itl(line, |gap| {
                 // Values beyond the histogram's reach (none in practice)
                 // are left out rather than failing the report.
                 let _ = itl.record(secs_to_ns(gap));
@@ -125,7 +97,8 @@ pub fn read(dir: &Path) -> Result<RunPage, Failure> {
         values
             .queue_wait
             .extend(record.queue_wait_s.map(secs_to_ns));
-    }
+        Ok(())
+    })?;
 
     let series = series::build(lanes.turns(), &lanes.classes());
     let records = lanes.turns().count() as u64;

@@ -29,7 +29,7 @@ use super::config::RunConfig;
 use super::journal::{RunEnd, RunStart};
 use super::summary::{CacheReport, Collector, Facts, Latencies, Measured, Throughput, TokenReport};
 
-pub const RECORDS_FILE: &str = "records.jsonl";
+pub use crate::records_file::RECORDS_FILE;
 pub const SUMMARY_FILE: &str = "summary.json";
 
 /// An output directory that was checked but not yet created.

@@ -1,20 +1,18 @@
-//! Reading `records.jsonl` back: one [`RecordLine`] per line, seen by the
-//! collector as the same [`Facts`] the run saw.
+//! Reading `records.jsonl` back for a summary: one [`RecordLine`] per
+//! line, seen by the collector as the same [`Facts`] the run saw.
 //!
-//! Owns the reading rules: a line that is not a record is an error naming
-//! the file and the line, except a last line without its newline, which a
-//! run killed mid-write leaves torn: it is skipped and reported
-//! ([`Records::torn`]), never an error. Reads only the fields a summary
-//! needs; others (and fields a later arbor adds) are ignored.
+//! Owns the summary's view of a record only: it reads the fields a summary
+//! needs (others, and fields a later arbor adds, are ignored). The reading
+//! rules (line numbers, torn last lines) are [`crate::records_file`]'s.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use arbor_backends::live::record::TokenSource;
 use serde::Deserialize;
 
 use super::summary::Facts;
+use crate::failure::Failure;
+use crate::records_file::{for_each_line, not_a_record, Lines};
 
 /// What a line of `records.jsonl` says, as far as a summary reads it.
 #[derive(Debug, Clone, Deserialize)]
@@ -94,65 +92,15 @@ impl RecordLine {
     }
 }
 
-/// A torn last line: its number (1-based) and length in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Torn {
-    pub line: u64,
-    pub bytes: usize,
-}
-
-/// What reading the file found besides its records.
-#[derive(Debug, Clone, Default)]
-pub struct Records {
-    /// Records read.
-    pub lines: u64,
-    pub torn: Option<Torn>,
-}
-
-/// Reads `path`, handing every record to `each` in file order. An error
-/// names the file and the line (1-based); a torn last line is skipped and
-/// reported in the result. Blank lines are skipped.
-pub fn read(path: &Path, mut each: impl FnMut(&RecordLine)) -> Result<Records, String> {
-    let file = File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    let mut reader = BufReader::with_capacity(1 << 16, file);
-    let mut buf = Vec::new();
-    let mut found = Records::default();
-    let mut number = 0u64;
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        if n == 0 {
-            return Ok(found);
-        }
-        number += 1;
-        let complete = buf.last() == Some(&b'\n');
-        let text = buf.trim_ascii();
-        if text.is_empty() {
-            continue;
-        }
-        match serde_json::from_slice::<RecordLine>(text) {
-            Ok(line) => {
-                found.lines += 1;
-                each(&line);
-            }
-            // Without its newline, this is the last line, cut short.
-            Err(_) if !complete => {
-                found.torn = Some(Torn {
-                    line: number,
-                    bytes: n,
-                });
-                return Ok(found);
-            }
-            Err(e) => {
-                return Err(format!(
-                    "{} line {number}: not a record: {e}",
-                    path.display()
-                ))
-            }
-        }
-    }
+/// Reads `path`, handing every record to `each` in file order (the
+/// shared rules of [`crate::records_file`]: an error names the file and
+/// the line; a torn last line is skipped and reported).
+pub fn read(path: &Path, mut each: impl FnMut(&RecordLine)) -> Result<Lines, Failure> {
+    for_each_line(path, |_, text| {
+        let line: RecordLine = serde_json::from_str(text).map_err(|e| not_a_record(&e))?;
+        each(&line);
+        Ok(())
+    })
 }
 
 #[cfg(test)]
@@ -209,8 +157,10 @@ mod tests {
         let r = record(0);
         let path = file("one", &line(&r));
         let mut seen = Vec::new();
-        let found = read(&path, |l| seen.push(l.clone())).unwrap();
-        assert_eq!((found.lines, found.torn), (1, None));
+        let Ok(found) = read(&path, |l| seen.push(l.clone())) else {
+            panic!("the line reads back")
+        };
+        assert_eq!((found.records, found.torn), (1, None));
         let (a, b) = (Facts::from(&r), seen[0].facts());
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
         let _ = std::fs::remove_file(path);
@@ -221,13 +171,21 @@ mod tests {
         let whole = line(&record(0));
         let torn = &line(&record(1))[..40];
         let path = file("torn", &format!("{whole}{whole}{torn}"));
-        let found = read(&path, |_| {}).unwrap();
-        assert_eq!(found.lines, 2);
+        let Ok(found) = read(&path, |_| {}) else {
+            panic!("a torn last line is not an error")
+        };
+        assert_eq!(found.records, 2);
         assert_eq!(found.torn.map(|t| t.line), Some(3));
 
         let path = file("bad", &format!("{whole}{torn}\n{whole}"));
-        let err = read(&path, |_| {}).unwrap_err();
-        assert!(err.contains("line 2: not a record"), "{err}");
+        let Err(err) = read(&path, |_| {}) else {
+            panic!("a bad middle line is an error")
+        };
+        assert!(
+            err.message.contains("line 2: expected a record"),
+            "{}",
+            err.message
+        );
         let _ = std::fs::remove_file(path);
     }
 }

@@ -182,7 +182,7 @@ fn bad_run_directories_exit_2_naming_the_file_and_line() {
     let empty = scratch("compare-empty-dir");
     expect_exit_2(
         &["compare", s(&empty), s(fast)],
-        &["records.jsonl: cannot read", "`arbor run` writes"],
+        &["records.jsonl: missing", "`arbor run` writes"],
     );
     let lines = std::fs::read_to_string(fast.join("records.jsonl")).unwrap();
     let mut broken: Vec<&str> = lines.lines().collect();

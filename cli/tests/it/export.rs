@@ -465,12 +465,12 @@ fn bad_run_dirs_exit_2_naming_the_file_and_line() {
     .unwrap();
     expect_exit_2(
         &["export", bad.to_str().unwrap(), "--perfetto", out],
-        &["records.jsonl:1:", "expected a request record"],
+        &["records.jsonl line 1:", "expected a record of `arbor run`"],
     );
     std::fs::write(bad.join("records.jsonl"), "\nnot json\n").unwrap();
     expect_exit_2(
         &["export", bad.to_str().unwrap(), "--csv", out],
-        &["records.jsonl:2:"],
+        &["records.jsonl line 2:"],
     );
     expect_exit_2(&["export", bad.to_str().unwrap()], &["--perfetto", "--csv"]);
     assert!(!out_file.exists(), "nothing written on a bad input");

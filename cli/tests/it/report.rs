@@ -166,7 +166,7 @@ fn a_missing_or_bad_run_directory_exits_2() {
     std::fs::write(bad.join("records.jsonl"), "{\"request\":1}\nnot json\n").unwrap();
     expect_exit_2(
         &["report", bad.to_str().unwrap()],
-        &["records.jsonl:1", "not a record of arbor run"],
+        &["records.jsonl line 1:", "expected a record of `arbor run`"],
     );
     assert!(!bad.join("report.html").exists(), "nothing written");
 

@@ -1,0 +1,140 @@
+//! Reading a run's `records.jsonl` back, line by line: the one reader that
+//! `summarize`, `compare`, `export` and `report` share.
+//!
+//! Owns the reading rules, not what a line means: every caller parses a
+//! line into its own view of a record (each reads only the fields it
+//! needs, some borrowing from the line). Blank lines are skipped. A line a
+//! caller cannot take is an error naming the file and the line, except a
+//! last line without its newline, which a run killed mid-write leaves
+//! torn: it is skipped and reported ([`Lines::torn`]), never an error.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use crate::failure::Failure;
+
+/// The file's name in a run directory.
+pub const RECORDS_FILE: &str = "records.jsonl";
+
+/// A torn last line: its number (1-based) and length in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Torn {
+    pub line: u64,
+    pub bytes: usize,
+}
+
+/// What reading the file found besides its records.
+#[derive(Debug, Clone, Default)]
+pub struct Lines {
+    /// Records handed to the caller.
+    pub records: u64,
+    pub torn: Option<Torn>,
+}
+
+/// Hands every non-blank line of `path` to `each` with its number
+/// (1-based), in file order. `each` says why a line is not a record; that
+/// becomes `PATH line N: MESSAGE` (exit 2), unless the line is the torn
+/// last one.
+pub fn for_each_line(
+    path: &Path,
+    mut each: impl FnMut(u64, &str) -> Result<(), String>,
+) -> Result<Lines, Failure> {
+    let shown = path.display();
+    let file = File::open(path).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => "missing".to_string(),
+            _ => format!("cannot read ({e})"),
+        };
+        Failure::input(format!(
+            "{shown}: {why}; expected the records `arbor run` writes"
+        ))
+    })?;
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut buf = Vec::new();
+    let mut found = Lines::default();
+    let mut number = 0u64;
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| Failure::input(format!("{shown}: cannot read: {e}")))?;
+        if n == 0 {
+            return Ok(found);
+        }
+        number += 1;
+        let complete = buf.last() == Some(&b'\n');
+        let taken = match std::str::from_utf8(buf.trim_ascii()) {
+            Ok("") => continue,
+            Ok(text) => each(number, text),
+            Err(e) => Err(format!("not UTF-8 text ({e})")),
+        };
+        match taken {
+            Ok(()) => found.records += 1,
+            // Without its newline, this is the last line, cut short.
+            Err(_) if !complete => {
+                found.torn = Some(Torn {
+                    line: number,
+                    bytes: n,
+                });
+                return Ok(found);
+            }
+            Err(why) => return Err(Failure::input(format!("{shown} line {number}: {why}"))),
+        }
+    }
+}
+
+/// The words for a line serde could not read as a record.
+pub fn not_a_record(e: &serde_json::Error) -> String {
+    format!("expected a record of `arbor run` (docs/run.md): {e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str, text: &str) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!(
+            "arbor-records-file-{}-{name}.jsonl",
+            std::process::id()
+        ));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn numbers(path: &Path) -> Result<(Vec<u64>, Lines), Failure> {
+        let mut seen = Vec::new();
+        let lines = for_each_line(path, |n, text| {
+            serde_json::from_str::<serde_json::Value>(text)
+                .map(|_| seen.push(n))
+                .map_err(|e| not_a_record(&e))
+        })?;
+        Ok((seen, lines))
+    }
+
+    #[test]
+    fn blank_lines_are_skipped_and_a_torn_last_line_is_reported() {
+        let path = scratch("torn", "{\"a\":1}\n\n{\"a\":2}\n{\"a\":");
+        let Ok((seen, lines)) = numbers(&path) else {
+            panic!("a torn last line is not an error")
+        };
+        assert_eq!(seen, [1, 3]);
+        assert_eq!(lines.records, 2);
+        assert_eq!(lines.torn, Some(Torn { line: 4, bytes: 5 }));
+    }
+
+    #[test]
+    fn a_bad_complete_line_names_the_file_and_line() {
+        let path = scratch("bad", "{\"a\":1}\nnope\n{\"a\":2}\n");
+        let Err(err) = numbers(&path) else {
+            panic!("a bad line is an error")
+        };
+        assert_eq!(err.code, 2);
+        assert!(
+            err.message
+                .contains("line 2: expected a record of `arbor run`"),
+            "{}",
+            err.message
+        );
+    }
+}
