@@ -198,7 +198,7 @@
   var reset = el("button", { text: "reset zoom" });
   controls.appendChild(reset);
   [["#c3c9d4", "eligible → sent (lateness, queue wait included)"], ["#f59f00", "sent → first token"],
-   ["#2563eb", "streaming"], ["#d62828", "failed"], ["#9c27b0", "cancelled"], ["#9aa5b1", "warmup"]].forEach(function (l) {
+   ["#2563eb", "streaming"], ["#d62828", "failed"], ["#9c27b0", "cancelled"], ["#9aa5b1", "warmup"], ["#2f9e44", "spawn"], ["#7048e8", "join"]].forEach(function (l) {
     controls.appendChild(el("span", { class: "legend-item" }, [el("span", { class: "swatch", style: "background:" + l[0] }), l[1]]));
   });
   app.appendChild(controls);
@@ -216,14 +216,17 @@
 
   var lanes = (function () {
     var LABEL_W = 190, AXIS_H = 22, MAX_H = 640;
-    var L = null, rows = 0, rowH = 12, x0 = 0, x1 = 1, yOff = 0, spanEnd = 1;
+    var L = null, E = null, rowOf = null, rows = 0, rowH = 12, x0 = 0, x1 = 1, yOff = 0, spanEnd = 1;
     var W = 0, H = 0, plotH = 0, dpr = window.devicePixelRatio || 1;
     var ctx = canvas.getContext("2d");
     var stats = { drawn: 0, ms: 0 };
 
     function load(run) {
       L = run.lanes;
+      E = run.edges;
       rows = L.rows.length;
+      rowOf = new Int32Array(L.done_us.length);
+      for (var r = 0; r < rows; r++) for (var k = L.row_start[r]; k < L.row_start[r + 1]; k++) rowOf[k] = r;
       spanEnd = 1;
       for (var i = 0; i < L.done_us.length; i++) if (L.done_us[i] > spanEnd) spanEnd = L.done_us[i];
       rowH = Math.max(3, Math.min(20, Math.floor(MAX_H / Math.max(1, rows))));
@@ -234,8 +237,9 @@
       canvas.height = Math.round(H * dpr);
       canvas.style.width = W + "px";
       canvas.style.height = H + "px";
-      edgesNote.textContent = run.edges ? "" :
-        "Spawn and join arrows are not drawn: this run directory does not carry the workload's edges (records do not name them).";
+      edgesNote.textContent = run.edges ?
+        "Arrows: spawn (green) from the parent's turn to the subagent's first turn; join (violet) from the subagent's last turn to the parent's turn that waits for it." :
+        "Spawn and join arrows are not drawn: this run directory has no trees.jsonl (written by an older arbor).";
       resetView();
     }
     function resetView() { x0 = 0; x1 = spanEnd * 1.01; yOff = 0; draw(); }
@@ -301,6 +305,7 @@
           drawn++;
         }
       }
+      if (E) drawArrows(r0, r1);
       // Time axis.
       ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, W, AXIS_H);
       ctx.fillStyle = "#667085"; ctx.fillRect(LABEL_W, AXIS_H - 1, W - LABEL_W, 1);
@@ -317,6 +322,27 @@
       laneStatus.textContent = "rows " + (r0 + 1) + "–" + r1 + " of " + rows + (r1 - r0 < rows ? " (drag up/down or shift+wheel for more)" : "") +
         " · " + (x0 / 1e6).toFixed(3) + "–" + (x1 / 1e6).toFixed(3) + " s · " + drawn + " bars drawn in " + stats.ms.toFixed(1) + " ms";
       window.__arborLanes = stats;
+    }
+    function drawArrows(r0, r1) {
+      ctx.save();
+      ctx.beginPath(); ctx.rect(LABEL_W, AXIS_H, W - LABEL_W, plotH); ctx.clip();
+      ctx.lineWidth = 1.2;
+      for (var k = 0; k < E.length; k++) {
+        var a = E[k][0], b = E[k][1], ra = rowOf[a], rb = rowOf[b];
+        if (Math.max(ra, rb) < r0 || Math.min(ra, rb) >= r1) continue;
+        var xa = X(L.done_us[a]), xb = X(L.sent_us[b]);
+        if (Math.max(xa, xb) < LABEL_W || Math.min(xa, xb) > W) continue;
+        var ya = AXIS_H + ra * rowH - yOff + rowH / 2, yb = AXIS_H + rb * rowH - yOff + rowH / 2;
+        var color = E[k][2] === 0 ? "#2f9e44" : "#7048e8";
+        ctx.strokeStyle = color; ctx.fillStyle = color;
+        ctx.beginPath(); ctx.moveTo(xa, ya); ctx.lineTo(xb, yb); ctx.stroke();
+        var ang = Math.atan2(yb - ya, xb - xa), head = 5;
+        ctx.beginPath(); ctx.moveTo(xb, yb);
+        ctx.lineTo(xb - head * Math.cos(ang - 0.45), yb - head * Math.sin(ang - 0.45));
+        ctx.lineTo(xb - head * Math.cos(ang + 0.45), yb - head * Math.sin(ang + 0.45));
+        ctx.closePath(); ctx.fill();
+      }
+      ctx.restore();
     }
     function fill(c, a, b, y, h) {
       if (b < LABEL_W) return;

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::record::{Record, Status, Turn};
+use crate::shape::{EdgeRole, TreeShape};
 
 /// One row: an agent of one play.
 #[derive(Debug, Serialize)]
@@ -41,6 +42,58 @@ pub struct Lanes {
     /// Index in `errors`, or -1.
     pub error: Vec<i64>,
     pub errors: Vec<ErrorText>,
+}
+
+impl Lanes {
+    /// Spawn and join arrows between turns of these lanes, from the trees'
+    /// shapes (`trees.jsonl`): `[from, to, role]` with `from` and `to`
+    /// indices into the turn columns and `role` 0 for a spawn, 1 for a
+    /// join. An edge whose turns did not both run (skipped, history,
+    /// warmups) has no arrow.
+    pub fn arrows(&self, trees: &[TreeShape]) -> Vec<[u32; 3]> {
+        let shapes: BTreeMap<&str, &TreeShape> =
+            trees.iter().map(|t| (t.tree.as_str(), t)).collect();
+        // (play, agent, turn) -> index of the turn in the columns.
+        let mut at: BTreeMap<(u32, &str, u32), u32> = BTreeMap::new();
+        for (r, row) in self.rows.iter().enumerate() {
+            let (Some(&s), Some(&e)) = (self.row_start.get(r), self.row_start.get(r + 1)) else {
+                continue;
+            };
+            for i in s..e {
+                if self.status.get(i as usize) != Some(&3) {
+                    at.insert((row.play, row.agent.as_str(), self.turn[i as usize]), i);
+                }
+            }
+        }
+        let mut plays: BTreeMap<u32, &str> = BTreeMap::new();
+        for row in &self.rows {
+            plays.entry(row.play).or_insert(row.tree.as_str());
+        }
+        let mut arrows = Vec::new();
+        for (&play, tree) in &plays {
+            let Some(shape) = shapes.get(tree) else {
+                continue;
+            };
+            let agent = |i: u32| shape.agents.get(i as usize).map(|a| a.agent.as_str());
+            for edge in &shape.edges {
+                let role = match edge.role {
+                    EdgeRole::Spawn => 0,
+                    EdgeRole::Join => 1,
+                    EdgeRole::Other => continue,
+                };
+                let (Some(from_agent), Some(to_agent)) = (agent(edge.from_agent), agent(edge.to_agent))
+                else {
+                    continue;
+                };
+                let from = at.get(&(play, from_agent, edge.from_turn));
+                let to = at.get(&(play, to_agent, edge.to_turn));
+                if let (Some(&from), Some(&to)) = (from, to) {
+                    arrows.push([from, to, role]);
+                }
+            }
+        }
+        arrows
+    }
 }
 
 /// A failed request's error, as its record said it.

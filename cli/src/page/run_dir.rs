@@ -32,9 +32,10 @@ pub struct RunPage {
     pub cdf: BTreeMap<&'static str, Cdf>,
     pub series: Series,
     pub lanes: Lanes,
-    /// Spawn and join edges between rows: `None` until a run directory
-    /// carries them (records do not name a turn's edges).
-    pub edges: Option<Vec<[u32; 2]>>,
+    /// Spawn and join arrows between turns (`[from, to, role]`, see
+    /// [`Lanes::arrows`]): `None` when the run directory has no
+    /// `trees.jsonl` (written by an older arbor).
+    pub edges: Option<Vec<[u32; 3]>>,
 }
 
 /// Values of the distributions with exact CDFs, in nanoseconds.
@@ -102,6 +103,8 @@ pub fn read(dir: &Path) -> Result<RunPage, Failure> {
 
     let series = series::build(lanes.turns(), &lanes.classes());
     let records = lanes.turns().count() as u64;
+    let lanes = lanes.finish();
+    let edges = crate::shape::read(dir)?.map(|trees| lanes.arrows(&trees));
     let mut cdf = BTreeMap::new();
     cdf.insert("ttft", Cdf::of_values(values.ttft));
     cdf.insert("itl", Cdf::of_histogram(&itl));
@@ -119,7 +122,7 @@ pub fn read(dir: &Path) -> Result<RunPage, Failure> {
         records,
         cdf,
         series,
-        lanes: lanes.finish(),
-        edges: None,
+        lanes,
+        edges,
     })
 }

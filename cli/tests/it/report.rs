@@ -172,3 +172,58 @@ fn a_missing_or_bad_run_directory_exits_2() {
 
     expect_exit_2(&["report"], &["RUN_DIR"]);
 }
+
+#[test]
+fn spawn_and_join_arrows_connect_the_agents_turns() {
+    // trace_0277: a root and 4 blocking subagents (three spawned together).
+    let dir = scratch("report-arrows");
+    let run = dir.join("run");
+    let result = arbor(&[
+        "run",
+        fixture("trace_0277.json").to_str().unwrap(),
+        "--tool-time",
+        "zero",
+        "--think-time-pct",
+        "0",
+        "--idle-gap-cap",
+        "0.1",
+        "--out",
+        run.to_str().unwrap(),
+        "--no-progress",
+    ]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    let data = page_data(&read(&run.join("report.html")));
+    let r = &data["runs"][0];
+    let lanes = &r["lanes"];
+    let starts: Vec<u64> = lanes["row_start"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let row_of = |turn: u64| starts.iter().rposition(|&s| s <= turn).unwrap();
+    let turn_no = |turn: u64| lanes["turn"][turn as usize].as_u64().unwrap();
+    let arrows = r["edges"].as_array().expect("trees.jsonl gives arrows");
+    let (mut spawns, mut joins) = (0, 0);
+    for arrow in arrows {
+        let (from, to, role) = (
+            arrow[0].as_u64().unwrap(),
+            arrow[1].as_u64().unwrap(),
+            arrow[2].as_u64().unwrap(),
+        );
+        assert_ne!(row_of(from), row_of(to), "an arrow joins two agents");
+        match role {
+            0 => {
+                spawns += 1;
+                assert_eq!(turn_no(to), 0, "a spawn leads to the child's first turn");
+            }
+            1 => {
+                joins += 1;
+                let row = row_of(from);
+                assert_eq!(from + 1, starts[row + 1], "a join leaves the child's last turn");
+            }
+            other => panic!("role {other}"),
+        }
+    }
+    assert_eq!((spawns, joins), (4, 4));
+}
