@@ -92,11 +92,8 @@ fn demo_args(args: &RunArgs) -> RunArgs {
 
 /// `arbor run`.
 pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
-    let mut args = if is_demo(args) {
-        demo_args(args)
-    } else {
-        args.clone()
-    };
+    let demo = is_demo(args);
+    let mut args = if demo { demo_args(args) } else { args.clone() };
     let applied = scenario::apply(&mut args.scenario, &args.input, &mut args.policy, explicit)?;
     if applied.is_some() {
         args.request.ignore_eos = true;
@@ -107,10 +104,16 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     }
     let prepared = prepare(args, applied)?;
     let client = runtime::client()?;
+    let mut emulator_settings = None;
     let report = match &args.request.endpoint {
         Some(endpoint) => client.block_on(run_against(endpoint, prepared))?,
         None => {
             let config = emulate::config(&args.emulator, args.policy.seed)?;
+            let mut settings = config.describe();
+            if demo {
+                settings.push_str(" (the demo's; emulator flags change them)");
+            }
+            emulator_settings = Some(settings);
             // The emulator gets a runtime (and a thread) of its own: the
             // client's thread measures, the server's serves.
             let server = runtime::with_workers(1)?;
@@ -126,7 +129,14 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     };
     client.shutdown_timeout(Duration::from_millis(200));
 
-    stdout::print(|mut out| table::print(&mut out, &report.summary, &report.out))?;
+    stdout::print(|mut out| {
+        table::print(
+            &mut out,
+            &report.summary,
+            &report.out,
+            emulator_settings.as_deref(),
+        )
+    })?;
     if report.summary.cancelled {
         return Err(Failure {
             code: 130,
