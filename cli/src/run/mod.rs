@@ -11,6 +11,7 @@
 //! emulator can be started in-process and passed in (see [`run`]).
 
 mod config;
+mod notices;
 mod output;
 mod prepare;
 pub mod summary;
@@ -98,17 +99,35 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     if applied.is_some() {
         args.request.ignore_eos = true;
     }
+    // The built-in emulator's settings, when there is no endpoint.
+    let emulator = match args.request.endpoint {
+        Some(_) => None,
+        None => Some(emulate::config(&args.emulator, args.policy.seed)?),
+    };
+    if let Some(config) = &emulator {
+        plan_with_the_emulators_timing(&mut args, config, explicit);
+    }
     let args = &args;
     if args.request.endpoint.is_some() {
         warn_unused_emulator_flags(explicit);
     }
     let prepared = prepare(args, applied)?;
+    let shape = notices::RunShape {
+        policy: prepared.scheduler.policy(),
+        trees: prepared.workload.trees.len() as u64,
+        planned: prepared.planned_duration,
+        service: &prepared.planned.service,
+        cache_bust: prepared.requests.cache_bust || prepared.scenario.is_some(),
+    };
+    for line in notices::before_run(&shape) {
+        eprintln!("{line}");
+    }
     let client = runtime::client()?;
     let mut emulator_settings = None;
-    let report = match &args.request.endpoint {
-        Some(endpoint) => client.block_on(run_against(endpoint, prepared))?,
-        None => {
-            let config = emulate::config(&args.emulator, args.policy.seed)?;
+    let report = match (&args.request.endpoint, emulator) {
+        (Some(endpoint), _) => client.block_on(run_against(endpoint, prepared))?,
+        (None, None) => return Err(Failure::other("no endpoint and no emulator")),
+        (None, Some(config)) => {
             let mut settings = config.describe();
             if demo {
                 settings.push_str(" (the demo's; emulator flags change them)");
@@ -149,6 +168,25 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Without `--service`, a run against the built-in emulator is planned
+/// with the emulator's own timing (`fixed:TTFT:ITL`, the same formula),
+/// so the planned duration and peak are what the run will do. Not when
+/// the emulator has a prefill term: its TTFT then depends on cache hits,
+/// which no service model knows.
+fn plan_with_the_emulators_timing(
+    args: &mut RunArgs,
+    emulator: &arbor_sim::emulator::EmulatorConfig,
+    explicit: &Explicit,
+) {
+    let timing = &emulator.timing;
+    if !explicit.has("service") && timing.prefill_mtok_s.is_none() {
+        args.service = arbor_sim::service::ServiceModel::Fixed {
+            ttft: timing.ttft,
+            itl: timing.itl,
+        };
+    }
+}
+
 /// The in-process emulator's flags do nothing against a server of one's
 /// own: say so, naming the ones given.
 fn warn_unused_emulator_flags(explicit: &Explicit) {
@@ -173,6 +211,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         workload,
         mut scheduler,
         planned,
+        planned_duration: _,
         requests,
         out,
         progress: show_progress,

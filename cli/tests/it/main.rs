@@ -3,6 +3,7 @@
 mod agentx;
 mod bad_corpus;
 mod bad_input;
+mod demo;
 mod doctor;
 mod emulate;
 mod flags;
