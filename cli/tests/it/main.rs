@@ -10,6 +10,7 @@ mod flags;
 mod golden;
 mod inspect;
 mod layout;
+mod notices;
 mod plan;
 mod run;
 mod util;
