@@ -204,6 +204,10 @@ pub(crate) enum Phase {
 /// How early the timer is armed before a precise deadline.
 const SPIN_WINDOW: Duration = Duration::from_micros(1200);
 
+/// How far behind its deadline a chunk may be kept to space it from the
+/// previous one (see `StreamBody::deadline`).
+const MAX_LAG: Duration = Duration::from_millis(5);
+
 /// How a stream waits for a deadline (see `StreamBody::ready`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wait {
@@ -247,18 +251,31 @@ pub(crate) struct StreamBody {
 
 impl StreamBody {
     /// When content chunk `k` (or, with `k == n`, the end) is due:
-    /// `first_at + k * itl` (plus the stall after the first chunk), and
-    /// for a content chunk never less than half an ITL after the previous
-    /// one was written: a stream that fell behind (its thread was
+    /// `first_at + k * itl` (plus the stall after the first chunk). A
+    /// content chunk also waits until half an ITL after the previous one
+    /// was written, as long as that leaves it less behind its own deadline
+    /// than both [`MAX_LAG`] and what the chunks left can win back (half
+    /// an ITL each): a stream that fell behind (a late wake-up, its thread
     /// descheduled) catches up at twice its rate, not in a burst of chunks
-    /// a client would read together. The end stays on its deadline.
+    /// a client would read together, and still ends on time. The end
+    /// stays on its deadline.
     fn deadline(&self, k: u32) -> Instant {
         let mut d = self.first_at + self.itl * k;
         if k >= 1 {
             d += self.stall;
         }
         match self.last_chunk {
-            Some(last) if k < self.n => d.max(last + self.itl / 2),
+            Some(last) if k < self.n => {
+                let spaced = last + self.itl / 2;
+                // Spacing by half an ITL wins back half an ITL a chunk: keep
+                // only the lag the chunks left can win back.
+                let budget = MAX_LAG.min(self.itl / 2 * (self.n - k));
+                if spaced > d && spaced - d < budget {
+                    spaced
+                } else {
+                    d
+                }
+            }
             _ => d,
         }
     }
