@@ -1,6 +1,6 @@
 use arbor_sim::emulator::EmulatorConfig;
 
-use crate::support::{chat, client, ms, post, start};
+use crate::support::{chat, client, ms, post, start, HEAVY};
 
 const MS: u64 = 1_000_000;
 
@@ -94,6 +94,7 @@ async fn sub_millisecond_itl_is_paced_chunk_by_chunk() {
     // 0.2 ms, the demo's ITL: five chunks per tick of tokio's timer. Each
     // chunk must go out on its own deadline, not with its tick's others.
     const ITL: u64 = 200_000;
+    let _heavy = HEAVY.lock().await;
     let mut config = EmulatorConfig::default();
     config.timing.ttft = 5 * MS;
     config.timing.itl = ITL;
