@@ -15,6 +15,7 @@
 
 mod config;
 pub mod journal;
+mod notices;
 pub mod output;
 mod prepare;
 pub mod records;
@@ -98,25 +99,46 @@ fn demo_args(args: &RunArgs) -> RunArgs {
 
 /// `arbor run`.
 pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
-    let mut args = if is_demo(args) {
-        demo_args(args)
-    } else {
-        args.clone()
-    };
+    let demo = is_demo(args);
+    let mut args = if demo { demo_args(args) } else { args.clone() };
     let applied = scenario::apply(&mut args.scenario, &args.input, &mut args.policy, explicit)?;
     if applied.is_some() {
         args.request.ignore_eos = true;
+    }
+    // The built-in emulator's settings, when there is no endpoint.
+    let emulator = match args.request.endpoint {
+        Some(_) => None,
+        None => Some(emulate::config(&args.emulator, args.policy.seed)?),
+    };
+    if let Some(config) = &emulator {
+        plan_with_the_emulators_timing(&mut args, config, explicit);
     }
     let args = &args;
     if args.request.endpoint.is_some() {
         warn_unused_emulator_flags(explicit);
     }
     let prepared = prepare(args, applied)?;
+    let shape = notices::RunShape {
+        policy: prepared.scheduler.policy(),
+        trees: prepared.workload.trees.len() as u64,
+        planned: prepared.planned_duration,
+        service: &prepared.planned.service,
+        cache_bust: prepared.requests.cache_bust || prepared.scenario.is_some(),
+    };
+    for line in notices::before_run(&shape) {
+        eprintln!("{line}");
+    }
     let client = runtime::client()?;
-    let report = match &args.request.endpoint {
-        Some(endpoint) => client.block_on(run_against(endpoint, prepared))?,
-        None => {
-            let config = emulate::config(&args.emulator, args.policy.seed)?;
+    let mut emulator_settings = None;
+    let report = match (&args.request.endpoint, emulator) {
+        (Some(endpoint), _) => client.block_on(run_against(endpoint, prepared))?,
+        (None, None) => return Err(Failure::other("no endpoint and no emulator")),
+        (None, Some(config)) => {
+            let mut settings = config.describe();
+            if demo {
+                settings.push_str(" (the demo's; emulator flags change them)");
+            }
+            emulator_settings = Some(settings);
             // The emulator gets a runtime (and a thread) of its own: the
             // client's thread measures, the server's serves.
             let server = runtime::with_workers(1)?;
@@ -132,7 +154,14 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     };
     client.shutdown_timeout(Duration::from_millis(200));
 
-    stdout::print(|mut out| table::print(&mut out, &report.summary, &report.out))?;
+    stdout::print(|mut out| {
+        table::print(
+            &mut out,
+            &report.summary,
+            &report.out,
+            emulator_settings.as_deref(),
+        )
+    })?;
     crate::page::write_for_run(&report.out)?;
     if report.summary.cancelled {
         return Err(Failure {
@@ -144,6 +173,25 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
         });
     }
     Ok(())
+}
+
+/// Without `--service`, a run against the built-in emulator is planned
+/// with the emulator's own timing (`fixed:TTFT:ITL`, the same formula),
+/// so the planned duration and peak are what the run will do. Not when
+/// the emulator has a prefill term: its TTFT then depends on cache hits,
+/// which no service model knows.
+fn plan_with_the_emulators_timing(
+    args: &mut RunArgs,
+    emulator: &arbor_sim::emulator::EmulatorConfig,
+    explicit: &Explicit,
+) {
+    let timing = &emulator.timing;
+    if !explicit.has("service") && timing.prefill_mtok_s.is_none() {
+        args.service = arbor_sim::service::ServiceModel::Fixed {
+            ttft: timing.ttft,
+            itl: timing.itl,
+        };
+    }
 }
 
 /// The in-process emulator's flags do nothing against a server of one's
@@ -170,6 +218,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         workload,
         mut scheduler,
         planned,
+        planned_duration: _,
         requests,
         out,
         progress: show_progress,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_engine::scheduler::Scheduler;
+use arbor_engine::time::Nanos;
 use arbor_engine::Workload;
 
 use crate::args::RunArgs;
@@ -26,6 +27,8 @@ pub struct Prepared {
     pub workload: Arc<Workload>,
     pub scheduler: Scheduler,
     pub planned: Planned,
+    /// The plan's makespan on the virtual clock (the planned duration).
+    pub planned_duration: Nanos,
     pub requests: RequestOptions,
     pub out: OutputDir,
     pub progress: bool,
@@ -56,6 +59,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         peak_inflight_at_s: arbor_engine::time::nanos_to_secs(stats.peak_inflight_at),
         dispatched: stats.dispatched,
     };
+    let planned_duration = plan.slots().iter().map(|s| s.end).max().unwrap_or(0);
     drop(plan);
 
     let config = RunConfig::new(
@@ -77,6 +81,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         workload: Arc::new(loaded.workload),
         scheduler,
         planned,
+        planned_duration,
         requests,
         out,
         progress: progress::wanted(args.no_progress),

@@ -1,5 +1,7 @@
 //! The console output of `arbor run`: a few lines of counts and rates, and
-//! a table of the latency distributions in milliseconds.
+//! a table of the latency distributions in milliseconds. Every line says
+//! what it counts (requests, tokens, plays, gaps) and on which clock a
+//! time is (the plan's or the run's).
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -28,12 +30,12 @@ pub fn latency_table(summary: &Summary) -> Table {
     let l = &summary.latency;
     let rows: [(&str, &Latency); 7] = [
         ("TTFT", &l.ttft),
-        ("ITL", &l.itl),
+        ("ITL (gaps)", &l.itl),
         ("TPOT", &l.tpot),
         ("E2E", &l.e2e),
         ("lateness", &l.lateness),
         ("queue wait", &l.queue_wait),
-        ("job time", &l.job_time),
+        ("job time (plays)", &l.job_time),
     ];
     for (name, d) in rows {
         table.add_row(vec![
@@ -55,7 +57,14 @@ pub fn latency_table(summary: &Summary) -> Table {
     table
 }
 
-pub fn print(out: &mut impl Write, summary: &Summary, dir: &Path) -> io::Result<()> {
+/// Prints the console summary. `emulator` describes the built-in
+/// emulator's settings when the run used it.
+pub fn print(
+    out: &mut impl Write,
+    summary: &Summary,
+    dir: &Path,
+    emulator: Option<&str>,
+) -> io::Result<()> {
     let c = &summary.config;
     let n = &summary.counts;
     let t = &summary.throughput;
@@ -76,42 +85,64 @@ pub fn print(out: &mut impl Write, summary: &Summary, dir: &Path) -> io::Result<
         c.model.as_deref().unwrap_or("?"),
         c.seed
     )?;
+    if let Some(settings) = emulator {
+        writeln!(out, "  emulator        built in: {settings}")?;
+    }
     writeln!(
         out,
-        "  requests        {} dispatched, {} ok, {} failed, {} cancelled, {} skipped",
+        "  requests        {} dispatched: {} ok, {} failed, {} cancelled; {} turns never sent",
         n.dispatched, n.ok, n.failed, n.cancelled, n.skipped
     )?;
     writeln!(
         out,
-        "  plays           {} started of {} trees, {} done",
+        "  plays           {} started ({} trees in the workload), {} finished",
         n.plays, n.trees, n.plays_done
     )?;
     writeln!(
         out,
-        "  throughput      {:.3} req/s, {:.0} input tok/s, {:.0} output tok/s over {:.3} s",
+        "  throughput      {:.3} ok requests/s, {:.0} input tokens/s, {:.0} output tokens/s \
+         over {:.3} s (first send to last done)",
         t.work.requests_per_s, t.work.input_tokens_per_s, t.work.output_tokens_per_s, t.window_s
     )?;
-    let k = &summary.concurrency;
+    let tokens = &summary.tokens;
+    let input = &tokens.input_source;
     writeln!(
         out,
-        "  peak in flight  {} observed, {} planned ({})",
-        k.observed_peak, k.planned_peak, k.planned_service
+        "  input tokens    {} in {} ok requests ({} usage-reported, {} as planned); \
+         usage-reported {} against {} planned{}",
+        t.work.input_tokens,
+        t.work.requests,
+        input.usage,
+        input.planned,
+        tokens.reported_input_tokens,
+        tokens.planned_input_tokens,
+        relative(tokens.reported_input_tokens, tokens.planned_input_tokens)
     )?;
+    let output = &tokens.output_source;
     writeln!(
         out,
-        "  idle-gap shifts {} ({:.3} s skipped)",
-        summary.idle.shifts, summary.idle.skipped_s
+        "  output tokens   {} in {} ok requests ({} usage-reported, {} counted from chunks, {} as planned)",
+        t.work.output_tokens, t.work.requests, output.usage, output.counted, output.planned
     )?;
     let cache = match summary.cache.hit_ratio {
-        Some(r) => format!("{:.1}% server-reported", r * 100.0),
+        Some(r) => format!(
+            "{:.1}% of input tokens (server-reported cached tokens, {} requests)",
+            r * 100.0,
+            summary.cache.requests
+        ),
         None => "not reported by the server".to_string(),
     };
     writeln!(out, "  cache hits      {cache}")?;
-    let sources = &summary.tokens.output_source;
+    let k = &summary.concurrency;
     writeln!(
         out,
-        "  output tokens   {} from usage, {} counted, {} planned",
-        sources.usage, sources.counted, sources.planned
+        "  peak in flight  {} observed; {} planned (virtual clock, --service {}, at {:.3} s of plan time)",
+        k.observed_peak, k.planned_peak, k.planned_service, k.planned_peak_at_s
+    )?;
+    writeln!(
+        out,
+        "  idle gaps       {} shortened by the idle-gap cap ({:.3} s of idle time skipped)",
+        summary.idle.shifts, summary.idle.skipped_s
     )?;
     if !summary.errors.is_empty() {
         let errors: Vec<String> = summary
@@ -119,10 +150,19 @@ pub fn print(out: &mut impl Write, summary: &Summary, dir: &Path) -> io::Result<
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
-        writeln!(out, "  errors          {}", errors.join(", "))?;
+        writeln!(
+            out,
+            "  errors          {} (failed requests by class)",
+            errors.join(", ")
+        )?;
     }
     writeln!(out)?;
     writeln!(out, "{}", latency_table(summary))?;
+    writeln!(
+        out,
+        "count: ok requests for TTFT, ITL gaps, TPOT and E2E; every request with the stamps for \
+         lateness and queue wait; complete plays for job time"
+    )?;
     writeln!(out)?;
     writeln!(
         out,
@@ -131,4 +171,13 @@ pub fn print(out: &mut impl Write, summary: &Summary, dir: &Path) -> io::Result<
         super::output::RECORDS_FILE,
         super::output::SUMMARY_FILE
     )
+}
+
+/// ` (+1.2 %)`: how far `reported` is from `planned`; empty without a plan.
+fn relative(reported: u64, planned: u64) -> String {
+    if planned == 0 {
+        return String::new();
+    }
+    let delta = (reported as f64 - planned as f64) / planned as f64 * 100.0;
+    format!(" ({delta:+.1} %)")
 }

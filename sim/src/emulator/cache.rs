@@ -5,7 +5,9 @@
 //! block's key (8 bytes, little endian; 0 for the first block) followed by
 //! the block's bytes, so a key names the whole prefix up to and including
 //! its block. A trailing partial block is never cached. A request's cached
-//! tokens are `64 *` the number of its leading blocks already in the cache.
+//! tokens are the bytes of its leading blocks already in the cache, on the
+//! prompt's own tokens-per-byte scale (`tokens.rs`): 64 a block for text
+//! without vocabulary words.
 
 use std::collections::{HashMap, VecDeque};
 

@@ -164,6 +164,50 @@ impl EmulatorConfig {
         flags::model_name(&self.model_name)?;
         Ok(())
     }
+
+    /// The settings in one line, with the flags' names and units, for a
+    /// run's console output: `--ttft-ms 10 --itl-ms 0.2, no prefill term,
+    /// prefix cache unbounded, no faults`.
+    pub fn describe(&self) -> String {
+        let t = &self.timing;
+        let mut parts = vec![format!(
+            "--ttft-ms {} --itl-ms {}",
+            millis(t.ttft),
+            millis(t.itl)
+        )];
+        parts.push(match t.prefill_mtok_s {
+            Some(rate) => format!("--prefill-tok-s {}", rate as f64 / 1000.0),
+            None => "no prefill term".to_string(),
+        });
+        parts.push(match self.cache_blocks {
+            None => "prefix cache unbounded".to_string(),
+            Some(0) => "prefix cache off".to_string(),
+            Some(n) => format!("prefix cache {n} blocks"),
+        });
+        let f = &self.faults;
+        let faults: Vec<String> = [
+            ("--fail-rate", f.fail_rate),
+            ("--disconnect-rate", f.disconnect_rate),
+            ("--stall-rate", f.stall_rate),
+            ("--malformed-rate", f.malformed_rate),
+        ]
+        .iter()
+        .filter(|(_, rate)| *rate > 0.0)
+        .map(|(flag, rate)| format!("{flag} {rate}"))
+        .collect();
+        if faults.is_empty() {
+            parts.push("no faults".to_string());
+        } else {
+            parts.extend(faults);
+        }
+        parts.join(", ")
+    }
+}
+
+/// Nanoseconds as milliseconds, without trailing zeros: `10`, `0.2`.
+fn millis(ns: Nanos) -> String {
+    let text = format!("{:.6}", ns as f64 / 1e6);
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// One parser per flag. Each says what it expected and what it got.
@@ -390,6 +434,24 @@ mod tests {
         assert_eq!(
             flags::fail_status("429").unwrap(),
             FailStatus::TooManyRequests
+        );
+    }
+
+    #[test]
+    fn describe_names_the_flags() {
+        let mut c = EmulatorConfig::default();
+        c.timing.ttft = 10_000_000;
+        c.timing.itl = 200_000;
+        assert_eq!(
+            c.describe(),
+            "--ttft-ms 10 --itl-ms 0.2, no prefill term, prefix cache unbounded, no faults"
+        );
+        c.faults.fail_rate = 0.5;
+        c.cache_blocks = Some(0);
+        c.timing.prefill_mtok_s = Some(5_000_000);
+        assert_eq!(
+            c.describe(),
+            "--ttft-ms 10 --itl-ms 0.2, --prefill-tok-s 5000, prefix cache off, --fail-rate 0.5"
         );
     }
 

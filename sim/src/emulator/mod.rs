@@ -22,10 +22,12 @@ mod body;
 pub mod cache;
 pub mod config;
 mod faults;
+mod pacer;
 mod request;
 mod server;
 mod shared;
 pub mod stamps;
+mod tokens;
 
 pub use cache::{BLOCK_BYTES, BLOCK_TOKENS};
 pub use config::{

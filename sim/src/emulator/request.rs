@@ -1,11 +1,11 @@
 //! Reading an OpenAI request body: the fields the emulator honours, the
 //! prompt's token count and its cache block keys.
 //!
-//! Prompt tokens are `ceil(bytes / 4)` of the prompt text: the UTF-8 bytes
-//! of every message's content (string content, or the `text` of each
-//! content part) for chat, or of `prompt` for completions (a prompt given
-//! as token ids counts one token per id). Roles count for the cache key
-//! but not for tokens. Exact tokenizers may come later.
+//! Prompt tokens are counted by `tokens.rs` over the prompt text: every
+//! message's content (string content, or the `text` of each content part)
+//! for chat, or `prompt` for completions (a prompt given as token ids
+//! counts one token per id). Roles count for the cache key but not for
+//! tokens.
 //!
 //! A body the emulator cannot read is a [`BadRequest`]: the server answers
 //! 400 with its message.
@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 
 use super::cache::BlockHasher;
 use super::config::DEFAULT_MAX_TOKENS;
+use super::tokens::TokenCount;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Endpoint {
@@ -41,6 +42,8 @@ pub(crate) struct Parsed {
     pub stream: bool,
     pub include_usage: bool,
     pub prompt_tokens: u32,
+    /// How the prompt was counted: the tokens of a cached prefix.
+    pub counted: TokenCount,
     pub blocks: Vec<u64>,
 }
 
@@ -87,13 +90,13 @@ struct Part<'a> {
 
 struct Prompt {
     hasher: BlockHasher,
-    bytes: u64,
+    tokens: TokenCount,
 }
 
 impl Prompt {
     fn text(&mut self, s: &str) {
         self.hasher.update(s.as_bytes());
-        self.bytes += s.len() as u64;
+        self.tokens.text(s);
     }
 
     /// Adds the JSON string `json` (quotes and escapes included).
@@ -151,7 +154,7 @@ fn completion_prompt(raw: &RawValue, prompt: &mut Prompt) -> Result<(), BadReque
             if let Ok(ids) = serde_json::from_str::<Vec<u32>>(text) {
                 for id in ids {
                     prompt.hasher.update(&id.to_le_bytes());
-                    prompt.bytes += 4;
+                    prompt.tokens.bytes(4);
                 }
             } else {
                 let mut texts: Vec<Text> = serde_json::from_str(text).map_err(|_| {
@@ -182,7 +185,7 @@ pub(crate) fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, BadReques
     let raw: RawRequest = serde_json::from_slice(body).map_err(bad)?;
     let mut prompt = Prompt {
         hasher: BlockHasher::new(),
-        bytes: 0,
+        tokens: TokenCount::default(),
     };
     match endpoint {
         Endpoint::Chat => {
@@ -211,7 +214,7 @@ pub(crate) fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, BadReques
         (None, Some(v)) => count("max_tokens", v)?,
         (None, None) => DEFAULT_MAX_TOKENS,
     };
-    let prompt_tokens = prompt.bytes.div_ceil(4).min(u32::MAX as u64) as u32;
+    let prompt_tokens = prompt.tokens.tokens();
     Ok(Parsed {
         model: raw.model.map(Cow::into_owned),
         max_tokens,
@@ -221,6 +224,7 @@ pub(crate) fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, BadReques
             .and_then(|o| o.include_usage)
             .unwrap_or(false),
         prompt_tokens,
+        counted: prompt.tokens,
         blocks: prompt.hasher.finish(),
     })
 }

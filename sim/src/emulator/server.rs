@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::body::{self, ChunkTemplate, EmuBody, Phase, StreamBody, MALFORMED_LINE};
-use super::cache::BLOCK_TOKENS;
+use super::cache::BLOCK_BYTES;
 use super::config::{EmulatorConfig, FailStatus};
 use super::faults::FaultPlan;
 use super::request::{self, BadRequest, Endpoint};
@@ -228,7 +228,9 @@ async fn completion(
     }
 
     let hit_blocks = shared.cache_lookup(&parsed.blocks);
-    let cached = (hit_blocks as u64 * BLOCK_TOKENS as u64).min(prompt_tokens as u64) as u32;
+    let cached = parsed
+        .counted
+        .tokens_in(hit_blocks as u64 * BLOCK_BYTES as u64);
     guard.with_stamp(|s| s.cached_tokens = cached);
     let ttft = config.timing.ttft_for(prompt_tokens - cached);
     let itl = Duration::from_nanos(config.timing.itl);
@@ -262,6 +264,7 @@ async fn completion(
             disconnect_after: plan.disconnect_after,
             malformed_at: plan.malformed.then_some(n / 2),
             sleep: None,
+            last_chunk: None,
             phase: Phase::Tokens,
         };
         let mut r = Response::new(EmuBody::Stream(Box::new(stream)));

@@ -2,7 +2,7 @@
 //! tracks one completion request against it.
 //!
 //! Owns [`Shared`] (config, pre-rendered `/v1/models` body, clock origin,
-//! sequence numbers, prefix cache, stamp store, counters), the counters'
+//! sequence numbers, prefix cache, stamp store, counters, the pacer), the counters'
 //! public snapshot [`EmulatorStats`], and [`RequestGuard`] (a request's
 //! stamp, the in-flight count, client aborts). Both the router
 //! (`server.rs`) and the stream bodies (`body.rs`) use it; it uses
@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use super::cache::PrefixCache;
 use super::config::EmulatorConfig;
+use super::pacer::Pacer;
 use super::stamps::{FaultKind, ServerStamp, StampStore};
 
 /// Counters of what the emulator did. `requests` counts completion
@@ -96,6 +97,8 @@ pub(crate) struct Shared {
     cache: Mutex<PrefixCache>,
     stamps: Mutex<StampStore>,
     pub(crate) stats: Counters,
+    /// Sub-millisecond wake-ups of short-ITL streams.
+    pub(crate) pacer: Pacer,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -123,6 +126,7 @@ impl Shared {
             cache: Mutex::new(PrefixCache::new(config.cache_blocks)),
             stamps: Mutex::new(StampStore::new(config.stamp_capacity)),
             stats: Counters::default(),
+            pacer: Pacer::default(),
             config,
         }
     }

@@ -74,7 +74,9 @@ async fn stall_pauses_after_the_first_chunk() {
     assert!(gap >= 400.0, "client gap {gap} ms");
     assert!(ms(content[1].0) >= 500.0);
     let s = &emu.stamps()[0];
-    assert!(s.chunk_ns[1] - s.chunk_ns[0] >= 500_000_000);
+    // Chunk 1 is due the stall after chunk 0's deadline; chunk 0 itself
+    // went out a little after its own.
+    assert!(s.chunk_ns[1] - s.chunk_ns[0] >= 495_000_000);
     assert!(s.chunk_ns[1] - s.received_ns >= 500_000_000);
     assert_eq!(s.faults, vec![FaultKind::Stall]);
     assert_eq!(emu.stats().stalls, 1);

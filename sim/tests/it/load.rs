@@ -1,9 +1,10 @@
 use arbor_sim::emulator::EmulatorConfig;
 
-use crate::support::{chat, client, post, start};
+use crate::support::{chat, client, post, start, HEAVY};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_concurrent_zero_latency_streams_complete() {
+    let _heavy = HEAVY.lock().await;
     let emu = std::sync::Arc::new(start(EmulatorConfig::default()).await);
     let c = client();
     let mut tasks = Vec::new();
@@ -40,6 +41,7 @@ async fn two_hundred_concurrent_zero_latency_streams_complete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_concurrent_timed_streams_hold_their_itl() {
+    let _heavy = HEAVY.lock().await;
     let mut config = EmulatorConfig::default();
     config.timing.ttft = 50_000_000;
     config.timing.itl = 20_000_000;

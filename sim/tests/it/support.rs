@@ -7,6 +7,11 @@ use arbor_sim::emulator::{serve, EmulatorConfig, EmulatorHandle, REQUEST_ID_HEAD
 use serde_json::Value;
 use tokio::time::Instant;
 
+/// Held by the tests that load the machine (hundreds of streams) and by
+/// those that measure sub-millisecond pacing, so the two never run
+/// together on a small machine.
+pub static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 pub async fn start(config: EmulatorConfig) -> EmulatorHandle {
     serve(config, "127.0.0.1:0".parse().unwrap())
         .await

@@ -1,6 +1,6 @@
 use arbor_sim::emulator::EmulatorConfig;
 
-use crate::support::{chat, client, ms, post, start};
+use crate::support::{chat, client, ms, post, start, HEAVY};
 
 const MS: u64 = 1_000_000;
 
@@ -82,4 +82,67 @@ async fn non_streaming_answers_when_the_stream_would_end() {
         (200.0..=300.0).contains(&took),
         "non-streaming took {took} ms"
     );
+}
+
+/// Gaps of a stamp's content chunks, in nanoseconds.
+fn chunk_gaps(chunk_ns: &[u64]) -> Vec<u64> {
+    chunk_ns.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sub_millisecond_itl_is_paced_chunk_by_chunk() {
+    // 0.2 ms, the demo's ITL: five chunks per tick of tokio's timer. Each
+    // chunk must go out on its own deadline, not with its tick's others.
+    const ITL: u64 = 200_000;
+    let _heavy = HEAVY.lock().await;
+    let mut config = EmulatorConfig::default();
+    config.timing.ttft = 5 * MS;
+    config.timing.itl = ITL;
+    let emu = start(config).await;
+    let c = client();
+    let body = chat("pace", 500);
+    let stream = |id: &'static str| post(&c, &emu, "/v1/chat/completions", &body, Some(id));
+    let (a, b, d, e) = tokio::join!(stream("p-0"), stream("p-1"), stream("p-2"), stream("p-3"));
+    assert!(a.done && b.done && d.done && e.done);
+    let mut gaps: Vec<u64> = emu
+        .stamps()
+        .iter()
+        .flat_map(|s| chunk_gaps(&s.chunk_ns))
+        .collect();
+    assert_eq!(gaps.len(), 4 * 499);
+    gaps.sort_unstable();
+    let median = gaps[gaps.len() / 2];
+    eprintln!(
+        "chunk gaps (ns): p10 {} p50 {} p90 {} p99 {}",
+        gaps[gaps.len() / 10],
+        gaps[gaps.len() / 2],
+        gaps[gaps.len() * 9 / 10],
+        gaps[gaps.len() * 99 / 100]
+    );
+    let zeros = gaps.iter().filter(|&&g| g < ITL / 10).count();
+    assert!(
+        (ITL / 2..=ITL * 3 / 2).contains(&median),
+        "median chunk gap {median} ns against an ITL of {ITL} ns"
+    );
+    assert!(
+        zeros * 10 < gaps.len(),
+        "{zeros} of {} gaps are (near) zero",
+        gaps.len()
+    );
+    // Absolute deadlines: no chunk early; a stream that fell behind (its
+    // thread descheduled on a busy machine) catches up, so the last chunk
+    // is close to its deadline.
+    for s in emu.stamps() {
+        for (k, &t) in s.chunk_ns.iter().enumerate() {
+            assert!(
+                t - s.received_ns >= 5 * MS + k as u64 * ITL,
+                "chunk {k} early"
+            );
+        }
+        let last = s.chunk_ns[499] - s.received_ns;
+        assert!(
+            last < 5 * MS + 499 * ITL + 20 * MS,
+            "last chunk at {last} ns"
+        );
+    }
 }

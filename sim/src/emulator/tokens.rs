@@ -1,0 +1,172 @@
+//! Prompt token counting: how many tokens the emulator says a prompt's
+//! text holds (`usage.prompt_tokens`).
+//!
+//! arbor synthesizes prompts from a fixed list of words, each with a
+//! leading space and each one token in the BPE tokenizers of current
+//! models ([`arbor_engine::prompt::VOCABULARY`]). Such a word counts one
+//! token here, so a synthesized prompt has exactly the token count its
+//! plan gave it. Every other byte (recorded text, punctuation, a
+//! cache-bust marker) is counted at four bytes a token, rounded up once
+//! per prompt: `tokens = vocabulary words + ceil(other bytes / 4)`.
+//!
+//! A cache hit is counted on the same scale: the cached bytes times the
+//! prompt's tokens per counted byte ([`TokenCount::tokens_in`]), which is
+//! exactly 64 tokens a 256-byte block for text with no vocabulary words.
+//!
+//! A word is a space followed by a maximal run of ASCII lowercase letters;
+//! it is looked up in the vocabulary packed as integers (at most eight
+//! bytes each), so counting is one pass over the text with no allocation.
+//! Owns nothing else: reading the body is `request.rs`'s job.
+
+use std::sync::OnceLock;
+
+use arbor_engine::prompt::VOCABULARY;
+
+/// Longest word (leading space included) that can be a vocabulary word.
+const MAX_WORD: usize = 8;
+
+/// The vocabulary, each word packed little-endian into a `u64`, sorted.
+fn packed_vocabulary() -> &'static [u64] {
+    static PACKED: OnceLock<Vec<u64>> = OnceLock::new();
+    PACKED.get_or_init(|| {
+        let mut words: Vec<u64> = VOCABULARY
+            .iter()
+            .filter(|w| w.len() <= MAX_WORD)
+            .map(|w| pack(w.as_bytes()))
+            .collect();
+        words.sort_unstable();
+        words
+    })
+}
+
+fn pack(word: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes[..word.len()].copy_from_slice(word);
+    u64::from_le_bytes(bytes)
+}
+
+/// A running count over the pieces of one prompt.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TokenCount {
+    /// Vocabulary words seen: one token each.
+    words: u64,
+    /// Bytes outside vocabulary words: four to a token.
+    other_bytes: u64,
+    /// Bytes of the vocabulary words.
+    words_bytes: u64,
+}
+
+impl TokenCount {
+    /// Counts the text `s` (one message's content, one content part, or a
+    /// completion prompt).
+    pub(crate) fn text(&mut self, s: &str) {
+        let vocabulary = packed_vocabulary();
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b' ' {
+                let end = bytes[i + 1..]
+                    .iter()
+                    .position(|b| !b.is_ascii_lowercase())
+                    .map_or(bytes.len(), |p| i + 1 + p);
+                let word = &bytes[i..end];
+                if word.len() > 1
+                    && word.len() <= MAX_WORD
+                    && vocabulary.binary_search(&pack(word)).is_ok()
+                {
+                    self.words += 1;
+                    self.words_bytes += word.len() as u64;
+                } else {
+                    self.other_bytes += word.len() as u64;
+                }
+                i = end;
+            } else {
+                self.other_bytes += 1;
+                i += 1;
+            }
+        }
+    }
+
+    /// Bytes counted at four to a token (token ids of a completion prompt
+    /// are four bytes each, so they count one token per id).
+    pub(crate) fn bytes(&mut self, n: u64) {
+        self.other_bytes += n;
+    }
+
+    /// The prompt's tokens, saturating at `u32::MAX`.
+    pub(crate) fn tokens(&self) -> u32 {
+        (self.words + self.other_bytes.div_ceil(4)).min(u64::from(u32::MAX)) as u32
+    }
+
+    /// The tokens of a prefix of `bytes` counted bytes (a cache hit):
+    /// `bytes * tokens / counted bytes`, rounded down, at most the whole.
+    pub(crate) fn tokens_in(&self, bytes: u64) -> u32 {
+        let counted = self.words_bytes + self.other_bytes;
+        let tokens = self.tokens();
+        if counted == 0 {
+            return 0;
+        }
+        let share = u128::from(bytes) * u128::from(tokens) / u128::from(counted);
+        share.min(u128::from(tokens)) as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(s: &str) -> u32 {
+        let mut c = TokenCount::default();
+        c.text(s);
+        c.tokens()
+    }
+
+    #[test]
+    fn vocabulary_words_are_one_token_each() {
+        assert_eq!(count(" the of and between"), 4);
+        let all: String = VOCABULARY.concat();
+        assert_eq!(count(&all), VOCABULARY.len() as u32);
+    }
+
+    #[test]
+    fn other_text_is_four_bytes_a_token() {
+        assert_eq!(count("abcdefgh"), 2);
+        assert_eq!(count("abcde"), 2);
+        // Not vocabulary: no leading space, a capital, a longer word.
+        assert_eq!(count("the"), 1);
+        assert_eq!(count(" The"), 1);
+        assert_eq!(count(" theoretical"), 3);
+        assert_eq!(count(""), 0);
+    }
+
+    #[test]
+    fn a_marker_before_words_adds_its_bytes() {
+        // 20 bytes of marker: 5 tokens, then 3 words.
+        assert_eq!(count("[rid:0123456789ab]\n\n the of and"), 8);
+    }
+
+    #[test]
+    fn hits_scale_by_tokens_per_byte() {
+        let mut c = TokenCount::default();
+        c.text(&"x".repeat(1000));
+        assert_eq!(c.tokens_in(768), 192);
+        assert_eq!(c.tokens_in(5000), 250);
+        let mut c = TokenCount::default();
+        c.text(&" the".repeat(100)); // 400 bytes, 100 tokens
+        assert_eq!(c.tokens_in(256), 64);
+        let mut c = TokenCount::default();
+        c.text(&" between".repeat(64)); // 512 bytes, 64 tokens
+        assert_eq!(c.tokens_in(256), 32);
+        assert_eq!(TokenCount::default().tokens_in(256), 0);
+    }
+
+    #[test]
+    fn pieces_add_up() {
+        let mut c = TokenCount::default();
+        c.text(" the");
+        c.text("ab");
+        c.text("cd");
+        c.bytes(4);
+        assert_eq!(c.tokens(), 3);
+    }
+}
