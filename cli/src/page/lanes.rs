@@ -81,7 +81,8 @@ impl Lanes {
                     EdgeRole::Join => 1,
                     EdgeRole::Other => continue,
                 };
-                let (Some(from_agent), Some(to_agent)) = (agent(edge.from_agent), agent(edge.to_agent))
+                let (Some(from_agent), Some(to_agent)) =
+                    (agent(edge.from_agent), agent(edge.to_agent))
                 else {
                     continue;
                 };

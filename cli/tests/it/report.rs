@@ -220,7 +220,11 @@ fn spawn_and_join_arrows_connect_the_agents_turns() {
             1 => {
                 joins += 1;
                 let row = row_of(from);
-                assert_eq!(from + 1, starts[row + 1], "a join leaves the child's last turn");
+                assert_eq!(
+                    from + 1,
+                    starts[row + 1],
+                    "a join leaves the child's last turn"
+                );
             }
             other => panic!("role {other}"),
         }
