@@ -1,70 +1,343 @@
-//! The progress bar of `arbor run`, on stderr.
+//! What `arbor run` shows on stderr while the clock runs.
 //!
-//! Owns when a bar is shown (stderr is a terminal and `--no-progress` was
-//! not given) and how it is fed: a ticker task reads the live driver's
-//! [`Progress`] atomics every 250 ms and redraws. The driver never touches
-//! the bar, so a request event costs a relaxed atomic add and nothing more.
+//! Owns when progress is shown and how: a bar when stderr is a terminal,
+//! one status line every [`STATUS_EVERY`] when it is not, nothing under
+//! `--no-progress`. Both are fed by a ticker task that reads the live
+//! driver's [`Progress`] atomics on its own timer; the driver never touches
+//! the display, so a request event costs a relaxed atomic add and nothing
+//! more. What a frame says (position, length, label) is computed by pure
+//! functions ([`Counts`], [`frame`]) so it can be tested without a
+//! terminal. Must not touch the request path or the run's records.
 
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arbor_backends::live::Progress;
+use arbor_engine::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::task::JoinHandle;
 
 /// How often the bar is redrawn.
 pub const TICK: Duration = Duration::from_millis(250);
 
-/// Should a bar be drawn?
+/// How often a status line is printed when stderr is not a terminal.
+pub const STATUS_EVERY: Duration = Duration::from_secs(10);
+
+/// For tests only: the status interval in milliseconds, instead of
+/// [`STATUS_EVERY`], so a short run can print several lines.
+pub const STATUS_INTERVAL_ENV: &str = "ARBOR_STATUS_INTERVAL_MS";
+
+/// Is progress shown at all (`--no-progress` not given)? Whether as a bar
+/// or as status lines is decided when the ticker starts.
 pub fn wanted(no_progress: bool) -> bool {
-    !no_progress && std::io::stderr().is_terminal()
+    !no_progress
 }
 
-/// A running ticker; [`Ticker::finish`] stops it and clears the bar.
+/// What the bar measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    /// Requests done out of the plan's `total` (a run that ends with its
+    /// trees).
+    Requests { total: u64 },
+    /// Time elapsed out of `duration` (`--duration`, `--loop`): how many
+    /// requests a run sends is not known ahead.
+    Time { duration: Nanos },
+}
+
+impl Span {
+    /// Time-based when the run has a `--duration`, else count-based.
+    pub fn of(duration: Option<Nanos>, total: u64) -> Span {
+        match duration {
+            Some(duration) => Span::Time { duration },
+            None => Span::Requests { total },
+        }
+    }
+}
+
+/// The driver's counters, read so that they agree with each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    pub sent: u64,
+    pub done: u64,
+    pub errors: u64,
+}
+
+impl Counts {
+    /// Reads `done` before `sent` (a request is counted sent before it is
+    /// counted done, so `sent` read later is at least `done`), and clamps
+    /// besides: the counters are separate relaxed atomics.
+    pub fn read(progress: &Progress) -> Counts {
+        let errors = progress.errors.load(Ordering::Acquire);
+        let done = progress.done.load(Ordering::Acquire);
+        let sent = progress.sent.load(Ordering::Acquire);
+        Counts::consistent(sent, done, errors)
+    }
+
+    /// Never done above sent, nor errors above done.
+    pub fn consistent(sent: u64, done: u64, errors: u64) -> Counts {
+        let done = done.min(sent);
+        Counts {
+            sent,
+            done,
+            errors: errors.min(done),
+        }
+    }
+
+    /// Sent and not yet done.
+    pub fn in_flight(&self) -> u64 {
+        self.sent - self.done
+    }
+}
+
+/// One frame of the bar: `position` out of `length`, and the label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub position: u64,
+    pub length: u64,
+    pub label: String,
+}
+
+/// The frame at `elapsed` into a run of `planned` (the plan's makespan on
+/// the virtual clock). `last` is the final frame, drawn when the run has
+/// ended: a count-based bar then stands at what was done, a time-based one
+/// at the elapsed time, and the label says `finished` instead of an ETA.
+pub fn frame(span: Span, planned: Nanos, elapsed: Nanos, counts: Counts, last: bool) -> Frame {
+    let (position, length, remaining) = match span {
+        Span::Requests { total } => {
+            // Past the plan's end, the observed rate says how long is left.
+            let remaining = if elapsed < planned {
+                planned - elapsed
+            } else if counts.done == 0 || counts.done >= total {
+                0
+            } else {
+                let left = (total - counts.done) as u128;
+                (elapsed as u128 * left / counts.done as u128).min(u64::MAX as u128) as Nanos
+            };
+            (counts.done.min(total), total, remaining)
+        }
+        Span::Time { duration } => {
+            let ms = |ns: Nanos| ns / NANOS_PER_MS;
+            (
+                ms(elapsed.min(duration)),
+                ms(duration),
+                duration.saturating_sub(elapsed),
+            )
+        }
+    };
+    let eta = if last {
+        "finished".to_string()
+    } else {
+        format!("ETA {}", clock(remaining))
+    };
+    let label = format!(
+        "{} elapsed of {} planned, {eta}; {} sent, {} done, {} in flight, {} errors",
+        clock(elapsed),
+        clock(planned),
+        counts.sent,
+        counts.done,
+        counts.in_flight(),
+        counts.errors,
+    );
+    Frame {
+        position,
+        length,
+        label,
+    }
+}
+
+/// `0:07`, `12:34`, `1:02:03`.
+pub fn clock(ns: Nanos) -> String {
+    let s = ns / NANOS_PER_SEC;
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
+/// The status interval: [`STATUS_EVERY`], or the test hook's.
+fn status_every() -> Duration {
+    std::env::var(STATUS_INTERVAL_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .map_or(STATUS_EVERY, Duration::from_millis)
+}
+
+/// Where frames go.
+enum Display {
+    Bar(ProgressBar),
+    Lines,
+}
+
+/// The progress of one run, and what it needs to draw a frame.
+struct Shown {
+    progress: Arc<Progress>,
+    span: Span,
+    planned: Nanos,
+    started: Instant,
+    display: Display,
+}
+
+impl Shown {
+    fn draw(&self, last: bool) {
+        let elapsed = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let f = frame(
+            self.span,
+            self.planned,
+            elapsed,
+            Counts::read(&self.progress),
+            last,
+        );
+        match &self.display {
+            Display::Bar(bar) => {
+                bar.set_length(f.length);
+                bar.set_position(f.position);
+                bar.set_message(f.label);
+            }
+            Display::Lines => eprintln!("arbor run: {}", f.label),
+        }
+    }
+}
+
+/// A running ticker; [`Ticker::finish`] stops it and draws the final frame.
 pub struct Ticker {
-    bar: ProgressBar,
+    shown: Arc<Shown>,
     task: JoinHandle<()>,
 }
 
 impl Ticker {
-    /// Starts the ticker on the current tokio runtime. `total` is the
-    /// number of requests the plan dispatches.
-    pub fn start(progress: Arc<Progress>, total: u64) -> Ticker {
-        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:25}] {pos}/{len} done, {wide_msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
-        let shown = bar.clone();
+    /// Starts the ticker on the current tokio runtime: a bar when stderr is
+    /// a terminal, else a status line every [`STATUS_EVERY`].
+    pub fn start(progress: Arc<Progress>, span: Span, planned: Nanos) -> Ticker {
+        let (display, every) = if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("[{bar:25}] {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            (Display::Bar(bar), TICK)
+        } else {
+            (Display::Lines, status_every())
+        };
+        let shown = Arc::new(Shown {
+            progress,
+            span,
+            planned,
+            started: Instant::now(),
+            display,
+        });
+        let ticking = Arc::clone(&shown);
         let task = tokio::spawn(async move {
-            let mut interval = tokio::time::interval(TICK);
+            // The first frame one interval in: no status line at 0 s.
+            let first = tokio::time::Instant::now() + every;
+            let mut interval = tokio::time::interval_at(first, every);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 interval.tick().await;
-                draw(&shown, &progress);
+                ticking.draw(false);
             }
         });
-        Ticker { bar, task }
+        Ticker { shown, task }
     }
 
+    /// Stops the ticker. A bar is left on its final frame (the final
+    /// counts, `finished`); status lines need none, the summary follows.
     pub fn finish(self) {
         self.task.abort();
-        self.bar.finish_and_clear();
+        if let Display::Bar(bar) = &self.shown.display {
+            self.shown.draw(true);
+            bar.abandon();
+        }
     }
 }
 
-fn draw(bar: &ProgressBar, progress: &Progress) {
-    let done = progress.done.load(Ordering::Relaxed);
-    bar.set_position(done);
-    bar.set_message(format!(
-        "{} sent, {} in flight, {} errors",
-        progress.sent.load(Ordering::Relaxed),
-        progress.inflight.load(Ordering::Relaxed),
-        progress.errors.load(Ordering::Relaxed),
-    ));
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = NANOS_PER_SEC;
+
+    #[test]
+    fn count_based_stands_at_done_out_of_the_plans_requests() {
+        let f = frame(
+            Span::Requests { total: 100 },
+            60 * S,
+            15 * S,
+            Counts::consistent(30, 25, 1),
+            false,
+        );
+        assert_eq!((f.position, f.length), (25, 100));
+        assert_eq!(
+            f.label,
+            "0:15 elapsed of 1:00 planned, ETA 0:45; 30 sent, 25 done, 5 in flight, 1 errors"
+        );
+    }
+
+    #[test]
+    fn past_the_plan_the_eta_comes_from_the_observed_rate() {
+        let f = frame(
+            Span::Requests { total: 100 },
+            60 * S,
+            80 * S,
+            Counts::consistent(60, 40, 0),
+            false,
+        );
+        // 40 done in 80 s: the 60 left take 120 s more.
+        assert!(f.label.contains("ETA 2:00"), "{}", f.label);
+    }
+
+    #[test]
+    fn time_based_stands_at_elapsed_out_of_the_duration() {
+        let span = Span::of(Some(120 * S), 7);
+        assert_eq!(span, Span::Time { duration: 120 * S });
+        let f = frame(span, 125 * S, 30 * S, Counts::consistent(9, 9, 0), false);
+        assert_eq!((f.position, f.length), (30_000, 120_000));
+        assert!(f.label.contains("ETA 1:30"), "{}", f.label);
+        // Past the duration (the grace period), the bar stays full.
+        let f = frame(span, 125 * S, 123 * S, Counts::default(), false);
+        assert_eq!(f.position, f.length);
+        assert!(f.label.contains("ETA 0:00"), "{}", f.label);
+        assert_eq!(Span::of(None, 7), Span::Requests { total: 7 });
+    }
+
+    #[test]
+    fn done_is_never_above_sent() {
+        let c = Counts::consistent(10, 12, 15);
+        assert_eq!(c, Counts::consistent(10, 10, 10));
+        assert_eq!(c.in_flight(), 0);
+        let progress = Progress::default();
+        progress.sent.store(3, Ordering::Relaxed);
+        progress.done.store(5, Ordering::Relaxed);
+        let read = Counts::read(&progress);
+        assert!(read.done <= read.sent, "{read:?}");
+        let f = frame(Span::Requests { total: 4 }, S, S, read, false);
+        assert!(f.label.contains("3 sent, 3 done, 0 in flight"), "{}", f.label);
+        assert!(f.position <= f.length);
+    }
+
+    #[test]
+    fn the_final_frame_says_finished_with_the_final_counts() {
+        let all = Counts::consistent(100, 100, 2);
+        let f = frame(Span::Requests { total: 100 }, 60 * S, 61 * S, all, true);
+        assert_eq!((f.position, f.length), (100, 100));
+        assert!(f.label.ends_with("finished; 100 sent, 100 done, 0 in flight, 2 errors"));
+        assert!(!f.label.contains("ETA"));
+        // A run stopped early ends where it stopped, not on a full bar.
+        let cut = Counts::consistent(40, 38, 0);
+        let f = frame(Span::Requests { total: 100 }, 60 * S, 20 * S, cut, true);
+        assert_eq!(f.position, 38);
+    }
+
+    #[test]
+    fn clocks_read_as_minutes_and_hours() {
+        assert_eq!(clock(0), "0:00");
+        assert_eq!(clock(7 * S + 999), "0:07");
+        assert_eq!(clock(754 * S), "12:34");
+        assert_eq!(clock(3723 * S), "1:02:03");
+    }
 }

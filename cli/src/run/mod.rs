@@ -37,7 +37,7 @@ use serde_json::Value;
 use crate::args::RunArgs;
 use crate::endpoint::{first_model_id, without_url};
 use crate::failure::Failure;
-use crate::progress::Ticker;
+use crate::progress::{Span, Ticker};
 use crate::scenario::{self, Explicit};
 use crate::{emulate, runtime, stdout};
 
@@ -218,7 +218,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         workload,
         mut scheduler,
         planned,
-        planned_duration: _,
+        planned_duration,
         requests,
         out,
         progress: show_progress,
@@ -291,8 +291,9 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     let collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
     let mut sink = RecordsFile::create(&out_dir, collector)?;
     let progress = Arc::new(Progress::default());
+    let span = Span::of(scheduler.policy().duration, start.planned.dispatched);
     let ticker =
-        show_progress.then(|| Ticker::start(Arc::clone(&progress), start.planned.dispatched));
+        show_progress.then(|| Ticker::start(Arc::clone(&progress), span, planned_duration));
     let result = live::run(
         &mut scheduler,
         Arc::clone(&workload),

@@ -14,6 +14,7 @@ mod inspect;
 mod layout;
 mod notices;
 mod plan;
+mod progress;
 mod report;
 mod run;
 mod summarize;
