@@ -147,8 +147,12 @@ pub fn frame(span: Span, planned: Nanos, elapsed: Nanos, counts: Counts, last: b
     }
 }
 
-/// `0:07`, `12:34`, `1:02:03`.
+/// `7.2 s` under a minute, then `12:34`, `1:02:03`.
 pub fn clock(ns: Nanos) -> String {
+    if ns < 60 * NANOS_PER_SEC {
+        let tenths = ns / (NANOS_PER_SEC / 10);
+        return format!("{}.{} s", tenths / 10, tenths % 10);
+    }
     let s = ns / NANOS_PER_SEC;
     let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
     if h > 0 {
@@ -216,7 +220,7 @@ impl Ticker {
         let (display, every) = if std::io::stderr().is_terminal() {
             let bar = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("[{bar:25}] {wide_msg}")
+                ProgressStyle::with_template("[{bar:20}] {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
@@ -274,7 +278,7 @@ mod tests {
         assert_eq!((f.position, f.length), (25, 100));
         assert_eq!(
             f.label,
-            "0:15 elapsed of 1:00 planned, ETA 0:45; 30 sent, 25 done, 5 in flight, 1 errors"
+            "15.0 s elapsed of 1:00 planned, ETA 45.0 s; 30 sent, 25 done, 5 in flight, 1 errors"
         );
     }
 
@@ -301,7 +305,7 @@ mod tests {
         // Past the duration (the grace period), the bar stays full.
         let f = frame(span, 125 * S, 123 * S, Counts::default(), false);
         assert_eq!(f.position, f.length);
-        assert!(f.label.contains("ETA 0:00"), "{}", f.label);
+        assert!(f.label.contains("ETA 0.0 s"), "{}", f.label);
         assert_eq!(Span::of(None, 7), Span::Requests { total: 7 });
     }
 
@@ -316,7 +320,11 @@ mod tests {
         let read = Counts::read(&progress);
         assert!(read.done <= read.sent, "{read:?}");
         let f = frame(Span::Requests { total: 4 }, S, S, read, false);
-        assert!(f.label.contains("3 sent, 3 done, 0 in flight"), "{}", f.label);
+        assert!(
+            f.label.contains("3 sent, 3 done, 0 in flight"),
+            "{}",
+            f.label
+        );
         assert!(f.position <= f.length);
     }
 
@@ -325,7 +333,9 @@ mod tests {
         let all = Counts::consistent(100, 100, 2);
         let f = frame(Span::Requests { total: 100 }, 60 * S, 61 * S, all, true);
         assert_eq!((f.position, f.length), (100, 100));
-        assert!(f.label.ends_with("finished; 100 sent, 100 done, 0 in flight, 2 errors"));
+        assert!(f
+            .label
+            .ends_with("finished; 100 sent, 100 done, 0 in flight, 2 errors"));
         assert!(!f.label.contains("ETA"));
         // A run stopped early ends where it stopped, not on a full bar.
         let cut = Counts::consistent(40, 38, 0);
@@ -335,8 +345,9 @@ mod tests {
 
     #[test]
     fn clocks_read_as_minutes_and_hours() {
-        assert_eq!(clock(0), "0:00");
-        assert_eq!(clock(7 * S + 999), "0:07");
+        assert_eq!(clock(0), "0.0 s");
+        assert_eq!(clock(7 * S + 290 * NANOS_PER_MS), "7.2 s");
+        assert_eq!(clock(60 * S), "1:00");
         assert_eq!(clock(754 * S), "12:34");
         assert_eq!(clock(3723 * S), "1:02:03");
     }
