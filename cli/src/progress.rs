@@ -266,15 +266,14 @@ mod tests {
 
     const S: Nanos = NANOS_PER_SEC;
 
+    /// A frame of a count-based run of 100 requests planned for 60 s.
+    fn of_100(elapsed: Nanos, counts: Counts, last: bool) -> Frame {
+        frame(Span::Requests { total: 100 }, 60 * S, elapsed, counts, last)
+    }
+
     #[test]
     fn count_based_stands_at_done_out_of_the_plans_requests() {
-        let f = frame(
-            Span::Requests { total: 100 },
-            60 * S,
-            15 * S,
-            Counts::consistent(30, 25, 1),
-            false,
-        );
+        let f = of_100(15 * S, Counts::consistent(30, 25, 1), false);
         assert_eq!((f.position, f.length), (25, 100));
         assert_eq!(
             f.label,
@@ -284,13 +283,7 @@ mod tests {
 
     #[test]
     fn past_the_plan_the_eta_comes_from_the_observed_rate() {
-        let f = frame(
-            Span::Requests { total: 100 },
-            60 * S,
-            80 * S,
-            Counts::consistent(60, 40, 0),
-            false,
-        );
+        let f = of_100(80 * S, Counts::consistent(60, 40, 0), false);
         // 40 done in 80 s: the 60 left take 120 s more.
         assert!(f.label.contains("ETA 2:00"), "{}", f.label);
     }
@@ -331,7 +324,7 @@ mod tests {
     #[test]
     fn the_final_frame_says_finished_with_the_final_counts() {
         let all = Counts::consistent(100, 100, 2);
-        let f = frame(Span::Requests { total: 100 }, 60 * S, 61 * S, all, true);
+        let f = of_100(61 * S, all, true);
         assert_eq!((f.position, f.length), (100, 100));
         assert!(f
             .label
@@ -339,7 +332,7 @@ mod tests {
         assert!(!f.label.contains("ETA"));
         // A run stopped early ends where it stopped, not on a full bar.
         let cut = Counts::consistent(40, 38, 0);
-        let f = frame(Span::Requests { total: 100 }, 60 * S, 20 * S, cut, true);
+        let f = of_100(20 * S, cut, true);
         assert_eq!(f.position, 38);
     }
 
