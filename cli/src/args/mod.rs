@@ -188,7 +188,8 @@ pub struct RunArgs {
     #[arg(long, help_heading = OUTPUT)]
     pub force: bool,
 
-    /// No progress bar (it is shown only when stderr is a terminal).
+    /// No progress on stderr (a bar on a terminal, else a status line
+    /// every 10 s).
     #[arg(long, help_heading = OUTPUT)]
     pub no_progress: bool,
 
