@@ -77,6 +77,7 @@ pub struct Progress {
     pub sent: AtomicU64,
     pub done: AtomicU64,
     pub errors: AtomicU64,
+    pub inflight: AtomicU64,
 }
 
 /// How the run ended.
