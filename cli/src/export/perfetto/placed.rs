@@ -67,7 +67,17 @@ impl<'r> Placed<'r> {
     }
 
     pub fn name(&self) -> String {
-        let r = self.record;
+        name(self.record)
+    }
+
+    pub fn args(&self) -> Value {
+        args(self.record)
+    }
+}
+
+/// A turn's slice name: its turn, warmup, and how it failed.
+pub fn name(record: &Record) -> String {
+        let r = record;
         let turn = if r.warmup {
             format!("warmup turn {}", r.turn)
         } else {
@@ -79,16 +89,16 @@ impl<'r> Placed<'r> {
             (None, "ok") => turn,
             (None, status) => format!("{turn} · {status}"),
         }
-    }
+}
 
-    pub fn args(&self) -> Value {
-        let fields = self.record.fields();
-        Value::Object(
-            fields
-                .into_iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-        )
-    }
+/// A turn's slice args: the record's fields, absent ones left out.
+pub fn args(record: &Record) -> Value {
+    Value::Object(
+        record
+            .fields()
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
 }
