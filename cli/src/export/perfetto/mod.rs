@@ -311,7 +311,13 @@ impl<'r> Trace<'r> {
         self.slices
             // `seq` is unique: no two keys are equal, and the unstable
             // sort needs no buffer.
-            .sort_unstable_by_key(|s| (s.start, std::cmp::Reverse(s.end.0.saturating_sub(s.start.0)), s.seq));
+            .sort_unstable_by_key(|s| {
+                (
+                    s.start,
+                    std::cmp::Reverse(s.end.0.saturating_sub(s.start.0)),
+                    s.seq,
+                )
+            });
         out.write_all(b"{\"traceEvents\":[\n")?;
         let mut first = true;
         let mut put = |out: &mut dyn Write, event: &Event| -> io::Result<()> {
@@ -493,11 +499,11 @@ mod tests {
             retry_after_s: None,
         });
         let p = Placed::of(&r).unwrap();
-        assert_eq!(p.name(), "turn 4 · error: timeout");
+        assert_eq!(placed::name(&r), "turn 4 · error: timeout");
         let phases = p.phases();
         assert_eq!(phases.len(), 1, "no queue wait, no streaming");
         assert_eq!(phases[0].0, "waiting for first token");
-        assert_eq!(p.args()["error_category"], "timeout");
+        assert_eq!(placed::args(&r)["error_category"], "timeout");
     }
 
     #[test]

@@ -65,30 +65,22 @@ impl<'r> Placed<'r> {
         phases.retain(|&(_, from, to)| to > from);
         phases
     }
-
-    pub fn name(&self) -> String {
-        name(self.record)
-    }
-
-    pub fn args(&self) -> Value {
-        args(self.record)
-    }
 }
 
 /// A turn's slice name: its turn, warmup, and how it failed.
 pub fn name(record: &Record) -> String {
-        let r = record;
-        let turn = if r.warmup {
-            format!("warmup turn {}", r.turn)
-        } else {
-            format!("turn {}", r.turn)
-        };
-        match (&r.error, r.status.as_str()) {
-            (_, "cancelled") => format!("{turn} · cancelled"),
-            (Some(e), _) => format!("{turn} · error: {}", e.category),
-            (None, "ok") => turn,
-            (None, status) => format!("{turn} · {status}"),
-        }
+    let r = record;
+    let turn = if r.warmup {
+        format!("warmup turn {}", r.turn)
+    } else {
+        format!("turn {}", r.turn)
+    };
+    match (&r.error, r.status.as_str()) {
+        (_, "cancelled") => format!("{turn} · cancelled"),
+        (Some(e), _) => format!("{turn} · error: {}", e.category),
+        (None, "ok") => turn,
+        (None, status) => format!("{turn} · {status}"),
+    }
 }
 
 /// A turn's slice args: the record's fields, absent ones left out.
