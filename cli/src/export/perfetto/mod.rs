@@ -307,7 +307,7 @@ impl<'r> Trace<'r> {
 
     /// The whole file: names, slices in time order (a longer slice before
     /// a shorter one that starts with it), flows, the counter.
-    fn write_json(mut self, out: &mut dyn Write, counter: &[Event]) -> io::Result<Written> {
+    fn write_json(mut self, out: &mut dyn Write, counter: &[(Micros, i64)]) -> io::Result<Written> {
         self.slices
             // `seq` is unique: no two keys are equal, and the unstable
             // sort needs no buffer.
@@ -333,8 +333,11 @@ impl<'r> Trace<'r> {
         for slice in &self.slices {
             put(out, &slice.event())?;
         }
-        for event in self.flows.iter().chain(counter.iter()) {
+        for event in &self.flows {
             put(out, event)?;
+        }
+        for &(at, level) in counter {
+            put(out, &counter_event(at, level))?;
         }
         out.write_all(b"\n],\"otherData\":")?;
         let other = serde_json::json!({
@@ -396,8 +399,10 @@ fn flow_events(
 }
 
 /// The counter of requests in flight: up at `sent`, down at the end of
-/// the request's slice; ends before starts at one time.
-fn in_flight(placed: &[Placed]) -> Vec<Event> {
+/// the request's slice; ends before starts at one time. Its levels, each
+/// with the time it starts, from 0 at 0 (the events are made as they are
+/// written).
+fn in_flight(placed: &[Placed]) -> Vec<(Micros, i64)> {
     let mut changes: Vec<(Micros, i64)> = Vec::new();
     for p in placed {
         if let Some(sent) = Record::ns(p.record.sent_s) {
@@ -407,7 +412,7 @@ fn in_flight(placed: &[Placed]) -> Vec<Event> {
         }
     }
     changes.sort();
-    let mut events = vec![counter_event(Micros(0), 0)];
+    let mut levels = vec![(Micros(0), 0)];
     let mut level = 0i64;
     let mut i = 0;
     while i < changes.len() {
@@ -416,9 +421,9 @@ fn in_flight(placed: &[Placed]) -> Vec<Event> {
             level += changes[i].1;
             i += 1;
         }
-        events.push(counter_event(at, level));
+        levels.push((at, level));
     }
-    events
+    levels
 }
 
 fn counter_event(at: Micros, level: i64) -> Event {
