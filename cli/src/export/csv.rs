@@ -12,15 +12,16 @@ use serde_json::Value;
 
 use super::records::Record;
 
-/// Writes the header and one row per record.
-pub fn write(out: &mut dyn Write, records: &[Record]) -> io::Result<()> {
+/// Writes the header row: the names of the fields.
+pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
     // The names are the same for every record.
     let names = Record::default().fields();
-    write_row(out, names.into_iter().map(|(n, _)| n.to_string()))?;
-    for record in records {
-        write_row(out, record.fields().into_iter().map(|(_, v)| cell(v)))?;
-    }
-    Ok(())
+    write_cells(out, names.into_iter().map(|(n, _)| n.to_string()))
+}
+
+/// Writes the row of one record.
+pub fn write_row(out: &mut dyn Write, record: &Record) -> io::Result<()> {
+    write_cells(out, record.fields().into_iter().map(|(_, v)| cell(v)))
 }
 
 fn cell(value: Value) -> String {
@@ -31,7 +32,7 @@ fn cell(value: Value) -> String {
     }
 }
 
-fn write_row(out: &mut dyn Write, cells: impl Iterator<Item = String>) -> io::Result<()> {
+fn write_cells(out: &mut dyn Write, cells: impl Iterator<Item = String>) -> io::Result<()> {
     for (i, c) in cells.enumerate() {
         if i > 0 {
             out.write_all(b",")?;
@@ -67,9 +68,9 @@ mod tests {
     }
 
     #[test]
-    fn no_record_gives_the_header_alone() {
+    fn the_header_names_every_field() {
         let mut out = Vec::new();
-        write(&mut out, &[]).unwrap();
+        write_header(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.lines().count(), 1);
         assert!(text.starts_with("request,tree,tree_index,agent,turn,"));

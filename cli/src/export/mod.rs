@@ -7,66 +7,44 @@
 //!   flows, with a note), requests in flight as a counter.
 //! - `--csv FILE` ([`csv`]): one flat row per request.
 //!
-//! A file whose name ends in `.gz` is gzipped. Reads `records.jsonl`
-//! ([`records`]) and `trees.jsonl` ([`crate::shape`]); writes only the
-//! files it is asked for. A missing directory or file, or a bad line, is
-//! an input error (exit 2) naming the file and line; a file that cannot be
-//! written exits 1.
+//! A file whose name ends in `.gz` is gzipped ([`output`]). Reads
+//! `records.jsonl` once ([`records`]), writing each CSV row as its line is
+//! read; the trace, written in time order, keeps the records (not their
+//! events) until the last one is read. Reads `trees.jsonl`
+//! ([`crate::shape`]) for the trace; writes only the files it is asked
+//! for. A missing directory or file, or a bad line, is an input error
+//! (exit 2) naming the file and line, and leaves no output file behind; a
+//! file that cannot be written exits 1.
 
 mod csv;
+mod output;
 mod perfetto;
 mod records;
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::Path;
-
-use flate2::write::GzEncoder;
-use flate2::Compression;
 
 use crate::args::ExportArgs;
 use crate::failure::Failure;
 use crate::{shape, stdout};
+use output::Output;
+use records::Record;
 
 /// `arbor export`.
 pub fn run(args: &ExportArgs) -> Result<(), Failure> {
-    let dir = &args.run_dir;
-    let records = records::read(dir)?;
-    let mut report = Vec::new();
-    if let Some(path) = &args.perfetto {
-        let shapes = shape::read(dir)?;
-        if shapes.is_none() {
-            eprintln!(
-                "note: {} has no {} (written by arbor run since it draws spawns and joins): \
-                 the trace has no spawn or join flows",
-                dir.display(),
-                shape::TREES_FILE
-            );
+    records::check_dir(&args.run_dir)?;
+    let mut csv_out = args.csv.as_deref().map(Output::create).transpose()?;
+    let report = match export(args, csv_out.as_mut()) {
+        Ok(report) => report,
+        Err(failure) => {
+            if let Some(out) = csv_out {
+                out.discard();
+            }
+            return Err(failure);
         }
-        let written = write_file(path, |out| {
-            perfetto::write(out, &records, shapes.as_deref())
-        })?;
-        if written.undrawn > 0 {
-            eprintln!(
-                "note: {} records have no usable time and are not drawn",
-                written.undrawn
-            );
-        }
-        report.push(format!(
-            "wrote {}: {} turns in {} plays, {} spawn/join flows (open it at ui.perfetto.dev or chrome://tracing)",
-            path.display(),
-            written.turns,
-            written.plays,
-            written.flows
-        ));
-    }
-    if let Some(path) = &args.csv {
-        write_file(path, |out| csv::write(out, &records))?;
-        report.push(format!(
-            "wrote {}: {} rows, one per request",
-            path.display(),
-            records.len()
-        ));
+    };
+    if let Some(out) = csv_out {
+        out.finish()?;
     }
     stdout::print(|out| {
         for line in &report {
@@ -76,21 +54,80 @@ pub fn run(args: &ExportArgs) -> Result<(), Failure> {
     })
 }
 
-/// Creates `path` and writes it with `write`, gzipped when its name ends
-/// in `.gz`.
-fn write_file<T>(
-    path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<T>,
-) -> Result<T, Failure> {
-    let fail = |e: io::Error| Failure::other(format!("{}: cannot write: {e}", path.display()));
-    let file = BufWriter::new(File::create(path).map_err(fail)?);
-    let gzip = path.extension().is_some_and(|e| e == "gz");
-    let result = if gzip {
-        let mut out = GzEncoder::new(file, Compression::default());
-        write(&mut out).and_then(|v| out.finish()?.flush().map(|()| v))
-    } else {
-        let mut out = file;
-        write(&mut out).and_then(|v| out.flush().map(|()| v))
+/// Reads the records once, writing the CSV rows as they come, then the
+/// trace; the report's lines.
+fn export(args: &ExportArgs, mut csv_out: Option<&mut Output>) -> Result<Vec<String>, Failure> {
+    if let Some(out) = csv_out.as_deref_mut() {
+        csv::write_header(out.writer()).map_err(|e| out.fail(e))?;
+    }
+    // The trace needs every record; the CSV none.
+    let keep = args.perfetto.is_some();
+    let mut records: Vec<Record> = Vec::new();
+    let mut rows = 0usize;
+    let mut write_error: Option<io::Error> = None;
+    let read = records::for_each(&args.run_dir, |record| {
+        if let Some(out) = csv_out.as_deref_mut() {
+            csv::write_row(out.writer(), &record).map_err(|e| {
+                let why = e.to_string();
+                write_error = Some(e);
+                why
+            })?;
+        }
+        rows += 1;
+        if keep {
+            records.push(record);
+        }
+        Ok(())
+    });
+    if let (Some(e), Some(out)) = (write_error, csv_out.as_deref()) {
+        return Err(out.fail(e));
+    }
+    read?;
+    let mut report = Vec::new();
+    if let Some(path) = &args.perfetto {
+        report.push(trace(&args.run_dir, path, &records)?);
+    }
+    if let Some(out) = csv_out {
+        report.push(format!(
+            "wrote {}: {rows} rows, one per request",
+            out.path().display()
+        ));
+    }
+    Ok(report)
+}
+
+/// Writes the trace of `records` to `path`; the report's line.
+fn trace(dir: &Path, path: &Path, records: &[Record]) -> Result<String, Failure> {
+    let shapes = shape::read(dir)?;
+    if shapes.is_none() {
+        eprintln!(
+            "note: {} has no {} (written by arbor run since it draws spawns and joins): \
+             the trace has no spawn or join flows",
+            dir.display(),
+            shape::TREES_FILE
+        );
+    }
+    let mut out = Output::create(path)?;
+    let written = match perfetto::write(out.writer(), records, shapes.as_deref()) {
+        Ok(written) => written,
+        Err(e) => {
+            let failure = out.fail(e);
+            out.discard();
+            return Err(failure);
+        }
     };
-    result.map_err(fail)
+    out.finish()?;
+    if written.undrawn > 0 {
+        eprintln!(
+            "note: {} records have no usable time and are not drawn",
+            written.undrawn
+        );
+    }
+    Ok(format!(
+        "wrote {}: {} turns in {} plays, {} spawn/join flows (open it at ui.perfetto.dev or chrome://tracing)",
+        path.display(),
+        written.turns,
+        written.plays,
+        written.flows
+    ))
 }

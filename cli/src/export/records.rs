@@ -194,21 +194,30 @@ impl Record {
     }
 }
 
-/// Reads `dir/records.jsonl`. A missing directory or file, or a line that
-/// is not a record, is an input error (exit 2) naming the path and line.
-pub fn read(dir: &Path) -> Result<Vec<Record>, Failure> {
-    if !dir.is_dir() {
-        return Err(Failure::input(format!(
-            "{}: not a run directory (expected the --out DIR of arbor run)",
-            dir.display()
-        )));
+/// A missing directory is an input error (exit 2) naming it.
+pub fn check_dir(dir: &Path) -> Result<(), Failure> {
+    if dir.is_dir() {
+        return Ok(());
     }
-    let mut records = Vec::new();
+    Err(Failure::input(format!(
+        "{}: not a run directory (expected the --out DIR of arbor run)",
+        dir.display()
+    )))
+}
+
+/// Hands every record of `dir/records.jsonl` to `each`, in file order,
+/// holding none. A missing directory or file, or a line that is not a
+/// record, is an input error (exit 2) naming the path and line; so is an
+/// error `each` gives, on the line it was given.
+pub fn for_each(
+    dir: &Path,
+    mut each: impl FnMut(Record) -> Result<(), String>,
+) -> Result<(), Failure> {
+    check_dir(dir)?;
     for_each_line(&dir.join(RECORDS_FILE), |_, text| {
-        records.push(serde_json::from_str(text).map_err(|e| not_a_record(&e))?);
-        Ok(())
+        each(serde_json::from_str(text).map_err(|e| not_a_record(&e))?)
     })?;
-    Ok(records)
+    Ok(())
 }
 
 #[cfg(test)]

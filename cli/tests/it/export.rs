@@ -489,3 +489,30 @@ fn bad_run_dirs_exit_2_naming_the_file_and_line() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("t.csv"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_bad_line_after_rows_were_written_leaves_no_file() {
+    // The CSV is written as the records are read: a bad line after good
+    // ones must not leave the rows before it behind.
+    let (dir, run_dir) = short_run("export-torn");
+    let records = run_dir.join("records.jsonl");
+    let mut text = std::fs::read_to_string(&records).unwrap();
+    let good = text.lines().count();
+    text.push_str("not json\n");
+    std::fs::write(&records, text).unwrap();
+    let csv = dir.join("r.csv");
+    let trace = dir.join("t.json.gz");
+    expect_exit_2(
+        &[
+            "export",
+            run_dir.to_str().unwrap(),
+            "--perfetto",
+            trace.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+        &[&format!("records.jsonl line {}:", good + 1)],
+    );
+    assert!(!csv.exists(), "no half-written CSV");
+    assert!(!trace.exists(), "no trace");
+}

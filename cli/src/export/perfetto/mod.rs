@@ -66,12 +66,12 @@ struct Drawn {
 
 /// Writes the trace of `records`; `shapes` (from `trees.jsonl`) give the
 /// spawn and join flows, none without them.
-pub fn write(
+pub fn write<'r>(
     out: &mut dyn Write,
-    records: &[Record],
+    records: &'r [Record],
     shapes: Option<&[TreeShape]>,
 ) -> io::Result<Written> {
-    let mut placed: Vec<Placed> = Vec::with_capacity(records.len());
+    let mut placed: Vec<Placed<'r>> = Vec::with_capacity(records.len());
     let mut undrawn = 0;
     for r in records {
         match Placed::of(r) {
@@ -84,7 +84,7 @@ pub fn write(
         .iter()
         .map(|s| (s.tree_index, s))
         .collect();
-    let mut plays: BTreeMap<u32, Vec<&Placed>> = BTreeMap::new();
+    let mut plays: BTreeMap<u32, Vec<&Placed<'r>>> = BTreeMap::new();
     for p in &placed {
         plays.entry(p.record.play).or_default().push(p);
     }
@@ -121,18 +121,61 @@ enum Named {
     Thread,
 }
 
+/// A slice waiting to be written, small: its event (name, args) is made
+/// as it is written, so that a run's worth of them is never held at once.
+struct Slice<'r> {
+    start: Micros,
+    end: Micros,
+    pid: u64,
+    tid: u64,
+    /// Order of creation (a turn before its phases).
+    seq: u64,
+    what: SliceOf<'r>,
+}
+
+/// What a slice draws.
+#[derive(Clone, Copy)]
+enum SliceOf<'r> {
+    /// A turn: named by its record, every field of it as args.
+    Turn(&'r Record),
+    /// A phase of a turn, by name: its request as args.
+    Phase(&'static str, &'r Record),
+}
+
+impl Slice<'_> {
+    fn event(&self) -> Event {
+        let (name, cat, args) = match self.what {
+            SliceOf::Turn(record) => {
+                let cat = if record.error.is_some() {
+                    "turn,error"
+                } else {
+                    "turn"
+                };
+                (placed::name(record), cat, placed::args(record))
+            }
+            SliceOf::Phase(name, record) => (
+                name.to_string(),
+                "phase",
+                serde_json::json!({ "request": record.request }),
+            ),
+        };
+        let mut e = Event::slice(name, cat, self.start, self.end, self.pid, self.tid);
+        e.args = Some(args);
+        e
+    }
+}
+
 /// The events being built.
-struct Trace {
+struct Trace<'r> {
     meta: Vec<Event>,
-    /// Slices with their order of creation (a turn before its phases).
-    slices: Vec<(Event, u64)>,
+    slices: Vec<Slice<'r>>,
     flows: Vec<Event>,
     next_tid: u64,
     written: Written,
 }
 
-impl Trace {
-    fn new(first_tid: u64) -> Trace {
+impl<'r> Trace<'r> {
+    fn new(first_tid: u64) -> Trace<'r> {
         Trace {
             meta: Vec::new(),
             slices: Vec::new(),
@@ -159,7 +202,7 @@ impl Trace {
     }
 
     /// A play: its process, its agents' threads and turns, its flows.
-    fn add_play(&mut self, play: u32, turns: &[&Placed], shape: Option<&TreeShape>) {
+    fn add_play(&mut self, play: u32, turns: &[&Placed<'r>], shape: Option<&TreeShape>) {
         let pid = play_pid(play);
         let first = turns[0].record;
         let lane = first
@@ -169,11 +212,11 @@ impl Trace {
         let name = format!("{} · copy {} · play {play}{lane}", first.tree, first.copy);
         self.name(pid, pid, Named::Process, &name, i64::from(play));
 
-        let mut agents: BTreeMap<&str, Vec<&Placed>> = BTreeMap::new();
+        let mut agents: BTreeMap<&str, Vec<&Placed<'r>>> = BTreeMap::new();
         for &p in turns {
             agents.entry(p.record.agent.as_str()).or_default().push(p);
         }
-        let mut order: Vec<(&str, Vec<&Placed>)> = agents.into_iter().collect();
+        let mut order: Vec<(&str, Vec<&Placed<'r>>)> = agents.into_iter().collect();
         // The tree's order of agents when known, else by first start.
         let index_of =
             |agent: &str| shape.and_then(|s| s.agents.iter().position(|a| a.agent == agent));
@@ -201,7 +244,7 @@ impl Trace {
         pid: u64,
         agent: &'a str,
         sort_index: i64,
-        mut turns: Vec<&Placed>,
+        mut turns: Vec<&Placed<'r>>,
         drawn: &mut BTreeMap<(&'a str, u32), Drawn>,
     ) {
         turns.sort_by_key(|p| (p.start, p.end, p.record.request));
@@ -241,45 +284,60 @@ impl Trace {
     }
 
     /// A turn's slice and its phases'.
-    fn add_turn(&mut self, p: &Placed, pid: u64, tid: u64) {
-        let cat = if p.record.error.is_some() {
-            "turn,error"
-        } else {
-            "turn"
-        };
-        let mut turn = Event::slice(p.name(), cat, p.start, p.end, pid, tid);
-        turn.args = Some(p.args());
-        self.push_slice(turn);
+    fn add_turn(&mut self, p: &Placed<'r>, pid: u64, tid: u64) {
+        self.push_slice(p.start, p.end, (pid, tid), SliceOf::Turn(p.record));
         for (name, from, to) in p.phases() {
-            let mut phase = Event::slice(name.to_string(), "phase", from, to, pid, tid);
-            phase.args = Some(serde_json::json!({ "request": p.record.request }));
-            self.push_slice(phase);
+            self.push_slice(from, to, (pid, tid), SliceOf::Phase(name, p.record));
         }
         self.written.turns += 1;
     }
 
-    fn push_slice(&mut self, slice: Event) {
+    fn push_slice(&mut self, start: Micros, end: Micros, at: (u64, u64), what: SliceOf<'r>) {
         let seq = self.slices.len() as u64;
-        self.slices.push((slice, seq));
+        let (pid, tid) = at;
+        self.slices.push(Slice {
+            start,
+            end,
+            pid,
+            tid,
+            seq,
+            what,
+        });
     }
 
     /// The whole file: names, slices in time order (a longer slice before
     /// a shorter one that starts with it), flows, the counter.
-    fn write_json(mut self, out: &mut dyn Write, counter: &[Event]) -> io::Result<Written> {
+    fn write_json(mut self, out: &mut dyn Write, counter: &[(Micros, i64)]) -> io::Result<Written> {
         self.slices
-            .sort_by_key(|(e, seq)| (e.ts, std::cmp::Reverse(e.dur), *seq));
+            // `seq` is unique: no two keys are equal, and the unstable
+            // sort needs no buffer.
+            .sort_unstable_by_key(|s| {
+                (
+                    s.start,
+                    std::cmp::Reverse(s.end.0.saturating_sub(s.start.0)),
+                    s.seq,
+                )
+            });
         out.write_all(b"{\"traceEvents\":[\n")?;
-        let events = self
-            .meta
-            .iter()
-            .chain(self.slices.iter().map(|(e, _)| e))
-            .chain(self.flows.iter())
-            .chain(counter.iter());
-        for (i, event) in events.enumerate() {
-            if i > 0 {
+        let mut first = true;
+        let mut put = |out: &mut dyn Write, event: &Event| -> io::Result<()> {
+            if !first {
                 out.write_all(b",\n")?;
             }
-            serde_json::to_writer(&mut *out, event).map_err(io::Error::other)?;
+            first = false;
+            serde_json::to_writer(&mut *out, event).map_err(io::Error::other)
+        };
+        for event in &self.meta {
+            put(out, event)?;
+        }
+        for slice in &self.slices {
+            put(out, &slice.event())?;
+        }
+        for event in &self.flows {
+            put(out, event)?;
+        }
+        for &(at, level) in counter {
+            put(out, &counter_event(at, level))?;
         }
         out.write_all(b"\n],\"otherData\":")?;
         let other = serde_json::json!({
@@ -341,8 +399,10 @@ fn flow_events(
 }
 
 /// The counter of requests in flight: up at `sent`, down at the end of
-/// the request's slice; ends before starts at one time.
-fn in_flight(placed: &[Placed]) -> Vec<Event> {
+/// the request's slice; ends before starts at one time. Its levels, each
+/// with the time it starts, from 0 at 0 (the events are made as they are
+/// written).
+fn in_flight(placed: &[Placed]) -> Vec<(Micros, i64)> {
     let mut changes: Vec<(Micros, i64)> = Vec::new();
     for p in placed {
         if let Some(sent) = Record::ns(p.record.sent_s) {
@@ -352,7 +412,7 @@ fn in_flight(placed: &[Placed]) -> Vec<Event> {
         }
     }
     changes.sort();
-    let mut events = vec![counter_event(Micros(0), 0)];
+    let mut levels = vec![(Micros(0), 0)];
     let mut level = 0i64;
     let mut i = 0;
     while i < changes.len() {
@@ -361,9 +421,9 @@ fn in_flight(placed: &[Placed]) -> Vec<Event> {
             level += changes[i].1;
             i += 1;
         }
-        events.push(counter_event(at, level));
+        levels.push((at, level));
     }
-    events
+    levels
 }
 
 fn counter_event(at: Micros, level: i64) -> Event {
@@ -444,11 +504,11 @@ mod tests {
             retry_after_s: None,
         });
         let p = Placed::of(&r).unwrap();
-        assert_eq!(p.name(), "turn 4 · error: timeout");
+        assert_eq!(placed::name(&r), "turn 4 · error: timeout");
         let phases = p.phases();
         assert_eq!(phases.len(), 1, "no queue wait, no streaming");
         assert_eq!(phases[0].0, "waiting for first token");
-        assert_eq!(p.args()["error_category"], "timeout");
+        assert_eq!(placed::args(&r)["error_category"], "timeout");
     }
 
     #[test]

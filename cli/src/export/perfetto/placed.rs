@@ -65,30 +65,32 @@ impl<'r> Placed<'r> {
         phases.retain(|&(_, from, to)| to > from);
         phases
     }
+}
 
-    pub fn name(&self) -> String {
-        let r = self.record;
-        let turn = if r.warmup {
-            format!("warmup turn {}", r.turn)
-        } else {
-            format!("turn {}", r.turn)
-        };
-        match (&r.error, r.status.as_str()) {
-            (_, "cancelled") => format!("{turn} · cancelled"),
-            (Some(e), _) => format!("{turn} · error: {}", e.category),
-            (None, "ok") => turn,
-            (None, status) => format!("{turn} · {status}"),
-        }
+/// A turn's slice name: its turn, warmup, and how it failed.
+pub fn name(record: &Record) -> String {
+    let r = record;
+    let turn = if r.warmup {
+        format!("warmup turn {}", r.turn)
+    } else {
+        format!("turn {}", r.turn)
+    };
+    match (&r.error, r.status.as_str()) {
+        (_, "cancelled") => format!("{turn} · cancelled"),
+        (Some(e), _) => format!("{turn} · error: {}", e.category),
+        (None, "ok") => turn,
+        (None, status) => format!("{turn} · {status}"),
     }
+}
 
-    pub fn args(&self) -> Value {
-        let fields = self.record.fields();
-        Value::Object(
-            fields
-                .into_iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-        )
-    }
+/// A turn's slice args: the record's fields, absent ones left out.
+pub fn args(record: &Record) -> Value {
+    Value::Object(
+        record
+            .fields()
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
 }
