@@ -35,6 +35,10 @@ pub struct RunConfig {
     pub endpoint: Option<String>,
     /// The URL every request went to, redacted.
     pub url: Option<String>,
+    /// The built-in emulator's settings as flags, when it served the run
+    /// (`null` against `--endpoint`).
+    #[serde(default)]
+    pub emulator: Option<String>,
     pub api: String,
     pub model: Option<String>,
     /// `flag` (--model) or `server` (first id of /v1/models).
@@ -94,6 +98,7 @@ impl RunConfig {
             service: service.to_string(),
             endpoint: None,
             url: None,
+            emulator: None,
             api: values::api_name(requests.api).to_string(),
             model: requests.model.clone(),
             model_from: requests.model.as_ref().map(|_| "flag".to_string()),

@@ -117,7 +117,7 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     if args.request.endpoint.is_some() {
         warn_unused_emulator_flags(explicit);
     }
-    let prepared = prepare(args, applied)?;
+    let mut prepared = prepare(args, applied)?;
     let shape = notices::RunShape {
         policy: prepared.scheduler.policy(),
         trees: prepared.workload.trees.len() as u64,
@@ -138,6 +138,7 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
             if demo {
                 settings.push_str(" (the demo's; emulator flags change them)");
             }
+            prepared.config.emulator = Some(settings.clone());
             emulator_settings = Some(settings);
             // The emulator gets a runtime (and a thread) of its own: the
             // client's thread measures, the server's serves.

@@ -356,6 +356,7 @@ fn a_run_against_a_mock_server_writes_records_and_a_summary() {
     assert_eq!(config["extra_body"]["temperature"], 0);
     assert_eq!(config["arbor_version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(config["endpoint"], endpoint.as_str());
+    assert!(config["emulator"].is_null(), "no emulator served this run");
 
     // No secret anywhere arbor wrote.
     for (what, text) in [
@@ -462,6 +463,14 @@ fn without_an_endpoint_the_built_in_emulator_serves_the_run() {
         assert!((0.020..0.080).contains(&ttft), "ttft {ttft}");
         assert_eq!(r["output_tokens_source"], "usage");
     }
+    // The summary names the emulator's settings the run was measured on.
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&out_dir.join("summary.json"))).unwrap();
+    let settings = summary["config"]["emulator"].as_str().unwrap_or_default();
+    assert!(
+        settings.starts_with("--ttft-ms 20 --itl-ms 1"),
+        "{settings}"
+    );
 }
 
 /// The README's main command: `arbor run` with nothing else replays the
