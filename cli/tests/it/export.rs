@@ -12,7 +12,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::util::{arbor, expect_exit_2, fixture, jsonl, scratch, stderr, stdout};
+use crate::util::{arbor, expect_exit_2, fixture, jsonl, run_into, scratch, stderr, stdout, FAST};
 
 /// A short run of two copies of a Weka trace with four subagents
 /// (spawned from the root, joined back), two requests at most in flight
@@ -20,24 +20,16 @@ use crate::util::{arbor, expect_exit_2, fixture, jsonl, scratch, stderr, stdout}
 fn short_run(name: &str) -> (PathBuf, PathBuf) {
     let dir = scratch(name);
     let run_dir = dir.join("run");
-    let out = arbor(&[
-        "run",
-        fixture("trace_0277.json").to_str().unwrap(),
-        "--tool-time",
-        "zero",
-        "--think-time-pct",
-        "0",
-        "--idle-gap-cap",
-        "0.1",
+    let trace = fixture("trace_0277.json");
+    let mut args = vec![
+        trace.to_str().unwrap(),
         "--max-inflight",
         "2",
         "--copies",
         "2",
-        "--out",
-        run_dir.to_str().unwrap(),
-        "--no-progress",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    ];
+    args.extend(FAST);
+    run_into(&run_dir, &args);
     (dir, run_dir)
 }
 

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::util::{arbor, expect_exit_2, fixture, scratch, stderr, stdout};
+use crate::util::{arbor, expect_exit_2, fixture, run_into, scratch, stderr, stdout, FAST};
 
 /// A short run of one fixture tree (3 requests) against the built-in
 /// emulator, into `out`; `ttft_ms` sets the emulator's TTFT.
@@ -178,20 +178,10 @@ fn spawn_and_join_arrows_connect_the_agents_turns() {
     // trace_0277: a root and 4 blocking subagents (three spawned together).
     let dir = scratch("report-arrows");
     let run = dir.join("run");
-    let result = arbor(&[
-        "run",
-        fixture("trace_0277.json").to_str().unwrap(),
-        "--tool-time",
-        "zero",
-        "--think-time-pct",
-        "0",
-        "--idle-gap-cap",
-        "0.1",
-        "--out",
-        run.to_str().unwrap(),
-        "--no-progress",
-    ]);
-    assert!(result.status.success(), "{}", stderr(&result));
+    let trace = fixture("trace_0277.json");
+    let mut args = vec![trace.to_str().unwrap()];
+    args.extend(FAST);
+    run_into(&run, &args);
     let data = page_data(&read(&run.join("report.html")));
     let r = &data["runs"][0];
     let lanes = &r["lanes"];

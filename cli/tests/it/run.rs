@@ -203,15 +203,6 @@ fn arbor_run(args: &[&str]) -> Output {
         .expect("the arbor binary runs")
 }
 
-const FAST: [&str; 6] = [
-    "--tool-time",
-    "zero",
-    "--think-time-pct",
-    "0",
-    "--idle-gap-cap",
-    "0.1",
-];
-
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

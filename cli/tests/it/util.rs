@@ -60,3 +60,29 @@ pub fn jsonl(path: &Path) -> Vec<serde_json::Value> {
 pub fn secs_to_ns(v: &serde_json::Value) -> u64 {
     (v.as_f64().expect("a number") * 1e9).round() as u64
 }
+
+/// Flags that make a replay quick: no tool or think time, idle gaps capped
+/// at 0.1 s.
+pub const FAST: [&str; 6] = [
+    "--tool-time",
+    "zero",
+    "--think-time-pct",
+    "0",
+    "--idle-gap-cap",
+    "0.1",
+];
+
+/// `arbor run ARGS --out OUT --no-progress` against the built-in emulator
+/// (no `--endpoint`); it must succeed.
+pub fn run_into(out: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend([
+        "--out",
+        out.to_str().expect("a UTF-8 path"),
+        "--no-progress",
+    ]);
+    let result = arbor(&all);
+    assert!(result.status.success(), "{args:?}: {}", stderr(&result));
+    result
+}
