@@ -15,9 +15,10 @@ use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::stats::{Distribution, Seconds};
 use arbor_engine::time::{nanos_to_secs, Nanos};
 use arbor_engine::{AgentKind, Workload};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct AgentCounts {
     pub root: u64,
     pub blocking: u64,
@@ -26,7 +27,7 @@ pub struct AgentCounts {
 
 /// Requests and tokens over a window, and their rates: the load a plan
 /// puts on a server (`demand`), or what a run's server did (`throughput`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Work {
     pub requests: u64,
     pub input_tokens: u64,
@@ -57,7 +58,7 @@ impl Work {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct LaneReport {
     pub lane: u32,
     pub share: usize,
@@ -75,8 +76,16 @@ pub struct LaneReport {
     pub stalled: bool,
 }
 
-#[derive(Debug, Serialize)]
+/// The schema of `arbor plan --json` (the title of
+/// docs/schema/plan.schema.json).
+pub const PLAN_SCHEMA: &str = "arbor.plan/1";
+
+/// What `arbor plan` reports (`--json`: this object).
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = PLAN_SCHEMA)]
 pub struct PlanReport {
+    #[schemars(extend("const" = PLAN_SCHEMA))]
+    pub schema_version: &'static str,
     pub inputs: String,
     /// The recipe (`--scenario`), if any.
     pub scenario: Option<String>,
@@ -116,7 +125,7 @@ pub struct PlanReport {
     pub lanes: Option<Vec<LaneReport>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PolicySummary {
     pub tool_time: String,
     pub think_time: String,
@@ -217,6 +226,7 @@ impl PlanReport {
                 .collect()
         });
         PlanReport {
+            schema_version: PLAN_SCHEMA,
             inputs,
             scenario,
             seed: policy.seed,

@@ -80,6 +80,10 @@ pub enum Command {
     /// Export a run directory: a Chrome trace-event file for the Perfetto
     /// UI (--perfetto) or one CSV row per request (--csv).
     Export(ExportArgs),
+    /// Write the JSON Schemas of arbor's outputs (a records.jsonl line,
+    /// summary.json, plan --json) into a directory; docs/schema/ holds
+    /// this version's.
+    Schema(SchemaArgs),
 }
 
 impl Command {
@@ -95,7 +99,8 @@ impl Command {
             | Command::Compare(_)
             | Command::Summarize(_)
             | Command::Report(_)
-            | Command::Export(_) => None,
+            | Command::Export(_)
+            | Command::Schema(_) => None,
         }
     }
 }
@@ -317,6 +322,14 @@ pub struct ReportArgs {
     /// report.html in the current directory for several.
     #[arg(short = 'o', long = "out", visible_alias = "output", value_name = "FILE", help_heading = OUTPUT)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Directory to write records.schema.json, summary.schema.json and
+    /// plan.schema.json into (created if missing; the files are replaced).
+    #[arg(short = 'o', long = "out", visible_alias = "output", value_name = "DIR", help_heading = OUTPUT)]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

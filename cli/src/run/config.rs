@@ -12,6 +12,7 @@ use std::path::Path;
 
 use arbor_engine::policy::Policy;
 use arbor_engine::time::Nanos;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -19,7 +20,7 @@ use crate::args::{values, RunArgs};
 use crate::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
 use crate::report::PolicySummary;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunConfig {
     pub arbor_version: String,
     /// The inputs as `arbor plan` describes them.
