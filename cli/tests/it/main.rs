@@ -17,5 +17,6 @@ mod plan;
 mod progress;
 mod report;
 mod run;
+mod schema;
 mod summarize;
 mod util;
