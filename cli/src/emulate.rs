@@ -1,8 +1,10 @@
 //! `arbor emulate`, and the built-in emulator's configuration from its
 //! flags, which `arbor run` also uses when it starts the emulator
-//! in-process (no `--endpoint`).
+//! in-process (no `--endpoint`; run's `--tokenizer` then counts the
+//! emulator's prompt tokens too).
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
 
 use arbor_sim::emulator::{serve, EmulatorConfig, EmulatorFlags};
 use clap::{Args, Command};
@@ -12,9 +14,14 @@ use crate::failure::Failure;
 use crate::scenario::Explicit;
 use crate::{runtime, stdout};
 
-/// The emulator configuration the flags describe, with the fault seed.
-pub fn config(args: &EmulatorArgs, seed: u64) -> Result<EmulatorConfig, Failure> {
-    EmulatorFlags {
+/// The emulator configuration the flags describe, with the fault seed and
+/// the tokenizer that counts prompt text (none: the estimate).
+pub fn config(
+    args: &EmulatorArgs,
+    seed: u64,
+    tokenizer: Option<&Path>,
+) -> Result<EmulatorConfig, Failure> {
+    let mut config = EmulatorFlags {
         ttft_ms: args.ttft_ms,
         itl_ms: args.itl_ms,
         prefill_tok_s: args.prefill_tok_s,
@@ -33,7 +40,9 @@ pub fn config(args: &EmulatorArgs, seed: u64) -> Result<EmulatorConfig, Failure>
         seed: Some(seed),
     }
     .into_config()
-    .map_err(Failure::input)
+    .map_err(Failure::input)?;
+    config.tokenizer = tokenizer.map(crate::tokenizer::for_emulator).transpose()?;
+    Ok(config)
 }
 
 /// The emulator flags given on the command line, as `--name`.
@@ -47,7 +56,7 @@ pub fn flags_given(explicit: &Explicit) -> Vec<String> {
 
 /// `arbor emulate`: serve until Ctrl+C.
 pub fn run(args: &EmulateArgs) -> Result<(), Failure> {
-    let config = config(&args.emulator, args.seed)?;
+    let config = config(&args.emulator, args.seed, args.tokenizer.as_deref())?;
     let runtime = runtime::two_workers()?;
     runtime.block_on(async move {
         if args.busy_poll {

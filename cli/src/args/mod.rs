@@ -279,6 +279,11 @@ pub struct EmulateArgs {
     #[arg(long)]
     pub busy_poll: bool,
 
+    /// Count prompt tokens (usage.prompt_tokens) with this tokenizer.json
+    /// instead of estimating them: as `arbor plan --tokenizer` counts.
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+
     #[command(flatten)]
     pub emulator: EmulatorArgs,
 }

@@ -26,7 +26,8 @@ pub struct InputArgs {
     pub format: Option<Format>,
 
     /// Count the tokens of recorded text exactly with this tokenizer.json
-    /// (the served model's), instead of estimating them.
+    /// (the served model's), instead of estimating them; `run` without
+    /// --endpoint has the built-in emulator count its usage with it too.
     #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub tokenizer: Option<PathBuf>,
 

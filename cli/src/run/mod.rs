@@ -108,7 +108,11 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     // The built-in emulator's settings, when there is no endpoint.
     let emulator = match args.request.endpoint {
         Some(_) => None,
-        None => Some(emulate::config(&args.emulator, args.policy.seed)?),
+        None => Some(emulate::config(
+            &args.emulator,
+            args.policy.seed,
+            args.input.tokenizer.as_deref(),
+        )?),
     };
     if let Some(config) = &emulator {
         plan_with_the_emulators_timing(&mut args, config, explicit);

@@ -26,8 +26,7 @@ fn committed_dir() -> PathBuf {
 }
 
 fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -36,7 +35,12 @@ fn the_committed_schemas_are_current() {
     let fresh = scratch("schema-fresh");
     let out = arbor(&["schema", "--out", fresh.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out).lines().count(), FILES.len(), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out).lines().count(),
+        FILES.len(),
+        "{}",
+        stdout(&out)
+    );
     let bless = std::env::var_os("ARBOR_BLESS_SCHEMA").is_some();
     for name in FILES {
         let generated = std::fs::read(fresh.join(name)).expect("schema written");

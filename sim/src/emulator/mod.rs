@@ -38,3 +38,4 @@ pub use faults::FaultPlan;
 pub use server::{serve, EmulatorHandle, MAX_BODY_BYTES};
 pub use shared::EmulatorStats;
 pub use stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};
+pub use tokens::{PromptTokenizer, TextTokenizer};

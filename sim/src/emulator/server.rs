@@ -159,7 +159,8 @@ async fn completion(
         .collect()
         .await
         .map_err(|e| BadRequest::Unreadable(e.to_string()));
-    let parsed = match body.and_then(|body| request::parse(endpoint, &body.to_bytes())) {
+    let tokenizer = config.tokenizer.as_ref().map(|t| &*t.tokenizer);
+    let parsed = match body.and_then(|body| request::parse(endpoint, &body.to_bytes(), tokenizer)) {
         Ok(p) => p,
         Err(e) => {
             return reject(
