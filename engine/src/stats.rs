@@ -165,7 +165,7 @@ impl<U: Unit> Serialize for Distribution<U> {
 }
 
 /// The object [`Serialize`] writes: `count`, the mean (a number) and the
-/// ranks (the unit's shown type), every key present, no other.
+/// ranks (the unit's shown type), every key present.
 impl<U: Unit> JsonSchema for Distribution<U> {
     fn schema_name() -> Cow<'static, str> {
         Cow::Owned(format!("Distribution{}", U::NAME))
@@ -186,7 +186,6 @@ impl<U: Unit> JsonSchema for Distribution<U> {
             "type": "object",
             "properties": properties,
             "required": required,
-            "additionalProperties": false,
         })
     }
 }
