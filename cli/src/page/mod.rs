@@ -101,9 +101,8 @@ pub fn write_for_plan(
         .map_err(|e| Failure::other(format!("cannot encode the plan: {e}")))?;
     let plan = plan::page(scheduler, recorded, summary, &report.inputs);
     let page = render(&format!("arbor plan: {}", report.inputs), &[plan])?;
-    std::fs::write(out, &page).map_err(|e| {
-        Failure::input(format!("--report {}: cannot write: {e}", out.display()))
-    })?;
+    std::fs::write(out, &page)
+        .map_err(|e| Failure::input(format!("--report {}: cannot write: {e}", out.display())))?;
     Ok(page.len() as u64)
 }
 
