@@ -8,7 +8,8 @@
 //! Modules: [`data`] (what one source gives the page), [`record`] (a line
 //! of `records.jsonl`), [`cdf`], [`series`] and [`lanes`] (what is drawn,
 //! each from turns), [`run_dir`] (a run directory streamed once into all
-//! three), [`plan`] (a finished plan as the same data), [`planned`] (the
+//! three), [`plan_turns`] (the turns a finished plan sent), [`plan`] (a
+//! finished plan as the same data), [`planned`] (the
 //! plan's in-flight series a run keeps in `planned.json`), [`html`] (the
 //! page). Reads only the files a run wrote, or a finished scheduler;
 //! never touches `run`'s types, so a run directory from any arbor version
@@ -19,6 +20,7 @@ mod data;
 mod html;
 mod lanes;
 mod plan;
+mod plan_turns;
 pub mod planned;
 mod record;
 mod run_dir;

@@ -15,7 +15,7 @@ use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::nanos_to_secs;
 use serde::{Deserialize, Serialize};
 
-use super::plan;
+use super::plan_turns;
 use super::series;
 use crate::failure::Failure;
 
@@ -48,7 +48,7 @@ impl PlannedLoad {
     /// The load of `scheduler`, run to the end on the virtual clock under
     /// `service`.
     pub fn of(scheduler: &Scheduler, service: &str) -> PlannedLoad {
-        let turns = plan::turns(scheduler);
+        let turns = plan_turns::turns(scheduler);
         let s = series::planned(turns.iter().map(|p| &p.turn));
         let stats = scheduler.stats();
         PlannedLoad {
