@@ -19,10 +19,12 @@
 //! equal constraints the one with the latest anchor (the one that still
 //! binds when gaps shrink: a join after a child's last turn, not the
 //! parent's own earlier turn), then the first. Its replayed gap goes to the gap's class
-//! (`tool`, `think`, `other`, `spawn`, `join`, `concurrent`), whatever of
-//! `eligible - anchor` the gap does not cover to `idle_skipped` (time the
-//! idle caps skipped: negative or zero), and the walk goes on at the
-//! edge's source, by its completion or its send as the anchor says.
+//! (`tool`, `think`, `other`, `spawn`, `join`, `concurrent`), and the rest
+//! of `eligible - anchor`: when it is short of the gap, to `idle_skipped`
+//! (time the idle caps skipped: negative); when it is beyond the gap (only
+//! a start window's entry holds a turn so), to `arrival`. The walk goes on
+//! at the edge's source, by its completion or its send as the anchor says.
+//! A warmup's edges never bind (a warmup is a turn of the play's history).
 //!
 //! A request no edge explains (a tree's first turn, or a turn entered at a
 //! start window's `t*`) became eligible from its play's start: the time
@@ -254,6 +256,10 @@ fn walk_back(
         let source = base + from;
         let p = slots[source as usize];
         let (anchor, shift) = match edge.anchor {
+            // A warmup is a turn of the play's history: its edges do not
+            // bind (it releases its agent's next turn, which the start
+            // window also holds until `t*`).
+            _ if p.warmup => continue,
             Anchor::End if ended(p.state) => (p.end, p.shift_at_end),
             Anchor::Start if was_sent(p.state) => (p.sent, p.shift_at_sent),
             _ => continue,
@@ -266,7 +272,13 @@ fn walk_back(
     }
     if let Some((_, source, edge, anchor)) = bound {
         out.add_ns(edge.class.into(), edge.gap);
-        out.add(TimeClass::IdleSkipped, anchor.saturating_add(edge.gap), s.eligible);
+        let bound_at = anchor.saturating_add(edge.gap);
+        let rest = if s.eligible < bound_at {
+            TimeClass::IdleSkipped
+        } else {
+            TimeClass::Arrival
+        };
+        out.add(rest, bound_at, s.eligible);
         return Some(Step {
             request: source,
             by_end: edge.anchor == Anchor::End,
