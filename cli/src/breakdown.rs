@@ -88,7 +88,11 @@ impl TimeBreakdown {
         if shown.is_empty() {
             return writeln!(out, "    (no time)");
         }
-        writeln!(out, "    {:<13} {:>12} {:>7}  scaled by", "class", "time", "share")?;
+        writeln!(
+            out,
+            "    {:<13} {:>12} {:>7}  scaled by",
+            "class", "time", "share"
+        )?;
         for c in shown {
             writeln!(
                 out,

@@ -582,15 +582,37 @@ mod tests {
         let tool = InputKind::ToolResult;
         let cases = [
             (Anchor::End, EdgeKind::Sequence, tool, s, GapClass::Tool),
-            (Anchor::End, EdgeKind::Sequence, InputKind::UserText, 2 * s, GapClass::Think),
-            (Anchor::End, EdgeKind::Sequence, InputKind::Unknown, s / 2, GapClass::Other),
+            (
+                Anchor::End,
+                EdgeKind::Sequence,
+                InputKind::UserText,
+                2 * s,
+                GapClass::Think,
+            ),
+            (
+                Anchor::End,
+                EdgeKind::Sequence,
+                InputKind::Unknown,
+                s / 2,
+                GapClass::Other,
+            ),
             (Anchor::End, EdgeKind::Spawn, tool, 0, GapClass::Spawn),
             (Anchor::End, EdgeKind::Join, tool, s / 4, GapClass::Join),
-            (Anchor::Start, EdgeKind::Join, tool, 2 * s, GapClass::Concurrent),
+            (
+                Anchor::Start,
+                EdgeKind::Join,
+                tool,
+                2 * s,
+                GapClass::Concurrent,
+            ),
         ];
         for (anchor, kind, input, gap, class) in cases {
             let e = edge(anchor, kind);
-            assert_eq!(policy.edge_gap(&e, input), gap, "{anchor:?} {kind:?} {input:?}");
+            assert_eq!(
+                policy.edge_gap(&e, input),
+                gap,
+                "{anchor:?} {kind:?} {input:?}"
+            );
             assert_eq!(GapClass::of_edge(&e, input), class);
             assert_eq!(Policy::default().edge_gap(&e, input), 4 * s);
         }

@@ -35,7 +35,10 @@ fn classes(plan: &Value) -> Vec<(String, i64)> {
         .iter()
         .map(|c| {
             assert!(c["scaled_by"].as_str().expect("a flag").contains("--"));
-            (c["class"].as_str().unwrap().to_string(), c["ns"].as_i64().unwrap())
+            (
+                c["class"].as_str().unwrap().to_string(),
+                c["ns"].as_i64().unwrap(),
+            )
         })
         .collect();
     assert_eq!(classes.iter().map(|c| c.1).sum::<i64>(), makespan, "{b}");
@@ -58,7 +61,14 @@ fn gap_scale_zero_leaves_only_service_and_the_breakdown_says_so() {
     let r = classes(&recorded);
     assert!(get(&r, "tool") > 0 && get(&r, "think") > 0, "{r:?}");
 
-    let no_gaps = plan(&["--tool-time", "zero", "--think-time-pct", "0", "--gap-scale", "0"]);
+    let no_gaps = plan(&[
+        "--tool-time",
+        "zero",
+        "--think-time-pct",
+        "0",
+        "--gap-scale",
+        "0",
+    ]);
     let n = classes(&no_gaps);
     for class in GAP_CLASSES {
         assert_eq!(get(&n, class), 0, "{class}: {n:?}");
@@ -93,12 +103,24 @@ fn every_gap_flag_shrinks_its_class_and_is_recorded_in_the_policy() {
         let (full, halved) = (get(&recorded, class), get(&h, class));
         assert!(halved < full, "{class}: {halved} of {full}");
     }
-    let joined = plan(&["--join-time", "zero", "--spawn-time", "pct:50", "--other-time", "max:5"]);
+    let joined = plan(&[
+        "--join-time",
+        "zero",
+        "--spawn-time",
+        "pct:50",
+        "--other-time",
+        "max:5",
+    ]);
     let j = classes(&joined);
     assert_eq!(get(&j, "join"), 0, "{j:?}");
     let p = &joined["policy"];
     assert_eq!(
-        (&p["join_time"], &p["spawn_time"], &p["other_time"], &p["gap_scale"]),
+        (
+            &p["join_time"],
+            &p["spawn_time"],
+            &p["other_time"],
+            &p["gap_scale"]
+        ),
         (
             &Value::from("zero"),
             &Value::from("pct:50"),

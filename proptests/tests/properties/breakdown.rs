@@ -28,10 +28,17 @@ fn accounts_for_the_makespan(s: &Scheduler, b: &Breakdown) -> Result<(), String>
         .max()
         .unwrap_or(0);
     if b.makespan != last {
-        return Err(format!("makespan {} but last completion {last}", b.makespan));
+        return Err(format!(
+            "makespan {} but last completion {last}",
+            b.makespan
+        ));
     }
     if b.total() != b.makespan as i64 {
-        return Err(format!("classes sum to {} for {}: {b:?}", b.total(), b.makespan));
+        return Err(format!(
+            "classes sum to {} for {}: {b:?}",
+            b.total(),
+            b.makespan
+        ));
     }
     for (class, ns) in b.iter() {
         let negative_allowed = class == TimeClass::IdleSkipped;

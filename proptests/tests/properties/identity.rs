@@ -2,7 +2,6 @@
 //! property"), on generated workloads (built directly and by the synthetic
 //! generator) and on every fixture trace in `testdata/`.
 
-
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::synthetic::SyntheticSpec;
