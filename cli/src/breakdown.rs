@@ -6,6 +6,7 @@
 use std::io::{self, Write};
 
 use arbor_engine::breakdown::{Breakdown, TimeClass};
+use arbor_engine::policy::GapClass;
 use arbor_engine::time::nanos_to_secs;
 use serde::Serialize;
 
@@ -15,12 +16,12 @@ pub fn scaled_by(class: TimeClass) -> &'static str {
     match class {
         TimeClass::Service => "--service (plan); the server (run)",
         TimeClass::Queue => "--max-inflight",
-        TimeClass::Tool => "--tool-time, --gap-scale",
-        TimeClass::Think => "--think-time-pct, --gap-scale",
-        TimeClass::Other => "--other-time, --gap-scale",
-        TimeClass::Spawn => "--spawn-time, --gap-scale",
-        TimeClass::Join => "--join-time, --gap-scale",
-        TimeClass::Concurrent => "--gap-scale",
+        TimeClass::Gap(GapClass::Tool) => "--tool-time, --gap-scale",
+        TimeClass::Gap(GapClass::Think) => "--think-time-pct, --gap-scale",
+        TimeClass::Gap(GapClass::Other) => "--other-time, --gap-scale",
+        TimeClass::Gap(GapClass::Spawn) => "--spawn-time, --gap-scale",
+        TimeClass::Gap(GapClass::Join) => "--join-time, --gap-scale",
+        TimeClass::Gap(GapClass::Concurrent) => "--gap-scale",
         TimeClass::Arrival => "--arrival, --stagger",
         TimeClass::IdleSkipped => "--idle-gap-cap, --tree-idle-cap",
     }

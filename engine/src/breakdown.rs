@@ -51,14 +51,8 @@ pub enum TimeClass {
     Service,
     /// Eligible to sent: waiting for the request cap.
     Queue,
-    Tool,
-    Think,
-    Other,
-    Spawn,
-    Join,
-    /// `Start`-anchored gaps: a turn sent while its predecessor was in
-    /// flight.
-    Concurrent,
+    /// A replayed gap of this class.
+    Gap(GapClass),
     /// From 0 (or a lane's previous play) to a play's first eligible turn:
     /// the arrival process, stagger, a source turn's recorded offset, a
     /// start window's lead.
@@ -72,12 +66,12 @@ impl TimeClass {
     pub const ALL: [TimeClass; 10] = [
         TimeClass::Service,
         TimeClass::Queue,
-        TimeClass::Tool,
-        TimeClass::Think,
-        TimeClass::Other,
-        TimeClass::Spawn,
-        TimeClass::Join,
-        TimeClass::Concurrent,
+        TimeClass::Gap(GapClass::Tool),
+        TimeClass::Gap(GapClass::Think),
+        TimeClass::Gap(GapClass::Other),
+        TimeClass::Gap(GapClass::Spawn),
+        TimeClass::Gap(GapClass::Join),
+        TimeClass::Gap(GapClass::Concurrent),
         TimeClass::Arrival,
         TimeClass::IdleSkipped,
     ];
@@ -86,32 +80,17 @@ impl TimeClass {
         match self {
             TimeClass::Service => "service",
             TimeClass::Queue => "queue",
-            TimeClass::Tool => "tool",
-            TimeClass::Think => "think",
-            TimeClass::Other => "other",
-            TimeClass::Spawn => "spawn",
-            TimeClass::Join => "join",
-            TimeClass::Concurrent => "concurrent",
+            TimeClass::Gap(class) => class.as_str(),
             TimeClass::Arrival => "arrival",
             TimeClass::IdleSkipped => "idle_skipped",
         }
     }
 
     fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl From<GapClass> for TimeClass {
-    fn from(class: GapClass) -> Self {
-        match class {
-            GapClass::Tool => TimeClass::Tool,
-            GapClass::Think => TimeClass::Think,
-            GapClass::Other => TimeClass::Other,
-            GapClass::Spawn => TimeClass::Spawn,
-            GapClass::Join => TimeClass::Join,
-            GapClass::Concurrent => TimeClass::Concurrent,
-        }
+        TimeClass::ALL
+            .iter()
+            .position(|&c| c == self)
+            .unwrap_or_default()
     }
 }
 
@@ -271,7 +250,7 @@ fn walk_back(
         }
     }
     if let Some((_, source, edge, anchor)) = bound {
-        out.add_ns(edge.class.into(), edge.gap);
+        out.add_ns(TimeClass::Gap(edge.class), edge.gap);
         let bound_at = anchor.saturating_add(edge.gap);
         let rest = if s.eligible < bound_at {
             TimeClass::IdleSkipped
@@ -449,7 +428,7 @@ mod tests {
         let b = breakdown(&run(&w, capped, 10));
         assert_eq!(b.total(), b.makespan as i64);
         assert!(b.get(TimeClass::IdleSkipped) < 0, "{b:?}");
-        assert_eq!(b.get(TimeClass::Tool), 190);
+        assert_eq!(b.get(TimeClass::Gap(GapClass::Tool)), 190);
     }
 
     #[test]
@@ -464,7 +443,7 @@ mod tests {
         let b = breakdown(&run(&w, policy, 10));
         assert_eq!(b.makespan, 620);
         assert_eq!(b.get(TimeClass::Service), 100);
-        assert_eq!(b.get(TimeClass::Tool), 380);
+        assert_eq!(b.get(TimeClass::Gap(GapClass::Tool)), 380);
         assert_eq!(b.total(), 620);
     }
 

@@ -195,6 +195,17 @@ pub enum GapClass {
 }
 
 impl GapClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GapClass::Tool => "tool",
+            GapClass::Think => "think",
+            GapClass::Other => "other",
+            GapClass::Spawn => "spawn",
+            GapClass::Join => "join",
+            GapClass::Concurrent => "concurrent",
+        }
+    }
+
     /// The class of a gap before a turn whose input is `next_input`.
     pub fn of(next_input: InputKind) -> Self {
         match next_input {
