@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod breakdown;
 mod compare;
 mod convert;
 mod doctor;
