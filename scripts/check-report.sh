@@ -2,14 +2,16 @@
 # Browser check of `arbor report`: renders report pages in headless
 # Chromium, fails on any console error or empty chart, saves screenshots.
 #
-#   scripts/check-report.sh                  # the demo run and a two-run report
+#   scripts/check-report.sh                  # the demo run, a two-run report, a plan
 #   scripts/check-report.sh PAGE.html...     # pages already written
 #
 # With no argument it builds arbor (debug), runs the demo twice into
 # $OUT (default target/report-check; the second run with a slower
 # emulator, --ttft-ms 20, so the two differ) and checks the demo's own
-# report.html and `arbor report` of both runs. Screenshots go beside each
-# page's check files in $OUT: <name>.png (1400x2400, or $WINDOW).
+# report.html, `arbor report` of both runs, and the page of a plan
+# (`arbor plan --report` of the testdata fixtures under --sessions 2, so
+# it has lanes). Screenshots go beside each page's check files in $OUT:
+# <name>.png (1400x2400, or $WINDOW).
 #
 # The page checks itself: once every chart has rendered with data and the
 # swim lanes drew bars, it sets its title to "arbor report: ok"; on any
@@ -58,7 +60,8 @@ interaction=$(cat <<'JS'
 <script>
 (function(){
   try {
-  document.getElementById('cdf-log').click();
+  var log = document.getElementById('cdf-log');
+  if (log && log.isConnected) log.click();
   var c = document.getElementById('lanes'), r = c.getBoundingClientRect();
   // hover along a row until the tip shows
   var shown = 0;
@@ -150,5 +153,8 @@ tail -1 "$OUT/demo.txt" | grep -q "report.html" || {
   exit 1
 }
 timeout 60 "$arbor" report "$OUT/demo" "$OUT/slower" -o "$OUT/two-runs.html"
+timeout 120 "$arbor" plan testdata/weka-kv-cache-tester --sessions 2 --idle-gap-cap 5 \
+  --report "$OUT/plan.html" >"$OUT/plan.txt"
 check "$OUT/demo/report.html" demo
 check "$OUT/two-runs.html" two-runs
+check "$OUT/plan.html" plan

@@ -1,6 +1,9 @@
 // arbor report: draws the page from the JSON blob in #arbor-data.
 // Sections: configuration, summary, deltas (several runs), CDFs, time
-// series, swim lanes. When everything has rendered non-empty the page sets
+// series, swim lanes. A source is a run directory (source "run") or a plan
+// on the virtual clock (source "plan", `arbor plan --report`): a plan has
+// the load (in flight, tokens), lanes and swim lanes, and no measured
+// distributions, errors or cache hits; what it lacks is left out. When everything has rendered non-empty the page sets
 // document.title to "arbor report: ok"; on any error, to
 // "arbor report: error: ..." (scripts/check-report.sh reads it).
 (function () {
@@ -83,11 +86,17 @@
   var app = document.getElementById("app");
   var charts = [];   // {name, plot} drawn with data
   var checks = [];   // functions returning an error message or null
+  function isPlan(r) { return r.source === "plan"; }
+  var plans = runs.length > 0 && runs.every(isPlan);
+  var measured = runs.some(function (r) { return !isPlan(r); });
 
   // ---- header ----------------------------------------------------------
-  app.appendChild(el("h1", { text: "arbor report" }));
-  app.appendChild(el("div", { class: "sub", text: runs.length + " run" + (runs.length === 1 ? "" : "s") +
-    ": " + runs.map(function (r) { return r.path; }).join(", ") + " · arbor " + data.arbor_version }));
+  app.appendChild(el("h1", { text: plans ? "arbor plan" : "arbor report" }));
+  app.appendChild(el("div", { class: "sub", text: plans ?
+    "a plan on the virtual clock (--service " + (get(runs[0], "summary.service") || DASH) + "): nothing was sent · " +
+      runs[0].path + " · arbor " + data.arbor_version :
+    runs.length + " run" + (runs.length === 1 ? "" : "s") +
+      ": " + runs.map(function (r) { return r.path; }).join(", ") + " · arbor " + data.arbor_version }));
 
   // ---- configuration ---------------------------------------------------
   function validity(s) {
@@ -101,16 +110,21 @@
     if (c.format) w += " (" + c.format + ")";
     return w;
   }
+  // [label, of a run's summary.json, of a plan's plan --json]
   var CONFIG = [
-    ["workload", function (s) { return workload(s.config || {}); }],
-    ["endpoint", function (s) { return get(s, "config.url") || get(s, "config.endpoint") || DASH; }],
-    ["model", function (s) { var c = s.config || {}; return (c.model || DASH) + (c.model_from ? " (from " + c.model_from + ")" : ""); }],
-    ["seed", function (s) { var v = get(s, "config.seed"); return v == null ? DASH : String(v); }],
-    ["arbor version", function (s) { return s.arbor_version || DASH; }],
-    ["started", function (s) { return s.started_at || DASH; }],
-    ["validity", validity],
-    ["records", function (s, run) { return String(run.records); }],
-    ["policy", function (s) { return s.config && s.config.policy ? JSON.stringify(s.config.policy) : DASH; }]
+    ["workload", function (s) { return workload(s.config || {}); }, function (s) { return s.inputs || DASH; }],
+    ["endpoint", function (s) { return get(s, "config.url") || get(s, "config.endpoint") || DASH; },
+      function (s) { return "none: the virtual clock, --service " + (s.service || DASH); }],
+    ["model", function (s) { var c = s.config || {}; return (c.model || DASH) + (c.model_from ? " (from " + c.model_from + ")" : ""); },
+      function () { return DASH; }],
+    ["seed", function (s) { var v = get(s, "config.seed"); return v == null ? DASH : String(v); },
+      function (s) { return s.seed == null ? DASH : String(s.seed); }],
+    ["arbor version", function (s) { return s.arbor_version || DASH; }, function () { return data.arbor_version || DASH; }],
+    ["started", function (s) { return s.started_at || DASH; }, function () { return DASH; }],
+    ["validity", validity, function (s) { return (s.scenario ? s.scenario + ": " : "") + "a plan: nothing measured"; }],
+    ["records", function (s, run) { return String(run.records); }, function (s, run) { return run.records + " planned requests"; }],
+    ["policy", function (s) { return s.config && s.config.policy ? JSON.stringify(s.config.policy) : DASH; },
+      function (s) { return s.policy ? JSON.stringify(s.policy) : DASH; }]
   ];
   app.appendChild(el("h2", { text: "Configuration" }));
   var cfg = el("table");
@@ -119,17 +133,48 @@
   }))));
   CONFIG.forEach(function (row) {
     cfg.appendChild(el("tr", {}, [el("td", { class: "k", text: row[0] })].concat(runs.map(function (r) {
-      return el("td", { class: "v", text: row[1](r.summary || {}, r) });
+      return el("td", { class: "v", text: row[isPlan(r) ? 2 : 1](r.summary || {}, r) });
     }))));
   });
   app.appendChild(cfg);
 
   // ---- summary -----------------------------------------------------------
   app.appendChild(el("h2", { text: "Summary" }));
-  app.appendChild(el("div", { class: "note", text: "Milliseconds. TTFT, ITL, TPOT and E2E over successful requests; lateness and queue wait over every request with the stamps; job time per complete play. An empty distribution shows " + DASH + "." }));
+  if (measured) app.appendChild(el("div", { class: "note", text: "Milliseconds. TTFT, ITL, TPOT and E2E over successful requests; lateness and queue wait over every request with the stamps; job time per complete play. An empty distribution shows " + DASH + "." }));
+  function planSummary(s) {
+    var d = s.demand || {}, q = s.queue_wait;
+    app.appendChild(facts([
+      ["workload", num(s.trees, 0) + " trees, " + num(s.agents, 0) + " agents, " + num(s.turns, 0) + " turns"],
+      ["requests", num(s.dispatched, 0) + " dispatched (" + num(s.warmups, 0) + " warmups), " + num(s.completed, 0) + " completed, " +
+        num(s.skipped, 0) + " skipped, " + num(s.cancelled, 0) + " cancelled; " + num(s.plays, 0) + " plays"],
+      ["makespan", num(s.makespan_s, 3) + " s (plan's clock)"],
+      ["peak in flight", num(s.peak_inflight, 0) + " planned, first at " + num(s.peak_inflight_at_s, 3) + " s (plan's clock)"],
+      ["peak live trees", num(s.peak_live_trees, 0) + " at " + num(s.peak_live_trees_at_s, 3) + " s"],
+      ["demand", num(d.requests_per_s, 3) + " req/s, " + num(d.input_tokens_per_s, 0) + " input tok/s, " +
+        num(d.output_tokens_per_s, 0) + " output tok/s over the makespan (" + num(d.input_tokens, 0) + " in, " + num(d.output_tokens, 0) + " out)"],
+      ["idle-gap shifts", num(s.idle_shifts, 0) + " (" + num(s.idle_skipped_s, 3) + " s skipped)"]
+    ]));
+    if (s.lanes && s.lanes.length) {
+      app.appendChild(el("h3", { text: "Lanes (--sessions)" }));
+      app.appendChild(table(["lane", "trees dealt", "plays", "recycles", "ran dry at (s)", "t* (s)", "warmups", "stalled"],
+        s.lanes.map(function (l) {
+          return ["lane " + l.lane, num(l.share, 0), num(l.plays, 0), num(l.recycles, 0),
+            l.dry_at_s == null ? "still playing at the end" : num(l.dry_at_s, 3),
+            num(l.t_star_s, 3), num(l.warmups, 0), l.stalled ? "yes" : "no"];
+        })));
+    }
+    if (q && q.count) {
+      app.appendChild(table(["planned (ms)", "count", "mean", "p50", "p90", "p95", "p99", "max"],
+        [["queue wait", num(q.count, 0), ms(q.mean_s), ms(q.p50_s), ms(q.p90_s), ms(q.p95_s), ms(q.p99_s), ms(q.max_s)]]));
+    }
+  }
+  if (plans) {
+    app.appendChild(el("div", { class: "note", text: "What the plan asks of a server. A plan measures no latency: TTFT, ITL, TPOT, E2E and lateness come from a run." }));
+  }
   runs.forEach(function (run, i) {
     var s = run.summary || {};
     if (runs.length > 1) app.appendChild(el("h3", {}, [runLabel(run, i)]));
+    if (isPlan(run)) { planSummary(s); return; }
     var c = s.counts || {}, t = s.throughput || {}, k = s.concurrency || {};
     var errs = Object.keys(s.errors || {}).map(function (e) { return e + " " + s.errors[e]; }).join(", ");
     app.appendChild(facts([
@@ -197,12 +242,16 @@
   }
   var reset = el("button", { text: "reset zoom" });
   controls.appendChild(reset);
+  (plans ? [["#c3c9d4", "eligible → sent (queue wait)"], ["#2563eb", "planned service (sent → end)"],
+   ["#9c27b0", "cancelled"], ["#9aa5b1", "warmup"], ["#2f9e44", "spawn"], ["#7048e8", "join"]] :
   [["#c3c9d4", "eligible → sent (lateness, queue wait included)"], ["#f59f00", "sent → first token"],
-   ["#2563eb", "streaming"], ["#d62828", "failed"], ["#9c27b0", "cancelled"], ["#9aa5b1", "warmup"], ["#2f9e44", "spawn"], ["#7048e8", "join"]].forEach(function (l) {
+   ["#2563eb", "streaming"], ["#d62828", "failed"], ["#9c27b0", "cancelled"], ["#9aa5b1", "warmup"], ["#2f9e44", "spawn"], ["#7048e8", "join"]]).forEach(function (l) {
     controls.appendChild(el("span", { class: "legend-item" }, [el("span", { class: "swatch", style: "background:" + l[0] }), l[1]]));
   });
   app.appendChild(controls);
-  app.appendChild(el("div", { class: "note", text: "One row per agent of each play (a tree's instance), grouped by play; the space between bars is tool/think time or waiting on other agents. Wheel: zoom time; drag: pan; double-click or the button: reset. Hover a bar for its record." }));
+  app.appendChild(el("div", { class: "note", text: "One row per agent of each play (a tree's instance), grouped by play; the space between bars is tool/think time or waiting on other agents." +
+    (plans ? " The plan's turns on its virtual clock: each bar from eligible to its planned end." : "") +
+    " Wheel: zoom time; drag: pan; double-click or the button: reset. Hover a bar for its " + (plans ? "planned turn." : "record.") }));
   var edgesNote = el("div", { class: "note" });
   app.appendChild(edgesNote);
   var laneStatus = el("div", { class: "note" });
@@ -216,7 +265,7 @@
 
   var lanes = (function () {
     var LABEL_W = 190, AXIS_H = 22, MAX_H = 640;
-    var L = null, E = null, rowOf = null, rows = 0, rowH = 12, x0 = 0, x1 = 1, yOff = 0, spanEnd = 1;
+    var L = null, E = null, P = false, rowOf = null, rows = 0, rowH = 12, x0 = 0, x1 = 1, yOff = 0, spanEnd = 1;
     var W = 0, H = 0, plotH = 0, dpr = window.devicePixelRatio || 1;
     var ctx = canvas.getContext("2d");
     var stats = { drawn: 0, ms: 0 };
@@ -224,6 +273,7 @@
     function load(run) {
       L = run.lanes;
       E = run.edges;
+      P = isPlan(run);
       rows = L.rows.length;
       rowOf = new Int32Array(L.done_us.length);
       for (var r = 0; r < rows; r++) for (var k = L.row_start[r]; k < L.row_start[r + 1]; k++) rowOf[k] = r;
@@ -293,7 +343,10 @@
           if (Math.floor(xd) <= lastPx) continue;
           var st = L.status[i];
           var left = Math.max(LABEL_W, xe);
-          if (st === 0) {
+          if (st === 0 && P) {
+            fill("#c3c9d4", left, xs, barY, barH);
+            fill("#2563eb", Math.max(LABEL_W, xs), xd, barY, barH);
+          } else if (st === 0) {
             fill("#c3c9d4", left, xs, barY, barH);
             fill("#f59f00", Math.max(LABEL_W, xs), xf, barY, barH);
             fill("#2563eb", Math.max(LABEL_W, xf), xd, barY, barH);
@@ -368,6 +421,16 @@
       var row = L.rows[(function () { var lo = 0, hi = rows - 1; while (lo < hi) { var m = (lo + hi + 1) >> 1; if (L.row_start[m] <= i) lo = m; else hi = m - 1; } return lo; })()];
       var f = function (us) { return us < 0 ? "null" : (us / 1e6).toFixed(6); };
       var d = function (a, b) { return a < 0 || b < 0 ? "null" : ((b - a) / 1000).toFixed(3) + " ms"; };
+      if (P) {
+        return [
+          "planned request " + L.request[i] + "   " + ["ok", "failed", "cancelled", "warmup"][L.status[i]],
+          "tree        " + row.tree + "   play " + row.play + "   copy " + row.copy + (row.lane != null ? "   lane " + row.lane : ""),
+          "agent       " + row.agent + "   turn " + L.turn[i],
+          "eligible_s  " + f(L.eligible_us[i]) + "   sent_s " + f(L.sent_us[i]) + "   end_s " + f(L.done_us[i]),
+          "queue wait  " + (L.queue_wait_us[i] / 1000).toFixed(3) + " ms   service " + d(L.sent_us[i], L.done_us[i]),
+          "tokens      in " + L.input_tokens[i] + "  out " + L.output_tokens[i]
+        ].join("\n");
+      }
       var lines = [
         "request     " + L.request[i] + "   status " + ["ok", "error", "cancelled", "warmup"][L.status[i]],
         "tree        " + row.tree + "   play " + row.play + "   copy " + row.copy + (row.lane != null ? "   lane " + row.lane : ""),
@@ -448,7 +511,8 @@
       series: [{ label: unitX, value: function (u, v) { return v == null ? DASH : num(v, 3); } }].concat(withData.map(function (s) {
         return {
           label: s.name, stroke: s.color, width: 1.5, spanGaps: true, dash: s.dash,
-          paths: s.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
+          paths: s.points ? function () { return null; } : s.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
+          points: s.points ? { show: true, size: 9, fill: s.color, stroke: s.color } : undefined,
           value: function (u, v) { return v == null ? DASH : num(v, opts.digits == null ? 3 : opts.digits); }
         };
       }))
@@ -460,15 +524,23 @@
   function color(i) { return COLORS[i % COLORS.length]; }
 
   // ---- CDFs --------------------------------------------------------------
+  // A distribution no source has (a plan has only queue wait, and that
+  // only under --max-inflight) is left out, not drawn empty.
+  var shownCdfs = CDFS.filter(function (m) { return runs.some(function (r) { return r.cdf && r.cdf[m[0]]; }); });
   app.appendChild(el("h2", { text: "Distributions (CDF)" }));
-  app.appendChild(el("div", { class: "note", text: "Fraction of requests at most x ms; warmups left out; up to a few hundred points per curve (denser in the top 1 %). ITL from a 3-significant-digit histogram." + (runs.length > 1 ? " Runs overlaid." : "") }));
+  app.appendChild(el("div", { class: "note", text: shownCdfs.length === 0 ?
+    "A plan has no distributions to draw: latency is measured by a run, and the plan's queue wait exists only under --max-inflight." :
+    plans ? "Fraction of planned requests (warmups included) that waited at most x ms for the --max-inflight cap." :
+    "Fraction of requests at most x ms; warmups left out; up to a few hundred points per curve (denser in the top 1 %). ITL from a 3-significant-digit histogram." + (runs.length > 1 ? " Runs overlaid." : "") }));
   var logBox = el("input", { type: "checkbox", id: "cdf-log" });
-  app.appendChild(el("div", { class: "controls" }, [logBox, el("label", { for: "cdf-log", text: " log scale for x (values of 0 left out)" })]));
+  if (shownCdfs.length) {
+    app.appendChild(el("div", { class: "controls" }, [logBox, el("label", { for: "cdf-log", text: " log scale for x (values of 0 left out)" })]));
+  }
   var cdfGrid = el("div", { class: "grid" });
   app.appendChild(cdfGrid);
   function drawCdfs(log) {
     cdfGrid.textContent = "";
-    CDFS.forEach(function (m) {
+    shownCdfs.forEach(function (m) {
       var box = el("div", { class: "chart" });
       cdfGrid.appendChild(box);
       plot(box, m[1] + " CDF", "ms", "fraction", runs.map(function (r, i) {
@@ -489,7 +561,12 @@
 
   // ---- time series -----------------------------------------------------
   app.appendChild(el("h2", { text: "Over time" }));
-  app.appendChild(el("div", { class: "note", text: "Seconds from each run's start, in bins of " + runs.map(function (r) { return num(r.series.bin_s * 1000, 0) + " ms"; }).join(" / ") + ". Tokens are spread over each request's prefill (input) or streaming (output); TTFT percentiles and cache hits by the bin a request was sent in; errors by the bin it ended in." }));
+  var bins = runs.map(function (r) { return num(r.series.bin_s * 1000, 0) + " ms"; }).join(" / ");
+  app.appendChild(el("div", { class: "note", text: plans ?
+    "Seconds on the plan's virtual clock, in bins of " + bins + ". In flight: requests sent and not yet ended (warmups included, as the planned peak counts them). " +
+      "Demand: input tokens/s are the prompts of the requests sent in each bin (a plan knows no prefill time); output tokens/s spread each request's output over its planned service (sent to end)." :
+    "Seconds from each run's start, in bins of " + bins + ". Tokens are spread over each request's prefill (input) or streaming (output); TTFT percentiles and cache hits by the bin a request was sent in; errors by the bin it ended in." +
+      " The planned series is the run's plan on its virtual clock (planned.json), from the same start." }));
   var seriesGrid = el("div", { class: "grid" });
   app.appendChild(seriesGrid);
   function seriesChart(title, unitY, make, opts) {
@@ -500,26 +577,44 @@
     return plot(box, title, "s", unitY, list, opts);
   }
   function nameOf(r, what) { return runs.length > 1 ? r.name + ": " + what : what; }
-  seriesChart("Requests in flight, observed against planned peak", "requests", function (r, i, list) {
+  // The planned peak: a dashed line over the span, and (a plan's) a
+  // point where it is first reached.
+  function peakMarks(r, list, peak, at) {
     var s = r.series;
+    if (peak == null || !s.t_s.length) return;
+    var where = at == null ? "" : " at " + num(at, 3) + " s (plan's clock)";
+    list.push({ name: nameOf(r, "planned peak " + num(peak, 0) + where), color: "#888", x: s.t_s, y: s.t_s.map(function () { return peak; }), dash: [8, 4] });
+    if (at != null) list.push({ name: nameOf(r, "peak first reached"), color: "#d62828", x: [at], y: [peak], points: true });
+  }
+  seriesChart(plans ? "Planned requests in flight" : "Requests in flight, observed against planned", "requests", function (r, i, list) {
+    var s = r.series;
+    if (isPlan(r)) {
+      list.push({ name: nameOf(r, "planned (max in bin)"), color: color(i), x: s.t_s, y: s.inflight_max, stepped: true });
+      list.push({ name: nameOf(r, "planned (mean)"), color: color(i), x: s.t_s, y: s.inflight_mean, dash: [4, 3], stepped: true });
+      peakMarks(r, list, get(r.summary, "peak_inflight"), get(r.summary, "peak_inflight_at_s"));
+      return;
+    }
     list.push({ name: nameOf(r, "observed (max in bin)"), color: color(i), x: s.t_s, y: s.inflight_max, stepped: true });
     list.push({ name: nameOf(r, "observed (mean)"), color: color(i), x: s.t_s, y: s.inflight_mean, dash: [4, 3], stepped: true });
-    var planned = get(r.summary, "concurrency.planned_peak");
-    if (planned != null && s.t_s.length) {
-      list.push({ name: nameOf(r, "planned peak"), color: "#888", x: s.t_s, y: s.t_s.map(function () { return planned; }), dash: [8, 4] });
+    if (r.planned && r.planned.t_s.length) {
+      list.push({ name: nameOf(r, "planned (max in bin, plan's clock)"), color: "#555", x: r.planned.t_s, y: r.planned.inflight_max, stepped: true });
     }
+    peakMarks(r, list, get(r.summary, "concurrency.planned_peak"), null);
   }, { digits: 1 });
-  seriesChart("Output tokens/s", "tok/s", function (r, i, list) {
+  seriesChart(plans ? "Planned demand: output tokens/s" : "Output tokens/s", "tok/s", function (r, i, list) {
     list.push({ name: nameOf(r, "output tok/s"), color: color(i), x: r.series.t_s, y: r.series.output_tok_s, stepped: true });
   }, { digits: 0 });
-  seriesChart("Input tokens/s", "tok/s", function (r, i, list) {
+  seriesChart(plans ? "Planned demand: input tokens/s" : "Input tokens/s", "tok/s", function (r, i, list) {
     list.push({ name: nameOf(r, "input tok/s"), color: color(i), x: r.series.t_s, y: r.series.input_tok_s, stepped: true });
   }, { digits: 0 });
-  seriesChart("TTFT per bin (p50, p99)", "ms", function (r, i, list) {
+  // What only a run measured; a plan's series has none of it.
+  if (measured) seriesChart("TTFT per bin (p50, p99)", "ms", function (r, i, list) {
+    if (isPlan(r)) return;
     list.push({ name: nameOf(r, "p50"), color: color(i), x: r.series.t_s, y: r.series.ttft_p50_s.map(function (v) { return v == null ? null : v * 1000; }) });
     list.push({ name: nameOf(r, "p99"), color: color(i), dash: [4, 3], x: r.series.t_s, y: r.series.ttft_p99_s.map(function (v) { return v == null ? null : v * 1000; }) });
   }, { digits: 2 });
-  seriesChart("Failed requests by error class", "requests", function (r, i, list) {
+  if (measured) seriesChart("Failed requests by error class", "requests", function (r, i, list) {
+    if (isPlan(r)) return;
     var classes = Object.keys(r.series.errors || {});
     if (classes.length === 0) {
       list.push({ name: nameOf(r, "no failed requests"), color: color(i), x: r.series.t_s, y: r.series.t_s.map(function () { return 0; }) });
@@ -528,8 +623,8 @@
       list.push({ name: nameOf(r, c), color: COLORS[(i + k + 1) % COLORS.length], x: r.series.t_s, y: r.series.errors[c], stepped: true });
     });
   }, { digits: 0 });
-  seriesChart("Cache-hit ratio (server-reported)", "ratio", function (r, i, list) {
-    if (r.series.cache_hit.some(function (v) { return v != null; })) {
+  if (measured) seriesChart("Cache-hit ratio (server-reported)", "ratio", function (r, i, list) {
+    if (!isPlan(r) && r.series.cache_hit.some(function (v) { return v != null; })) {
       list.push({ name: nameOf(r, "cached / input tokens"), color: color(i), x: r.series.t_s, y: r.series.cache_hit });
     }
   }, { yRange: [0, 1], emptyText: "no cached-token counts: the server's usage reported none", digits: 3 });
@@ -578,10 +673,13 @@
     return bad.length ? "empty chart: " + bad.map(function (c) { return c.name; }).join(", ") : null;
   });
   // Records give data to the in-flight, token and error series and the
-  // lateness CDF at least: fewer than six charts means something broke.
+  // lateness CDF at least: fewer than six charts (three for a plan) means
+  // something broke.
   var records = runs.reduce(function (n, r) { return n + (r.records || 0); }, 0);
   checks.push(function () {
-    return records === 0 || charts.length >= 6 ? null : "only " + charts.length + " charts drawn";
+    // A plan has three: in flight and the two demands.
+    var least = plans ? 3 : 6;
+    return records === 0 || charts.length >= least ? null : "only " + charts.length + " charts drawn";
   });
   checks.push(function () {
     return lanes.turns() === 0 || lanes.stats.drawn > 0 ? null : "swim lanes drew no bar";

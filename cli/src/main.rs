@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod breakdown;
 mod compare;
 mod convert;
 mod doctor;

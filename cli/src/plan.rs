@@ -1,7 +1,9 @@
-//! `arbor plan`: load, compile, run on the virtual clock, report.
+//! `arbor plan`: load, compile, run on the virtual clock, report (and,
+//! with `--report FILE`, the plan's page).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::path::Path;
 
 use crate::args::PlanArgs;
 use crate::failure::Failure;
@@ -14,6 +16,9 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
     let mut agentx = args.scenario.clone();
     let applied = scenario::apply(&mut agentx, &args.input, &mut policy_args, explicit)?;
     let policy = inputs::policy(&policy_args, &agentx)?;
+    if let Some(path) = &args.report {
+        check_report_path(path)?;
+    }
     let options = inputs::derive_options(&args.input);
     let inputs::Compiled {
         loaded,
@@ -44,5 +49,36 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
         &counts,
         &scheduler,
     );
+    if let Some(path) = &args.report {
+        let bytes = crate::page::write_for_plan(&scheduler, &loaded.workload.trees, &report, path)?;
+        eprintln!(
+            "arbor plan: report in {} ({:.1} MB)",
+            path.display(),
+            bytes as f64 / 1e6
+        );
+    }
     stdout::json_or_human(args.json, &report, |mut out| report.print_human(&mut out))
+}
+
+/// Refuses a `--report` path that cannot be a new file before planning
+/// (exit 2): a directory, or a file in a directory that does not exist.
+fn check_report_path(path: &Path) -> Result<(), Failure> {
+    if path.is_dir() {
+        return Err(Failure::input(format!(
+            "--report {}: is a directory, expected a file to write",
+            path.display()
+        )));
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(Failure::input(format!(
+            "--report {}: no such directory {}",
+            path.display(),
+            parent.display()
+        )));
+    }
+    Ok(())
 }

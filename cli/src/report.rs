@@ -7,6 +7,7 @@
 
 use std::io::{self, Write};
 
+use arbor_engine::breakdown::breakdown;
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::derive::Adjustments;
 use arbor_engine::inspect::AdjustmentSummary;
@@ -17,6 +18,8 @@ use arbor_engine::time::{nanos_to_secs, Nanos};
 use arbor_engine::{AgentKind, Workload};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::breakdown::TimeBreakdown;
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct AgentCounts {
@@ -123,12 +126,24 @@ pub struct PlanReport {
     pub queue_wait: Option<Distribution<Seconds>>,
     pub demand: Work,
     pub lanes: Option<Vec<LaneReport>>,
+    /// The makespan by class along its critical path, with the flag that
+    /// scales each class (docs/plan.md, "Where the time goes").
+    pub time_breakdown: TimeBreakdown,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PolicySummary {
     pub tool_time: String,
     pub think_time: String,
+    /// Absent from summaries written before the flag existed: as recorded.
+    #[serde(default = "recorded")]
+    pub other_time: String,
+    #[serde(default = "recorded")]
+    pub spawn_time: String,
+    #[serde(default = "recorded")]
+    pub join_time: String,
+    #[serde(default = "identity_scale")]
+    pub gap_scale: f64,
     pub arrival: String,
     pub copies: u32,
     pub stagger: String,
@@ -148,6 +163,10 @@ impl PolicySummary {
         PolicySummary {
             tool_time: policy.tool_time.to_string(),
             think_time: policy.think_time.to_string(),
+            other_time: policy.other_time.to_string(),
+            spawn_time: policy.spawn_time.to_string(),
+            join_time: policy.join_time.to_string(),
+            gap_scale: policy.gap_scale.ppm as f64 / 1e6,
             arrival: policy.arrival.to_string(),
             copies: policy.copies,
             stagger: policy.stagger.to_string(),
@@ -160,6 +179,14 @@ impl PolicySummary {
             overlap_tolerance_s: nanos_to_secs(overlap_tolerance),
         }
     }
+}
+
+fn recorded() -> String {
+    "recorded".into()
+}
+
+fn identity_scale() -> f64 {
+    1.0
 }
 
 fn agent_counts(workload: &Workload) -> AgentCounts {
@@ -256,6 +283,7 @@ impl PlanReport {
             queue_wait: policy.max_inflight.map(|_| Distribution::of(&mut waits)),
             demand: Work::over(makespan, stats.dispatched, input_tokens, output_tokens),
             lanes,
+            time_breakdown: (&breakdown(scheduler)).into(),
         }
     }
 
@@ -360,7 +388,7 @@ impl PlanReport {
                 )?;
             }
         }
-        Ok(())
+        self.time_breakdown.print_human(out)
     }
 }
 

@@ -125,6 +125,12 @@ pub struct PlanArgs {
     #[arg(short = 'o', long = "out", visible_alias = "timeline", alias = "output", value_name = "FILE", help_heading = OUTPUT)]
     pub timeline: Option<PathBuf>,
 
+    /// Write the plan's page to FILE: the report.html of a run, drawn from
+    /// the plan (planned concurrency and demand over time, lanes, swim
+    /// lanes); opens from disk.
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub report: Option<PathBuf>,
+
     #[command(flatten)]
     pub scenario: ScenarioArgs,
 

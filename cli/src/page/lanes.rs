@@ -114,32 +114,55 @@ pub struct LaneBuilder {
     errors: Vec<ErrorText>,
 }
 
+/// Which row a turn belongs to: its agent in its play.
+#[derive(Debug, Clone, Copy)]
+pub struct RowKey<'a> {
+    pub play: u32,
+    pub tree: &'a str,
+    pub agent: &'a str,
+    pub copy: u32,
+    pub lane: Option<u32>,
+}
+
 impl LaneBuilder {
     /// Adds a record; returns its turn (with its error index set).
     pub fn add(&mut self, r: &Record) -> &Turn {
-        let agents = self.index.entry(r.play).or_default();
-        let row = match agents.get(r.agent.as_ref()) {
+        let key = RowKey {
+            play: r.play,
+            tree: &r.tree,
+            agent: &r.agent,
+            copy: r.copy,
+            lane: r.lane,
+        };
+        let error = r.error.as_ref().map(|e| ErrorText {
+            category: e.category.to_string(),
+            message: e.message.to_string(),
+        });
+        self.push(key, Turn::of(r), error)
+    }
+
+    /// Adds `turn` to the row of `key`, with its error if it failed;
+    /// returns it (with its error index set).
+    pub fn push(&mut self, key: RowKey, mut turn: Turn, error: Option<ErrorText>) -> &Turn {
+        let agents = self.index.entry(key.play).or_default();
+        let row = match agents.get(key.agent) {
             Some(&row) => row,
             None => {
                 let row = self.rows.len() as u32;
-                agents.insert(r.agent.to_string(), row);
+                agents.insert(key.agent.to_string(), row);
                 self.rows.push(Row {
-                    play: r.play,
-                    tree: r.tree.to_string(),
-                    agent: r.agent.to_string(),
-                    copy: r.copy,
-                    lane: r.lane,
+                    play: key.play,
+                    tree: key.tree.to_string(),
+                    agent: key.agent.to_string(),
+                    copy: key.copy,
+                    lane: key.lane,
                 });
                 row
             }
         };
-        let mut turn = Turn::of(r);
-        if let Some(e) = &r.error {
+        if let Some(e) = error {
             turn.error = Some(self.errors.len() as u32);
-            self.errors.push(ErrorText {
-                category: e.category.to_string(),
-                message: e.message.to_string(),
-            });
+            self.errors.push(e);
         }
         self.turns.push((row, turn));
         let last = self.turns.len() - 1;

@@ -2,27 +2,41 @@
 //! one or more run directories (configuration, summary, CDFs, time
 //! series, swim lanes; several runs overlaid, with a table of deltas).
 //! `arbor run` writes the same page into its output directory
-//! ([`write_for_run`]).
+//! ([`write_for_run`]), and `arbor plan --report FILE` writes it for a
+//! plan ([`write_for_plan`]).
 //!
-//! Modules: [`record`] (a line of `records.jsonl`), [`cdf`], [`series`] and
-//! [`lanes`] (what is drawn, each from records), [`run_dir`] (a directory
-//! streamed once into all three), [`html`] (the page). Reads only the files
-//! a run wrote; never touches `run`'s types, so a run directory from any
-//! arbor version with the same record fields reads the same.
+//! Modules: [`data`] (what one source gives the page), [`record`] (a line
+//! of `records.jsonl`), [`cdf`], [`series`] and [`lanes`] (what is drawn,
+//! each from turns), [`run_dir`] (a run directory streamed once into all
+//! three), [`plan_turns`] (the turns a finished plan sent), [`plan`] (a
+//! finished plan as the same data), [`planned`] (the
+//! plan's in-flight series a run keeps in `planned.json`), [`html`] (the
+//! page). Reads only the files a run wrote, or a finished scheduler;
+//! never touches `run`'s types, so a run directory from any arbor version
+//! with the same record fields reads the same.
 
 mod cdf;
+mod data;
 mod html;
 mod lanes;
+mod plan;
+mod plan_turns;
+pub mod planned;
 mod record;
 mod run_dir;
 mod series;
 
 use std::path::{Path, PathBuf};
 
+use arbor_engine::model::Tree;
+use arbor_engine::scheduler::Scheduler;
 use serde::Serialize;
 
 use crate::args::ReportArgs;
 use crate::failure::Failure;
+use crate::report::PlanReport;
+
+use data::RunPage;
 
 /// The page `arbor run` writes into its output directory.
 pub const REPORT_FILE: &str = "report.html";
@@ -30,7 +44,7 @@ pub const REPORT_FILE: &str = "report.html";
 #[derive(Serialize)]
 struct PageData<'a> {
     arbor_version: &'static str,
-    runs: &'a [run_dir::RunPage],
+    runs: &'a [RunPage],
 }
 
 /// `arbor report`.
@@ -68,14 +82,38 @@ pub fn write(run_dirs: &[PathBuf], out: &Path) -> Result<u64, Failure> {
         .iter()
         .map(|dir| run_dir::read(dir))
         .collect::<Result<Vec<_>, _>>()?;
-    let data = serde_json::to_string(&PageData {
-        arbor_version: env!("CARGO_PKG_VERSION"),
-        runs: &runs,
-    })
-    .map_err(|e| Failure::other(format!("cannot encode the report's data: {e}")))?;
     let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
-    let page = html::page(&format!("arbor report: {}", names.join(", ")), &data);
+    let page = render(&format!("arbor report: {}", names.join(", ")), &runs)?;
     std::fs::write(out, &page)
         .map_err(|e| Failure::other(format!("{}: cannot write: {e}", out.display())))?;
     Ok(page.len() as u64)
+}
+
+/// Writes the page of a plan (`arbor plan --report FILE`): `scheduler` run
+/// to the end on the virtual clock, `recorded` the trees as loaded,
+/// `report` what `plan --json` prints. Returns the page's size in bytes; a
+/// file that cannot be written is a bad `--report` value (exit 2).
+pub fn write_for_plan(
+    scheduler: &Scheduler,
+    recorded: &[Tree],
+    report: &PlanReport,
+    out: &Path,
+) -> Result<u64, Failure> {
+    let summary = serde_json::to_value(report)
+        .map_err(|e| Failure::other(format!("cannot encode the plan: {e}")))?;
+    let plan = plan::page(scheduler, recorded, summary, &report.inputs);
+    let page = render(&format!("arbor plan: {}", report.inputs), &[plan])?;
+    std::fs::write(out, &page)
+        .map_err(|e| Failure::input(format!("--report {}: cannot write: {e}", out.display())))?;
+    Ok(page.len() as u64)
+}
+
+/// The page of `runs`, titled `title`.
+fn render(title: &str, runs: &[RunPage]) -> Result<String, Failure> {
+    let data = serde_json::to_string(&PageData {
+        arbor_version: env!("CARGO_PKG_VERSION"),
+        runs,
+    })
+    .map_err(|e| Failure::other(format!("cannot encode the report's data: {e}")))?;
+    Ok(html::page(title, &data))
 }

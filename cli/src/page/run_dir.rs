@@ -1,42 +1,26 @@
 //! One run directory read into the page's data: `summary.json` as written,
-//! and `records.jsonl` streamed once through [`crate::records_file`] (a
-//! record's strings are borrowed from its line) into the CDFs, the time series and the
-//! swim lanes.
+//! `records.jsonl` streamed once through [`crate::records_file`] (a
+//! record's strings are borrowed from its line) into the CDFs, the time
+//! series and the swim lanes, and the plan's in-flight series
+//! (`planned.json`) when the run wrote one.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::failure::Failure;
 use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 
 use super::cdf::Cdf;
-use super::lanes::{LaneBuilder, Lanes};
+use super::data::{RunPage, Source};
+use super::lanes::LaneBuilder;
+use super::planned;
 use super::record::{for_each_itl, secs_to_ns, Record, Status};
-use super::series::{self, Series};
+use super::series;
 
 pub const SUMMARY_FILE: &str = "summary.json";
-
-/// Everything the page shows of one run.
-#[derive(Debug, Serialize)]
-pub struct RunPage {
-    /// The directory's name, and its path as given.
-    pub name: String,
-    pub path: String,
-    pub summary: Value,
-    pub records: u64,
-    /// Keyed ttft, itl, tpot, e2e, lateness, queue_wait.
-    pub cdf: BTreeMap<&'static str, Cdf>,
-    pub series: Series,
-    pub lanes: Lanes,
-    /// Spawn and join arrows between turns (`[from, to, role]`, see
-    /// [`Lanes::arrows`]): `None` when the run directory has no
-    /// `trees.jsonl` (written by an older arbor).
-    pub edges: Option<Vec<[u32; 3]>>,
-}
 
 /// Values of the distributions with exact CDFs, in nanoseconds.
 #[derive(Default)]
@@ -113,6 +97,7 @@ pub fn read(dir: &Path) -> Result<RunPage, Failure> {
     cdf.insert("lateness", Cdf::of_values(values.lateness));
     cdf.insert("queue_wait", Cdf::of_values(values.queue_wait));
     Ok(RunPage {
+        source: Source::Run,
         name: dir.file_name().map_or_else(
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -124,5 +109,6 @@ pub fn read(dir: &Path) -> Result<RunPage, Failure> {
         series,
         lanes,
         edges,
+        planned: planned::read(dir)?,
     })
 }

@@ -1,9 +1,11 @@
-//! Time series of a run, binned adaptively (about [`TARGET_BINS`] bins of
-//! a round width over the run): requests in flight (observed, from the
-//! records' `sent` and `done`), output and input tokens/s, TTFT p50/p99 of
-//! the requests sent in each bin, failed requests by error class, and the
-//! server-reported cache-hit ratio. Warmups are left out, as in the
-//! summary.
+//! Time series of a run or a plan, binned adaptively (about
+//! [`TARGET_BINS`] bins of a round width over its span). Both sources have
+//! the load: requests in flight and input and output tokens/s. Only a run
+//! has what was measured ([`Measured`]): TTFT p50/p99 of the requests sent
+//! in each bin, failed requests by error class, and the server-reported
+//! cache-hit ratio; a plan's series has none of it (absent, not zeros).
+//! A run's warmups are left out, as in the summary; a plan's are counted
+//! in flight, as its planned peak counts them.
 
 use std::collections::BTreeMap;
 
@@ -13,14 +15,15 @@ use serde::Serialize;
 use super::cdf::round_secs;
 use super::record::{Status, Turn};
 
-/// Bins aimed at over the run's span.
+/// Bins aimed at over the span.
 pub const TARGET_BINS: u64 = 200;
 
 #[derive(Debug, Default, Serialize)]
 pub struct Series {
     /// Width of a bin, seconds.
     pub bin_s: f64,
-    /// Start of each bin, seconds from the run's epoch.
+    /// Start of each bin, seconds from the epoch (the run's, or the
+    /// plan's virtual clock's).
     pub t_s: Vec<f64>,
     /// Most requests sent and not yet done at once within the bin.
     pub inflight_max: Vec<u32>,
@@ -32,6 +35,14 @@ pub struct Series {
     /// Input tokens of successful requests, spread over their prefill
     /// (sent to first content), per second.
     pub input_tok_s: Vec<f64>,
+    /// What a run measured; `None` (no keys at all) for a plan.
+    #[serde(flatten)]
+    pub measured: Option<Measured>,
+}
+
+/// The series only a run has.
+#[derive(Debug, Default, Serialize)]
+pub struct Measured {
     /// TTFT percentiles of the successful requests sent in the bin.
     pub ttft_p50_s: Vec<Option<f64>>,
     pub ttft_p99_s: Vec<Option<f64>>,
@@ -40,6 +51,30 @@ pub struct Series {
     /// Cached over input tokens of the successful requests sent in the
     /// bin whose usage reported cached tokens.
     pub cache_hit: Vec<Option<f64>>,
+}
+
+/// Bins of one width from the epoch to the end of a span.
+#[derive(Debug, Clone, Copy)]
+struct Bins {
+    width: u64,
+    count: usize,
+}
+
+impl Bins {
+    /// Bins covering every turn (up to the last `done`).
+    fn over<'a>(turns: impl Iterator<Item = &'a Turn>) -> Bins {
+        let span = turns.map(|t| t.done).max().unwrap_or(0);
+        let width = bin_width(span);
+        Bins {
+            width,
+            count: (span / width + 1) as usize,
+        }
+    }
+
+    /// The bin holding instant `t` (the last one for any later instant).
+    fn of(&self, t: u64) -> usize {
+        ((t / self.width) as usize).min(self.count - 1)
+    }
 }
 
 /// A round bin width (1, 2 or 5 times a power of ten, at least 1 ms) that
@@ -57,32 +92,62 @@ pub fn bin_width(span: u64) -> u64 {
     }
 }
 
-/// The series of `turns`; `classes[i]` is the error class of error `i`
-/// (a turn's `error`).
+/// A run's series of `turns` (warmups left out); `classes[i]` is the
+/// error class of error `i` (a turn's `error`).
 pub fn build<'a>(turns: impl Iterator<Item = &'a Turn> + Clone, classes: &[&str]) -> Series {
     let measured = || turns.clone().filter(|t| t.status != Status::Warmup);
-    let span = measured().map(|t| t.done).max().unwrap_or(0);
-    let width = bin_width(span);
-    let bins = (span / width + 1) as usize;
-    let bin = |t: u64| ((t / width) as usize).min(bins - 1);
+    let bins = Bins::over(measured());
+    Series {
+        measured: Some(measure(measured(), bins, classes)),
+        ..load(measured(), bins)
+    }
+}
 
-    let (inflight_max, inflight_mean) = in_flight(measured(), width, bins);
-    let mut output = vec![0.0; bins];
-    let mut input = vec![0.0; bins];
+/// A plan's series of `turns` (every turn it sent, warmups included in
+/// flight): the load only.
+pub fn planned<'a>(turns: impl Iterator<Item = &'a Turn> + Clone) -> Series {
+    load(turns.clone(), Bins::over(turns))
+}
+
+/// Requests in flight over every turn; tokens of the successful ones.
+fn load<'a>(turns: impl Iterator<Item = &'a Turn> + Clone, bins: Bins) -> Series {
+    let width = bins.width;
+    let (inflight_max, inflight_mean) = in_flight(turns.clone(), width, bins.count);
+    let mut output = vec![0.0; bins.count];
+    let mut input = vec![0.0; bins.count];
+    for t in turns.filter(|t| t.status == Status::Ok) {
+        let first = t.first.unwrap_or(t.done);
+        spread(&mut output, width, first, t.done, t.output_tokens as f64);
+        spread(&mut input, width, t.sent, first, t.input_tokens as f64);
+    }
+    let per_s = 1e9 / width as f64;
+    let rate = |v: Vec<f64>| v.into_iter().map(|x| (x * per_s).round()).collect();
+    Series {
+        bin_s: round_secs(width),
+        t_s: (0..bins.count as u64)
+            .map(|i| round_secs(i * width))
+            .collect(),
+        inflight_max,
+        inflight_mean,
+        output_tok_s: rate(output),
+        input_tok_s: rate(input),
+        measured: None,
+    }
+}
+
+/// TTFT percentiles, failures by class and cache hits per bin.
+fn measure<'a>(turns: impl Iterator<Item = &'a Turn>, bins: Bins, classes: &[&str]) -> Measured {
     let mut ttfts: Vec<(usize, u64)> = Vec::new();
     let mut errors: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-    let mut cached = vec![(0u64, 0u64); bins];
-    for t in measured() {
+    let mut cached = vec![(0u64, 0u64); bins.count];
+    for t in turns {
         match t.status {
             Status::Ok => {
-                let first = t.first.unwrap_or(t.done);
-                spread(&mut output, width, first, t.done, t.output_tokens as f64);
-                spread(&mut input, width, t.sent, first, t.input_tokens as f64);
                 if let Some(ttft) = t.ttft {
-                    ttfts.push((bin(t.sent), ttft));
+                    ttfts.push((bins.of(t.sent), ttft));
                 }
                 if let Some(c) = t.cached_tokens {
-                    let slot = &mut cached[bin(t.sent)];
+                    let slot = &mut cached[bins.of(t.sent)];
                     slot.0 += c;
                     slot.1 += t.input_tokens;
                 }
@@ -95,22 +160,14 @@ pub fn build<'a>(turns: impl Iterator<Item = &'a Turn> + Clone, classes: &[&str]
                     .unwrap_or("unknown");
                 let counts = errors
                     .entry(class.to_string())
-                    .or_insert_with(|| vec![0; bins]);
-                counts[bin(t.done)] += 1;
+                    .or_insert_with(|| vec![0; bins.count]);
+                counts[bins.of(t.done)] += 1;
             }
             Status::Cancelled | Status::Warmup => {}
         }
     }
-    let per_s = 1e9 / width as f64;
-    let rate = |v: Vec<f64>| v.into_iter().map(|x| (x * per_s).round()).collect();
-    let (ttft_p50_s, ttft_p99_s) = percentiles_by_bin(ttfts, bins);
-    Series {
-        bin_s: round_secs(width),
-        t_s: (0..bins as u64).map(|i| round_secs(i * width)).collect(),
-        inflight_max,
-        inflight_mean,
-        output_tok_s: rate(output),
-        input_tok_s: rate(input),
+    let (ttft_p50_s, ttft_p99_s) = percentiles_by_bin(ttfts, bins.count);
+    Measured {
         ttft_p50_s,
         ttft_p99_s,
         errors,
@@ -234,8 +291,26 @@ mod tests {
         assert_eq!(s.inflight_mean[60], 2.0);
         let tokens: f64 = s.output_tok_s.iter().map(|r| r * s.bin_s).sum();
         assert!((tokens - 200.0).abs() < 1.0, "{tokens}");
-        assert_eq!(s.cache_hit[0], Some(0.5));
-        assert_eq!(s.ttft_p50_s[50], Some(0.001));
-        assert_eq!(s.ttft_p99_s[1], None);
+        let m = s.measured.as_ref().expect("a run's series is measured");
+        assert_eq!(m.cache_hit[0], Some(0.5));
+        assert_eq!(m.ttft_p50_s[50], Some(0.001));
+        assert_eq!(m.ttft_p99_s[1], None);
+    }
+
+    #[test]
+    fn a_plan_has_the_load_and_nothing_measured() {
+        let mut warm = turn(0, 100);
+        warm.status = Status::Warmup;
+        let turns = [warm, turn(50, 200)];
+        let s = planned(turns.iter());
+        assert!(s.measured.is_none());
+        // The warmup is in flight beside the other turn...
+        assert_eq!(s.inflight_max[60], 2);
+        // ...but its tokens are not demand.
+        let tokens: f64 = s.output_tok_s.iter().map(|r| r * s.bin_s).sum();
+        assert!((tokens - 100.0).abs() < 1.0, "{tokens}");
+        let json = serde_json::to_value(&s).unwrap();
+        assert!(json.get("ttft_p50_s").is_none() && json.get("cache_hit").is_none());
+        assert!(json.get("inflight_max").is_some());
     }
 }

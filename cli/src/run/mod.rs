@@ -4,7 +4,8 @@
 //! [`Prepared`] run ([`prepare`]), the in-process emulator when there is no
 //! `--endpoint`, then [`run_against`] an endpoint: model discovery, the
 //! HTTP client and its warmed pool, the live driver with `records.jsonl`
-//! written as requests finish (after `trees.jsonl`, the trees' shape),
+//! written as requests finish (after `trees.jsonl`, the trees' shape, and
+//! `planned.json`, the plan's requests in flight over time),
 //! Ctrl+C, the progress ticker, `run.json` when the clock starts,
 //! `end.json` and `summary.json` at the end ([`journal`],
 //! [`output::Summary::build`]: what `arbor summarize` rebuilds from), and
@@ -223,6 +224,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         workload,
         mut scheduler,
         planned,
+        planned_load,
         planned_duration,
         requests,
         out,
@@ -278,6 +280,8 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     // How the trees' agents relate, for whoever draws the run (before the
     // clock starts: nothing on the request path).
     crate::shape::write(&out_dir, scheduler.trees(), &workload.trees)?;
+    // The plan's in-flight series, for the report to draw against.
+    journal::write_json(&out_dir, crate::page::planned::PLANNED_FILE, &planned_load)?;
     live::warm_pool(&live_config).await;
 
     let grace = nanos_to_secs(scheduler.policy().grace);

@@ -15,6 +15,7 @@ use crate::args::RunArgs;
 use crate::endpoint::{Auth, RequestOptions};
 use crate::failure::Failure;
 use crate::inputs;
+use crate::page::planned::PlannedLoad;
 use crate::progress;
 use crate::scenario::Applied;
 
@@ -27,6 +28,8 @@ pub struct Prepared {
     pub workload: Arc<Workload>,
     pub scheduler: Scheduler,
     pub planned: Planned,
+    /// The plan's requests in flight over time (`planned.json`).
+    pub planned_load: PlannedLoad,
     /// The plan's makespan on the virtual clock (the planned duration).
     pub planned_duration: Nanos,
     pub requests: RequestOptions,
@@ -60,6 +63,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         dispatched: stats.dispatched,
     };
     let planned_duration = plan.slots().iter().map(|s| s.end).max().unwrap_or(0);
+    let planned_load = PlannedLoad::of(&plan, &planned.service);
     drop(plan);
 
     let config = RunConfig::new(
@@ -81,6 +85,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         workload: Arc::new(loaded.workload),
         scheduler,
         planned,
+        planned_load,
         planned_duration,
         requests,
         out,

@@ -9,6 +9,7 @@ mod doctor;
 mod emulate;
 mod export;
 mod flags;
+mod gaps;
 mod golden;
 mod inspect;
 mod layout;

@@ -221,3 +221,170 @@ fn spawn_and_join_arrows_connect_the_agents_turns() {
     }
     assert_eq!((spawns, joins), (4, 4));
 }
+
+/// The largest number of an array of the page data.
+fn max_of(values: &serde_json::Value) -> u64 {
+    values
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|v| v.as_u64().expect("a count"))
+        .max()
+        .expect("not empty")
+}
+
+#[test]
+fn a_plan_report_draws_the_plan_peak_and_all() {
+    let dir = scratch("report-plan");
+    let page = dir.join("plan.html");
+    let fixtures = fixture("trace_0187.json")
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let out = arbor(&[
+        "plan",
+        &fixtures,
+        "--sessions",
+        "2",
+        "--json",
+        "--report",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("plan.html"), "{}", stderr(&out));
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("plan --json");
+    let html = read(&page);
+    assert!(html.starts_with("<!doctype html>"));
+    assert_self_contained(&html);
+    let data = page_data(&html);
+    let p = &data["runs"][0];
+    assert_eq!(p["source"], "plan");
+    // The page's plan is `plan --json`'s, and its series peaks at the peak.
+    assert_eq!(p["summary"], plan);
+    let peak = plan["peak_inflight"].as_u64().unwrap();
+    assert!(peak >= 2, "two lanes overlap: {peak}");
+    assert_eq!(p["summary"]["peak_inflight"].as_u64(), Some(peak));
+    assert_eq!(max_of(&p["series"]["inflight_max"]), peak);
+    // Demand: the tokens over the bins add up to the plan's.
+    let bin_s = p["series"]["bin_s"].as_f64().unwrap();
+    let sum = |key: &str| -> f64 {
+        p["series"][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap() * bin_s)
+            .sum()
+    };
+    for (key, total) in [
+        ("input_tok_s", "input_tokens"),
+        ("output_tok_s", "output_tokens"),
+    ] {
+        let want = plan["demand"][total].as_f64().unwrap();
+        assert!(
+            (sum(key) - want).abs() <= want * 0.001 + 1.0,
+            "{key}: {} vs {want}",
+            sum(key)
+        );
+    }
+    // Lanes, swim lanes with arrows, one bar per planned request.
+    assert_eq!(p["summary"]["lanes"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        p["lanes"]["request"].as_array().map(Vec::len),
+        plan["dispatched"].as_u64().map(|n| n as usize)
+    );
+    assert_eq!(p["records"], plan["dispatched"]);
+    assert!(p["edges"].as_array().is_some_and(|e| !e.is_empty()));
+    // What a plan does not have is absent, not zeros.
+    for key in ["ttft_p50_s", "ttft_p99_s", "errors", "cache_hit"] {
+        assert!(p["series"].get(key).is_none(), "{key}");
+    }
+    assert_eq!(p["cdf"], serde_json::json!({}), "no distributions");
+    assert!(p["planned"].is_null());
+}
+
+#[test]
+fn a_plan_report_under_a_cap_has_the_queue_wait_distribution_only() {
+    let dir = scratch("report-plan-cap");
+    let page = dir.join("plan.html");
+    let trace = fixture("trace_0277.json");
+    let out = arbor(&[
+        "plan",
+        trace.to_str().unwrap(),
+        "--max-inflight",
+        "1",
+        "--report",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let data = page_data(&read(&page));
+    let cdf = data["runs"][0]["cdf"].as_object().unwrap();
+    assert_eq!(cdf.keys().collect::<Vec<_>>(), ["queue_wait"]);
+    assert_eq!(max_of(&data["runs"][0]["series"]["inflight_max"]), 1);
+}
+
+#[test]
+fn a_runs_report_carries_the_planned_series() {
+    let dir = scratch("report-planned");
+    let run = dir.join("run");
+    emulator_run(&run, "5");
+    assert!(
+        run.join("planned.json").is_file(),
+        "written beside run.json"
+    );
+    let data = page_data(&read(&run.join("report.html")));
+    let r = &data["runs"][0];
+    let planned = &r["planned"];
+    let peak = r["summary"]["concurrency"]["planned_peak"]
+        .as_u64()
+        .expect("a planned peak");
+    assert_eq!(planned["peak_inflight"].as_u64(), Some(peak));
+    assert_eq!(max_of(&planned["inflight_max"]), peak);
+    assert_eq!(
+        planned["t_s"].as_array().map(Vec::len),
+        planned["inflight_max"].as_array().map(Vec::len)
+    );
+
+    // `arbor summarize` redraws it from the directory alone.
+    std::fs::remove_file(run.join("report.html")).unwrap();
+    let out = arbor(&["summarize", run.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let again = page_data(&read(&run.join("report.html")));
+    assert_eq!(again["runs"][0]["planned"], *planned);
+
+    // A bad planned.json is named; a missing one (an older arbor) is no
+    // planned series.
+    std::fs::write(run.join("planned.json"), "{}").unwrap();
+    expect_exit_2(&["report", run.to_str().unwrap()], &["planned.json"]);
+    std::fs::remove_file(run.join("planned.json")).unwrap();
+    let out = arbor(&["report", run.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(page_data(&read(&run.join("report.html")))["runs"][0]["planned"].is_null());
+}
+
+#[test]
+fn a_bad_plan_report_path_exits_2_naming_it() {
+    let dir = scratch("report-plan-bad");
+    let trace = fixture("trace_0187.json");
+    let nowhere = dir.join("no-such-dir").join("plan.html");
+    expect_exit_2(
+        &[
+            "plan",
+            trace.to_str().unwrap(),
+            "--report",
+            nowhere.to_str().unwrap(),
+        ],
+        &["--report", nowhere.to_str().unwrap(), "no such directory"],
+    );
+    expect_exit_2(
+        &[
+            "plan",
+            trace.to_str().unwrap(),
+            "--report",
+            dir.to_str().unwrap(),
+        ],
+        &["--report", dir.to_str().unwrap(), "is a directory"],
+    );
+    assert!(!nowhere.exists());
+}

@@ -1,0 +1,88 @@
+//! `planned.json`: a run's plan as its report draws it, the planned
+//! requests in flight over time. `arbor run` computes the plan on the
+//! virtual clock before its clock starts and writes this beside `run.json`
+//! (through the run's atomic writer), so that its report, written at the
+//! end or rebuilt later by `arbor report` or `arbor summarize`, draws the
+//! planned series against the observed one. Binned as the page bins
+//! (about 200 bins): a few kilobytes whatever the run's size.
+//!
+//! Owns the file's shape, building it from a finished plan, and reading
+//! it. Times are on the plan's virtual clock, from its epoch.
+
+use std::path::Path;
+
+use arbor_engine::scheduler::Scheduler;
+use arbor_engine::time::nanos_to_secs;
+use serde::{Deserialize, Serialize};
+
+use super::plan_turns;
+use super::series;
+use crate::failure::Failure;
+
+pub const PLANNED_FILE: &str = "planned.json";
+/// The schema of `planned.json`.
+pub const PLANNED_SCHEMA: &str = "arbor.planned/1";
+
+/// The plan's requests in flight over time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedLoad {
+    pub schema_version: String,
+    /// `--service` of the plan.
+    pub service: String,
+    /// The planned peak and when it was first reached (as `plan --json`
+    /// has them).
+    pub peak_inflight: u32,
+    pub peak_inflight_at_s: f64,
+    /// Width of a bin, seconds.
+    pub bin_s: f64,
+    /// Start of each bin, seconds on the plan's clock.
+    pub t_s: Vec<f64>,
+    /// Most requests in flight at once within the bin (warmups included,
+    /// as in the peak).
+    pub inflight_max: Vec<u32>,
+    /// Requests in flight, averaged over the bin's time.
+    pub inflight_mean: Vec<f64>,
+}
+
+impl PlannedLoad {
+    /// The load of `scheduler`, run to the end on the virtual clock under
+    /// `service`.
+    pub fn of(scheduler: &Scheduler, service: &str) -> PlannedLoad {
+        let turns = plan_turns::turns(scheduler);
+        let s = series::planned(turns.iter().map(|p| &p.turn));
+        let stats = scheduler.stats();
+        PlannedLoad {
+            schema_version: PLANNED_SCHEMA.to_string(),
+            service: service.to_string(),
+            peak_inflight: stats.peak_inflight,
+            peak_inflight_at_s: nanos_to_secs(stats.peak_inflight_at),
+            bin_s: s.bin_s,
+            t_s: s.t_s,
+            inflight_max: s.inflight_max,
+            inflight_mean: s.inflight_mean,
+        }
+    }
+}
+
+/// Reads `dir/planned.json`: `Ok(None)` when the run has none (written by
+/// an arbor older than the file); anything else unreadable is an input
+/// error naming the file.
+pub fn read(dir: &Path) -> Result<Option<PlannedLoad>, Failure> {
+    let path = dir.join(PLANNED_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(Failure::input(format!(
+                "{}: cannot read: {e}",
+                path.display()
+            )))
+        }
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        Failure::input(format!(
+            "{}: expected the plan's load ({PLANNED_SCHEMA}): {e}",
+            path.display()
+        ))
+    })
+}
