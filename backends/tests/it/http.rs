@@ -109,6 +109,7 @@ fn target_at(addr: SocketAddr) -> Target {
         &Default::default(),
         Duration::from_secs(5),
         0,
+        None,
     )
     .unwrap()
 }
