@@ -18,4 +18,5 @@ mod progress;
 mod report;
 mod run;
 mod summarize;
+mod tls;
 mod util;
