@@ -87,6 +87,12 @@ impl EmulatorTls {
         EmulatorTls::from_der(chain, key)
     }
 
+    /// The rustls server configuration (for tests that serve TLS with
+    /// their own server).
+    pub fn server_config(&self) -> Arc<ServerConfig> {
+        Arc::clone(&self.config)
+    }
+
     /// A fresh self-signed certificate for [`SELF_SIGNED_NAMES`].
     pub fn self_signed() -> Result<SelfSigned, TlsError> {
         let names: Vec<String> = SELF_SIGNED_NAMES.iter().map(|n| n.to_string()).collect();
