@@ -412,7 +412,7 @@ async fn probe_tls(options: &Options, report: &mut Report) -> bool {
             words, certificate, ..
         }) => {
             let action = if certificate {
-                "trust the certificate's issuer with --cacert FILE (PEM), or skip verification with --insecure"
+                endpoint::CERTIFICATE_HINT
             } else {
                 "check that the server speaks TLS (https) on this port"
             };

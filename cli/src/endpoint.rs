@@ -55,8 +55,8 @@ pub struct RequestOptions {
 }
 
 /// Extra headers and the API key: what every request carries besides its
-/// body.
-#[derive(Debug, Clone, Default)]
+/// body. Its `Debug` shows no key.
+#[derive(Clone, Default)]
 pub struct Auth {
     /// `--header` values, in order.
     pub headers: Vec<(HeaderName, HeaderValue)>,
@@ -65,6 +65,16 @@ pub struct Auth {
     /// Where the key came from (`env OPENAI_API_KEY`, `file PATH`), when
     /// one was found: safe to show.
     pub api_key_from: Option<String>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth")
+            .field("headers", &self.headers)
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("api_key_from", &self.api_key_from)
+            .finish()
+    }
 }
 
 impl Auth {
@@ -204,17 +214,17 @@ pub fn reqwest_builder(tls: Option<&Arc<ClientConfig>>) -> reqwest::ClientBuilde
 /// A connection that could not be made, as a failure (exit 1) that says
 /// what to do about a certificate.
 pub fn connect_failure(endpoint: &str, e: &ConnectError) -> Failure {
-    let hint = match e {
+    match e {
         ConnectError::Tls {
             certificate: true, ..
-        } => {
-            "; trust the certificate's issuer with --cacert FILE (PEM), or skip verification with \
-             --insecure"
-        }
-        _ => "",
-    };
-    Failure::other(format!("{}: {e}{hint}", redact_url(endpoint)))
+        } => Failure::other(format!("{}: {e}; {CERTIFICATE_HINT}", redact_url(endpoint))),
+        _ => Failure::other(format!("{}: {e}", redact_url(endpoint))),
+    }
 }
+
+/// What to do about a certificate the client refused.
+pub const CERTIFICATE_HINT: &str =
+    "trust the certificate's issuer with --cacert FILE (PEM), or skip verification with --insecure";
 
 /// `http://host:port`, `http://host:port/` and `http://host:port/v1` all
 /// name the same server: the base URL without a trailing `/` or `/v1`.
@@ -421,6 +431,7 @@ mod tests {
         assert_eq!(failure.code, 2);
         assert!(failure.message.contains("ARBOR_TEST_SURELY_UNSET_KEY"));
         assert_eq!(default_api_key_env(Api::Chat), "OPENAI_API_KEY");
+        assert!(!format!("{auth:?}").contains("sk-from-file-123"));
         let _ = std::fs::remove_dir_all(dir);
     }
 

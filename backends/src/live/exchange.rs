@@ -96,9 +96,11 @@ impl Target {
 
     /// Opens one connection (for `https://`, with its TLS handshake) and
     /// leaves it in the pool: what the handshake settled on (`None` for
-    /// plain HTTP), or why no connection could be made.
+    /// plain HTTP), or why no connection could be made. Bounded by the
+    /// timeout, at most 30 s.
     pub async fn handshake(&self) -> Result<Option<Negotiated>, ConnectError> {
-        let connect = tokio::time::timeout(self.timeout, self.pool.connect());
+        let limit = self.timeout.min(Duration::from_secs(30));
+        let connect = tokio::time::timeout(limit, self.pool.connect());
         let conn = connect.await.map_err(|_| ConnectError::Tcp {
             addr: self.pool.addr(),
             source: std::io::ErrorKind::TimedOut.into(),

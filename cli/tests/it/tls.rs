@@ -223,15 +223,6 @@ fn insecure_runs_without_verification_warns_and_is_recorded() {
     assert_key_nowhere(&dir, &[&out]);
 }
 
-fn finding<'a>(report: &'a Value, probe: &str) -> &'a Value {
-    report["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .find(|f| f["probe"] == probe)
-        .unwrap_or_else(|| panic!("no `{probe}` finding in {report:#}"))
-}
-
 #[test]
 fn doctor_reports_the_tls_version_and_cipher_or_the_certificate_problem() {
     let dir = scratch("tls-doctor");
