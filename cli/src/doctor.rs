@@ -186,7 +186,13 @@ pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
 
 fn options(args: &DoctorArgs) -> Result<Options, Failure> {
     // The doctor probes the OpenAI-style APIs: their key's default.
-    let auth = Auth::from_flags(&args.headers, &args.access, Api::Chat)?;
+    let access = &args.access;
+    let auth = Auth::from_flags(
+        &args.headers,
+        access.api_key_env.as_deref(),
+        access.api_key_file.as_deref(),
+        Api::Chat,
+    )?;
     let mut secrets: Vec<String> = auth
         .headers
         .iter()
@@ -195,8 +201,7 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
         .collect();
     secrets.extend(auth.api_key.clone());
     secrets.retain(|s| s.len() >= 4);
-    let access = &args.access;
-    let tls = endpoint::tls_config(&args.endpoint, &endpoint::tls_options(access))?;
+    let tls = endpoint::tls_config(&args.endpoint, &access.tls())?;
     let mut access_flags = Vec::new();
     if let Some(path) = &access.cacert {
         access_flags.extend(["--cacert".to_string(), path.display().to_string()]);

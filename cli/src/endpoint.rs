@@ -17,7 +17,6 @@ use arbor_backends::live::tls::{client_config, ClientConfig, TlsOptions};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::{Map, Value};
 
-use crate::args::AccessArgs;
 use crate::failure::Failure;
 
 /// Environment variable holding the API key of the OpenAI-style APIs (sent
@@ -82,12 +81,17 @@ impl Auth {
     /// from the environment variable `--api-key-env` names (default:
     /// [`default_api_key_env`] of `api`). A variable named explicitly must
     /// be set; the default one may be unset (no key).
-    pub fn from_flags(headers: &[String], access: &AccessArgs, api: Api) -> Result<Auth, Failure> {
+    pub fn from_flags(
+        headers: &[String],
+        api_key_env: Option<&str>,
+        api_key_file: Option<&std::path::Path>,
+        api: Api,
+    ) -> Result<Auth, Failure> {
         let headers = headers
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>, _>>()?;
-        let (api_key, api_key_from) = match (&access.api_key_file, &access.api_key_env) {
+        let (api_key, api_key_from) = match (api_key_file, api_key_env) {
             (Some(path), _) => (
                 Some(key_from_file(path)?),
                 Some(format!("file {}", path.display())),
@@ -167,14 +171,6 @@ fn key_from_file(path: &std::path::Path) -> Result<String, Failure> {
         )));
     }
     Ok(key.to_string())
-}
-
-/// TLS trust from the flags.
-pub fn tls_options(access: &AccessArgs) -> TlsOptions {
-    TlsOptions {
-        cacert: access.cacert.clone(),
-        insecure: access.insecure,
-    }
 }
 
 /// The TLS configuration for `endpoint`: `None` for `http://`. With
@@ -409,25 +405,22 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("key");
         std::fs::write(&file, "sk-from-file-123\nsecond line\n").unwrap();
-        let access = AccessArgs {
-            api_key_file: Some(file.clone()),
-            ..AccessArgs::default()
-        };
-        let auth = Auth::from_flags(&[], &access, Api::Chat).ok().unwrap();
+        let auth = Auth::from_flags(&[], None, Some(&file), Api::Chat)
+            .ok()
+            .unwrap();
         assert_eq!(auth.api_key.as_deref(), Some("sk-from-file-123"));
         assert_eq!(auth.api_key_from, Some(format!("file {}", file.display())));
         std::fs::write(&file, "\n").unwrap();
-        let failure = Auth::from_flags(&[], &access, Api::Chat).err().unwrap();
+        let failure = Auth::from_flags(&[], None, Some(&file), Api::Chat)
+            .err()
+            .unwrap();
         assert!(
             failure.message.contains("holds no key"),
             "{}",
             failure.message
         );
-        let unset = AccessArgs {
-            api_key_env: Some("ARBOR_TEST_SURELY_UNSET_KEY".into()),
-            ..AccessArgs::default()
-        };
-        let failure = Auth::from_flags(&[], &unset, Api::Chat).err().unwrap();
+        let unset = Some("ARBOR_TEST_SURELY_UNSET_KEY");
+        let failure = Auth::from_flags(&[], unset, None, Api::Chat).err().unwrap();
         assert_eq!(failure.code, 2);
         assert!(failure.message.contains("ARBOR_TEST_SURELY_UNSET_KEY"));
         assert_eq!(default_api_key_env(Api::Chat), "OPENAI_API_KEY");

@@ -1,10 +1,10 @@
 //! How arbor reaches a server and proves who it is: TLS trust (`--cacert`,
 //! `--insecure`) and where the API key comes from (`--api-key-env`,
-//! `--api-key-file`). Shared by `arbor run` and `arbor doctor`; read by
-//! `crate::endpoint`.
+//! `--api-key-file`). Shared by `arbor run` and `arbor doctor`.
 
 use std::path::PathBuf;
 
+use arbor_backends::live::tls::TlsOptions;
 use clap::Args;
 
 use super::heading::SERVER;
@@ -29,4 +29,14 @@ pub struct AccessArgs {
     /// Read the API key from this file instead (its first line).
     #[arg(long, value_name = "FILE", conflicts_with = "api_key_env", help_heading = SERVER)]
     pub api_key_file: Option<PathBuf>,
+}
+
+impl AccessArgs {
+    /// What to trust over `https://`.
+    pub fn tls(&self) -> TlsOptions {
+        TlsOptions {
+            cacert: self.cacert.clone(),
+            insecure: self.insecure,
+        }
+    }
 }
