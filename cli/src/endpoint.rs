@@ -173,14 +173,20 @@ fn key_from_file(path: &std::path::Path) -> Result<String, Failure> {
     Ok(key.to_string())
 }
 
-/// The TLS configuration for `endpoint`: `None` for `http://`. With
-/// `--insecure`, prints the warning on stderr. A `--cacert` file that
+/// The TLS configuration for `endpoint`: `None` for `http://` (with a
+/// warning when TLS flags were given). With `--insecure`, prints the
+/// warning on stderr. A `--cacert` file that
 /// cannot be used is bad input (exit 2).
 pub fn tls_config(
     endpoint: &str,
     options: &TlsOptions,
 ) -> Result<Option<Arc<ClientConfig>>, Failure> {
     if !endpoint.starts_with("https://") {
+        if options.cacert.is_some() || options.insecure {
+            eprintln!(
+                "warning: --cacert and --insecure have no effect without an https:// endpoint"
+            );
+        }
         return Ok(None);
     }
     let config = client_config(options).map_err(|e| Failure::input(format!("--cacert: {e}")))?;

@@ -300,3 +300,38 @@ fn emulate_serves_https_with_a_self_signed_certificate_it_writes_out() {
     assert!(err.contains(cert.to_str().unwrap()), "{err}");
     assert!(String::from_utf8_lossy(&emulate.stdout).contains(&url));
 }
+
+#[test]
+fn unusable_key_and_trust_flags_exit_2_naming_the_variable_or_file() {
+    let dir = scratch("tls-flags");
+    let out = dir.join("out");
+    let trace = fixture("trace_0187.json");
+    let base = [
+        "run",
+        trace.to_str().unwrap(),
+        "--endpoint",
+        "https://127.0.0.1:9",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [base, extra].concat()
+    }
+    expect_exit_2(
+        &with(&base, &["--api-key-env", "ARBOR_TLS_SURELY_UNSET"]),
+        &["ARBOR_TLS_SURELY_UNSET", "not set"],
+    );
+    expect_exit_2(
+        &with(&base, &["--api-key-file", "/nonexistent/arbor-key"]),
+        &["/nonexistent/arbor-key"],
+    );
+    expect_exit_2(
+        &with(&base, &["--cacert", "/nonexistent/ca.pem"]),
+        &["/nonexistent/ca.pem"],
+    );
+    expect_exit_2(
+        &with(&base, &["--cacert", "x.pem", "--insecure"]),
+        &["--insecure"],
+    );
+    assert!(!out.exists(), "nothing written");
+}
