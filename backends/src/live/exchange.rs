@@ -5,8 +5,10 @@
 //! taken for it, `headers` when the read completing the response head
 //! returns, `first_byte` and each content chunk when the read bringing them
 //! returns (stamped before the bytes are decoded or scanned), `done` when
-//! the read holding `[DONE]` (or the body's end) returns. Errors are
-//! classed, never raised: a request always ends in a [`Response`].
+//! the read holding `[DONE]` (or the body's end) returns. Over TLS a read
+//! returns decrypted bytes, and is stamped when it returns, the same way.
+//! Errors are classed, never raised: a request always ends in a
+//! [`Response`]; a failed TLS handshake is a `connect` error, not retried.
 //!
 //! Retries: only a request that got no response byte. A pooled connection
 //! the server had closed is replaced silently (the request never reached
