@@ -19,4 +19,5 @@ mod progress;
 mod report;
 mod run;
 mod summarize;
+mod tls;
 mod util;
