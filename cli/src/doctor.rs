@@ -7,15 +7,23 @@
 //! streams. Each probe becomes a [`Finding`] (ok / warn / fail, what was
 //! seen, what to do); the report ends with the `arbor run` flags to use.
 //!
+//! Over `https://` a `tls` probe comes first: the handshake the run's own
+//! client makes, reporting the TLS version, cipher and ALPN protocol, or
+//! the certificate problem in plain words (expired, unknown issuer, name
+//! mismatch) and what to pass.
+//!
 //! Requests go through the live client of `arbor run` (the same body
 //! builder, exchange, stamps and SSE classification), so what the doctor
 //! sees is what a run would see. See `docs/doctor.md`.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arbor_backends::live::exchange::{execute, Target};
 use arbor_backends::live::record::{ErrorCategory, RequestError, Response};
 use arbor_backends::live::request::{build_body, Api, BodyConfig, MaxTokensField};
+use arbor_backends::live::stream::ConnectError;
+use arbor_backends::live::tls::ClientConfig;
 use arbor_engine::prompt::Prompt;
 use reqwest::header::HeaderMap;
 use serde::Serialize;
@@ -66,7 +74,7 @@ impl Status {
 /// One probe's verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// A stable name: `health`, `models`, `context_length`, `streaming`,
+    /// A stable name: `tls`, `health`, `models`, `context_length`, `streaming`,
     /// `usage`, `cached_tokens`, `latency`, `max_completion_tokens`,
     /// `max_tokens`, `ignore_eos`, `completions`.
     pub probe: &'static str,
@@ -87,6 +95,10 @@ pub struct Report {
     /// `flag` or `server`.
     pub model_from: Option<&'static str>,
     pub models: Vec<String>,
+    /// Over https: the negotiated TLS version (`TLSv1.3`).
+    pub tls_version: Option<String>,
+    /// Over https: the negotiated cipher suite.
+    pub tls_cipher: Option<String>,
     pub health_status: Option<u16>,
     pub context_length: Option<u64>,
     /// The `/v1/models` key the context length came from.
@@ -142,6 +154,10 @@ struct Options {
     timeout: Duration,
     /// Strings never to print: the API key and secret header values.
     secrets: Vec<String>,
+    /// For `https://`.
+    tls: Option<Arc<ClientConfig>>,
+    /// The TLS and key flags given, passed on in the recommended command.
+    access_flags: Vec<String>,
 }
 
 /// `arbor doctor`.
@@ -169,7 +185,14 @@ pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
 }
 
 fn options(args: &DoctorArgs) -> Result<Options, Failure> {
-    let auth = Auth::from_flags(&args.headers)?;
+    // The doctor probes the OpenAI-style APIs: their key's default.
+    let access = &args.access;
+    let auth = Auth::from_flags(
+        &args.headers,
+        access.api_key_env.as_deref(),
+        access.api_key_file.as_deref(),
+        Api::Chat,
+    )?;
     let mut secrets: Vec<String> = auth
         .headers
         .iter()
@@ -178,12 +201,28 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
         .collect();
     secrets.extend(auth.api_key.clone());
     secrets.retain(|s| s.len() >= 4);
+    let tls = endpoint::tls_config(&args.endpoint, &access.tls())?;
+    let mut access_flags = Vec::new();
+    if let Some(path) = &access.cacert {
+        access_flags.extend(["--cacert".to_string(), path.display().to_string()]);
+    }
+    if access.insecure {
+        access_flags.push("--insecure".into());
+    }
+    if let Some(name) = &access.api_key_env {
+        access_flags.extend(["--api-key-env".to_string(), name.clone()]);
+    }
+    if let Some(path) = &access.api_key_file {
+        access_flags.extend(["--api-key-file".to_string(), path.display().to_string()]);
+    }
     Ok(Options {
         endpoint: args.endpoint.clone(),
         model: args.model.clone().filter(|m| !m.is_empty()),
         headers: auth.header_map(),
         timeout: Duration::from_nanos(args.timeout),
         secrets,
+        tls,
+        access_flags,
     })
 }
 
@@ -293,10 +332,10 @@ async fn diagnose(options: &Options) -> Report {
         endpoint: shown_endpoint(&options.endpoint),
         ..Report::default()
     };
-    let client = match reqwest::Client::builder()
-        // The endpoint is probed directly, as a run's requests go.
-        .no_proxy()
-        .tcp_nodelay(true)
+    if !probe_tls(options, &mut report).await {
+        return finish(report, options);
+    }
+    let client = match endpoint::reqwest_builder(options.tls.as_ref())
         .connect_timeout(options.timeout)
         .build()
     {
@@ -308,14 +347,14 @@ async fn diagnose(options: &Options) -> Report {
                 format!("cannot build the HTTP client: {e}"),
                 None,
             );
-            return finish(report);
+            return finish(report, options);
         }
     };
     if !probe_health(&client, options, &mut report).await {
-        return finish(report);
+        return finish(report, options);
     }
     let Some(model) = probe_models(&client, options, &mut report).await else {
-        return finish(report);
+        return finish(report, options);
     };
     let mut prober = Prober {
         options,
@@ -323,12 +362,78 @@ async fn diagnose(options: &Options) -> Report {
         next_id: 1,
     };
     if !prober.streaming(&mut report).await {
-        return finish(report);
+        return finish(report, options);
     }
     let field = prober.limits(&mut report).await;
     prober.ignore_eos(field, &mut report).await;
     prober.completions(field, &mut report).await;
-    finish(report)
+    finish(report, options)
+}
+
+/// Over `https://`: the TLS handshake of the run's own client. False when
+/// it failed (nothing else can be probed). Nothing to do for `http://`.
+async fn probe_tls(options: &Options, report: &mut Report) -> bool {
+    let Some(tls) = &options.tls else {
+        return true;
+    };
+    let url = format!("{}/v1/models", options.endpoint);
+    let target = match Target::new(
+        &url,
+        &options.headers,
+        options.timeout,
+        0,
+        Some(tls.clone()),
+    ) {
+        Ok(target) => target,
+        Err(message) => {
+            report.push("tls", Status::Fail, message, None);
+            return false;
+        }
+    };
+    match target.handshake().await {
+        Ok(negotiated) => {
+            let Some(n) = negotiated else { return true };
+            let mut seen = format!("{}, cipher {}", n.version, n.cipher);
+            match &n.alpn {
+                Some(alpn) => seen.push_str(&format!(", ALPN {alpn}")),
+                None => seen.push_str(", no ALPN (the server did not choose a protocol)"),
+            }
+            report.tls_version = Some(n.version);
+            report.tls_cipher = Some(n.cipher);
+            if options.access_flags.iter().any(|f| f == "--insecure") {
+                seen.push_str("; the certificate was not verified (--insecure)");
+                report.push(
+                    "tls",
+                    Status::Warn,
+                    seen,
+                    Some("trust the server's CA with --cacert FILE instead of --insecure".into()),
+                );
+            } else {
+                report.push("tls", Status::Ok, seen, None);
+            }
+            true
+        }
+        Err(ConnectError::Tls {
+            words, certificate, ..
+        }) => {
+            let action = if certificate {
+                endpoint::CERTIFICATE_HINT
+            } else {
+                "check that the server speaks TLS (https) on this port"
+            };
+            report.push("tls", Status::Fail, words, Some(action.into()));
+            false
+        }
+        Err(e @ ConnectError::Tcp { .. }) => {
+            report.push(
+                "tls",
+                Status::Fail,
+                short(&e.to_string()),
+                Some("check the URL and that the server is running and listening there".into()),
+            );
+            false
+        }
+    }
 }
 
 /// `GET /health`. False when the server cannot be reached at all.
@@ -591,7 +696,8 @@ impl Prober<'_> {
             Api::Completions => "/v1/completions",
         };
         let url = format!("{}{path}", self.options.endpoint);
-        let target = match Target::new(&url, &self.options.headers, self.options.timeout, 0) {
+        let tls = self.options.tls.clone();
+        let target = match Target::new(&url, &self.options.headers, self.options.timeout, 0, tls) {
             Ok(target) => target,
             Err(message) => {
                 return Outcome {
@@ -971,9 +1077,10 @@ fn probe_name(field: MaxTokensField) -> &'static str {
 }
 
 /// Fills in the verdict and the recommended flags.
-fn finish(mut report: Report) -> Report {
+fn finish(mut report: Report, options: &Options) -> Report {
     report.usable = report.failed().is_none();
     let mut flags = vec!["--endpoint".to_string(), report.endpoint.clone()];
+    flags.extend(options.access_flags.iter().cloned());
     if let Some(m) = &report.model {
         flags.push("--model".into());
         flags.push(m.clone());

@@ -6,7 +6,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 
-use arbor_sim::emulator::{serve, EmulatorConfig, EmulatorFlags};
+use arbor_sim::emulator::{serve, serve_tls, EmulatorConfig, EmulatorFlags, EmulatorTls};
 use clap::{Args, Command};
 
 use crate::args::{EmulateArgs, EmulatorArgs};
@@ -54,9 +54,36 @@ pub fn flags_given(explicit: &Explicit) -> Vec<String> {
         .collect()
 }
 
+/// The TLS `arbor emulate` serves with, if any. A self-signed certificate
+/// is written where the user is told, for `--cacert`.
+fn tls(args: &EmulateArgs) -> Result<Option<EmulatorTls>, Failure> {
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        return EmulatorTls::from_pem_files(cert, key)
+            .map(Some)
+            .map_err(Failure::input);
+    }
+    if !args.tls_self_signed {
+        return Ok(None);
+    }
+    let made = EmulatorTls::self_signed().map_err(Failure::other)?;
+    let path = args.tls_cert_out.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("arbor-emulate-{}-cert.pem", args.port))
+    });
+    std::fs::write(&path, &made.cert_pem)
+        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
+    eprintln!(
+        "arbor emulate: self-signed certificate for {} written to {} (arbor run --cacert {})",
+        arbor_sim::emulator::SELF_SIGNED_NAMES.join(", "),
+        path.display(),
+        path.display()
+    );
+    Ok(Some(made.tls))
+}
+
 /// `arbor emulate`: serve until Ctrl+C.
 pub fn run(args: &EmulateArgs) -> Result<(), Failure> {
     let config = config(&args.emulator, args.seed, args.tokenizer.as_deref())?;
+    let tls = tls(args)?;
     let runtime = runtime::two_workers()?;
     runtime.block_on(async move {
         if args.busy_poll {
@@ -69,9 +96,12 @@ pub fn run(args: &EmulateArgs) -> Result<(), Failure> {
             });
         }
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
-        let emulator = serve(config, addr)
-            .await
-            .map_err(|e| Failure::other(format!("cannot listen on {addr}: {e}")))?;
+        let served = match tls {
+            Some(tls) => serve_tls(config, addr, tls).await,
+            None => serve(config, addr).await,
+        };
+        let emulator =
+            served.map_err(|e| Failure::other(format!("cannot listen on {addr}: {e}")))?;
         stdout::print(|out| {
             writeln!(
                 out,

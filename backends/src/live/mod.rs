@@ -10,6 +10,9 @@
 //! - [`exchange`]: one request's HTTP exchange and its stamps;
 //! - [`http`], [`framing`]: arbor's own HTTP/1.1 client (connections, the
 //!   pool, response heads, body framing);
+//! - [`stream`], [`tls`]: a connection's bytes, plain or TLS, and opening
+//!   one; the TLS configuration (roots, `cacert`, `insecure`, ALPN) and
+//!   handshake failures in plain words;
 //! - [`sse`]: server-sent event lines and what a `data:` payload says;
 //! - [`record`]: what a request records, and how errors are classed.
 //!
@@ -23,6 +26,8 @@ pub mod prebuild;
 pub mod record;
 pub mod request;
 pub mod sse;
+pub mod stream;
+pub mod tls;
 mod turn;
 
 pub use driver::{run, warm_pool, LiveConfig, LiveError, Progress, RecordSink, RunOutcome};

@@ -10,6 +10,7 @@
 //! of other load generators are aliases when they mean the same, refused
 //! with an explanation when they do not ([`peer`]).
 
+mod access;
 pub mod compare;
 mod emulator;
 mod heading;
@@ -27,6 +28,7 @@ use serde_json::{Map, Value};
 
 use heading::{INPUT, LOAD, OUTPUT, SERVER};
 
+pub use access::AccessArgs;
 pub use compare::CompareArgs;
 pub use emulator::EmulatorArgs;
 pub use peer::PeerFlags;
@@ -248,9 +250,12 @@ pub struct RequestArgs {
     pub extra_body: Option<Map<String, Value>>,
 
     /// An extra request header K=V (repeatable). The API key comes from
-    /// the environment variable OPENAI_API_KEY.
+    /// the environment (--api-key-env) or a file (--api-key-file).
     #[arg(short = 'H', long = "header", value_name = "K=V", help_heading = SERVER)]
     pub headers: Vec<String>,
+
+    #[command(flatten)]
+    pub access: AccessArgs,
 
     /// Per-request timeout (e.g. 600, 10m).
     #[arg(long, value_name = "DURATION", default_value = "600", value_parser = values::positive_duration, help_heading = SERVER)]
@@ -290,6 +295,25 @@ pub struct EmulateArgs {
     #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<PathBuf>,
 
+    /// Serve https with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Serve https with a certificate made now for 127.0.0.1 and
+    /// localhost; its PEM is written to --tls-cert-out for clients to
+    /// trust (`arbor run --cacert FILE`).
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub tls_self_signed: bool,
+
+    /// Where --tls-self-signed writes its certificate. Default:
+    /// <temp dir>/arbor-emulate-<port>-cert.pem.
+    #[arg(long, value_name = "FILE", requires = "tls_self_signed")]
+    pub tls_cert_out: Option<PathBuf>,
+
     #[command(flatten)]
     pub emulator: EmulatorArgs,
 }
@@ -306,9 +330,12 @@ pub struct DoctorArgs {
     pub model: Option<String>,
 
     /// An extra request header K=V (repeatable). The API key comes from
-    /// the environment variable OPENAI_API_KEY.
+    /// the environment (--api-key-env) or a file (--api-key-file).
     #[arg(short = 'H', long = "header", value_name = "K=V", help_heading = SERVER)]
     pub headers: Vec<String>,
+
+    #[command(flatten)]
+    pub access: AccessArgs,
 
     /// Bound of each probe (e.g. 30, 1m).
     #[arg(long, value_name = "DURATION", default_value = "30", value_parser = values::positive_duration, help_heading = SERVER)]

@@ -34,9 +34,10 @@ const VUS: &str = "the closest is --sessions N: N lanes each replay one tree at 
 virtual users each run one iteration at a time; add --loop --duration to repeat them until the \
 time is up, as k6 does";
 
-const API_KEY: &str = "arbor takes the API key from the environment variable OPENAI_API_KEY \
-(sent as Authorization: Bearer, never stored), so it stays out of shell history and \
-summary.json; or pass --header Authorization=\"Bearer ...\"";
+const API_KEY: &str = "arbor takes the API key from an environment variable (OPENAI_API_KEY, \
+or the one --api-key-env names) or a file (--api-key-file), sent as Authorization: Bearer and \
+never stored, so it stays out of shell history and summary.json; or pass --header \
+Authorization=\"Bearer ...\"";
 
 /// Hidden flags of other tools, refused with an explanation.
 #[derive(Debug, Args, Clone, Default)]

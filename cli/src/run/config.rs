@@ -49,8 +49,17 @@ pub struct RunConfig {
     pub extra_body: Option<Map<String, Value>>,
     /// `--header` names and values; credential values redacted.
     pub headers: BTreeMap<String, String>,
-    /// Whether OPENAI_API_KEY was set (the key itself is never stored).
+    /// Whether an API key was found (the key itself is never stored).
     pub api_key_set: bool,
+    /// Where it came from: `env NAME` or `file PATH`.
+    #[serde(default)]
+    pub api_key_from: Option<String>,
+    /// `--cacert`: the PEM file whose CAs alone were trusted over https.
+    #[serde(default)]
+    pub cacert: Option<String>,
+    /// `--insecure`: the server's TLS certificate was not verified.
+    #[serde(default)]
+    pub insecure: bool,
     pub timeout_s: f64,
     pub retries: u32,
     pub warm_connections: usize,
@@ -108,6 +117,13 @@ impl RunConfig {
             extra_body: requests.extra_body.clone(),
             headers,
             api_key_set: requests.auth.api_key.is_some(),
+            api_key_from: requests.auth.api_key_from.clone(),
+            cacert: requests
+                .tls
+                .cacert
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            insecure: requests.tls.insecure,
             timeout_s: requests.timeout.as_secs_f64(),
             retries: requests.retries,
             warm_connections: 0,

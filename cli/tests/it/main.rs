@@ -20,4 +20,5 @@ mod report;
 mod run;
 mod schema;
 mod summarize;
+mod tls;
 mod util;
