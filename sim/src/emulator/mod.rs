@@ -39,5 +39,5 @@ pub use faults::FaultPlan;
 pub use server::{serve, serve_tls, EmulatorHandle, MAX_BODY_BYTES};
 pub use shared::EmulatorStats;
 pub use stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};
-pub use tokens::{PromptTokenizer, TextTokenizer};
 pub use tls::{EmulatorTls, SelfSigned, TlsError, SELF_SIGNED_NAMES};
+pub use tokens::{PromptTokenizer, TextTokenizer};
