@@ -35,6 +35,7 @@ mod run;
 mod runtime;
 mod sample;
 mod scenario;
+mod server_metrics;
 mod shape;
 mod stdout;
 mod summarize;

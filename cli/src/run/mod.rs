@@ -6,7 +6,9 @@
 //! HTTP client and its warmed pool, the live driver with `records.jsonl`
 //! written as requests finish (after `trees.jsonl`, the trees' shape, and
 //! `planned.json`, the plan's requests in flight over time),
-//! Ctrl+C, the progress ticker, `run.json` when the clock starts,
+//! Ctrl+C, the progress ticker, the server-metrics scraper
+//! ([`crate::server_metrics`], `metrics.jsonl`, on a thread of its own),
+//! `run.json` when the clock starts,
 //! `end.json` and `summary.json` at the end ([`journal`],
 //! [`output::Summary::build`]: what `arbor summarize` rebuilds from), and
 //! the console table.
@@ -25,7 +27,7 @@ mod table;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arbor_backends::live::exchange::Target;
 use arbor_backends::live::request::{Api, BodyConfig};
@@ -40,6 +42,7 @@ use crate::endpoint::{first_model_id, without_url};
 use crate::failure::Failure;
 use crate::progress::{Span, Ticker};
 use crate::scenario::{self, Explicit};
+use crate::server_metrics::{self, Scraper, ServerMetrics};
 use crate::{emulate, runtime, stdout};
 
 use journal::{RunEnd, RunStart};
@@ -227,15 +230,10 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         progress: show_progress,
         mut config,
         scenario,
+        metrics,
     } = prepared;
 
-    let client = reqwest::Client::builder()
-        // The endpoint is asked directly, as the request path does.
-        .no_proxy()
-        .pool_max_idle_per_host(usize::MAX)
-        .tcp_nodelay(true)
-        .build()
-        .map_err(|e| Failure::other(format!("cannot build the HTTP client: {e}")))?;
+    let client = http_client()?;
     let headers = requests.auth.header_map();
     let (model, model_from) = match &requests.model {
         Some(m) => (m.clone(), "flag"),
@@ -248,6 +246,8 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     let url = format!("{endpoint}{path}");
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
     config.set_endpoint(endpoint, &url, &model, model_from, warm);
+    let metrics = server_metrics::choose(&metrics, endpoint, &headers, &client).await;
+    config.metrics = metrics.as_ref().map(server_metrics::Settings::config);
 
     let target =
         Target::new(&url, &headers, requests.timeout, requests.retries).map_err(Failure::other)?;
@@ -270,7 +270,11 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     let out_dir = out.create()?;
     // A --force run leaves no end or summary of an earlier run behind: a
     // run killed now must not be read with another run's end.
-    for stale in [journal::END_FILE, output::SUMMARY_FILE] {
+    for stale in [
+        journal::END_FILE,
+        output::SUMMARY_FILE,
+        server_metrics::METRICS_FILE,
+    ] {
         remove_stale(&out_dir.join(stale))?;
     }
     // How the trees' agents relate, for whoever draws the run (before the
@@ -299,6 +303,17 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     let span = Span::of(scheduler.policy().duration, start.planned.dispatched);
     let ticker =
         show_progress.then(|| Ticker::start(Arc::clone(&progress), span, planned_duration));
+    // The scraper's clock starts a few microseconds before the driver's:
+    // a scrape is never stamped earlier than it happened on the run's clock.
+    let scraper = match metrics {
+        Some(settings) => Some(Scraper::start(
+            settings,
+            http_client()?,
+            &out_dir,
+            Instant::now(),
+        )?),
+        None => None,
+    };
     let result = live::run(
         &mut scheduler,
         Arc::clone(&workload),
@@ -310,6 +325,12 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     .await;
     if let Some(t) = ticker {
         t.finish();
+    }
+    if let Some(Err(e)) = scraper.map(Scraper::finish) {
+        eprintln!(
+            "warning: {}: {e} (server metrics stopped there; the run went on)",
+            out_dir.join(server_metrics::METRICS_FILE).display()
+        );
     }
     let outcome: RunOutcome = result.map_err(|e| {
         Failure::other(format!(
@@ -334,6 +355,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         &start,
         &end,
         collector.finish(&start.tree_turns),
+        ServerMetrics::of_run_dir(&out_dir)?,
         Completeness {
             complete: true,
             notes: Vec::new(),
@@ -344,6 +366,18 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         summary,
         out: out_dir,
     })
+}
+
+/// The client of everything but the requests: model discovery and the
+/// server-metrics probe, and (one of its own) the scraper's thread.
+fn http_client() -> Result<reqwest::Client, Failure> {
+    reqwest::Client::builder()
+        // The endpoint is asked directly, as the request path does.
+        .no_proxy()
+        .pool_max_idle_per_host(usize::MAX)
+        .tcp_nodelay(true)
+        .build()
+        .map_err(|e| Failure::other(format!("cannot build the HTTP client: {e}")))
 }
 
 /// Removes a file left by an earlier run, if there is one.

@@ -1,0 +1,204 @@
+//! The scraper: a thread of its own that asks the server's `/metrics`
+//! every interval during a live run and writes what it answers to
+//! `metrics.jsonl` as it comes.
+//!
+//! Owns the thread, its one-thread runtime, the scrape loop and the
+//! lines it writes. Never on the request path: the live run's client
+//! thread neither waits for it nor hears from it; the scraper shares
+//! nothing with it but the run's clock origin. A scrape that fails (no
+//! answer, an HTTP error, an answer with no sample) is written as a
+//! failed scrape and the next one goes on schedule; it never stops the
+//! run.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use arbor_engine::time::Nanos;
+use reqwest::header::HeaderMap;
+use tokio::sync::oneshot;
+use tokio::time::MissedTickBehavior;
+
+use crate::endpoint::without_url;
+use crate::failure::Failure;
+
+use super::exposition::{self, Sample};
+use super::line::{Line, Outcome, SampleLine, ScrapeLine, METRICS_FILE};
+use super::names;
+
+/// What to scrape, and how often.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub url: String,
+    pub interval: Duration,
+    /// Write every sample, not only the recognised ones.
+    pub all: bool,
+    /// Sent with every scrape (the endpoint's headers, when the URL is the
+    /// endpoint's own).
+    pub headers: HeaderMap,
+}
+
+impl Settings {
+    /// How long one scrape may take.
+    fn timeout(&self) -> Duration {
+        self.interval.max(Duration::from_secs(5))
+    }
+}
+
+/// A running scraper; [`Scraper::finish`] stops it.
+pub struct Scraper {
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl Scraper {
+    /// Creates `dir/metrics.jsonl` and starts scraping at once; times
+    /// count from `epoch`. `client` is used on the scraper's thread only.
+    pub fn start(
+        settings: Settings,
+        client: reqwest::Client,
+        dir: &Path,
+        epoch: Instant,
+    ) -> Result<Scraper, Failure> {
+        let path = dir.join(METRICS_FILE);
+        let file = File::create(&path)
+            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
+        let (stop, stopped) = oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("arbor-metrics".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(scrape_loop(
+                    &settings,
+                    &client,
+                    BufWriter::new(file),
+                    epoch,
+                    stopped,
+                ))
+            })
+            .map_err(|e| Failure::other(format!("cannot start the metrics scraper: {e}")))?;
+        Ok(Scraper {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops scraping (a scrape under way is dropped) and waits for the
+    /// file to be written. An error is one of writing `metrics.jsonl`.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(io::Error::other("the metrics scraper's thread panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Scraper {
+    /// A run that ends in an error stops its scraper too.
+    fn drop(&mut self) {
+        let _ = self.stop_and_join();
+    }
+}
+
+async fn scrape_loop(
+    settings: &Settings,
+    client: &reqwest::Client,
+    mut out: BufWriter<File>,
+    epoch: Instant,
+    mut stopped: oneshot::Receiver<()>,
+) -> io::Result<()> {
+    let mut ticks = tokio::time::interval(settings.interval);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut text = Vec::new();
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            _ = ticks.tick() => {}
+        }
+        let answer = tokio::select! {
+            _ = &mut stopped => break,
+            answer = fetch(client, settings) => answer,
+        };
+        let time_ns = epoch.elapsed().as_nanos() as Nanos;
+        text.clear();
+        for line in lines(time_ns, answer, settings.all) {
+            serde_json::to_writer(&mut text, &line).map_err(io::Error::other)?;
+            text.push(b'\n');
+        }
+        out.write_all(&text)?;
+        out.flush()?;
+    }
+    out.flush()
+}
+
+/// The body of one scrape, or why there is none.
+async fn fetch(client: &reqwest::Client, settings: &Settings) -> Result<String, String> {
+    let response = client
+        .get(&settings.url)
+        .headers(settings.headers.clone())
+        .timeout(settings.timeout())
+        .send()
+        .await
+        .map_err(|e| without_url(&e))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(format!("HTTP {}", status.as_u16()));
+    }
+    response.text().await.map_err(|e| without_url(&e))
+}
+
+/// The lines of one scrape: its samples (the recognised ones, or all),
+/// then its outcome.
+pub fn lines(time_ns: Nanos, answer: Result<String, String>, all: bool) -> Vec<Line> {
+    let failed = |error: String| {
+        vec![Line::Scrape(ScrapeLine {
+            time_ns,
+            scrape: Outcome::Failed,
+            error: Some(error),
+        })]
+    };
+    let samples = match answer {
+        Ok(text) => exposition::parse(&text),
+        Err(e) => return failed(e),
+    };
+    if samples.is_empty() {
+        return failed("the answer held no Prometheus sample".to_string());
+    }
+    let mut lines: Vec<Line> = samples
+        .into_iter()
+        .filter_map(
+            |Sample {
+                 name,
+                 labels,
+                 value,
+             }| {
+                let metric = names::recognise(&name).map(|m| m.name().to_string());
+                (all || metric.is_some()).then_some(Line::Sample(SampleLine {
+                    time_ns,
+                    name,
+                    labels,
+                    value,
+                    metric,
+                }))
+            },
+        )
+        .collect();
+    lines.push(Line::Scrape(ScrapeLine {
+        time_ns,
+        scrape: Outcome::Ok,
+        error: None,
+    }));
+    lines
+}
