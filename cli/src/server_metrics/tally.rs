@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use arbor_engine::time::Nanos;
 use serde::Serialize;
 
 use crate::failure::Failure;
@@ -59,12 +60,68 @@ struct CounterSeries {
     increase: f64,
 }
 
+/// One scrape as its outcome line closes it: its recognised gauges, each
+/// one value (its series combined).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scraped {
+    pub time_ns: Nanos,
+    pub outcome: Outcome,
+    /// Empty for a failed scrape.
+    pub gauges: BTreeMap<Metric, f64>,
+}
+
+/// Gauge values scrape by scrape, from the lines in order (a scrape's
+/// samples, then its outcome): what the summary and the report's chart
+/// both read.
+#[derive(Debug, Default)]
+pub struct PerScrape {
+    /// The current scrape's gauge series: sum and count.
+    pending: BTreeMap<Metric, (f64, u32)>,
+}
+
+impl PerScrape {
+    /// Takes a line; at a scrape's outcome, returns the scrape.
+    pub fn add(&mut self, line: &Line) -> Option<Scraped> {
+        match line {
+            Line::Sample(s) => {
+                let metric = s.metric.as_deref().and_then(Metric::named)?;
+                if metric.kind() == Kind::Gauge {
+                    let entry = self.pending.entry(metric).or_insert((0.0, 0));
+                    entry.0 += s.value;
+                    entry.1 += 1;
+                }
+                None
+            }
+            Line::Scrape(s) => {
+                let pending = std::mem::take(&mut self.pending);
+                let gauges = match s.scrape {
+                    Outcome::Failed => BTreeMap::new(),
+                    Outcome::Ok => pending
+                        .into_iter()
+                        .map(|(metric, (sum, n))| {
+                            let value = match metric.combine() {
+                                Combine::Sum => sum,
+                                Combine::Mean => sum / f64::from(n.max(1)),
+                            };
+                            (metric, value)
+                        })
+                        .collect(),
+                };
+                Some(Scraped {
+                    time_ns: s.time_ns,
+                    outcome: s.scrape,
+                    gauges,
+                })
+            }
+        }
+    }
+}
+
 /// Takes the lines in order.
 #[derive(Debug, Default)]
 pub struct Tally {
     scrapes: ScrapeCounts,
-    /// The current scrape's gauge series: sum and count.
-    pending: BTreeMap<Metric, (f64, u32)>,
+    per_scrape: PerScrape,
     /// Per gauge: sum, max and count over the scrapes.
     gauges: BTreeMap<Metric, (f64, f64, u64)>,
     counters: BTreeMap<(Metric, String, Vec<(String, String)>), CounterSeries>,
@@ -72,53 +129,40 @@ pub struct Tally {
 
 impl Tally {
     pub fn add(&mut self, line: Line) {
-        match line {
-            Line::Sample(s) => {
-                let Some(metric) = s.metric.as_deref().and_then(Metric::named) else {
-                    return;
-                };
-                match metric.kind() {
-                    Kind::Gauge => {
-                        let entry = self.pending.entry(metric).or_insert((0.0, 0));
-                        entry.0 += s.value;
-                        entry.1 += 1;
-                    }
-                    Kind::Counter => {
-                        let key = (metric, s.name, s.labels.into_iter().collect());
-                        let v = s.value;
-                        self.counters
-                            .entry(key)
-                            .and_modify(|c| {
-                                c.increase += if v >= c.last { v - c.last } else { v };
-                                c.last = v;
-                            })
-                            .or_insert(CounterSeries {
-                                last: v,
-                                increase: 0.0,
-                            });
-                    }
-                }
+        if let Some(scraped) = self.per_scrape.add(&line) {
+            match scraped.outcome {
+                Outcome::Failed => self.scrapes.failed += 1,
+                Outcome::Ok => self.scrapes.ok += 1,
             }
-            Line::Scrape(s) => {
-                let pending = std::mem::take(&mut self.pending);
-                match s.scrape {
-                    Outcome::Failed => self.scrapes.failed += 1,
-                    Outcome::Ok => {
-                        self.scrapes.ok += 1;
-                        for (metric, (sum, n)) in pending {
-                            let value = match metric.combine() {
-                                Combine::Sum => sum,
-                                Combine::Mean => sum / f64::from(n.max(1)),
-                            };
-                            let g = self.gauges.entry(metric).or_insert((0.0, value, 0));
-                            g.0 += value;
-                            g.1 = g.1.max(value);
-                            g.2 += 1;
-                        }
-                    }
-                }
+            for (metric, value) in scraped.gauges {
+                let g = self.gauges.entry(metric).or_insert((0.0, value, 0));
+                g.0 += value;
+                g.1 = g.1.max(value);
+                g.2 += 1;
             }
+            return;
         }
+        let Line::Sample(s) = line else {
+            return;
+        };
+        let Some(metric) = s.metric.as_deref().and_then(Metric::named) else {
+            return;
+        };
+        if metric.kind() != Kind::Counter {
+            return;
+        }
+        let key = (metric, s.name, s.labels.into_iter().collect());
+        let v = s.value;
+        self.counters
+            .entry(key)
+            .and_modify(|c| {
+                c.increase += if v >= c.last { v - c.last } else { v };
+                c.last = v;
+            })
+            .or_insert(CounterSeries {
+                last: v,
+                increase: 0.0,
+            });
     }
 
     pub fn finish(self) -> ServerMetrics {

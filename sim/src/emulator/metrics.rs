@@ -11,7 +11,9 @@
 //!   capacity (`--cache-blocks N`); 0 when unbounded or off;
 //! - `vllm:prefix_cache_queries_total`, `vllm:prefix_cache_hits_total`:
 //!   prompt tokens looked up in the prefix cache, and those found;
-//! - `vllm:num_preemptions_total`: always 0.
+//! - `vllm:num_preemptions_total`: always 0;
+//! - `vllm:generation_tokens_total`: output tokens of completed requests
+//!   (a name arbor does not summarize: what `--metrics-all` keeps).
 
 use std::fmt::Write;
 
@@ -68,6 +70,12 @@ pub(crate) fn exposition(shared: &Shared) -> String {
         "counter",
         "Cumulative number of preemption from the engine.",
         "0".to_string(),
+    );
+    metric(
+        "vllm:generation_tokens_total",
+        "counter",
+        "Number of generation tokens processed.",
+        snapshot.tokens.to_string(),
     );
     text
 }
