@@ -105,12 +105,15 @@ async fn probe(client: &reqwest::Client, settings: &Settings) -> Result<(), Stri
         .timeout(PROBE_TIMEOUT)
         .send()
         .await
-        .map_err(|e| without_url(&e))?;
+        .map_err(|e| without_url(&e.without_url()))?;
     let status = response.status();
     if !status.is_success() {
         return Err(format!("HTTP {}", status.as_u16()));
     }
-    let text = response.text().await.map_err(|e| without_url(&e))?;
+    let text = response
+        .text()
+        .await
+        .map_err(|e| without_url(&e.without_url()))?;
     if exposition::parse(&text).is_empty() {
         return Err("no Prometheus sample in the answer".to_string());
     }

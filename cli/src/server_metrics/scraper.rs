@@ -151,12 +151,15 @@ async fn fetch(client: &reqwest::Client, settings: &Settings) -> Result<String, 
         .timeout(settings.timeout())
         .send()
         .await
-        .map_err(|e| without_url(&e))?;
+        .map_err(|e| without_url(&e.without_url()))?;
     let status = response.status();
     if !status.is_success() {
         return Err(format!("HTTP {}", status.as_u16()));
     }
-    response.text().await.map_err(|e| without_url(&e))
+    response
+        .text()
+        .await
+        .map_err(|e| without_url(&e.without_url()))
 }
 
 /// The lines of one scrape: its samples (the recognised ones, or all),
