@@ -53,6 +53,9 @@ pub struct Gauge {
     pub scrapes: u64,
 }
 
+/// A counter series: its metric, the server's name and its labels.
+type SeriesKey = (Metric, String, Vec<(String, String)>);
+
 /// One counter series (a name and its labels).
 #[derive(Debug, Clone, Copy)]
 struct CounterSeries {
@@ -124,7 +127,7 @@ pub struct Tally {
     per_scrape: PerScrape,
     /// Per gauge: sum, max and count over the scrapes.
     gauges: BTreeMap<Metric, (f64, f64, u64)>,
-    counters: BTreeMap<(Metric, String, Vec<(String, String)>), CounterSeries>,
+    counters: BTreeMap<SeriesKey, CounterSeries>,
 }
 
 impl Tally {
