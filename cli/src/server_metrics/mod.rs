@@ -23,7 +23,7 @@ use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use crate::args::MetricsArgs;
-use crate::endpoint::{redact_url, without_url};
+use crate::endpoint::redact_url;
 
 pub use line::METRICS_FILE;
 pub use scraper::{Scraper, Settings};
@@ -99,21 +99,7 @@ pub async fn choose(
 
 /// Whether `url` answers with Prometheus text now.
 async fn probe(client: &reqwest::Client, settings: &Settings) -> Result<(), String> {
-    let response = client
-        .get(&settings.url)
-        .headers(settings.headers.clone())
-        .timeout(PROBE_TIMEOUT)
-        .send()
-        .await
-        .map_err(|e| without_url(&e.without_url()))?;
-    let status = response.status();
-    if !status.is_success() {
-        return Err(format!("HTTP {}", status.as_u16()));
-    }
-    let text = response
-        .text()
-        .await
-        .map_err(|e| without_url(&e.without_url()))?;
+    let text = scraper::fetch(client, settings, PROBE_TIMEOUT).await?;
     if exposition::parse(&text).is_empty() {
         return Err("no Prometheus sample in the answer".to_string());
     }
@@ -140,51 +126,51 @@ mod tests {
 
     /// The recognised samples of one server's exposition: (server name,
     /// common name, value), in the parser's order.
-    fn recognised(text: &str) -> Vec<(String, Metric, f64)> {
-        exposition::parse(text)
+    fn recognised(file: &str) -> Vec<(String, Metric, f64)> {
+        exposition::parse(&sample(file))
             .into_iter()
             .filter_map(|s| recognise(&s.name).map(|m| (s.name, m, s.value)))
             .collect()
     }
 
+    fn owned(expected: &[(&str, Metric, f64)]) -> Vec<(String, Metric, f64)> {
+        expected
+            .iter()
+            .map(|&(n, m, v)| (n.to_string(), m, v))
+            .collect()
+    }
+
     #[test]
     fn vllm_sglang_and_llama_cpp_expositions_map_to_common_names() {
-        let vllm = recognised(&sample("vllm.prom"));
-        let names: Vec<(&str, Metric)> = vllm.iter().map(|(n, m, _)| (n.as_str(), *m)).collect();
         assert_eq!(
-            names,
-            [
-                ("vllm:kv_cache_usage_perc", Metric::KvUsage),
-                ("vllm:num_preemptions_total", Metric::Preemptions),
-                ("vllm:num_requests_running", Metric::Running),
-                ("vllm:num_requests_waiting", Metric::Waiting),
-                ("vllm:prefix_cache_hits_total", Metric::PrefixHits),
-                ("vllm:prefix_cache_queries_total", Metric::PrefixQueries),
-            ]
+            recognised("vllm.prom"),
+            owned(&[
+                ("vllm:kv_cache_usage_perc", Metric::KvUsage, 0.25),
+                ("vllm:num_preemptions_total", Metric::Preemptions, 0.0),
+                ("vllm:num_requests_running", Metric::Running, 3.0),
+                ("vllm:num_requests_waiting", Metric::Waiting, 2.0),
+                ("vllm:prefix_cache_hits_total", Metric::PrefixHits, 600.0),
+                (
+                    "vllm:prefix_cache_queries_total",
+                    Metric::PrefixQueries,
+                    1000.0
+                ),
+            ])
         );
-        assert_eq!(vllm[2].2, 3.0);
-        assert_eq!(vllm[0].2, 0.25);
-
-        let sglang = recognised(&sample("sglang.prom"));
-        let names: Vec<(&str, Metric)> = sglang.iter().map(|(n, m, _)| (n.as_str(), *m)).collect();
         assert_eq!(
-            names,
-            [
-                ("sglang:cache_hit_rate", Metric::PrefixHitRate),
-                ("sglang:num_queue_reqs", Metric::Waiting),
-                ("sglang:num_running_reqs", Metric::Running),
-                ("sglang:token_usage", Metric::KvUsage),
-            ]
+            recognised("sglang.prom"),
+            owned(&[
+                ("sglang:cache_hit_rate", Metric::PrefixHitRate, 0.43),
+                ("sglang:num_queue_reqs", Metric::Waiting, 1.0),
+                ("sglang:num_running_reqs", Metric::Running, 4.0),
+                ("sglang:token_usage", Metric::KvUsage, 0.12),
+            ])
         );
-
         // The real exposition of llama.cpp's C++ llama-server (no KV gauge
         // in this build; its prefix-cache figures are counters).
-        let llama = recognised(&sample("llamacpp.prom"));
-        let names: Vec<(&str, Metric, f64)> =
-            llama.iter().map(|(n, m, v)| (n.as_str(), *m, *v)).collect();
         assert_eq!(
-            names,
-            [
+            recognised("llamacpp.prom"),
+            owned(&[
                 (
                     "llamacpp:prompt_tokens_cached_total",
                     Metric::PrefixHits,
@@ -193,7 +179,7 @@ mod tests {
                 ("llamacpp:prompt_tokens_total", Metric::PrefixMisses, 26.0),
                 ("llamacpp:requests_deferred", Metric::Waiting, 0.0),
                 ("llamacpp:requests_processing", Metric::Running, 0.0),
-            ]
+            ])
         );
         // An older build's KV gauge is recognised too.
         assert_eq!(

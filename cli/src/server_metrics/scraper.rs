@@ -129,7 +129,7 @@ async fn scrape_loop(
         }
         let answer = tokio::select! {
             _ = &mut stopped => break,
-            answer = fetch(client, settings) => answer,
+            answer = fetch(client, settings, settings.timeout()) => answer,
         };
         let time_ns = epoch.elapsed().as_nanos() as Nanos;
         text.clear();
@@ -143,12 +143,17 @@ async fn scrape_loop(
     out.flush()
 }
 
-/// The body of one scrape, or why there is none.
-async fn fetch(client: &reqwest::Client, settings: &Settings) -> Result<String, String> {
+/// The body of one scrape of `settings.url` within `timeout`, or why
+/// there is none (in words that name no URL).
+pub async fn fetch(
+    client: &reqwest::Client,
+    settings: &Settings,
+    timeout: Duration,
+) -> Result<String, String> {
     let response = client
         .get(&settings.url)
         .headers(settings.headers.clone())
-        .timeout(settings.timeout())
+        .timeout(timeout)
         .send()
         .await
         .map_err(|e| without_url(&e.without_url()))?;
