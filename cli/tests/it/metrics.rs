@@ -24,7 +24,17 @@ fn scraped_run(name: &str, extra: &[&str]) -> std::path::PathBuf {
     ];
     args.extend(FAST);
     args.extend(extra);
-    run_into(&out, &args);
+    let result = run_into(&out, &args);
+    // The console says what the server's metrics said, when scraped.
+    let console = stdout(&result);
+    let line = console
+        .lines()
+        .find(|l| l.starts_with("  server metrics  "));
+    if extra.contains(&"--no-metrics") {
+        assert!(line.is_none(), "{console}");
+    } else {
+        assert!(line.is_some_and(|l| l.contains("scrapes ok")), "{console}");
+    }
     out
 }
 
