@@ -27,7 +27,7 @@ mod table;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arbor_backends::live::exchange::Target;
 use arbor_backends::live::request::{Api, BodyConfig};
@@ -299,21 +299,17 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     // profiling start (0 without a start window).
     let collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
     let mut sink = RecordsFile::create(&out_dir, collector)?;
+    // The scraper takes its first scrape and starts its clock; the
+    // driver's clock starts a few microseconds later, so a scrape is never
+    // stamped earlier than it happened on the run's clock.
+    let scraper = match metrics {
+        Some(settings) => Some(Scraper::start(settings, http_client()?, &out_dir)?),
+        None => None,
+    };
     let progress = Arc::new(Progress::default());
     let span = Span::of(scheduler.policy().duration, start.planned.dispatched);
     let ticker =
         show_progress.then(|| Ticker::start(Arc::clone(&progress), span, planned_duration));
-    // The scraper's clock starts a few microseconds before the driver's:
-    // a scrape is never stamped earlier than it happened on the run's clock.
-    let scraper = match metrics {
-        Some(settings) => Some(Scraper::start(
-            settings,
-            http_client()?,
-            &out_dir,
-            Instant::now(),
-        )?),
-        None => None,
-    };
     let result = live::run(
         &mut scheduler,
         Arc::clone(&workload),

@@ -3,9 +3,11 @@
 //! `metrics.jsonl` as it comes.
 //!
 //! Owns the thread, its one-thread runtime, the scrape loop and the
-//! lines it writes. Never on the request path: the live run's client
-//! thread neither waits for it nor hears from it; the scraper shares
-//! nothing with it but the run's clock origin. A scrape that fails (no
+//! lines it writes. The first scrape is taken before the run's clock
+//! starts (stamped 0) and the last after the run ended, so counters
+//! cover the whole run. Never on the request path: once the clock runs,
+//! the live run's client thread neither waits for the scraper nor hears
+//! from it. A scrape that fails (no
 //! answer, an HTTP error, an answer with no sample) is written as a
 //! failed scrape and the next one goes on schedule; it never stops the
 //! run.
@@ -54,18 +56,21 @@ pub struct Scraper {
 }
 
 impl Scraper {
-    /// Creates `dir/metrics.jsonl` and starts scraping at once; times
-    /// count from `epoch`. `client` is used on the scraper's thread only.
+    /// Creates `dir/metrics.jsonl`, takes the first scrape (the baseline
+    /// of the counters, stamped 0: it is answered before the clock
+    /// starts) and returns once it is written: the run's clock starts
+    /// after this returns, so a stamp is never earlier than its scrape on
+    /// the run's clock. `client` is used on the scraper's thread only.
     pub fn start(
         settings: Settings,
         client: reqwest::Client,
         dir: &Path,
-        epoch: Instant,
     ) -> Result<Scraper, Failure> {
         let path = dir.join(METRICS_FILE);
         let file = File::create(&path)
             .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
         let (stop, stopped) = oneshot::channel();
+        let (ready, started) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("arbor-metrics".into())
             .spawn(move || {
@@ -76,19 +81,32 @@ impl Scraper {
                     &settings,
                     &client,
                     BufWriter::new(file),
-                    epoch,
+                    ready,
                     stopped,
                 ))
             })
             .map_err(|e| Failure::other(format!("cannot start the metrics scraper: {e}")))?;
-        Ok(Scraper {
+        let mut scraper = Scraper {
             stop: Some(stop),
             thread: Some(thread),
-        })
+        };
+        if started.recv().is_err() {
+            // The thread ended before its first scrape was written.
+            let why = scraper
+                .stop_and_join()
+                .err()
+                .map_or_else(|| "it stopped".to_string(), |e| e.to_string());
+            return Err(Failure::other(format!(
+                "{}: the metrics scraper could not start: {why}",
+                path.display()
+            )));
+        }
+        Ok(scraper)
     }
 
-    /// Stops scraping (a scrape under way is dropped) and waits for the
-    /// file to be written. An error is one of writing `metrics.jsonl`.
+    /// Stops scraping (a scrape under way is dropped), takes one last
+    /// scrape (the counters' end) and waits for the file to be written.
+    /// An error is one of writing `metrics.jsonl`.
     pub fn finish(mut self) -> io::Result<()> {
         self.stop_and_join()
     }
@@ -116,12 +134,24 @@ async fn scrape_loop(
     settings: &Settings,
     client: &reqwest::Client,
     mut out: BufWriter<File>,
-    epoch: Instant,
+    ready: std::sync::mpsc::Sender<()>,
     mut stopped: oneshot::Receiver<()>,
 ) -> io::Result<()> {
-    let mut ticks = tokio::time::interval(settings.interval);
-    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut text = Vec::new();
+    let mut write = |time_ns: Nanos, answer: Result<String, String>| -> io::Result<()> {
+        text.clear();
+        for line in lines(time_ns, answer, settings.all) {
+            serde_json::to_writer(&mut text, &line).map_err(io::Error::other)?;
+            text.push(b'\n');
+        }
+        out.write_all(&text)?;
+        out.flush()
+    };
+    write(0, fetch(client, settings, settings.timeout()).await)?;
+    let epoch = Instant::now();
+    let _ = ready.send(());
+    let mut ticks = tokio::time::interval_at((epoch + settings.interval).into(), settings.interval);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = &mut stopped => break,
@@ -131,16 +161,11 @@ async fn scrape_loop(
             _ = &mut stopped => break,
             answer = fetch(client, settings, settings.timeout()) => answer,
         };
-        let time_ns = epoch.elapsed().as_nanos() as Nanos;
-        text.clear();
-        for line in lines(time_ns, answer, settings.all) {
-            serde_json::to_writer(&mut text, &line).map_err(io::Error::other)?;
-            text.push(b'\n');
-        }
-        out.write_all(&text)?;
-        out.flush()?;
+        write(epoch.elapsed().as_nanos() as Nanos, answer)?;
     }
-    out.flush()
+    // The run is over: the counters' end.
+    let answer = fetch(client, settings, settings.timeout()).await;
+    write(epoch.elapsed().as_nanos() as Nanos, answer)
 }
 
 /// The body of one scrape of `settings.url` within `timeout`, or why

@@ -63,10 +63,20 @@ fn a_run_against_the_emulator_scrapes_running_and_waiting_gauges_that_rise_in_fl
     let waiting = values("waiting");
     assert!(running.len() >= 3, "{running:?}");
     assert_eq!(running.len(), waiting.len());
-    // Before the first request went out, the server ran nothing.
+    // Before the first request went out, the server ran nothing: the
+    // first scrape is taken before the clock starts, stamped 0.
+    assert_eq!(running[0].0, 0, "{running:?}");
     for &(t, v) in running.iter().filter(|&&(t, _)| t < first_dispatch) {
         assert_eq!(v, 0.0, "running {v} at {t} ns, before the first dispatch");
     }
+    // The last scrape comes after the last request ended: nothing runs.
+    let last_done = records
+        .iter()
+        .map(|r| secs_to_ns(&r["done_s"]))
+        .max()
+        .unwrap();
+    let &(t, v) = running.last().unwrap();
+    assert!(t > last_done && v == 0.0, "last scrape {v} at {t} ns");
     let max_running = running.iter().map(|&(_, v)| v).fold(0.0, f64::max);
     assert!(max_running > 0.0, "{running:?}");
     // Lines carry the server's name and labels beside the common name.
