@@ -12,7 +12,7 @@ pub struct MetricsArgs {
     /// Scrape Prometheus text from URL during the run into metrics.jsonl
     /// (a URL that fails is still scraped; its failures are counted).
     /// Default: the endpoint's /metrics, when it answers at the start.
-    #[arg(long, value_name = "URL", conflicts_with = "no_metrics", help_heading = SERVER)]
+    #[arg(long, value_name = "URL", conflicts_with = "no_metrics", value_parser = values::http_url, help_heading = SERVER)]
     pub metrics_url: Option<String>,
 
     /// Scrape no server metrics.

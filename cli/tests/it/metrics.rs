@@ -159,3 +159,17 @@ fn no_metrics_scrapes_nothing_and_metrics_all_keeps_every_sample() {
     assert!(kept.iter().all(|l| l.get("metric").is_none()), "{kept:?}");
     assert_eq!(summary(&out)["config"]["metrics"]["all"], true);
 }
+
+#[test]
+fn metrics_flags_are_checked_at_parse_time() {
+    expect_exit_2(
+        &["run", "--metrics-url", "ftp://h/metrics"],
+        &["--metrics-url", "http:// or https://"],
+    );
+    expect_exit_2(&["run", "--metrics-url", "not a url"], &["--metrics-url"]);
+    expect_exit_2(
+        &["run", "--metrics-url", "http://h/metrics", "--no-metrics"],
+        &["--no-metrics"],
+    );
+    expect_exit_2(&["run", "--metrics-interval", "0"], &["--metrics-interval"]);
+}
