@@ -1,6 +1,8 @@
-//! A line of `metrics.jsonl`: one sample of a scrape, or the outcome of a
-//! scrape (written after its samples). Times are integer nanoseconds on
-//! the run's clock, like the records'.
+//! A line of `metrics.jsonl`: one sample of a scrape (time, name, labels,
+//! value), or, under arbor's own name [`SCRAPE`], the outcome of a scrape
+//! (written after its samples: value 1 when it succeeded, 0 with an
+//! `error` label when it failed). Every line has the same fields. Times
+//! are integer nanoseconds on the run's clock, like the records'.
 //!
 //! Owns the file's name and the shape of its lines, and reading it back
 //! (a torn last line, cut off when a run was killed, is skipped). Writes
@@ -8,8 +10,8 @@
 //!
 //! ```text
 //! {"time_ns":1002003,"name":"vllm:num_requests_running","labels":{"model_name":"m"},"value":3.0,"metric":"running"}
-//! {"time_ns":1002003,"scrape":"ok"}
-//! {"time_ns":2001500,"scrape":"failed","error":"connect: connection refused"}
+//! {"time_ns":1002003,"name":"arbor:scrape","value":1.0}
+//! {"time_ns":2001500,"name":"arbor:scrape","labels":{"error":"connect: connection refused"},"value":0.0}
 //! ```
 
 use std::collections::BTreeMap;
@@ -23,44 +25,53 @@ use crate::failure::Failure;
 
 pub const METRICS_FILE: &str = "metrics.jsonl";
 
+/// The name of a scrape's outcome line (no server uses arbor's prefix).
+pub const SCRAPE: &str = "arbor:scrape";
+
 /// One line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Line {
-    Sample(SampleLine),
-    Scrape(ScrapeLine),
-}
-
-/// A value the server reported.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SampleLine {
-    /// When the scrape's answer had arrived.
+pub struct Line {
+    /// When the scrape's answer had arrived (or the scrape failed).
     pub time_ns: Nanos,
-    /// The server's name for it.
+    /// The server's name for the value, or [`SCRAPE`].
     pub name: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
     pub value: f64,
-    /// The common name, when arbor recognises it (see `names`).
+    /// The common name, when arbor recognises the metric (see `names`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<String>,
 }
 
 /// How a scrape went.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScrapeLine {
-    pub time_ns: Nanos,
-    pub scrape: Outcome,
-    /// Why it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Ok,
     Failed,
+}
+
+impl Line {
+    /// The outcome line of a scrape at `time_ns`: failed with `error`.
+    pub fn scrape(time_ns: Nanos, error: Option<String>) -> Line {
+        Line {
+            time_ns,
+            name: SCRAPE.to_string(),
+            value: if error.is_some() { 0.0 } else { 1.0 },
+            labels: error
+                .map(|e| BTreeMap::from([("error".to_string(), e)]))
+                .unwrap_or_default(),
+            metric: None,
+        }
+    }
+
+    /// The scrape's outcome, when this is an outcome line.
+    pub fn outcome(&self) -> Option<Outcome> {
+        (self.name == SCRAPE).then_some(if self.value > 0.0 {
+            Outcome::Ok
+        } else {
+            Outcome::Failed
+        })
+    }
 }
 
 /// Calls `f` with every line of `dir/metrics.jsonl`, in order. `Ok(false)`
@@ -104,31 +115,26 @@ mod tests {
     #[test]
     fn lines_read_back_as_written() {
         let lines = [
-            Line::Sample(SampleLine {
+            Line {
                 time_ns: 5,
                 name: "vllm:num_requests_running".into(),
                 labels: [("model_name".to_string(), "m".to_string())].into(),
                 value: 0.1 + 0.2,
                 metric: Some("running".into()),
-            }),
-            Line::Sample(SampleLine {
+            },
+            Line {
                 time_ns: 5,
                 name: "other".into(),
                 labels: BTreeMap::new(),
                 value: 1e-300,
                 metric: None,
-            }),
-            Line::Scrape(ScrapeLine {
-                time_ns: 5,
-                scrape: Outcome::Ok,
-                error: None,
-            }),
-            Line::Scrape(ScrapeLine {
-                time_ns: 9,
-                scrape: Outcome::Failed,
-                error: Some("connect".into()),
-            }),
+            },
+            Line::scrape(5, None),
+            Line::scrape(9, Some("connect".into())),
         ];
+        assert_eq!(lines[1].outcome(), None);
+        assert_eq!(lines[2].outcome(), Some(Outcome::Ok));
+        assert_eq!(lines[3].outcome(), Some(Outcome::Failed));
         let dir = std::env::temp_dir().join(format!("arbor-metrics-line-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut text = String::new();

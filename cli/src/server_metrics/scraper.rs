@@ -27,7 +27,7 @@ use crate::endpoint::without_url;
 use crate::failure::Failure;
 
 use super::exposition::{self, Sample};
-use super::line::{Line, Outcome, SampleLine, ScrapeLine, METRICS_FILE};
+use super::line::{Line, METRICS_FILE};
 use super::names;
 
 /// What to scrape, and how often.
@@ -195,19 +195,13 @@ pub async fn fetch(
 /// The lines of one scrape: its samples (the recognised ones, or all),
 /// then its outcome.
 pub fn lines(time_ns: Nanos, answer: Result<String, String>, all: bool) -> Vec<Line> {
-    let failed = |error: String| {
-        vec![Line::Scrape(ScrapeLine {
-            time_ns,
-            scrape: Outcome::Failed,
-            error: Some(error),
-        })]
-    };
     let samples = match answer {
         Ok(text) => exposition::parse(&text),
-        Err(e) => return failed(e),
+        Err(e) => return vec![Line::scrape(time_ns, Some(e))],
     };
     if samples.is_empty() {
-        return failed("the answer held no Prometheus sample".to_string());
+        let why = "the answer held no Prometheus sample".to_string();
+        return vec![Line::scrape(time_ns, Some(why))];
     }
     let mut lines: Vec<Line> = samples
         .into_iter()
@@ -218,20 +212,16 @@ pub fn lines(time_ns: Nanos, answer: Result<String, String>, all: bool) -> Vec<L
                  value,
              }| {
                 let metric = names::recognise(&name).map(|m| m.name().to_string());
-                (all || metric.is_some()).then_some(Line::Sample(SampleLine {
+                (all || metric.is_some()).then_some(Line {
                     time_ns,
                     name,
                     labels,
                     value,
                     metric,
-                }))
+                })
             },
         )
         .collect();
-    lines.push(Line::Scrape(ScrapeLine {
-        time_ns,
-        scrape: Outcome::Ok,
-        error: None,
-    }));
+    lines.push(Line::scrape(time_ns, None));
     lines
 }

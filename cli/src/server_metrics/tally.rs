@@ -85,38 +85,34 @@ pub struct PerScrape {
 impl PerScrape {
     /// Takes a line; at a scrape's outcome, returns the scrape.
     pub fn add(&mut self, line: &Line) -> Option<Scraped> {
-        match line {
-            Line::Sample(s) => {
-                let metric = s.metric.as_deref().and_then(Metric::named)?;
-                if metric.kind() == Kind::Gauge {
-                    let entry = self.pending.entry(metric).or_insert((0.0, 0));
-                    entry.0 += s.value;
-                    entry.1 += 1;
-                }
-                None
+        let Some(outcome) = line.outcome() else {
+            let metric = line.metric.as_deref().and_then(Metric::named)?;
+            if metric.kind() == Kind::Gauge {
+                let entry = self.pending.entry(metric).or_insert((0.0, 0));
+                entry.0 += line.value;
+                entry.1 += 1;
             }
-            Line::Scrape(s) => {
-                let pending = std::mem::take(&mut self.pending);
-                let gauges = match s.scrape {
-                    Outcome::Failed => BTreeMap::new(),
-                    Outcome::Ok => pending
-                        .into_iter()
-                        .map(|(metric, (sum, n))| {
-                            let value = match metric.combine() {
-                                Combine::Sum => sum,
-                                Combine::Mean => sum / f64::from(n.max(1)),
-                            };
-                            (metric, value)
-                        })
-                        .collect(),
-                };
-                Some(Scraped {
-                    time_ns: s.time_ns,
-                    outcome: s.scrape,
-                    gauges,
+            return None;
+        };
+        let pending = std::mem::take(&mut self.pending);
+        let gauges = match outcome {
+            Outcome::Failed => BTreeMap::new(),
+            Outcome::Ok => pending
+                .into_iter()
+                .map(|(metric, (sum, n))| {
+                    let value = match metric.combine() {
+                        Combine::Sum => sum,
+                        Combine::Mean => sum / f64::from(n.max(1)),
+                    };
+                    (metric, value)
                 })
-            }
-        }
+                .collect(),
+        };
+        Some(Scraped {
+            time_ns: line.time_ns,
+            outcome,
+            gauges,
+        })
     }
 }
 
@@ -145,17 +141,14 @@ impl Tally {
             }
             return;
         }
-        let Line::Sample(s) = line else {
-            return;
-        };
-        let Some(metric) = s.metric.as_deref().and_then(Metric::named) else {
+        let Some(metric) = line.metric.as_deref().and_then(Metric::named) else {
             return;
         };
         if metric.kind() != Kind::Counter {
             return;
         }
-        let key = (metric, s.name, s.labels.into_iter().collect());
-        let v = s.value;
+        let key = (metric, line.name, line.labels.into_iter().collect());
+        let v = line.value;
         self.counters
             .entry(key)
             .and_modify(|c| {

@@ -86,7 +86,7 @@ fn a_run_against_the_emulator_scrapes_running_and_waiting_gauges_that_rise_in_fl
     // Only recognised metrics without --metrics-all; one outcome a scrape.
     assert!(lines
         .iter()
-        .all(|l| l["metric"].is_string() || l["scrape"] == "ok"));
+        .all(|l| l["metric"].is_string() || (l["name"] == "arbor:scrape" && l["value"] == 1.0)));
 
     let s = summary(&out);
     let m = &s["server_metrics"];
@@ -129,11 +129,11 @@ fn a_dead_metrics_url_is_counted_as_failed_and_the_run_completes() {
     assert!(m["scrapes"]["failed"].as_u64().unwrap() >= 1, "{m}");
     assert_eq!(m["gauges"], serde_json::json!({}));
     let lines = jsonl(&out.join("metrics.jsonl"));
-    assert!(lines
-        .iter()
-        .all(|l| l["scrape"] == "failed" && l["error"].is_string()));
+    assert!(lines.iter().all(|l| l["name"] == "arbor:scrape"
+        && l["value"] == 0.0
+        && l["labels"]["error"].is_string()));
     // The error names no URL (a URL can carry credentials).
-    let error = lines[0]["error"].as_str().unwrap();
+    let error = lines[0]["labels"]["error"].as_str().unwrap();
     assert!(!error.contains("127.0.0.1:9"), "{error}");
 }
 
