@@ -645,6 +645,16 @@
     }
   }, { yRange: [0, 1], emptyText: "no cached-token counts: the server's usage reported none", digits: 3 });
 
+  // The server's own view (scraped /metrics), only when a run has it.
+  var scraped = function (r) { return r.server && r.server.t_s.length > 0; };
+  if (runs.some(scraped)) seriesChart("Server's view (scraped /metrics): running and waiting, against requests in flight", "requests", function (r, i, list) {
+    if (!scraped(r)) return;
+    var g = r.server.gauges;
+    list.push({ name: nameOf(r, "in flight (client, max in bin)"), color: "#888", x: r.series.t_s, y: r.series.inflight_max, stepped: true });
+    if (g.running) list.push({ name: nameOf(r, "running (server)"), color: color(i), x: r.server.t_s, y: g.running });
+    if (g.waiting) list.push({ name: nameOf(r, "waiting (server)"), color: color(i), dash: [4, 3], x: r.server.t_s, y: g.waiting });
+  }, { digits: 1 });
+
   if (runs.length > 0) lanes.load(runs[0]);
 
   // ---- throughput against latency (runs that differ in load) -----------

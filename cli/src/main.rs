@@ -37,6 +37,7 @@ mod runtime;
 mod sample;
 mod scenario;
 mod schema;
+mod server_metrics;
 mod shape;
 mod stdout;
 mod summarize;

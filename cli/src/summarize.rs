@@ -1,6 +1,7 @@
 //! `arbor summarize RUN_DIR`: rebuild `summary.json` from what a run left
-//! in its directory (`run.json`, `records.jsonl`, and `end.json` when the
-//! run ended cleanly), with the function `arbor run` itself uses
+//! in its directory (`run.json`, `records.jsonl`, `metrics.jsonl` when the
+//! server's metrics were scraped, and `end.json` when the run ended
+//! cleanly), with the function `arbor run` itself uses
 //! ([`Summary::build`]): on a run that ended cleanly the result is the
 //! run's own `summary.json`, byte for byte.
 //!
@@ -24,6 +25,7 @@ use crate::run::journal::{self, LaneEnd, RunEnd, RunStart};
 use crate::run::output::{Completeness, Summary, RECORDS_FILE, SUMMARY_FILE};
 use crate::run::records::{self, RecordLine};
 use crate::run::summary::{ns, Collector};
+use crate::server_metrics::ServerMetrics;
 use crate::stdout;
 
 /// `arbor summarize`.
@@ -150,6 +152,7 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Failure> {
         &start,
         &end,
         collector.finish(&start.tree_turns),
+        ServerMetrics::of_run_dir(dir)?,
         Completeness { complete, notes },
     );
     Ok(Rebuilt {

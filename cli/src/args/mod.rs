@@ -14,6 +14,7 @@ mod access;
 pub mod compare;
 mod emulator;
 mod heading;
+mod metrics;
 pub mod peer;
 pub mod values;
 mod workload;
@@ -31,6 +32,7 @@ use heading::{INPUT, LOAD, OUTPUT, SERVER};
 pub use access::AccessArgs;
 pub use compare::CompareArgs;
 pub use emulator::EmulatorArgs;
+pub use metrics::MetricsArgs;
 pub use peer::PeerFlags;
 pub use workload::{InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
 
@@ -192,6 +194,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub request: RequestArgs,
+
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 
     /// Output directory. Default: arbor-results/<UTC time>-<name>.
     #[arg(short = 'o', long, visible_alias = "output", value_name = "DIR", help_heading = OUTPUT)]

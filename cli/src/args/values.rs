@@ -1,7 +1,7 @@
 //! Value parsers: flag text to typed values, at parse time.
 //!
 //! Owns the parsers clap calls for every typed flag value (durations,
-//! percentages, the API, the max-tokens field, JSON objects). Each says
+//! percentages, the API, the max-tokens field, JSON objects, URLs). Each says
 //! what it expected and what it got; clap names the flag
 //! (`error: invalid value 'x' for '--grace <DURATION>': ...`) and exits 2.
 //! Policy types with a `FromStr` of their own (gap transforms, arrivals,
@@ -23,6 +23,20 @@ pub fn positive_duration(text: &str) -> Result<Nanos, String> {
     match duration(text)? {
         0 => Err(format!("expected more than 0 seconds, got `{text}`")),
         ns => Ok(ns),
+    }
+}
+
+/// An `http://` or `https://` URL with a host, kept as given
+/// (`--metrics-url`).
+pub fn http_url(text: &str) -> Result<String, String> {
+    match reqwest::Url::parse(text.trim()) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {
+            Ok(text.trim().to_string())
+        }
+        Ok(_) => Err(format!("expected an http:// or https:// URL, got `{text}`")),
+        Err(e) => Err(format!(
+            "expected a URL such as http://127.0.0.1:8000/metrics, got `{text}` ({e})"
+        )),
     }
 }
 

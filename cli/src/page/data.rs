@@ -13,6 +13,7 @@ use super::cdf::Cdf;
 use super::lanes::Lanes;
 use super::planned::PlannedLoad;
 use super::series::Series;
+use super::server::ServerSeries;
 
 /// Where a page's data came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,4 +50,7 @@ pub struct RunPage {
     /// directory's `planned.json` (`None` without one, and for a plan,
     /// whose own series is the plan).
     pub planned: Option<PlannedLoad>,
+    /// The server's gauges over time (`metrics.jsonl`): `None` when the
+    /// run scraped none, and for a plan.
+    pub server: Option<ServerSeries>,
 }

@@ -10,7 +10,8 @@
 //! each from turns), [`run_dir`] (a run directory streamed once into all
 //! three), [`plan_turns`] (the turns a finished plan sent), [`plan`] (a
 //! finished plan as the same data), [`planned`] (the
-//! plan's in-flight series a run keeps in `planned.json`), [`html`] (the
+//! plan's in-flight series a run keeps in `planned.json`), [`server`]
+//! (the server's scraped gauges, from `metrics.jsonl`), [`html`] (the
 //! page). Reads only the files a run wrote, or a finished scheduler;
 //! never touches `run`'s types, so a run directory from any arbor version
 //! with the same record fields reads the same.
@@ -25,6 +26,7 @@ pub mod planned;
 mod record;
 mod run_dir;
 mod series;
+mod server;
 
 use std::path::{Path, PathBuf};
 

@@ -49,5 +49,6 @@ pub fn page(scheduler: &Scheduler, recorded: &[Tree], summary: Value, inputs: &s
         edges: Some(lanes.arrows(&shapes)),
         lanes,
         planned: None,
+        server: None,
     }
 }

@@ -1,8 +1,9 @@
 //! One run directory read into the page's data: `summary.json` as written,
 //! `records.jsonl` streamed once through [`crate::records_file`] (a
 //! record's strings are borrowed from its line) into the CDFs, the time
-//! series and the swim lanes, and the plan's in-flight series
-//! (`planned.json`) when the run wrote one.
+//! series and the swim lanes, the plan's in-flight series
+//! (`planned.json`) when the run wrote one, and the server's gauges
+//! (`metrics.jsonl`) when it scraped them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -19,6 +20,7 @@ use super::lanes::LaneBuilder;
 use super::planned;
 use super::record::{for_each_itl, secs_to_ns, Record, Status};
 use super::series;
+use super::server;
 
 pub const SUMMARY_FILE: &str = "summary.json";
 
@@ -110,5 +112,6 @@ pub fn read(dir: &Path) -> Result<RunPage, Failure> {
         lanes,
         edges,
         planned: planned::read(dir)?,
+        server: server::read(dir)?,
     })
 }

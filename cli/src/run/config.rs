@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::args::{values, RunArgs};
 use crate::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
 use crate::report::PolicySummary;
+use crate::server_metrics::MetricsConfig;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunConfig {
@@ -65,6 +66,9 @@ pub struct RunConfig {
     pub warm_connections: usize,
     pub out: String,
     pub force: bool,
+    /// The server metrics scraped into `metrics.jsonl`; absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricsConfig>,
 }
 
 impl RunConfig {
@@ -129,6 +133,7 @@ impl RunConfig {
             warm_connections: 0,
             out: out.display().to_string(),
             force: args.force,
+            metrics: None,
         }
     }
 

@@ -6,7 +6,9 @@
 //! HTTP client and its warmed pool, the live driver with `records.jsonl`
 //! written as requests finish (after `trees.jsonl`, the trees' shape, and
 //! `planned.json`, the plan's requests in flight over time),
-//! Ctrl+C, the progress ticker, `run.json` when the clock starts,
+//! Ctrl+C, the progress ticker, the server-metrics scraper
+//! ([`crate::server_metrics`], `metrics.jsonl`, on a thread of its own),
+//! `run.json` when the clock starts,
 //! `end.json` and `summary.json` at the end ([`journal`],
 //! [`output::Summary::build`]: what `arbor summarize` rebuilds from), and
 //! the console table.
@@ -29,6 +31,7 @@ use std::time::Duration;
 
 use arbor_backends::live::exchange::Target;
 use arbor_backends::live::request::{Api, BodyConfig};
+use arbor_backends::live::tls::ClientConfig;
 use arbor_backends::live::{self, LiveConfig, Progress, RunOutcome};
 use arbor_engine::policy::GapTransform;
 use arbor_engine::time::{nanos_to_secs, NANOS_PER_MS};
@@ -40,6 +43,7 @@ use crate::endpoint::{first_model_id, without_url};
 use crate::failure::Failure;
 use crate::progress::{Span, Ticker};
 use crate::scenario::{self, Explicit};
+use crate::server_metrics::{self, Scraper, ServerMetrics};
 use crate::{emulate, runtime, stdout};
 
 use journal::{RunEnd, RunStart};
@@ -231,13 +235,11 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         progress: show_progress,
         mut config,
         scenario,
+        metrics,
     } = prepared;
 
     let tls = crate::endpoint::tls_config(endpoint, &requests.tls)?;
-    let client = crate::endpoint::reqwest_builder(tls.as_ref())
-        .pool_max_idle_per_host(usize::MAX)
-        .build()
-        .map_err(|e| Failure::other(format!("cannot build the HTTP client: {e}")))?;
+    let client = http_client(tls.as_ref())?;
     let headers = requests.auth.header_map();
     let path = match requests.api {
         Api::Chat => "/v1/chat/completions",
@@ -266,6 +268,8 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     };
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
     config.set_endpoint(endpoint, &url, &model, model_from, warm);
+    let metrics = server_metrics::choose(&metrics, endpoint, &headers, &client).await;
+    config.metrics = metrics.as_ref().map(server_metrics::Settings::config);
     let live_config = LiveConfig {
         target,
         body: BodyConfig {
@@ -285,7 +289,11 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     let out_dir = out.create()?;
     // A --force run leaves no end or summary of an earlier run behind: a
     // run killed now must not be read with another run's end.
-    for stale in [journal::END_FILE, output::SUMMARY_FILE] {
+    for stale in [
+        journal::END_FILE,
+        output::SUMMARY_FILE,
+        server_metrics::METRICS_FILE,
+    ] {
         remove_stale(&out_dir.join(stale))?;
     }
     // How the trees' agents relate, for whoever draws the run (before the
@@ -310,6 +318,17 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     // profiling start (0 without a start window).
     let collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
     let mut sink = RecordsFile::create(&out_dir, collector)?;
+    // The scraper takes its first scrape and starts its clock; the
+    // driver's clock starts a few microseconds later, so a scrape is never
+    // stamped earlier than it happened on the run's clock.
+    let scraper = match metrics {
+        Some(settings) => Some(Scraper::start(
+            settings,
+            http_client(tls.as_ref())?,
+            &out_dir,
+        )?),
+        None => None,
+    };
     let progress = Arc::new(Progress::default());
     let span = Span::of(scheduler.policy().duration, start.planned.dispatched);
     let ticker =
@@ -325,6 +344,12 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     .await;
     if let Some(t) = ticker {
         t.finish();
+    }
+    if let Some(Err(e)) = scraper.map(Scraper::finish) {
+        eprintln!(
+            "warning: {}: {e} (server metrics stopped there; the run went on)",
+            out_dir.join(server_metrics::METRICS_FILE).display()
+        );
     }
     let outcome: RunOutcome = result.map_err(|e| {
         Failure::other(format!(
@@ -349,6 +374,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         &start,
         &end,
         collector.finish(&start.tree_turns),
+        ServerMetrics::of_run_dir(&out_dir)?,
         Completeness {
             complete: true,
             notes: Vec::new(),
@@ -359,6 +385,15 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         summary,
         out: out_dir,
     })
+}
+
+/// The client of everything but the requests: model discovery and the
+/// server-metrics probe, and (one of its own) the scraper's thread.
+fn http_client(tls: Option<&Arc<ClientConfig>>) -> Result<reqwest::Client, Failure> {
+    crate::endpoint::reqwest_builder(tls)
+        .pool_max_idle_per_host(usize::MAX)
+        .build()
+        .map_err(|e| Failure::other(format!("cannot build the HTTP client: {e}")))
 }
 
 /// Removes a file left by an earlier run, if there is one.

@@ -25,6 +25,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::failure::Failure;
+use crate::server_metrics::ServerMetrics;
 
 use super::config::RunConfig;
 use super::journal::{RunEnd, RunStart};
@@ -233,6 +234,10 @@ pub struct Summary {
     pub tokens: TokenReport,
     pub concurrency: Concurrency,
     pub idle: Idle,
+    /// What the server's own metrics said (`metrics.jsonl`); absent when
+    /// none were scraped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<ServerMetrics>,
     /// With --sessions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lanes: Option<Vec<LaneSummary>>,
@@ -257,6 +262,7 @@ impl Summary {
         start: &RunStart,
         end: &RunEnd,
         measured: Measured,
+        server_metrics: Option<ServerMetrics>,
         completeness: Completeness,
     ) -> Summary {
         let reasons = start.scenario.as_ref().map(|s| {
@@ -339,6 +345,7 @@ impl Summary {
                 shifts: end.idle_shifts,
                 skipped_s: nanos_to_secs(end.idle_skipped_ns),
             },
+            server_metrics,
             lanes,
             config: start.config.clone(),
         }

@@ -11,7 +11,7 @@ use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::Nanos;
 use arbor_engine::Workload;
 
-use crate::args::RunArgs;
+use crate::args::{MetricsArgs, RunArgs};
 use crate::endpoint::{Auth, RequestOptions};
 use crate::failure::Failure;
 use crate::inputs;
@@ -40,6 +40,8 @@ pub struct Prepared {
     pub config: RunConfig,
     /// The recipe (`--scenario`), if any.
     pub scenario: Option<Applied>,
+    /// What to scrape of the server's own metrics.
+    pub metrics: MetricsArgs,
 }
 
 /// Checks every flag, loads and compiles the workload, plans it on the
@@ -92,6 +94,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         progress: progress::wanted(args.no_progress),
         config,
         scenario,
+        metrics: args.metrics.clone(),
     })
 }
 

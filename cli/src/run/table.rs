@@ -1,7 +1,8 @@
 //! The console output of `arbor run`: a few lines of counts and rates, and
 //! a table of the latency distributions in milliseconds. Every line says
 //! what it counts (requests, tokens, plays, gaps) and on which clock a
-//! time is (the plan's or the run's).
+//! time is (the plan's or the run's), and the server's own metrics when
+//! they were scraped.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -10,6 +11,7 @@ use comfy_table::{presets, CellAlignment, Table};
 
 use super::output::Summary;
 use super::summary::Latency;
+use crate::server_metrics::ServerMetrics;
 
 fn ms(seconds: f64) -> String {
     format!("{:.2}", seconds * 1e3)
@@ -139,6 +141,9 @@ pub fn print(
         "  peak in flight  {} observed; {} planned (virtual clock, --service {}, at {:.3} s of plan time)",
         k.observed_peak, k.planned_peak, k.planned_service, k.planned_peak_at_s
     )?;
+    if let Some(m) = &summary.server_metrics {
+        writeln!(out, "  server metrics  {}", server_line(m))?;
+    }
     writeln!(
         out,
         "  idle gaps       {} shortened by the idle-gap cap ({:.3} s of idle time skipped)",
@@ -171,6 +176,29 @@ pub fn print(
         super::output::RECORDS_FILE,
         super::output::SUMMARY_FILE
     )
+}
+
+/// What the server's own metrics said: each gauge's mean and max over the
+/// scrapes, the prefix-cache hit ratio from its counters, the scrapes.
+fn server_line(m: &ServerMetrics) -> String {
+    let mut parts: Vec<String> = m
+        .gauges
+        .iter()
+        .map(|(name, g)| format!("{name} mean {:.2} max {:.2}", g.mean, g.max))
+        .collect();
+    if let Some(r) = m.prefix_hit_ratio {
+        parts.push(format!(
+            "prefix-cache hits {:.1}% (server counters)",
+            r * 100.0
+        ));
+    }
+    parts.push(format!(
+        "{} scrapes ok, {} failed ({})",
+        m.scrapes.ok,
+        m.scrapes.failed,
+        crate::server_metrics::METRICS_FILE
+    ));
+    parts.join("; ")
 }
 
 /// ` (+1.2 %)`: how far `reported` is from `planned`; empty without a plan.

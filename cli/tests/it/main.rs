@@ -13,6 +13,7 @@ mod gaps;
 mod golden;
 mod inspect;
 mod layout;
+mod metrics;
 mod notices;
 mod plan;
 mod progress;

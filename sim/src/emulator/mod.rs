@@ -22,6 +22,7 @@ mod body;
 pub mod cache;
 pub mod config;
 mod faults;
+mod metrics;
 mod pacer;
 mod request;
 mod server;

@@ -33,6 +33,7 @@ use super::body::{self, ChunkTemplate, EmuBody, Phase, StreamBody, MALFORMED_LIN
 use super::cache::BLOCK_BYTES;
 use super::config::{EmulatorConfig, FailStatus};
 use super::faults::FaultPlan;
+use super::metrics;
 use super::request::{self, BadRequest, Endpoint};
 use super::shared::{EmulatorStats, RequestGuard, Shared};
 use super::stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};
@@ -79,6 +80,14 @@ async fn handle(
     let response = match (req.method(), path) {
         (&Method::GET, "/health") => json_response(200, Bytes::from_static(b"{\"status\":\"ok\"}")),
         (&Method::GET, "/v1/models") => json_response(200, shared.models_body.clone()),
+        (&Method::GET, "/metrics") => {
+            let mut r = Response::new(EmuBody::full(metrics::exposition(&shared)));
+            r.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static(metrics::CONTENT_TYPE),
+            );
+            r
+        }
         (&Method::POST, "/v1/chat/completions") => {
             completion(shared, req, Endpoint::Chat, t0).await
         }
@@ -108,6 +117,7 @@ async fn handle(
             _,
             "/health"
             | "/v1/models"
+            | "/metrics"
             | "/v1/chat/completions"
             | "/v1/completions"
             | "/arbor/stamps"
@@ -235,6 +245,7 @@ async fn completion(
         .counted
         .tokens_in(hit_blocks as u64 * BLOCK_BYTES as u64);
     guard.with_stamp(|s| s.cached_tokens = cached);
+    shared.count_prefix_lookup(u64::from(prompt_tokens), u64::from(cached));
     let ttft = config.timing.ttft_for(prompt_tokens - cached);
     let itl = Duration::from_nanos(config.timing.itl);
     let stall = Duration::from_nanos(plan.stall.unwrap_or(0));

@@ -5,8 +5,8 @@
 //! sequence numbers, prefix cache, stamp store, counters, the pacer), the counters'
 //! public snapshot [`EmulatorStats`], and [`RequestGuard`] (a request's
 //! stamp, the in-flight count, client aborts). Both the router
-//! (`server.rs`) and the stream bodies (`body.rs`) use it; it uses
-//! neither.
+//! (`server.rs`), the stream bodies (`body.rs`) and `/metrics`
+//! (`metrics.rs`) use it; it uses none of them.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -61,6 +61,10 @@ pub(crate) struct Counters {
     pub(crate) client_aborts: AtomicU64,
     pub(crate) active: AtomicU64,
     pub(crate) peak_active: AtomicU64,
+    /// Prompt tokens looked up in the prefix cache, and those found
+    /// (`/metrics`).
+    pub(crate) prefix_queries: AtomicU64,
+    pub(crate) prefix_hits: AtomicU64,
 }
 
 impl Counters {
@@ -147,6 +151,30 @@ impl Shared {
     pub(crate) fn cache_insert(&self, blocks: &[u64]) {
         if self.cache_enabled() && !blocks.is_empty() {
             lock(&self.cache).insert(blocks);
+        }
+    }
+
+    /// Counts a prompt of `tokens` looked up in the cache, `cached` of
+    /// them found.
+    pub(crate) fn count_prefix_lookup(&self, tokens: u64, cached: u64) {
+        self.stats.prefix_queries.fetch_add(tokens, Relaxed);
+        self.stats.prefix_hits.fetch_add(cached, Relaxed);
+    }
+
+    /// (queried, cached) prompt tokens so far.
+    pub(crate) fn prefix_counts(&self) -> (u64, u64) {
+        (
+            self.stats.prefix_queries.load(Relaxed),
+            self.stats.prefix_hits.load(Relaxed),
+        )
+    }
+
+    /// Blocks in the cache over its capacity; 0 when it is unbounded or
+    /// off.
+    pub(crate) fn cache_usage(&self) -> f64 {
+        match self.config.cache_blocks {
+            Some(capacity) if capacity > 0 => lock(&self.cache).len() as f64 / capacity as f64,
+            _ => 0.0,
         }
     }
 

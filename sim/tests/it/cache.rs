@@ -125,3 +125,65 @@ async fn a_disabled_cache_never_hits_and_a_small_lru_forgets() {
         0
     );
 }
+
+/// The value of `name` in the emulator's `/metrics` text.
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in:\n{text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_running_requests_and_prefix_lookups_under_vllms_names() {
+    let mut config = EmulatorConfig::default();
+    config.timing.ttft = 300_000_000; // 300 ms: a request stays in flight
+    config.cache_blocks = Some(100);
+    let emu = start(config).await;
+    let c = client();
+    let scrape = || async {
+        let r = c
+            .get(format!("{}/metrics", emu.base_url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let kind = r.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(kind.starts_with("text/plain"), "{kind}");
+        r.text().await.unwrap()
+    };
+    let idle = scrape().await;
+    assert_eq!(metric(&idle, "vllm:num_requests_running"), 0.0);
+    assert_eq!(metric(&idle, "vllm:num_requests_waiting"), 0.0);
+    assert_eq!(metric(&idle, "vllm:prefix_cache_queries_total"), 0.0);
+    assert!(idle.contains("# TYPE vllm:prefix_cache_hits_total counter"));
+
+    let a = "a".repeat(2000);
+    let request = body(json!([{"role": "user", "content": a}]));
+    let in_flight = {
+        let (c, emu) = (c.clone(), emu.base_url());
+        let request = request.clone();
+        tokio::spawn(async move {
+            c.post(format!("{emu}/v1/chat/completions"))
+                .json(&request)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    assert_eq!(metric(&scrape().await, "vllm:num_requests_running"), 1.0);
+    in_flight.await.unwrap();
+    post(&c, &emu, "/v1/chat/completions", &request, None).await;
+
+    let after = scrape().await;
+    assert_eq!(metric(&after, "vllm:num_requests_running"), 0.0);
+    // Two prompts of 500 tokens; the second found its 7 full blocks.
+    assert_eq!(metric(&after, "vllm:prefix_cache_queries_total"), 1000.0);
+    assert_eq!(metric(&after, "vllm:prefix_cache_hits_total"), 448.0);
+    assert_eq!(metric(&after, "vllm:kv_cache_usage_perc"), 0.07);
+}

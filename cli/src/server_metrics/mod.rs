@@ -1,0 +1,270 @@
+//! Server metrics: the server's own view of a live run (requests running
+//! and waiting, KV-cache use, prefix-cache hits, preemptions), scraped
+//! from its Prometheus `/metrics` beside the client's measurements.
+//!
+//! Modules: [`names`] (the one table of recognised names and their common
+//! names), [`exposition`] (Prometheus text to samples, with the
+//! `prometheus-parse` crate), [`line`] (`metrics.jsonl`'s lines and their
+//! reader), [`scraper`] (the scraping thread, which writes the file) and
+//! [`tally`] (what the file adds up to: `summary.json`'s
+//! `server_metrics`). This module decides what to scrape ([`choose`]).
+//! Uses no command: `run`, `summarize` and `page` use it.
+
+pub mod exposition;
+pub mod line;
+pub mod names;
+pub mod scraper;
+pub mod tally;
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use reqwest::Url;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::args::MetricsArgs;
+use crate::endpoint::redact_url;
+
+pub use line::METRICS_FILE;
+pub use scraper::{Scraper, Settings};
+pub use tally::ServerMetrics;
+
+/// How long the default URL has to answer before the run starts.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What `run.json` (and the summary's `config`) says of the scraping.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MetricsConfig {
+    /// The URL scraped, redacted.
+    pub url: String,
+    pub interval_s: f64,
+    /// Every sample written (`--metrics-all`), not only the recognised.
+    pub all: bool,
+}
+
+impl Settings {
+    pub fn config(&self) -> MetricsConfig {
+        MetricsConfig {
+            url: redact_url(&self.url),
+            interval_s: self.interval.as_secs_f64(),
+            all: self.all,
+        }
+    }
+}
+
+/// What to scrape during a run against `endpoint`, if anything: nothing
+/// with `--no-metrics`; `--metrics-url` whatever it answers (a failing URL
+/// is scraped and its failures counted); otherwise the endpoint's
+/// `/metrics` when it answers now with Prometheus text (a notice on
+/// stderr says when it does not). `headers` (the endpoint's, the API key
+/// among them) go only to a URL of the endpoint's own origin.
+pub async fn choose(
+    args: &MetricsArgs,
+    endpoint: &str,
+    headers: &HeaderMap,
+    client: &reqwest::Client,
+) -> Option<Settings> {
+    if args.no_metrics {
+        return None;
+    }
+    let url = args
+        .metrics_url
+        .clone()
+        .unwrap_or_else(|| format!("{endpoint}/metrics"));
+    let settings = Settings {
+        headers: if same_origin(&url, endpoint) {
+            headers.clone()
+        } else {
+            HeaderMap::new()
+        },
+        url,
+        interval: Duration::from_nanos(args.metrics_interval),
+        all: args.metrics_all,
+    };
+    if args.metrics_url.is_some() {
+        return Some(settings);
+    }
+    match probe(client, &settings).await {
+        Ok(()) => Some(settings),
+        Err(why) => {
+            eprintln!(
+                "arbor run: server metrics not scraped: GET {}: {why} (--metrics-url URL names \
+                 another; --no-metrics silences this)",
+                redact_url(&settings.url)
+            );
+            None
+        }
+    }
+}
+
+/// Whether `url` answers with Prometheus text now.
+async fn probe(client: &reqwest::Client, settings: &Settings) -> Result<(), String> {
+    let text = scraper::fetch(client, settings, PROBE_TIMEOUT).await?;
+    if exposition::parse(&text).is_empty() {
+        return Err("no Prometheus sample in the answer".to_string());
+    }
+    Ok(())
+}
+
+fn same_origin(a: &str, b: &str) -> bool {
+    match (Url::parse(a), Url::parse(b)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names::{recognise, Metric};
+    use super::tally::Tally;
+    use super::*;
+
+    fn sample(name: &str) -> String {
+        let path = format!("{}/../testdata/metrics/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The recognised samples of one server's exposition: (server name,
+    /// common name, value), in the parser's order.
+    fn recognised(file: &str) -> Vec<(String, Metric, f64)> {
+        exposition::parse(&sample(file))
+            .into_iter()
+            .filter_map(|s| recognise(&s.name).map(|m| (s.name, m, s.value)))
+            .collect()
+    }
+
+    fn owned(expected: &[(&str, Metric, f64)]) -> Vec<(String, Metric, f64)> {
+        expected
+            .iter()
+            .map(|&(n, m, v)| (n.to_string(), m, v))
+            .collect()
+    }
+
+    #[test]
+    fn vllm_sglang_and_llama_cpp_expositions_map_to_common_names() {
+        assert_eq!(
+            recognised("vllm.prom"),
+            owned(&[
+                ("vllm:kv_cache_usage_perc", Metric::KvUsage, 0.25),
+                ("vllm:num_preemptions_total", Metric::Preemptions, 0.0),
+                ("vllm:num_requests_running", Metric::Running, 3.0),
+                ("vllm:num_requests_waiting", Metric::Waiting, 2.0),
+                ("vllm:prefix_cache_hits_total", Metric::PrefixHits, 600.0),
+                (
+                    "vllm:prefix_cache_queries_total",
+                    Metric::PrefixQueries,
+                    1000.0
+                ),
+            ])
+        );
+        assert_eq!(
+            recognised("sglang.prom"),
+            owned(&[
+                ("sglang:cache_hit_rate", Metric::PrefixHitRate, 0.43),
+                ("sglang:num_queue_reqs", Metric::Waiting, 1.0),
+                ("sglang:num_running_reqs", Metric::Running, 4.0),
+                ("sglang:token_usage", Metric::KvUsage, 0.12),
+            ])
+        );
+        // The real exposition of llama.cpp's C++ llama-server (no KV gauge
+        // in this build; its prefix-cache figures are counters).
+        assert_eq!(
+            recognised("llamacpp.prom"),
+            owned(&[
+                (
+                    "llamacpp:prompt_tokens_cached_total",
+                    Metric::PrefixHits,
+                    24.0
+                ),
+                ("llamacpp:prompt_tokens_total", Metric::PrefixMisses, 26.0),
+                ("llamacpp:requests_deferred", Metric::Waiting, 0.0),
+                ("llamacpp:requests_processing", Metric::Running, 0.0),
+            ])
+        );
+        // An older build's KV gauge is recognised too.
+        assert_eq!(
+            recognise("llamacpp:kv_cache_usage_ratio"),
+            Some(Metric::KvUsage)
+        );
+    }
+
+    /// Two scrapes of a server's text, tallied as `metrics.jsonl` would
+    /// hold them.
+    fn tally(scrapes: &[(u64, Result<String, String>)]) -> ServerMetrics {
+        let mut t = Tally::default();
+        for (time, answer) in scrapes {
+            for line in scraper::lines(*time, answer.clone(), false) {
+                t.add(line);
+            }
+        }
+        t.finish()
+    }
+
+    #[test]
+    fn gauges_counters_and_the_prefix_ratio_add_up() {
+        let first = sample("vllm.prom");
+        let later = first
+            .replace(
+                "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0",
+                "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 1.0",
+            )
+            .replace(
+                "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 1000.0",
+                "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 1400.0",
+            )
+            .replace(
+                "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 600.0",
+                "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 900.0",
+            );
+        assert_ne!(first, later);
+        let m = tally(&[
+            (1, Ok(first)),
+            (2, Err("connect: refused".into())),
+            (3, Ok(later)),
+        ]);
+        assert_eq!(m.scrapes.ok, 2);
+        assert_eq!(m.scrapes.failed, 1);
+        let running = m.gauges["running"];
+        assert_eq!((running.mean, running.max, running.scrapes), (2.0, 3.0, 2));
+        assert_eq!(m.counters["prefix_queries"], 400.0);
+        assert_eq!(m.counters["prefix_hits"], 300.0);
+        assert_eq!(m.prefix_hit_ratio, Some(0.75));
+
+        // llama.cpp: queries are cached plus processed tokens.
+        let first = sample("llamacpp.prom");
+        let later = first
+            .replace(
+                "llamacpp:prompt_tokens_total 26",
+                "llamacpp:prompt_tokens_total 36",
+            )
+            .replace(
+                "llamacpp:prompt_tokens_cached_total 24",
+                "llamacpp:prompt_tokens_cached_total 54",
+            );
+        let m = tally(&[(1, Ok(first)), (2, Ok(later))]);
+        assert_eq!(m.prefix_hit_ratio, Some(0.75));
+        assert_eq!(m.gauges["running"].max, 0.0);
+        assert!(!m.gauges.contains_key("kv_usage"));
+
+        // A counter that goes down is a restart: its new value is increase.
+        let m = tally(&[
+            (1, Ok("vllm:num_preemptions_total 5\n".into())),
+            (2, Ok("vllm:num_preemptions_total 7\n".into())),
+            (3, Ok("vllm:num_preemptions_total 1\n".into())),
+        ]);
+        assert_eq!(m.counters["preemptions"], 3.0);
+        assert_eq!(m.prefix_hit_ratio, None);
+        // An answer that is not Prometheus text is a failed scrape.
+        let m = tally(&[(1, Ok("<html>no</html>".into()))]);
+        assert_eq!((m.scrapes.ok, m.scrapes.failed), (0, 1));
+    }
+
+    #[test]
+    fn headers_go_only_to_the_endpoints_origin() {
+        assert!(same_origin("http://h:8000/metrics", "http://h:8000"));
+        assert!(!same_origin("http://h:9000/metrics", "http://h:8000"));
+        assert!(!same_origin("https://h:8000/metrics", "http://h:8000"));
+        assert!(!same_origin("not a url", "http://h:8000"));
+    }
+}

@@ -1,0 +1,81 @@
+//! The emulator's `GET /metrics`: Prometheus text under vLLM's names, so
+//! a client's server-metrics path is tested end to end.
+//!
+//! Owns the exposition only; reads the shared counters and the cache,
+//! changes nothing. What it says:
+//!
+//! - `vllm:num_requests_running`: completion requests in flight;
+//! - `vllm:num_requests_waiting`: always 0 (the emulator queues nothing:
+//!   every request is served as it arrives);
+//! - `vllm:kv_cache_usage_perc`: the prefix cache's blocks over its
+//!   capacity (`--cache-blocks N`); 0 when unbounded or off;
+//! - `vllm:prefix_cache_queries_total`, `vllm:prefix_cache_hits_total`:
+//!   prompt tokens looked up in the prefix cache, and those found;
+//! - `vllm:num_preemptions_total`: always 0;
+//! - `vllm:generation_tokens_total`: output tokens of completed requests
+//!   (a name arbor does not summarize: what `--metrics-all` keeps).
+
+use std::fmt::Write;
+
+use super::shared::Shared;
+
+/// The content type Prometheus text is served with.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The exposition of `shared` now.
+pub(crate) fn exposition(shared: &Shared) -> String {
+    let snapshot = shared.stats.snapshot();
+    let (queries, hits) = shared.prefix_counts();
+    let model = &shared.model_json;
+    let mut text = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, value: String| {
+        // Writing to a String cannot fail.
+        let _ = write!(
+            text,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{{model_name={model}}} {value}\n"
+        );
+    };
+    metric(
+        "vllm:num_requests_running",
+        "gauge",
+        "Number of requests in model execution batches.",
+        snapshot.active.to_string(),
+    );
+    metric(
+        "vllm:num_requests_waiting",
+        "gauge",
+        "Number of requests waiting to be processed.",
+        "0".to_string(),
+    );
+    metric(
+        "vllm:kv_cache_usage_perc",
+        "gauge",
+        "KV-cache usage. 1 means 100 percent usage.",
+        shared.cache_usage().to_string(),
+    );
+    metric(
+        "vllm:prefix_cache_queries_total",
+        "counter",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        queries.to_string(),
+    );
+    metric(
+        "vllm:prefix_cache_hits_total",
+        "counter",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        hits.to_string(),
+    );
+    metric(
+        "vllm:num_preemptions_total",
+        "counter",
+        "Cumulative number of preemption from the engine.",
+        "0".to_string(),
+    );
+    metric(
+        "vllm:generation_tokens_total",
+        "counter",
+        "Number of generation tokens processed.",
+        snapshot.tokens.to_string(),
+    );
+    text
+}
