@@ -46,7 +46,7 @@ for api in $apis; do
     --sessions 4 --arrival immediate --tool-time zero --think-time-pct 0 \
     --endpoint "http://127.0.0.1:$port" --model smollm2-135m --api "$api" \
     --extra-body '{"logit_bias": {"2": -100}}' \
-    --metrics-url "http://127.0.0.1:$port/metrics" --metrics-interval 0.25 \
+    --metrics-url "http://127.0.0.1:$port/metrics" --metrics-interval 250ms \
     --timeout 300 --out "$out/$api" --no-progress | sed -n '3,9p'
   python3 "$here/e2e-check.py" "$out/$api" "$api" llamacpp || status=1
 done
