@@ -24,7 +24,11 @@ use super::framing::BodyDecoder;
 use super::http::{
     read_head, read_small_body, render_head_prefix, Conn, Endpoint, Head, HeadError, Pool,
 };
-use super::record::{is_context_overflow, ErrorCategory, RequestError, Response};
+use super::messages_sse::{self, MessagesUsage};
+use super::record::{
+    classify_message, ErrorCategory, RequestError, Response, OVERLOADED_STATUS,
+};
+use super::request::Api;
 use super::sse::{classify, data_of, LineSplitter};
 
 /// The most of an error body kept in a record.
@@ -46,6 +50,9 @@ pub struct Target {
     pub timeout: Duration,
     /// Retries of a request whose connection could not be made.
     pub retries: u32,
+    /// The API the requests speak, which decides how a stream is read
+    /// (chat by default; set it with the URL's path).
+    pub api: Api,
 }
 
 impl Target {
@@ -72,6 +79,7 @@ impl Target {
             post_prefix,
             timeout,
             retries,
+            api: Api::Chat,
         })
     }
 
@@ -339,10 +347,9 @@ impl Answer<'_> {
             response.stamps.first_byte = Some(head.at);
         }
         let message = String::from_utf8_lossy(&text).into_owned();
-        let category = if is_context_overflow(&message) {
-            ErrorCategory::ContextOverflow
-        } else {
-            ErrorCategory::HttpStatus
+        let category = match classify_message(None, &message, ErrorCategory::HttpStatus) {
+            ErrorCategory::HttpStatus if status == OVERLOADED_STATUS => ErrorCategory::Overloaded,
+            category => category,
         };
         response.error = Some(RequestError {
             category,
@@ -361,11 +368,32 @@ impl Answer<'_> {
 #[derive(Default)]
 struct Scan {
     splitter: LineSplitter,
+    lines: Lines,
+}
+
+/// What the stream's lines have said so far.
+#[derive(Default)]
+struct Lines {
+    /// An Anthropic Messages stream (otherwise OpenAI's).
+    messages: bool,
+    /// `[DONE]`, or a Messages stream's `message_stop`.
     saw_done: bool,
     failure: Option<RequestError>,
+    /// A Messages stream's usage, added up event by event.
+    usage: MessagesUsage,
 }
 
 impl Scan {
+    fn new(api: Api) -> Scan {
+        Scan {
+            lines: Lines {
+                messages: api == Api::Messages,
+                ..Lines::default()
+            },
+            ..Scan::default()
+        }
+    }
+
     /// Decodes and scans the bytes of one read, which returned at `at`.
     /// False when the body's framing is broken.
     fn feed(
@@ -375,60 +403,107 @@ impl Scan {
         at: Nanos,
         response: &mut Response,
     ) -> bool {
-        let Scan {
-            splitter,
-            saw_done,
-            failure,
-        } = self;
-        let Response {
-            stamps,
-            prompt_tokens,
-            completion_tokens,
-            cached_tokens,
-            ..
-        } = response;
-        stamps.done = Some(at);
+        let Scan { splitter, lines } = self;
+        response.stamps.done = Some(at);
         let decoded = decoder.feed(bytes, |data| {
-            stamps.first_byte.get_or_insert(at);
+            response.stamps.first_byte.get_or_insert(at);
             splitter.feed(data, |line| {
                 let Some(data) = data_of(line) else { return };
-                let payload = classify(data);
-                if payload.content {
-                    stamps.first_content.get_or_insert(at);
-                    stamps.content.push(at);
-                }
-                if payload.done {
-                    *saw_done = true;
-                }
-                if let Some(usage) = payload.usage {
-                    *prompt_tokens = usage.prompt_tokens.or(*prompt_tokens);
-                    *completion_tokens = usage.completion_tokens.or(*completion_tokens);
-                    *cached_tokens = usage.cached_tokens().or(*cached_tokens);
-                }
-                if let Some(message) = payload.error {
-                    let category = if is_context_overflow(&message) {
-                        ErrorCategory::ContextOverflow
-                    } else {
-                        ErrorCategory::ServerError
-                    };
-                    failure.get_or_insert(error(category, message));
-                }
-                if payload.malformed {
-                    let shown: String = String::from_utf8_lossy(line).chars().take(200).collect();
-                    failure.get_or_insert(error(
-                        ErrorCategory::MalformedSse,
-                        format!("malformed SSE line: {shown}"),
-                    ));
+                if lines.messages {
+                    lines.messages_event(data, line, at, response);
+                } else {
+                    lines.openai_payload(data, line, at, response);
                 }
             });
         });
         match decoded {
             Ok(()) => true,
             Err(e) => {
-                failure.get_or_insert(error(ErrorCategory::StreamCut, e.to_string()));
+                lines
+                    .failure
+                    .get_or_insert(error(ErrorCategory::StreamCut, e.to_string()));
                 false
             }
         }
+    }
+
+    /// The failure of a stream that ended without its end marker.
+    fn unfinished(&self) -> RequestError {
+        let marker = if self.lines.messages {
+            "message_stop"
+        } else {
+            "[DONE]"
+        };
+        error(
+            ErrorCategory::StreamCut,
+            format!("the stream ended without {marker}"),
+        )
+    }
+}
+
+impl Lines {
+    /// One `data:` payload of an OpenAI stream.
+    fn openai_payload(&mut self, data: &[u8], line: &[u8], at: Nanos, response: &mut Response) {
+        let payload = classify(data);
+        if payload.content {
+            response.stamps.first_content.get_or_insert(at);
+            response.stamps.content.push(at);
+        }
+        if payload.done {
+            self.saw_done = true;
+        }
+        if let Some(usage) = payload.usage {
+            response.prompt_tokens = usage.prompt_tokens.or(response.prompt_tokens);
+            response.completion_tokens = usage.completion_tokens.or(response.completion_tokens);
+            response.cached_tokens = usage.cached_tokens().or(response.cached_tokens);
+        }
+        if let Some(message) = payload.error {
+            let category = classify_message(None, &message, ErrorCategory::ServerError);
+            self.failure.get_or_insert(error(category, message));
+        }
+        if payload.malformed {
+            self.malformed(line);
+        }
+    }
+
+    /// One `data:` payload of an Anthropic Messages stream. Input tokens
+    /// are `input + cache_read + cache_creation`, cached tokens
+    /// `cache_read` (docs/run.md).
+    fn messages_event(&mut self, data: &[u8], line: &[u8], at: Nanos, response: &mut Response) {
+        let event = messages_sse::classify(data);
+        if event.content {
+            response.stamps.first_content.get_or_insert(at);
+            response.stamps.content.push(at);
+        }
+        if event.stop {
+            self.saw_done = true;
+        }
+        if let Some(usage) = event.usage {
+            self.usage.merge(usage);
+            response.prompt_tokens = self.usage.prompt_tokens();
+            response.completion_tokens = self.usage.completion_tokens();
+            response.cached_tokens = self.usage.cached_tokens();
+        }
+        if let Some(e) = event.error {
+            let category =
+                classify_message(e.kind.as_deref(), &e.message, ErrorCategory::ServerError);
+            let message = match e.kind {
+                Some(kind) => format!("{kind}: {}", e.message),
+                None => e.message,
+            };
+            self.failure.get_or_insert(error(category, message));
+        }
+        if event.malformed {
+            self.malformed(line);
+        }
+    }
+
+    fn malformed(&mut self, line: &[u8]) {
+        let shown: String = String::from_utf8_lossy(line).chars().take(200).collect();
+        self.failure.get_or_insert(error(
+            ErrorCategory::MalformedSse,
+            format!("malformed SSE line: {shown}"),
+        ));
     }
 }
 
@@ -443,7 +518,7 @@ impl Answer<'_> {
             epoch,
         } = self;
         let mut decoder = BodyDecoder::new(head.framing);
-        let mut scan = Scan::default();
+        let mut scan = Scan::new(target.api);
         // Whether the connection is still in step with HTTP framing.
         let mut intact = scan.feed(
             &mut decoder,
@@ -455,7 +530,7 @@ impl Answer<'_> {
         // timer per token).
         let expiry = tokio::time::sleep_until(deadline);
         tokio::pin!(expiry);
-        while intact && !scan.saw_done && !decoder.is_complete() {
+        while intact && !scan.lines.saw_done && !decoder.is_complete() {
             let read = tokio::select! {
                 biased;
                 read = conn.stream.read(&mut conn.buf) => Some(read),
@@ -463,20 +538,20 @@ impl Answer<'_> {
             };
             match read {
                 None => {
-                    scan.failure.get_or_insert(error(
+                    scan.lines.failure.get_or_insert(error(
                         ErrorCategory::Timeout,
                         "stream not finished before the timeout",
                     ));
                     intact = false;
                 }
                 Some(Err(e)) => {
-                    scan.failure
+                    scan.lines.failure
                         .get_or_insert(error(ErrorCategory::StreamCut, format!("stream cut: {e}")));
                     intact = false;
                 }
                 Some(Ok(0)) => {
                     if !decoder.close() {
-                        scan.failure.get_or_insert(error(
+                        scan.lines.failure.get_or_insert(error(
                             ErrorCategory::StreamCut,
                             "stream cut: the connection closed mid-body",
                         ));
@@ -493,13 +568,10 @@ impl Answer<'_> {
         if response.stamps.done.is_none() {
             response.stamps.done = Some(nanos_since(epoch));
         }
-        if !scan.saw_done && scan.failure.is_none() {
-            scan.failure = Some(error(
-                ErrorCategory::StreamCut,
-                "the stream ended without [DONE]",
-            ));
+        if !scan.lines.saw_done && scan.lines.failure.is_none() {
+            scan.lines.failure = Some(scan.unfinished());
         }
-        response.error = scan.failure;
+        response.error = scan.lines.failure;
         if intact && head.keep_alive {
             reuse(&target.pool, conn, decoder);
         }
