@@ -5,8 +5,11 @@
 //! taken for it, `headers` when the read completing the response head
 //! returns, `first_byte` and each content chunk when the read bringing them
 //! returns (stamped before the bytes are decoded or scanned), `done` when
-//! the read holding `[DONE]` (or the body's end) returns. Errors are
-//! classed, never raised: a request always ends in a [`Response`].
+//! the read holding `[DONE]` (a Messages stream's `message_stop`, or the
+//! body's end) returns. A stream is read as its [`Target::api`] speaks:
+//! OpenAI payloads by [`super::sse`], Anthropic events by
+//! [`super::messages_sse`]. Errors are classed, never raised: a request
+//! always ends in a [`Response`].
 //!
 //! Retries: only a request that got no response byte. A pooled connection
 //! the server had closed is replaced silently (the request never reached
@@ -25,9 +28,7 @@ use super::http::{
     read_head, read_small_body, render_head_prefix, Conn, Endpoint, Head, HeadError, Pool,
 };
 use super::messages_sse::{self, MessagesUsage};
-use super::record::{
-    classify_message, ErrorCategory, RequestError, Response, OVERLOADED_STATUS,
-};
+use super::record::{classify_message, ErrorCategory, RequestError, Response, OVERLOADED_STATUS};
 use super::request::Api;
 use super::sse::{classify, data_of, LineSplitter};
 
@@ -545,7 +546,8 @@ impl Answer<'_> {
                     intact = false;
                 }
                 Some(Err(e)) => {
-                    scan.lines.failure
+                    scan.lines
+                        .failure
                         .get_or_insert(error(ErrorCategory::StreamCut, format!("stream cut: {e}")));
                     intact = false;
                 }

@@ -188,7 +188,9 @@ pub fn classify(payload: &[u8]) -> Event {
         Ok(r) => {
             let mut usage = r.message.and_then(|m| m.usage);
             if let Some(later) = r.usage {
-                usage.get_or_insert_with(MessagesUsage::default).merge(later);
+                usage
+                    .get_or_insert_with(MessagesUsage::default)
+                    .merge(later);
             }
             Event {
                 finish: r.delta.is_some_and(|d| d.stop_reason.is_some()),
@@ -224,7 +226,10 @@ mod tests {
         let e = classify(quoted);
         assert!(e.content && !e.stop);
         assert_eq!(classify(br#"{"type": "ping"}"#), Event::default());
-        assert_eq!(classify(br#"{"type":"content_block_stop","index":0}"#), Event::default());
+        assert_eq!(
+            classify(br#"{"type":"content_block_stop","index":0}"#),
+            Event::default()
+        );
         assert!(classify(br#"{"type":"message_stop"}"#).stop);
         assert_eq!(classify(br#"{"type":"something_new"}"#), Event::default());
     }
@@ -245,7 +250,9 @@ mod tests {
 
     #[test]
     fn errors_and_malformed_payloads() {
-        let e = classify(br#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#);
+        let e = classify(
+            br#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#,
+        );
         assert_eq!(
             e.error,
             Some(EventError {

@@ -20,8 +20,8 @@
 mod driver;
 pub mod exchange;
 pub mod framing;
-pub mod messages_sse;
 pub mod http;
+pub mod messages_sse;
 pub mod prebuild;
 pub mod record;
 pub mod request;

@@ -76,7 +76,11 @@ pub const OVERLOADED_STATUS: u16 = 529;
 /// The class of an error message (`kind` is the error's type where the
 /// API names one, such as Anthropic's `overloaded_error`): context overflow
 /// and overload are told apart from `otherwise`.
-pub fn classify_message(kind: Option<&str>, message: &str, otherwise: ErrorCategory) -> ErrorCategory {
+pub fn classify_message(
+    kind: Option<&str>,
+    message: &str,
+    otherwise: ErrorCategory,
+) -> ErrorCategory {
     if is_context_overflow(message) {
         ErrorCategory::ContextOverflow
     } else if kind == Some("overloaded_error") || message.contains("overloaded_error") {
@@ -354,7 +358,11 @@ mod tests {
             ErrorCategory::Overloaded
         );
         assert_eq!(
-            classify_message(Some("invalid_request_error"), "prompt is too long: 9 tokens > 8 maximum", other),
+            classify_message(
+                Some("invalid_request_error"),
+                "prompt is too long: 9 tokens > 8 maximum",
+                other
+            ),
             ErrorCategory::ContextOverflow
         );
         assert_eq!(classify_message(Some("api_error"), "boom", other), other);

@@ -16,7 +16,7 @@ use arbor_backends::live::exchange::{execute, Target};
 use arbor_backends::live::record::{ErrorCategory, Response};
 
 #[derive(Clone, Copy)]
-enum Step {
+pub(crate) enum Step {
     /// Write these bytes and keep the connection.
     Answer(&'static [u8]),
     /// Write these bytes and close.
@@ -45,7 +45,7 @@ const CUT_MID_CHUNK: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n
 
 /// Serves `scripts` (connection n gets `scripts[n]`, the last repeating);
 /// counts the requests read.
-async fn scripted(scripts: Vec<Vec<Step>>) -> (SocketAddr, Arc<AtomicUsize>) {
+pub(crate) async fn scripted(scripts: Vec<Vec<Step>>) -> (SocketAddr, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let requests = Arc::new(AtomicUsize::new(0));
@@ -103,7 +103,7 @@ async fn read_request(stream: &mut TcpStream, pending: &mut Vec<u8>) -> bool {
     }
 }
 
-fn target_at(addr: SocketAddr) -> Target {
+pub(crate) fn target_at(addr: SocketAddr) -> Target {
     Target::new(
         &format!("http://{addr}/v1/chat/completions"),
         &Default::default(),
@@ -113,11 +113,11 @@ fn target_at(addr: SocketAddr) -> Target {
     .unwrap()
 }
 
-async fn send(target: &Target, id: u64) -> Response {
+pub(crate) async fn send(target: &Target, id: u64) -> Response {
     execute(target, b"{}", id, Instant::now(), 4, None, |_| {}, || {}).await
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
