@@ -54,18 +54,40 @@ fn error_response(status: u16, kind: &str, message: &str) -> Response<EmuBody> {
     json_response(status, body.to_string())
 }
 
+/// An error in `endpoint`'s own shape: OpenAI's (`kind` its type), or for
+/// Messages Anthropic's `{"type":"error","error":{"type":...}}` with the
+/// type Anthropic gives `status`.
+fn endpoint_error(endpoint: Endpoint, status: u16, kind: &str, message: &str) -> Response<EmuBody> {
+    if endpoint != Endpoint::Messages {
+        return error_response(status, kind, message);
+    }
+    let kind = match status {
+        400 => "invalid_request_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    };
+    let body = serde_json::json!({
+        "type": "error",
+        "error": {"type": kind, "message": message}
+    });
+    json_response(status, body.to_string())
+}
+
 /// Refuses a completion request: counts it in `counter`, finishes its
-/// stamp with `status` and answers with an OpenAI-style error.
+/// stamp with `status` and answers with the endpoint's error shape.
 fn reject(
     counter: &AtomicU64,
     guard: &mut RequestGuard,
+    endpoint: Endpoint,
     status: u16,
     kind: &str,
     message: &str,
 ) -> Response<EmuBody> {
     counter.fetch_add(1, Relaxed);
     guard.finish(status);
-    error_response(status, kind, message)
+    endpoint_error(endpoint, status, kind, message)
 }
 
 async fn handle(
@@ -83,6 +105,7 @@ async fn handle(
         (&Method::POST, "/v1/completions") => {
             completion(shared, req, Endpoint::Completions, t0).await
         }
+        (&Method::POST, "/v1/messages") => completion(shared, req, Endpoint::Messages, t0).await,
         (&Method::GET, "/arbor/stamps") => {
             let drain = req
                 .uri()
@@ -108,6 +131,7 @@ async fn handle(
             | "/v1/models"
             | "/v1/chat/completions"
             | "/v1/completions"
+            | "/v1/messages"
             | "/arbor/stamps"
             | "/arbor/stats"
             | "/arbor/clock",
@@ -165,6 +189,7 @@ async fn completion(
             return reject(
                 &shared.stats.bad_requests,
                 &mut guard,
+                endpoint,
                 400,
                 "BadRequestError",
                 &e.to_string(),
@@ -182,6 +207,7 @@ async fn completion(
             return reject(
                 &shared.stats.model_not_found,
                 &mut guard,
+                endpoint,
                 404,
                 "NotFoundError",
                 &format!("The model `{model}` does not exist."),
@@ -192,6 +218,7 @@ async fn completion(
         return reject(
             &shared.stats.context_overflows,
             &mut guard,
+            endpoint,
             400,
             "BadRequestError",
             &context_overflow_message(config.max_model_len, prompt_tokens, n),
@@ -205,17 +232,30 @@ async fn completion(
                 shared.stats.errors_500.fetch_add(1, Relaxed);
                 guard.fault(FaultKind::Error500);
                 guard.finish(500);
-                error_response(
+                endpoint_error(
+                    endpoint,
                     500,
                     "InternalServerError",
                     "injected server error (arbor emulator)",
+                )
+            }
+            FailStatus::Overloaded => {
+                shared.stats.errors_529.fetch_add(1, Relaxed);
+                guard.fault(FaultKind::Error529);
+                guard.finish(529);
+                endpoint_error(
+                    endpoint,
+                    529,
+                    "overloaded_error",
+                    "injected overload (arbor emulator)",
                 )
             }
             FailStatus::TooManyRequests => {
                 shared.stats.errors_429.fetch_add(1, Relaxed);
                 guard.fault(FaultKind::Error429);
                 guard.finish(429);
-                let mut r = error_response(
+                let mut r = endpoint_error(
+                    endpoint,
                     429,
                     "RateLimitError",
                     "injected rate limit (arbor emulator)",
@@ -241,13 +281,17 @@ async fn completion(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let head = body::head(endpoint, seq, created, &shared.model_json);
-    let usage = format!(
-        r#"{{"prompt_tokens":{prompt_tokens},"completion_tokens":{n},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{cached}}}}}"#,
-        prompt_tokens as u64 + n as u64
-    );
+    let usage = match endpoint {
+        Endpoint::Messages => body::messages_usage(prompt_tokens, cached, n),
+        _ => format!(
+            r#"{{"prompt_tokens":{prompt_tokens},"completion_tokens":{n},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{cached}}}}}"#,
+            prompt_tokens as u64 + n as u64
+        ),
+    };
 
     if parsed.stream {
-        let template = ChunkTemplate::new(endpoint, &head);
+        let start_usage = body::messages_usage(prompt_tokens, cached, 0);
+        let template = ChunkTemplate::new(endpoint, &head, &start_usage);
         let tail = body::tail(endpoint, &head, parsed.include_usage, &usage);
         let stream = StreamBody {
             shared: shared.clone(),
@@ -308,6 +352,17 @@ async fn completion(
         text.push_str(&k.to_string());
     }
     let text_json = serde_json::to_string(&text).expect("a string serializes");
+    shared.stats.completed.fetch_add(1, Relaxed);
+    shared.stats.tokens.fetch_add(n as u64, Relaxed);
+    guard.finish(200);
+    if endpoint == Endpoint::Messages {
+        return json_response(
+            200,
+            format!(
+                r#"{head},"content":[{{"type":"text","text":{text_json}}}],"stop_reason":"max_tokens","stop_sequence":null,"usage":{usage}}}"#
+            ),
+        );
+    }
     let (object, choice) = match endpoint {
         Endpoint::Chat => (
             "chat.completion",
@@ -315,22 +370,19 @@ async fn completion(
                 r#"{{"index":0,"message":{{"role":"assistant","content":{text_json}}},"logprobs":null,"finish_reason":"length"}}"#
             ),
         ),
-        Endpoint::Completions => (
+        _ => (
             "text_completion",
             format!(r#"{{"index":0,"text":{text_json},"logprobs":null,"finish_reason":"length"}}"#),
         ),
     };
     let id = match endpoint {
         Endpoint::Chat => "chatcmpl",
-        Endpoint::Completions => "cmpl",
+        _ => "cmpl",
     };
     let json = format!(
         r#"{{"id":"{id}-arbor-{seq}","object":"{object}","created":{created},"model":{},"choices":[{choice}],"usage":{usage}}}"#,
         shared.model_json
     );
-    shared.stats.completed.fetch_add(1, Relaxed);
-    shared.stats.tokens.fetch_add(n as u64, Relaxed);
-    guard.finish(200);
     json_response(200, json)
 }
 
