@@ -7,15 +7,22 @@
 
 use std::time::Duration;
 
-use arbor_backends::live::request::{Api, MaxTokensField};
+use arbor_backends::live::request::{Api, MaxTokensField, ANTHROPIC_VERSION};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::{Map, Value};
 
 use crate::failure::Failure;
 
-/// Environment variable holding the API key (sent as `Authorization:
-/// Bearer ...`, never written anywhere).
-pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// The environment variable holding the API key of `api` (never written
+/// anywhere): `ANTHROPIC_API_KEY` for the Messages API (sent as
+/// `x-api-key`), `OPENAI_API_KEY` otherwise (sent as `Authorization:
+/// Bearer ...`). The one place that decides.
+pub fn api_key_env(api: Api) -> &'static str {
+    match api {
+        Api::Messages => "ANTHROPIC_API_KEY",
+        Api::Chat | Api::Completions => "OPENAI_API_KEY",
+    }
+}
 
 /// What replaces a secret.
 pub const REDACTED: &str = "<redacted>";
@@ -43,38 +50,61 @@ pub struct RequestOptions {
 pub struct Auth {
     /// `--header` values, in order.
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// From `OPENAI_API_KEY`; never serialized.
+    /// From [`api_key_env`]`(api)`; never serialized.
     pub api_key: Option<String>,
+    /// The API the key and headers are for.
+    pub api: Api,
 }
 
+/// The header the Messages API takes its key in.
+const X_API_KEY: &str = "x-api-key";
+
 impl Auth {
-    /// `--header K=V` values, and the API key from the environment.
-    pub fn from_flags(headers: &[String]) -> Result<Auth, Failure> {
+    /// `--header K=V` values, and `api`'s key from the environment.
+    pub fn from_flags(headers: &[String], api: Api) -> Result<Auth, Failure> {
         let headers = headers
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>, _>>()?;
-        let api_key = std::env::var(API_KEY_ENV)
+        let api_key = std::env::var(api_key_env(api))
             .ok()
             .map(|k| k.trim().to_string())
             .filter(|k| !k.is_empty());
-        Ok(Auth { headers, api_key })
+        Ok(Auth {
+            headers,
+            api_key,
+            api,
+        })
     }
 
     /// Every request's extra headers: `--header` values, and the API key
     /// as `Authorization: Bearer ...` unless a `--header` set
-    /// `Authorization`.
+    /// `Authorization`. For the Messages API: the key as `x-api-key`
+    /// (unless a `--header` set it) and `anthropic-version: 2023-06-01`
+    /// (unless a `--header` set it).
     pub fn header_map(&self) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in &self.headers {
             map.append(name.clone(), value.clone());
         }
-        if let Some(key) = &self.api_key {
-            if !map.contains_key(AUTHORIZATION) {
-                if let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {key}")) {
-                    value.set_sensitive(true);
-                    map.insert(AUTHORIZATION, value);
-                }
+        let (key_header, key_value) = match self.api {
+            Api::Messages => (HeaderName::from_static(X_API_KEY), self.api_key.clone()),
+            Api::Chat | Api::Completions => (
+                AUTHORIZATION,
+                self.api_key.as_ref().map(|key| format!("Bearer {key}")),
+            ),
+        };
+        if let Some(text) = key_value.filter(|_| !map.contains_key(&key_header)) {
+            if let Ok(mut value) = HeaderValue::from_str(&text) {
+                value.set_sensitive(true);
+                map.insert(key_header, value);
+            }
+        }
+        if self.api == Api::Messages {
+            let (name, value) = ANTHROPIC_VERSION;
+            let name = HeaderName::from_static(name);
+            if !map.contains_key(&name) {
+                map.insert(name, HeaderValue::from_static(value));
             }
         }
         map
@@ -251,10 +281,36 @@ mod tests {
         let mut auth = Auth {
             headers: vec![],
             api_key: Some("sk-test".into()),
+            api: Api::Chat,
         };
         assert_eq!(auth.header_map()[AUTHORIZATION], "Bearer sk-test");
+        assert!(auth.header_map().get(X_API_KEY).is_none());
         auth.headers = vec![parse_header("Authorization=Bearer other").ok().unwrap()];
         assert_eq!(auth.header_map()[AUTHORIZATION], "Bearer other");
+    }
+
+    #[test]
+    fn the_messages_api_takes_its_key_as_x_api_key_with_a_version() {
+        let mut auth = Auth {
+            headers: vec![],
+            api_key: Some("sk-ant-test".into()),
+            api: Api::Messages,
+        };
+        let map = auth.header_map();
+        assert_eq!(map[X_API_KEY], "sk-ant-test");
+        assert!(map[X_API_KEY].is_sensitive());
+        assert_eq!(map["anthropic-version"], "2023-06-01");
+        assert!(map.get(AUTHORIZATION).is_none());
+        auth.headers = vec![
+            parse_header("x-api-key=other").ok().unwrap(),
+            parse_header("anthropic-version=2024-01-01").ok().unwrap(),
+        ];
+        let map = auth.header_map();
+        assert_eq!(map[X_API_KEY], "other");
+        assert_eq!(map["anthropic-version"], "2024-01-01");
+        assert_eq!(api_key_env(Api::Messages), "ANTHROPIC_API_KEY");
+        assert_eq!(api_key_env(Api::Chat), "OPENAI_API_KEY");
+        assert_eq!(api_key_env(Api::Completions), "OPENAI_API_KEY");
     }
 
     #[test]

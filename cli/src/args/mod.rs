@@ -224,8 +224,8 @@ pub struct RequestArgs {
     #[arg(short = 'm', long, value_name = "M", help_heading = SERVER)]
     pub model: Option<String>,
 
-    /// Which API to call: chat (/v1/chat/completions) or completions
-    /// (/v1/completions).
+    /// Which API to call: chat (/v1/chat/completions), completions
+    /// (/v1/completions) or messages (Anthropic's /v1/messages).
     #[arg(long, value_name = "API", default_value = "chat", value_parser = values::api, help_heading = SERVER)]
     pub api: Api,
 
@@ -243,7 +243,8 @@ pub struct RequestArgs {
     pub extra_body: Option<Map<String, Value>>,
 
     /// An extra request header K=V (repeatable). The API key comes from
-    /// the environment variable OPENAI_API_KEY.
+    /// the environment variable OPENAI_API_KEY (ANTHROPIC_API_KEY with
+    /// --api messages).
     #[arg(short = 'H', long = "header", value_name = "K=V", help_heading = SERVER)]
     pub headers: Vec<String>,
 
@@ -296,7 +297,8 @@ pub struct DoctorArgs {
     pub model: Option<String>,
 
     /// An extra request header K=V (repeatable). The API key comes from
-    /// the environment variable OPENAI_API_KEY.
+    /// the environment variable OPENAI_API_KEY (ANTHROPIC_API_KEY for the
+    /// Messages probe).
     #[arg(short = 'H', long = "header", value_name = "K=V", help_heading = SERVER)]
     pub headers: Vec<String>,
 

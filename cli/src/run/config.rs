@@ -48,7 +48,8 @@ pub struct RunConfig {
     pub extra_body: Option<Map<String, Value>>,
     /// `--header` names and values; credential values redacted.
     pub headers: BTreeMap<String, String>,
-    /// Whether OPENAI_API_KEY was set (the key itself is never stored).
+    /// Whether the API's key variable (OPENAI_API_KEY, or ANTHROPIC_API_KEY
+    /// for the Messages API) was set (the key itself is never stored).
     pub api_key_set: bool,
     pub timeout_s: f64,
     pub retries: u32,

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_backends::live::exchange::Target;
-use arbor_backends::live::request::{Api, BodyConfig};
+use arbor_backends::live::request::BodyConfig;
 use arbor_backends::live::{self, LiveConfig, Progress, RunOutcome};
 use arbor_engine::policy::GapTransform;
 use arbor_engine::time::{nanos_to_secs, NANOS_PER_MS};
@@ -241,16 +241,13 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         Some(m) => (m.clone(), "flag"),
         None => (discover_model(&client, endpoint, &headers).await?, "server"),
     };
-    let path = match requests.api {
-        Api::Chat => "/v1/chat/completions",
-        Api::Completions => "/v1/completions",
-    };
-    let url = format!("{endpoint}{path}");
+    let url = format!("{endpoint}{}", requests.api.path());
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
     config.set_endpoint(endpoint, &url, &model, model_from, warm);
 
-    let target =
+    let mut target =
         Target::new(&url, &headers, requests.timeout, requests.retries).map_err(Failure::other)?;
+    target.api = requests.api;
     let live_config = LiveConfig {
         target,
         body: BodyConfig {

@@ -103,7 +103,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions, Failure> {
         max_tokens_field: r.max_tokens_field,
         ignore_eos: r.ignore_eos,
         extra_body: r.extra_body.clone(),
-        auth: Auth::from_flags(&r.headers)?,
+        auth: Auth::from_flags(&r.headers, r.api)?,
         timeout: Duration::from_nanos(r.timeout),
         retries: r.retries,
         cache_bust: r.cache_bust,

@@ -464,6 +464,66 @@ fn without_an_endpoint_the_built_in_emulator_serves_the_run() {
     );
 }
 
+#[test]
+fn api_messages_runs_against_the_built_in_emulators_messages_stream() {
+    let dir = scratch("run-messages");
+    let out_dir = dir.join("out");
+    let out = arbor_run(&[
+        fixture("trace_0187.json").to_str().unwrap(),
+        "--api",
+        "messages",
+        "--tool-time",
+        "zero",
+        "--think-time-pct",
+        "0",
+        "--ttft-ms",
+        "20",
+        "--itl-ms",
+        "1",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-progress",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records: Vec<serde_json::Value> = read(&out_dir.join("records.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 3);
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+        let ttft = r["ttft_s"].as_f64().unwrap();
+        assert!((0.020..0.080).contains(&ttft), "ttft {ttft}");
+        let output = r["output_tokens"].as_u64().unwrap();
+        assert_eq!(r["output_tokens_source"], "usage");
+        assert_eq!(r["input_tokens_source"], "usage");
+        assert_eq!(
+            r["itl_s"].as_array().unwrap().len() as u64,
+            output - 1,
+            "one gap between each two text deltas: {r}"
+        );
+    }
+    // The later turns of the conversation extend the first: the emulator's
+    // cache serves their shared prefix, reported as cache_read_input_tokens.
+    let cached: Vec<u64> = records
+        .iter()
+        .map(|r| r["cached_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cached[0], 0, "{cached:?}");
+    assert!(cached[1..].iter().all(|&c| c > 0), "{cached:?}");
+    for r in &records {
+        assert!(
+            r["cached_tokens"].as_u64() <= r["input_tokens"].as_u64(),
+            "{r}"
+        );
+    }
+    let run: serde_json::Value = serde_json::from_str(&read(&out_dir.join("run.json"))).unwrap();
+    assert!(
+        run.to_string().contains("/v1/messages"),
+        "the run names its URL: {run}"
+    );
+}
+
 /// The README's main command: `arbor run` with nothing else replays the
 /// bundled sample against the built-in emulator.
 #[test]
