@@ -1,5 +1,6 @@
 //! Response bodies, and the stream state machine that writes one content
-//! chunk per token on absolute deadlines.
+//! chunk per token on absolute deadlines (an OpenAI `data:` chunk, or a
+//! Messages `content_block_delta` event).
 //!
 //! A stream is a [`hyper::body::Body`] polled by hyper's connection task
 //! itself: no task or channel per stream. When hyper asks for the next

@@ -1,4 +1,5 @@
-//! The HTTP server: routing, request handling, the handle.
+//! The HTTP server: routing, request handling (chat, completions and
+//! Messages, with each API's error shape), the handle.
 //!
 //! Built on hyper 1 directly (HTTP/1.1, one tokio task per connection via
 //! hyper-util's `TokioIo`): a stream is a body that hyper polls on the
