@@ -410,11 +410,12 @@ impl Scan {
             response.stamps.first_byte.get_or_insert(at);
             splitter.feed(data, |line| {
                 let Some(data) = data_of(line) else { return };
-                if lines.messages {
-                    lines.messages_event(data, line, at, response);
+                let said = if lines.messages {
+                    lines.messages_event(data)
                 } else {
-                    lines.openai_payload(data, line, at, response);
-                }
+                    Lines::openai_payload(data)
+                };
+                lines.note(said, line, at, response);
             });
         });
         match decoded {
@@ -442,59 +443,82 @@ impl Scan {
     }
 }
 
+/// What one `data:` line said, in either API's terms.
+#[derive(Default)]
+struct Said {
+    content: bool,
+    /// `[DONE]`, or `message_stop`.
+    end: bool,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    cached_tokens: Option<u64>,
+    error: Option<RequestError>,
+    malformed: bool,
+}
+
 impl Lines {
     /// One `data:` payload of an OpenAI stream.
-    fn openai_payload(&mut self, data: &[u8], line: &[u8], at: Nanos, response: &mut Response) {
+    fn openai_payload(data: &[u8]) -> Said {
         let payload = classify(data);
-        if payload.content {
-            response.stamps.first_content.get_or_insert(at);
-            response.stamps.content.push(at);
-        }
-        if payload.done {
-            self.saw_done = true;
-        }
-        if let Some(usage) = payload.usage {
-            response.prompt_tokens = usage.prompt_tokens.or(response.prompt_tokens);
-            response.completion_tokens = usage.completion_tokens.or(response.completion_tokens);
-            response.cached_tokens = usage.cached_tokens().or(response.cached_tokens);
-        }
-        if let Some(message) = payload.error {
-            let category = classify_message(None, &message, ErrorCategory::ServerError);
-            self.failure.get_or_insert(error(category, message));
-        }
-        if payload.malformed {
-            self.malformed(line);
+        let usage = payload.usage.unwrap_or_default();
+        Said {
+            content: payload.content,
+            end: payload.done,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            cached_tokens: usage.cached_tokens(),
+            error: payload.error.map(|message| {
+                let category = classify_message(None, &message, ErrorCategory::ServerError);
+                error(category, message)
+            }),
+            malformed: payload.malformed,
         }
     }
 
-    /// One `data:` payload of an Anthropic Messages stream. Input tokens
-    /// are `input + cache_read + cache_creation`, cached tokens
-    /// `cache_read` (docs/run.md).
-    fn messages_event(&mut self, data: &[u8], line: &[u8], at: Nanos, response: &mut Response) {
+    /// One `data:` payload of an Anthropic Messages stream, its usage
+    /// added to what the stream reported before. Input tokens are `input +
+    /// cache_read + cache_creation`, cached tokens `cache_read`
+    /// (docs/run.md).
+    fn messages_event(&mut self, data: &[u8]) -> Said {
         let event = messages_sse::classify(data);
-        if event.content {
-            response.stamps.first_content.get_or_insert(at);
-            response.stamps.content.push(at);
-        }
-        if event.stop {
-            self.saw_done = true;
-        }
+        let mut said = Said {
+            content: event.content,
+            end: event.stop,
+            malformed: event.malformed,
+            ..Said::default()
+        };
         if let Some(usage) = event.usage {
             self.usage.merge(usage);
-            response.prompt_tokens = self.usage.prompt_tokens();
-            response.completion_tokens = self.usage.completion_tokens();
-            response.cached_tokens = self.usage.cached_tokens();
+            said.prompt_tokens = self.usage.prompt_tokens();
+            said.completion_tokens = self.usage.completion_tokens();
+            said.cached_tokens = self.usage.cached_tokens();
         }
-        if let Some(e) = event.error {
+        said.error = event.error.map(|e| {
             let category =
                 classify_message(e.kind.as_deref(), &e.message, ErrorCategory::ServerError);
             let message = match e.kind {
                 Some(kind) => format!("{kind}: {}", e.message),
                 None => e.message,
             };
-            self.failure.get_or_insert(error(category, message));
+            error(category, message)
+        });
+        said
+    }
+
+    /// Records what a line that arrived at `at` said.
+    fn note(&mut self, said: Said, line: &[u8], at: Nanos, response: &mut Response) {
+        if said.content {
+            response.stamps.first_content.get_or_insert(at);
+            response.stamps.content.push(at);
         }
-        if event.malformed {
+        self.saw_done |= said.end;
+        response.prompt_tokens = said.prompt_tokens.or(response.prompt_tokens);
+        response.completion_tokens = said.completion_tokens.or(response.completion_tokens);
+        response.cached_tokens = said.cached_tokens.or(response.cached_tokens);
+        if let Some(e) = said.error {
+            self.failure.get_or_insert(e);
+        }
+        if said.malformed {
             self.malformed(line);
         }
     }

@@ -228,44 +228,34 @@ async fn completion(
 
     let plan = FaultPlan::decide(config, seq);
     if let Some(status) = plan.fail {
-        return match status {
-            FailStatus::InternalError => {
-                shared.stats.errors_500.fetch_add(1, Relaxed);
-                guard.fault(FaultKind::Error500);
-                guard.finish(500);
-                endpoint_error(
-                    endpoint,
-                    500,
-                    "InternalServerError",
-                    "injected server error (arbor emulator)",
-                )
-            }
-            FailStatus::Overloaded => {
-                shared.stats.errors_529.fetch_add(1, Relaxed);
-                guard.fault(FaultKind::Error529);
-                guard.finish(529);
-                endpoint_error(
-                    endpoint,
-                    529,
-                    "overloaded_error",
-                    "injected overload (arbor emulator)",
-                )
-            }
-            FailStatus::TooManyRequests => {
-                shared.stats.errors_429.fetch_add(1, Relaxed);
-                guard.fault(FaultKind::Error429);
-                guard.finish(429);
-                let mut r = endpoint_error(
-                    endpoint,
-                    429,
-                    "RateLimitError",
-                    "injected rate limit (arbor emulator)",
-                );
-                r.headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from(config.faults.retry_after_s));
-                r
-            }
+        let stats = &shared.stats;
+        let (counter, fault, kind, message) = match status {
+            FailStatus::InternalError => (
+                &stats.errors_500,
+                FaultKind::Error500,
+                "InternalServerError",
+                "injected server error (arbor emulator)",
+            ),
+            FailStatus::TooManyRequests => (
+                &stats.errors_429,
+                FaultKind::Error429,
+                "RateLimitError",
+                "injected rate limit (arbor emulator)",
+            ),
+            FailStatus::Overloaded => (
+                &stats.errors_529,
+                FaultKind::Error529,
+                "overloaded_error",
+                "injected overload (arbor emulator)",
+            ),
         };
+        guard.fault(fault);
+        let mut r = reject(counter, &mut guard, endpoint, status.code(), kind, message);
+        if status == FailStatus::TooManyRequests {
+            r.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(config.faults.retry_after_s));
+        }
+        return r;
     }
 
     let hit_blocks = shared.cache_lookup(&parsed.blocks);
