@@ -83,7 +83,7 @@ fn typed_policy_values_are_checked_at_parse_time() {
     expect_exit_2(&["plan", "--format", "csv"], &["--format", "weka"]);
     expect_exit_2(
         &["run", "--api", "responses"],
-        &["--api", "chat or completions"],
+        &["--api", "chat, completions or messages"],
     );
     expect_exit_2(
         &["run", "--max-tokens-field", "n"],
