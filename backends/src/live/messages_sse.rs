@@ -249,6 +249,40 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_stream_split_into_small_reads() {
+        let stream = include_str!("../../../testdata/messages/documented.sse");
+        let mut splitter = super::super::sse::LineSplitter::default();
+        let (mut content, mut stops, mut pings) = (0, 0, 0);
+        let mut usage = MessagesUsage::default();
+        for piece in stream.as_bytes().chunks(7) {
+            splitter.feed(piece, |line| {
+                let Some(data) = super::super::sse::data_of(line) else {
+                    return;
+                };
+                let event = classify(data);
+                assert!(!event.malformed && event.error.is_none(), "{event:?}");
+                content += usize::from(event.content);
+                stops += usize::from(event.stop);
+                pings += usize::from(event == Event::default());
+                if let Some(u) = event.usage {
+                    usage.merge(u);
+                }
+            });
+        }
+        assert_eq!((content, stops), (2, 1));
+        // ping, both block starts and stops, both input_json deltas.
+        assert_eq!(pings, 7);
+        assert_eq!(
+            (
+                usage.prompt_tokens(),
+                usage.cached_tokens(),
+                usage.completion_tokens()
+            ),
+            (Some(28), Some(20), Some(15))
+        );
+    }
+
+    #[test]
     fn errors_and_malformed_payloads() {
         let e = classify(
             br#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#,
