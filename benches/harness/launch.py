@@ -3,7 +3,12 @@
 
 Part of arbor's measurement harness (benches/harness/run.sh).
 
-    launch.py --emulator URL --usage OUT.json [--stamps OUT.json] -- CMD...
+    launch.py --emulator URL --usage OUT.json [--stamps OUT.json] [--cacert PEM] -- CMD...
+
+An https:// emulator URL is trusted with --cacert (the harness's
+HARNESS_TLS=1). The clock reads go over one kept-alive connection opened
+(and, over TLS, handshaken) before them, so no handshake sits inside a
+measured round trip.
 
 Before the launch it drains the emulator's stamps (`GET /arbor/stamps?drain=1`)
 and reads the emulator's clock (`GET /arbor/clock`) to get the offset
@@ -25,17 +30,32 @@ and the emulator (`other_cores`: other processes' load, which on a shared
 machine disturbs timing; it is printed with every result).
 """
 
+import http.client
 import json
 import os
+import ssl
 import subprocess
 import sys
 import time
-import urllib.request
+import urllib.parse
 
 
-def get(url):
-    with urllib.request.urlopen(url, timeout=60) as r:
-        return r.read()
+def connect(base, cafile):
+    """A kept-alive connection to the emulator at `base` (http or https)."""
+    u = urllib.parse.urlsplit(base)
+    if u.scheme == "https":
+        context = ssl.create_default_context(cafile=cafile)
+        return http.client.HTTPSConnection(u.hostname, u.port, timeout=60, context=context)
+    return http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+
+
+def get(conn, path):
+    conn.request("GET", path)
+    r = conn.getresponse()
+    body = r.read()
+    if r.status != 200:
+        raise RuntimeError(f"GET {path}: HTTP {r.status}")
+    return body
 
 
 def machine_busy_s():
@@ -64,11 +84,13 @@ def main(argv):
     opts, cmd = argv[1:i], argv[i + 1:]
     o = dict(zip(opts[::2], opts[1::2]))
     base = o["--emulator"].rstrip("/")
-    get(base + "/arbor/stamps?drain=1")
+    cafile = o.get("--cacert")
+    conn = connect(base, cafile)
+    get(conn, "/arbor/stamps?drain=1")
     offsets = []
     for _ in range(5):
         a = time.monotonic_ns()
-        now = json.loads(get(base + "/arbor/clock"))["now_ns"]
+        now = json.loads(get(conn, "/arbor/clock"))["now_ns"]
         b = time.monotonic_ns()
         offsets.append((b - a, now - (a + b) // 2))
     offset = min(offsets)[1]  # emulator clock = monotonic + offset
@@ -83,7 +105,10 @@ def main(argv):
     busy1 = machine_busy_s()
     emu1 = proc_cpu_s(emu_pid) if emu_pid else 0.0
     child.returncode = os.waitstatus_to_exitcode(status)
-    raw = get(base + "/arbor/stamps?drain=1")
+    conn.close()
+    conn = connect(base, cafile)
+    raw = get(conn, "/arbor/stamps?drain=1")
+    conn.close()
     if "--stamps" in o:
         with open(o["--stamps"], "wb") as f:
             f.write(raw)

@@ -48,7 +48,12 @@
 # Output: markdown tables on stdout; raw files (records, stamps, usage,
 # JSON reports) under $HARNESS_OUT (default /tmp/arbor-harness).
 # Environment: CARGO_TARGET_DIR (default /work/target-harness),
-# HARNESS_PORT (default 18431), HARNESS_NO_BUILD=1 to skip the build.
+# HARNESS_PORT (default 18431), HARNESS_NO_BUILD=1 to skip the build,
+# HARNESS_TLS=1 to run every scenario over https: the emulator serves a
+# self-signed certificate (`arbor emulate --tls-self-signed`, its PEM at
+# $HARNESS_OUT/emulator-cert.pem) and the client trusts it with --cacert.
+# Compare a run with HARNESS_TLS=1 against one without (use two
+# HARNESS_OUT directories) for the cost of TLS.
 # Whole harness: about 5 minutes on 2 vCPUs (plus the build).
 set -euo pipefail
 
@@ -58,7 +63,16 @@ TARGET="${CARGO_TARGET_DIR:-/work/target-harness}"
 ARBOR="$TARGET/release/arbor"
 OUT="${HARNESS_OUT:-/tmp/arbor-harness}"
 PORT="${HARNESS_PORT:-18431}"
-URL="http://127.0.0.1:$PORT"
+if [[ "${HARNESS_TLS:-0}" == 1 ]]; then
+    CERT="$OUT/emulator-cert.pem"
+    URL="https://127.0.0.1:$PORT"
+    EMU_TLS=(--tls-self-signed --tls-cert-out "$CERT")
+    TRUST=(--cacert "$CERT")
+else
+    URL="http://127.0.0.1:$PORT"
+    EMU_TLS=()
+    TRUST=()
+fi
 EMU_PID=""
 
 log() { echo "# $*" >&2; }
@@ -87,10 +101,10 @@ trap 'exit 130' INT TERM
 start_emulator() {
     local name="$1"; shift
     stop_emulator
-    "$ARBOR" emulate --port "$PORT" --max-model-len 1000000 "$@" >"$OUT/$name.emulator.log" 2>&1 &
+    "$ARBOR" emulate --port "$PORT" --max-model-len 1000000 "${EMU_TLS[@]}" "$@" >"$OUT/$name.emulator.log" 2>&1 &
     EMU_PID=$!
     for _ in $(seq 100); do
-        if curl -sf "$URL/health" >/dev/null 2>&1; then return 0; fi
+        if curl -sf "${TRUST[@]}" "$URL/health" >/dev/null 2>&1; then return 0; fi
         kill -0 "$EMU_PID" 2>/dev/null || break
         sleep 0.05
     done
@@ -107,8 +121,8 @@ client() {
     [[ "$1" == -- ]] && shift
     rm -rf "$OUT/$name.run"
     python3 "$HERE/launch.py" --emulator "$URL" --emulator-pid "$EMU_PID" --usage "$OUT/$name.usage.json" \
-        --stdout "$OUT/$name.client.log" "${stamps[@]}" -- \
-        "$ARBOR" run "$@" --endpoint "$URL" --no-progress --out "$OUT/$name.run"
+        --stdout "$OUT/$name.client.log" "${stamps[@]}" "${TRUST[@]}" -- \
+        "$ARBOR" run "$@" --endpoint "$URL" "${TRUST[@]}" --no-progress --out "$OUT/$name.run"
 }
 
 workload() { # NAME TREES TURNS OSL

@@ -123,9 +123,17 @@
     ["started", function (s) { return s.started_at || DASH; }, function () { return DASH; }],
     ["validity", validity, function (s) { return (s.scenario ? s.scenario + ": " : "") + "a plan: nothing measured"; }],
     ["records", function (s, run) { return String(run.records); }, function (s, run) { return run.records + " planned requests"; }],
-    ["policy", function (s) { return s.config && s.config.policy ? JSON.stringify(s.config.policy) : DASH; },
-      function (s) { return s.policy ? JSON.stringify(s.policy) : DASH; }]
+    ["policy", function (s) { return policyText(s.config && s.config.policy); },
+      function (s) { return policyText(s.policy); }]
   ];
+  // A policy as "key value" pairs, one per line-wrap, nulls shown as "–".
+  function policyText(p) {
+    if (!p) return DASH;
+    return Object.keys(p).map(function (k) {
+      var v = p[k];
+      return k + " " + (v == null ? DASH : typeof v === "object" ? JSON.stringify(v) : String(v));
+    }).join(" · ");
+  }
   app.appendChild(el("h2", { text: "Configuration" }));
   var cfg = el("table");
   cfg.appendChild(el("tr", {}, [el("th", { class: "k", text: "" })].concat(runs.map(function (r, i) {
@@ -161,6 +169,14 @@
           return ["lane " + l.lane, num(l.share, 0), num(l.plays, 0), num(l.recycles, 0),
             l.dry_at_s == null ? "still playing at the end" : num(l.dry_at_s, 3),
             num(l.t_star_s, 3), num(l.warmups, 0), l.stalled ? "yes" : "no"];
+        })));
+    }
+    var tb = s.time_breakdown;
+    if (tb && tb.classes && tb.classes.length) {
+      app.appendChild(el("h3", { text: "Where the time goes (critical path of " + num(tb.path_requests, 0) + " requests)" }));
+      app.appendChild(table(["class", "time (s)", "share", "scaled by"],
+        tb.classes.filter(function (c) { return c.ns !== 0; }).map(function (c) {
+          return [c.class, num(c.s, 3), pct(c.share), c.scaled_by];
         })));
     }
     if (q && q.count) {

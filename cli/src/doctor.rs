@@ -8,15 +8,23 @@
 //! probe becomes a [`Finding`] (ok / warn / fail, what was seen, what to
 //! do); the report ends with the `arbor run` flags to use.
 //!
+//! Over `https://` a `tls` probe comes first: the handshake the run's own
+//! client makes, reporting the TLS version, cipher and ALPN protocol, or
+//! the certificate problem in plain words (expired, unknown issuer, name
+//! mismatch) and what to pass.
+//!
 //! Requests go through the live client of `arbor run` (the same body
 //! builder, exchange, stamps and SSE classification), so what the doctor
 //! sees is what a run would see. See `docs/doctor.md`.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arbor_backends::live::exchange::{execute, Target};
 use arbor_backends::live::record::{ErrorCategory, RequestError, Response};
 use arbor_backends::live::request::{build_body, Api, BodyConfig, MaxTokensField};
+use arbor_backends::live::stream::ConnectError;
+use arbor_backends::live::tls::ClientConfig;
 use arbor_engine::prompt::Prompt;
 use reqwest::header::HeaderMap;
 use serde::Serialize;
@@ -67,7 +75,7 @@ impl Status {
 /// One probe's verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// A stable name: `health`, `models`, `context_length`, `streaming`,
+    /// A stable name: `tls`, `health`, `models`, `context_length`, `streaming`,
     /// `usage`, `cached_tokens`, `latency`, `max_completion_tokens`,
     /// `max_tokens`, `ignore_eos`, `completions`, `messages`, `api`.
     pub probe: &'static str,
@@ -88,6 +96,10 @@ pub struct Report {
     /// `flag` or `server`.
     pub model_from: Option<&'static str>,
     pub models: Vec<String>,
+    /// Over https: the negotiated TLS version (`TLSv1.3`).
+    pub tls_version: Option<String>,
+    /// Over https: the negotiated cipher suite.
+    pub tls_cipher: Option<String>,
     pub health_status: Option<u16>,
     pub context_length: Option<u64>,
     /// The `/v1/models` key the context length came from.
@@ -148,9 +160,16 @@ struct Options {
     headers: HeaderMap,
     /// Headers of the Messages probe: its key and `anthropic-version`.
     messages_headers: HeaderMap,
+    /// Where the Messages probe's key came from (`env NAME`, `file PATH`),
+    /// or the variable it was looked for in: safe to show.
+    messages_key_from: String,
     timeout: Duration,
     /// Strings never to print: the API key and secret header values.
     secrets: Vec<String>,
+    /// For `https://`.
+    tls: Option<Arc<ClientConfig>>,
+    /// The TLS and key flags given, passed on in the recommended command.
+    access_flags: Vec<String>,
 }
 
 /// `arbor doctor`.
@@ -178,8 +197,20 @@ pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
 }
 
 fn options(args: &DoctorArgs) -> Result<Options, Failure> {
-    let auth = Auth::from_flags(&args.headers, Api::Chat)?;
-    let messages_auth = Auth::from_flags(&args.headers, Api::Messages)?;
+    // The chat and completions probes send the OpenAI-style APIs' key, the
+    // messages probe the Messages API's (each API's default variable unless
+    // --api-key-env or --api-key-file names one key for both).
+    let access = &args.access;
+    let auth_for = |api| {
+        Auth::from_flags(
+            &args.headers,
+            access.api_key_env.as_deref(),
+            access.api_key_file.as_deref(),
+            api,
+        )
+    };
+    let auth = auth_for(Api::Chat)?;
+    let messages_auth = auth_for(Api::Messages)?;
     let mut secrets: Vec<String> = auth
         .headers
         .iter()
@@ -189,13 +220,35 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
     secrets.extend(auth.api_key.clone());
     secrets.extend(messages_auth.api_key.clone());
     secrets.retain(|s| s.len() >= 4);
+    let tls = endpoint::tls_config(&args.endpoint, &access.tls())?;
+    let mut access_flags = Vec::new();
+    if let Some(path) = &access.cacert {
+        access_flags.extend(["--cacert".to_string(), path.display().to_string()]);
+    }
+    if access.insecure {
+        access_flags.push("--insecure".into());
+    }
+    if let Some(name) = &access.api_key_env {
+        access_flags.extend(["--api-key-env".to_string(), name.clone()]);
+    }
+    if let Some(path) = &access.api_key_file {
+        access_flags.extend(["--api-key-file".to_string(), path.display().to_string()]);
+    }
     Ok(Options {
         endpoint: args.endpoint.clone(),
         model: args.model.clone().filter(|m| !m.is_empty()),
         headers: auth.header_map(),
         messages_headers: messages_auth.header_map(),
+        messages_key_from: messages_auth.api_key_from.clone().unwrap_or_else(|| {
+            format!(
+                "env {} (unset)",
+                endpoint::default_api_key_env(Api::Messages)
+            )
+        }),
         timeout: Duration::from_nanos(args.timeout),
         secrets,
+        tls,
+        access_flags,
     })
 }
 
@@ -305,10 +358,10 @@ async fn diagnose(options: &Options) -> Report {
         endpoint: shown_endpoint(&options.endpoint),
         ..Report::default()
     };
-    let client = match reqwest::Client::builder()
-        // The endpoint is probed directly, as a run's requests go.
-        .no_proxy()
-        .tcp_nodelay(true)
+    if !probe_tls(options, &mut report).await {
+        return finish(report, options);
+    }
+    let client = match endpoint::reqwest_builder(options.tls.as_ref())
         .connect_timeout(options.timeout)
         .build()
     {
@@ -320,14 +373,14 @@ async fn diagnose(options: &Options) -> Report {
                 format!("cannot build the HTTP client: {e}"),
                 None,
             );
-            return finish(report);
+            return finish(report, options);
         }
     };
     if !probe_health(&client, options, &mut report).await {
-        return finish(report);
+        return finish(report, options);
     }
     let Some(model) = probe_models(&client, options, &mut report).await else {
-        return finish(report);
+        return finish(report, options);
     };
     let mut prober = Prober {
         options,
@@ -340,14 +393,80 @@ async fn diagnose(options: &Options) -> Report {
             report.streaming_via_messages();
             report.choose_api();
         }
-        return finish(report);
+        return finish(report, options);
     }
     let field = prober.limits(&mut report).await;
     prober.ignore_eos(field, &mut report).await;
     prober.completions(field, &mut report).await;
     prober.messages(&mut report).await;
     report.choose_api();
-    finish(report)
+    finish(report, options)
+}
+
+/// Over `https://`: the TLS handshake of the run's own client. False when
+/// it failed (nothing else can be probed). Nothing to do for `http://`.
+async fn probe_tls(options: &Options, report: &mut Report) -> bool {
+    let Some(tls) = &options.tls else {
+        return true;
+    };
+    let url = format!("{}/v1/models", options.endpoint);
+    let target = match Target::new(
+        &url,
+        &options.headers,
+        options.timeout,
+        0,
+        Some(tls.clone()),
+    ) {
+        Ok(target) => target,
+        Err(message) => {
+            report.push("tls", Status::Fail, message, None);
+            return false;
+        }
+    };
+    match target.handshake().await {
+        Ok(negotiated) => {
+            let Some(n) = negotiated else { return true };
+            let mut seen = format!("{}, cipher {}", n.version, n.cipher);
+            match &n.alpn {
+                Some(alpn) => seen.push_str(&format!(", ALPN {alpn}")),
+                None => seen.push_str(", no ALPN (the server did not choose a protocol)"),
+            }
+            report.tls_version = Some(n.version);
+            report.tls_cipher = Some(n.cipher);
+            if options.access_flags.iter().any(|f| f == "--insecure") {
+                seen.push_str("; the certificate was not verified (--insecure)");
+                report.push(
+                    "tls",
+                    Status::Warn,
+                    seen,
+                    Some("trust the server's CA with --cacert FILE instead of --insecure".into()),
+                );
+            } else {
+                report.push("tls", Status::Ok, seen, None);
+            }
+            true
+        }
+        Err(ConnectError::Tls {
+            words, certificate, ..
+        }) => {
+            let action = if certificate {
+                endpoint::CERTIFICATE_HINT
+            } else {
+                "check that the server speaks TLS (https) on this port"
+            };
+            report.push("tls", Status::Fail, words, Some(action.into()));
+            false
+        }
+        Err(e @ ConnectError::Tcp { .. }) => {
+            report.push(
+                "tls",
+                Status::Fail,
+                short(&e.to_string()),
+                Some("check the URL and that the server is running and listening there".into()),
+            );
+            false
+        }
+    }
 }
 
 impl Report {
@@ -647,7 +766,8 @@ impl Prober<'_> {
             Api::Messages => &self.options.messages_headers,
             Api::Chat | Api::Completions => &self.options.headers,
         };
-        let target = match Target::new(&url, headers, self.options.timeout, 0) {
+        let tls = self.options.tls.clone();
+        let target = match Target::new(&url, headers, self.options.timeout, 0, tls) {
             Ok(mut target) => {
                 target.api = api;
                 target
@@ -1059,8 +1179,8 @@ impl Prober<'_> {
                 Status::Warn,
                 format!("POST /v1/messages: {why}"),
                 Some(format!(
-                    "--api messages is not available here (its key comes from {})",
-                    endpoint::api_key_env(Api::Messages)
+                    "--api messages is not available here (its key: {}; --api-key-env or --api-key-file names another)",
+                    self.options.messages_key_from
                 )),
             );
         }
@@ -1076,9 +1196,10 @@ fn probe_name(field: MaxTokensField) -> &'static str {
 }
 
 /// Fills in the verdict and the recommended flags.
-fn finish(mut report: Report) -> Report {
+fn finish(mut report: Report, options: &Options) -> Report {
     report.usable = report.failed().is_none();
     let mut flags = vec!["--endpoint".to_string(), report.endpoint.clone()];
+    flags.extend(options.access_flags.iter().cloned());
     if let Some(m) = &report.model {
         flags.push("--model".into());
         flags.push(m.clone());
@@ -1204,7 +1325,18 @@ mod tests {
         report.push("streaming", Status::Fail, "no chat", None);
         report.streaming_via_messages();
         report.choose_api();
-        let report = finish(report);
+        let options = Options {
+            endpoint: "http://h:1".into(),
+            model: None,
+            headers: HeaderMap::new(),
+            messages_headers: HeaderMap::new(),
+            messages_key_from: "env ANTHROPIC_API_KEY (unset)".into(),
+            timeout: Duration::from_secs(1),
+            secrets: vec![],
+            tls: None,
+            access_flags: vec!["--api-key-env".into(), "MY_KEY".into()],
+        };
+        let report = finish(report, &options);
         assert!(report.usable);
         assert_eq!(report.api, Some("messages"));
         assert_eq!(
@@ -1212,6 +1344,8 @@ mod tests {
             [
                 "--endpoint",
                 "http://h:1",
+                "--api-key-env",
+                "MY_KEY",
                 "--model",
                 "m",
                 "--api",

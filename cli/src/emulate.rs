@@ -1,10 +1,12 @@
 //! `arbor emulate`, and the built-in emulator's configuration from its
 //! flags, which `arbor run` also uses when it starts the emulator
-//! in-process (no `--endpoint`).
+//! in-process (no `--endpoint`; run's `--tokenizer` then counts the
+//! emulator's prompt tokens too).
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
 
-use arbor_sim::emulator::{serve, EmulatorConfig, EmulatorFlags};
+use arbor_sim::emulator::{serve, serve_tls, EmulatorConfig, EmulatorFlags, EmulatorTls};
 use clap::{Args, Command};
 
 use crate::args::{EmulateArgs, EmulatorArgs};
@@ -12,9 +14,14 @@ use crate::failure::Failure;
 use crate::scenario::Explicit;
 use crate::{runtime, stdout};
 
-/// The emulator configuration the flags describe, with the fault seed.
-pub fn config(args: &EmulatorArgs, seed: u64) -> Result<EmulatorConfig, Failure> {
-    EmulatorFlags {
+/// The emulator configuration the flags describe, with the fault seed and
+/// the tokenizer that counts prompt text (none: the estimate).
+pub fn config(
+    args: &EmulatorArgs,
+    seed: u64,
+    tokenizer: Option<&Path>,
+) -> Result<EmulatorConfig, Failure> {
+    let mut config = EmulatorFlags {
         ttft_ms: args.ttft_ms,
         itl_ms: args.itl_ms,
         prefill_tok_s: args.prefill_tok_s,
@@ -33,7 +40,9 @@ pub fn config(args: &EmulatorArgs, seed: u64) -> Result<EmulatorConfig, Failure>
         seed: Some(seed),
     }
     .into_config()
-    .map_err(Failure::input)
+    .map_err(Failure::input)?;
+    config.tokenizer = tokenizer.map(crate::tokenizer::for_emulator).transpose()?;
+    Ok(config)
 }
 
 /// The emulator flags given on the command line, as `--name`.
@@ -45,9 +54,36 @@ pub fn flags_given(explicit: &Explicit) -> Vec<String> {
         .collect()
 }
 
+/// The TLS `arbor emulate` serves with, if any. A self-signed certificate
+/// is written where the user is told, for `--cacert`.
+fn tls(args: &EmulateArgs) -> Result<Option<EmulatorTls>, Failure> {
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        return EmulatorTls::from_pem_files(cert, key)
+            .map(Some)
+            .map_err(Failure::input);
+    }
+    if !args.tls_self_signed {
+        return Ok(None);
+    }
+    let made = EmulatorTls::self_signed().map_err(Failure::other)?;
+    let path = args.tls_cert_out.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("arbor-emulate-{}-cert.pem", args.port))
+    });
+    std::fs::write(&path, &made.cert_pem)
+        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
+    eprintln!(
+        "arbor emulate: self-signed certificate for {} written to {} (arbor run --cacert {})",
+        arbor_sim::emulator::SELF_SIGNED_NAMES.join(", "),
+        path.display(),
+        path.display()
+    );
+    Ok(Some(made.tls))
+}
+
 /// `arbor emulate`: serve until Ctrl+C.
 pub fn run(args: &EmulateArgs) -> Result<(), Failure> {
-    let config = config(&args.emulator, args.seed)?;
+    let config = config(&args.emulator, args.seed, args.tokenizer.as_deref())?;
+    let tls = tls(args)?;
     let runtime = runtime::two_workers()?;
     runtime.block_on(async move {
         if args.busy_poll {
@@ -60,9 +96,12 @@ pub fn run(args: &EmulateArgs) -> Result<(), Failure> {
             });
         }
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
-        let emulator = serve(config, addr)
-            .await
-            .map_err(|e| Failure::other(format!("cannot listen on {addr}: {e}")))?;
+        let served = match tls {
+            Some(tls) => serve_tls(config, addr, tls).await,
+            None => serve(config, addr).await,
+        };
+        let emulator =
+            served.map_err(|e| Failure::other(format!("cannot listen on {addr}: {e}")))?;
         stdout::print(|out| {
             writeln!(
                 out,

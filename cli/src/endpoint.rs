@@ -1,23 +1,29 @@
 //! The server side of the command line, shared by `arbor run` and `arbor
-//! doctor`: the endpoint's base URL, request headers and the API key, the
-//! request options a run sends with, `/v1/models` answers, and redaction of
-//! what must never be shown (credential headers, URL user info).
+//! doctor`: the endpoint's base URL, request headers and the API key (from
+//! the environment or a file), TLS trust for `https://`, the request
+//! options a run sends with, `/v1/models` answers, and redaction of what
+//! must never be shown (credential headers, URL user info). The key is
+//! never written to any output, log or error message: errors about it name
+//! the variable or the file, never the value.
 //!
 //! Imports no command: `run` and `doctor` import it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_backends::live::request::{Api, MaxTokensField, ANTHROPIC_VERSION};
+use arbor_backends::live::stream::ConnectError;
+use arbor_backends::live::tls::{client_config, ClientConfig, TlsOptions};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::{Map, Value};
 
 use crate::failure::Failure;
 
-/// The environment variable holding the API key of `api` (never written
-/// anywhere): `ANTHROPIC_API_KEY` for the Messages API (sent as
-/// `x-api-key`), `OPENAI_API_KEY` otherwise (sent as `Authorization:
-/// Bearer ...`). The one place that decides.
-pub fn api_key_env(api: Api) -> &'static str {
+/// The environment variable the key of `api` is read from without
+/// `--api-key-env` (never written anywhere): `ANTHROPIC_API_KEY` for the
+/// Messages API (sent as `x-api-key`), `OPENAI_API_KEY` otherwise (sent as
+/// `Authorization: Bearer ...`). The one place the default per API lives.
+pub fn default_api_key_env(api: Api) -> &'static str {
     match api {
         Api::Messages => "ANTHROPIC_API_KEY",
         Api::Chat | Api::Completions => "OPENAI_API_KEY",
@@ -38,6 +44,8 @@ pub struct RequestOptions {
     pub extra_body: Option<Map<String, Value>>,
     /// `--header` values and the API key.
     pub auth: Auth,
+    /// What to trust over `https://`.
+    pub tls: TlsOptions,
     pub timeout: Duration,
     pub retries: u32,
     /// Prepend each play's cache-bust marker to its prompts.
@@ -45,34 +53,74 @@ pub struct RequestOptions {
 }
 
 /// Extra headers and the API key: what every request carries besides its
-/// body.
-#[derive(Debug, Clone, Default)]
+/// body. Its `Debug` shows no key.
+#[derive(Clone, Default)]
 pub struct Auth {
     /// `--header` values, in order.
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// From [`api_key_env`]`(api)`; never serialized.
+    /// From the environment or `--api-key-file`; never serialized.
     pub api_key: Option<String>,
+    /// Where the key came from (`env OPENAI_API_KEY`, `file PATH`), when
+    /// one was found: safe to show.
+    pub api_key_from: Option<String>,
     /// The API the key and headers are for.
     pub api: Api,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth")
+            .field("headers", &self.headers)
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("api_key_from", &self.api_key_from)
+            .field("api", &self.api)
+            .finish()
+    }
 }
 
 /// The header the Messages API takes its key in.
 const X_API_KEY: &str = "x-api-key";
 
 impl Auth {
-    /// `--header K=V` values, and `api`'s key from the environment.
-    pub fn from_flags(headers: &[String], api: Api) -> Result<Auth, Failure> {
+    /// `--header K=V` values, and the API key: from `--api-key-file`, or
+    /// from the environment variable `--api-key-env` names (default:
+    /// [`default_api_key_env`] of `api`). A variable named explicitly must
+    /// be set; the default one may be unset (no key). `api` also decides
+    /// how the key is sent ([`Auth::header_map`]).
+    pub fn from_flags(
+        headers: &[String],
+        api_key_env: Option<&str>,
+        api_key_file: Option<&std::path::Path>,
+        api: Api,
+    ) -> Result<Auth, Failure> {
         let headers = headers
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>, _>>()?;
-        let api_key = std::env::var(api_key_env(api))
-            .ok()
-            .map(|k| k.trim().to_string())
-            .filter(|k| !k.is_empty());
+        let (api_key, api_key_from) = match (api_key_file, api_key_env) {
+            (Some(path), _) => (
+                Some(key_from_file(path)?),
+                Some(format!("file {}", path.display())),
+            ),
+            (None, Some(name)) => match env_key(name) {
+                Some(key) => (Some(key), Some(format!("env {name}"))),
+                None => {
+                    return Err(Failure::input(format!(
+                        "--api-key-env: the environment variable {name} is not set (or empty)"
+                    )))
+                }
+            },
+            (None, None) => {
+                let name = default_api_key_env(api);
+                let key = env_key(name);
+                let from = key.as_ref().map(|_| format!("env {name}"));
+                (key, from)
+            }
+        };
         Ok(Auth {
             headers,
             api_key,
+            api_key_from,
             api,
         })
     }
@@ -110,6 +158,96 @@ impl Auth {
         map
     }
 }
+
+/// The key in environment variable `name`, trimmed; `None` when unset or
+/// blank.
+fn env_key(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+}
+
+/// The first line of `path`, trimmed. Errors name the file, never what it
+/// holds.
+fn key_from_file(path: &std::path::Path) -> Result<String, Failure> {
+    let text = std::fs::read(path).map_err(|e| {
+        Failure::input(format!(
+            "--api-key-file {}: cannot read: {}",
+            path.display(),
+            e.kind()
+        ))
+    })?;
+    let text = String::from_utf8(text).map_err(|_| {
+        Failure::input(format!(
+            "--api-key-file {}: is not UTF-8 text",
+            path.display()
+        ))
+    })?;
+    let key = text.lines().next().unwrap_or("").trim();
+    if key.is_empty() {
+        return Err(Failure::input(format!(
+            "--api-key-file {}: the first line holds no key",
+            path.display()
+        )));
+    }
+    Ok(key.to_string())
+}
+
+/// The TLS configuration for `endpoint`: `None` for `http://` (with a
+/// warning when TLS flags were given). With `--insecure`, prints the
+/// warning on stderr. A `--cacert` file that
+/// cannot be used is bad input (exit 2).
+pub fn tls_config(
+    endpoint: &str,
+    options: &TlsOptions,
+) -> Result<Option<Arc<ClientConfig>>, Failure> {
+    if !endpoint.starts_with("https://") {
+        if options.cacert.is_some() || options.insecure {
+            eprintln!(
+                "warning: --cacert and --insecure have no effect without an https:// endpoint"
+            );
+        }
+        return Ok(None);
+    }
+    let config = client_config(options).map_err(|e| Failure::input(format!("--cacert: {e}")))?;
+    if options.insecure {
+        eprintln!("{INSECURE_WARNING}");
+    }
+    Ok(Some(config))
+}
+
+/// What `--insecure` prints.
+pub const INSECURE_WARNING: &str = "warning: --insecure: the server's TLS certificate is not \
+verified; anyone on the network path can read and change the traffic, the API key included";
+
+/// A client for the few `reqwest` requests (`/v1/models`, doctor's
+/// probes) that trusts what the run's own client trusts.
+pub fn reqwest_builder(tls: Option<&Arc<ClientConfig>>) -> reqwest::ClientBuilder {
+    let builder = reqwest::Client::builder()
+        // The endpoint is asked directly, as the request path does.
+        .no_proxy()
+        .tcp_nodelay(true);
+    match tls {
+        Some(config) => builder.use_preconfigured_tls(ClientConfig::clone(config)),
+        None => builder,
+    }
+}
+
+/// A connection that could not be made, as a failure (exit 1) that says
+/// what to do about a certificate.
+pub fn connect_failure(endpoint: &str, e: &ConnectError) -> Failure {
+    match e {
+        ConnectError::Tls {
+            certificate: true, ..
+        } => Failure::other(format!("{}: {e}; {CERTIFICATE_HINT}", redact_url(endpoint))),
+        _ => Failure::other(format!("{}: {e}", redact_url(endpoint))),
+    }
+}
+
+/// What to do about a certificate the client refused.
+pub const CERTIFICATE_HINT: &str =
+    "trust the certificate's issuer with --cacert FILE (PEM), or skip verification with --insecure";
 
 /// `http://host:port`, `http://host:port/` and `http://host:port/v1` all
 /// name the same server: the base URL without a trailing `/` or `/v1`.
@@ -281,6 +419,7 @@ mod tests {
         let mut auth = Auth {
             headers: vec![],
             api_key: Some("sk-test".into()),
+            api_key_from: None,
             api: Api::Chat,
         };
         assert_eq!(auth.header_map()[AUTHORIZATION], "Bearer sk-test");
@@ -294,6 +433,7 @@ mod tests {
         let mut auth = Auth {
             headers: vec![],
             api_key: Some("sk-ant-test".into()),
+            api_key_from: None,
             api: Api::Messages,
         };
         let map = auth.header_map();
@@ -308,9 +448,53 @@ mod tests {
         let map = auth.header_map();
         assert_eq!(map[X_API_KEY], "other");
         assert_eq!(map["anthropic-version"], "2024-01-01");
-        assert_eq!(api_key_env(Api::Messages), "ANTHROPIC_API_KEY");
-        assert_eq!(api_key_env(Api::Chat), "OPENAI_API_KEY");
-        assert_eq!(api_key_env(Api::Completions), "OPENAI_API_KEY");
+        assert_eq!(default_api_key_env(Api::Messages), "ANTHROPIC_API_KEY");
+        assert_eq!(default_api_key_env(Api::Chat), "OPENAI_API_KEY");
+        assert_eq!(default_api_key_env(Api::Completions), "OPENAI_API_KEY");
+    }
+
+    #[test]
+    fn a_key_from_a_file_goes_to_x_api_key_for_messages() {
+        let dir = std::env::temp_dir().join(format!("arbor-key-ant-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("key");
+        std::fs::write(&file, "sk-ant-from-file\n").unwrap();
+        let auth = Auth::from_flags(&[], None, Some(&file), Api::Messages)
+            .ok()
+            .unwrap();
+        let map = auth.header_map();
+        assert_eq!(map[X_API_KEY], "sk-ant-from-file");
+        assert!(map.get(AUTHORIZATION).is_none());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn keys_come_from_a_file_or_a_named_variable_and_errors_never_show_them() {
+        let dir = std::env::temp_dir().join(format!("arbor-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("key");
+        std::fs::write(&file, "sk-from-file-123\nsecond line\n").unwrap();
+        let auth = Auth::from_flags(&[], None, Some(&file), Api::Chat)
+            .ok()
+            .unwrap();
+        assert_eq!(auth.api_key.as_deref(), Some("sk-from-file-123"));
+        assert_eq!(auth.api_key_from, Some(format!("file {}", file.display())));
+        std::fs::write(&file, "\n").unwrap();
+        let failure = Auth::from_flags(&[], None, Some(&file), Api::Chat)
+            .err()
+            .unwrap();
+        assert!(
+            failure.message.contains("holds no key"),
+            "{}",
+            failure.message
+        );
+        let unset = Some("ARBOR_TEST_SURELY_UNSET_KEY");
+        let failure = Auth::from_flags(&[], unset, None, Api::Chat).err().unwrap();
+        assert_eq!(failure.code, 2);
+        assert!(failure.message.contains("ARBOR_TEST_SURELY_UNSET_KEY"));
+        assert_eq!(default_api_key_env(Api::Chat), "OPENAI_API_KEY");
+        assert!(!format!("{auth:?}").contains("sk-from-file-123"));
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

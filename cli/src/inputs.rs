@@ -93,6 +93,10 @@ pub fn policy(args: &PolicyArgs, agentx: &ScenarioArgs) -> Result<Policy, Failur
     let policy = Policy {
         tool_time: args.tool_time,
         think_time: args.think_time_pct.unwrap_or(GapTransform::Recorded),
+        other_time: args.other_time,
+        spawn_time: args.spawn_time,
+        join_time: args.join_time,
+        gap_scale: args.gap_scale,
         arrival: args.arrival,
         copies: args.copies,
         stagger: args.stagger,

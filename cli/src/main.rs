@@ -11,11 +11,13 @@
 //! (flags to a compiled workload and policy), `report` and `progress`;
 //! `shape` (`trees.jsonl`: written by `run`, read by `export`); then the
 //! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
-//! `compare`, `summarize` (reads back what `run` wrote), `export` and
-//! `page` (`arbor report`, also written by `run`).
+//! `compare`, `summarize` (reads back what `run` wrote), `export`,
+//! `page` (`arbor report`, also written by `run`) and `schema` (the JSON
+//! Schemas of `run`'s and `plan`'s outputs).
 #![forbid(unsafe_code)]
 
 mod args;
+mod breakdown;
 mod compare;
 mod convert;
 mod doctor;
@@ -34,6 +36,7 @@ mod run;
 mod runtime;
 mod sample;
 mod scenario;
+mod schema;
 mod shape;
 mod stdout;
 mod summarize;
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Summarize(args) => summarize::run(&args),
         Command::Report(args) => page::run(&args),
         Command::Export(args) => export::run(&args),
+        Command::Schema(args) => schema::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

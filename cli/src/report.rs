@@ -7,6 +7,7 @@
 
 use std::io::{self, Write};
 
+use arbor_engine::breakdown::breakdown;
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::derive::Adjustments;
 use arbor_engine::inspect::AdjustmentSummary;
@@ -15,9 +16,12 @@ use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::stats::{Distribution, Seconds};
 use arbor_engine::time::{nanos_to_secs, Nanos};
 use arbor_engine::{AgentKind, Workload};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Serialize)]
+use crate::breakdown::TimeBreakdown;
+
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct AgentCounts {
     pub root: u64,
     pub blocking: u64,
@@ -26,7 +30,7 @@ pub struct AgentCounts {
 
 /// Requests and tokens over a window, and their rates: the load a plan
 /// puts on a server (`demand`), or what a run's server did (`throughput`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Work {
     pub requests: u64,
     pub input_tokens: u64,
@@ -57,7 +61,7 @@ impl Work {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct LaneReport {
     pub lane: u32,
     pub share: usize,
@@ -75,8 +79,16 @@ pub struct LaneReport {
     pub stalled: bool,
 }
 
-#[derive(Debug, Serialize)]
+/// The schema of `arbor plan --json` (the title of
+/// docs/schema/plan.schema.json).
+pub const PLAN_SCHEMA: &str = "arbor.plan/1";
+
+/// What `arbor plan` reports (`--json`: this object).
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = PLAN_SCHEMA)]
 pub struct PlanReport {
+    #[schemars(extend("const" = PLAN_SCHEMA))]
+    pub schema_version: &'static str,
     pub inputs: String,
     /// The recipe (`--scenario`), if any.
     pub scenario: Option<String>,
@@ -114,12 +126,24 @@ pub struct PlanReport {
     pub queue_wait: Option<Distribution<Seconds>>,
     pub demand: Work,
     pub lanes: Option<Vec<LaneReport>>,
+    /// The makespan by class along its critical path, with the flag that
+    /// scales each class (docs/plan.md, "Where the time goes").
+    pub time_breakdown: TimeBreakdown,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PolicySummary {
     pub tool_time: String,
     pub think_time: String,
+    /// Absent from summaries written before the flag existed: as recorded.
+    #[serde(default = "recorded")]
+    pub other_time: String,
+    #[serde(default = "recorded")]
+    pub spawn_time: String,
+    #[serde(default = "recorded")]
+    pub join_time: String,
+    #[serde(default = "identity_scale")]
+    pub gap_scale: f64,
     pub arrival: String,
     pub copies: u32,
     pub stagger: String,
@@ -139,6 +163,10 @@ impl PolicySummary {
         PolicySummary {
             tool_time: policy.tool_time.to_string(),
             think_time: policy.think_time.to_string(),
+            other_time: policy.other_time.to_string(),
+            spawn_time: policy.spawn_time.to_string(),
+            join_time: policy.join_time.to_string(),
+            gap_scale: policy.gap_scale.ppm as f64 / 1e6,
             arrival: policy.arrival.to_string(),
             copies: policy.copies,
             stagger: policy.stagger.to_string(),
@@ -151,6 +179,14 @@ impl PolicySummary {
             overlap_tolerance_s: nanos_to_secs(overlap_tolerance),
         }
     }
+}
+
+fn recorded() -> String {
+    "recorded".into()
+}
+
+fn identity_scale() -> f64 {
+    1.0
 }
 
 fn agent_counts(workload: &Workload) -> AgentCounts {
@@ -217,6 +253,7 @@ impl PlanReport {
                 .collect()
         });
         PlanReport {
+            schema_version: PLAN_SCHEMA,
             inputs,
             scenario,
             seed: policy.seed,
@@ -246,6 +283,7 @@ impl PlanReport {
             queue_wait: policy.max_inflight.map(|_| Distribution::of(&mut waits)),
             demand: Work::over(makespan, stats.dispatched, input_tokens, output_tokens),
             lanes,
+            time_breakdown: (&breakdown(scheduler)).into(),
         }
     }
 
@@ -350,7 +388,7 @@ impl PlanReport {
                 )?;
             }
         }
-        Ok(())
+        self.time_breakdown.print_human(out)
     }
 }
 

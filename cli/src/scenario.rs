@@ -168,6 +168,27 @@ pub fn apply(
             true,
         );
     }
+    for (id, flag, transform) in [
+        ("other_time", "--other-time", policy.other_time),
+        ("spawn_time", "--spawn-time", policy.spawn_time),
+        ("join_time", "--join-time", policy.join_time),
+    ] {
+        if explicit.has(id) && !transform.is_identity() {
+            conflict(
+                format!("{flag} {transform}: every gap is replayed as recorded"),
+                true,
+            );
+        }
+    }
+    if explicit.has("gap_scale") && !policy.gap_scale.is_identity() {
+        conflict(
+            format!(
+                "--gap-scale {}: every gap is replayed as recorded",
+                policy.gap_scale
+            ),
+            true,
+        );
+    }
     if let Some(cap) = policy.idle_gap_cap.filter(|_| explicit.has("idle_gap_cap")) {
         if cap != IDLE_GAP_CAP {
             conflict(

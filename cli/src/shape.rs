@@ -201,6 +201,7 @@ pub fn read(dir: &Path) -> Result<Option<Vec<TreeShape>>, Failure> {
 mod tests {
     use super::*;
     use arbor_engine::dag::OutEdge;
+    use arbor_engine::policy::GapClass;
 
     /// Root `r` (2 turns) spawns `c` (1 turn) after its turn 0; `c` joins
     /// back into the root's turn 1.
@@ -218,16 +219,19 @@ mod tests {
                     to: 1,
                     anchor: Anchor::End,
                     gap: 5,
+                    class: GapClass::Tool,
                 },
                 OutEdge {
                     to: 2,
                     anchor: Anchor::End,
                     gap: 1_000_000_000,
+                    class: GapClass::Spawn,
                 },
                 OutEdge {
                     to: 1,
                     anchor: Anchor::End,
                     gap: 0,
+                    class: GapClass::Join,
                 },
             ],
             ..CompiledTree::default()

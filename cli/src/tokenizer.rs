@@ -7,11 +7,17 @@
 //! the chat template's own tokens are not included, since they depend on
 //! the server). Synthesized prompts need no counting: they are built from
 //! words that are single tokens, which this checks against the tokenizer.
+//!
+//! Also hands the same tokenizer to the built-in emulator
+//! ([`for_emulator`]), which then counts `usage.prompt_tokens` piece by
+//! piece the same way.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use arbor_engine::prompt::VOCABULARY;
 use arbor_engine::Workload;
+use arbor_sim::emulator::{PromptTokenizer, TextTokenizer};
 use tokenizers::Tokenizer;
 
 use crate::failure::Failure;
@@ -38,6 +44,23 @@ fn count(tokenizer: &Tokenizer, text: &str) -> u32 {
     tokenizer
         .encode_fast(text, false)
         .map_or(0, |e| e.len().min(u32::MAX as usize) as u32)
+}
+
+/// A tokenizer as the emulator takes one: it counts as [`apply`] does.
+struct Exact(Tokenizer);
+
+impl TextTokenizer for Exact {
+    fn count(&self, text: &str) -> u32 {
+        count(&self.0, text)
+    }
+}
+
+/// The tokenizer at `path`, for the built-in emulator's prompt counts.
+pub fn for_emulator(path: &Path) -> Result<PromptTokenizer, Failure> {
+    Ok(PromptTokenizer {
+        name: path.display().to_string(),
+        tokenizer: Arc::new(Exact(load(path)?)),
+    })
 }
 
 /// Recounts the text turns of `workload` with `tokenizer`.

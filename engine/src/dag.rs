@@ -12,15 +12,18 @@ use petgraph::graph::DiGraph;
 use crate::derive::{derive_edges, Adjustments, DeriveOptions};
 use crate::error::InputError;
 use crate::model::{AgentKind, Anchor, Edge, Tree, Workload};
-use crate::policy::Policy;
+use crate::policy::{GapClass, Policy};
 use crate::time::Nanos;
 
-/// An edge as the scheduler uses it: target, anchor and transformed gap.
+/// An edge as the scheduler uses it: target, anchor and transformed gap,
+/// and the gap's class (for the makespan's breakdown; the scheduler does
+/// not read it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutEdge {
     pub to: u32,
     pub anchor: Anchor,
     pub gap: Nanos,
+    pub class: GapClass,
 }
 
 /// One tree in flat arrays, indexed by flat turn id.
@@ -237,20 +240,19 @@ pub fn compile_tree(
             to: 0,
             anchor: Anchor::End,
             gap: 0,
+            class: GapClass::Other,
         },
     );
     for edge in &edges {
-        let gap = match edge.anchor {
-            // A start-anchored gap spans the previous request's service
-            // time, not tool or think time: it is replayed as recorded.
-            Anchor::Start => edge.gap,
-            Anchor::End => policy.transform_gap(edge.gap, input_kind[edge.to as usize]),
-        };
+        // A start-anchored gap spans the previous request's service time,
+        // not tool or think time: only the gap scale changes it.
+        let input = input_kind[edge.to as usize];
         let slot = &mut fill[edge.from as usize];
         compiled.out_edges[*slot as usize] = OutEdge {
             to: edge.to,
             anchor: edge.anchor,
-            gap,
+            gap: policy.edge_gap(edge, input),
+            class: GapClass::of_edge(edge, input),
         };
         *slot += 1;
     }
@@ -334,7 +336,8 @@ mod tests {
             &[OutEdge {
                 to: 1,
                 anchor: Anchor::End,
-                gap: 0
+                gap: 0,
+                class: GapClass::Tool,
             }]
         );
         assert_eq!(c.out(2), &[]);

@@ -80,7 +80,7 @@ pub struct AgentKinds {
 
 /// [`Adjustments`] summed over trees, with the same JSON names as `arbor
 /// plan`'s `adjustments`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AdjustmentSummary {
     pub overlaps_rounded: u64,
     pub overlap_rounded_s: f64,

@@ -9,6 +9,7 @@
 //! the caller.
 #![forbid(unsafe_code)]
 
+pub mod breakdown;
 pub mod content;
 pub mod dag;
 pub mod derive;

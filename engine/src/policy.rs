@@ -10,7 +10,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{PolicyConflict, PolicyError};
-use crate::model::InputKind;
+use crate::model::{Anchor, Edge, EdgeKind, InputKind};
 use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
 
 /// Parts per million: fractional percentages without floats in state.
@@ -180,21 +180,94 @@ impl fmt::Display for GapTransform {
     }
 }
 
-/// The class of a gap, decided by what the next turn's input is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The class of a gap. An `End`-anchored edge between turns of one agent
+/// is classed by what the next turn's input is (tool, think, other); a
+/// spawn or join edge is classed by its kind; a `Start`-anchored edge (a
+/// turn sent while its predecessor was in flight) is `Concurrent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum GapClass {
     Tool,
     Think,
     Other,
+    Spawn,
+    Join,
+    Concurrent,
 }
 
 impl GapClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GapClass::Tool => "tool",
+            GapClass::Think => "think",
+            GapClass::Other => "other",
+            GapClass::Spawn => "spawn",
+            GapClass::Join => "join",
+            GapClass::Concurrent => "concurrent",
+        }
+    }
+
+    /// The class of a gap before a turn whose input is `next_input`.
     pub fn of(next_input: InputKind) -> Self {
         match next_input {
             InputKind::ToolResult => GapClass::Tool,
             InputKind::UserText => GapClass::Think,
             InputKind::Unknown => GapClass::Other,
         }
+    }
+
+    /// The class of `edge`'s gap, the edge leading to a turn whose input
+    /// is `next_input`.
+    pub fn of_edge(edge: &Edge, next_input: InputKind) -> Self {
+        match (edge.anchor, edge.kind) {
+            (Anchor::Start, _) => GapClass::Concurrent,
+            (Anchor::End, EdgeKind::Spawn) => GapClass::Spawn,
+            (Anchor::End, EdgeKind::Join) => GapClass::Join,
+            (Anchor::End, EdgeKind::Sequence) => GapClass::of(next_input),
+        }
+    }
+}
+
+/// `--gap-scale F`: every gap of every class multiplied by `F >= 0`, held
+/// in parts per million (`F = 1` is the identity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GapScale {
+    pub ppm: u64,
+}
+
+impl Default for GapScale {
+    fn default() -> Self {
+        GapScale { ppm: 1_000_000 }
+    }
+}
+
+impl GapScale {
+    pub fn apply(self, gap: Nanos) -> Nanos {
+        GapTransform::Scale { ppm: self.ppm }.apply(gap)
+    }
+
+    pub fn is_identity(self) -> bool {
+        self.ppm == 1_000_000
+    }
+}
+
+/// A factor `F`: a finite number from 0 to 1000000 (`0.5`, `2`, `0`).
+impl FromStr for GapScale {
+    type Err = PolicyError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().parse::<f64>() {
+            Ok(f) if f.is_finite() && (0.0..=1.0e6).contains(&f) => Ok(GapScale {
+                ppm: (f * 1e6).round() as u64,
+            }),
+            _ => Err(PolicyError::new(format!(
+                "expected a factor from 0 to 1000000 (1 keeps every gap as recorded), got `{text}`"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for GapScale {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.ppm as f64 / 1e6)
     }
 }
 
@@ -334,6 +407,15 @@ pub struct Policy {
     /// Transform of think gaps (before user text); `pct:P` from
     /// `--think-time-pct P`.
     pub think_time: GapTransform,
+    /// Transform of other gaps (before an input of unknown kind).
+    pub other_time: GapTransform,
+    /// Transform of spawn gaps, after their input class's.
+    pub spawn_time: GapTransform,
+    /// Transform of join gaps, after their input class's.
+    pub join_time: GapTransform,
+    /// Scales every gap of every class, `Start`-anchored ones too, after
+    /// the transforms above.
+    pub gap_scale: GapScale,
     pub arrival: Arrival,
     /// Each tree is played this many times (at least 1).
     pub copies: u32,
@@ -369,6 +451,10 @@ impl Default for Policy {
         Policy {
             tool_time: GapTransform::Recorded,
             think_time: GapTransform::Recorded,
+            other_time: GapTransform::Recorded,
+            spawn_time: GapTransform::Recorded,
+            join_time: GapTransform::Recorded,
+            gap_scale: GapScale::default(),
             arrival: Arrival::Recorded,
             copies: 1,
             stagger: Stagger::None,
@@ -410,13 +496,33 @@ impl Policy {
         Err(conflict.into())
     }
 
-    /// The transformed gap before a turn whose input is `next_input`.
+    /// The transformed gap before a turn whose input is `next_input`: the
+    /// transform of its input class (tool, think or other).
     pub fn transform_gap(&self, gap: Nanos, next_input: InputKind) -> Nanos {
         match GapClass::of(next_input) {
             GapClass::Tool => self.tool_time.apply(gap),
             GapClass::Think => self.think_time.apply(gap),
-            GapClass::Other => gap,
+            _ => self.other_time.apply(gap),
         }
+    }
+
+    /// The gap `edge` is replayed with, the edge leading to a turn whose
+    /// input is `next_input`. An `End`-anchored gap takes its input
+    /// class's transform, then a spawn or join edge its kind's; a
+    /// `Start`-anchored gap spans the previous request's service time, so
+    /// only `gap_scale` changes it. Every gap is then scaled by
+    /// `gap_scale`. With the defaults every gap is as recorded.
+    pub fn edge_gap(&self, edge: &Edge, next_input: InputKind) -> Nanos {
+        let gap = match edge.anchor {
+            Anchor::Start => edge.gap,
+            Anchor::End => self.transform_gap(edge.gap, next_input),
+        };
+        let gap = match (edge.anchor, edge.kind) {
+            (Anchor::End, EdgeKind::Spawn) => self.spawn_time.apply(gap),
+            (Anchor::End, EdgeKind::Join) => self.join_time.apply(gap),
+            _ => gap,
+        };
+        self.gap_scale.apply(gap)
     }
 
     /// A percentage `P` as the transform `pct:P` (`--think-time-pct P`).
@@ -455,6 +561,71 @@ mod tests {
                 bad.parse::<GapTransform>().is_err(),
                 "{bad} should be rejected"
             );
+        }
+    }
+
+    #[test]
+    fn gap_scale_parses_applies_and_composes() {
+        let s = NANOS_PER_SEC;
+        let half: GapScale = "0.5".parse().unwrap();
+        assert_eq!(half.apply(3 * s), 1_500_000_000);
+        assert_eq!(half.to_string(), "0.5");
+        assert!("1".parse::<GapScale>().unwrap().is_identity());
+        assert_eq!("0".parse::<GapScale>().unwrap().apply(9 * s), 0);
+        for bad in ["-1", "x", "nan", "inf", "2e6", ""] {
+            assert!(bad.parse::<GapScale>().is_err(), "{bad} should be rejected");
+        }
+        let edge = |anchor, kind| Edge {
+            from: 0,
+            to: 1,
+            anchor,
+            gap: 4 * s,
+            kind,
+        };
+        let policy = Policy {
+            tool_time: GapTransform::Scale { ppm: 500_000 },
+            other_time: GapTransform::Fixed(s),
+            spawn_time: GapTransform::Zero,
+            join_time: GapTransform::Max(s / 2),
+            gap_scale: half,
+            ..Policy::default()
+        };
+        let tool = InputKind::ToolResult;
+        let cases = [
+            (Anchor::End, EdgeKind::Sequence, tool, s, GapClass::Tool),
+            (
+                Anchor::End,
+                EdgeKind::Sequence,
+                InputKind::UserText,
+                2 * s,
+                GapClass::Think,
+            ),
+            (
+                Anchor::End,
+                EdgeKind::Sequence,
+                InputKind::Unknown,
+                s / 2,
+                GapClass::Other,
+            ),
+            (Anchor::End, EdgeKind::Spawn, tool, 0, GapClass::Spawn),
+            (Anchor::End, EdgeKind::Join, tool, s / 4, GapClass::Join),
+            (
+                Anchor::Start,
+                EdgeKind::Join,
+                tool,
+                2 * s,
+                GapClass::Concurrent,
+            ),
+        ];
+        for (anchor, kind, input, gap, class) in cases {
+            let e = edge(anchor, kind);
+            assert_eq!(
+                policy.edge_gap(&e, input),
+                gap,
+                "{anchor:?} {kind:?} {input:?}"
+            );
+            assert_eq!(GapClass::of_edge(&e, input), class);
+            assert_eq!(Policy::default().edge_gap(&e, input), 4 * s);
         }
     }
 

@@ -5,11 +5,15 @@
 //! is a type parameter: [`Seconds`] values are nanoseconds shown as seconds
 //! (JSON keys `mean_s`, `p50_s`, ...), [`Count`] values are plain numbers
 //! (keys `mean`, `p50`, ...). Computing never touches a float except the
-//! mean, so the same values always give the same report.
+//! mean, so the same values always give the same report. Its JSON Schema
+//! (for docs/schema/) is written by hand beside its `Serialize`, from the
+//! same key list.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::time::nanos_to_secs;
@@ -18,8 +22,10 @@ use crate::time::nanos_to_secs;
 pub trait Unit {
     /// Appended to every JSON key but `count` (`"_s"` gives `p50_s`).
     const SUFFIX: &'static str;
+    /// The unit's name in a JSON Schema (`DistributionSeconds`).
+    const NAME: &'static str;
     /// A value as shown (JSON and text).
-    type Shown: Serialize + Copy + fmt::Display;
+    type Shown: Serialize + JsonSchema + Copy + fmt::Display;
     fn show(raw: u64) -> Self::Shown;
     /// The mean (of raw values) as shown.
     fn show_mean(raw_mean: f64) -> f64;
@@ -38,6 +44,7 @@ pub struct Count;
 
 impl Unit for Seconds {
     const SUFFIX: &'static str = "_s";
+    const NAME: &'static str = "Seconds";
     type Shown = f64;
     fn show(raw: u64) -> f64 {
         nanos_to_secs(raw)
@@ -55,6 +62,7 @@ impl Unit for Seconds {
 
 impl Unit for Count {
     const SUFFIX: &'static str = "";
+    const NAME: &'static str = "Count";
     type Shown = u64;
     fn show(raw: u64) -> u64 {
         raw
@@ -85,6 +93,10 @@ pub struct Distribution<U> {
     pub max: u64,
     unit: PhantomData<U>,
 }
+
+/// The names of the values after the mean, as in JSON (before the unit's
+/// suffix) and text.
+const RANKS: [&str; 5] = ["p50", "p90", "p95", "p99", "max"];
 
 /// The nearest-rank `p`-quantile (`0 < p <= 1`) of sorted values: the
 /// smallest value with at least `p * n` values at or below it. `0` when
@@ -131,6 +143,12 @@ impl<U: Unit> Distribution<U> {
     pub fn shown(&self, raw: u64) -> U::Shown {
         U::show(raw)
     }
+
+    /// The raw values after the mean, each with its name in [`RANKS`].
+    fn ranks(&self) -> [(&'static str, u64); 5] {
+        let values = [self.p50, self.p90, self.p95, self.p99, self.max];
+        std::array::from_fn(|i| (RANKS[i], values[i]))
+    }
 }
 
 impl<U: Unit> Serialize for Distribution<U> {
@@ -139,16 +157,36 @@ impl<U: Unit> Serialize for Distribution<U> {
         let mut map = serializer.serialize_map(Some(7))?;
         map.serialize_entry("count", &self.count)?;
         map.serialize_entry(&key("mean"), &self.mean_shown())?;
-        for (name, raw) in [
-            ("p50", self.p50),
-            ("p90", self.p90),
-            ("p95", self.p95),
-            ("p99", self.p99),
-            ("max", self.max),
-        ] {
+        for (name, raw) in self.ranks() {
             map.serialize_entry(&key(name), &U::show(raw))?;
         }
         map.end()
+    }
+}
+
+/// The object [`Serialize`] writes: `count`, the mean (a number) and the
+/// ranks (the unit's shown type), every key present.
+impl<U: Unit> JsonSchema for Distribution<U> {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Owned(format!("Distribution{}", U::NAME))
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let key = |name: &str| format!("{name}{}", U::SUFFIX);
+        let mut properties = serde_json::Map::new();
+        properties.insert("count".into(), generator.subschema_for::<u64>().into());
+        properties.insert(key("mean"), generator.subschema_for::<f64>().into());
+        let shown: serde_json::Value = generator.subschema_for::<U::Shown>().into();
+        for name in RANKS {
+            properties.insert(key(name), shown.clone());
+        }
+        let required: Vec<String> = properties.keys().cloned().collect();
+        json_schema!({
+            "description": "Count, mean, nearest-rank percentiles and max (all zeros when empty).",
+            "type": "object",
+            "properties": properties,
+            "required": required,
+        })
     }
 }
 
@@ -157,13 +195,7 @@ impl<U: Unit> fmt::Display for Distribution<U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("mean ")?;
         U::write_mean(f, self.mean)?;
-        for (name, raw) in [
-            ("p50", self.p50),
-            ("p90", self.p90),
-            ("p95", self.p95),
-            ("p99", self.p99),
-            ("max", self.max),
-        ] {
+        for (name, raw) in self.ranks() {
             write!(f, ", {name} ")?;
             U::write(f, raw)?;
         }

@@ -112,3 +112,38 @@ pub fn background_turns(workload: &Workload) -> Vec<Vec<bool>> {
         })
         .collect()
 }
+
+/// Every fixture trace shipped in `testdata/` (its subdirectories but
+/// `bad/`), in a stable order, with its path.
+pub fn fixtures() -> Vec<(std::path::PathBuf, Workload)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .expect("testdata")
+        .map(|e| e.expect("testdata entry").path())
+        .filter(|d| d.is_dir() && !d.ends_with("bad"))
+        .collect();
+    dirs.sort();
+    let mut out = Vec::new();
+    for dir in dirs {
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .expect("fixture dir")
+            .map(|e| e.expect("fixture entry").path())
+            .filter(|p| {
+                matches!(
+                    p.extension().and_then(|e| e.to_str()),
+                    Some("json" | "jsonl" | "zst")
+                )
+            })
+            .collect();
+        files.sort();
+        for file in files {
+            let loaded = arbor_engine::load::load_path(&file, None)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let w = Workload {
+                trees: loaded.trees,
+            };
+            out.push((file, w));
+        }
+    }
+    out
+}

@@ -411,12 +411,7 @@ impl Oracle<'_> {
             if edge.from != slot.turn || edge.anchor != anchor {
                 continue;
             }
-            let gap = match anchor {
-                Anchor::Start => edge.gap,
-                Anchor::End => self
-                    .policy
-                    .transform_gap(edge.gap, inputs[edge.to as usize]),
-            };
+            let gap = self.policy.edge_gap(&edge, inputs[edge.to as usize]);
             let target = self.base[slot.play as usize] + edge.to as usize;
             let t = &mut self.turns[target];
             if t.state != State::Blocked {

@@ -6,10 +6,12 @@
 //! returns, `first_byte` and each content chunk when the read bringing them
 //! returns (stamped before the bytes are decoded or scanned), `done` when
 //! the read holding `[DONE]` (a Messages stream's `message_stop`, or the
-//! body's end) returns. A stream is read as its [`Target::api`] speaks:
-//! OpenAI payloads by [`super::sse`], Anthropic events by
-//! [`super::messages_sse`]. Errors are classed, never raised: a request
-//! always ends in a [`Response`].
+//! body's end) returns. Over TLS a read returns decrypted bytes, and is
+//! stamped when it returns, the same way. A stream is read as its
+//! [`Target::api`] speaks: OpenAI payloads by [`super::sse`], Anthropic
+//! events by [`super::messages_sse`]. Errors are classed, never raised: a
+//! request always ends in a [`Response`]; a failed TLS handshake is a
+//! `connect` error, not retried.
 //!
 //! Retries: only a request that got no response byte. A pooled connection
 //! the server had closed is replaced silently (the request never reached
@@ -31,6 +33,8 @@ use super::messages_sse::{self, MessagesUsage};
 use super::record::{classify_message, ErrorCategory, RequestError, Response, OVERLOADED_STATUS};
 use super::request::Api;
 use super::sse::{classify, data_of, LineSplitter};
+use super::stream::{ConnectError, Dial};
+use super::tls::{ClientConfig, Negotiated};
 
 /// The most of an error body kept in a record.
 const ERROR_BODY_BYTES: usize = 2048;
@@ -57,15 +61,22 @@ pub struct Target {
 }
 
 impl Target {
-    /// A target for `url` (`http://host:port/path`). `headers` are sent
-    /// with every request.
+    /// A target for `url` (`http[s]://host:port/path`). `headers` are sent
+    /// with every request; `tls` is the configuration an `https://` URL
+    /// needs (see [`super::tls::client_config`]).
     pub fn new(
         url: &str,
         headers: &http::HeaderMap,
         timeout: Duration,
         retries: u32,
+        tls: Option<Arc<ClientConfig>>,
     ) -> Result<Target, String> {
         let endpoint = Endpoint::parse(url)?;
+        let dial = match (endpoint.tls, tls) {
+            (false, _) => Dial::plain(endpoint.addr),
+            (true, Some(config)) => Dial::tls(endpoint.addr, &endpoint.server_name, config)?,
+            (true, None) => return Err(format!("`{url}`: https needs a TLS configuration")),
+        };
         let headers: Arc<[(String, Vec<u8>)]> = headers
             .iter()
             .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
@@ -74,7 +85,7 @@ impl Target {
         fixed.push(("Content-Type".into(), b"application/json".to_vec()));
         let post_prefix = render_head_prefix("POST", &endpoint, &fixed).into();
         Ok(Target {
-            pool: Arc::new(Pool::new(endpoint.addr)),
+            pool: Arc::new(Pool::new(dial)),
             endpoint,
             headers,
             post_prefix,
@@ -86,7 +97,28 @@ impl Target {
 
     /// The URL requests go to.
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.endpoint.host, self.endpoint.path)
+        format!(
+            "{}://{}{}",
+            self.endpoint.scheme(),
+            self.endpoint.host,
+            self.endpoint.path
+        )
+    }
+
+    /// Opens one connection (for `https://`, with its TLS handshake) and
+    /// leaves it in the pool: what the handshake settled on (`None` for
+    /// plain HTTP), or why no connection could be made. Bounded by the
+    /// timeout, at most 30 s.
+    pub async fn handshake(&self) -> Result<Option<Negotiated>, ConnectError> {
+        let limit = self.timeout.min(Duration::from_secs(30));
+        let connect = tokio::time::timeout(limit, self.pool.connect());
+        let conn = connect.await.map_err(|_| ConnectError::Tcp {
+            addr: self.pool.addr(),
+            source: std::io::ErrorKind::TimedOut.into(),
+        })??;
+        let negotiated = conn.stream.negotiated();
+        self.pool.put(conn);
+        Ok(negotiated)
     }
 
     /// Idle connections in the pool.
@@ -110,7 +142,7 @@ impl Target {
             let count = (connections - worker).div_ceil(workers);
             tasks.push(tokio::spawn(async move {
                 for _ in 0..count {
-                    if let Some(conn) = warm_one(pool.addr(), &get).await {
+                    if let Some(conn) = warm_one(&pool, &get).await {
                         pool.put(conn);
                     }
                 }
@@ -128,7 +160,7 @@ impl Target {
     /// ([`execute`] with the returned [`Started`]). `None` when no
     /// connection is idle or the write failed: [`execute`] does it all.
     pub fn send_now(&self, request_id: u64, body: &[u8], epoch: Instant) -> Option<Started> {
-        let conn = self.pool.take()?;
+        let mut conn = self.pool.take()?;
         let head = self.post_head(request_id, body.len());
         let sent = nanos_since(epoch);
         let written = conn.try_write_request(&head, body).ok()?;
@@ -157,8 +189,8 @@ impl Target {
 pub const WARM_PARALLEL: usize = 32;
 
 /// A connection that answered `get` in full and may be reused.
-async fn warm_one(addr: std::net::SocketAddr, get: &[u8]) -> Option<Conn> {
-    let mut conn = Conn::connect(addr).await.ok()?;
+async fn warm_one(pool: &Pool, get: &[u8]) -> Option<Conn> {
+    let mut conn = pool.connect().await.ok()?;
     conn.write_request(get, &[], 0).await.ok()?;
     let head = read_head(&mut conn, || 0).await.ok()?;
     let (_, clean) = read_small_body(&mut conn, &head, 0).await;
@@ -232,11 +264,11 @@ pub async fn execute(
             Some(begun) => begun,
             None => match target.pool.take() {
                 Some(conn) => (conn, 0),
-                None => match tokio::time::timeout_at(deadline, Conn::connect(target.pool.addr()))
-                    .await
-                {
+                None => match tokio::time::timeout_at(deadline, target.pool.connect()).await {
                     Ok(Ok(conn)) => (conn, 0),
-                    Ok(Err(_)) if response.attempts <= target.retries => {
+                    // A failed TLS handshake is not retried: it would fail
+                    // the same way.
+                    Ok(Err(ConnectError::Tcp { .. })) if response.attempts <= target.retries => {
                         let backoff = Duration::from_millis(50 << response.attempts.min(6));
                         response.attempts += 1;
                         tokio::time::sleep_until(
@@ -246,8 +278,7 @@ pub async fn execute(
                         continue;
                     }
                     Ok(Err(e)) => {
-                        let message = format!("cannot connect to {}: {e}", target.pool.addr());
-                        return ended(response, ErrorCategory::Connect, message, clock());
+                        return ended(response, ErrorCategory::Connect, e.to_string(), clock());
                     }
                     Err(_) => {
                         let message = "no connection before the timeout";

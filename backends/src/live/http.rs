@@ -13,7 +13,9 @@
 //! streams). Here the request task owns its connection for the whole
 //! exchange and each connection has one fixed read buffer.
 //!
-//! Plain `http://` only. Connections are kept alive and reused (last in,
+//! `http://` and `https://` (a connection's bytes are a
+//! [`super::stream::Stream`], plain or TLS: the same buffer, reads and
+//! stamps either way). Connections are kept alive and reused (last in,
 //! first out); a pooled connection the server has closed is noticed when it
 //! is taken, or, if it closes as the request goes out, the request is sent
 //! again on a fresh connection (it never reached the server).
@@ -23,9 +25,9 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Mutex;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use super::framing::Framing;
+use super::stream::{ConnectError, Dial, Stream};
 
 /// Bytes read from the socket at a time; also the size of a connection's
 /// read buffer unless a response head is larger.
@@ -38,6 +40,11 @@ const MAX_HEAD: usize = 64 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     pub addr: SocketAddr,
+    /// `https://`: connections speak TLS.
+    pub tls: bool,
+    /// The host as named in the URL (without brackets): the TLS server
+    /// name.
+    pub server_name: String,
     /// `Host` header value (`host:port`).
     pub host: String,
     /// Path and query, starting with `/`.
@@ -45,22 +52,24 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Parses `http://host[:port][/path]` and resolves the host.
+    /// Parses `http[s]://host[:port][/path]` and resolves the host.
     pub fn parse(url: &str) -> Result<Endpoint, String> {
         let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
-        match parsed.scheme() {
-            "http" => {}
-            "https" => {
+        let tls = match parsed.scheme() {
+            "http" => false,
+            "https" => true,
+            other => {
                 return Err(format!(
-                    "`{url}`: https is not supported; arbor speaks plain HTTP/1.1 (benchmark the server directly, or through a local TLS-terminating proxy)"
+                    "`{url}`: expected an http:// or https:// URL, not {other}://"
                 ))
             }
-            other => return Err(format!("`{url}`: expected an http:// URL, not {other}://")),
-        }
+        };
         let host = parsed
             .host_str()
             .ok_or_else(|| format!("`{url}` has no host"))?;
-        let port = parsed.port_or_known_default().unwrap_or(80);
+        let port = parsed
+            .port_or_known_default()
+            .unwrap_or(if tls { 443 } else { 80 });
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let addr = (bare, port)
             .to_socket_addrs()
@@ -74,9 +83,20 @@ impl Endpoint {
         }
         Ok(Endpoint {
             addr,
+            tls,
+            server_name: bare.to_string(),
             host: format!("{host}:{port}"),
             path,
         })
+    }
+
+    /// `http` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls {
+            "https"
+        } else {
+            "http"
+        }
     }
 
     /// The same server, another path.
@@ -91,18 +111,17 @@ impl Endpoint {
 /// One open connection and its read buffer.
 #[derive(Debug)]
 pub struct Conn {
-    pub stream: TcpStream,
+    pub stream: Stream,
     pub buf: Vec<u8>,
     /// Taken from the pool (it carried an earlier request).
     pub reused: bool,
 }
 
 impl Conn {
-    pub async fn connect(addr: SocketAddr) -> io::Result<Conn> {
-        let stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
+    /// Connects (and, for TLS, completes the handshake).
+    pub async fn open(dial: &Dial) -> Result<Conn, ConnectError> {
         Ok(Conn {
-            stream,
+            stream: dial.open().await?,
             buf: vec![0; READ_BUFFER],
             reused: false,
         })
@@ -125,12 +144,13 @@ impl Conn {
             }
             written += n;
         }
-        Ok(())
+        // TLS: what the session holds goes out now (a no-op for TCP).
+        self.stream.flush().await
     }
 
     /// Writes as much of `head` then `body` as the socket takes without
     /// waiting; returns how much that was.
-    pub fn try_write_request(&self, head: &[u8], body: &[u8]) -> io::Result<usize> {
+    pub fn try_write_request(&mut self, head: &[u8], body: &[u8]) -> io::Result<usize> {
         let total = head.len() + body.len();
         let mut written = 0;
         while written < total {
@@ -138,7 +158,8 @@ impl Conn {
                 let parts = [IoSlice::new(&head[written..]), IoSlice::new(body)];
                 self.stream.try_write_vectored(&parts)
             } else {
-                self.stream.try_write(&body[written - head.len()..])
+                let rest = [IoSlice::new(&body[written - head.len()..])];
+                self.stream.try_write_vectored(&rest)
             };
             match attempt {
                 Ok(0) => break,
@@ -151,39 +172,42 @@ impl Conn {
     }
 }
 
-/// Idle connections to one server.
+/// Idle connections to one server, and how to open more.
 #[derive(Debug)]
 pub struct Pool {
-    addr: SocketAddr,
+    dial: Dial,
     idle: Mutex<Vec<Conn>>,
 }
 
 impl Pool {
-    pub fn new(addr: SocketAddr) -> Pool {
+    pub fn new(dial: Dial) -> Pool {
         Pool {
-            addr,
+            dial,
             idle: Mutex::new(Vec::new()),
         }
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.dial.addr()
+    }
+
+    pub fn is_tls(&self) -> bool {
+        self.dial.is_tls()
+    }
+
+    /// A new connection (not pooled until [`Pool::put`]).
+    pub async fn connect(&self) -> Result<Conn, ConnectError> {
+        Conn::open(&self.dial).await
     }
 
     /// The most recently returned idle connection that is still open.
     pub fn take(&self) -> Option<Conn> {
         loop {
             let mut conn = self.idle.lock().ok()?.pop()?;
-            // Readiness comes from the runtime's last poll of the socket:
-            // no system call unless the server wrote or closed meanwhile.
-            let mut probe = [0u8; 1];
-            match conn.stream.try_read(&mut probe) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    conn.reused = true;
-                    return Some(conn);
-                }
-                // Closed (0), unexpected bytes, or an error: discard.
-                _ => continue,
+            // Closed, unexpected bytes, or an error: discard.
+            if conn.stream.is_idle_open() {
+                conn.reused = true;
+                return Some(conn);
             }
         }
     }
@@ -442,9 +466,15 @@ mod tests {
         assert_eq!(e.host, "127.0.0.1:8000");
         assert_eq!(e.path, "/v1/chat/completions?x=1");
         assert_eq!(Endpoint::parse("http://127.0.0.1").unwrap().addr.port(), 80);
-        assert!(Endpoint::parse("https://127.0.0.1:1/")
-            .unwrap_err()
-            .contains("https is not supported"));
+        let e = Endpoint::parse("https://127.0.0.1/v1").unwrap();
+        assert!(e.tls);
+        assert_eq!((e.addr.port(), e.server_name.as_str()), (443, "127.0.0.1"));
+        assert_eq!(e.scheme(), "https");
+        assert!(!Endpoint::parse("http://[::1]:9/").unwrap().tls);
+        assert_eq!(
+            Endpoint::parse("http://[::1]:9/").unwrap().server_name,
+            "::1"
+        );
         assert!(Endpoint::parse("ftp://x/").is_err());
         assert!(Endpoint::parse("not a url").is_err());
     }

@@ -11,6 +11,9 @@
 //! - [`exchange`]: one request's HTTP exchange and its stamps;
 //! - [`http`], [`framing`]: arbor's own HTTP/1.1 client (connections, the
 //!   pool, response heads, body framing);
+//! - [`stream`], [`tls`]: a connection's bytes, plain or TLS, and opening
+//!   one; the TLS configuration (roots, `cacert`, `insecure`, ALPN) and
+//!   handshake failures in plain words;
 //! - [`sse`]: server-sent event lines and what an OpenAI `data:` payload
 //!   says; [`messages_sse`]: what an Anthropic Messages event says;
 //! - [`record`]: what a request records, and how errors are classed.
@@ -26,6 +29,8 @@ pub mod prebuild;
 pub mod record;
 pub mod request;
 pub mod sse;
+pub mod stream;
+pub mod tls;
 mod turn;
 
 pub use driver::{run, warm_pool, LiveConfig, LiveError, Progress, RecordSink, RunOutcome};

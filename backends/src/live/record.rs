@@ -5,14 +5,21 @@
 //! nanoseconds since the run's epoch (a monotonic clock), stamped when bytes
 //! arrive, before any parsing. Derived figures (TTFT, ITL, TPOT, E2E,
 //! lateness) are computed here from those stamps, once, so the summary and
-//! the records agree.
+//! the records agree. Also owns the records' schema version
+//! ([`RECORDS_SCHEMA`]); the JSON Schema of a line is derived from
+//! [`RequestRecord`].
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use arbor_engine::time::Nanos;
 
+/// The schema of a line of `records.jsonl` (named in `run.json`, not on
+/// every line; the title of docs/schema/records.schema.json).
+pub const RECORDS_SCHEMA: &str = "arbor.records/1";
+
 /// Why a request failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCategory {
     /// No connection could be made (refused, reset before a response).
@@ -90,7 +97,7 @@ pub fn classify_message(
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RequestError {
     pub category: ErrorCategory,
     pub message: String,
@@ -101,7 +108,7 @@ pub struct RequestError {
 }
 
 /// Where a token count came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
     /// The server's `usage`.
@@ -148,7 +155,8 @@ fn span(from: Option<Nanos>, to: Option<Nanos>) -> Option<f64> {
 }
 
 /// One line of `records.jsonl`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(title = RECORDS_SCHEMA)]
 pub struct RequestRecord {
     pub request: u64,
     pub tree: String,
@@ -161,6 +169,7 @@ pub struct RequestRecord {
     /// A warmup request (one output token, full prefix): recorded, never
     /// counted in metrics.
     pub warmup: bool,
+    #[schemars(extend("enum" = ["ok", "error", "cancelled"]))]
     pub status: &'static str,
     pub eligible_s: f64,
     pub dispatched_s: f64,

@@ -97,6 +97,7 @@ fn run_live_stamped(
             &Default::default(),
             timeout,
             0,
+            None,
         )
         .expect("a loopback URL"),
         body: BodyConfig {

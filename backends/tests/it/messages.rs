@@ -8,7 +8,7 @@ use arbor_backends::live::exchange::Target;
 use arbor_backends::live::record::{ErrorCategory, Response};
 use arbor_backends::live::request::Api;
 
-use crate::http::{runtime, scripted, send, target_at, Step};
+use crate::http::{runtime, scripted, send, Step, WIRES};
 
 /// `body` as a sized `text/event-stream` answer, alive for the test run.
 fn sse_answer(body: &str) -> &'static [u8] {
@@ -25,14 +25,32 @@ fn testdata(name: &str) -> String {
 }
 
 /// The response to one request answered with `answer`, read as a Messages
-/// stream.
+/// stream, over plain HTTP and over TLS (which must read the same: the
+/// plain one is returned).
 fn exchange(answer: &'static [u8]) -> Response {
-    runtime().block_on(async {
-        let (addr, _) = scripted(vec![vec![Step::Answer(answer)]]).await;
-        let mut target: Target = target_at(addr);
-        target.api = Api::Messages;
-        send(&target, 1).await
-    })
+    let [plain, tls] = WIRES.map(|wire| {
+        runtime().block_on(async {
+            let (server, _) = scripted(wire, vec![vec![Step::Answer(answer)]]).await;
+            let mut target: Target = server.target();
+            target.api = Api::Messages;
+            send(&target, 1).await
+        })
+    });
+    let read = |r: &Response| {
+        (
+            r.error.clone(),
+            r.stamps.content.len(),
+            r.prompt_tokens,
+            r.cached_tokens,
+            r.completion_tokens,
+        )
+    };
+    assert_eq!(
+        read(&plain),
+        read(&tls),
+        "TLS reads the stream as plain HTTP does"
+    );
+    plain
 }
 
 #[test]

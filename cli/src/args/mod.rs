@@ -10,6 +10,7 @@
 //! of other load generators are aliases when they mean the same, refused
 //! with an explanation when they do not ([`peer`]).
 
+mod access;
 pub mod compare;
 mod emulator;
 mod heading;
@@ -27,6 +28,7 @@ use serde_json::{Map, Value};
 
 use heading::{INPUT, LOAD, OUTPUT, SERVER};
 
+pub use access::AccessArgs;
 pub use compare::CompareArgs;
 pub use emulator::EmulatorArgs;
 pub use peer::PeerFlags;
@@ -80,6 +82,10 @@ pub enum Command {
     /// Export a run directory: a Chrome trace-event file for the Perfetto
     /// UI (--perfetto) or one CSV row per request (--csv).
     Export(ExportArgs),
+    /// Write the JSON Schemas of arbor's outputs (a records.jsonl line,
+    /// summary.json, plan --json) into a directory; docs/schema/ holds
+    /// this version's.
+    Schema(SchemaArgs),
 }
 
 impl Command {
@@ -95,7 +101,8 @@ impl Command {
             | Command::Compare(_)
             | Command::Summarize(_)
             | Command::Report(_)
-            | Command::Export(_) => None,
+            | Command::Export(_)
+            | Command::Schema(_) => None,
         }
     }
 }
@@ -243,10 +250,13 @@ pub struct RequestArgs {
     pub extra_body: Option<Map<String, Value>>,
 
     /// An extra request header K=V (repeatable). The API key comes from
-    /// the environment variable OPENAI_API_KEY (ANTHROPIC_API_KEY with
-    /// --api messages).
+    /// the environment (--api-key-env, default OPENAI_API_KEY, or
+    /// ANTHROPIC_API_KEY with --api messages) or a file (--api-key-file).
     #[arg(short = 'H', long = "header", value_name = "K=V", help_heading = SERVER)]
     pub headers: Vec<String>,
+
+    #[command(flatten)]
+    pub access: AccessArgs,
 
     /// Per-request timeout (e.g. 600, 10m).
     #[arg(long, value_name = "DURATION", default_value = "600", value_parser = values::positive_duration, help_heading = SERVER)]
@@ -281,6 +291,30 @@ pub struct EmulateArgs {
     #[arg(long)]
     pub busy_poll: bool,
 
+    /// Count prompt tokens (usage.prompt_tokens) with this tokenizer.json
+    /// instead of estimating them: as `arbor plan --tokenizer` counts.
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+
+    /// Serve https with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Serve https with a certificate made now for 127.0.0.1 and
+    /// localhost; its PEM is written to --tls-cert-out for clients to
+    /// trust (`arbor run --cacert FILE`).
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub tls_self_signed: bool,
+
+    /// Where --tls-self-signed writes its certificate. Default:
+    /// <temp dir>/arbor-emulate-<port>-cert.pem.
+    #[arg(long, value_name = "FILE", requires = "tls_self_signed")]
+    pub tls_cert_out: Option<PathBuf>,
+
     #[command(flatten)]
     pub emulator: EmulatorArgs,
 }
@@ -297,10 +331,13 @@ pub struct DoctorArgs {
     pub model: Option<String>,
 
     /// An extra request header K=V (repeatable). The API key comes from
-    /// the environment variable OPENAI_API_KEY (ANTHROPIC_API_KEY for the
-    /// Messages probe).
+    /// the environment (--api-key-env, default OPENAI_API_KEY, or
+    /// ANTHROPIC_API_KEY for the Messages probe) or a file (--api-key-file).
     #[arg(short = 'H', long = "header", value_name = "K=V", help_heading = SERVER)]
     pub headers: Vec<String>,
+
+    #[command(flatten)]
+    pub access: AccessArgs,
 
     /// Bound of each probe (e.g. 30, 1m).
     #[arg(long, value_name = "DURATION", default_value = "30", value_parser = values::positive_duration, help_heading = SERVER)]
@@ -325,6 +362,14 @@ pub struct ReportArgs {
     /// report.html in the current directory for several.
     #[arg(short = 'o', long = "out", visible_alias = "output", value_name = "FILE", help_heading = OUTPUT)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Directory to write records.schema.json, summary.schema.json and
+    /// plan.schema.json into (created if missing; the files are replaced).
+    #[arg(short = 'o', long = "out", visible_alias = "output", value_name = "DIR", help_heading = OUTPUT)]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

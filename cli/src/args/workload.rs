@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use arbor_engine::input::Format;
-use arbor_engine::policy::{Arrival, GapTransform, Stagger, StartWindow};
+use arbor_engine::policy::{Arrival, GapScale, GapTransform, Stagger, StartWindow};
 use arbor_engine::time::Nanos;
 use clap::Args;
 
@@ -26,7 +26,8 @@ pub struct InputArgs {
     pub format: Option<Format>,
 
     /// Count the tokens of recorded text exactly with this tokenizer.json
-    /// (the served model's), instead of estimating them.
+    /// (the served model's), instead of estimating them; `run` without
+    /// --endpoint has the built-in emulator count its usage with it too.
     #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub tokenizer: Option<PathBuf>,
 
@@ -65,6 +66,27 @@ pub struct PolicyArgs {
     /// Scale think gaps (before user text) by P percent.
     #[arg(long, value_name = "P", value_parser = values::percent, help_heading = POLICY)]
     pub think_time_pct: Option<GapTransform>,
+
+    /// Other gaps (before an input of unknown kind): recorded | zero |
+    /// pct:P | max:MS | fixed:MS.
+    #[arg(long, value_name = "MODE", default_value = "recorded", help_heading = POLICY)]
+    pub other_time: GapTransform,
+
+    /// Spawn gaps (parent turn to a subagent's first turn), after their
+    /// input's class: recorded | zero | pct:P | max:MS | fixed:MS.
+    #[arg(long, value_name = "MODE", default_value = "recorded", help_heading = POLICY)]
+    pub spawn_time: GapTransform,
+
+    /// Join gaps (a subagent's last turn to the parent turn that waits for
+    /// it), after their input's class: recorded | zero | pct:P | max:MS |
+    /// fixed:MS.
+    #[arg(long, value_name = "MODE", default_value = "recorded", help_heading = POLICY)]
+    pub join_time: GapTransform,
+
+    /// Multiply every gap of every class by F >= 0 (start-anchored ones
+    /// too), after the per-class flags; 1 keeps them as recorded.
+    #[arg(long, value_name = "F", default_value = "1", help_heading = POLICY)]
+    pub gap_scale: GapScale,
 
     /// Never let the system sit idle longer than this while work remains:
     /// shift every pending timer earlier.

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use arbor_engine::policy::Policy;
 use arbor_engine::time::Nanos;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -19,7 +20,7 @@ use crate::args::{values, RunArgs};
 use crate::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
 use crate::report::PolicySummary;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunConfig {
     pub arbor_version: String,
     /// The inputs as `arbor plan` describes them.
@@ -48,9 +49,17 @@ pub struct RunConfig {
     pub extra_body: Option<Map<String, Value>>,
     /// `--header` names and values; credential values redacted.
     pub headers: BTreeMap<String, String>,
-    /// Whether the API's key variable (OPENAI_API_KEY, or ANTHROPIC_API_KEY
-    /// for the Messages API) was set (the key itself is never stored).
+    /// Whether an API key was found (the key itself is never stored).
     pub api_key_set: bool,
+    /// Where it came from: `env NAME` or `file PATH`.
+    #[serde(default)]
+    pub api_key_from: Option<String>,
+    /// `--cacert`: the PEM file whose CAs alone were trusted over https.
+    #[serde(default)]
+    pub cacert: Option<String>,
+    /// `--insecure`: the server's TLS certificate was not verified.
+    #[serde(default)]
+    pub insecure: bool,
     pub timeout_s: f64,
     pub retries: u32,
     pub warm_connections: usize,
@@ -108,6 +117,13 @@ impl RunConfig {
             extra_body: requests.extra_body.clone(),
             headers,
             api_key_set: requests.auth.api_key.is_some(),
+            api_key_from: requests.auth.api_key_from.clone(),
+            cacert: requests
+                .tls
+                .cacert
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            insecure: requests.tls.insecure,
             timeout_s: requests.timeout.as_secs_f64(),
             retries: requests.retries,
             warm_connections: 0,

@@ -30,8 +30,8 @@ pub const RUN_SCHEMA: &str = "arbor.run/1";
 /// The schema of `end.json`.
 pub const END_SCHEMA: &str = "arbor.end/1";
 /// The schema of a line of `records.jsonl` (named in `run.json`, not on
-/// every line).
-pub const RECORDS_SCHEMA: &str = "arbor.records/1";
+/// every line), owned by the record's type.
+pub use arbor_backends::live::record::RECORDS_SCHEMA;
 
 /// What the planned side (the same workload on the virtual clock) says.
 #[derive(Debug, Clone, Serialize, Deserialize)]

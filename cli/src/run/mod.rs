@@ -109,7 +109,11 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     // The built-in emulator's settings, when there is no endpoint.
     let emulator = match args.request.endpoint {
         Some(_) => None,
-        None => Some(emulate::config(&args.emulator, args.policy.seed)?),
+        None => Some(emulate::config(
+            &args.emulator,
+            args.policy.seed,
+            args.input.tokenizer.as_deref(),
+        )?),
     };
     if let Some(config) = &emulator {
         plan_with_the_emulators_timing(&mut args, config, explicit);
@@ -229,25 +233,36 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         scenario,
     } = prepared;
 
-    let client = reqwest::Client::builder()
-        // The endpoint is asked directly, as the request path does.
-        .no_proxy()
+    let tls = crate::endpoint::tls_config(endpoint, &requests.tls)?;
+    let client = crate::endpoint::reqwest_builder(tls.as_ref())
         .pool_max_idle_per_host(usize::MAX)
-        .tcp_nodelay(true)
         .build()
         .map_err(|e| Failure::other(format!("cannot build the HTTP client: {e}")))?;
     let headers = requests.auth.header_map();
+    let url = format!("{endpoint}{}", requests.api.path());
+    let mut target = Target::new(
+        &url,
+        &headers,
+        requests.timeout,
+        requests.retries,
+        tls.clone(),
+    )
+    .map_err(Failure::other)?;
+    target.api = requests.api;
+    if tls.is_some() {
+        // A certificate the client refuses stops the run here, in plain
+        // words, before any request (the connection stays pooled).
+        target
+            .handshake()
+            .await
+            .map_err(|e| crate::endpoint::connect_failure(endpoint, &e))?;
+    }
     let (model, model_from) = match &requests.model {
         Some(m) => (m.clone(), "flag"),
         None => (discover_model(&client, endpoint, &headers).await?, "server"),
     };
-    let url = format!("{endpoint}{}", requests.api.path());
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
     config.set_endpoint(endpoint, &url, &model, model_from, warm);
-
-    let mut target =
-        Target::new(&url, &headers, requests.timeout, requests.retries).map_err(Failure::other)?;
-    target.api = requests.api;
     let live_config = LiveConfig {
         target,
         body: BodyConfig {

@@ -21,6 +21,7 @@ use std::time::SystemTime;
 use arbor_backends::live::record::RequestRecord;
 use arbor_backends::live::RecordSink;
 use arbor_engine::time::nanos_to_secs;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::failure::Failure;
@@ -140,7 +141,7 @@ impl RecordSink for RecordsFile {
 }
 
 /// Requests, plays and trees.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Counts {
     /// Measured requests dispatched (one record each).
     pub dispatched: u64,
@@ -162,7 +163,7 @@ pub struct Counts {
 }
 
 /// Planned against observed requests in flight.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Concurrency {
     /// The plan of the same workload on the virtual clock (`--service`).
     pub planned_peak: u32,
@@ -175,14 +176,14 @@ pub struct Concurrency {
     pub scheduler_peak_at_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Idle {
     pub shifts: u64,
     pub skipped_s: f64,
 }
 
 /// The lanes of a closed loop.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LaneSummary {
     pub lane: u32,
     pub plays: u32,
@@ -192,12 +193,15 @@ pub struct LaneSummary {
     pub stalled: bool,
 }
 
-/// The schema of `summary.json`.
+/// The schema of `summary.json` (the title of
+/// docs/schema/summary.schema.json).
 pub const SUMMARY_SCHEMA: &str = "arbor.summary/1";
 
 /// `summary.json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = SUMMARY_SCHEMA)]
 pub struct Summary {
+    #[schemars(extend("const" = SUMMARY_SCHEMA))]
     pub schema_version: &'static str,
     /// The version of the arbor that ran (from `run.json`).
     pub arbor_version: String,

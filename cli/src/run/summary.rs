@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use arbor_backends::live::record::{RequestRecord, TokenSource};
 use arbor_engine::stats::{Distribution, Seconds};
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::report::Work;
@@ -107,7 +108,7 @@ impl Facts<'_> {
 /// Count, mean and percentiles of a latency, in seconds. Exact
 /// (nearest-rank) for every metric but ITL, whose percentiles come from an
 /// HDR histogram with 3 significant digits (mean and max stay exact).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct Latency {
     pub count: u64,
     pub mean_s: f64,
@@ -167,7 +168,7 @@ pub struct RequestCounts {
 }
 
 /// The latency distributions.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Latencies {
     pub ttft: Latency,
     pub itl: Latency,
@@ -179,7 +180,7 @@ pub struct Latencies {
 }
 
 /// Work done over the run's wall window.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Throughput {
     /// First `sent` (or the profiling start, when earlier) to last `done`
     /// over every measured record, in seconds.
@@ -190,7 +191,7 @@ pub struct Throughput {
 }
 
 /// What the server said about its prefix cache.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct CacheReport {
     /// `cached_tokens / input_tokens` over the requests below; null when
     /// no request reported cached tokens.
@@ -202,7 +203,7 @@ pub struct CacheReport {
 }
 
 /// How many records took a token count from each source.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct SourceCounts {
     pub usage: u64,
     pub counted: u64,
@@ -220,7 +221,7 @@ impl SourceCounts {
 }
 
 /// Where token counts came from, and planned against reported prompts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct TokenReport {
     pub output_source: SourceCounts,
     pub input_source: SourceCounts,

@@ -4,7 +4,10 @@
 //! at `--ttft-ms 10 --itl-ms 0.2`), then: the console names the
 //! emulator's settings; the emulator paced its tokens at the configured
 //! ITL (the median chunk gap the client saw is within 50 % of 0.2 ms, and
-//! fewer than 10 % of the gaps are zero, i.e. chunks read together); and
+//! fewer than half of the gaps are zero, i.e. chunks read together: the
+//! unpaced emulator gave 84 %, an idle machine gives about 1.4 %, and a
+//! machine saturated by parallel builds 13-33 %, so the bound tells a
+//! broken pacer from a busy machine); and
 //! the prompt tokens the emulator reported equal the plan's, request by
 //! request.
 
@@ -52,7 +55,7 @@ fn the_demo_paces_its_tokens_and_counts_prompts_as_planned() {
     );
     let zeros = gaps.iter().filter(|&&g| g == 0.0).count();
     assert!(
-        zeros * 10 < gaps.len(),
+        zeros * 2 < gaps.len(),
         "{zeros} of {} chunk gaps are zero",
         gaps.len()
     );

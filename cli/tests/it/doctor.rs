@@ -53,15 +53,6 @@ fn line<'a>(text: &'a str, probe: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no `{probe}` line in:\n{text}"))
 }
 
-fn finding<'a>(report: &'a Value, probe: &str) -> &'a Value {
-    report["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .find(|f| f["probe"] == probe)
-        .unwrap_or_else(|| panic!("no `{probe}` finding in {report:#}"))
-}
-
 /// The emulator on its own runtime, served until dropped.
 struct Emulator {
     handle: EmulatorHandle,

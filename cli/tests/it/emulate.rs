@@ -1,5 +1,6 @@
 //! `arbor emulate` as its own process: serves `arbor run` until Ctrl+C,
-//! sleeping or polling (`--busy-poll`).
+//! sleeping or polling (`--busy-poll`); and the emulator's prompt counts
+//! with `--tokenizer` (standalone and built in), equal to the plan's.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -88,4 +89,109 @@ fn a_standalone_emulator_serves_a_run_sleeping_or_polling() {
         assert_eq!(records.lines().count(), 3, "{extra:?}");
         assert!(records.lines().all(|l| l.contains("\"status\":\"ok\"")));
     }
+}
+
+fn abench_sample() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/abench/sample.jsonl"
+    )
+    .to_string()
+}
+
+fn smollm() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/tokenizers/smollm2-135m/tokenizer.json"
+    )
+    .to_string()
+}
+
+/// (planned, usage-reported) prompt tokens of every record of a run.
+fn prompt_tokens(out_dir: &std::path::Path) -> Vec<(u64, u64)> {
+    jsonl(&out_dir.join("records.jsonl"))
+        .iter()
+        .map(|r| {
+            assert_eq!(r["input_tokens_source"], "usage", "{r}");
+            let n = |k: &str| r[k].as_u64().expect("a count");
+            (n("planned_input_tokens"), n("input_tokens"))
+        })
+        .collect()
+}
+
+/// Recorded text (the abench sample) planned with `--tokenizer`: the
+/// built-in emulator counts its usage with the same tokenizer, so every
+/// record's reported prompt tokens equal the plan's.
+#[test]
+fn the_built_in_emulator_counts_prompts_with_runs_tokenizer() {
+    let out_dir = scratch("tokenizer-built-in");
+    let (sample, tokenizer) = (abench_sample(), smollm());
+    let mut args = vec![sample.as_str(), "--tokenizer", tokenizer.as_str()];
+    args.extend(FAST);
+    let out = run_into(&out_dir, &args);
+    let counts = prompt_tokens(&out_dir);
+    assert_eq!(counts.len(), 12);
+    for (planned, reported) in counts {
+        assert_eq!(planned, reported);
+    }
+    // The console and summary.json name the emulator's tokenizer.
+    assert!(stdout(&out).contains("prompt tokens counted with --tokenizer"));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let emulator = summary["config"]["emulator"].as_str().expect("settings");
+    assert!(
+        emulator.ends_with(&format!("--tokenizer {tokenizer}")),
+        "{emulator}"
+    );
+}
+
+/// `arbor emulate --tokenizer` counts as the plan does; without it, the
+/// emulator's estimate of the same recorded text differs from the plan's
+/// tokenizer count (what the flag is for).
+#[test]
+fn a_standalone_emulator_counts_prompts_with_its_tokenizer() {
+    let (sample, tokenizer) = (abench_sample(), smollm());
+    for with in [true, false] {
+        let extra: &[&str] = if with {
+            &["--tokenizer", tokenizer.as_str()]
+        } else {
+            &[]
+        };
+        let (child, port) = start(extra);
+        let out_dir = scratch(&format!("tokenizer-standalone-{with}"));
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let mut args = vec![
+            "run",
+            sample.as_str(),
+            "--tokenizer",
+            tokenizer.as_str(),
+            "--endpoint",
+            endpoint.as_str(),
+            "--no-progress",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        args.extend(FAST);
+        let out = arbor(&args);
+        interrupt(child);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let counts = prompt_tokens(&out_dir);
+        assert_eq!(counts.len(), 12);
+        let equal = counts.iter().filter(|(p, r)| p == r).count();
+        if with {
+            assert_eq!(equal, counts.len(), "{counts:?}");
+        } else {
+            assert!(equal < counts.len(), "{counts:?}");
+        }
+    }
+}
+
+#[test]
+fn emulate_refuses_a_file_that_is_not_a_tokenizer() {
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    expect_exit_2(
+        &["emulate", "--port", "0", "--tokenizer", manifest],
+        &["Cargo.toml", "tokenizer.json"],
+    );
 }

@@ -179,7 +179,12 @@ fn flags_of_other_tools_are_refused_naming_the_closest_arbor_flag() {
         (&["--vus", "10"], &["--sessions", "virtual users"]),
         (
             &["--api-key", "sk-peer-secret"],
-            &["OPENAI_API_KEY", "--header"],
+            &[
+                "OPENAI_API_KEY",
+                "ANTHROPIC_API_KEY",
+                "x-api-key",
+                "--header",
+            ],
         ),
     ];
     for (args, needles) in cases {

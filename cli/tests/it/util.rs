@@ -86,3 +86,13 @@ pub fn run_into(out: &Path, args: &[&str]) -> Output {
     assert!(result.status.success(), "{args:?}: {}", stderr(&result));
     result
 }
+
+/// The finding of `probe` in an `arbor doctor --json` report.
+pub fn finding<'a>(report: &'a serde_json::Value, probe: &str) -> &'a serde_json::Value {
+    report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["probe"] == probe)
+        .unwrap_or_else(|| panic!("no `{probe}` finding in {report:#}"))
+}

@@ -2,15 +2,12 @@
 //! property"), on generated workloads (built directly and by the synthetic
 //! generator) and on every fixture trace in `testdata/`.
 
-use std::path::Path;
-
-use arbor_engine::load::load_path;
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::synthetic::SyntheticSpec;
 use arbor_engine::Workload;
 use arbor_proptests::gen::{self, MEDIUM};
-use arbor_proptests::{plan, show, Service};
+use arbor_proptests::{fixtures, plan, show, Service};
 use arbor_sim::ServiceModel;
 use proptest::prelude::*;
 
@@ -116,36 +113,13 @@ proptest! {
 /// whatever its format.
 #[test]
 fn plain_replay_of_every_fixture_is_the_recording() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata");
     let mut checked = 0;
-    for dir in std::fs::read_dir(&root).unwrap() {
-        let dir = dir.unwrap().path();
-        if !dir.is_dir() || dir.ends_with("bad") {
-            continue;
+    for (file, w) in fixtures() {
+        let s = plan(&w, Policy::default(), &ServiceModel::Recorded);
+        if let Err(e) = sent_as_recorded(&w, &s) {
+            panic!("{}: {e}", file.display());
         }
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                matches!(
-                    p.extension().and_then(|e| e.to_str()),
-                    Some("json" | "jsonl" | "zst")
-                )
-            })
-            .collect();
-        files.sort();
-        for file in files {
-            let loaded =
-                load_path(&file, None).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            let w = Workload {
-                trees: loaded.trees,
-            };
-            let s = plan(&w, Policy::default(), &ServiceModel::Recorded);
-            if let Err(e) = sent_as_recorded(&w, &s) {
-                panic!("{}: {e}", file.display());
-            }
-            checked += 1;
-        }
+        checked += 1;
     }
     assert!(checked >= 8, "only {checked} fixtures found");
 }

@@ -5,6 +5,7 @@
 //! replayed first on every run.
 
 mod api;
+mod breakdown;
 mod determinism;
 mod identity;
 mod loaders;

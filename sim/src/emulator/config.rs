@@ -8,6 +8,8 @@
 use arbor_engine::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
 use arbor_engine::PolicyError;
 
+use super::tokens::PromptTokenizer;
+
 /// Default context length reported by `/v1/models` and enforced on requests.
 pub const DEFAULT_MAX_MODEL_LEN: u32 = 131_072;
 /// Default model name.
@@ -126,6 +128,8 @@ pub struct EmulatorConfig {
     pub seed: u64,
     /// Stamps kept in memory: the most recent `stamp_capacity` requests.
     pub stamp_capacity: usize,
+    /// Counts prompt text exactly; `None` estimates (see `tokens.rs`).
+    pub tokenizer: Option<PromptTokenizer>,
 }
 
 impl Default for EmulatorConfig {
@@ -138,6 +142,7 @@ impl Default for EmulatorConfig {
             cache_blocks: None,
             seed: 0,
             stamp_capacity: DEFAULT_STAMP_CAPACITY,
+            tokenizer: None,
         }
     }
 }
@@ -202,6 +207,9 @@ impl EmulatorConfig {
             parts.push("no faults".to_string());
         } else {
             parts.extend(faults);
+        }
+        if let Some(t) = &self.tokenizer {
+            parts.push(format!("prompt tokens counted with --tokenizer {}", t.name));
         }
         parts.join(", ")
     }
@@ -401,6 +409,8 @@ impl EmulatorFlags {
             cache_blocks: self.cache_blocks,
             seed: self.seed.unwrap_or(defaults.seed),
             stamp_capacity: defaults.stamp_capacity,
+            // A loaded file, not a flag's value: the caller sets it.
+            tokenizer: None,
         };
         config.validate()?;
         Ok(config)

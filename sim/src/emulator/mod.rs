@@ -27,6 +27,7 @@ mod request;
 mod server;
 mod shared;
 pub mod stamps;
+mod tls;
 mod tokens;
 
 pub use cache::{BLOCK_BYTES, BLOCK_TOKENS};
@@ -35,6 +36,8 @@ pub use config::{
     DEFAULT_MAX_TOKENS, DEFAULT_MODEL_NAME, DEFAULT_STAMP_CAPACITY,
 };
 pub use faults::FaultPlan;
-pub use server::{serve, EmulatorHandle, MAX_BODY_BYTES};
+pub use server::{serve, serve_tls, EmulatorHandle, MAX_BODY_BYTES};
 pub use shared::EmulatorStats;
 pub use stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};
+pub use tls::{EmulatorTls, SelfSigned, TlsError, SELF_SIGNED_NAMES};
+pub use tokens::{PromptTokenizer, TextTokenizer};

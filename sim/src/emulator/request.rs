@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 
 use super::cache::BlockHasher;
 use super::config::DEFAULT_MAX_TOKENS;
-use super::tokens::TokenCount;
+use super::tokens::{TextTokenizer, TokenCount};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Endpoint {
@@ -101,15 +101,17 @@ struct Part<'a> {
     content: Option<&'a RawValue>,
 }
 
-struct Prompt {
+struct Prompt<'t> {
     hasher: BlockHasher,
     tokens: TokenCount,
+    /// Counts the text instead of the estimate, when given.
+    tokenizer: Option<&'t dyn TextTokenizer>,
 }
 
-impl Prompt {
+impl Prompt<'_> {
     fn text(&mut self, s: &str) {
         self.hasher.update(s.as_bytes());
-        self.tokens.text(s);
+        self.tokens.text_with(s, self.tokenizer);
     }
 
     /// Adds the JSON string `json` (quotes and escapes included).
@@ -199,11 +201,17 @@ fn count(field: &'static str, value: i64) -> Result<u32, BadRequest> {
         .ok_or(BadRequest::Count { field, value })
 }
 
-pub(crate) fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, BadRequest> {
+/// Reads `body`; prompt text is counted with `tokenizer` when given.
+pub(crate) fn parse(
+    endpoint: Endpoint,
+    body: &[u8],
+    tokenizer: Option<&dyn TextTokenizer>,
+) -> Result<Parsed, BadRequest> {
     let raw: RawRequest = serde_json::from_slice(body).map_err(bad)?;
     let mut prompt = Prompt {
         hasher: BlockHasher::new(),
         tokens: TokenCount::default(),
+        tokenizer,
     };
     match endpoint {
         Endpoint::Chat | Endpoint::Messages => {
@@ -255,6 +263,11 @@ pub(crate) fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, BadReques
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Parses with the estimate (no tokenizer).
+    fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, BadRequest> {
+        super::parse(endpoint, body, None)
+    }
 
     #[test]
     fn chat_fields() {

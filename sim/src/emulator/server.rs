@@ -5,7 +5,8 @@
 //! hyper-util's `TokioIo`): a stream is a body that hyper polls on the
 //! connection's own task, so a stream costs no extra task, channel or
 //! router layer, and a body error closes the connection mid-stream (the
-//! disconnect fault).
+//! disconnect fault). With an [`EmulatorTls`] ([`serve_tls`]) each
+//! connection's TLS handshake runs on that same task before hyper takes it.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -36,6 +37,7 @@ use super::faults::FaultPlan;
 use super::request::{self, BadRequest, Endpoint};
 use super::shared::{EmulatorStats, RequestGuard, Shared};
 use super::stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};
+use super::tls::EmulatorTls;
 
 /// Largest request body accepted (bytes).
 pub const MAX_BODY_BYTES: usize = 64 << 20;
@@ -184,7 +186,8 @@ async fn completion(
         .collect()
         .await
         .map_err(|e| BadRequest::Unreadable(e.to_string()));
-    let parsed = match body.and_then(|body| request::parse(endpoint, &body.to_bytes())) {
+    let tokenizer = config.tokenizer.as_ref().map(|t| &*t.tokenizer);
+    let parsed = match body.and_then(|body| request::parse(endpoint, &body.to_bytes(), tokenizer)) {
         Ok(p) => p,
         Err(e) => {
             return reject(
@@ -381,6 +384,8 @@ async fn completion(
 /// (like [`EmulatorHandle::shutdown`] without waiting).
 pub struct EmulatorHandle {
     addr: SocketAddr,
+    /// Serves https.
+    tls: bool,
     shared: Arc<Shared>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -392,9 +397,10 @@ impl EmulatorHandle {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT`, or `https://` when it serves TLS.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     pub fn config(&self) -> &EmulatorConfig {
@@ -452,6 +458,23 @@ const LISTEN_BACKLOG: u32 = 4096;
 /// Binds `addr` (127.0.0.1 only; port 0 picks a free port), spawns the
 /// server on the current tokio runtime and returns at once.
 pub async fn serve(config: EmulatorConfig, addr: SocketAddr) -> io::Result<EmulatorHandle> {
+    bind(config, addr, None).await
+}
+
+/// [`serve`], over https with `tls`.
+pub async fn serve_tls(
+    config: EmulatorConfig,
+    addr: SocketAddr,
+    tls: EmulatorTls,
+) -> io::Result<EmulatorHandle> {
+    bind(config, addr, Some(tls)).await
+}
+
+async fn bind(
+    config: EmulatorConfig,
+    addr: SocketAddr,
+    tls: Option<EmulatorTls>,
+) -> io::Result<EmulatorHandle> {
     if addr.ip() != IpAddr::V4(Ipv4Addr::LOCALHOST) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -471,9 +494,12 @@ pub async fn serve(config: EmulatorConfig, addr: SocketAddr) -> io::Result<Emula
     let addr = listener.local_addr()?;
     let shared = Arc::new(Shared::new(config));
     let (stop, stopped) = oneshot::channel();
-    let task = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
+    let is_tls = tls.is_some();
+    let acceptor = tls.map(|t| tokio_rustls::TlsAcceptor::from(t.config));
+    let task = tokio::spawn(accept_loop(listener, shared.clone(), acceptor, stopped));
     Ok(EmulatorHandle {
         addr,
+        tls: is_tls,
         shared,
         stop: Some(stop),
         task: Some(task),
@@ -483,6 +509,7 @@ pub async fn serve(config: EmulatorConfig, addr: SocketAddr) -> io::Result<Emula
 async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
     mut stopped: oneshot::Receiver<()>,
 ) {
     let graceful = GracefulShutdown::new();
@@ -497,11 +524,27 @@ async fn accept_loop(
                     // The receipt stamp is taken when hyper hands over the
                     // parsed head, before the handler's first poll.
                     let service = service_fn(move |req| handle(shared.clone(), req, Instant::now()));
-                    let conn = builder.serve_connection(TokioIo::new(stream), service);
-                    let conn = graceful.watch(conn);
-                    tokio::spawn(async move {
-                        let _ = conn.await;
-                    });
+                    match &acceptor {
+                        None => {
+                            let conn = builder.serve_connection(TokioIo::new(stream), service);
+                            let conn = graceful.watch(conn);
+                            tokio::spawn(async move {
+                                let _ = conn.await;
+                            });
+                        }
+                        Some(acceptor) => {
+                            let handshake = acceptor.accept(stream);
+                            let builder = builder.clone();
+                            let watcher = graceful.watcher();
+                            tokio::spawn(async move {
+                                // A client that fails the handshake (an
+                                // untrusted certificate) just goes away.
+                                let Ok(stream) = handshake.await else { return };
+                                let conn = builder.serve_connection(TokioIo::new(stream), service);
+                                let _ = watcher.watch(conn).await;
+                            });
+                        }
+                    }
                 }
                 // Out of file descriptors and the like: back off briefly.
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,

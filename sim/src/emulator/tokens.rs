@@ -16,9 +16,17 @@
 //! A word is a space followed by a maximal run of ASCII lowercase letters;
 //! it is looked up in the vocabulary packed as integers (at most eight
 //! bytes each), so counting is one pass over the text with no allocation.
+//!
+//! With a [`PromptTokenizer`] (`arbor emulate --tokenizer FILE`, or `arbor
+//! run --tokenizer FILE` against the built-in emulator) every piece of
+//! text is counted by it instead, piece by piece as arbor's plan counts
+//! recorded messages; a cache hit then scales by the same tokens per byte.
+//! The emulator knows only the [`TextTokenizer`] trait: the caller brings
+//! the tokenizer. Without one, no text is tokenized.
 //! Owns nothing else: reading the body is `request.rs`'s job.
 
-use std::sync::OnceLock;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use arbor_engine::prompt::VOCABULARY;
 
@@ -45,6 +53,35 @@ fn pack(word: &[u8]) -> u64 {
     u64::from_le_bytes(bytes)
 }
 
+/// Counts the tokens of a piece of text exactly (a model's tokenizer).
+pub trait TextTokenizer: Send + Sync {
+    /// Tokens of `text`, special tokens not added.
+    fn count(&self, text: &str) -> u32;
+}
+
+/// The tokenizer the emulator counts prompt text with, and its name for
+/// the emulator's description (a path).
+#[derive(Clone)]
+pub struct PromptTokenizer {
+    pub name: String,
+    pub tokenizer: Arc<dyn TextTokenizer>,
+}
+
+impl fmt::Debug for PromptTokenizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PromptTokenizer")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Two are equal when they are the same tokenizer under the same name.
+impl PartialEq for PromptTokenizer {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && Arc::ptr_eq(&self.tokenizer, &other.tokenizer)
+    }
+}
+
 /// A running count over the pieces of one prompt.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TokenCount {
@@ -54,9 +91,24 @@ pub(crate) struct TokenCount {
     other_bytes: u64,
     /// Bytes of the vocabulary words.
     words_bytes: u64,
+    /// Tokens a [`TextTokenizer`] counted, and the bytes it counted.
+    exact: u64,
+    exact_bytes: u64,
 }
 
 impl TokenCount {
+    /// Counts the text `s` with `tokenizer` when there is one, else as
+    /// [`TokenCount::text`] does.
+    pub(crate) fn text_with(&mut self, s: &str, tokenizer: Option<&dyn TextTokenizer>) {
+        match tokenizer {
+            Some(t) => {
+                self.exact += u64::from(t.count(s));
+                self.exact_bytes += s.len() as u64;
+            }
+            None => self.text(s),
+        }
+    }
+
     /// Counts the text `s` (one message's content, one content part, or a
     /// completion prompt).
     pub(crate) fn text(&mut self, s: &str) {
@@ -95,13 +147,13 @@ impl TokenCount {
 
     /// The prompt's tokens, saturating at `u32::MAX`.
     pub(crate) fn tokens(&self) -> u32 {
-        (self.words + self.other_bytes.div_ceil(4)).min(u64::from(u32::MAX)) as u32
+        (self.words + self.other_bytes.div_ceil(4) + self.exact).min(u64::from(u32::MAX)) as u32
     }
 
     /// The tokens of a prefix of `bytes` counted bytes (a cache hit):
     /// `bytes * tokens / counted bytes`, rounded down, at most the whole.
     pub(crate) fn tokens_in(&self, bytes: u64) -> u32 {
-        let counted = self.words_bytes + self.other_bytes;
+        let counted = self.words_bytes + self.other_bytes + self.exact_bytes;
         let tokens = self.tokens();
         if counted == 0 {
             return 0;
@@ -158,6 +210,26 @@ mod tests {
         c.text(&" between".repeat(64)); // 512 bytes, 64 tokens
         assert_eq!(c.tokens_in(256), 32);
         assert_eq!(TokenCount::default().tokens_in(256), 0);
+    }
+
+    /// One token a byte: not how any model counts, which is the point.
+    struct Bytes;
+    impl TextTokenizer for Bytes {
+        fn count(&self, text: &str) -> u32 {
+            text.len() as u32
+        }
+    }
+
+    #[test]
+    fn a_tokenizer_counts_instead_and_hits_scale_by_its_tokens() {
+        let mut c = TokenCount::default();
+        c.text_with(" the of and", Some(&Bytes));
+        c.text_with("abcd", Some(&Bytes));
+        assert_eq!(c.tokens(), 15);
+        assert_eq!(c.tokens_in(10), 10);
+        let mut estimated = TokenCount::default();
+        estimated.text_with(" the of and", None);
+        assert_eq!(estimated.tokens(), 3);
     }
 
     #[test]
