@@ -454,21 +454,6 @@ mod tests {
     }
 
     #[test]
-    fn a_key_from_a_file_goes_to_x_api_key_for_messages() {
-        let dir = std::env::temp_dir().join(format!("arbor-key-ant-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("key");
-        std::fs::write(&file, "sk-ant-from-file\n").unwrap();
-        let auth = Auth::from_flags(&[], None, Some(&file), Api::Messages)
-            .ok()
-            .unwrap();
-        let map = auth.header_map();
-        assert_eq!(map[X_API_KEY], "sk-ant-from-file");
-        assert!(map.get(AUTHORIZATION).is_none());
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    #[test]
     fn keys_come_from_a_file_or_a_named_variable_and_errors_never_show_them() {
         let dir = std::env::temp_dir().join(format!("arbor-key-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -479,6 +464,13 @@ mod tests {
             .unwrap();
         assert_eq!(auth.api_key.as_deref(), Some("sk-from-file-123"));
         assert_eq!(auth.api_key_from, Some(format!("file {}", file.display())));
+        // The Messages API takes the same file's key as x-api-key.
+        let messages = Auth::from_flags(&[], None, Some(&file), Api::Messages)
+            .ok()
+            .unwrap()
+            .header_map();
+        assert_eq!(messages[X_API_KEY], "sk-from-file-123");
+        assert!(messages.get(AUTHORIZATION).is_none());
         std::fs::write(&file, "\n").unwrap();
         let failure = Auth::from_flags(&[], None, Some(&file), Api::Chat)
             .err()
