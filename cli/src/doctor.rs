@@ -3,9 +3,10 @@
 //! Owns a short sequence of probes against an OpenAI-compatible endpoint:
 //! `/health` and `/v1/models`, a tiny streaming chat request (SSE, `[DONE]`,
 //! usage in the stream, cached tokens, TTFT), whether `max_completion_tokens`,
-//! `max_tokens` and `ignore_eos` are honoured, and whether `/v1/completions`
-//! streams. Each probe becomes a [`Finding`] (ok / warn / fail, what was
-//! seen, what to do); the report ends with the `arbor run` flags to use.
+//! `max_tokens` and `ignore_eos` are honoured, whether `/v1/completions`
+//! and Anthropic's `/v1/messages` stream, and so which `--api` to use. Each
+//! probe becomes a [`Finding`] (ok / warn / fail, what was seen, what to
+//! do); the report ends with the `arbor run` flags to use.
 //!
 //! Over `https://` a `tls` probe comes first: the handshake the run's own
 //! client makes, reporting the TLS version, cipher and ALPN protocol, or
@@ -76,7 +77,7 @@ impl Status {
 pub struct Finding {
     /// A stable name: `tls`, `health`, `models`, `context_length`, `streaming`,
     /// `usage`, `cached_tokens`, `latency`, `max_completion_tokens`,
-    /// `max_tokens`, `ignore_eos`, `completions`.
+    /// `max_tokens`, `ignore_eos`, `completions`, `messages`, `api`.
     pub probe: &'static str,
     pub status: Status,
     /// What was seen.
@@ -116,6 +117,11 @@ pub struct Report {
     /// without `ignore_eos` (nothing to tell it by).
     pub ignore_eos_honoured: Option<bool>,
     pub completions_api: Option<bool>,
+    /// Anthropic's `/v1/messages` streams.
+    pub messages_api: Option<bool>,
+    /// The `--api` to run with: `chat` when chat streams, else `messages`
+    /// when it streams.
+    pub api: Option<&'static str>,
     pub findings: Vec<Finding>,
     /// No finding failed: `arbor run` can benchmark this server.
     pub usable: bool,
@@ -150,7 +156,13 @@ impl Report {
 struct Options {
     endpoint: String,
     model: Option<String>,
+    /// Headers of the OpenAI APIs' probes (and the `GET`s).
     headers: HeaderMap,
+    /// Headers of the Messages probe: its key and `anthropic-version`.
+    messages_headers: HeaderMap,
+    /// Where the Messages probe's key came from (`env NAME`, `file PATH`),
+    /// or the variable it was looked for in: safe to show.
+    messages_key_from: String,
     timeout: Duration,
     /// Strings never to print: the API key and secret header values.
     secrets: Vec<String>,
@@ -185,14 +197,20 @@ pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
 }
 
 fn options(args: &DoctorArgs) -> Result<Options, Failure> {
-    // The doctor probes the OpenAI-style APIs: their key's default.
+    // The chat and completions probes send the OpenAI-style APIs' key, the
+    // messages probe the Messages API's (each API's default variable unless
+    // --api-key-env or --api-key-file names one key for both).
     let access = &args.access;
-    let auth = Auth::from_flags(
-        &args.headers,
-        access.api_key_env.as_deref(),
-        access.api_key_file.as_deref(),
-        Api::Chat,
-    )?;
+    let auth_for = |api| {
+        Auth::from_flags(
+            &args.headers,
+            access.api_key_env.as_deref(),
+            access.api_key_file.as_deref(),
+            api,
+        )
+    };
+    let auth = auth_for(Api::Chat)?;
+    let messages_auth = auth_for(Api::Messages)?;
     let mut secrets: Vec<String> = auth
         .headers
         .iter()
@@ -200,6 +218,7 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
         .filter_map(|(_, v)| v.to_str().ok().map(str::to_string))
         .collect();
     secrets.extend(auth.api_key.clone());
+    secrets.extend(messages_auth.api_key.clone());
     secrets.retain(|s| s.len() >= 4);
     let tls = endpoint::tls_config(&args.endpoint, &access.tls())?;
     let mut access_flags = Vec::new();
@@ -219,6 +238,13 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
         endpoint: args.endpoint.clone(),
         model: args.model.clone().filter(|m| !m.is_empty()),
         headers: auth.header_map(),
+        messages_headers: messages_auth.header_map(),
+        messages_key_from: messages_auth.api_key_from.clone().unwrap_or_else(|| {
+            format!(
+                "env {} (unset)",
+                endpoint::default_api_key_env(Api::Messages)
+            )
+        }),
         timeout: Duration::from_nanos(args.timeout),
         secrets,
         tls,
@@ -362,11 +388,18 @@ async fn diagnose(options: &Options) -> Report {
         next_id: 1,
     };
     if !prober.streaming(&mut report).await {
+        // A server of the Messages API only can still be benchmarked.
+        if prober.messages(&mut report).await {
+            report.streaming_via_messages();
+            report.choose_api();
+        }
         return finish(report, options);
     }
     let field = prober.limits(&mut report).await;
     prober.ignore_eos(field, &mut report).await;
     prober.completions(field, &mut report).await;
+    prober.messages(&mut report).await;
+    report.choose_api();
     finish(report, options)
 }
 
@@ -433,6 +466,43 @@ async fn probe_tls(options: &Options, report: &mut Report) -> bool {
             );
             false
         }
+    }
+}
+
+impl Report {
+    /// The chat stream failed but the Messages stream works: the failure
+    /// becomes a warning pointing at `--api messages`.
+    fn streaming_via_messages(&mut self) {
+        if let Some(f) = self.findings.iter_mut().find(|f| f.probe == "streaming") {
+            f.status = Status::Warn;
+            f.action =
+                Some("the server streams Anthropic's Messages API: run with --api messages".into());
+        }
+    }
+
+    /// The `api` finding: which APIs stream, and the `--api` to use.
+    fn choose_api(&mut self) {
+        let served: Vec<&str> = [
+            ("chat", self.streaming),
+            ("completions", self.completions_api),
+            ("messages", self.messages_api),
+        ]
+        .into_iter()
+        .filter(|(_, streams)| *streams == Some(true))
+        .map(|(name, _)| name)
+        .collect();
+        let api = if self.streaming == Some(true) {
+            "chat"
+        } else {
+            "messages"
+        };
+        self.api = Some(api);
+        self.push(
+            "api",
+            Status::Ok,
+            format!("streams {}; --api {api}", served.join(", ")),
+            None,
+        );
     }
 }
 
@@ -691,14 +761,17 @@ impl Prober<'_> {
         prompt: &str,
         max_tokens: u32,
     ) -> Outcome {
-        let path = match api {
-            Api::Chat => "/v1/chat/completions",
-            Api::Completions => "/v1/completions",
+        let url = format!("{}{}", self.options.endpoint, api.path());
+        let headers = match api {
+            Api::Messages => &self.options.messages_headers,
+            Api::Chat | Api::Completions => &self.options.headers,
         };
-        let url = format!("{}{path}", self.options.endpoint);
         let tls = self.options.tls.clone();
-        let target = match Target::new(&url, &self.options.headers, self.options.timeout, 0, tls) {
-            Ok(target) => target,
+        let target = match Target::new(&url, headers, self.options.timeout, 0, tls) {
+            Ok(mut target) => {
+                target.api = api;
+                target
+            }
             Err(message) => {
                 return Outcome {
                     response: Response {
@@ -1069,6 +1142,52 @@ impl Prober<'_> {
     }
 }
 
+impl Prober<'_> {
+    /// Does `/v1/messages` stream Anthropic's events? True when it does.
+    async fn messages(&mut self, report: &mut Report) -> bool {
+        let out = self
+            .send(
+                Api::Messages,
+                MaxTokensField::MaxTokens,
+                false,
+                false,
+                STREAM_PROMPT,
+                LIMIT_PROBE_TOKENS,
+            )
+            .await;
+        let r = &out.response;
+        let chunks = r.stamps.content.len();
+        let works = out.failure().is_none() && chunks > 0;
+        report.messages_api = Some(works);
+        if works {
+            let count = |n: Option<u64>| n.map_or("?".to_string(), |n| n.to_string());
+            report.push(
+                "messages",
+                Status::Ok,
+                format!(
+                    "POST /v1/messages streams Anthropic events ({chunks} text deltas and message_stop; usage: {} input tokens, {} of them cached, {} output); --api messages is available",
+                    count(r.prompt_tokens),
+                    count(r.cached_tokens),
+                    count(r.completion_tokens)
+                ),
+                None,
+            );
+        } else {
+            let why = out.failure().unwrap_or_else(|| "no text delta".into());
+            report.push(
+                "messages",
+                Status::Warn,
+                format!("POST /v1/messages: {why}"),
+                Some(format!(
+                    "--api messages is not available here (its key: {}; --api-key-env or --api-key-file names another)",
+                    self.options.messages_key_from
+                )),
+            );
+        }
+        works
+    }
+}
+
 fn probe_name(field: MaxTokensField) -> &'static str {
     match field {
         MaxTokensField::MaxTokens => "max_tokens",
@@ -1085,7 +1204,11 @@ fn finish(mut report: Report, options: &Options) -> Report {
         flags.push("--model".into());
         flags.push(m.clone());
     }
-    if report.usable {
+    if report.usable && report.api == Some("messages") {
+        flags.push("--api".into());
+        flags.push("messages".into());
+    }
+    if report.usable && report.api != Some("messages") {
         let field = if report.max_tokens_honoured == Some(false)
             && report.max_completion_tokens_honoured == Some(true)
         {
@@ -1188,6 +1311,49 @@ mod tests {
             "http://127.0.0.1:8000"
         );
         assert_eq!(shown_endpoint("http://h:1/api"), "http://h:1/api");
+    }
+
+    #[test]
+    fn a_server_of_the_messages_api_only_is_run_with_api_messages() {
+        let mut report = Report {
+            endpoint: "http://h:1".into(),
+            model: Some("m".into()),
+            streaming: Some(false),
+            messages_api: Some(true),
+            ..Report::default()
+        };
+        report.push("streaming", Status::Fail, "no chat", None);
+        report.streaming_via_messages();
+        report.choose_api();
+        let options = Options {
+            endpoint: "http://h:1".into(),
+            model: None,
+            headers: HeaderMap::new(),
+            messages_headers: HeaderMap::new(),
+            messages_key_from: "env ANTHROPIC_API_KEY (unset)".into(),
+            timeout: Duration::from_secs(1),
+            secrets: vec![],
+            tls: None,
+            access_flags: vec!["--api-key-env".into(), "MY_KEY".into()],
+        };
+        let report = finish(report, &options);
+        assert!(report.usable);
+        assert_eq!(report.api, Some("messages"));
+        assert_eq!(
+            report.flags,
+            [
+                "--endpoint",
+                "http://h:1",
+                "--api-key-env",
+                "MY_KEY",
+                "--model",
+                "m",
+                "--api",
+                "messages"
+            ]
+        );
+        assert_eq!(report.findings[0].status, Status::Warn);
+        assert_eq!(report.findings[1].seen, "streams messages; --api messages");
     }
 
     #[test]

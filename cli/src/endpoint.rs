@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_backends::live::request::{Api, MaxTokensField};
+use arbor_backends::live::request::{Api, MaxTokensField, ANTHROPIC_VERSION};
 use arbor_backends::live::stream::ConnectError;
 use arbor_backends::live::tls::{client_config, ClientConfig, TlsOptions};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
@@ -19,15 +19,14 @@ use serde_json::{Map, Value};
 
 use crate::failure::Failure;
 
-/// Environment variable holding the API key of the OpenAI-style APIs (sent
-/// as `Authorization: Bearer ...`, never written anywhere).
-pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
-
-/// The environment variable the key is read from without `--api-key-env`:
-/// the one place the default per API lives.
+/// The environment variable the key of `api` is read from without
+/// `--api-key-env` (never written anywhere): `ANTHROPIC_API_KEY` for the
+/// Messages API (sent as `x-api-key`), `OPENAI_API_KEY` otherwise (sent as
+/// `Authorization: Bearer ...`). The one place the default per API lives.
 pub fn default_api_key_env(api: Api) -> &'static str {
     match api {
-        Api::Chat | Api::Completions => API_KEY_ENV,
+        Api::Messages => "ANTHROPIC_API_KEY",
+        Api::Chat | Api::Completions => "OPENAI_API_KEY",
     }
 }
 
@@ -64,6 +63,8 @@ pub struct Auth {
     /// Where the key came from (`env OPENAI_API_KEY`, `file PATH`), when
     /// one was found: safe to show.
     pub api_key_from: Option<String>,
+    /// The API the key and headers are for.
+    pub api: Api,
 }
 
 impl std::fmt::Debug for Auth {
@@ -72,15 +73,20 @@ impl std::fmt::Debug for Auth {
             .field("headers", &self.headers)
             .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
             .field("api_key_from", &self.api_key_from)
+            .field("api", &self.api)
             .finish()
     }
 }
+
+/// The header the Messages API takes its key in.
+const X_API_KEY: &str = "x-api-key";
 
 impl Auth {
     /// `--header K=V` values, and the API key: from `--api-key-file`, or
     /// from the environment variable `--api-key-env` names (default:
     /// [`default_api_key_env`] of `api`). A variable named explicitly must
-    /// be set; the default one may be unset (no key).
+    /// be set; the default one may be unset (no key). `api` also decides
+    /// how the key is sent ([`Auth::header_map`]).
     pub fn from_flags(
         headers: &[String],
         api_key_env: Option<&str>,
@@ -115,23 +121,38 @@ impl Auth {
             headers,
             api_key,
             api_key_from,
+            api,
         })
     }
 
     /// Every request's extra headers: `--header` values, and the API key
     /// as `Authorization: Bearer ...` unless a `--header` set
-    /// `Authorization`.
+    /// `Authorization`. For the Messages API: the key as `x-api-key`
+    /// (unless a `--header` set it) and `anthropic-version: 2023-06-01`
+    /// (unless a `--header` set it).
     pub fn header_map(&self) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in &self.headers {
             map.append(name.clone(), value.clone());
         }
-        if let Some(key) = &self.api_key {
-            if !map.contains_key(AUTHORIZATION) {
-                if let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {key}")) {
-                    value.set_sensitive(true);
-                    map.insert(AUTHORIZATION, value);
-                }
+        let (key_header, key_value) = match self.api {
+            Api::Messages => (HeaderName::from_static(X_API_KEY), self.api_key.clone()),
+            Api::Chat | Api::Completions => (
+                AUTHORIZATION,
+                self.api_key.as_ref().map(|key| format!("Bearer {key}")),
+            ),
+        };
+        if let Some(text) = key_value.filter(|_| !map.contains_key(&key_header)) {
+            if let Ok(mut value) = HeaderValue::from_str(&text) {
+                value.set_sensitive(true);
+                map.insert(key_header, value);
+            }
+        }
+        if self.api == Api::Messages {
+            let (name, value) = ANTHROPIC_VERSION;
+            let name = HeaderName::from_static(name);
+            if !map.contains_key(&name) {
+                map.insert(name, HeaderValue::from_static(value));
             }
         }
         map
@@ -399,10 +420,37 @@ mod tests {
             headers: vec![],
             api_key: Some("sk-test".into()),
             api_key_from: None,
+            api: Api::Chat,
         };
         assert_eq!(auth.header_map()[AUTHORIZATION], "Bearer sk-test");
+        assert!(auth.header_map().get(X_API_KEY).is_none());
         auth.headers = vec![parse_header("Authorization=Bearer other").ok().unwrap()];
         assert_eq!(auth.header_map()[AUTHORIZATION], "Bearer other");
+    }
+
+    #[test]
+    fn the_messages_api_takes_its_key_as_x_api_key_with_a_version() {
+        let mut auth = Auth {
+            headers: vec![],
+            api_key: Some("sk-ant-test".into()),
+            api_key_from: None,
+            api: Api::Messages,
+        };
+        let map = auth.header_map();
+        assert_eq!(map[X_API_KEY], "sk-ant-test");
+        assert!(map[X_API_KEY].is_sensitive());
+        assert_eq!(map["anthropic-version"], "2023-06-01");
+        assert!(map.get(AUTHORIZATION).is_none());
+        auth.headers = vec![
+            parse_header("x-api-key=other").ok().unwrap(),
+            parse_header("anthropic-version=2024-01-01").ok().unwrap(),
+        ];
+        let map = auth.header_map();
+        assert_eq!(map[X_API_KEY], "other");
+        assert_eq!(map["anthropic-version"], "2024-01-01");
+        assert_eq!(default_api_key_env(Api::Messages), "ANTHROPIC_API_KEY");
+        assert_eq!(default_api_key_env(Api::Chat), "OPENAI_API_KEY");
+        assert_eq!(default_api_key_env(Api::Completions), "OPENAI_API_KEY");
     }
 
     #[test]
@@ -416,6 +464,13 @@ mod tests {
             .unwrap();
         assert_eq!(auth.api_key.as_deref(), Some("sk-from-file-123"));
         assert_eq!(auth.api_key_from, Some(format!("file {}", file.display())));
+        // The Messages API takes the same file's key as x-api-key.
+        let messages = Auth::from_flags(&[], None, Some(&file), Api::Messages)
+            .ok()
+            .unwrap()
+            .header_map();
+        assert_eq!(messages[X_API_KEY], "sk-from-file-123");
+        assert!(messages.get(AUTHORIZATION).is_none());
         std::fs::write(&file, "\n").unwrap();
         let failure = Auth::from_flags(&[], None, Some(&file), Api::Chat)
             .err()

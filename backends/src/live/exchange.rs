@@ -5,10 +5,13 @@
 //! taken for it, `headers` when the read completing the response head
 //! returns, `first_byte` and each content chunk when the read bringing them
 //! returns (stamped before the bytes are decoded or scanned), `done` when
-//! the read holding `[DONE]` (or the body's end) returns. Over TLS a read
-//! returns decrypted bytes, and is stamped when it returns, the same way.
-//! Errors are classed, never raised: a request always ends in a
-//! [`Response`]; a failed TLS handshake is a `connect` error, not retried.
+//! the read holding `[DONE]` (a Messages stream's `message_stop`, or the
+//! body's end) returns. Over TLS a read returns decrypted bytes, and is
+//! stamped when it returns, the same way. A stream is read as its
+//! [`Target::api`] speaks: OpenAI payloads by [`super::sse`], Anthropic
+//! events by [`super::messages_sse`]. Errors are classed, never raised: a
+//! request always ends in a [`Response`]; a failed TLS handshake is a
+//! `connect` error, not retried.
 //!
 //! Retries: only a request that got no response byte. A pooled connection
 //! the server had closed is replaced silently (the request never reached
@@ -26,7 +29,9 @@ use super::framing::BodyDecoder;
 use super::http::{
     read_head, read_small_body, render_head_prefix, Conn, Endpoint, Head, HeadError, Pool,
 };
-use super::record::{is_context_overflow, ErrorCategory, RequestError, Response};
+use super::messages_sse::{self, MessagesUsage};
+use super::record::{classify_message, ErrorCategory, RequestError, Response, OVERLOADED_STATUS};
+use super::request::Api;
 use super::sse::{classify, data_of, LineSplitter};
 use super::stream::{ConnectError, Dial};
 use super::tls::{ClientConfig, Negotiated};
@@ -50,6 +55,9 @@ pub struct Target {
     pub timeout: Duration,
     /// Retries of a request whose connection could not be made.
     pub retries: u32,
+    /// The API the requests speak, which decides how a stream is read
+    /// (chat by default; set it with the URL's path).
+    pub api: Api,
 }
 
 impl Target {
@@ -83,6 +91,7 @@ impl Target {
             post_prefix,
             timeout,
             retries,
+            api: Api::Chat,
         })
     }
 
@@ -370,10 +379,9 @@ impl Answer<'_> {
             response.stamps.first_byte = Some(head.at);
         }
         let message = String::from_utf8_lossy(&text).into_owned();
-        let category = if is_context_overflow(&message) {
-            ErrorCategory::ContextOverflow
-        } else {
-            ErrorCategory::HttpStatus
+        let category = match classify_message(None, &message, ErrorCategory::HttpStatus) {
+            ErrorCategory::HttpStatus if status == OVERLOADED_STATUS => ErrorCategory::Overloaded,
+            category => category,
         };
         response.error = Some(RequestError {
             category,
@@ -392,11 +400,32 @@ impl Answer<'_> {
 #[derive(Default)]
 struct Scan {
     splitter: LineSplitter,
+    lines: Lines,
+}
+
+/// What the stream's lines have said so far.
+#[derive(Default)]
+struct Lines {
+    /// An Anthropic Messages stream (otherwise OpenAI's).
+    messages: bool,
+    /// `[DONE]`, or a Messages stream's `message_stop`.
     saw_done: bool,
     failure: Option<RequestError>,
+    /// A Messages stream's usage, added up event by event.
+    usage: MessagesUsage,
 }
 
 impl Scan {
+    fn new(api: Api) -> Scan {
+        Scan {
+            lines: Lines {
+                messages: api == Api::Messages,
+                ..Lines::default()
+            },
+            ..Scan::default()
+        }
+    }
+
     /// Decodes and scans the bytes of one read, which returned at `at`.
     /// False when the body's framing is broken.
     fn feed(
@@ -406,60 +435,131 @@ impl Scan {
         at: Nanos,
         response: &mut Response,
     ) -> bool {
-        let Scan {
-            splitter,
-            saw_done,
-            failure,
-        } = self;
-        let Response {
-            stamps,
-            prompt_tokens,
-            completion_tokens,
-            cached_tokens,
-            ..
-        } = response;
-        stamps.done = Some(at);
+        let Scan { splitter, lines } = self;
+        response.stamps.done = Some(at);
         let decoded = decoder.feed(bytes, |data| {
-            stamps.first_byte.get_or_insert(at);
+            response.stamps.first_byte.get_or_insert(at);
             splitter.feed(data, |line| {
                 let Some(data) = data_of(line) else { return };
-                let payload = classify(data);
-                if payload.content {
-                    stamps.first_content.get_or_insert(at);
-                    stamps.content.push(at);
-                }
-                if payload.done {
-                    *saw_done = true;
-                }
-                if let Some(usage) = payload.usage {
-                    *prompt_tokens = usage.prompt_tokens.or(*prompt_tokens);
-                    *completion_tokens = usage.completion_tokens.or(*completion_tokens);
-                    *cached_tokens = usage.cached_tokens().or(*cached_tokens);
-                }
-                if let Some(message) = payload.error {
-                    let category = if is_context_overflow(&message) {
-                        ErrorCategory::ContextOverflow
-                    } else {
-                        ErrorCategory::ServerError
-                    };
-                    failure.get_or_insert(error(category, message));
-                }
-                if payload.malformed {
-                    let shown: String = String::from_utf8_lossy(line).chars().take(200).collect();
-                    failure.get_or_insert(error(
-                        ErrorCategory::MalformedSse,
-                        format!("malformed SSE line: {shown}"),
-                    ));
-                }
+                let said = if lines.messages {
+                    lines.messages_event(data)
+                } else {
+                    Lines::openai_payload(data)
+                };
+                lines.note(said, line, at, response);
             });
         });
         match decoded {
             Ok(()) => true,
             Err(e) => {
-                failure.get_or_insert(error(ErrorCategory::StreamCut, e.to_string()));
+                lines
+                    .failure
+                    .get_or_insert(error(ErrorCategory::StreamCut, e.to_string()));
                 false
             }
         }
+    }
+
+    /// The failure of a stream that ended without its end marker.
+    fn unfinished(&self) -> RequestError {
+        let marker = if self.lines.messages {
+            "message_stop"
+        } else {
+            "[DONE]"
+        };
+        error(
+            ErrorCategory::StreamCut,
+            format!("the stream ended without {marker}"),
+        )
+    }
+}
+
+/// What one `data:` line said, in either API's terms.
+#[derive(Default)]
+struct Said {
+    content: bool,
+    /// `[DONE]`, or `message_stop`.
+    end: bool,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    cached_tokens: Option<u64>,
+    error: Option<RequestError>,
+    malformed: bool,
+}
+
+impl Lines {
+    /// One `data:` payload of an OpenAI stream.
+    fn openai_payload(data: &[u8]) -> Said {
+        let payload = classify(data);
+        let usage = payload.usage.unwrap_or_default();
+        Said {
+            content: payload.content,
+            end: payload.done,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            cached_tokens: usage.cached_tokens(),
+            error: payload.error.map(|message| {
+                let category = classify_message(None, &message, ErrorCategory::ServerError);
+                error(category, message)
+            }),
+            malformed: payload.malformed,
+        }
+    }
+
+    /// One `data:` payload of an Anthropic Messages stream, its usage
+    /// added to what the stream reported before. Input tokens are `input +
+    /// cache_read + cache_creation`, cached tokens `cache_read`
+    /// (docs/run.md).
+    fn messages_event(&mut self, data: &[u8]) -> Said {
+        let event = messages_sse::classify(data);
+        let mut said = Said {
+            content: event.content,
+            end: event.stop,
+            malformed: event.malformed,
+            ..Said::default()
+        };
+        if let Some(usage) = event.usage {
+            self.usage.merge(usage);
+            said.prompt_tokens = self.usage.prompt_tokens();
+            said.completion_tokens = self.usage.completion_tokens();
+            said.cached_tokens = self.usage.cached_tokens();
+        }
+        said.error = event.error.map(|e| {
+            let category =
+                classify_message(e.kind.as_deref(), &e.message, ErrorCategory::ServerError);
+            let message = match e.kind {
+                Some(kind) => format!("{kind}: {}", e.message),
+                None => e.message,
+            };
+            error(category, message)
+        });
+        said
+    }
+
+    /// Records what a line that arrived at `at` said.
+    fn note(&mut self, said: Said, line: &[u8], at: Nanos, response: &mut Response) {
+        if said.content {
+            response.stamps.first_content.get_or_insert(at);
+            response.stamps.content.push(at);
+        }
+        self.saw_done |= said.end;
+        response.prompt_tokens = said.prompt_tokens.or(response.prompt_tokens);
+        response.completion_tokens = said.completion_tokens.or(response.completion_tokens);
+        response.cached_tokens = said.cached_tokens.or(response.cached_tokens);
+        if let Some(e) = said.error {
+            self.failure.get_or_insert(e);
+        }
+        if said.malformed {
+            self.malformed(line);
+        }
+    }
+
+    fn malformed(&mut self, line: &[u8]) {
+        let shown: String = String::from_utf8_lossy(line).chars().take(200).collect();
+        self.failure.get_or_insert(error(
+            ErrorCategory::MalformedSse,
+            format!("malformed SSE line: {shown}"),
+        ));
     }
 }
 
@@ -474,7 +574,7 @@ impl Answer<'_> {
             epoch,
         } = self;
         let mut decoder = BodyDecoder::new(head.framing);
-        let mut scan = Scan::default();
+        let mut scan = Scan::new(target.api);
         // Whether the connection is still in step with HTTP framing.
         let mut intact = scan.feed(
             &mut decoder,
@@ -486,7 +586,7 @@ impl Answer<'_> {
         // timer per token).
         let expiry = tokio::time::sleep_until(deadline);
         tokio::pin!(expiry);
-        while intact && !scan.saw_done && !decoder.is_complete() {
+        while intact && !scan.lines.saw_done && !decoder.is_complete() {
             let read = tokio::select! {
                 biased;
                 read = conn.stream.read(&mut conn.buf) => Some(read),
@@ -494,20 +594,21 @@ impl Answer<'_> {
             };
             match read {
                 None => {
-                    scan.failure.get_or_insert(error(
+                    scan.lines.failure.get_or_insert(error(
                         ErrorCategory::Timeout,
                         "stream not finished before the timeout",
                     ));
                     intact = false;
                 }
                 Some(Err(e)) => {
-                    scan.failure
+                    scan.lines
+                        .failure
                         .get_or_insert(error(ErrorCategory::StreamCut, format!("stream cut: {e}")));
                     intact = false;
                 }
                 Some(Ok(0)) => {
                     if !decoder.close() {
-                        scan.failure.get_or_insert(error(
+                        scan.lines.failure.get_or_insert(error(
                             ErrorCategory::StreamCut,
                             "stream cut: the connection closed mid-body",
                         ));
@@ -524,13 +625,10 @@ impl Answer<'_> {
         if response.stamps.done.is_none() {
             response.stamps.done = Some(nanos_since(epoch));
         }
-        if !scan.saw_done && scan.failure.is_none() {
-            scan.failure = Some(error(
-                ErrorCategory::StreamCut,
-                "the stream ended without [DONE]",
-            ));
+        if !scan.lines.saw_done && scan.lines.failure.is_none() {
+            scan.lines.failure = Some(scan.unfinished());
         }
-        response.error = scan.failure;
+        response.error = scan.lines.failure;
         if intact && head.keep_alive {
             reuse(&target.pool, conn, decoder);
         }

@@ -1,4 +1,5 @@
-//! The live driver: the scheduler against a real OpenAI-compatible server.
+//! The live driver: the scheduler against a real OpenAI-compatible (or
+//! Anthropic Messages) server.
 //!
 //! - `driver`: the loop ([`run`], one handler per event) and what a caller
 //!   hands in and gets back ([`LiveConfig`], [`RecordSink`], [`Progress`],
@@ -6,14 +7,15 @@
 //! - `turn`: what the loop reads of a dispatched request from the
 //!   scheduler (its body's recipe, its identity for the record);
 //! - [`prebuild`]: request bodies, built ahead of their turn when possible;
-//! - [`request`]: an OpenAI request body from a turn;
+//! - [`request`]: a request body (chat, completions or Messages) from a turn;
 //! - [`exchange`]: one request's HTTP exchange and its stamps;
 //! - [`http`], [`framing`]: arbor's own HTTP/1.1 client (connections, the
 //!   pool, response heads, body framing);
 //! - [`stream`], [`tls`]: a connection's bytes, plain or TLS, and opening
 //!   one; the TLS configuration (roots, `cacert`, `insecure`, ALPN) and
 //!   handshake failures in plain words;
-//! - [`sse`]: server-sent event lines and what a `data:` payload says;
+//! - [`sse`]: server-sent event lines and what an OpenAI `data:` payload
+//!   says; [`messages_sse`]: what an Anthropic Messages event says;
 //! - [`record`]: what a request records, and how errors are classed.
 //!
 //! This module only declares them and re-exports the loop's interface.
@@ -22,6 +24,7 @@ mod driver;
 pub mod exchange;
 pub mod framing;
 pub mod http;
+pub mod messages_sse;
 pub mod prebuild;
 pub mod record;
 pub mod request;

@@ -36,6 +36,10 @@ pub enum ErrorCategory {
     ContextOverflow,
     /// The stream carried an error object.
     ServerError,
+    /// The server said it is overloaded: HTTP 529, or an error of type
+    /// `overloaded_error` (the Anthropic Messages API's way), in the
+    /// status's body or in the stream.
+    Overloaded,
     /// Cancelled at the end of the grace period.
     Cancelled,
 }
@@ -50,6 +54,7 @@ impl ErrorCategory {
             ErrorCategory::MalformedSse => "malformed_sse",
             ErrorCategory::ContextOverflow => "context_overflow",
             ErrorCategory::ServerError => "server_error",
+            ErrorCategory::Overloaded => "overloaded",
             ErrorCategory::Cancelled => "cancelled",
         }
     }
@@ -70,6 +75,26 @@ pub fn is_context_overflow(message: &str) -> bool {
     ]
     .iter()
     .any(|p| lower.contains(p))
+}
+
+/// The HTTP status an overloaded Anthropic-style server answers with.
+pub const OVERLOADED_STATUS: u16 = 529;
+
+/// The class of an error message (`kind` is the error's type where the
+/// API names one, such as Anthropic's `overloaded_error`): context overflow
+/// and overload are told apart from `otherwise`.
+pub fn classify_message(
+    kind: Option<&str>,
+    message: &str,
+    otherwise: ErrorCategory,
+) -> ErrorCategory {
+    if is_context_overflow(message) {
+        ErrorCategory::ContextOverflow
+    } else if kind == Some("overloaded_error") || message.contains("overloaded_error") {
+        ErrorCategory::Overloaded
+    } else {
+        otherwise
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -324,5 +349,32 @@ mod tests {
             "{\"code\":\"context_length_exceeded\"}"
         ));
         assert!(!is_context_overflow("Internal Server Error"));
+    }
+
+    #[test]
+    fn overload_has_its_own_class() {
+        let other = ErrorCategory::ServerError;
+        assert_eq!(
+            classify_message(Some("overloaded_error"), "Overloaded", other),
+            ErrorCategory::Overloaded
+        );
+        assert_eq!(
+            classify_message(
+                None,
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                ErrorCategory::HttpStatus
+            ),
+            ErrorCategory::Overloaded
+        );
+        assert_eq!(
+            classify_message(
+                Some("invalid_request_error"),
+                "prompt is too long: 9 tokens > 8 maximum",
+                other
+            ),
+            ErrorCategory::ContextOverflow
+        );
+        assert_eq!(classify_message(Some("api_error"), "boom", other), other);
+        assert_eq!(ErrorCategory::Overloaded.as_str(), "overloaded");
     }
 }

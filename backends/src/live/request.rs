@@ -1,4 +1,5 @@
-//! What one live request carries: the OpenAI request body of a turn.
+//! What one live request carries: the request body of a turn, for
+//! OpenAI's chat and completions APIs or Anthropic's Messages API.
 //!
 //! Owns turning a turn's prompt (recorded messages or synthesized text),
 //! its output length and the run's request options into the JSON body that
@@ -12,13 +13,30 @@ use serde_json::{Map, Value};
 use arbor_engine::model::Tree;
 use arbor_engine::prompt::{self, wire_role, Prompt};
 
-/// Which OpenAI endpoint to call.
+/// Which API to call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Api {
     #[default]
     Chat,
     Completions,
+    /// Anthropic's Messages API: `system` and `messages` from the same turn
+    /// content as chat (system-role content goes to `system`).
+    Messages,
 }
+
+impl Api {
+    /// The path requests go to.
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completions => "/v1/completions",
+            Api::Messages => "/v1/messages",
+        }
+    }
+}
+
+/// The version header the Messages API requires, and its value.
+pub const ANTHROPIC_VERSION: (&str, &str) = ("anthropic-version", "2023-06-01");
 
 /// How the output length is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -65,6 +83,15 @@ struct ChatBody<'a> {
     messages: Vec<WireMessage<'a>>,
     stream: bool,
     stream_options: StreamOptions,
+}
+
+#[derive(Serialize)]
+struct MessagesBody<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<String>,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
 }
 
 #[derive(Serialize)]
@@ -125,7 +152,7 @@ pub fn build_body(
     let mut out = Vec::with_capacity(text_len + 256);
     push_head(&mut out, config);
     match (config.api, prompt) {
-        (Api::Chat, Prompt::Synthesized(text)) => {
+        (Api::Chat | Api::Messages, Prompt::Synthesized(text)) => {
             out.extend_from_slice(br#","messages":[{"role":"user","content":"#);
             match marked(text) {
                 Some(text) => push_json_str(&mut out, &text),
@@ -133,12 +160,23 @@ pub fn build_body(
             }
             out.extend_from_slice(b"}]");
         }
-        (Api::Chat, Prompt::Recorded(messages)) => {
+        (Api::Chat | Api::Messages, Prompt::Recorded(messages)) => {
+            // Messages: system-role content is the `system` field.
+            let messages_api = config.api == Api::Messages;
+            if let Some(system) = system_text(messages).filter(|_| messages_api) {
+                out.extend_from_slice(br#","system":"#);
+                push_json_str(&mut out, &system);
+            }
             out.extend_from_slice(br#","messages":["#);
+            let mut first = true;
             for (i, m) in messages.iter().enumerate() {
-                if i > 0 {
+                if messages_api && m.role == arbor_engine::Role::System {
+                    continue;
+                }
+                if !first {
                     out.push(b',');
                 }
+                first = false;
                 out.extend_from_slice(br#"{"role":""#);
                 out.extend_from_slice(wire_role(m.role).as_bytes());
                 out.extend_from_slice(br#"","content":"#);
@@ -211,7 +249,7 @@ pub fn build_turn_body(
         Vec::with_capacity(escaped(&config.model) + marker.map_or(0, escaped) + room + 192);
     push_head(&mut out, config);
     out.extend_from_slice(match config.api {
-        Api::Chat => br#","messages":[{"role":"user","content":"#,
+        Api::Chat | Api::Messages => br#","messages":[{"role":"user","content":"#,
         Api::Completions => br#","prompt":"#,
     });
     // The marked text as one JSON string: the marker escaped, then the text,
@@ -225,7 +263,7 @@ pub fn build_turn_body(
     }
     prompt::write_synthesized(tree, agent, turn, &mut out);
     out.push(b'"');
-    if config.api == Api::Chat {
+    if config.api != Api::Completions {
         out.extend_from_slice(b"}]");
     }
     push_tail(&mut out, config, max_tokens);
@@ -240,11 +278,39 @@ fn push_head(out: &mut Vec<u8>, config: &BodyConfig) {
     push_json_str(out, &config.model);
 }
 
-/// Everything after the prompt: stream options, the output length and
+/// The system-role content of a turn, joined by newlines; `None` when it
+/// has none.
+fn system_text(messages: &[arbor_engine::content::MessageRef<'_>]) -> Option<String> {
+    let mut system = messages
+        .iter()
+        .filter(|m| m.role == arbor_engine::Role::System)
+        .map(|m| m.content);
+    let first = system.next()?;
+    Some(system.fold(first.to_string(), |mut all, s| {
+        all.push('\n');
+        all.push_str(s);
+        all
+    }))
+}
+
+/// The name of the output-length field: the Messages API takes only
+/// `max_tokens`.
+fn max_tokens_name(config: &BodyConfig) -> &'static str {
+    match config.api {
+        Api::Messages => MaxTokensField::MaxTokens.name(),
+        _ => config.max_tokens_field.name(),
+    }
+}
+
+/// Everything after the prompt: stream options (OpenAI's APIs stream their
+/// usage only when asked; Messages always does), the output length and
 /// `ignore_eos`, and the closing brace.
 fn push_tail(out: &mut Vec<u8>, config: &BodyConfig, max_tokens: u32) {
-    out.extend_from_slice(br#","stream":true,"stream_options":{"include_usage":true},""#);
-    out.extend_from_slice(config.max_tokens_field.name().as_bytes());
+    out.extend_from_slice(match config.api {
+        Api::Messages => br#","stream":true,""#.as_slice(),
+        _ => br#","stream":true,"stream_options":{"include_usage":true},""#.as_slice(),
+    });
+    out.extend_from_slice(max_tokens_name(config).as_bytes());
     out.extend_from_slice(format!("\":{max_tokens}").as_bytes());
     if config.ignore_eos {
         out.extend_from_slice(br#","ignore_eos":true"#);
@@ -318,6 +384,28 @@ fn build_merged_body(
                 include_usage: true,
             },
         }),
+        (Api::Messages, Prompt::Synthesized(text)) => serde_json::to_value(MessagesBody {
+            model: &config.model,
+            system: None,
+            messages: vec![WireMessage {
+                role: "user",
+                content: text,
+            }],
+            stream: true,
+        }),
+        (Api::Messages, Prompt::Recorded(messages)) => serde_json::to_value(MessagesBody {
+            model: &config.model,
+            system: system_text(messages),
+            messages: messages
+                .iter()
+                .filter(|m| m.role != arbor_engine::Role::System)
+                .map(|m| WireMessage {
+                    role: wire_role(m.role),
+                    content: m.content,
+                })
+                .collect(),
+            stream: true,
+        }),
         (Api::Completions, prompt) => {
             let text: &str = match prompt {
                 Prompt::Synthesized(text) => text,
@@ -344,10 +432,7 @@ fn build_merged_body(
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     };
-    body.insert(
-        config.max_tokens_field.name().into(),
-        Value::from(max_tokens),
-    );
+    body.insert(max_tokens_name(config).into(), Value::from(max_tokens));
     if config.ignore_eos {
         body.insert("ignore_eos".into(), Value::Bool(true));
     }
@@ -437,7 +522,7 @@ mod tests {
                 },
             ]),
         ] {
-            for api in [Api::Chat, Api::Completions] {
+            for api in [Api::Chat, Api::Completions, Api::Messages] {
                 let a = BodyConfig {
                     api,
                     ..plain.clone()
@@ -487,5 +572,58 @@ mod tests {
         let body: Value =
             serde_json::from_slice(&build_body(&config, &synthesized, 3, marker)).unwrap();
         assert_eq!(body["messages"][0]["content"], "[rid:0123456789ab]\n\n a b");
+    }
+
+    #[test]
+    fn messages_bodies_put_system_content_in_system() {
+        let config = BodyConfig {
+            model: "m".into(),
+            api: Api::Messages,
+            max_tokens_field: MaxTokensField::MaxCompletionTokens,
+            ..BodyConfig::default()
+        };
+        let recorded = Prompt::Recorded(vec![
+            MessageRef {
+                role: Role::System,
+                content: "be brief",
+            },
+            MessageRef {
+                role: Role::User,
+                content: "hi",
+            },
+            MessageRef {
+                role: Role::Assistant,
+                content: "hello",
+            },
+            MessageRef {
+                role: Role::Tool,
+                content: "42",
+            },
+        ]);
+        let body: Value =
+            serde_json::from_slice(&build_body(&config, &recorded, 9, Some("[m]"))).unwrap();
+        assert_eq!(body["system"], "be brief");
+        assert_eq!(body["max_tokens"], 9, "Messages takes max_tokens only");
+        assert!(body.get("max_completion_tokens").is_none());
+        assert!(body.get("stream_options").is_none());
+        assert_eq!(body["stream"], true);
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(body["messages"][0]["content"], "[m]hi");
+        let synthesized: Value = serde_json::from_slice(&build_body(
+            &config,
+            &Prompt::Synthesized(" a b".into()),
+            2,
+            None,
+        ))
+        .unwrap();
+        assert!(synthesized.get("system").is_none());
+        assert_eq!(synthesized["messages"][0]["role"], "user");
+        assert_eq!(synthesized["messages"][0]["content"], " a b");
     }
 }

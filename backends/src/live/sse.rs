@@ -12,6 +12,9 @@
 //! parsed as JSON. A payload is malformed when it is neither `[DONE]` nor a
 //! JSON object (`{` ... `}`), or when a payload that had to be parsed does
 //! not parse.
+//!
+//! The line splitter, [`data_of`] and the non-empty-string test are shared
+//! with [`super::messages_sse`], which classifies Anthropic Messages events.
 
 use memchr::memmem;
 use serde::Deserialize;
@@ -96,7 +99,7 @@ static KEYS: std::sync::LazyLock<Keys> = std::sync::LazyLock::new(|| Keys {
 
 /// True when the finder's key occurs followed by a non-empty string value,
 /// e.g. `"content":"x"` (not `"content":""` nor `"content":null`).
-fn has_text(payload: &[u8], key: &memmem::Finder<'_>) -> bool {
+pub(crate) fn has_text(payload: &[u8], key: &memmem::Finder<'_>) -> bool {
     let mut rest = payload;
     while let Some(pos) = key.find(rest) {
         let after = &rest[pos + key.needle().len()..];

@@ -1,6 +1,6 @@
 //! `build_turn_body` (words written straight into the body) against
 //! `build_body` of `prompt::build` (the reference): the same bytes for every
-//! turn of the bundled fixtures and of synthetic workloads, both APIs, with
+//! turn of the bundled fixtures and of synthetic workloads, every API, with
 //! and without a cache-bust marker.
 
 use std::path::Path;
@@ -54,7 +54,7 @@ fn check(name: &str, workload: &Workload) -> usize {
                     synthesized += 1;
                 }
                 let base = &configs[(t + a + turn) % configs.len()];
-                for api in [Api::Chat, Api::Completions] {
+                for api in [Api::Chat, Api::Completions, Api::Messages] {
                     let config = BodyConfig {
                         api,
                         ..base.clone()

@@ -20,12 +20,12 @@ use arbor_backends::live::tls::{client_config, ClientConfig, TlsOptions};
 use arbor_sim::emulator::EmulatorTls;
 
 #[derive(Clone, Copy, Debug)]
-enum Wire {
+pub(crate) enum Wire {
     Plain,
     Tls,
 }
 
-const WIRES: [Wire; 2] = [Wire::Plain, Wire::Tls];
+pub(crate) const WIRES: [Wire; 2] = [Wire::Plain, Wire::Tls];
 
 /// A self-signed certificate for 127.0.0.1: the server's configuration,
 /// and a client's that trusts it (made once).
@@ -46,13 +46,13 @@ fn tls_pair() -> &'static (EmulatorTls, Arc<ClientConfig>) {
 }
 
 /// A scripted server's address and wire.
-struct Server {
+pub(crate) struct Server {
     addr: SocketAddr,
     wire: Wire,
 }
 
 impl Server {
-    fn target(&self) -> Target {
+    pub(crate) fn target(&self) -> Target {
         let (scheme, tls) = match self.wire {
             Wire::Plain => ("http", None),
             Wire::Tls => ("https", Some(Arc::clone(&tls_pair().1))),
@@ -69,7 +69,7 @@ impl Server {
 }
 
 #[derive(Clone, Copy)]
-enum Step {
+pub(crate) enum Step {
     /// Write these bytes and keep the connection.
     Answer(&'static [u8]),
     /// Write these bytes and close.
@@ -98,7 +98,7 @@ const CUT_MID_CHUNK: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n
 
 /// Serves `scripts` (connection n gets `scripts[n]`, the last repeating);
 /// counts the requests read.
-async fn scripted(wire: Wire, scripts: Vec<Vec<Step>>) -> (Server, Arc<AtomicUsize>) {
+pub(crate) async fn scripted(wire: Wire, scripts: Vec<Vec<Step>>) -> (Server, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let requests = Arc::new(AtomicUsize::new(0));
@@ -181,11 +181,11 @@ async fn read_request<S: AsyncRead + Unpin>(stream: &mut S, pending: &mut Vec<u8
     }
 }
 
-async fn send(target: &Target, id: u64) -> Response {
+pub(crate) async fn send(target: &Target, id: u64) -> Response {
     execute(target, b"{}", id, Instant::now(), 4, None, |_| {}, || {}).await
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

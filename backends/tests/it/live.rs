@@ -206,6 +206,14 @@ fn each_fault_lands_in_its_error_class_and_the_run_completes() {
             ErrorCategory::HttpStatus,
         ),
         (
+            "529",
+            Box::new(|c| {
+                c.faults.fail_rate = 1.0;
+                c.faults.fail_status = FailStatus::Overloaded;
+            }),
+            ErrorCategory::Overloaded,
+        ),
+        (
             "disconnect",
             Box::new(|c| {
                 c.faults.disconnect_rate = 1.0;

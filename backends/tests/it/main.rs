@@ -5,4 +5,5 @@ mod body;
 mod build;
 mod http;
 mod live;
+mod messages;
 mod policies;

@@ -22,7 +22,8 @@ pub struct AccessArgs {
     pub insecure: bool,
 
     /// Environment variable holding the API key (sent as Authorization:
-    /// Bearer, never written anywhere). Default: OPENAI_API_KEY.
+    /// Bearer, or x-api-key with --api messages; never written anywhere).
+    /// Default: OPENAI_API_KEY (ANTHROPIC_API_KEY with --api messages).
     #[arg(long, value_name = "NAME", help_heading = SERVER)]
     pub api_key_env: Option<String>,
 

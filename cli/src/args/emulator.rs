@@ -35,7 +35,7 @@ pub struct EmulatorArgs {
     /// Fraction of requests answered with an error status.
     #[arg(long, value_name = "P", value_parser = flags::fail_rate, help_heading = EMULATOR)]
     pub fail_rate: Option<f64>,
-    /// That status: 500 or 429 (with Retry-After).
+    /// That status: 500, 429 (with Retry-After) or 529 (overloaded).
     #[arg(long, value_name = "CODE", value_parser = flags::fail_status, help_heading = EMULATOR)]
     pub fail_status: Option<FailStatus>,
     /// Retry-After seconds of a 429.

@@ -236,8 +236,8 @@ pub struct RequestArgs {
     #[arg(short = 'm', long, value_name = "M", help_heading = SERVER)]
     pub model: Option<String>,
 
-    /// Which API to call: chat (/v1/chat/completions) or completions
-    /// (/v1/completions).
+    /// Which API to call: chat (/v1/chat/completions), completions
+    /// (/v1/completions) or messages (Anthropic's /v1/messages).
     #[arg(long, value_name = "API", default_value = "chat", value_parser = values::api, help_heading = SERVER)]
     pub api: Api,
 
@@ -255,7 +255,8 @@ pub struct RequestArgs {
     pub extra_body: Option<Map<String, Value>>,
 
     /// An extra request header K=V (repeatable). The API key comes from
-    /// the environment (--api-key-env) or a file (--api-key-file).
+    /// the environment (--api-key-env, default OPENAI_API_KEY, or
+    /// ANTHROPIC_API_KEY with --api messages) or a file (--api-key-file).
     #[arg(short = 'H', long = "header", value_name = "K=V", help_heading = SERVER)]
     pub headers: Vec<String>,
 
@@ -335,7 +336,8 @@ pub struct DoctorArgs {
     pub model: Option<String>,
 
     /// An extra request header K=V (repeatable). The API key comes from
-    /// the environment (--api-key-env) or a file (--api-key-file).
+    /// the environment (--api-key-env, default OPENAI_API_KEY, or
+    /// ANTHROPIC_API_KEY for the Messages probe) or a file (--api-key-file).
     #[arg(short = 'H', long = "header", value_name = "K=V", help_heading = SERVER)]
     pub headers: Vec<String>,
 

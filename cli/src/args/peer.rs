@@ -9,8 +9,11 @@
 //! a near miss of the one suggested (today clap's similarity would offer
 //! `--grace` for `--rate`).
 
+use arbor_backends::live::request::Api;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::Args;
+
+use crate::endpoint::default_api_key_env;
 
 /// What `--concurrency` and `-c` mean elsewhere, and arbor's nearest flags.
 const CONCURRENCY: &str = "arbor has no single concurrency flag: AIPerf's --concurrency and \
@@ -34,10 +37,19 @@ const VUS: &str = "the closest is --sessions N: N lanes each replay one tree at 
 virtual users each run one iteration at a time; add --loop --duration to repeat them until the \
 time is up, as k6 does";
 
-const API_KEY: &str = "arbor takes the API key from an environment variable (OPENAI_API_KEY, \
-or the one --api-key-env names) or a file (--api-key-file), sent as Authorization: Bearer and \
-never stored, so it stays out of shell history and summary.json; or pass --header \
-Authorization=\"Bearer ...\"";
+/// Why not `--api-key`, naming each API's default key variable as
+/// [`default_api_key_env`] decides it.
+fn api_key_refusal() -> String {
+    format!(
+        "arbor takes the API key from an environment variable ({}, {} with --api messages, \
+or the one --api-key-env names) or a file (--api-key-file), sent as Authorization: Bearer \
+(x-api-key with --api messages) and never stored, so it stays out of shell history and \
+summary.json; or pass --header Authorization=\"Bearer ...\" (--header x-api-key=... with \
+--api messages)",
+        default_api_key_env(Api::Chat),
+        default_api_key_env(Api::Messages),
+    )
+}
 
 /// Hidden flags of other tools, refused with an explanation.
 #[derive(Debug, Args, Clone, Default)]
@@ -62,6 +74,7 @@ impl PeerFlags {
     /// The message for the first peer flag given, if any (the value of
     /// `--api-key` is never shown).
     pub fn refused(&self) -> Option<String> {
+        let api_key = api_key_refusal();
         let checks: [(&Option<String>, &str, &str); 7] = [
             (&self.concurrency, "--concurrency/-c", CONCURRENCY),
             (&self.request_rate, "--request-rate", RATE),
@@ -69,10 +82,10 @@ impl PeerFlags {
             (&self.rps, "--rps", RATE),
             (&self.requests, "--requests/-n", COUNT),
             (&self.vus, "--vus", VUS),
-            (&self.api_key, "--api-key", API_KEY),
+            (&self.api_key, "--api-key", &api_key),
         ];
         checks
-            .into_iter()
+            .iter()
             .find(|(given, _, _)| given.is_some())
             .map(|(_, flag, why)| format!("{flag} is not an arbor flag: {why}"))
     }

@@ -45,12 +45,15 @@ pub fn percent(text: &str) -> Result<GapTransform, String> {
     Policy::think_pct(text).map_err(|e| e.to_string())
 }
 
-/// `chat` or `completions`.
+/// `chat`, `completions` or `messages`.
 pub fn api(text: &str) -> Result<Api, String> {
     match text {
         "chat" => Ok(Api::Chat),
         "completions" => Ok(Api::Completions),
-        _ => Err(format!("expected chat or completions, got `{text}`")),
+        "messages" => Ok(Api::Messages),
+        _ => Err(format!(
+            "expected chat, completions or messages, got `{text}`"
+        )),
     }
 }
 
@@ -59,6 +62,7 @@ pub fn api_name(api: Api) -> &'static str {
     match api {
         Api::Chat => "chat",
         Api::Completions => "completions",
+        Api::Messages => "messages",
     }
 }
 

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_backends::live::exchange::Target;
-use arbor_backends::live::request::{Api, BodyConfig};
+use arbor_backends::live::request::BodyConfig;
 use arbor_backends::live::tls::ClientConfig;
 use arbor_backends::live::{self, LiveConfig, Progress, RunOutcome};
 use arbor_engine::policy::GapTransform;
@@ -241,12 +241,8 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     let tls = crate::endpoint::tls_config(endpoint, &requests.tls)?;
     let client = http_client(tls.as_ref())?;
     let headers = requests.auth.header_map();
-    let path = match requests.api {
-        Api::Chat => "/v1/chat/completions",
-        Api::Completions => "/v1/completions",
-    };
-    let url = format!("{endpoint}{path}");
-    let target = Target::new(
+    let url = format!("{endpoint}{}", requests.api.path());
+    let mut target = Target::new(
         &url,
         &headers,
         requests.timeout,
@@ -254,6 +250,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         tls.clone(),
     )
     .map_err(Failure::other)?;
+    target.api = requests.api;
     if tls.is_some() {
         // A certificate the client refuses stops the run here, in plain
         // words, before any request (the connection stays pooled).

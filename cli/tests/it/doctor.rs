@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::util::*;
 
 const API_KEY: &str = "sk-doctor-test-91c2e7aa-not-a-real-key";
+const ANTHROPIC_KEY: &str = "sk-ant-doctor-test-3f0b-not-a-real-key";
 const HEADER_SECRET: &str = "hdr-doctor-secret-5d1f";
 
 /// Runs `arbor doctor` with the test API key in the environment.
@@ -25,6 +26,7 @@ fn doctor(args: &[&str]) -> Output {
         .arg("doctor")
         .args(args)
         .env("OPENAI_API_KEY", API_KEY)
+        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
         // A proxy that answers nothing: arbor talks to the endpoint
         // directly, so every request must still reach the server.
         .env("HTTP_PROXY", "http://127.0.0.1:9")
@@ -36,6 +38,7 @@ fn doctor(args: &[&str]) -> Output {
 fn assert_no_secret(out: &Output) {
     for text in [stdout(out), stderr(out)] {
         assert!(!text.contains(API_KEY), "the API key leaked: {text}");
+        assert!(!text.contains(ANTHROPIC_KEY), "the API key leaked: {text}");
         assert!(
             !text.contains(HEADER_SECRET),
             "a secret header leaked: {text}"
@@ -106,6 +109,8 @@ fn doctor_finds_the_emulator_ready_and_recommends_flags() {
         "max_tokens",
         "ignore_eos",
         "completions",
+        "messages",
+        "api",
     ] {
         assert!(
             line(&text, probe).trim_start().starts_with("ok "),
@@ -152,9 +157,15 @@ fn doctor_json_against_the_emulator_holds_every_finding() {
         "max_completion_tokens_honoured",
         "max_tokens_honoured",
         "completions_api",
+        "messages_api",
     ] {
         assert_eq!(report[key], true, "{key}: {report:#}");
     }
+    assert_eq!(report["api"], "chat");
+    assert_eq!(
+        finding(&report, "api")["seen"],
+        "streams chat, completions, messages; --api chat"
+    );
     // The emulator always generates the asked length: no early stop to
     // tell an honoured ignore_eos by.
     assert_eq!(report["ignore_eos_honoured"], Value::Null);
@@ -166,7 +177,7 @@ fn doctor_json_against_the_emulator_holds_every_finding() {
     let total = report["total_s"].as_f64().expect("a total time");
     assert!(ttft > 0.0 && ttft <= total && total < 10.0, "{report:#}");
     let findings = report["findings"].as_array().unwrap();
-    assert_eq!(findings.len(), 11, "{report:#}");
+    assert_eq!(findings.len(), 13, "{report:#}");
     for f in findings {
         assert_eq!(f["status"], "ok", "{f}");
         assert!(f["seen"].as_str().is_some_and(|s| !s.is_empty()), "{f}");
@@ -216,6 +227,8 @@ enum Mode {
 struct Seen {
     path: String,
     authorization: Option<String>,
+    x_api_key: Option<String>,
+    anthropic_version: Option<String>,
     body: Value,
 }
 
@@ -265,6 +278,8 @@ fn answer(socket: TcpStream, mode: Mode, log: &Mutex<Vec<Seen>>) {
     let path = parts.next().unwrap_or("").to_string();
     let mut length = 0usize;
     let mut authorization = None;
+    let mut x_api_key = None;
+    let mut anthropic_version = None;
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).is_err() {
@@ -281,6 +296,12 @@ fn answer(socket: TcpStream, mode: Mode, log: &Mutex<Vec<Seen>>) {
             if name.eq_ignore_ascii_case("authorization") {
                 authorization = Some(value.trim().to_string());
             }
+            if name.eq_ignore_ascii_case("x-api-key") {
+                x_api_key = Some(value.trim().to_string());
+            }
+            if name.eq_ignore_ascii_case("anthropic-version") {
+                anthropic_version = Some(value.trim().to_string());
+            }
         }
     }
     let mut body = vec![0u8; length];
@@ -291,6 +312,8 @@ fn answer(socket: TcpStream, mode: Mode, log: &Mutex<Vec<Seen>>) {
     log.lock().unwrap().push(Seen {
         path: path.clone(),
         authorization,
+        x_api_key,
+        anthropic_version,
         body: body.clone(),
     });
     let mut socket = socket;
@@ -435,13 +458,31 @@ fn doctor_reports_each_llama_cpp_quirk_and_recommends_max_tokens() {
         .filter(|s| s.path == "/v1/chat/completions")
         .collect();
     assert_eq!(posts.len(), 4, "{seen:?}");
-    for s in &seen {
+    // The Messages probe carries its own key and version, no bearer token.
+    let (messages, others): (Vec<&Seen>, Vec<&Seen>) =
+        seen.iter().partition(|s| s.path == "/v1/messages");
+    assert_eq!(messages.len(), 1, "{seen:?}");
+    assert_eq!(messages[0].x_api_key.as_deref(), Some(ANTHROPIC_KEY));
+    assert_eq!(messages[0].anthropic_version.as_deref(), Some("2023-06-01"));
+    assert_eq!(messages[0].authorization, None);
+    assert_eq!(messages[0].body["max_tokens"], 5);
+    for s in others {
         assert_eq!(
             s.authorization.as_deref(),
             Some(format!("Bearer {API_KEY}").as_str()),
             "{s:?}"
         );
+        assert_eq!(s.x_api_key, None);
     }
+    let messages_line = line(&text, "messages");
+    assert!(
+        messages_line.trim_start().starts_with("warn") && messages_line.contains("404"),
+        "{text}"
+    );
+    assert!(
+        line(&text, "api").contains("streams chat, completions; --api chat"),
+        "{text}"
+    );
     let mct_body = &posts[1].body;
     assert_eq!(mct_body["max_completion_tokens"], 5);
     assert!(mct_body.get("max_tokens").is_none(), "{mct_body}");

@@ -83,7 +83,7 @@ fn typed_policy_values_are_checked_at_parse_time() {
     expect_exit_2(&["plan", "--format", "csv"], &["--format", "weka"]);
     expect_exit_2(
         &["run", "--api", "responses"],
-        &["--api", "chat or completions"],
+        &["--api", "chat, completions or messages"],
     );
     expect_exit_2(
         &["run", "--max-tokens-field", "n"],
@@ -179,7 +179,12 @@ fn flags_of_other_tools_are_refused_naming_the_closest_arbor_flag() {
         (&["--vus", "10"], &["--sessions", "virtual users"]),
         (
             &["--api-key", "sk-peer-secret"],
-            &["OPENAI_API_KEY", "--header"],
+            &[
+                "OPENAI_API_KEY",
+                "ANTHROPIC_API_KEY",
+                "x-api-key",
+                "--header",
+            ],
         ),
     ];
     for (args, needles) in cases {

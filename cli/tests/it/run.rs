@@ -7,7 +7,7 @@
 //! finish chunk, a usage chunk with cached tokens, `[DONE]`), keeping the
 //! connection alive. It remembers what it was sent.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -424,12 +424,14 @@ fn a_non_empty_output_directory_exits_2() {
     assert_eq!(read(&dir.join("keep.txt")), "mine", "nothing was touched");
 }
 
-#[test]
-fn without_an_endpoint_the_built_in_emulator_serves_the_run() {
-    let dir = scratch("run-emulator");
-    let out_dir = dir.join("out");
-    let out = arbor_run(&[
-        fixture("trace_0187.json").to_str().unwrap(),
+/// `arbor run` of trace_0187 (three turns) against the built-in emulator
+/// (TTFT 20 ms, ITL 1 ms) with `extra` flags: the output directory and the
+/// records, every one `ok` with a TTFT near 20 ms and usage counts.
+fn run_on_the_emulator(name: &str, extra: &[&str]) -> (PathBuf, Vec<serde_json::Value>) {
+    let out_dir = scratch(name).join("out");
+    let fixture = fixture("trace_0187.json");
+    let mut args = vec![
+        fixture.to_str().unwrap(),
         "--tool-time",
         "zero",
         "--think-time-pct",
@@ -441,7 +443,9 @@ fn without_an_endpoint_the_built_in_emulator_serves_the_run() {
         "--out",
         out_dir.to_str().unwrap(),
         "--no-progress",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = arbor_run(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     let records: Vec<serde_json::Value> = read(&out_dir.join("records.jsonl"))
         .lines()
@@ -454,6 +458,12 @@ fn without_an_endpoint_the_built_in_emulator_serves_the_run() {
         assert!((0.020..0.080).contains(&ttft), "ttft {ttft}");
         assert_eq!(r["output_tokens_source"], "usage");
     }
+    (out_dir, records)
+}
+
+#[test]
+fn without_an_endpoint_the_built_in_emulator_serves_the_run() {
+    let (out_dir, _) = run_on_the_emulator("run-emulator", &[]);
     // The summary names the emulator's settings the run was measured on.
     let summary: serde_json::Value =
         serde_json::from_str(&read(&out_dir.join("summary.json"))).unwrap();
@@ -461,6 +471,39 @@ fn without_an_endpoint_the_built_in_emulator_serves_the_run() {
     assert!(
         settings.starts_with("--ttft-ms 20 --itl-ms 1"),
         "{settings}"
+    );
+}
+
+#[test]
+fn api_messages_runs_against_the_built_in_emulators_messages_stream() {
+    let (out_dir, records) = run_on_the_emulator("run-messages", &["--api", "messages"]);
+    for r in &records {
+        let output = r["output_tokens"].as_u64().unwrap();
+        assert_eq!(r["input_tokens_source"], "usage");
+        assert_eq!(
+            r["itl_s"].as_array().unwrap().len() as u64,
+            output - 1,
+            "one gap between each two text deltas: {r}"
+        );
+    }
+    // The later turns of the conversation extend the first: the emulator's
+    // cache serves their shared prefix, reported as cache_read_input_tokens.
+    let cached: Vec<u64> = records
+        .iter()
+        .map(|r| r["cached_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cached[0], 0, "{cached:?}");
+    assert!(cached[1..].iter().all(|&c| c > 0), "{cached:?}");
+    for r in &records {
+        assert!(
+            r["cached_tokens"].as_u64() <= r["input_tokens"].as_u64(),
+            "{r}"
+        );
+    }
+    let run: serde_json::Value = serde_json::from_str(&read(&out_dir.join("run.json"))).unwrap();
+    assert!(
+        run.to_string().contains("/v1/messages"),
+        "the run names its URL: {run}"
     );
 }
 

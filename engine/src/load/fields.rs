@@ -456,9 +456,15 @@ pub(super) struct RawMessage {
 }
 
 impl RawMessage {
+    /// A user message made only of `tool_result` blocks (how the Messages
+    /// API returns tool output) is a tool message.
     pub(super) fn into_message(self) -> Message {
+        let role = match self.role.0 {
+            Role::User if self.content.tool_results_only => Role::Tool,
+            role => role,
+        };
         Message {
-            role: self.role.0,
+            role,
             content: self.content.text,
         }
     }
@@ -466,12 +472,17 @@ impl RawMessage {
 
 /// Message content: a string, `null` (empty), or an array of parts whose
 /// `{"type": "text", "text": ...}` parts are joined with a newline (as
-/// vLLM does); other parts (images, audio) are dropped and counted.
+/// vLLM does). Anthropic Messages blocks are text too: a `tool_use` block
+/// is its `name`, a space and its `input` as compact JSON; a `tool_result`
+/// block is its own `content` (a string or text blocks). Other parts
+/// (images, audio, thinking) are dropped and counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Content {
     pub(super) text: String,
     /// Non-text parts dropped.
     pub(super) dropped: u32,
+    /// Every part was a `tool_result` block (and there was one).
+    pub(super) tool_results_only: bool,
 }
 
 #[derive(serde::Deserialize)]
@@ -481,6 +492,44 @@ struct RawPart {
     kind: String,
     #[serde(default)]
     text: Option<String>,
+    /// A `tool_use` block's tool name and arguments.
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    input: Option<serde_json::Value>,
+    /// A `tool_result` block's content.
+    #[serde(default)]
+    content: Option<Content>,
+}
+
+impl RawPart {
+    /// The part's text, `Ok(None)` for a part that is dropped; `dropped`
+    /// counts the parts dropped inside a `tool_result`.
+    fn into_text(self, dropped: &mut u32) -> Result<Option<String>, &'static str> {
+        match self.kind.as_str() {
+            "text" => self
+                .text
+                .map(Some)
+                .ok_or("missing field `text`: expected it in a part of type `text`"),
+            "tool_use" => {
+                let mut text = self.name.unwrap_or_default();
+                if let Some(input) = self.input {
+                    text.push(' ');
+                    text.push_str(&input.to_string());
+                }
+                Ok(Some(text))
+            }
+            "tool_result" => {
+                let content = self.content.unwrap_or_default();
+                *dropped += content.dropped;
+                Ok(Some(content.text))
+            }
+            _ => {
+                *dropped += 1;
+                Ok(None)
+            }
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for Content {
@@ -494,13 +543,13 @@ impl<'de> Deserialize<'de> for Content {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Content, E> {
                 Ok(Content {
                     text: v.to_owned(),
-                    dropped: 0,
+                    ..Content::default()
                 })
             }
             fn visit_string<E: de::Error>(self, v: String) -> Result<Content, E> {
                 Ok(Content {
                     text: v,
-                    dropped: 0,
+                    ..Content::default()
                 })
             }
             fn visit_unit<E: de::Error>(self) -> Result<Content, E> {
@@ -512,15 +561,18 @@ impl<'de> Deserialize<'de> for Content {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
                 let mut out = Content::default();
                 let mut first = true;
+                let mut tool_results = 0;
+                let mut parts = 0;
                 while let Some(part) = seq.next_element::<RawPart>()? {
-                    if part.kind != "text" {
-                        out.dropped += 1;
-                        continue;
+                    parts += 1;
+                    if part.kind == "tool_result" {
+                        tool_results += 1;
                     }
-                    let Some(text) = part.text else {
-                        return Err(de::Error::custom(
-                            "missing field `text`: expected it in a part of type `text`",
-                        ));
+                    let Some(text) = part
+                        .into_text(&mut out.dropped)
+                        .map_err(de::Error::custom)?
+                    else {
+                        continue;
                     };
                     if !first {
                         out.text.push('\n');
@@ -528,6 +580,7 @@ impl<'de> Deserialize<'de> for Content {
                     out.text.push_str(&text);
                     first = false;
                 }
+                out.tool_results_only = parts > 0 && tool_results == parts;
                 Ok(out)
             }
         }

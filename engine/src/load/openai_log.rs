@@ -1,7 +1,8 @@
 //! arbor's capture format of OpenAI chat requests and responses
 //! (`docs/formats/openai-log.md`): JSONL, one recorded request per line,
 //! with its unix start (and optional end) time, session and agent ids, the
-//! chat completions request body and the response.
+//! request body (OpenAI chat completions, or Anthropic Messages: `system`
+//! and `messages` of content blocks) and the response.
 //!
 //! Owns reading such a file into [`Tree`]s: one tree per `session_id`
 //! (ordered by first start), agents by `agent_id` (the root is the one
@@ -64,12 +65,17 @@ struct RawLine {
 #[serde(expecting = "a chat completions request body (an object with `messages`)")]
 struct RawRequest {
     messages: Vec<RawMessage>,
+    /// A Messages body's system prompt (a string or text blocks): the
+    /// turn's first message, with the system role.
+    #[serde(default)]
+    system: Option<Content>,
     #[serde(default)]
     model: Option<String>,
 }
 
-/// Either an OpenAI chat completion object (`choices[0].message.content`)
-/// or the short form `{"content", "usage"}`.
+/// Either an OpenAI chat completion object (`choices[0].message.content`),
+/// the short form `{"content", "usage"}`, or an Anthropic message
+/// (`content` blocks, `usage` with `input_tokens` and `output_tokens`).
 #[derive(Deserialize)]
 #[serde(expecting = "a response object (a chat completion, or `content` and `usage`)")]
 struct RawResponse {
@@ -102,6 +108,16 @@ struct RawUsage {
     prompt_tokens: Option<Count>,
     #[serde(default)]
     completion_tokens: Option<Count>,
+    /// Anthropic's: the prompt is `input_tokens + cache_read_input_tokens
+    /// + cache_creation_input_tokens`; the output `output_tokens`.
+    #[serde(default)]
+    input_tokens: Option<Count>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<Count>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<Count>,
+    #[serde(default)]
+    output_tokens: Option<Count>,
     #[serde(default)]
     #[allow(dead_code)] // read to check its type; arbor has no use for it
     prompt_tokens_details: Option<RawDetails>,
@@ -300,7 +316,16 @@ fn into_entry(
             ));
         }
     }
-    let mut messages = Vec::with_capacity(raw.request.messages.len());
+    let mut messages = Vec::with_capacity(raw.request.messages.len() + 1);
+    if let Some(system) = raw.request.system {
+        tally.dropped_parts.add(system.dropped as usize);
+        if !system.text.is_empty() {
+            messages.push(Message {
+                role: Role::System,
+                content: system.text,
+            });
+        }
+    }
     for m in raw.request.messages {
         tally.dropped_parts.add(m.content.dropped as usize);
         messages.push(m.into_message());
@@ -322,8 +347,8 @@ fn into_entry(
     };
     let (prompt_tokens, completion_tokens) = match usage {
         Some(u) => (
-            u.prompt_tokens.map(|c| c.0),
-            u.completion_tokens.map(|c| c.0),
+            u.prompt(),
+            u.completion_tokens.or(u.output_tokens).map(|c| c.0),
         ),
         None => (None, None),
     };
@@ -339,6 +364,26 @@ fn into_entry(
         prompt_tokens,
         completion_tokens,
     })
+}
+
+impl RawUsage {
+    /// `prompt_tokens`, else Anthropic's three input counts added up.
+    fn prompt(&self) -> Option<u32> {
+        if let Some(Count(n)) = self.prompt_tokens {
+            return Some(n);
+        }
+        let parts = [
+            self.input_tokens,
+            self.cache_read_input_tokens,
+            self.cache_creation_input_tokens,
+        ];
+        parts.iter().any(Option::is_some).then(|| {
+            parts
+                .iter()
+                .flatten()
+                .fold(0u32, |sum, c| sum.saturating_add(c.0))
+        })
+    }
 }
 
 /// Unix seconds as written (the shortest decimal that reads back as the
@@ -869,6 +914,50 @@ mod tests {
             .conventions
             .iter()
             .any(|c| c.contains("3 of 7 turns extend")));
+    }
+
+    #[test]
+    fn a_messages_capture_loads_as_turns() {
+        let loaded = load(&sample("messages.jsonl")).expect("Messages capture loads");
+        assert_eq!(loaded.trees.len(), 1);
+        let agent = &loaded.trees[0].agents[0];
+        assert_eq!(agent.turns.len(), 3);
+        let text = |t: usize| agent.turns[t].text.as_deref().expect("text");
+        // `system` is the first message; the user's text follows.
+        let first = text(0);
+        assert!(!first.extends_previous);
+        assert_eq!(first.messages.len(), 2);
+        assert_eq!(first.messages[0].role, Role::System);
+        assert!(first.messages[0]
+            .content
+            .starts_with("You are a coding agent"));
+        // The answer's text and tool_use blocks, one text.
+        assert_eq!(
+            first.response.as_deref(),
+            Some("I'll read the ISO parser first.\nread_file {\"path\":\"src/dateparse/iso.py\"}")
+        );
+        // Turns 1 and 2 extend the previous prompt and answer (whether the
+        // system prompt was written as blocks or as a string): only the
+        // tool result is new, a tool message.
+        for t in [1, 2] {
+            let x = text(t);
+            assert!(x.extends_previous, "turn {t}");
+            assert_eq!(x.messages.len(), 1, "turn {t}");
+            assert_eq!(x.messages[0].role, Role::Tool, "turn {t}");
+            assert_eq!(agent.turns[t].input_kind, InputKind::ToolResult);
+        }
+        assert!(text(1).messages[0].content.contains("fromisoformat(s)"));
+        assert_eq!(text(2).messages[0].content, "2 failed, 14 passed");
+        // Input tokens: input + cache_read + cache_creation.
+        let t0 = &agent.turns[0];
+        assert_eq!((t0.isl, t0.osl, t0.tokens_estimated), (310, 42, false));
+        let t1 = &agent.turns[1];
+        assert_eq!((t1.isl, t1.osl, t1.tokens_estimated), (404, 30, false));
+        assert!(agent.turns[2].tokens_estimated);
+        assert!(!loaded
+            .problems
+            .iter()
+            .any(|p| p.message.contains("dropped")));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Response bodies, and the stream state machine that writes one content
-//! chunk per token on absolute deadlines.
+//! chunk per token on absolute deadlines (an OpenAI `data:` chunk, or a
+//! Messages `content_block_delta` event).
 //!
 //! A stream is a [`hyper::body::Body`] polled by hyper's connection task
 //! itself: no task or channel per stream. When hyper asks for the next
@@ -104,19 +105,49 @@ pub(crate) struct ChunkTemplate {
 const CHAT_SUFFIX: &[u8] = b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
 const TEXT_SUFFIX: &[u8] = b"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n";
 
-/// `{"id":...,"object":...,"created":...,"model":...` (no closing brace).
+/// A Messages stream's delta, after its token.
+const MESSAGES_SUFFIX: &[u8] = b"\"}}\n\n";
+
+/// `{"id":...,"object":...,"created":...,"model":...` (no closing brace);
+/// for Messages, the message's `{"id":...,"type":"message",...,"model":...`.
 pub(crate) fn head(endpoint: Endpoint, seq: u64, created: u64, model_json: &str) -> String {
     let (id, object) = match endpoint {
         Endpoint::Chat => ("chatcmpl", "chat.completion.chunk"),
         Endpoint::Completions => ("cmpl", "text_completion"),
+        Endpoint::Messages => {
+            return format!(
+                r#"{{"id":"msg_arbor-{seq}","type":"message","role":"assistant","model":{model_json}"#
+            )
+        }
     };
     format!(
         r#"{{"id":"{id}-arbor-{seq}","object":"{object}","created":{created},"model":{model_json}"#
     )
 }
 
+/// A Messages usage object: `input_tokens` is the uncached part of the
+/// prompt, `cache_read_input_tokens` the cached part (the emulator creates
+/// no explicit cache entries: `cache_creation_input_tokens` is 0).
+pub(crate) fn messages_usage(prompt: u32, cached: u32, output: u32) -> String {
+    format!(
+        r#"{{"input_tokens":{},"cache_creation_input_tokens":0,"cache_read_input_tokens":{cached},"output_tokens":{output}}}"#,
+        prompt - cached.min(prompt)
+    )
+}
+
+/// One server-sent event of a Messages stream.
+fn push_event(s: &mut String, name: &str, data: &str) {
+    s.push_str("event: ");
+    s.push_str(name);
+    s.push_str("\ndata: ");
+    s.push_str(data);
+    s.push_str("\n\n");
+}
+
 impl ChunkTemplate {
-    pub(crate) fn new(endpoint: Endpoint, head: &str) -> Self {
+    /// `start_usage`: a Messages stream's usage in `message_start`
+    /// (ignored by the other endpoints).
+    pub(crate) fn new(endpoint: Endpoint, head: &str, start_usage: &str) -> Self {
         match endpoint {
             Endpoint::Chat => ChunkTemplate {
                 prefix_first: Bytes::from(format!(
@@ -135,6 +166,32 @@ impl ChunkTemplate {
                     prefix_first: p.clone(),
                     prefix: p,
                     suffix: TEXT_SUFFIX,
+                }
+            }
+            Endpoint::Messages => {
+                // message_start, the text block's start and a ping lead the
+                // first delta, as in Anthropic's documented sequence.
+                let delta = r#"data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" tok"#;
+                let mut first = String::with_capacity(head.len() + 400);
+                push_event(
+                    &mut first,
+                    "message_start",
+                    &format!(
+                        r#"{{"type":"message_start","message":{head},"content":[],"stop_reason":null,"stop_sequence":null,"usage":{start_usage}}}}}"#
+                    ),
+                );
+                push_event(
+                    &mut first,
+                    "content_block_start",
+                    r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+                );
+                push_event(&mut first, "ping", r#"{"type":"ping"}"#);
+                first.push_str("event: content_block_delta\n");
+                first.push_str(delta);
+                ChunkTemplate {
+                    prefix_first: Bytes::from(first),
+                    prefix: Bytes::from(format!("event: content_block_delta\n{delta}")),
+                    suffix: MESSAGES_SUFFIX,
                 }
             }
         }
@@ -169,16 +226,33 @@ fn put_u32(buf: &mut BytesMut, mut v: u32) {
 }
 
 /// The end of a stream: the finish chunk, the usage chunk (if asked) and
-/// `[DONE]`, as one frame.
+/// `[DONE]`, as one frame; for Messages, the text block's stop,
+/// `message_delta` (stop reason and usage) and `message_stop`.
 pub(crate) fn tail(endpoint: Endpoint, head: &str, include_usage: bool, usage_json: &str) -> Bytes {
     let mut s = String::with_capacity(2 * head.len() + usage_json.len() + 160);
+    if endpoint == Endpoint::Messages {
+        push_event(
+            &mut s,
+            "content_block_stop",
+            r#"{"type":"content_block_stop","index":0}"#,
+        );
+        push_event(
+            &mut s,
+            "message_delta",
+            &format!(
+                r#"{{"type":"message_delta","delta":{{"stop_reason":"max_tokens","stop_sequence":null}},"usage":{usage_json}}}"#
+            ),
+        );
+        push_event(&mut s, "message_stop", r#"{"type":"message_stop"}"#);
+        return Bytes::from(s);
+    }
     s.push_str("data: ");
     s.push_str(head);
     match endpoint {
         Endpoint::Chat => s.push_str(
             r#","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}"#,
         ),
-        Endpoint::Completions => s.push_str(
+        Endpoint::Completions | Endpoint::Messages => s.push_str(
             r#","choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}]}"#,
         ),
     }

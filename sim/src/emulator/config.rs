@@ -60,6 +60,8 @@ pub enum FailStatus {
     InternalError,
     /// HTTP 429 Too Many Requests, with `Retry-After`.
     TooManyRequests,
+    /// HTTP 529, Anthropic's "overloaded" (`overloaded_error`).
+    Overloaded,
 }
 
 impl FailStatus {
@@ -67,6 +69,7 @@ impl FailStatus {
         match self {
             FailStatus::InternalError => 500,
             FailStatus::TooManyRequests => 429,
+            FailStatus::Overloaded => 529,
         }
     }
 }
@@ -306,13 +309,14 @@ pub mod flags {
     pub fn fail_rate(text: &str) -> Result<f64, PolicyError> {
         fraction(text)
     }
-    /// `--fail-status 500|429`.
+    /// `--fail-status 500|429|529`.
     pub fn fail_status(text: &str) -> Result<FailStatus, PolicyError> {
         match text.trim() {
             "500" => Ok(FailStatus::InternalError),
             "429" => Ok(FailStatus::TooManyRequests),
+            "529" => Ok(FailStatus::Overloaded),
             _ => Err(PolicyError::new(format!(
-                "expected 500 or 429, got `{text}`"
+                "expected 500, 429 or 529, got `{text}`"
             ))),
         }
     }

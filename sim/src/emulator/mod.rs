@@ -1,5 +1,5 @@
-//! The emulator: an OpenAI-compatible streaming HTTP server driven by a
-//! timing model in real time, with a content-keyed prefix cache, seeded
+//! The emulator: an OpenAI-compatible (and Anthropic Messages) streaming
+//! HTTP server driven by a timing model in real time, with a content-keyed prefix cache, seeded
 //! fault injection and server-side timestamps for measuring a client's own
 //! error. See `docs/emulator.md`.
 //!

@@ -1,11 +1,14 @@
-//! Reading an OpenAI request body: the fields the emulator honours, the
-//! prompt's token count and its cache block keys.
+//! Reading a request body (OpenAI chat or completions, Anthropic
+//! Messages): the fields the emulator honours, the prompt's token count and
+//! its cache block keys.
 //!
 //! Prompt tokens are counted by `tokens.rs` over the prompt text: every
-//! message's content (string content, or the `text` of each content part)
-//! for chat, or `prompt` for completions (a prompt given as token ids
-//! counts one token per id). Roles count for the cache key but not for
-//! tokens.
+//! message's content (string content, or the `text` of each content part,
+//! and a Messages `tool_result` block's `content`) for chat and Messages,
+//! with a Messages body's `system` read first as a system message (so a
+//! turn sent either way has the same cache blocks), or `prompt` for
+//! completions (a prompt given as token ids counts one token per id).
+//! Roles count for the cache key but not for tokens.
 //!
 //! A body the emulator cannot read is a [`BadRequest`]: the server answers
 //! 400 with its message.
@@ -23,6 +26,8 @@ use super::tokens::{TextTokenizer, TokenCount};
 pub(crate) enum Endpoint {
     Chat,
     Completions,
+    /// Anthropic's Messages API.
+    Messages,
 }
 
 impl Endpoint {
@@ -30,6 +35,7 @@ impl Endpoint {
         match self {
             Endpoint::Chat => "/v1/chat/completions",
             Endpoint::Completions => "/v1/completions",
+            Endpoint::Messages => "/v1/messages",
         }
     }
 }
@@ -53,6 +59,9 @@ struct RawRequest<'a> {
     model: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     messages: Option<Vec<RawMessage<'a>>>,
+    /// Messages: the system prompt (a string or text blocks).
+    #[serde(borrow, default)]
+    system: Option<&'a RawValue>,
     #[serde(borrow, default)]
     prompt: Option<&'a RawValue>,
     #[serde(default)]
@@ -82,10 +91,14 @@ struct RawMessage<'a> {
 #[derive(Deserialize)]
 struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
+/// A content part (chat) or block (Messages): its `text`, or a
+/// `tool_result` block's own `content`.
 #[derive(Deserialize)]
 struct Part<'a> {
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
 }
 
 struct Prompt<'t> {
@@ -134,8 +147,13 @@ fn content(raw: &RawValue, prompt: &mut Prompt) -> Result<(), BadRequest> {
         Some(b'"') => prompt.json_string(text)?,
         Some(b'[') => {
             let parts: Vec<Part> = serde_json::from_str(text).map_err(bad)?;
-            for p in parts.iter().filter_map(|p| p.text.as_deref()) {
-                prompt.text(p);
+            for p in &parts {
+                if let Some(text) = p.text.as_deref() {
+                    prompt.text(text);
+                }
+                if let Some(inner) = p.content {
+                    content(inner, prompt)?;
+                }
             }
         }
         Some(b'n') => {}
@@ -196,11 +214,16 @@ pub(crate) fn parse(
         tokenizer,
     };
     match endpoint {
-        Endpoint::Chat => {
+        Endpoint::Chat | Endpoint::Messages => {
             let messages = raw
                 .messages
                 .as_ref()
                 .ok_or_else(|| bad("`messages` is required"))?;
+            if let Some(system) = raw.system.filter(|_| endpoint == Endpoint::Messages) {
+                prompt.hasher.update(b"system\n");
+                content(system, &mut prompt)?;
+                prompt.hasher.update(b"\n");
+            }
             for m in messages {
                 prompt
                     .hasher
@@ -298,6 +321,30 @@ mod tests {
             br#"{"messages":[{"role":"user","content":5}]}"#
         )
         .is_err());
+    }
+
+    #[test]
+    fn messages_bodies_count_system_and_blocks() {
+        let body = br#"{"model":"m","max_tokens":5,"stream":true,
+            "system":[{"type":"text","text":"abcd"}],
+            "messages":[{"role":"user","content":"efgh"},
+            {"role":"assistant","content":[{"type":"text","text":"ijkl"},{"type":"tool_use","id":"t","name":"f","input":{}}]},
+            {"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"mnop"}]},
+              {"type":"tool_result","tool_use_id":"u","content":"qrst"}]}]}"#;
+        let p = parse(Endpoint::Messages, body).unwrap();
+        assert_eq!((p.prompt_tokens, p.max_tokens), (5, 5)); // 20 bytes
+        assert!(p.stream);
+        // The same turn as chat (system as a message) has the same blocks.
+        let long = "x".repeat(700);
+        let messages =
+            format!(r#"{{"system":"{long}","messages":[{{"role":"user","content":"{long}"}}]}}"#);
+        let chat = format!(
+            r#"{{"messages":[{{"role":"system","content":"{long}"}},{{"role":"user","content":"{long}"}}]}}"#
+        );
+        let pm = parse(Endpoint::Messages, messages.as_bytes()).unwrap();
+        let pc = parse(Endpoint::Chat, chat.as_bytes()).unwrap();
+        assert_eq!(pm.blocks, pc.blocks);
+        assert_eq!(pm.prompt_tokens, pc.prompt_tokens);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The HTTP server: routing, request handling, the handle.
+//! The HTTP server: routing, request handling (chat, completions and
+//! Messages, with each API's error shape), the handle.
 //!
 //! Built on hyper 1 directly (HTTP/1.1, one tokio task per connection via
 //! hyper-util's `TokioIo`): a stream is a body that hyper polls on the
@@ -57,18 +58,40 @@ fn error_response(status: u16, kind: &str, message: &str) -> Response<EmuBody> {
     json_response(status, body.to_string())
 }
 
+/// An error in `endpoint`'s own shape: OpenAI's (`kind` its type), or for
+/// Messages Anthropic's `{"type":"error","error":{"type":...}}` with the
+/// type Anthropic gives `status`.
+fn endpoint_error(endpoint: Endpoint, status: u16, kind: &str, message: &str) -> Response<EmuBody> {
+    if endpoint != Endpoint::Messages {
+        return error_response(status, kind, message);
+    }
+    let kind = match status {
+        400 => "invalid_request_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    };
+    let body = serde_json::json!({
+        "type": "error",
+        "error": {"type": kind, "message": message}
+    });
+    json_response(status, body.to_string())
+}
+
 /// Refuses a completion request: counts it in `counter`, finishes its
-/// stamp with `status` and answers with an OpenAI-style error.
+/// stamp with `status` and answers with the endpoint's error shape.
 fn reject(
     counter: &AtomicU64,
     guard: &mut RequestGuard,
+    endpoint: Endpoint,
     status: u16,
     kind: &str,
     message: &str,
 ) -> Response<EmuBody> {
     counter.fetch_add(1, Relaxed);
     guard.finish(status);
-    error_response(status, kind, message)
+    endpoint_error(endpoint, status, kind, message)
 }
 
 async fn handle(
@@ -94,6 +117,7 @@ async fn handle(
         (&Method::POST, "/v1/completions") => {
             completion(shared, req, Endpoint::Completions, t0).await
         }
+        (&Method::POST, "/v1/messages") => completion(shared, req, Endpoint::Messages, t0).await,
         (&Method::GET, "/arbor/stamps") => {
             let drain = req
                 .uri()
@@ -120,6 +144,7 @@ async fn handle(
             | "/metrics"
             | "/v1/chat/completions"
             | "/v1/completions"
+            | "/v1/messages"
             | "/arbor/stamps"
             | "/arbor/stats"
             | "/arbor/clock",
@@ -178,6 +203,7 @@ async fn completion(
             return reject(
                 &shared.stats.bad_requests,
                 &mut guard,
+                endpoint,
                 400,
                 "BadRequestError",
                 &e.to_string(),
@@ -195,6 +221,7 @@ async fn completion(
             return reject(
                 &shared.stats.model_not_found,
                 &mut guard,
+                endpoint,
                 404,
                 "NotFoundError",
                 &format!("The model `{model}` does not exist."),
@@ -205,6 +232,7 @@ async fn completion(
         return reject(
             &shared.stats.context_overflows,
             &mut guard,
+            endpoint,
             400,
             "BadRequestError",
             &context_overflow_message(config.max_model_len, prompt_tokens, n),
@@ -213,31 +241,34 @@ async fn completion(
 
     let plan = FaultPlan::decide(config, seq);
     if let Some(status) = plan.fail {
-        return match status {
-            FailStatus::InternalError => {
-                shared.stats.errors_500.fetch_add(1, Relaxed);
-                guard.fault(FaultKind::Error500);
-                guard.finish(500);
-                error_response(
-                    500,
-                    "InternalServerError",
-                    "injected server error (arbor emulator)",
-                )
-            }
-            FailStatus::TooManyRequests => {
-                shared.stats.errors_429.fetch_add(1, Relaxed);
-                guard.fault(FaultKind::Error429);
-                guard.finish(429);
-                let mut r = error_response(
-                    429,
-                    "RateLimitError",
-                    "injected rate limit (arbor emulator)",
-                );
-                r.headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from(config.faults.retry_after_s));
-                r
-            }
+        let stats = &shared.stats;
+        let (counter, fault, kind, message) = match status {
+            FailStatus::InternalError => (
+                &stats.errors_500,
+                FaultKind::Error500,
+                "InternalServerError",
+                "injected server error (arbor emulator)",
+            ),
+            FailStatus::TooManyRequests => (
+                &stats.errors_429,
+                FaultKind::Error429,
+                "RateLimitError",
+                "injected rate limit (arbor emulator)",
+            ),
+            FailStatus::Overloaded => (
+                &stats.errors_529,
+                FaultKind::Error529,
+                "overloaded_error",
+                "injected overload (arbor emulator)",
+            ),
         };
+        guard.fault(fault);
+        let mut r = reject(counter, &mut guard, endpoint, status.code(), kind, message);
+        if status == FailStatus::TooManyRequests {
+            r.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(config.faults.retry_after_s));
+        }
+        return r;
     }
 
     let hit_blocks = shared.cache_lookup(&parsed.blocks);
@@ -255,13 +286,17 @@ async fn completion(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let head = body::head(endpoint, seq, created, &shared.model_json);
-    let usage = format!(
-        r#"{{"prompt_tokens":{prompt_tokens},"completion_tokens":{n},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{cached}}}}}"#,
-        prompt_tokens as u64 + n as u64
-    );
+    let usage = match endpoint {
+        Endpoint::Messages => body::messages_usage(prompt_tokens, cached, n),
+        _ => format!(
+            r#"{{"prompt_tokens":{prompt_tokens},"completion_tokens":{n},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{cached}}}}}"#,
+            prompt_tokens as u64 + n as u64
+        ),
+    };
 
     if parsed.stream {
-        let template = ChunkTemplate::new(endpoint, &head);
+        let start_usage = body::messages_usage(prompt_tokens, cached, 0);
+        let template = ChunkTemplate::new(endpoint, &head, &start_usage);
         let tail = body::tail(endpoint, &head, parsed.include_usage, &usage);
         let stream = StreamBody {
             shared: shared.clone(),
@@ -322,6 +357,17 @@ async fn completion(
         text.push_str(&k.to_string());
     }
     let text_json = serde_json::to_string(&text).expect("a string serializes");
+    shared.stats.completed.fetch_add(1, Relaxed);
+    shared.stats.tokens.fetch_add(n as u64, Relaxed);
+    guard.finish(200);
+    if endpoint == Endpoint::Messages {
+        return json_response(
+            200,
+            format!(
+                r#"{head},"content":[{{"type":"text","text":{text_json}}}],"stop_reason":"max_tokens","stop_sequence":null,"usage":{usage}}}"#
+            ),
+        );
+    }
     let (object, choice) = match endpoint {
         Endpoint::Chat => (
             "chat.completion",
@@ -329,22 +375,19 @@ async fn completion(
                 r#"{{"index":0,"message":{{"role":"assistant","content":{text_json}}},"logprobs":null,"finish_reason":"length"}}"#
             ),
         ),
-        Endpoint::Completions => (
+        _ => (
             "text_completion",
             format!(r#"{{"index":0,"text":{text_json},"logprobs":null,"finish_reason":"length"}}"#),
         ),
     };
     let id = match endpoint {
         Endpoint::Chat => "chatcmpl",
-        Endpoint::Completions => "cmpl",
+        _ => "cmpl",
     };
     let json = format!(
         r#"{{"id":"{id}-arbor-{seq}","object":"{object}","created":{created},"model":{},"choices":[{choice}],"usage":{usage}}}"#,
         shared.model_json
     );
-    shared.stats.completed.fetch_add(1, Relaxed);
-    shared.stats.tokens.fetch_add(n as u64, Relaxed);
-    guard.finish(200);
     json_response(200, json)
 }
 

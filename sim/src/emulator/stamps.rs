@@ -16,6 +16,7 @@ pub const REQUEST_ID_HEADER: &str = "x-arbor-request-id";
 pub enum FaultKind {
     Error500,
     Error429,
+    Error529,
     Disconnect,
     Stall,
     Malformed,

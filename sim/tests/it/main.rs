@@ -5,5 +5,6 @@ mod api;
 mod cache;
 mod faults;
 mod load;
+mod messages;
 mod support;
 mod timing;
