@@ -32,7 +32,7 @@ pub use access::AccessArgs;
 pub use compare::CompareArgs;
 pub use emulator::EmulatorArgs;
 pub use peer::PeerFlags;
-pub use workload::{InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
+pub use workload::{FitArgs, InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -151,6 +151,9 @@ pub struct SummarizeArgs {
 pub struct InspectArgs {
     #[command(flatten)]
     pub traces: TraceArgs,
+
+    #[command(flatten)]
+    pub fit: FitArgs,
 
     /// Overlap between consecutive turns of an agent up to this long is
     /// treated as recorder rounding (sequential, gap 0).

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::args::{values, RunArgs};
 use crate::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
-use crate::report::PolicySummary;
+use crate::report::{FitSummary, PolicySummary};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunConfig {
@@ -30,6 +30,9 @@ pub struct RunConfig {
     pub synthetic: Option<String>,
     pub seed: u64,
     pub policy: PolicySummary,
+    /// `--isl-scale`/`--max-context`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitSummary>,
     /// Service model of the planned side.
     pub service: String,
     /// Base URL, redacted.
@@ -105,6 +108,7 @@ impl RunConfig {
             synthetic: args.input.synthetic.clone(),
             seed: policy.seed,
             policy: PolicySummary::new(policy, overlap_tolerance),
+            fit: None,
             service: service.to_string(),
             endpoint: None,
             url: None,

@@ -17,6 +17,7 @@ use crate::failure::Failure;
 use crate::inputs;
 use crate::page::planned::PlannedLoad;
 use crate::progress;
+use crate::report::FitSummary;
 use crate::scenario::Applied;
 
 use super::config::RunConfig;
@@ -66,7 +67,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
     let planned_load = PlannedLoad::of(&plan, &planned.service);
     drop(plan);
 
-    let config = RunConfig::new(
+    let mut config = RunConfig::new(
         args,
         &compiled.loaded.description,
         &compiled.policy,
@@ -75,6 +76,10 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         &requests,
         out.path(),
     );
+    config.fit = compiled.loaded.fit.map(FitSummary::from);
+    if let Some(fit) = &config.fit {
+        eprintln!("arbor run: {}", fit.describe());
+    }
     let inputs::Compiled {
         loaded,
         policy,
