@@ -6,6 +6,9 @@
 //! `max_tokens` and `ignore_eos` are honoured, and whether `/v1/completions`
 //! streams. Each probe becomes a [`Finding`] (ok / warn / fail, what was
 //! seen, what to do); the report ends with the `arbor run` flags to use.
+//! When the server reports its context length, the finding suggests
+//! `--max-context` (and, given a workload as INPUT whose largest prompt
+//! exceeds it, `--isl-scale`; see `fit_advice`).
 //!
 //! Over `https://` a `tls` probe comes first: the handshake the run's own
 //! client makes, reporting the TLS version, cipher and ALPN protocol, or
@@ -24,7 +27,9 @@ use arbor_backends::live::record::{ErrorCategory, RequestError, Response};
 use arbor_backends::live::request::{build_body, Api, BodyConfig, MaxTokensField};
 use arbor_backends::live::stream::ConnectError;
 use arbor_backends::live::tls::ClientConfig;
+use arbor_engine::load;
 use arbor_engine::prompt::Prompt;
+use arbor_engine::Workload;
 use reqwest::header::HeaderMap;
 use serde::Serialize;
 use serde_json::Value;
@@ -32,6 +37,7 @@ use serde_json::Value;
 use crate::args::DoctorArgs;
 use crate::endpoint::{self, Auth};
 use crate::failure::Failure;
+use crate::fit_advice::{self, WorkloadSize};
 use crate::{runtime, stdout};
 
 /// Output length asked of the streaming probe.
@@ -103,6 +109,13 @@ pub struct Report {
     pub context_length: Option<u64>,
     /// The `/v1/models` key the context length came from.
     pub context_length_key: Option<String>,
+    /// With a workload (INPUT): its largest prompt, in tokens.
+    pub workload_largest_prompt: Option<u32>,
+    /// With a context length: the `--max-context` to fit prompts to it.
+    pub suggested_max_context: Option<u64>,
+    /// With a workload whose largest prompt exceeds that: the
+    /// `--isl-scale` that shrinks it to fit.
+    pub suggested_isl_scale: Option<f64>,
     pub streaming: Option<bool>,
     pub usage_in_stream: Option<bool>,
     pub cached_tokens_reported: Option<bool>,
@@ -158,6 +171,8 @@ struct Options {
     tls: Option<Arc<ClientConfig>>,
     /// The TLS and key flags given, passed on in the recommended command.
     access_flags: Vec<String>,
+    /// The sizes of the workload given (INPUT), if any.
+    workload: Option<WorkloadSize>,
 }
 
 /// `arbor doctor`.
@@ -215,6 +230,15 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
     if let Some(path) = &access.api_key_file {
         access_flags.extend(["--api-key-file".to_string(), path.display().to_string()]);
     }
+    let workload = if args.inputs.is_empty() {
+        None
+    } else {
+        let mut w = Workload::default();
+        for loaded in load::load_all(&args.inputs, args.format).map_err(Failure::input)? {
+            w.trees.extend(loaded.trees);
+        }
+        Some(WorkloadSize::of(&w))
+    };
     Ok(Options {
         endpoint: args.endpoint.clone(),
         model: args.model.clone().filter(|m| !m.is_empty()),
@@ -223,6 +247,7 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
         secrets,
         tls,
         access_flags,
+        workload,
     })
 }
 
@@ -627,11 +652,15 @@ async fn probe_models(
         Some((key, n)) => {
             report.context_length = Some(n);
             report.context_length_key = Some(key.to_string());
+            let advice = fit_advice::advise(n, options.workload);
+            report.workload_largest_prompt = options.workload.map(|w| w.largest_prompt);
+            report.suggested_max_context = Some(advice.max_context);
+            report.suggested_isl_scale = advice.isl_scale;
             report.push(
                 "context_length",
                 Status::Ok,
                 format!("{n} tokens ({key} of {model})"),
-                None,
+                Some(advice.text),
             );
         }
         None => report.push(
@@ -1101,6 +1130,14 @@ fn finish(mut report: Report, options: &Options) -> Report {
             .any(|f| f.probe == "ignore_eos" && f.status == Status::Ok);
         if eos_accepted {
             flags.push("--ignore-eos".into());
+        }
+        let too_long = report
+            .workload_largest_prompt
+            .zip(report.suggested_max_context)
+            .is_some_and(|(prompt, cap)| u64::from(prompt) > cap);
+        if let (true, Some(cap)) = (too_long, report.suggested_max_context) {
+            flags.push("--max-context".into());
+            flags.push(cap.to_string());
         }
     }
     let mut command = String::from("arbor run [INPUT...]");
