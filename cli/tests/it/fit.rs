@@ -24,7 +24,7 @@ fn plan_json(extra: &[&str]) -> Value {
 
 #[test]
 fn max_context_caps_every_prompt_of_the_weka_fixture_and_the_plan_says_so() {
-    let timeline = scratch("fit-timeline.jsonl");
+    let timeline = scratch("fit-timeline").join("timeline.jsonl");
     let plain = plan_json(&[]);
     assert!(plain.get("fit").is_none(), "no fit without the flags");
     let capped = plan_json(&[
@@ -113,16 +113,12 @@ fn bad_fit_values_exit_2_naming_the_flag() {
     for command in ["plan", "inspect", "run"] {
         let dir = weka_dir();
         for bad in ["0", "-1", "nan", "big"] {
-            expect_exit_2(
-                &[command, &dir, "--isl-scale", bad],
-                &["--isl-scale", "above 0"],
-            );
+            let flag = format!("--isl-scale={bad}");
+            expect_exit_2(&[command, &dir, &flag], &["--isl-scale", "above 0"]);
         }
         for bad in ["0", "1.5", "-3"] {
-            expect_exit_2(
-                &[command, &dir, "--max-context", bad],
-                &["--max-context", "at least 1"],
-            );
+            let flag = format!("--max-context={bad}");
+            expect_exit_2(&[command, &dir, &flag], &["--max-context", "at least 1"]);
         }
     }
 }
