@@ -259,9 +259,6 @@ fn cap_tree(tree: &mut Tree, cap: u32, report: &mut FitReport) {
         cap_blocks(agent, block, head_blocks, cap, report);
         cap_text(agent, cap, report);
     }
-    if next_virtual != virtual_base(tree) && tree.block_size == 0 {
-        tree.block_size = block;
-    }
 }
 
 /// The first id above every hash id of the tree.
@@ -419,4 +416,144 @@ fn char_ceil(text: &str, at: usize) -> usize {
         at += 1;
     }
     at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::prompt_messages;
+    use crate::model::{AgentKind, Turn};
+    use crate::synthetic::SyntheticSpec;
+
+    fn text_turn(isl: u32, extends: bool, messages: &[(Role, &str)]) -> Turn {
+        Turn {
+            isl,
+            text: Some(Box::new(crate::model::TurnText {
+                extends_previous: extends,
+                messages: messages
+                    .iter()
+                    .map(|(role, content)| Message {
+                        role: *role,
+                        content: content.to_string(),
+                    })
+                    .collect(),
+                response: Some("ok".repeat(4)),
+            })),
+            ..Turn::default()
+        }
+    }
+
+    fn one_agent(turns: Vec<Turn>) -> Workload {
+        Workload {
+            trees: vec![Tree {
+                id: "t".into(),
+                agents: vec![Agent {
+                    id: "root".into(),
+                    parent: None,
+                    kind: AgentKind::Root,
+                    recorded_end: None,
+                    turns,
+                }],
+                ..Tree::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn nothing_changes_without_settings() {
+        let w = "trees=2,turns=4,depth=1,hash_ids=true,seed=1"
+            .parse::<SyntheticSpec>()
+            .unwrap()
+            .generate();
+        let mut same = w.clone();
+        let report = apply(&mut same, &Fit::default());
+        assert_eq!(same, w);
+        assert_eq!((report.turns_capped, report.tokens_dropped), (0, 0));
+    }
+
+    #[test]
+    fn text_scales_by_characters_and_keeps_extending() {
+        assert_eq!(scale_text("abcd", 0.5), "ab");
+        assert_eq!(scale_text("abc", 2.0), "abcabc");
+        assert_eq!(scale_text("éé", 0.75), "é");
+        let mut w = one_agent(vec![
+            text_turn(10, false, &[(Role::User, "hello there")]),
+            text_turn(20, true, &[(Role::User, "and more")]),
+        ]);
+        apply(
+            &mut w,
+            &Fit {
+                isl_scale: Some(0.5),
+                max_context: None,
+            },
+        );
+        let agent = &w.trees[0].agents[0];
+        assert_eq!(agent.turns[0].isl, 5);
+        assert_eq!(prompt_messages(agent, 1)[0].content, "hello ");
+        assert_eq!(prompt_messages(agent, 1).len(), 3);
+    }
+
+    #[test]
+    fn capped_text_drops_the_oldest_messages_and_the_next_turn_extends_it() {
+        let long = "x".repeat(400);
+        let mut w = one_agent(vec![
+            text_turn(100, false, &[(Role::System, "sys"), (Role::User, &long)]),
+            text_turn(300, true, &[(Role::User, &"y".repeat(400))]),
+            text_turn(290, true, &[(Role::User, "zzzzzzzz")]),
+        ]);
+        let report = apply(
+            &mut w,
+            &Fit {
+                isl_scale: None,
+                max_context: Some(150),
+            },
+        );
+        let agent = &w.trees[0].agents[0];
+        assert!(
+            agent.turns.iter().all(|t| t.isl <= 150),
+            "{:?}",
+            agent.turns
+        );
+        let capped = prompt_messages(agent, 1);
+        assert_eq!(capped[0].content, "sys", "the head stays");
+        assert!(
+            capped.iter().all(|m| !m.content.contains('x')),
+            "{capped:?}"
+        );
+        assert!(
+            capped.last().unwrap().content.ends_with('y'),
+            "the newest stays"
+        );
+        let next = prompt_messages(agent, 2);
+        assert!(
+            next.starts_with(&capped) || report.turns_capped == 3,
+            "{next:?}"
+        );
+        assert!(report.turns_capped >= 1 && report.tokens_dropped > 0);
+    }
+
+    #[test]
+    fn virtual_blocks_lose_their_oldest_blocks_under_the_cap() {
+        let mut w = "trees=1,turns=5,depth=0,isl=600,isl_growth=300,seed=4"
+            .parse::<SyntheticSpec>()
+            .unwrap()
+            .generate();
+        assert!(largest_prompt(&w) > 700);
+        let original = w.clone();
+        let report = apply(
+            &mut w,
+            &Fit {
+                isl_scale: None,
+                max_context: Some(700),
+            },
+        );
+        assert!(report.largest_prompt_after <= 700 && report.turns_capped > 0);
+        let turns = &w.trees[0].agents[0].turns;
+        let before = &original.trees[0].agents[0].turns;
+        for (t, b) in turns.iter().zip(before) {
+            assert!(t.isl <= 700 && !t.hash_ids.is_empty());
+            // Whole blocks go: what is left keeps its partial newest block.
+            assert_eq!((b.isl - t.isl) % 64, 0, "{} -> {}", b.isl, t.isl);
+        }
+    }
 }
