@@ -8,7 +8,7 @@ use arbor_engine::load;
 
 use crate::args::InspectArgs;
 use crate::failure::Failure;
-use crate::report::FitSummary;
+use crate::report::describe_fit;
 use crate::stdout;
 
 pub fn run(args: &InspectArgs) -> Result<(), Failure> {
@@ -20,7 +20,7 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
     let fit = args.fit.fit();
     if !fit.is_identity() {
         let report = apply_trees(loaded.iter_mut().flat_map(|l| l.trees.iter_mut()), &fit);
-        eprintln!("arbor inspect: {}", FitSummary::from(report).describe());
+        eprintln!("arbor inspect: {}", describe_fit(&report));
     }
     let inspection = inspect(&loaded, &options);
     stdout::json_or_human(args.json, &inspection, |mut out| {

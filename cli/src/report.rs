@@ -98,7 +98,7 @@ pub struct PlanReport {
     pub policy: PolicySummary,
     /// `--isl-scale`/`--max-context`, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fit: Option<FitSummary>,
+    pub fit: Option<FitReport>,
     pub trees: u64,
     pub agents: u64,
     pub agent_kinds: AgentCounts,
@@ -185,56 +185,25 @@ impl PolicySummary {
     }
 }
 
-/// What fitting the prompts to the server did (`--isl-scale F`,
-/// `--max-context N`; engine `fit`): in `plan --json` and in
-/// `summary.json`'s and `run.json`'s config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct FitSummary {
-    /// F: every prompt and its shared prefix blocks scaled by it.
-    pub isl_scale: Option<f64>,
-    /// N: every prompt capped at N tokens.
-    pub max_context: Option<u32>,
-    /// Turns whose prompt the cap shortened.
-    pub turns_capped: u64,
-    /// Prompt tokens the cap dropped, over all turns.
-    pub tokens_dropped: u64,
-    /// The largest prompt before and after fitting, in tokens.
-    pub largest_prompt_before: u32,
-    pub largest_prompt_after: u32,
-}
-
-impl From<FitReport> for FitSummary {
-    fn from(r: FitReport) -> Self {
-        FitSummary {
-            isl_scale: r.isl_scale,
-            max_context: r.max_context,
-            turns_capped: r.turns_capped,
-            tokens_dropped: r.tokens_dropped,
-            largest_prompt_before: r.largest_prompt_before,
-            largest_prompt_after: r.largest_prompt_after,
-        }
+/// One line: what `--isl-scale`/`--max-context` applied and what they
+/// did (the plan's `prompts fitted` line; `run` and `inspect` print it on
+/// stderr).
+pub fn describe_fit(fit: &FitReport) -> String {
+    let mut applied = Vec::new();
+    if let Some(f) = fit.isl_scale {
+        applied.push(format!("--isl-scale {f}"));
     }
-}
-
-impl FitSummary {
-    /// One line: what was applied and what it did.
-    pub fn describe(&self) -> String {
-        let mut applied = Vec::new();
-        if let Some(f) = self.isl_scale {
-            applied.push(format!("--isl-scale {f}"));
-        }
-        if let Some(n) = self.max_context {
-            applied.push(format!("--max-context {n}"));
-        }
-        format!(
-            "prompts fitted ({}): {} turns capped, {} tokens dropped, largest prompt {} -> {} tokens",
-            applied.join(", "),
-            self.turns_capped,
-            self.tokens_dropped,
-            self.largest_prompt_before,
-            self.largest_prompt_after
-        )
+    if let Some(n) = fit.max_context {
+        applied.push(format!("--max-context {n}"));
     }
+    format!(
+        "prompts fitted ({}): {} turns capped, {} tokens dropped, largest prompt {} -> {} tokens",
+        applied.join(", "),
+        fit.turns_capped,
+        fit.tokens_dropped,
+        fit.largest_prompt_before,
+        fit.largest_prompt_after
+    )
 }
 
 fn recorded() -> String {
@@ -316,7 +285,7 @@ impl PlanReport {
             seed: policy.seed,
             service,
             policy: PolicySummary::new(policy, overlap_tolerance),
-            fit: fit.map(FitSummary::from),
+            fit,
             trees: workload.trees.len() as u64,
             agents: compiled.agents,
             agent_kinds: agent_counts(workload),
@@ -353,7 +322,7 @@ impl PlanReport {
         }
         writeln!(out, "  seed {}, service {}", self.seed, self.service)?;
         if let Some(fit) = &self.fit {
-            writeln!(out, "  {}", fit.describe())?;
+            writeln!(out, "  {}", describe_fit(fit))?;
         }
         writeln!(
             out,

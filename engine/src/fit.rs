@@ -57,6 +57,9 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use crate::model::{Agent, BlockIds, HashScope, Message, Role, Tree, Workload};
 
 /// What to fit. The default changes nothing.
@@ -68,17 +71,22 @@ pub struct Fit {
     pub max_context: Option<u32>,
 }
 
-/// What [`apply`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// What fitting the prompts to the server (`--isl-scale`,
+/// `--max-context`) did: `fit` in `plan --json` and in the config of
+/// `summary.json` and `run.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct FitReport {
+    /// F: every prompt and its shared prefix blocks scaled by it.
     pub isl_scale: Option<f64>,
+    /// N: every prompt capped at N tokens.
     pub max_context: Option<u32>,
     /// Turns whose prompt the cap shortened.
     pub turns_capped: u64,
-    /// Prompt tokens the cap dropped, summed over turns.
+    /// Prompt tokens the cap dropped, over all turns.
     pub tokens_dropped: u64,
-    /// The largest prompt before and after fitting.
+    /// The largest prompt before fitting, in tokens.
     pub largest_prompt_before: u32,
+    /// The largest prompt after fitting, in tokens.
     pub largest_prompt_after: u32,
 }
 

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use arbor_engine::fit::FitReport;
 use arbor_engine::policy::Policy;
 use arbor_engine::time::Nanos;
 use schemars::JsonSchema;
@@ -18,7 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::args::{values, RunArgs};
 use crate::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
-use crate::report::{FitSummary, PolicySummary};
+use crate::report::PolicySummary;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunConfig {
@@ -32,7 +33,7 @@ pub struct RunConfig {
     pub policy: PolicySummary,
     /// `--isl-scale`/`--max-context`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fit: Option<FitSummary>,
+    pub fit: Option<FitReport>,
     /// Service model of the planned side.
     pub service: String,
     /// Base URL, redacted.

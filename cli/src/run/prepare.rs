@@ -17,7 +17,7 @@ use crate::failure::Failure;
 use crate::inputs;
 use crate::page::planned::PlannedLoad;
 use crate::progress;
-use crate::report::FitSummary;
+use crate::report::describe_fit;
 use crate::scenario::Applied;
 
 use super::config::RunConfig;
@@ -76,9 +76,9 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         &requests,
         out.path(),
     );
-    config.fit = compiled.loaded.fit.map(FitSummary::from);
+    config.fit = compiled.loaded.fit;
     if let Some(fit) = &config.fit {
-        eprintln!("arbor run: {}", fit.describe());
+        eprintln!("arbor run: {}", describe_fit(fit));
     }
     let inputs::Compiled {
         loaded,
