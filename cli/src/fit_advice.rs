@@ -56,7 +56,7 @@ pub fn advise(context: u64, workload: Option<WorkloadSize>) -> Advice {
             max_context: context,
             isl_scale: None,
             text: format!(
-                "a workload with longer prompts: --max-context {context} (less its longest output)"
+                "fit workloads with longer prompts to it: --max-context {context} (less their longest output)"
             ),
         };
     };
