@@ -11,7 +11,8 @@ use proptest::prelude::*;
 
 const BLOCK: u32 = 4;
 
-/// Gives every turn hash ids the way recorders number prefix blocks: a
+/// Gives every turn hash ids the way recorders number prefix blocks (and
+/// some ids shared by position alone, which prefix hashes never are): a
 /// head shared by the tree's agents (by every tree, in global scope),
 /// each turn extending its agent's previous one by a few blocks or
 /// starting over after the head, subagents starting from a prefix of
@@ -47,8 +48,15 @@ fn with_hash_ids(mut w: Workload, choices: &[u32], global: bool) -> Workload {
                     ids.truncate(head as usize);
                 }
                 for _ in 0..=next(3) {
-                    ids.push(fresh);
-                    fresh += 1;
+                    if next(4) == 0 {
+                        // An id equal to other turns' at this position
+                        // whatever came before: ids need not be prefix
+                        // hashes.
+                        ids.push(1_000_000 + ids.len() as u32);
+                    } else {
+                        ids.push(fresh);
+                        fresh += 1;
+                    }
                 }
                 turn.hash_ids = BlockIds::from(ids.clone());
                 turn.isl = ids.len() as u32 * BLOCK - next(BLOCK);
