@@ -7,6 +7,9 @@
 //! and Anthropic's `/v1/messages` stream, and so which `--api` to use. Each
 //! probe becomes a [`Finding`] (ok / warn / fail, what was seen, what to
 //! do); the report ends with the `arbor run` flags to use.
+//! When the server reports its context length, the finding suggests
+//! `--max-context` (and, given a workload as INPUT whose largest prompt
+//! exceeds it, `--isl-scale`; see `fit_advice`).
 //!
 //! Over `https://` a `tls` probe comes first: the handshake the run's own
 //! client makes, reporting the TLS version, cipher and ALPN protocol, or
@@ -25,7 +28,9 @@ use arbor_backends::live::record::{ErrorCategory, RequestError, Response};
 use arbor_backends::live::request::{build_body, Api, BodyConfig, MaxTokensField};
 use arbor_backends::live::stream::ConnectError;
 use arbor_backends::live::tls::ClientConfig;
+use arbor_engine::load;
 use arbor_engine::prompt::Prompt;
+use arbor_engine::Workload;
 use reqwest::header::HeaderMap;
 use serde::Serialize;
 use serde_json::Value;
@@ -33,6 +38,7 @@ use serde_json::Value;
 use crate::args::DoctorArgs;
 use crate::endpoint::{self, Auth};
 use crate::failure::Failure;
+use crate::fit_advice::{self, WorkloadSize};
 use crate::{runtime, stdout};
 
 /// Output length asked of the streaming probe.
@@ -104,6 +110,13 @@ pub struct Report {
     pub context_length: Option<u64>,
     /// The `/v1/models` key the context length came from.
     pub context_length_key: Option<String>,
+    /// With a workload (INPUT): its largest prompt, in tokens.
+    pub workload_largest_prompt: Option<u32>,
+    /// With a context length: the `--max-context` to fit prompts to it.
+    pub suggested_max_context: Option<u64>,
+    /// With a workload whose largest prompt exceeds that: the
+    /// `--isl-scale` that shrinks it to fit.
+    pub suggested_isl_scale: Option<f64>,
     pub streaming: Option<bool>,
     pub usage_in_stream: Option<bool>,
     pub cached_tokens_reported: Option<bool>,
@@ -170,6 +183,8 @@ struct Options {
     tls: Option<Arc<ClientConfig>>,
     /// The TLS and key flags given, passed on in the recommended command.
     access_flags: Vec<String>,
+    /// The sizes of the workload given (INPUT), if any.
+    workload: Option<WorkloadSize>,
 }
 
 /// `arbor doctor`.
@@ -234,6 +249,15 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
     if let Some(path) = &access.api_key_file {
         access_flags.extend(["--api-key-file".to_string(), path.display().to_string()]);
     }
+    let workload = if args.inputs.is_empty() {
+        None
+    } else {
+        let mut w = Workload::default();
+        for loaded in load::load_all(&args.inputs, args.format).map_err(Failure::input)? {
+            w.trees.extend(loaded.trees);
+        }
+        Some(WorkloadSize::of(&w))
+    };
     Ok(Options {
         endpoint: args.endpoint.clone(),
         model: args.model.clone().filter(|m| !m.is_empty()),
@@ -249,6 +273,7 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
         secrets,
         tls,
         access_flags,
+        workload,
     })
 }
 
@@ -697,11 +722,15 @@ async fn probe_models(
         Some((key, n)) => {
             report.context_length = Some(n);
             report.context_length_key = Some(key.to_string());
+            let advice = fit_advice::advise(n, options.workload);
+            report.workload_largest_prompt = options.workload.map(|w| w.largest_prompt);
+            report.suggested_max_context = Some(advice.max_context);
+            report.suggested_isl_scale = advice.isl_scale;
             report.push(
                 "context_length",
                 Status::Ok,
                 format!("{n} tokens ({key} of {model})"),
-                None,
+                Some(advice.text),
             );
         }
         None => report.push(
@@ -1224,6 +1253,14 @@ fn finish(mut report: Report, options: &Options) -> Report {
             .any(|f| f.probe == "ignore_eos" && f.status == Status::Ok);
         if eos_accepted {
             flags.push("--ignore-eos".into());
+        }
+        let too_long = report
+            .workload_largest_prompt
+            .zip(report.suggested_max_context)
+            .is_some_and(|(prompt, cap)| u64::from(prompt) > cap);
+        if let (true, Some(cap)) = (too_long, report.suggested_max_context) {
+            flags.push("--max-context".into());
+            flags.push(cap.to_string());
         }
     }
     let mut command = String::from("arbor run [INPUT...]");

@@ -1,6 +1,7 @@
 //! Turns the input and policy flags into a compiled workload and a
 //! policy, the same way for `plan` and `run`: load (traces, synthetic or
-//! the bundled sample), recount tokens, check the policy's combinations
+//! the bundled sample), recount tokens, fit prompts to the server
+//! (`--isl-scale`, `--max-context`), check the policy's combinations
 //! (naming the flags), compile, and build schedulers. Every input or
 //! policy failure becomes an exit-code-2 [`Failure`].
 
@@ -10,6 +11,7 @@ use arbor_backends::virtual_clock;
 use arbor_engine::dag::{self, CompiledWorkload};
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::error::{PolicyConflict, PolicyError};
+use arbor_engine::fit::FitReport;
 use arbor_engine::load;
 use arbor_engine::policy::{GapTransform, Policy};
 use arbor_engine::scheduler::Scheduler;
@@ -25,6 +27,8 @@ use crate::{sample, scenario};
 pub struct LoadedInput {
     pub workload: Workload,
     pub description: String,
+    /// What `--isl-scale`/`--max-context` did, when given.
+    pub fit: Option<FitReport>,
 }
 
 pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
@@ -64,9 +68,12 @@ pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
             path.display()
         ));
     }
+    let fit = args.fit.fit();
+    let fit = (!fit.is_identity()).then(|| arbor_engine::fit::apply(&mut workload, &fit));
     Ok(LoadedInput {
         workload,
         description: parts.join(", "),
+        fit,
     })
 }
 

@@ -25,6 +25,7 @@ mod emulate;
 mod endpoint;
 mod export;
 mod failure;
+mod fit_advice;
 mod inputs;
 mod inspect;
 mod page;

@@ -41,6 +41,7 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
 
     let report = PlanReport::new(
         loaded.description,
+        loaded.fit,
         applied.map(|a| a.name.to_string()),
         args.service.to_string(),
         options.overlap_tolerance,

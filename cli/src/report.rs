@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use arbor_engine::breakdown::breakdown;
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::derive::Adjustments;
+use arbor_engine::fit::FitReport;
 use arbor_engine::inspect::AdjustmentSummary;
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::{Scheduler, TurnState};
@@ -95,6 +96,9 @@ pub struct PlanReport {
     pub seed: u64,
     pub service: String,
     pub policy: PolicySummary,
+    /// `--isl-scale`/`--max-context`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitReport>,
     pub trees: u64,
     pub agents: u64,
     pub agent_kinds: AgentCounts,
@@ -181,6 +185,27 @@ impl PolicySummary {
     }
 }
 
+/// One line: what `--isl-scale`/`--max-context` applied and what they
+/// did (the plan's `prompts fitted` line; `run` and `inspect` print it on
+/// stderr).
+pub fn describe_fit(fit: &FitReport) -> String {
+    let mut applied = Vec::new();
+    if let Some(f) = fit.isl_scale {
+        applied.push(format!("--isl-scale {f}"));
+    }
+    if let Some(n) = fit.max_context {
+        applied.push(format!("--max-context {n}"));
+    }
+    format!(
+        "prompts fitted ({}): {} turns capped, {} tokens dropped, largest prompt {} -> {} tokens",
+        applied.join(", "),
+        fit.turns_capped,
+        fit.tokens_dropped,
+        fit.largest_prompt_before,
+        fit.largest_prompt_after
+    )
+}
+
 fn recorded() -> String {
     "recorded".into()
 }
@@ -209,6 +234,7 @@ impl PlanReport {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         inputs: String,
+        fit: Option<FitReport>,
         scenario: Option<String>,
         service: String,
         overlap_tolerance: Nanos,
@@ -259,6 +285,7 @@ impl PlanReport {
             seed: policy.seed,
             service,
             policy: PolicySummary::new(policy, overlap_tolerance),
+            fit,
             trees: workload.trees.len() as u64,
             agents: compiled.agents,
             agent_kinds: agent_counts(workload),
@@ -294,6 +321,9 @@ impl PlanReport {
             writeln!(out, "  scenario {name}")?;
         }
         writeln!(out, "  seed {}, service {}", self.seed, self.service)?;
+        if let Some(fit) = &self.fit {
+            writeln!(out, "  {}", describe_fit(fit))?;
+        }
         writeln!(
             out,
             "  workload        {} trees, {} agents ({} root, {} blocking, {} background), {} turns",

@@ -14,6 +14,7 @@ pub mod content;
 pub mod dag;
 pub mod derive;
 pub mod error;
+pub mod fit;
 pub mod input;
 pub mod inspect;
 pub mod load;

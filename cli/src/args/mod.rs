@@ -22,6 +22,7 @@ mod workload;
 use std::path::PathBuf;
 
 use arbor_backends::live::request::{Api, MaxTokensField};
+use arbor_engine::input::Format;
 use arbor_engine::time::Nanos;
 use arbor_sim::ServiceModel;
 use clap::{Args, Parser, Subcommand};
@@ -34,7 +35,7 @@ pub use compare::CompareArgs;
 pub use emulator::EmulatorArgs;
 pub use metrics::MetricsArgs;
 pub use peer::PeerFlags;
-pub use workload::{InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
+pub use workload::{FitArgs, InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -153,6 +154,9 @@ pub struct SummarizeArgs {
 pub struct InspectArgs {
     #[command(flatten)]
     pub traces: TraceArgs,
+
+    #[command(flatten)]
+    pub fit: FitArgs,
 
     /// Overlap between consecutive turns of an agent up to this long is
     /// treated as recorder rounding (sequential, gap 0).
@@ -326,6 +330,16 @@ pub struct EmulateArgs {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
+    /// A workload to fit to the server's context length (trace files or
+    /// directories, any format): the doctor suggests --max-context and
+    /// --isl-scale by its largest prompt.
+    #[arg(value_name = "INPUT", help_heading = INPUT)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Read every INPUT as this format instead of detecting it.
+    #[arg(long, value_name = "NAME", help_heading = INPUT)]
+    pub format: Option<Format>,
+
     /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`).
     #[arg(long, visible_alias = "url", value_name = "URL", value_parser = crate::endpoint::normalize_endpoint, help_heading = SERVER)]
     pub endpoint: String,

@@ -77,6 +77,26 @@ pub fn max_tokens_field(text: &str) -> Result<MaxTokensField, String> {
     .ok_or_else(|| format!("expected max_tokens or max_completion_tokens, got `{text}`"))
 }
 
+/// `--isl-scale`: a finite factor above 0.
+pub fn isl_scale(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(f),
+        _ => Err(format!(
+            "expected a factor above 0 (e.g. 0.25), got `{text}`"
+        )),
+    }
+}
+
+/// `--max-context`: a token count of at least 1.
+pub fn max_context(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "expected a token count of at least 1 (e.g. 8192), got `{text}`"
+        )),
+    }
+}
+
 /// What `convert --to` writes: `arbor` (the only output format so far).
 pub fn convert_target(text: &str) -> Result<String, String> {
     match text {
@@ -132,6 +152,21 @@ mod tests {
         assert_eq!(positive_duration("1m"), Ok(60_000_000_000));
         assert!(positive_duration("0").unwrap_err().contains("more than 0"));
         assert!(positive_duration("soon").is_err());
+    }
+
+    #[test]
+    fn fit_values_are_checked() {
+        assert_eq!(isl_scale("0.5"), Ok(0.5));
+        for bad in ["0", "-1", "nan", "inf", "x"] {
+            assert!(isl_scale(bad).unwrap_err().contains("above 0"), "{bad}");
+        }
+        assert_eq!(max_context("8192"), Ok(8192));
+        for bad in ["0", "-5", "1.5", "many"] {
+            assert!(
+                max_context(bad).unwrap_err().contains("at least 1"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

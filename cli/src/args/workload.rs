@@ -40,6 +40,9 @@ pub struct InputArgs {
     /// treated as recorder rounding (sequential, gap 0).
     #[arg(long, value_name = "DURATION", default_value = "1", value_parser = values::duration, help_heading = INPUT)]
     pub overlap_tolerance: Nanos,
+
+    #[command(flatten)]
+    pub fit: FitArgs,
 }
 
 /// Recorded traces, at least one (`inspect`, `convert`).
@@ -159,4 +162,29 @@ pub struct ScenarioArgs {
     /// Warmups go out at their recorded lead before t*, capped at this.
     #[arg(long, value_name = "DURATION", default_value = "10", value_parser = values::duration, help_heading = AGENTX)]
     pub warmup_spread: Nanos,
+}
+
+/// Fitting prompts to the server (docs/run.md, "Fitting a workload to a
+/// server"): `plan`, `run` and `inspect`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FitArgs {
+    /// Scale every prompt by F > 0, its shared prefix blocks with it (two
+    /// turns sharing k blocks share about F*k).
+    #[arg(long, value_name = "F", value_parser = values::isl_scale, help_heading = INPUT)]
+    pub isl_scale: Option<f64>,
+
+    /// Cap every prompt at N tokens, dropping the oldest context after the
+    /// system/tool head; a turn keeps extending its capped predecessor
+    /// where it fits.
+    #[arg(long, value_name = "N", value_parser = values::max_context, help_heading = INPUT)]
+    pub max_context: Option<u32>,
+}
+
+impl FitArgs {
+    pub fn fit(&self) -> arbor_engine::fit::Fit {
+        arbor_engine::fit::Fit {
+            isl_scale: self.isl_scale,
+            max_context: self.max_context,
+        }
+    }
 }

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use arbor_engine::fit::FitReport;
 use arbor_engine::policy::Policy;
 use arbor_engine::time::Nanos;
 use schemars::JsonSchema;
@@ -31,6 +32,9 @@ pub struct RunConfig {
     pub synthetic: Option<String>,
     pub seed: u64,
     pub policy: PolicySummary,
+    /// `--isl-scale`/`--max-context`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitReport>,
     /// Service model of the planned side.
     pub service: String,
     /// Base URL, redacted.
@@ -109,6 +113,7 @@ impl RunConfig {
             synthetic: args.input.synthetic.clone(),
             seed: policy.seed,
             policy: PolicySummary::new(policy, overlap_tolerance),
+            fit: None,
             service: service.to_string(),
             endpoint: None,
             url: None,

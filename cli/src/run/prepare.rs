@@ -17,6 +17,7 @@ use crate::failure::Failure;
 use crate::inputs;
 use crate::page::planned::PlannedLoad;
 use crate::progress;
+use crate::report::describe_fit;
 use crate::scenario::Applied;
 
 use super::config::RunConfig;
@@ -68,7 +69,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
     let planned_load = PlannedLoad::of(&plan, &planned.service);
     drop(plan);
 
-    let config = RunConfig::new(
+    let mut config = RunConfig::new(
         args,
         &compiled.loaded.description,
         &compiled.policy,
@@ -77,6 +78,10 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         &requests,
         out.path(),
     );
+    config.fit = compiled.loaded.fit;
+    if let Some(fit) = &config.fit {
+        eprintln!("arbor run: {}", describe_fit(fit));
+    }
     let inputs::Compiled {
         loaded,
         policy,

@@ -61,16 +61,17 @@ struct Emulator {
 
 impl Emulator {
     fn start() -> Emulator {
+        Emulator::start_with(EmulatorConfig::default())
+    }
+
+    fn start_with(config: EmulatorConfig) -> Emulator {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .expect("a runtime for the emulator");
         let handle = runtime
-            .block_on(serve(
-                EmulatorConfig::default(),
-                "127.0.0.1:0".parse().unwrap(),
-            ))
+            .block_on(serve(config, "127.0.0.1:0".parse().unwrap()))
             .expect("the emulator starts");
         Emulator {
             handle,
@@ -134,6 +135,55 @@ fn doctor_finds_the_emulator_ready_and_recommends_flags() {
         "{use_line}"
     );
     assert_no_secret(&out);
+}
+
+#[test]
+fn doctor_suggests_fitting_a_workload_to_the_context_length() {
+    let emulator = Emulator::start_with(EmulatorConfig {
+        max_model_len: 16384,
+        ..EmulatorConfig::default()
+    });
+    let url = emulator.url();
+    let bare = doctor(&["--endpoint", &url, "--timeout", "10"]);
+    let text = stdout(&bare);
+    assert!(
+        line(&text, "context_length").contains("--max-context 16384"),
+        "{text}"
+    );
+    let use_line = text.lines().find(|l| l.starts_with("Use:")).unwrap();
+    assert!(
+        !use_line.contains("--max-context"),
+        "no workload, no flag: {use_line}"
+    );
+    let weka = fixture("trace_0187.json");
+    let dir = weka.parent().unwrap().to_str().unwrap();
+    let out = doctor(&["--endpoint", &url, "--timeout", "10", "--json", dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).expect("one JSON object");
+    let largest = report["workload_largest_prompt"]
+        .as_u64()
+        .expect("the largest prompt");
+    assert!(largest > 16384, "{report:#}");
+    let cap = report["suggested_max_context"].as_u64().unwrap();
+    assert!((8192..16384).contains(&cap), "{report:#}");
+    let scale = report["suggested_isl_scale"].as_f64().unwrap();
+    assert!(
+        scale > 0.0 && scale * largest as f64 <= cap as f64,
+        "{report:#}"
+    );
+    let action = finding(&report, "context_length")["action"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        action.contains("--max-context") && action.contains("--isl-scale"),
+        "{action}"
+    );
+    let flags = report["flags"].to_string();
+    assert!(
+        flags.contains(&format!("\"--max-context\",\"{cap}\"")),
+        "{flags}"
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod demo;
 mod doctor;
 mod emulate;
 mod export;
+mod fit;
 mod flags;
 mod gaps;
 mod golden;

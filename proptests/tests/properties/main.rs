@@ -7,6 +7,7 @@
 mod api;
 mod breakdown;
 mod determinism;
+mod fit;
 mod identity;
 mod loaders;
 mod oracle;
