@@ -1372,6 +1372,7 @@ mod tests {
             secrets: vec![],
             tls: None,
             access_flags: vec!["--api-key-env".into(), "MY_KEY".into()],
+            workload: None,
         };
         let report = finish(report, &options);
         assert!(report.usable);
