@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{arbor, jsonl, scratch, stderr, stdout};
+use crate::util::{arbor, jsonl, run_into, scratch, stderr, stdout, AGENTX_SHORT};
 
 fn fixtures() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -278,31 +278,9 @@ fn a_short_run_is_stamped_invalid_and_leaves_warmups_out_of_the_metrics() {
     let dir = scratch("agentx-run");
     let out_dir = dir.join("out");
     let fixtures = fixtures();
-    let out = arbor(&[
-        "run",
-        "--scenario",
-        "agentx-mvp",
-        "--sessions",
-        "3",
-        "--duration",
-        "2",
-        "--unsafe-override",
-        "--idle-gap-cap",
-        "0.5",
-        "--warmup-spread",
-        "0.5",
-        "--seed",
-        "7",
-        "--ttft-ms",
-        "2",
-        "--itl-ms",
-        "0.05",
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--no-progress",
-        fixtures.as_str(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let mut args = AGENTX_SHORT.to_vec();
+    args.push(fixtures.as_str());
+    run_into(&out_dir, &args);
     let s = read_json(&out_dir.join("summary.json"));
     assert_eq!(s["scenario"], "agentx-mvp");
     assert_eq!(s["submission_valid"], false);

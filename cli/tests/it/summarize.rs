@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{arbor, expect_exit_2, scratch, stderr, stdout};
+use crate::util::{arbor, expect_exit_2, run_into, scratch, stderr, stdout, AGENTX_SHORT};
 
 /// The demo (`arbor run -o DIR`, nothing else; about 11 s), run once for
 /// every test of this module.
@@ -83,30 +83,9 @@ fn on_the_demo_the_rebuilt_summary_is_the_runs_own_byte_for_byte() {
 fn a_recipe_run_with_warmups_and_lanes_is_rebuilt_byte_for_byte() {
     let dir = scratch("summarize-recipe").join("out");
     let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/weka-kv-cache-tester");
-    let out = arbor(&[
-        "run",
-        "--scenario",
-        "agentx-mvp",
-        "--sessions",
-        "3",
-        "--duration",
-        "2",
-        "--unsafe-override",
-        "--idle-gap-cap",
-        "0.5",
-        "--warmup-spread",
-        "0.5",
-        "--seed",
-        "7",
-        "--ttft-ms",
-        "2",
-        "--itl-ms",
-        "0.05",
-        "--out",
-        dir.to_str().unwrap(),
-        traces.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let mut args = AGENTX_SHORT.to_vec();
+    args.push(traces.to_str().unwrap());
+    run_into(&dir, &args);
     let own = fs::read(dir.join("summary.json")).unwrap();
     fs::remove_file(dir.join("summary.json")).unwrap();
     let out = summarize(&dir);

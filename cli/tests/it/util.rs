@@ -72,6 +72,29 @@ pub const FAST: [&str; 6] = [
     "0.1",
 ];
 
+/// A short AgentX recipe run (closed loop of 3 lanes with a warm-up
+/// window, 2 s, a fast emulator, seed 7) on the Weka fixtures; the recipe's
+/// own locks are overridden, so the run is stamped invalid.
+pub const AGENTX_SHORT: [&str; 17] = [
+    "--scenario",
+    "agentx-mvp",
+    "--sessions",
+    "3",
+    "--duration",
+    "2",
+    "--unsafe-override",
+    "--idle-gap-cap",
+    "0.5",
+    "--warmup-spread",
+    "0.5",
+    "--seed",
+    "7",
+    "--ttft-ms",
+    "2",
+    "--itl-ms",
+    "0.05",
+];
+
 /// `arbor run ARGS --out OUT --no-progress` against the built-in emulator
 /// (no `--endpoint`); it must succeed.
 pub fn run_into(out: &Path, args: &[&str]) -> Output {
