@@ -23,25 +23,29 @@
 //! yields until the deadline passes; schedule lag stays well under a
 //! millisecond without burning a core.
 //!
+//! A cancel (the grace period ran out) is a signal to the request's task,
+//! not an abort: the task owns its [`Response`], stops its exchange and
+//! reports the response measured so far (stamps, status, chunks, tokens,
+//! attempts), marked `cancelled` at the time of the cancel.
+//!
 //! Must not: allocate, lock or hop a channel per event beyond what a
-//! request needs (its body, its task, its two events), nor stamp anything
-//! the request's task stamps (sent, bytes arriving).
+//! request needs (its body, its task, its cancel signal, its two events),
+//! nor stamp anything the request's task stamps (sent, bytes arriving).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
+use tokio::sync::{mpsc, oneshot};
 
 use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler};
 use arbor_engine::time::Nanos;
 use arbor_engine::{EngineError, Workload};
 
-use super::exchange::{execute, Target};
+use super::exchange::{execute_into, Target};
 use super::prebuild::Bodies;
-use super::record::{ErrorCategory, RequestError, RequestRecord, Response};
+use super::record::{ErrorCategory, RequestRecord, Response};
 use super::request::BodyConfig;
 use super::turn::identity;
 
@@ -163,7 +167,9 @@ enum TaskEvent {
 
 /// What the loop keeps per request in flight.
 struct InFlight {
-    abort: AbortHandle,
+    /// Tells the request's task to stop, with the time of the cancel
+    /// (taken once sent).
+    cancel: Option<oneshot::Sender<Nanos>>,
     sent: Option<Nanos>,
 }
 
@@ -258,7 +264,8 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         let tx = self.tx.clone();
         let target = Arc::clone(&self.target);
         let head_tx = self.bodies.build_ahead(self.scheduler, id);
-        let task = tokio::spawn(async move {
+        let (cancel, cancelled) = oneshot::channel::<Nanos>();
+        tokio::spawn(async move {
             let sent_tx = tx.clone();
             let on_sent = move |at| {
                 let _ = sent_tx.send(TaskEvent::Sent { id, at });
@@ -270,7 +277,32 @@ impl<S: RecordSink> LiveLoop<'_, S> {
                 }
             };
             let osl = turn.osl as usize;
-            let response = execute(&target, &body, id, epoch, osl, started, on_sent, on_head).await;
+            let mut response = Response::default();
+            let cancelled_at = {
+                let exchange = execute_into(
+                    &mut response,
+                    &target,
+                    &body,
+                    id,
+                    epoch,
+                    osl,
+                    started,
+                    on_sent,
+                    on_head,
+                );
+                tokio::pin!(exchange);
+                // A dropped sender (the loop is gone) disables the branch.
+                tokio::select! {
+                    biased;
+                    () = &mut exchange => None,
+                    Ok(at) = cancelled => Some(at),
+                }
+            };
+            // The exchange is dropped (its connection closed); what it
+            // measured stays.
+            if let Some(at) = cancelled_at {
+                response.cancel(at);
+            }
             let _ = tx.send(TaskEvent::Done {
                 id,
                 response: Box::new(response),
@@ -281,7 +313,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
             self.inflight.resize_with(index + 1, || None);
         }
         self.inflight[index] = Some(InFlight {
-            abort: task.abort_handle(),
+            cancel: Some(cancel),
             sent: sent_now,
         });
         self.outstanding += 1;
@@ -294,29 +326,16 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         }
     }
 
-    /// `Cancel(id)` (the grace ran out): abort the request's task and
-    /// record it as cancelled now.
+    /// `Cancel(id)` (the grace ran out): tell the request's task to stop
+    /// now; it reports what it measured, marked cancelled, as its `Done`
+    /// (handled by [`Self::on_done`]).
     fn on_cancel(&mut self, id: RequestId) -> Result<(), LiveError> {
-        let Some(entry) = self.take_inflight(id) else {
-            return Ok(());
-        };
-        entry.abort.abort();
         let at = self.now();
-        let mut response = Response {
-            error: Some(RequestError {
-                category: ErrorCategory::Cancelled,
-                message: "cancelled at the end of the grace period".into(),
-                http_status: None,
-                retry_after_s: None,
-            }),
-            ..Response::default()
-        };
-        response.stamps.sent = entry.sent;
-        response.stamps.done = Some(at);
-        self.scheduler
-            .handle_completion(at, id, Outcome::Cancelled)?;
-        self.record(id, &response)?;
-        self.progress.done.fetch_add(1, Ordering::Relaxed);
+        if let Some(Some(entry)) = self.inflight.get_mut(id as usize) {
+            if let Some(cancel) = entry.cancel.take() {
+                let _ = cancel.send(at);
+            }
+        }
         Ok(())
     }
 
@@ -339,6 +358,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         let at = response.stamps.done.unwrap_or_else(|| self.now());
         let outcome = match &response.error {
             None => Outcome::Ok,
+            Some(e) if e.category == ErrorCategory::Cancelled => Outcome::Cancelled,
             // The prompt no longer fits: later turns of the conversation
             // would not either.
             Some(e) if e.category == ErrorCategory::ContextOverflow => Outcome::EndTrajectory,
@@ -346,7 +366,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         };
         self.scheduler.handle_completion(at, id, outcome)?;
         let root_warmup = self.scheduler.aborted() == Some(id);
-        if response.error.is_some() {
+        if response.error.is_some() && outcome != Outcome::Cancelled {
             self.progress.errors.fetch_add(1, Ordering::Relaxed);
         }
         self.progress.done.fetch_add(1, Ordering::Relaxed);

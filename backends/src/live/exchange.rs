@@ -13,9 +13,20 @@
 //! request always ends in a [`Response`]; a failed TLS handshake is a
 //! `connect` error, not retried.
 //!
-//! Retries: only a request that got no response byte. A pooled connection
-//! the server had closed is replaced silently (the request never reached
-//! the server); a failed connect is retried up to `retries` times.
+//! Retries and resends (docs/reliability.md): a pooled connection the
+//! server had closed is seen by the pool's zero-timeout peek and dropped
+//! before anything is written (no attempt, no resend); a failed connect is
+//! retried up to `retries` times (nothing was sent); a request is sent
+//! again, once, only when a write failed with nothing of it written. A
+//! connection that took the request, or part of it, and then closed before
+//! a response is an error: the request may have reached the server. Every
+//! try counts in [`Response::attempts`], the resend in
+//! [`Response::resends`].
+//!
+//! Caps: an error body keeps [`ERROR_BODY_BYTES`]; the head, line and
+//! chunk-size caps are `http`'s, `sse`'s and `framing`'s, and reaching one
+//! is an `oversized` error. Error messages are recorded with the target's
+//! secrets redacted ([`super::redact`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,19 +36,25 @@ use tokio::io::AsyncReadExt;
 use arbor_engine::time::Nanos;
 use arbor_sim::emulator::REQUEST_ID_HEADER;
 
-use super::framing::BodyDecoder;
+use super::framing::{BodyDecoder, FramingError};
 use super::http::{
     read_head, read_small_body, render_head_prefix, Conn, Endpoint, Head, HeadError, Pool,
+    WriteError,
 };
 use super::messages_sse::{self, MessagesUsage};
 use super::record::{classify_message, ErrorCategory, RequestError, Response, OVERLOADED_STATUS};
+use super::redact::Secrets;
 use super::request::Api;
 use super::sse::{classify, data_of, LineSplitter};
 use super::stream::{ConnectError, Dial};
 use super::tls::{ClientConfig, Negotiated};
 
-/// The most of an error body kept in a record.
-const ERROR_BODY_BYTES: usize = 2048;
+/// The most of an error body kept in a record, in bytes.
+pub const ERROR_BODY_BYTES: usize = 2048;
+
+/// The most of a malformed SSE line shown in its error message, in
+/// characters.
+const SHOWN_LINE_CHARS: usize = 200;
 
 /// How long a finished stream's connection may take to deliver the end of
 /// its body (after `[DONE]`) before it is dropped instead of reused.
@@ -50,6 +67,8 @@ pub struct Target {
     endpoint: Endpoint,
     /// Extra headers (`name`, `value`), the API key's among them.
     headers: Arc<[(String, Vec<u8>)]>,
+    /// The secret values among them, redacted from recorded errors.
+    secrets: Arc<Secrets>,
     /// `POST <path> HTTP/1.1`, `Host`, `Content-Type` and the extra headers.
     post_prefix: Arc<[u8]>,
     pub timeout: Duration,
@@ -81,6 +100,7 @@ impl Target {
             .iter()
             .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
             .collect();
+        let secrets = Secrets::of(headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
         let mut fixed = headers.to_vec();
         fixed.push(("Content-Type".into(), b"application/json".to_vec()));
         let post_prefix = render_head_prefix("POST", &endpoint, &fixed).into();
@@ -88,6 +108,7 @@ impl Target {
             pool: Arc::new(Pool::new(dial)),
             endpoint,
             headers,
+            secrets: Arc::new(secrets),
             post_prefix,
             timeout,
             retries,
@@ -155,19 +176,25 @@ impl Target {
     }
 
     /// Sends a request at once from the caller's task, on an idle
-    /// connection, writing what the socket takes without waiting; the
-    /// request's own task then writes any rest and reads the answer
-    /// ([`execute`] with the returned [`Started`]). `None` when no
-    /// connection is idle or the write failed: [`execute`] does it all.
+    /// connection (one the pool's peek found open), writing what the socket
+    /// takes without waiting; the request's own task then writes any rest
+    /// and reads the answer ([`execute`] with the returned [`Started`]).
+    /// `None` when no connection is idle: [`execute`] does it all. A failed
+    /// write is left to [`execute`], which judges it by the resend rule
+    /// (the module doc) exactly as its own writes.
     pub fn send_now(&self, request_id: u64, body: &[u8], epoch: Instant) -> Option<Started> {
         let mut conn = self.pool.take()?;
         let head = self.post_head(request_id, body.len());
         let sent = nanos_since(epoch);
-        let written = conn.try_write_request(&head, body).ok()?;
+        let (written, failed) = match conn.try_write_request(&head, body) {
+            Ok(written) => (written, None),
+            Err(e) => (e.written, Some(e)),
+        };
         Some(Started {
             conn,
             head,
             written,
+            failed,
             sent,
         })
     }
@@ -204,6 +231,8 @@ pub struct Started {
     head: Vec<u8>,
     /// Bytes of head and body written so far.
     written: usize,
+    /// The write failed (after `written` bytes).
+    failed: Option<WriteError>,
     sent: Nanos,
 }
 
@@ -244,11 +273,42 @@ pub async fn execute(
     on_head: impl FnOnce(),
 ) -> Response {
     let mut response = Response::default();
+    execute_into(
+        &mut response,
+        target,
+        body,
+        request_id,
+        epoch,
+        expected_chunks,
+        started,
+        on_sent,
+        on_head,
+    )
+    .await;
+    response
+}
+
+/// [`execute`], measuring into `response` as it goes: a caller that drops
+/// this future midway (a cancel at the end of the grace period) keeps
+/// every stamp, the status, the chunks and the attempts measured so far.
+/// An error message is recorded with the target's secrets redacted.
+#[allow(clippy::too_many_arguments)]
+pub async fn execute_into(
+    response: &mut Response,
+    target: &Target,
+    body: &[u8],
+    request_id: u64,
+    epoch: Instant,
+    expected_chunks: usize,
+    started: Option<Started>,
+    on_sent: impl FnOnce(Nanos),
+    on_head: impl FnOnce(),
+) {
     response.stamps.content.reserve(expected_chunks + 2);
     let deadline = tokio::time::Instant::now() + target.timeout;
     let clock = || nanos_since(epoch);
-    let (mut begun, request_head, sent) = match started {
-        Some(s) => (Some((s.conn, s.written)), s.head, s.sent),
+    let (begun, request_head, sent) = match started {
+        Some(s) => (Some((s.conn, s.written, s.failed)), s.head, s.sent),
         None => {
             let head = target.post_head(request_id, body.len());
             let sent = clock();
@@ -258,77 +318,189 @@ pub async fn execute(
     };
     response.stamps.sent = Some(sent);
     response.attempts = 1;
-
-    let (conn, head) = loop {
-        let (mut conn, from) = match begun.take() {
-            Some(begun) => begun,
-            None => match target.pool.take() {
-                Some(conn) => (conn, 0),
-                None => match tokio::time::timeout_at(deadline, target.pool.connect()).await {
-                    Ok(Ok(conn)) => (conn, 0),
-                    // A failed TLS handshake is not retried: it would fail
-                    // the same way.
-                    Ok(Err(ConnectError::Tcp { .. })) if response.attempts <= target.retries => {
-                        let backoff = Duration::from_millis(50 << response.attempts.min(6));
-                        response.attempts += 1;
-                        tokio::time::sleep_until(
-                            deadline.min(tokio::time::Instant::now() + backoff),
-                        )
-                        .await;
-                        continue;
-                    }
-                    Ok(Err(e)) => {
-                        return ended(response, ErrorCategory::Connect, e.to_string(), clock());
-                    }
-                    Err(_) => {
-                        let message = "no connection before the timeout";
-                        return ended(response, ErrorCategory::Timeout, message, clock());
-                    }
-                },
-            },
-        };
-        let exchange = tokio::time::timeout_at(deadline, async {
-            conn.write_request(&request_head, body, from)
-                .await
-                .map_err(HeadError::NoResponse)?;
-            read_head(&mut conn, clock).await
-        })
-        .await;
-        match exchange {
-            Ok(Ok(head)) => break (conn, head),
-            // A pooled connection the server had closed: the request never
-            // reached it. Send it again on another connection.
-            Ok(Err(HeadError::NoResponse(_))) if conn.reused => continue,
-            Ok(Err(e)) => {
-                let category = match e {
-                    HeadError::NoResponse(_) => ErrorCategory::Connect,
-                    HeadError::Cut(_) => ErrorCategory::StreamCut,
-                    HeadError::Malformed(_) => ErrorCategory::ServerError,
-                };
-                return ended(response, category, e.to_string(), clock());
-            }
-            Err(_) => {
-                let message = "no response head before the timeout";
-                return ended(response, ErrorCategory::Timeout, message, clock());
-            }
-        }
-    };
-    response.stamps.headers = Some(head.at);
-    response.http_status = Some(head.status);
-    on_head();
-    let answer = Answer {
-        target,
-        conn,
-        head,
+    let request = Outgoing {
+        head: &request_head,
+        body,
         deadline,
         epoch,
     };
-    if (200..300).contains(&answer.head.status) {
-        answer.read_stream(&mut response).await;
-    } else {
-        answer.failed_status(&mut response).await;
+    if let Some((conn, head)) = request.deliver(target, begun, response).await {
+        response.stamps.headers = Some(head.at);
+        response.http_status = Some(head.status);
+        on_head();
+        let answer = Answer {
+            target,
+            conn,
+            head,
+            deadline,
+            epoch,
+        };
+        if (200..300).contains(&answer.head.status) {
+            answer.read_stream(response).await;
+        } else {
+            answer.failed_status(response).await;
+        }
     }
-    response
+    if let Some(e) = &mut response.error {
+        if !target.secrets.is_empty() {
+            e.message = target.secrets.redact(&e.message);
+        }
+    }
+}
+
+/// A request on its way: its bytes and its clock.
+struct Outgoing<'a> {
+    head: &'a [u8],
+    body: &'a [u8],
+    /// The request's timeout.
+    deadline: tokio::time::Instant,
+    /// The run's clock origin.
+    epoch: Instant,
+}
+
+/// Why one attempt got no response head.
+enum Missed {
+    Write(WriteError),
+    Head(HeadError),
+}
+
+impl Outgoing<'_> {
+    /// Writes the request and reads the response head, on `begun` (a
+    /// connection [`Target::send_now`] wrote on) or on a pooled or new
+    /// connection: the connection and the head, or `None` with the error
+    /// in `response`.
+    ///
+    /// The resend rule: the request goes again, once, only when it
+    /// provably never left: a write failed with nothing of it written. A
+    /// connection that took any of it and then failed or closed before a
+    /// response may have delivered it: that is an error, never a resend. A
+    /// pooled connection seen closed before the write (the pool's peek) is
+    /// dropped before this point and costs no attempt. A failed connect is
+    /// retried up to `--retries` times (nothing was sent); each try counts
+    /// in `attempts`.
+    async fn deliver(
+        &self,
+        target: &Target,
+        mut begun: Option<(Conn, usize, Option<WriteError>)>,
+        response: &mut Response,
+    ) -> Option<(Conn, Head)> {
+        let clock = || nanos_since(self.epoch);
+        let mut connect_retries = 0;
+        loop {
+            let (mut conn, from, failed) = match begun.take() {
+                Some(begun) => begun,
+                None => match self
+                    .connection(target, &mut connect_retries, response)
+                    .await
+                {
+                    Some(conn) => (conn, 0, None),
+                    None => return None,
+                },
+            };
+            let attempt = match failed {
+                Some(e) => Ok(Err(Missed::Write(e))),
+                None => {
+                    tokio::time::timeout_at(self.deadline, async {
+                        conn.write_request(self.head, self.body, from)
+                            .await
+                            .map_err(Missed::Write)?;
+                        read_head(&mut conn, clock).await.map_err(Missed::Head)
+                    })
+                    .await
+                }
+            };
+            let (category, message) = match attempt {
+                Ok(Ok(head)) => return Some((conn, head)),
+                // Nothing of the request left: it goes again, once.
+                Ok(Err(Missed::Write(e))) if e.written == 0 && response.resends == 0 => {
+                    response.resends += 1;
+                    response.attempts += 1;
+                    continue;
+                }
+                Ok(Err(Missed::Write(e))) if e.written == 0 => (
+                    ErrorCategory::Connect,
+                    format!(
+                        "the connection failed before the request was written, \
+                         also on the resend: {}",
+                        e.source
+                    ),
+                ),
+                Ok(Err(Missed::Write(e))) => (
+                    ErrorCategory::Connect,
+                    format!(
+                        "the connection failed after {} of the request's {} bytes were \
+                         written (not resent: it may have reached the server): {}",
+                        e.written,
+                        self.head.len() + self.body.len(),
+                        e.source
+                    ),
+                ),
+                Ok(Err(Missed::Head(HeadError::NoResponse(e)))) => (
+                    ErrorCategory::Connect,
+                    format!(
+                        "the connection closed after the request was sent, before any \
+                         response (not resent: it may have reached the server): {e}"
+                    ),
+                ),
+                Ok(Err(Missed::Head(e))) => {
+                    let category = match e {
+                        HeadError::Cut(_) | HeadError::NoResponse(_) => ErrorCategory::StreamCut,
+                        HeadError::Malformed(_) => ErrorCategory::ServerError,
+                        HeadError::Oversized(_) => ErrorCategory::Oversized,
+                    };
+                    (category, e.to_string())
+                }
+                Err(_) => (
+                    ErrorCategory::Timeout,
+                    "no response head before the timeout".to_string(),
+                ),
+            };
+            ended(response, category, message, clock());
+            return None;
+        }
+    }
+
+    /// A pooled connection (one the pool's peek found open), or a new one;
+    /// a failed TCP connect is retried up to `target.retries` times in all
+    /// (`retried` counts them). `None` with the error in `response`.
+    async fn connection(
+        &self,
+        target: &Target,
+        retried: &mut u32,
+        response: &mut Response,
+    ) -> Option<Conn> {
+        if let Some(conn) = target.pool.take() {
+            return Some(conn);
+        }
+        loop {
+            let (category, message) =
+                match tokio::time::timeout_at(self.deadline, target.pool.connect()).await {
+                    Ok(Ok(conn)) => return Some(conn),
+                    // Out of descriptors, buffers or ports: the client's own
+                    // failure, loud, not retried.
+                    Ok(Err(e @ ConnectError::Tcp { .. })) if e.is_client_resource() => {
+                        (ErrorCategory::Client, e.to_string())
+                    }
+                    // A failed TLS handshake is not retried: it would fail
+                    // the same way.
+                    Ok(Err(ConnectError::Tcp { .. })) if *retried < target.retries => {
+                        *retried += 1;
+                        response.attempts += 1;
+                        let backoff = Duration::from_millis(50 << (*retried).min(6));
+                        let until = self.deadline.min(tokio::time::Instant::now() + backoff);
+                        tokio::time::sleep_until(until).await;
+                        continue;
+                    }
+                    Ok(Err(e)) => (ErrorCategory::Connect, e.to_string()),
+                    Err(_) => (
+                        ErrorCategory::Timeout,
+                        "no connection before the timeout".to_string(),
+                    ),
+                };
+            ended(response, category, message, nanos_since(self.epoch));
+            return None;
+        }
+    }
 }
 
 /// A response whose head is in, and what reading the rest needs.
@@ -343,15 +515,9 @@ struct Answer<'a> {
 }
 
 /// `response` ended at `at` by an error before any response.
-fn ended(
-    mut response: Response,
-    category: ErrorCategory,
-    message: impl Into<String>,
-    at: Nanos,
-) -> Response {
+fn ended(response: &mut Response, category: ErrorCategory, message: impl Into<String>, at: Nanos) {
     response.error = Some(error(category, message));
     response.stamps.done = Some(at);
-    response
 }
 
 impl Answer<'_> {
@@ -437,9 +603,13 @@ impl Scan {
     ) -> bool {
         let Scan { splitter, lines } = self;
         response.stamps.done = Some(at);
+        let mut too_long = None;
         let decoded = decoder.feed(bytes, |data| {
             response.stamps.first_byte.get_or_insert(at);
-            splitter.feed(data, |line| {
+            if too_long.is_some() {
+                return;
+            }
+            let split = splitter.feed(data, |line| {
                 let Some(data) = data_of(line) else { return };
                 let said = if lines.messages {
                     lines.messages_event(data)
@@ -448,16 +618,18 @@ impl Scan {
                 };
                 lines.note(said, line, at, response);
             });
+            too_long = split.err();
         });
-        match decoded {
-            Ok(()) => true,
-            Err(e) => {
-                lines
-                    .failure
-                    .get_or_insert(error(ErrorCategory::StreamCut, e.to_string()));
-                false
+        let failure = match (decoded, too_long) {
+            (_, Some(e)) => error(ErrorCategory::Oversized, e.to_string()),
+            (Ok(()), None) => return true,
+            (Err(e @ FramingError::Oversized), None) => {
+                error(ErrorCategory::Oversized, e.to_string())
             }
-        }
+            (Err(e), None) => error(ErrorCategory::StreamCut, e.to_string()),
+        };
+        lines.failure.get_or_insert(failure);
+        false
     }
 
     /// The failure of a stream that ended without its end marker.
@@ -555,8 +727,16 @@ impl Lines {
     }
 
     fn malformed(&mut self, line: &[u8]) {
-        let shown: String = String::from_utf8_lossy(line).chars().take(200).collect();
-        self.failure.get_or_insert(error(
+        if self.failure.is_some() {
+            return;
+        }
+        // At most 4 bytes a character: the shown characters are in here.
+        let start = &line[..line.len().min(4 * SHOWN_LINE_CHARS)];
+        let shown: String = String::from_utf8_lossy(start)
+            .chars()
+            .take(SHOWN_LINE_CHARS)
+            .collect();
+        self.failure = Some(error(
             ErrorCategory::MalformedSse,
             format!("malformed SSE line: {shown}"),
         ));

@@ -6,6 +6,14 @@
 //! delivers. Pure: no I/O, no clock, no allocation. The decoder hands out
 //! slices of its input, so the caller scans body bytes in the same read
 //! that brought them.
+//!
+//! Cap: a chunk-size line (its hex digits and any extension) or a trailer
+//! line longer than [`CHUNK_LINE_CAP`] bytes is an error
+//! ([`FramingError::Oversized`]); nothing is buffered either way.
+
+/// The longest chunk-size line (size, extension, line end) or trailer
+/// line accepted, in bytes.
+pub const CHUNK_LINE_CAP: usize = 4096;
 
 /// How the end of a body is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,10 +26,18 @@ pub enum Framing {
     UntilClose,
 }
 
-/// The body's framing is broken (a bad chunk size line, a missing CRLF).
+/// Why a body's framing cannot be followed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad HTTP body framing: {0}")]
-pub struct FramingError(pub &'static str);
+pub enum FramingError {
+    /// It is broken (a bad chunk size line, a missing CRLF).
+    #[error("bad HTTP body framing: {0}")]
+    Broken(&'static str),
+    /// A chunk-size or trailer line passed [`CHUNK_LINE_CAP`].
+    #[error("a chunk-size line passed {CHUNK_LINE_CAP} bytes (the cap on one chunk-size line)")]
+    Oversized,
+}
+
+use FramingError::Broken;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -30,9 +46,11 @@ enum State {
         value: u64,
         digits: u8,
     },
-    /// Skipping a chunk extension (`;name=value`) up to the line end.
+    /// Skipping a chunk extension (`;name=value`) up to the line end;
+    /// `len` bytes of the line so far.
     Extension {
         value: u64,
+        len: usize,
     },
     /// Saw `\r` after a size line; `\n` must follow.
     SizeLf {
@@ -45,9 +63,10 @@ enum State {
     /// After a chunk's data: `\r\n` must follow.
     DataCr,
     DataLf,
-    /// After the last (zero-size) chunk: trailer lines up to an empty one.
+    /// After the last (zero-size) chunk: trailer lines up to an empty one;
+    /// `len` bytes of the current line so far.
     Trailer {
-        at_line_start: bool,
+        len: usize,
     },
     /// Counting down a `Content-Length` body.
     Sized {
@@ -139,7 +158,7 @@ impl BodyDecoder {
             State::Size { value, digits } => match byte {
                 b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
                     if digits >= 16 {
-                        return Err(FramingError("chunk size longer than 16 hex digits"));
+                        return Err(Broken("chunk size longer than 16 hex digits"));
                     }
                     let digit = (byte as char).to_digit(16).unwrap_or(0) as u64;
                     State::Size {
@@ -147,19 +166,26 @@ impl BodyDecoder {
                         digits: digits + 1,
                     }
                 }
-                _ if digits == 0 => return Err(FramingError("chunk size is not hexadecimal")),
-                b';' | b' ' | b'\t' => State::Extension { value },
+                _ if digits == 0 => return Err(Broken("chunk size is not hexadecimal")),
+                b';' | b' ' | b'\t' => State::Extension {
+                    value,
+                    len: usize::from(digits) + 1,
+                },
                 b'\r' => State::SizeLf { value },
                 b'\n' => after_size_line(value),
-                _ => return Err(FramingError("chunk size is not hexadecimal")),
+                _ => return Err(Broken("chunk size is not hexadecimal")),
             },
-            State::Extension { value } => match byte {
+            State::Extension { value, len } => match byte {
                 b'\n' => after_size_line(value),
-                _ => State::Extension { value },
+                _ if len >= CHUNK_LINE_CAP => return Err(FramingError::Oversized),
+                _ => State::Extension {
+                    value,
+                    len: len + 1,
+                },
             },
             State::SizeLf { value } => match byte {
                 b'\n' => after_size_line(value),
-                _ => return Err(FramingError("chunk size line not ended by CRLF")),
+                _ => return Err(Broken("chunk size line not ended by CRLF")),
             },
             State::DataCr => match byte {
                 b'\r' => State::DataLf,
@@ -167,24 +193,22 @@ impl BodyDecoder {
                     value: 0,
                     digits: 0,
                 },
-                _ => return Err(FramingError("chunk data not followed by CRLF")),
+                _ => return Err(Broken("chunk data not followed by CRLF")),
             },
             State::DataLf => match byte {
                 b'\n' => State::Size {
                     value: 0,
                     digits: 0,
                 },
-                _ => return Err(FramingError("chunk data not followed by CRLF")),
+                _ => return Err(Broken("chunk data not followed by CRLF")),
             },
-            State::Trailer { at_line_start } => match byte {
-                b'\n' if at_line_start => State::Complete,
-                b'\n' => State::Trailer {
-                    at_line_start: true,
-                },
-                b'\r' => State::Trailer { at_line_start },
-                _ => State::Trailer {
-                    at_line_start: false,
-                },
+            // A line of only `\r\n` (or `\n`) ends the trailer.
+            State::Trailer { len } => match byte {
+                b'\n' if len == 0 => State::Complete,
+                b'\n' => State::Trailer { len: 0 },
+                b'\r' if len == 0 => State::Trailer { len },
+                _ if len >= CHUNK_LINE_CAP => return Err(FramingError::Oversized),
+                _ => State::Trailer { len: len + 1 },
             },
             other => other,
         };
@@ -194,9 +218,7 @@ impl BodyDecoder {
 
 fn after_size_line(value: u64) -> State {
     if value == 0 {
-        State::Trailer {
-            at_line_start: true,
-        }
+        State::Trailer { len: 0 }
     } else {
         State::Data { remaining: value }
     }
@@ -281,6 +303,17 @@ mod tests {
             let mut d = BodyDecoder::new(Framing::Chunked);
             assert!(d.feed(wire, |_| {}).is_err(), "{:?}", wire);
         }
+        // A chunk-size line (or a trailer line) past the cap.
+        let long = [&b"5;"[..], &vec![b'x'; CHUNK_LINE_CAP][..]].concat();
+        let mut d = BodyDecoder::new(Framing::Chunked);
+        assert_eq!(d.feed(&long, |_| {}), Err(FramingError::Oversized));
+        let trailer = [&b"0\r\nX-T: "[..], &vec![b'x'; CHUNK_LINE_CAP][..]].concat();
+        let mut d = BodyDecoder::new(Framing::Chunked);
+        assert_eq!(d.feed(&trailer, |_| {}), Err(FramingError::Oversized));
+        let mut d = BodyDecoder::new(Framing::Chunked);
+        d.feed(&long[..CHUNK_LINE_CAP - 8], |_| {}).unwrap();
+        d.feed(b"\r\nab", |_| {}).unwrap();
+        assert!(!d.is_complete(), "a long extension under the cap is fine");
         // The largest size parses (and waits for its data).
         let mut d = BodyDecoder::new(Framing::Chunked);
         d.feed(b"ffffffffffffffff\r\nab", |_| {}).unwrap();

@@ -17,8 +17,14 @@
 //! [`super::stream::Stream`], plain or TLS: the same buffer, reads and
 //! stamps either way). Connections are kept alive and reused (last in,
 //! first out); a pooled connection the server has closed is noticed when it
-//! is taken, or, if it closes as the request goes out, the request is sent
-//! again on a fresh connection (it never reached the server).
+//! is taken (a zero-timeout peek) and dropped. Whether a request may be
+//! sent again is not decided here: a failed write reports how much of the
+//! request was written ([`WriteError`]) and `exchange` decides.
+//!
+//! Caps on what is read (documented sizes, each a classified error when
+//! reached, never an allocation): a response head of [`HEAD_CAP_BYTES`]
+//! bytes and [`HEAD_CAP_LINES`] header lines; a small body (an error
+//! message, a warm-up answer) read to [`SMALL_BODY_CAP`] bytes at most.
 
 use std::io::{self, IoSlice};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -33,8 +39,26 @@ use super::stream::{ConnectError, Dial, Stream};
 /// read buffer unless a response head is larger.
 pub const READ_BUFFER: usize = 16 * 1024;
 
-/// The largest response head accepted.
-const MAX_HEAD: usize = 64 * 1024;
+/// The largest response head accepted, in bytes (informational heads
+/// before it included).
+pub const HEAD_CAP_BYTES: usize = 64 * 1024;
+
+/// The most header lines a response head may have.
+pub const HEAD_CAP_LINES: usize = 64;
+
+/// The most of a small body (an error message, a warm-up answer) read off
+/// the connection; past it the rest is not read and the connection is not
+/// reused.
+pub const SMALL_BODY_CAP: usize = 1024 * 1024;
+
+/// A request's write failed after `written` bytes of its head and body
+/// (counted from the start of the request, on this connection).
+#[derive(Debug, thiserror::Error)]
+#[error("writing the request failed after {written} bytes: {source}")]
+pub struct WriteError {
+    pub written: usize,
+    pub source: io::Error,
+}
 
 /// Where requests go: the server's address and the request's path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,29 +152,38 @@ impl Conn {
     }
 
     /// Writes `head` then `body` from byte `from` of the two, in one system
-    /// call when the socket takes it all.
-    pub async fn write_request(&mut self, head: &[u8], body: &[u8], from: usize) -> io::Result<()> {
+    /// call when the socket takes it all. A failure says how many bytes
+    /// had been written.
+    pub async fn write_request(
+        &mut self,
+        head: &[u8],
+        body: &[u8],
+        from: usize,
+    ) -> Result<(), WriteError> {
         let total = head.len() + body.len();
         let mut written = from;
+        let failed = |written, source| WriteError { written, source };
         while written < total {
             let n = if written < head.len() {
                 let parts = [IoSlice::new(&head[written..]), IoSlice::new(body)];
-                self.stream.write_vectored(&parts).await?
+                self.stream.write_vectored(&parts).await
             } else {
-                self.stream.write(&body[written - head.len()..]).await?
+                self.stream.write(&body[written - head.len()..]).await
             };
-            if n == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
+            match n {
+                Ok(0) => return Err(failed(written, io::ErrorKind::WriteZero.into())),
+                Ok(n) => written += n,
+                Err(e) => return Err(failed(written, e)),
             }
-            written += n;
         }
         // TLS: what the session holds goes out now (a no-op for TCP).
-        self.stream.flush().await
+        self.stream.flush().await.map_err(|e| failed(written, e))
     }
 
     /// Writes as much of `head` then `body` as the socket takes without
-    /// waiting; returns how much that was.
-    pub fn try_write_request(&mut self, head: &[u8], body: &[u8]) -> io::Result<usize> {
+    /// waiting; returns how much that was, or how much had been written
+    /// when the write failed.
+    pub fn try_write_request(&mut self, head: &[u8], body: &[u8]) -> Result<usize, WriteError> {
         let total = head.len() + body.len();
         let mut written = 0;
         while written < total {
@@ -165,7 +198,7 @@ impl Conn {
                 Ok(0) => break,
                 Ok(n) => written += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
+                Err(source) => return Err(WriteError { written, source }),
             }
         }
         Ok(written)
@@ -251,6 +284,9 @@ pub enum HeadError {
     /// The bytes are not an HTTP/1.x response head.
     #[error("not an HTTP response: {0}")]
     Malformed(String),
+    /// The head passed a cap ([`HEAD_CAP_BYTES`], [`HEAD_CAP_LINES`]).
+    #[error("{0}")]
+    Oversized(String),
 }
 
 /// Reads a response head into `conn.buf`. `clock` is read right after each
@@ -260,12 +296,13 @@ pub async fn read_head(conn: &mut Conn, clock: impl Fn() -> u64) -> Result<Head,
     let mut filled = 0usize;
     loop {
         if filled == conn.buf.len() {
-            if conn.buf.len() >= MAX_HEAD {
-                return Err(HeadError::Malformed(format!(
-                    "response head longer than {MAX_HEAD} bytes"
+            if conn.buf.len() >= HEAD_CAP_BYTES {
+                return Err(HeadError::Oversized(format!(
+                    "the response head passed {} KiB (the cap on a head) after {filled} bytes",
+                    HEAD_CAP_BYTES / 1024
                 )));
             }
-            conn.buf.resize(conn.buf.len() * 2, 0);
+            conn.buf.resize((conn.buf.len() * 2).min(HEAD_CAP_BYTES), 0);
         }
         let n = match conn.stream.read(&mut conn.buf[filled..]).await {
             Ok(0) if filled == 0 => {
@@ -304,11 +341,16 @@ pub async fn read_head(conn: &mut Conn, clock: impl Fn() -> u64) -> Result<Head,
 /// Parses one head from `bytes`: its length and meaning, or `None` when it
 /// is not complete yet.
 fn parse_head(bytes: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut headers = [httparse::EMPTY_HEADER; HEAD_CAP_LINES];
     let mut response = httparse::Response::new(&mut headers);
     let len = match response.parse(bytes) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(HeadError::Oversized(format!(
+                "the response head has more than {HEAD_CAP_LINES} header lines (the cap on a head)"
+            )))
+        }
         Err(e) => {
             let shown: String = String::from_utf8_lossy(&bytes[..bytes.len().min(80)])
                 .chars()
@@ -393,9 +435,9 @@ pub fn render_head_prefix(
 }
 
 /// Reads the rest of a small body (an error message, a model list) after
-/// its head, keeping at most `keep` bytes. Returns the bytes and whether
-/// the body ended cleanly (the connection may be reused when the head
-/// allows it).
+/// its head, keeping at most `keep` bytes and reading at most
+/// [`SMALL_BODY_CAP`]. Returns the bytes and whether the body ended
+/// cleanly (the connection may be reused when the head allows it).
 pub async fn read_small_body(conn: &mut Conn, head: &Head, keep: usize) -> (Vec<u8>, bool) {
     let mut decoder = super::framing::BodyDecoder::new(head.framing);
     let mut text = Vec::new();
@@ -409,13 +451,18 @@ pub async fn read_small_body(conn: &mut Conn, head: &Head, keep: usize) -> (Vec<
     {
         return (text, false);
     }
+    let mut read = head.filled - head.body_start;
     while !decoder.is_complete() {
+        if read >= SMALL_BODY_CAP {
+            return (text, false);
+        }
         match conn.stream.read(&mut conn.buf).await {
             Ok(0) | Err(_) => {
                 let clean = decoder.close();
                 return (text, clean);
             }
             Ok(n) => {
+                read += n;
                 if decoder.feed(&conn.buf[..n], &mut take).is_err() {
                     return (text, false);
                 }

@@ -15,12 +15,12 @@
 //! only `message_start`, `message_delta` and `error` (once or twice a
 //! stream) are parsed as JSON. Unknown event types are ignored, as the
 //! API asks of clients. A payload is malformed when it is not a JSON object
-//! (`{` ... `}`), or when a payload that had to be parsed does not parse.
+//! (`{` ... `}`) in valid UTF-8, or when a payload that had to be parsed does not parse.
 
 use memchr::memmem;
 use serde::Deserialize;
 
-use super::sse::has_text;
+use super::sse::{has_text, is_json_object_text};
 
 /// Token counts a Messages stream reported, field by field: `message_start`
 /// carries the input side, `message_delta` the output (and, from some
@@ -158,7 +158,7 @@ static KEYS: std::sync::LazyLock<Keys> = std::sync::LazyLock::new(|| Keys {
 /// Classifies one payload (the text after `data:`).
 pub fn classify(payload: &[u8]) -> Event {
     let payload = payload.trim_ascii();
-    if payload.first() != Some(&b'{') || payload.last() != Some(&b'}') {
+    if !is_json_object_text(payload) {
         return Event {
             malformed: true,
             ..Event::default()
@@ -255,19 +255,21 @@ mod tests {
         let (mut content, mut stops, mut pings) = (0, 0, 0);
         let mut usage = MessagesUsage::default();
         for piece in stream.as_bytes().chunks(7) {
-            splitter.feed(piece, |line| {
-                let Some(data) = super::super::sse::data_of(line) else {
-                    return;
-                };
-                let event = classify(data);
-                assert!(!event.malformed && event.error.is_none(), "{event:?}");
-                content += usize::from(event.content);
-                stops += usize::from(event.stop);
-                pings += usize::from(event == Event::default());
-                if let Some(u) = event.usage {
-                    usage.merge(u);
-                }
-            });
+            splitter
+                .feed(piece, |line| {
+                    let Some(data) = super::super::sse::data_of(line) else {
+                        return;
+                    };
+                    let event = classify(data);
+                    assert!(!event.malformed && event.error.is_none(), "{event:?}");
+                    content += usize::from(event.content);
+                    stops += usize::from(event.stop);
+                    pings += usize::from(event == Event::default());
+                    if let Some(u) = event.usage {
+                        usage.merge(u);
+                    }
+                })
+                .expect("short lines");
         }
         assert_eq!((content, stops), (2, 1));
         // ping, both block starts and stops, both input_json deltas.

@@ -16,7 +16,9 @@
 //!   handshake failures in plain words;
 //! - [`sse`]: server-sent event lines and what an OpenAI `data:` payload
 //!   says; [`messages_sse`]: what an Anthropic Messages event says;
-//! - [`record`]: what a request records, and how errors are classed.
+//! - [`record`]: what a request records, and how errors are classed;
+//! - [`redact`]: the secrets among a target's headers, taken out of
+//!   recorded error messages.
 //!
 //! This module only declares them and re-exports the loop's interface.
 
@@ -27,6 +29,7 @@ pub mod http;
 pub mod messages_sse;
 pub mod prebuild;
 pub mod record;
+pub mod redact;
 pub mod request;
 pub mod sse;
 pub mod stream;

@@ -42,6 +42,14 @@ pub enum ErrorCategory {
     Overloaded,
     /// Cancelled at the end of the grace period.
     Cancelled,
+    /// The client's own failure, not the server's: it ran out of file
+    /// descriptors (EMFILE, ENFILE), buffers (ENOBUFS), memory (ENOMEM) or
+    /// ephemeral ports (EADDRNOTAVAIL) opening a connection.
+    Client,
+    /// The server sent more than a cap allows (a response head, an SSE
+    /// line, a chunk-size line: see the caps in `http`, `sse` and
+    /// `framing`); the message names the cap.
+    Oversized,
 }
 
 impl ErrorCategory {
@@ -56,6 +64,8 @@ impl ErrorCategory {
             ErrorCategory::ServerError => "server_error",
             ErrorCategory::Overloaded => "overloaded",
             ErrorCategory::Cancelled => "cancelled",
+            ErrorCategory::Client => "client",
+            ErrorCategory::Oversized => "oversized",
         }
     }
 }
@@ -75,6 +85,16 @@ pub fn is_context_overflow(message: &str) -> bool {
     ]
     .iter()
     .any(|p| lower.contains(p))
+}
+
+/// Is this failure to open a connection the client's own (out of file
+/// descriptors, buffers, memory or ephemeral ports) rather than the
+/// server's? Such a request is classed [`ErrorCategory::Client`].
+pub fn is_client_resource(error: &std::io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::EADDRNOTAVAIL)
+    )
 }
 
 /// The HTTP status an overloaded Anthropic-style server answers with.
@@ -140,7 +160,29 @@ pub struct Response {
     pub completion_tokens: Option<u64>,
     pub cached_tokens: Option<u64>,
     pub error: Option<RequestError>,
+    /// Times the request was tried: the first try, each connect retry
+    /// (`--retries`) and the one resend.
     pub attempts: u32,
+    /// Times the request was sent again because it provably never left
+    /// (0 or 1; see `exchange`).
+    pub resends: u32,
+}
+
+/// The message of a request cancelled at the end of the grace period.
+pub const CANCELLED_MESSAGE: &str = "cancelled at the end of the grace period";
+
+impl Response {
+    /// Ends a request still running at `at`, when the grace period ran out:
+    /// what was measured so far stays; the request is `cancelled`.
+    pub fn cancel(&mut self, at: Nanos) {
+        self.stamps.done = Some(at);
+        self.error = Some(RequestError {
+            category: ErrorCategory::Cancelled,
+            message: CANCELLED_MESSAGE.into(),
+            http_status: None,
+            retry_after_s: None,
+        });
+    }
 }
 
 fn secs(ns: Option<Nanos>) -> Option<f64> {
@@ -193,7 +235,12 @@ pub struct RequestRecord {
     pub output_tokens_source: TokenSource,
     pub cached_tokens: Option<u64>,
     pub http_status: Option<u16>,
+    /// Times the request was tried (connect retries and the resend
+    /// included).
     pub attempts: u32,
+    /// Times it was sent again because it provably never left the client
+    /// (0 or 1): a failed write with nothing written.
+    pub resends: u32,
     pub error: Option<RequestError>,
 }
 
@@ -279,6 +326,7 @@ impl RequestRecord {
             cached_tokens: response.cached_tokens,
             http_status: response.http_status,
             attempts: response.attempts,
+            resends: response.resends,
             error: response.error.clone(),
         }
     }

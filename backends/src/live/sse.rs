@@ -10,8 +10,13 @@
 //! The common chunk (one token of content) is classified by a few substring
 //! searches; only the rare payloads that carry `usage` or `error` are
 //! parsed as JSON. A payload is malformed when it is neither `[DONE]` nor a
-//! JSON object (`{` ... `}`), or when a payload that had to be parsed does
-//! not parse.
+//! JSON object (`{` ... `}`), when it is not valid UTF-8 (JSON text is
+//! UTF-8: invalid bytes inside a string are not a token), or when a payload
+//! that had to be parsed does not parse.
+//!
+//! Cap: one line may hold at most [`SSE_LINE_CAP`] bytes; a longer line is
+//! an error ([`LineTooLong`]) and the splitter never holds more than the
+//! cap.
 //!
 //! The line splitter, [`data_of`] and the non-empty-string test are shared
 //! with [`super::messages_sse`], which classifies Anthropic Messages events.
@@ -124,7 +129,7 @@ pub fn classify(payload: &[u8]) -> Payload {
             ..Payload::default()
         };
     }
-    if payload.first() != Some(&b'{') || payload.last() != Some(&b'}') {
+    if !is_json_object_text(payload) {
         return Payload {
             malformed: true,
             ..Payload::default()
@@ -155,7 +160,26 @@ pub fn classify(payload: &[u8]) -> Payload {
     out
 }
 
-/// Splits body bytes into lines across chunk boundaries.
+/// Could `payload` (trimmed) be a JSON object: `{` ... `}` and valid
+/// UTF-8? (Shared with [`super::messages_sse`].)
+pub(crate) fn is_json_object_text(payload: &[u8]) -> bool {
+    payload.first() == Some(&b'{')
+        && payload.last() == Some(&b'}')
+        && std::str::from_utf8(payload).is_ok()
+}
+
+/// The longest SSE line accepted, in bytes (without its line end).
+pub const SSE_LINE_CAP: usize = 1024 * 1024;
+
+/// A line passed [`SSE_LINE_CAP`]: `seen` bytes of it had arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an SSE line passed {} MiB (the cap on one line) after {seen} bytes", SSE_LINE_CAP / (1024 * 1024))]
+pub struct LineTooLong {
+    pub seen: usize,
+}
+
+/// Splits body bytes into lines across chunk boundaries, holding at most
+/// [`SSE_LINE_CAP`] bytes of an unfinished line.
 #[derive(Debug, Default)]
 pub struct LineSplitter {
     partial: Vec<u8>,
@@ -163,13 +187,20 @@ pub struct LineSplitter {
 
 impl LineSplitter {
     /// Feeds one body chunk; calls `on_line` with each complete line
-    /// (without its `\n` or `\r\n`).
-    pub fn feed(&mut self, mut chunk: &[u8], mut on_line: impl FnMut(&[u8])) {
+    /// (without its `\n` or `\r\n`). A line longer than the cap is an
+    /// error; the splitter must not be fed after one.
+    pub fn feed(
+        &mut self,
+        mut chunk: &[u8],
+        mut on_line: impl FnMut(&[u8]),
+    ) -> Result<(), LineTooLong> {
         while let Some(pos) = memchr::memchr(b'\n', chunk) {
             let (line, rest) = chunk.split_at(pos);
             if self.partial.is_empty() {
+                self.check(0, line)?;
                 on_line(line.strip_suffix(b"\r").unwrap_or(line));
             } else {
+                self.check(self.partial.len(), line)?;
                 self.partial.extend_from_slice(line);
                 let whole = std::mem::take(&mut self.partial);
                 on_line(whole.strip_suffix(b"\r").unwrap_or(&whole));
@@ -178,7 +209,21 @@ impl LineSplitter {
             }
             chunk = &rest[1..];
         }
+        self.check(self.partial.len(), chunk)?;
         self.partial.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// A line of `held` bytes then `more` is within the cap (a final `\r`,
+    /// which may be the line's end, not counted).
+    fn check(&self, held: usize, more: &[u8]) -> Result<(), LineTooLong> {
+        let last = more.last().or(self.partial.last());
+        let len = held + more.len() - usize::from(last == Some(&b'\r'));
+        if len > SSE_LINE_CAP {
+            Err(LineTooLong { seen: len })
+        } else {
+            Ok(())
+        }
     }
 
     /// Bytes after the last newline (an unterminated final line).
@@ -237,7 +282,9 @@ mod tests {
         let mut splitter = LineSplitter::default();
         let mut lines: Vec<Vec<u8>> = Vec::new();
         for part in [&b"data: {\"a\""[..], b":1}\r\n\ndata: [DO", b"NE]\n"] {
-            splitter.feed(part, |l| lines.push(l.to_vec()));
+            splitter
+                .feed(part, |l| lines.push(l.to_vec()))
+                .expect("short lines");
         }
         assert_eq!(
             lines,
@@ -250,5 +297,56 @@ mod tests {
         assert_eq!(data_of(&lines[0]), Some(&b"{\"a\":1}"[..]));
         assert_eq!(data_of(b": comment"), None);
         assert!(splitter.rest().is_empty());
+    }
+
+    #[test]
+    fn a_line_past_the_cap_is_an_error_and_memory_stays_bounded() {
+        let mut splitter = LineSplitter::default();
+        let piece = vec![b'x'; 16 * 1024];
+        let mut fed = 0;
+        let err = loop {
+            match splitter.feed(&piece, |_| panic!("no line ends")) {
+                Ok(()) => fed += piece.len(),
+                Err(e) => break e,
+            }
+            assert!(
+                fed <= SSE_LINE_CAP + piece.len(),
+                "the cap was not enforced"
+            );
+        };
+        assert!(err.seen > SSE_LINE_CAP, "{err}");
+        assert!(
+            splitter.partial.capacity() <= 2 * SSE_LINE_CAP,
+            "held {} bytes",
+            splitter.partial.capacity()
+        );
+        assert!(err
+            .to_string()
+            .starts_with("an SSE line passed 1 MiB (the cap on one line) after "));
+        // A line of exactly the cap, split across reads, is fine.
+        let mut splitter = LineSplitter::default();
+        let mut lines = 0;
+        for part in [&vec![b'y'; SSE_LINE_CAP - 1][..], b"y\r", b"\n"] {
+            splitter
+                .feed(part, |l| {
+                    assert_eq!(l.len(), SSE_LINE_CAP);
+                    lines += 1;
+                })
+                .expect("within the cap");
+        }
+        assert_eq!(lines, 1);
+        // One line longer than the cap inside a single chunk.
+        let mut one = vec![b'z'; SSE_LINE_CAP + 1];
+        one.push(b'\n');
+        assert!(LineSplitter::default().feed(&one, |_| {}).is_err());
+    }
+
+    #[test]
+    fn invalid_utf8_in_a_payload_is_malformed() {
+        let bad = b"{\"choices\":[{\"delta\":{\"content\":\"\xff\xfe\"}}]}";
+        let p = classify(bad);
+        assert!(p.malformed && !p.content, "{p:?}");
+        let good = "{\"choices\":[{\"delta\":{\"content\":\"é\"}}]}";
+        assert!(!classify(good.as_bytes()).malformed);
     }
 }

@@ -23,6 +23,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use super::record::is_client_resource;
 use super::tls::{explain, is_certificate_problem, rustls_error, ClientConfig, Negotiated};
 
 /// A connection's bytes: plain, or TLS (boxed: a TLS session is a few
@@ -50,25 +51,30 @@ impl Stream {
         }
     }
 
-    /// Is this idle connection still open, with nothing unread? Readiness
-    /// comes from the runtime's last poll of the socket: no system call
-    /// unless the server wrote or closed meanwhile. A TLS session's own
-    /// messages (a session ticket) are consumed on the way; a close alert,
-    /// a closed socket or stray bytes mean no.
+    /// Is this idle connection still open, with nothing unread? A real
+    /// zero-timeout check: a `MSG_PEEK` read of the socket that does not
+    /// wait (one system call), so a close the runtime has not yet polled is
+    /// seen too. A TLS session's own messages already read (a session
+    /// ticket) are consumed first; a close alert, a closed socket, an error
+    /// or stray bytes mean no.
     pub fn is_idle_open(&mut self) -> bool {
-        let mut probe = [0u8; 1];
-        match self {
-            Stream::Plain(s) => {
-                matches!(s.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
-            }
+        let tcp = match self {
+            Stream::Plain(s) => &*s,
             Stream::Tls(s) => {
+                let mut probe = [0u8; 1];
                 let mut cx = Context::from_waker(Waker::noop());
                 let mut buf = ReadBuf::new(&mut probe);
-                Pin::new(s.as_mut())
-                    .poll_read(&mut cx, &mut buf)
-                    .is_pending()
+                if Pin::new(s.as_mut()).poll_read(&mut cx, &mut buf).is_ready() {
+                    return false;
+                }
+                s.get_ref().0
             }
-        }
+        };
+        let mut probe = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+        matches!(
+            socket2::SockRef::from(tcp).peek(&mut probe),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock
+        )
     }
 
     /// What the TLS handshake settled on; `None` for a plain stream.
@@ -149,6 +155,14 @@ pub enum ConnectError {
         /// not verifying, would help).
         certificate: bool,
     },
+}
+
+impl ConnectError {
+    /// The client ran out of something (file descriptors, buffers, memory,
+    /// ephemeral ports): its own failure, not the server's.
+    pub fn is_client_resource(&self) -> bool {
+        matches!(self, ConnectError::Tcp { source, .. } if is_client_resource(source))
+    }
 }
 
 /// How to open a connection to one server.

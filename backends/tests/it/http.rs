@@ -217,12 +217,12 @@ fn chunked_sized_and_close_delimited_streams_are_read_whole() {
 }
 
 #[test]
-fn a_pooled_connection_the_server_closed_is_replaced_without_an_error() {
+fn a_pooled_connection_closed_after_taking_the_request_is_an_error_not_a_resend() {
     for wire in WIRES {
         runtime().block_on(async {
             // Connection 1 answers once, then closes on the next request
-            // without answering (a keep-alive timeout racing the request);
-            // connection 2 answers.
+            // without answering (a keep-alive timeout racing the request,
+            // or a server that died of it); connection 2 would answer.
             let (server, seen) = scripted(
                 wire,
                 vec![
@@ -236,16 +236,24 @@ fn a_pooled_connection_the_server_closed_is_replaced_without_an_error() {
             tokio::time::sleep(Duration::from_millis(20)).await;
             assert_eq!(target.idle_connections(), 1);
             let r = send(&target, 2).await;
-            assert_eq!(r.error, None, "sent again on a fresh connection");
-            assert_eq!(r.attempts, 1, "a stale connection is not a retry");
-            assert_eq!(seen.load(Ordering::SeqCst), 3);
+            let e = r.error.expect("not resent: it may have reached the server");
+            assert_eq!(e.category, ErrorCategory::Connect);
+            assert!(
+                e.message.contains("after the request was sent"),
+                "{}",
+                e.message
+            );
+            assert_eq!((r.attempts, r.resends), (1, 0));
+            assert_eq!(seen.load(Ordering::SeqCst), 2, "received once");
 
-            // A server that closed an idle connection: noticed when taken.
+            // A server that closed an idle connection: noticed when taken
+            // (the peek), dropped, not an attempt.
             let (server, seen) = scripted(wire, vec![vec![Step::AnswerAndClose(SSE_SIZED)]]).await;
             let target = server.target();
             assert_eq!(send(&target, 1).await.error, None);
             tokio::time::sleep(Duration::from_millis(20)).await;
-            assert_eq!(send(&target, 2).await.error, None);
+            let r = send(&target, 2).await;
+            assert_eq!((r.error, r.attempts, r.resends), (None, 1, 0));
             assert_eq!(seen.load(Ordering::SeqCst), 2);
         });
     }
@@ -363,14 +371,18 @@ fn a_request_begun_by_send_now_is_finished_by_execute() {
                     || {},
                 )
                 .await;
-                // Request 3 finds its connection closed by the server and goes
-                // again on a fresh one.
-                assert_eq!(r.error, None, "request {id}");
+                // Request 3's connection closes once it took the request:
+                // an error, never sent again.
+                match id {
+                    2 => assert_eq!(r.error, None),
+                    _ => assert_eq!(r.error.map(|e| e.category), Some(ErrorCategory::Connect)),
+                }
+                assert_eq!((r.attempts, r.resends), (1, 0));
                 assert_eq!(r.stamps.sent, Some(sent), "the stamp of send_now");
                 assert!(!stamped_again);
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            assert_eq!(seen.load(Ordering::SeqCst), 4);
+            assert_eq!(seen.load(Ordering::SeqCst), 3, "each request once");
         });
     }
 }

@@ -82,6 +82,37 @@ fn run_live_stamped(
     let emulator = server
         .block_on(serve(config, "127.0.0.1:0".parse().unwrap()))
         .expect("emulator starts");
+    let (scheduler, records, outcome) = drive(
+        &emulator.base_url(),
+        workload,
+        policy,
+        timeout,
+        8,
+        cache_bust,
+        std::future::pending(),
+    );
+    let stamps = emulator.stamps();
+    server.block_on(emulator.shutdown());
+    LiveRun {
+        scheduler,
+        records,
+        stamps,
+        outcome,
+    }
+}
+
+/// Runs `workload` under `policy` against the server at `base_url` with
+/// the live driver (on a one-thread runtime, as in `arbor run`), after
+/// warming `warm` connections; `stop` is the run's stop signal.
+pub(crate) fn drive(
+    base_url: &str,
+    workload: Workload,
+    policy: Policy,
+    timeout: Duration,
+    warm: usize,
+    cache_bust: bool,
+    stop: impl std::future::Future<Output = ()>,
+) -> (Scheduler, Vec<RequestRecord>, RunOutcome) {
     let compiled = compile(
         &workload,
         &policy,
@@ -93,7 +124,7 @@ fn run_live_stamped(
     let mut scheduler = Scheduler::new(compiled, policy).expect("valid policy");
     let live = LiveConfig {
         target: Target::new(
-            &format!("{}/v1/chat/completions", emulator.base_url()),
+            &format!("{base_url}/v1/chat/completions"),
             &Default::default(),
             timeout,
             0,
@@ -104,8 +135,8 @@ fn run_live_stamped(
             model: "arbor-emulator".into(),
             ..BodyConfig::default()
         },
-        warm_connections: 8,
-        base_url: emulator.base_url(),
+        warm_connections: warm,
+        base_url: base_url.to_string(),
         cache_bust,
         seed: 0,
     };
@@ -119,22 +150,15 @@ fn run_live_stamped(
             &live,
             &mut sink,
             &progress,
-            std::future::pending(),
+            stop,
         )
         .await
         .expect("the run completes")
     });
-    let stamps = emulator.stamps();
-    server.block_on(emulator.shutdown());
-    LiveRun {
-        scheduler,
-        records: sink.0,
-        stamps,
-        outcome,
-    }
+    (scheduler, sink.0, outcome)
 }
 
-fn one_turn_trees(n: usize, osl: u32) -> Workload {
+pub(crate) fn one_turn_trees(n: usize, osl: u32) -> Workload {
     let trees = (0..n)
         .map(|i| {
             let mut t = user(0, 1);
@@ -145,7 +169,7 @@ fn one_turn_trees(n: usize, osl: u32) -> Workload {
     Workload { trees }
 }
 
-fn immediate() -> Policy {
+pub(crate) fn immediate() -> Policy {
     Policy {
         arrival: Arrival::Immediate,
         ..Policy::default()

@@ -7,3 +7,5 @@ mod http;
 mod live;
 mod messages;
 mod policies;
+mod reliability;
+mod std_server;
