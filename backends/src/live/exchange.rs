@@ -844,3 +844,102 @@ fn reuse(pool: &Arc<Pool>, mut conn: Conn, mut decoder: BodyDecoder) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    const ANSWER: &[u8] =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 61\r\n\r\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n";
+
+    /// A server answering every request with [`ANSWER`], counting them; a
+    /// connection closed by the client is held open (so the client's peek
+    /// finds it open).
+    async fn server() -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/v1/chat/completions",
+            listener.local_addr().unwrap()
+        );
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&seen);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let counter = Arc::clone(&counter);
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    loop {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            // The tests' requests arrive in one read.
+                            Ok(_) => {
+                                counter.fetch_add(1, Ordering::SeqCst);
+                                let _ = stream.write_all(ANSWER).await;
+                            }
+                        }
+                    }
+                    std::future::pending::<()>().await;
+                    drop(stream);
+                });
+            }
+        });
+        (url, seen)
+    }
+
+    /// Pools a connection whose writing half the client shut: the pool's
+    /// peek finds it open, a write fails with nothing written.
+    async fn pool_unwritable(target: &Target) {
+        let mut conn = target.pool.connect().await.unwrap();
+        tokio::io::AsyncWriteExt::shutdown(&mut conn.stream)
+            .await
+            .unwrap();
+        target.pool.put(conn);
+    }
+
+    #[test]
+    fn a_request_whose_write_failed_with_nothing_written_is_resent_once() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (url, seen) = server().await;
+            let target =
+                Target::new(&url, &Default::default(), Duration::from_secs(5), 3, None).unwrap();
+            let epoch = Instant::now();
+            let run = |started| execute(&target, b"{}", 1, epoch, 4, started, |_| {}, || {});
+
+            pool_unwritable(&target).await;
+            let r = run(None).await;
+            assert_eq!(r.error, None);
+            assert_eq!((r.attempts, r.resends), (2, 1));
+            assert_eq!(seen.load(Ordering::SeqCst), 1, "received once");
+
+            // The same rule for a request begun by send_now.
+            pool_unwritable(&target).await;
+            let started = target
+                .send_now(2, b"{}", epoch)
+                .expect("an idle connection");
+            let r = run(Some(started)).await;
+            assert_eq!(r.error, None);
+            assert_eq!((r.attempts, r.resends), (2, 1));
+            assert_eq!(seen.load(Ordering::SeqCst), 2);
+
+            // At most once, whatever --retries says (3 here).
+            pool_unwritable(&target).await;
+            pool_unwritable(&target).await;
+            let r = run(None).await;
+            let e = r.error.expect("an error after one resend");
+            assert_eq!(e.category, ErrorCategory::Connect);
+            assert!(e.message.contains("also on the resend"), "{}", e.message);
+            assert_eq!((r.attempts, r.resends), (2, 1));
+            assert_eq!(seen.load(Ordering::SeqCst), 2, "never received");
+        });
+    }
+}

@@ -47,8 +47,8 @@ pub enum ErrorCategory {
     /// ephemeral ports (EADDRNOTAVAIL) opening a connection.
     Client,
     /// The server sent more than a cap allows (a response head, an SSE
-    /// line, a chunk-size line: see the caps in `http`, `sse` and
-    /// `framing`); the message names the cap.
+    /// line, a chunk-size line; docs/reliability.md lists the caps); the
+    /// message names the cap.
     Oversized,
 }
 
@@ -424,5 +424,29 @@ mod tests {
         );
         assert_eq!(classify_message(Some("api_error"), "boom", other), other);
         assert_eq!(ErrorCategory::Overloaded.as_str(), "overloaded");
+    }
+
+    #[test]
+    fn the_clients_own_resource_errors_are_told_apart() {
+        for errno in [
+            libc::EMFILE,
+            libc::ENFILE,
+            libc::ENOBUFS,
+            libc::ENOMEM,
+            libc::EADDRNOTAVAIL,
+        ] {
+            let e = std::io::Error::from_raw_os_error(errno);
+            assert!(is_client_resource(&e), "{e}");
+        }
+        for errno in [libc::ECONNREFUSED, libc::ECONNRESET, libc::ETIMEDOUT] {
+            assert!(!is_client_resource(&std::io::Error::from_raw_os_error(
+                errno
+            )));
+        }
+        assert!(!is_client_resource(&std::io::ErrorKind::Other.into()));
+        assert_eq!(ErrorCategory::Client.as_str(), "client");
+        assert_eq!(ErrorCategory::Oversized.as_str(), "oversized");
+        let json = serde_json::to_string(&ErrorCategory::Client).unwrap();
+        assert_eq!(json, "\"client\"", "the CLI matches the serialized name");
     }
 }

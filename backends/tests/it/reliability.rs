@@ -56,7 +56,11 @@ fn assert_received_at_most_once(server: &StdServer, records: &[RequestRecord]) {
             r.error
         );
     }
-    assert_eq!(server.posts(), total, "no POST the records do not account for");
+    assert_eq!(
+        server.posts(),
+        total,
+        "no POST the records do not account for"
+    );
 }
 
 /// Every record's attempts are its first try plus its resend (no connect

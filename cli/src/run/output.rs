@@ -151,6 +151,10 @@ pub struct Counts {
     pub ok: u64,
     pub failed: u64,
     pub cancelled: u64,
+    /// Requests sent again because they provably never left the client (a
+    /// write failed with nothing written; at most once each): the sum of
+    /// the records' `resends`.
+    pub resends: u64,
     /// Turns never sent (the duration ended, or Ctrl+C).
     pub skipped: u64,
     /// Trees in the workload (one copy).
@@ -320,6 +324,7 @@ impl Summary {
                 ok: measured.requests.ok,
                 failed: measured.requests.failed,
                 cancelled: measured.requests.cancelled,
+                resends: measured.requests.resends,
                 skipped: end.skipped,
                 trees: start.trees,
                 plays: end.plays_started,

@@ -41,6 +41,9 @@ pub struct RecordLine {
     #[serde(deserialize_with = "source")]
     pub output_tokens_source: TokenSource,
     pub cached_tokens: Option<u64>,
+    /// Absent from records written before arbor counted resends.
+    #[serde(default)]
+    pub resends: u32,
     pub error: Option<LineError>,
 }
 
@@ -74,6 +77,7 @@ impl RecordLine {
             warmup: self.warmup,
             status: &self.status,
             error_category: self.error.as_ref().map(|e| e.category.as_str()),
+            resends: self.resends,
             sent_s: self.sent_s,
             first_content_s: self.first_content_s,
             done_s: self.done_s,

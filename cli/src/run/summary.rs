@@ -48,6 +48,8 @@ pub struct Facts<'a> {
     pub status: &'a str,
     /// The error's category, when the request failed.
     pub error_category: Option<&'a str>,
+    /// Times the request was sent again because it provably never left.
+    pub resends: u32,
     pub sent_s: Option<f64>,
     pub first_content_s: Option<f64>,
     pub done_s: Option<f64>,
@@ -75,6 +77,7 @@ impl<'a> From<&'a RequestRecord> for Facts<'a> {
             warmup: r.warmup,
             status: r.status,
             error_category: r.error.as_ref().map(|e| e.category.as_str()),
+            resends: r.resends,
             sent_s: r.sent_s,
             first_content_s: r.first_content_s,
             done_s: r.done_s,
@@ -165,6 +168,9 @@ pub struct RequestCounts {
     /// Warmup requests (the AgentX start window): recorded in
     /// records.jsonl but in no other figure, `dispatched` included.
     pub warmups: u64,
+    /// Requests sent again because they provably never left the client
+    /// (over every record, warmups included).
+    pub resends: u64,
 }
 
 /// The latency distributions.
@@ -400,6 +406,7 @@ impl Collector {
         // Every record passes through here, so the lane's first play is
         // seen even when the record is marked.
         let planned_warmup = self.warmups.is_warmup(&mut self.first_play, r);
+        self.counts.resends += u64::from(r.resends);
         if r.warmup || planned_warmup {
             self.counts.warmups += 1;
             return;
@@ -613,6 +620,21 @@ mod tests {
     }
 
     #[test]
+    fn resends_add_up_over_the_records() {
+        let mut resent = record(1000, &[1100], 1200);
+        resent.attempts = 2;
+        resent.resends = 1;
+        let m = collect(
+            vec![
+                (identity(0, 0, 1000, 1000), resent),
+                (identity(1, 0, 1000, 1000), record(1000, &[1100], 1200)),
+            ],
+            &[2],
+        );
+        assert_eq!((m.requests.dispatched, m.requests.resends), (2, 1));
+    }
+
+    #[test]
     fn latencies_throughput_and_cache_from_hand_made_records() {
         let m = collect(
             vec![
@@ -641,6 +663,7 @@ mod tests {
                 failed: 0,
                 cancelled: 0,
                 warmups: 0,
+                resends: 0,
             }
         );
         let l = &m.latency;
@@ -721,6 +744,7 @@ mod tests {
                 failed: 3,
                 cancelled: 1,
                 warmups: 0,
+                resends: 0,
             }
         );
         assert_eq!(m.errors.get("http_status"), Some(&2));
