@@ -137,8 +137,6 @@ impl Endpoint {
 pub struct Conn {
     pub stream: Stream,
     pub buf: Vec<u8>,
-    /// Taken from the pool (it carried an earlier request).
-    pub reused: bool,
 }
 
 impl Conn {
@@ -147,7 +145,6 @@ impl Conn {
         Ok(Conn {
             stream: dial.open().await?,
             buf: vec![0; READ_BUFFER],
-            reused: false,
         })
     }
 
@@ -233,13 +230,14 @@ impl Pool {
         Conn::open(&self.dial).await
     }
 
-    /// The most recently returned idle connection that is still open.
+    /// The most recently returned idle connection that is still open (a
+    /// zero-timeout peek, [`Stream::is_idle_open`]); closed ones are
+    /// dropped on the way, before anything is written on them.
     pub fn take(&self) -> Option<Conn> {
         loop {
             let mut conn = self.idle.lock().ok()?.pop()?;
             // Closed, unexpected bytes, or an error: discard.
             if conn.stream.is_idle_open() {
-                conn.reused = true;
                 return Some(conn);
             }
         }

@@ -77,6 +77,9 @@ pub struct Record {
     pub http_status: Option<u16>,
     #[serde(default)]
     pub attempts: u32,
+    /// Absent (0) in records written before arbor counted resends.
+    #[serde(default)]
+    pub resends: u32,
     #[serde(default)]
     pub error: Option<RecordError>,
 }
@@ -174,6 +177,7 @@ impl Record {
             ("cached_tokens", self.cached_tokens.into()),
             ("http_status", self.http_status.into()),
             ("attempts", self.attempts.into()),
+            ("resends", self.resends.into()),
             ("error_category", error.map(|e| e.category.clone()).into()),
             ("error_message", error.map(|e| e.message.clone()).into()),
             (
