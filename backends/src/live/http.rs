@@ -39,8 +39,8 @@ use super::stream::{ConnectError, Dial, Stream};
 /// read buffer unless a response head is larger.
 pub const READ_BUFFER: usize = 16 * 1024;
 
-/// The largest response head accepted, in bytes (informational heads
-/// before it included).
+/// The largest response head accepted, in bytes; informational (1xx)
+/// heads before it may add up to as much again.
 pub const HEAD_CAP_BYTES: usize = 64 * 1024;
 
 /// The most header lines a response head may have.
@@ -292,6 +292,8 @@ pub enum HeadError {
 /// the read that completed it.
 pub async fn read_head(conn: &mut Conn, clock: impl Fn() -> u64) -> Result<Head, HeadError> {
     let mut filled = 0usize;
+    // Bytes of informational heads skipped: they have their own cap.
+    let mut skipped = 0usize;
     loop {
         if filled == conn.buf.len() {
             if conn.buf.len() >= HEAD_CAP_BYTES {
@@ -303,12 +305,12 @@ pub async fn read_head(conn: &mut Conn, clock: impl Fn() -> u64) -> Result<Head,
             conn.buf.resize((conn.buf.len() * 2).min(HEAD_CAP_BYTES), 0);
         }
         let n = match conn.stream.read(&mut conn.buf[filled..]).await {
-            Ok(0) if filled == 0 => {
+            Ok(0) if filled + skipped == 0 => {
                 return Err(HeadError::NoResponse(io::ErrorKind::UnexpectedEof.into()))
             }
             Ok(0) => return Err(HeadError::Cut(io::ErrorKind::UnexpectedEof.into())),
             Ok(n) => n,
-            Err(e) if filled == 0 => return Err(HeadError::NoResponse(e)),
+            Err(e) if filled + skipped == 0 => return Err(HeadError::NoResponse(e)),
             Err(e) => return Err(HeadError::Cut(e)),
         };
         let at = clock();
@@ -320,6 +322,14 @@ pub async fn read_head(conn: &mut Conn, clock: impl Fn() -> u64) -> Result<Head,
                 None => break,
                 Some((len, head)) if (100..200).contains(&head.status) => {
                     start += len;
+                    skipped += len;
+                    if skipped > HEAD_CAP_BYTES {
+                        return Err(HeadError::Oversized(format!(
+                            "informational (1xx) heads passed {} KiB (the cap on a head) \
+                             after {skipped} bytes",
+                            HEAD_CAP_BYTES / 1024
+                        )));
+                    }
                 }
                 Some((len, mut head)) => {
                     head.body_start = start + len;

@@ -222,6 +222,15 @@ fn a_response_head_past_its_caps_is_oversized() {
     let (category, message) = failure(&r);
     assert_eq!(category, ErrorCategory::Oversized);
     assert!(message.contains("more than 64 header lines"), "{message}");
+
+    let endless: Vec<u8> = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(4000);
+    let r = answer(Reply::Raw(endless));
+    let (category, message) = failure(&r);
+    assert_eq!(category, ErrorCategory::Oversized);
+    assert!(
+        message.contains("informational (1xx) heads passed 64 KiB"),
+        "{message}"
+    );
 }
 
 #[test]
