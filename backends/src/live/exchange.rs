@@ -942,4 +942,42 @@ data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n";
             assert_eq!(seen.load(Ordering::SeqCst), 2, "never received");
         });
     }
+
+    #[test]
+    fn a_request_whose_write_failed_midway_is_an_error_not_a_resend() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            // A server that takes the connection, reads nothing, and resets
+            // it a moment later (closing with unread bytes).
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!(
+                "http://{}/v1/chat/completions",
+                listener.local_addr().unwrap()
+            );
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        drop(stream);
+                    });
+                }
+            });
+            let target =
+                Target::new(&url, &Default::default(), Duration::from_secs(5), 3, None).unwrap();
+            // Far more than the sockets' buffers hold.
+            let body = vec![b' '; 64 * 1024 * 1024];
+            let r = execute(&target, &body, 1, Instant::now(), 4, None, |_| {}, || {}).await;
+            let e = r.error.expect("an error");
+            assert_eq!(e.category, ErrorCategory::Connect);
+            assert!(
+                e.message.contains("bytes were written (not resent"),
+                "{}",
+                e.message
+            );
+            assert_eq!((r.attempts, r.resends), (1, 0));
+        });
+    }
 }
