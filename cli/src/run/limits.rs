@@ -70,17 +70,21 @@ pub fn check(need: FdNeed, limit: Option<FdLimit>) -> Result<Option<String>, Fai
     };
     let total = need.total();
     if total > limit.soft {
+        let fits = need.fits(limit.soft);
+        let or_cap = if fits > 0 {
+            format!(", or cap the requests in flight with --max-inflight {fits} or fewer sessions")
+        } else {
+            String::new()
+        };
         return Err(Failure::input(format!(
             "the plan's peak of {} requests in flight needs about {total} file descriptors ({}), \
              but this process may open {} (RLIMIT_NOFILE; hard limit {}): raise the limit \
-             (`ulimit -n {}` in the shell, or the hard limit of your system or container), or \
-             cap the requests in flight with --max-inflight {} or fewer sessions",
+             (`ulimit -n {}` in the shell, or the hard limit of your system or container){or_cap}",
             need.peak_inflight,
             need.breakdown(),
             limit.soft,
             limit.hard,
             total.next_power_of_two().max(1024),
-            need.fits(limit.soft).max(1),
         )));
     }
     if total.saturating_mul(4) > limit.soft.saturating_mul(3) {
@@ -113,11 +117,23 @@ mod tests {
         assert_eq!(need.total(), 464);
         let refused = check(need, limit(256)).err().unwrap();
         assert_eq!(refused.code, 2);
-        for number in ["200 requests", "464 file descriptors", "may open 256", "--max-inflight 96"] {
-            assert!(refused.message.contains(number), "{number}: {}", refused.message);
+        for number in [
+            "200 requests",
+            "464 file descriptors",
+            "may open 256",
+            "--max-inflight 96",
+        ] {
+            assert!(
+                refused.message.contains(number),
+                "{number}: {}",
+                refused.message
+            );
         }
         let close = check(need, limit(500)).unwrap().unwrap();
-        assert!(close.starts_with("warning:") && close.contains("464 of the 500"), "{close}");
+        assert!(
+            close.starts_with("warning:") && close.contains("464 of the 500"),
+            "{close}"
+        );
         assert_eq!(check(need, limit(1 << 20)).unwrap(), None);
         assert_eq!(check(need, None).unwrap(), None);
         let against_a_server = FdNeed {
@@ -126,5 +142,11 @@ mod tests {
         };
         assert_eq!(against_a_server.total(), 264);
         assert!(check(against_a_server, limit(256)).is_err());
+        let hopeless = check(against_a_server, limit(64)).err().unwrap();
+        assert!(
+            !hopeless.message.contains("--max-inflight"),
+            "{}",
+            hopeless.message
+        );
     }
 }

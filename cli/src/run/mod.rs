@@ -338,7 +338,10 @@ pub async fn run_against(
     }
     let (model, model_from) = match &requests.model {
         Some(m) => (m.clone(), "flag"),
-        None => (model::discover(&client, endpoint, &headers).await?, "server"),
+        None => (
+            model::discover(&client, endpoint, &headers).await?,
+            "server",
+        ),
     };
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
     config.set_endpoint(endpoint, &url, &model, model_from, warm);
@@ -586,12 +589,24 @@ mod tests {
         };
         let failure = exit_of(None, &failed, out).err().unwrap();
         assert_eq!(failure.code, CLIENT_FAILED);
-        for words in ["7 requests failed in arbor itself", "Too many open files", "ulimit -n"] {
-            assert!(failure.message.contains(words), "{words}: {}", failure.message);
+        for words in [
+            "7 requests failed in arbor itself",
+            "Too many open files",
+            "ulimit -n",
+        ] {
+            assert!(
+                failure.message.contains(words),
+                "{words}: {}",
+                failure.message
+            );
         }
         let failure = exit_of(Some(StopSignal::Term), &failed, out).err().unwrap();
         assert_eq!(failure.code, 143);
-        assert!(failure.message.contains("stopped by SIGTERM"), "{}", failure.message);
+        assert!(
+            failure.message.contains("stopped by SIGTERM"),
+            "{}",
+            failure.message
+        );
         let failure = exit_of(Some(StopSignal::Hup), &none, out).err().unwrap();
         assert_eq!(failure.code, 129);
     }

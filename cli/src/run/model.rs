@@ -98,7 +98,8 @@ mod tests {
         runtime.block_on(discover(&client, base, &HeaderMap::new()))
     }
 
-    const CLOSE_DELIMITED: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+    const CLOSE_DELIMITED: &str =
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
 
     #[test]
     fn a_listed_model_is_taken() {

@@ -550,7 +550,9 @@ mod tests {
         let refused = second.clone().create().err().unwrap();
         assert_eq!(refused.code, 2);
         assert!(
-            refused.message.contains(&format!("another arbor run (pid {})", std::process::id())),
+            refused
+                .message
+                .contains(&format!("another arbor run (pid {})", std::process::id())),
             "{}",
             refused.message
         );
@@ -561,7 +563,10 @@ mod tests {
         // Released, but a run wrote there meanwhile: still refused.
         let refused = second.create().err().unwrap();
         assert!(refused.message.contains("not empty"), "{}", refused.message);
-        assert!(OutputDir::check(dir.clone(), true).unwrap().create().is_ok());
+        assert!(OutputDir::check(dir.clone(), true)
+            .unwrap()
+            .create()
+            .is_ok());
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -194,7 +194,10 @@ mod tests {
             default_name(at(1_709_214_307_042), "sample", 77),
             "20240229-134507.042-sample-77"
         );
-        assert!(default_name(at(1_709_214_307_042), "x", 9) < default_name(at(1_709_214_307_043), "x", 1));
+        assert!(
+            default_name(at(1_709_214_307_042), "x", 9)
+                < default_name(at(1_709_214_307_043), "x", 1)
+        );
         assert_ne!(default_name(at(5), "x", 1), default_name(at(5), "x", 2));
     }
 }

@@ -53,7 +53,6 @@ impl StopSignal {
             StopSignal::Hup => "SIGHUP",
         }
     }
-
 }
 
 /// The three handlers. Once installed, none of the signals ends the
