@@ -113,7 +113,10 @@ fn one_signal(signal: Signal, name: &str, code: i32) {
     let (exit, err) = finish(child);
     assert_eq!(exit, Some(code), "{name}: {err}");
     assert!(err.contains("stopping: no new requests"), "{name}: {err}");
-    assert!(err.contains(&format!("stopped by")), "{name}: {err}");
+    assert!(
+        err.contains("error: stopped by") && err.contains(name),
+        "{name}: {err}"
+    );
     let records = valid_prefix(&out);
     let summary = summary(&out);
     assert_eq!(summary["cancelled"], true, "{name}");

@@ -50,6 +50,21 @@ fn assert_clean(out: &std::process::Output, dir: &Path) {
     }
 }
 
+/// `arbor run` of a small synthetic workload against `endpoint`.
+fn run_synthetic(endpoint: &str, out_dir: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "run",
+        "--synthetic",
+        SMALL,
+        "--endpoint",
+        endpoint,
+        "--no-progress",
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--out", out_dir.to_str().expect("UTF-8")]);
+    arbor(&args)
+}
+
 /// A port with nothing listening on it.
 fn closed_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
@@ -63,34 +78,14 @@ fn with_the_server_down_no_output_shows_the_endpoints_credentials() {
     let base = scratch("secrets-down");
     // Without --model: the model request fails (exit 1).
     let out_dir = base.join("no-model");
-    let out = arbor(&[
-        "run",
-        "--synthetic",
-        SMALL,
-        "--endpoint",
-        &endpoint,
-        "--no-progress",
-        "--out",
-        out_dir.to_str().expect("UTF-8"),
-    ]);
+    let out = run_synthetic(&endpoint, &out_dir, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("[redacted]"), "{}", stderr(&out));
     assert_clean(&out, &out_dir);
     // With --model: every request fails to connect, and the run writes
     // its records, summary and report.
     let out_dir = base.join("model");
-    let out = arbor(&[
-        "run",
-        "--synthetic",
-        SMALL,
-        "--endpoint",
-        &endpoint,
-        "--model",
-        "m",
-        "--no-progress",
-        "--out",
-        out_dir.to_str().expect("UTF-8"),
-    ]);
+    let out = run_synthetic(&endpoint, &out_dir, &["--model", "m"]);
     assert!(out_dir.join("summary.json").is_file(), "{}", stderr(&out));
     assert_clean(&out, &out_dir);
     let summary = std::fs::read_to_string(out_dir.join("summary.json")).expect("summary");
@@ -165,17 +160,7 @@ fn a_query_string_goes_after_the_path_and_an_api_path_is_not_doubled() {
     let (url, seen) = mock();
     let endpoint = format!("{url}/v1/chat/completions?api_key={KEY}");
     let out_dir = scratch("secrets-query").join("run");
-    let out = arbor(&[
-        "run",
-        "--synthetic",
-        SMALL,
-        "--endpoint",
-        &endpoint,
-        "--no-progress",
-        "--no-metrics",
-        "--out",
-        out_dir.to_str().expect("UTF-8"),
-    ]);
+    let out = run_synthetic(&endpoint, &out_dir, &["--no-metrics"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(&format!(
