@@ -62,14 +62,15 @@ fn send(child: &Child, signal: Signal) {
     kill(Pid::from_raw(child.id() as i32), signal).expect("kill");
 }
 
-/// The exit code and stderr, within 60 s.
-fn finish(mut child: Child) -> (Option<i32>, String) {
+/// The exit code, stdout and stderr, within 60 s.
+fn finish(mut child: Child) -> (Option<i32>, String, String) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(status) = child.try_wait().expect("wait") {
             let out = child.wait_with_output().expect("output");
             return (
                 status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
                 String::from_utf8_lossy(&out.stderr).into_owned(),
             );
         }
@@ -110,8 +111,12 @@ fn one_signal(signal: Signal, name: &str, code: i32) {
     wait_until(&out, &mut child, clock_started);
     std::thread::sleep(Duration::from_millis(500));
     send(&child, signal);
-    let (exit, err) = finish(child);
+    let (exit, console, err) = finish(child);
     assert_eq!(exit, Some(code), "{name}: {err}");
+    assert!(
+        console.contains(&format!("(cancelled by {name})")),
+        "{console}"
+    );
     assert!(err.contains("stopping: no new requests"), "{name}: {err}");
     assert!(
         err.contains("error: stopped by") && err.contains(name),
@@ -156,7 +161,7 @@ fn a_second_signal_during_the_grace_still_writes_the_summary() {
     send(&child, Signal::SIGTERM);
     std::thread::sleep(Duration::from_millis(500));
     send(&child, Signal::SIGINT);
-    let (exit, err) = finish(child);
+    let (exit, _, err) = finish(child);
     assert_eq!(exit, Some(143), "{err}");
     assert!(err.contains("quit by a second SIGINT"), "{err}");
     let records = valid_prefix(&out);
@@ -177,7 +182,7 @@ fn after_kill_9_the_records_are_a_valid_prefix_and_summarize_rebuilds_the_summar
     wait_until(&out, &mut child, has_records);
     std::thread::sleep(Duration::from_millis(200));
     send(&child, Signal::SIGKILL);
-    let (exit, _) = finish(child);
+    let (exit, _, _) = finish(child);
     assert_eq!(exit, None, "killed by the signal");
     let records = valid_prefix(&out);
     assert!(records > 0);
