@@ -363,6 +363,10 @@ pub async fn run_against(
         seed: scheduler.policy().seed,
     };
 
+    // From here on SIGINT, SIGTERM and SIGHUP stop the run instead of
+    // ending the process (one heard before the clock starts stops the run
+    // as soon as it starts).
+    let mut signals = Signals::install()?;
     let claim = out.create()?;
     let out_dir = claim.path.clone();
     // A --force run leaves no end or summary of an earlier run behind: a
@@ -411,9 +415,6 @@ pub async fn run_against(
     let span = Span::of(scheduler.policy().duration, start.planned.dispatched);
     let ticker =
         show_progress.then(|| Ticker::start(Arc::clone(&progress), span, planned_duration));
-    // From here on SIGINT, SIGTERM and SIGHUP stop the run instead of
-    // ending the process.
-    let mut signals = Signals::install()?;
     let stopped_by: OnceLock<StopSignal> = OnceLock::new();
     let stop = tokio::sync::Notify::new();
     let ended = {
