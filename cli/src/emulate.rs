@@ -80,8 +80,10 @@ fn tls(args: &EmulateArgs) -> Result<Option<EmulatorTls>, Failure> {
     Ok(Some(made.tls))
 }
 
-/// `arbor emulate`: serve until Ctrl+C.
+/// `arbor emulate`: serve until Ctrl+C. The soft file-descriptor limit is
+/// raised to the hard one first: every client connection is a descriptor.
 pub fn run(args: &EmulateArgs) -> Result<(), Failure> {
+    runtime::raise_fd_limit();
     let config = config(&args.emulator, args.seed, args.tokenizer.as_deref())?;
     let tls = tls(args)?;
     let runtime = runtime::two_workers()?;

@@ -1,8 +1,10 @@
 //! The server side of the command line, shared by `arbor run` and `arbor
 //! doctor`: the endpoint's base URL, request headers and the API key (from
 //! the environment or a file), TLS trust for `https://`, the request
-//! options a run sends with, `/v1/models` answers, and redaction of what
-//! must never be shown (credential headers, URL user info). The key is
+//! options a run sends with, `/v1/models` answers (read under a cap), the
+//! URL of a path on the endpoint ([`at`]: a query string stays last), and
+//! redaction of what must never be shown (credential headers, URL user
+//! info and secret query values: [`redact_url`]). The key is
 //! never written to any output, log or error message: errors about it name
 //! the variable or the file, never the value.
 //!
@@ -249,20 +251,53 @@ pub fn connect_failure(endpoint: &str, e: &ConnectError) -> Failure {
 pub const CERTIFICATE_HINT: &str =
     "trust the certificate's issuer with --cacert FILE (PEM), or skip verification with --insecure";
 
-/// `http://host:port`, `http://host:port/` and `http://host:port/v1` all
-/// name the same server: the base URL without a trailing `/` or `/v1`.
-/// A clap value parser (`--endpoint`).
+/// The API paths an `--endpoint` may already end in: they are taken off,
+/// so the request path is never doubled (`arbor run` prints the URL
+/// requests go to).
+const API_PATHS: [&str; 4] = [
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/messages",
+    "/v1",
+];
+
+/// `http://host:port`, `http://host:port/`, `http://host:port/v1` and
+/// `http://host:port/v1/chat/completions` (or `/v1/completions`,
+/// `/v1/messages`) all name the same server: the base URL without a
+/// trailing `/` or API path. A query string (`?api_key=...`) is kept at
+/// the end, and [`at`] puts it back after the request's path. A clap value
+/// parser (`--endpoint`); its errors show the URL redacted.
 pub fn normalize_endpoint(text: &str) -> Result<String, String> {
-    let url = reqwest::Url::parse(text.trim())
-        .map_err(|e| format!("expected a URL such as http://127.0.0.1:8000, got `{text}` ({e})"))?;
+    let shown = redact_url(text.trim());
+    let mut url = reqwest::Url::parse(text.trim()).map_err(|e| {
+        format!("expected a URL such as http://127.0.0.1:8000, got `{shown}` ({e})")
+    })?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("expected an http:// or https:// URL, got `{text}`"));
+        return Err(format!(
+            "expected an http:// or https:// URL, got `{shown}`"
+        ));
     }
+    let query = url.query().filter(|q| !q.is_empty()).map(str::to_string);
+    url.set_query(None);
+    url.set_fragment(None);
     let mut base = url.as_str().trim_end_matches('/').to_string();
-    if let Some(stripped) = base.strip_suffix("/v1") {
-        base = stripped.to_string();
+    if let Some(stripped) = API_PATHS.iter().find_map(|p| base.strip_suffix(p)) {
+        base = stripped.trim_end_matches('/').to_string();
     }
-    Ok(base)
+    Ok(match query {
+        Some(query) => format!("{base}?{query}"),
+        None => base,
+    })
+}
+
+/// The URL of `path` (`/v1/models`, `/metrics`, ...) on a base URL made by
+/// [`normalize_endpoint`]: the path goes before the base's query string,
+/// which stays at the end (`http://h/v1/chat/completions?api_key=...`).
+pub fn at(base: &str, path: &str) -> String {
+    match base.split_once('?') {
+        Some((head, query)) => format!("{}{path}?{query}", head.trim_end_matches('/')),
+        None => format!("{}{path}", base.trim_end_matches('/')),
+    }
 }
 
 /// `--header K=V`. Parsed here rather than by clap so that an error never
@@ -321,36 +356,76 @@ pub fn redact_header_text(text: &str) -> String {
     }
 }
 
-/// The URL without user info or credential-looking query values.
-pub fn redact_url(text: &str) -> String {
-    let Ok(mut url) = reqwest::Url::parse(text) else {
-        return text.to_string();
-    };
-    if !url.username().is_empty() {
-        let _ = url.set_username("redacted");
-    }
-    if url.password().is_some() {
-        let _ = url.set_password(Some("redacted"));
-    }
-    if url.query().is_some() {
-        let pairs: Vec<(String, String)> = url
-            .query_pairs()
-            .map(|(k, v)| {
-                let v = if is_secret_header(&k) {
-                    REDACTED.to_string()
-                } else {
-                    v.into_owned()
-                };
-                (k.into_owned(), v)
-            })
-            .collect();
-        url.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    url.as_str().trim_end_matches('/').to_string()
+/// What replaces the user info of a URL and a secret query value:
+/// unlike [`REDACTED`], it needs no percent-encoding in a query.
+pub const REDACTED_IN_URL: &str = "[redacted]";
+
+/// Does a query parameter's name look like it carries a secret (`api_key`,
+/// `key`, `token`, `access_token`, `sig`, anything with `key`, `token`,
+/// `secret`, `password` or `auth` in it)?
+pub fn is_secret_query_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    is_secret_header(&lower) || lower == "sig" || lower.contains("signature")
 }
 
-/// A reqwest error and its causes, without the URL (which may carry
-/// credentials).
+/// The URL as it may be shown (stderr, stdout, `summary.json`, `run.json`):
+/// user info, a secret-looking query value ([`is_secret_query_name`]) and
+/// the fragment replaced by `[redacted]`; the rest as given. Text that is
+/// not a URL is shown only without `@`, `?` and `#`. Every URL arbor prints goes through
+/// here.
+pub fn redact_url(text: &str) -> String {
+    let Some(url) = reqwest::Url::parse(text)
+        .ok()
+        .filter(reqwest::Url::has_host)
+    else {
+        // Not a URL with a host: shown only when nothing in it can be a
+        // credential's place.
+        return if text.contains(['@', '?', '#']) {
+            REDACTED_IN_URL.to_string()
+        } else {
+            text.to_string()
+        };
+    };
+    let mut shown = format!("{}://", url.scheme());
+    if !url.username().is_empty() || url.password().is_some() {
+        shown.push_str(REDACTED_IN_URL);
+        shown.push('@');
+    }
+    shown.push_str(url.host_str().unwrap_or(""));
+    if let Some(port) = url.port() {
+        shown.push_str(&format!(":{port}"));
+    }
+    if url.path() != "/" {
+        shown.push_str(url.path());
+    }
+    if let Some(query) = url.query() {
+        shown.push('?');
+        // `query_pairs` decodes the names of the non-empty pieces, in order.
+        let pairs: Vec<String> = query
+            .split('&')
+            .filter(|piece| !piece.is_empty())
+            .zip(url.query_pairs())
+            .map(|(piece, (name, _))| {
+                if is_secret_query_name(&name) {
+                    let raw_name = piece.split('=').next().unwrap_or("");
+                    format!("{raw_name}={REDACTED_IN_URL}")
+                } else {
+                    piece.to_string()
+                }
+            })
+            .collect();
+        shown.push_str(&pairs.join("&"));
+    }
+    if url.fragment().is_some() {
+        shown.push('#');
+        shown.push_str(REDACTED_IN_URL);
+    }
+    shown
+}
+
+/// A reqwest error and its causes, with any URL in them redacted
+/// ([`redact_url`]): reqwest names the URL in its messages, and the URL
+/// may carry credentials.
 pub fn without_url(e: &reqwest::Error) -> String {
     let mut text = String::new();
     let mut source: Option<&dyn std::error::Error> = Some(e);
@@ -361,10 +436,20 @@ pub fn without_url(e: &reqwest::Error) -> String {
         text.push_str(&s.to_string());
         source = s.source();
     }
-    text
+    match e.url() {
+        Some(url) => text.replace(url.as_str(), &redact_url(url.as_str())),
+        None => text,
+    }
 }
 
-/// `data[0].id` of a `/v1/models` answer.
+/// The most bytes of a `/v1/models` answer read (a list of a few models is
+/// a few kilobytes).
+pub const MODELS_BODY_CAP: usize = 1 << 20;
+/// The longest model id taken from a `/v1/models` answer, in bytes.
+pub const MODEL_ID_CAP: usize = 512;
+
+/// `data[0].id` of a `/v1/models` answer (the first non-empty id),
+/// whatever its length: see [`MODEL_ID_CAP`].
 pub fn first_model_id(body: &Value) -> Option<String> {
     body.get("data")?
         .as_array()?
@@ -372,6 +457,24 @@ pub fn first_model_id(body: &Value) -> Option<String> {
         .find_map(|m| m.get("id")?.as_str())
         .filter(|id| !id.is_empty())
         .map(str::to_string)
+}
+
+/// The body of `response`, read chunk by chunk up to `cap` bytes: `Err`
+/// with the words of the failure when it is longer (nothing more is
+/// read) or the read fails.
+pub async fn read_capped(mut response: reqwest::Response, cap: usize) -> Result<Vec<u8>, String> {
+    let over = || format!("the answer is longer than the {cap}-byte cap");
+    if response.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(over());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| without_url(&e))? {
+        if body.len() + chunk.len() > cap {
+            return Err(over());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 #[cfg(test)]
@@ -519,9 +622,55 @@ mod tests {
     fn urls_lose_user_info_and_secret_query_values() {
         assert_eq!(
             redact_url("http://user:pw@h:8000/v1?api-key=sk-1&x=2"),
-            "http://redacted:redacted@h:8000/v1?api-key=%3Credacted%3E&x=2"
+            "http://[redacted]@h:8000/v1?api-key=[redacted]&x=2"
         );
         assert_eq!(redact_url("http://127.0.0.1:8000"), "http://127.0.0.1:8000");
+        assert_eq!(
+            redact_url("http://127.0.0.1:8000/"),
+            "http://127.0.0.1:8000"
+        );
+        assert_eq!(
+            redact_url("https://h/v1/models?key=a&token=b&access_token=c&sig=d&Secret_x=e&pw_auth=f&q=1#frag"),
+            "https://h/v1/models?key=[redacted]&token=[redacted]&access_token=[redacted]\
+             &sig=[redacted]&Secret_x=[redacted]&pw_auth=[redacted]&q=1#[redacted]"
+        );
+        assert_eq!(
+            redact_url("http://h?api%5Fkey=sk-2"),
+            "http://h?api%5Fkey=[redacted]"
+        );
+        assert_eq!(redact_url("not a url?sk-3"), "[redacted]");
+        assert_eq!(redact_url("localhost8000"), "localhost8000");
+        let shown = redact_url("http://user:pw-9@h/?api_key=sk-1");
+        assert!(
+            !shown.contains("pw-9") && !shown.contains("sk-1"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn query_strings_stay_after_the_path_and_api_paths_are_not_doubled() {
+        let base = normalize_endpoint("http://u:p@h:8000/v1?api_key=X").unwrap();
+        assert_eq!(base, "http://u:p@h:8000?api_key=X");
+        assert_eq!(
+            at(&base, "/v1/chat/completions"),
+            "http://u:p@h:8000/v1/chat/completions?api_key=X"
+        );
+        for path in [
+            "/v1/chat/completions",
+            "/v1/completions",
+            "/v1/messages",
+            "/v1/messages/",
+        ] {
+            assert_eq!(
+                normalize_endpoint(&format!("https://h/api{path}?k=1")).unwrap(),
+                "https://h/api?k=1",
+                "{path}"
+            );
+        }
+        assert_eq!(at("http://h:1", "/metrics"), "http://h:1/metrics");
+        assert_eq!(at("http://h:1/", "/metrics"), "http://h:1/metrics");
+        let err = normalize_endpoint("ftp://u:sk-9@h").unwrap_err();
+        assert!(!err.contains("sk-9"), "{err}");
     }
 
     #[test]

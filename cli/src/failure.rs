@@ -1,7 +1,10 @@
 //! [`Failure`]: an error and the exit code it deserves. Every command
-//! returns one; `main` prints it and exits with its code.
+//! returns one; `main` prints it and exits with its code. The codes
+//! (docs/cli.md): 1 arbor failed, 2 bad flags or inputs, 3 a run finished
+//! but its client failed requests, 128 + the signal that stopped a run.
 
 /// An error and the exit code it deserves.
+#[derive(Debug)]
 pub struct Failure {
     pub code: u8,
     pub message: String,

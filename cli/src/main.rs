@@ -1,6 +1,7 @@
 //! `arbor`: the command-line front end. Thin: parses flags, wires the
 //! library crates together, writes outputs, maps errors to exit codes
-//! (2 for bad input or flags, 1 for anything else).
+//! (2 for bad input or flags, 3 when a run's client failed requests,
+//! 128 + the signal that stopped a run, 1 for anything else).
 //!
 //! Modules, each used only by those after it (no cycles): `failure`
 //! (the error and its exit code); `args` (every clap struct and value
@@ -54,7 +55,7 @@ use crate::failure::Failure;
 fn main() -> ExitCode {
     // Parsed in two steps so a recipe can tell flags the user gave from
     // defaults (`--scenario` locks).
-    let command = Cli::command();
+    let command = args::numbers_may_be_negative(Cli::command());
     let matches = command
         .clone()
         .try_get_matches()
@@ -68,7 +69,9 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan::run(&args, &explicit),
         Command::Inspect(args) => inspect::run(&args),
         Command::Convert(args) => convert::run(&args),
-        Command::Run(args) => run::run(&args, &explicit),
+        Command::Run(args) => run::run(&args, &explicit, |dir| {
+            summarize::rebuild(dir).map(|rebuilt| rebuilt.summary)
+        }),
         Command::Emulate(args) => emulate::run(&args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Compare(args) => compare::run(&args),

@@ -1,6 +1,7 @@
 //! The tokio runtimes of the commands that do network I/O: the live run's
 //! single-threaded client, the in-process emulator's, `arbor emulate`'s and
-//! `arbor doctor`'s.
+//! `arbor doctor`'s; and the file-descriptor limit those runtimes' sockets
+//! count against ([`raise_fd_limit`]).
 
 use crate::failure::Failure;
 
@@ -29,4 +30,33 @@ pub fn client() -> Result<tokio::runtime::Runtime, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::other(format!("cannot start the async runtime: {e}")))
+}
+
+/// The file-descriptor limit (`RLIMIT_NOFILE`) of this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdLimit {
+    /// What the process may open now (after [`raise_fd_limit`]).
+    pub soft: u64,
+    /// What the soft limit may be raised to without privileges.
+    pub hard: u64,
+}
+
+/// Linux's default `fs.nr_open`: the most descriptors a process may have.
+const NR_OPEN: u64 = 1 << 20;
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit (every connection is
+/// a descriptor; the usual soft limit, 1024 or 256, is far below what a
+/// run of thousands of sessions opens). Prints nothing; returns the limit
+/// in force afterwards, or `None` when it cannot be read.
+pub fn raise_fd_limit() -> Option<FdLimit> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    // An unlimited hard limit is capped by the kernel's `nr_open`
+    // (1048576 by default): try the hard limit, then that.
+    for target in [hard, hard.min(NR_OPEN)] {
+        if soft < target && setrlimit(Resource::RLIMIT_NOFILE, target, hard).is_ok() {
+            return Some(FdLimit { soft: target, hard });
+        }
+    }
+    Some(FdLimit { soft, hard })
 }

@@ -37,6 +37,22 @@ pub use metrics::MetricsArgs;
 pub use peer::PeerFlags;
 pub use workload::{FitArgs, InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
 
+/// Every flag that takes a value takes `-5` as that value, so a negative
+/// number reaches the flag's own parser and its message ("must not be
+/// negative") instead of clap's tip to write `-- -5`. Positional inputs
+/// keep clap's rule.
+pub fn numbers_may_be_negative(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| {
+            if arg.get_long().is_some() && arg.get_action().takes_values() {
+                arg.allow_negative_numbers(true)
+            } else {
+                arg
+            }
+        })
+        .mut_subcommands(numbers_may_be_negative)
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "arbor",

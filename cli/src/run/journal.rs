@@ -142,8 +142,12 @@ pub struct LaneEnd {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunEnd {
     pub schema_version: String,
-    /// Stopped by Ctrl+C.
+    /// Stopped by a signal (Ctrl+C, SIGTERM, SIGHUP).
     pub cancelled: bool,
+    /// Which: `SIGINT`, `SIGTERM` or `SIGHUP` (absent in runs of older
+    /// arbors).
+    #[serde(default)]
+    pub stopped_by: Option<String>,
     /// Epoch to the driver's last event.
     pub elapsed_ns: Nanos,
     /// Most requests sent and not yet done at once, as the driver saw them.
@@ -165,12 +169,18 @@ pub struct RunEnd {
 }
 
 impl RunEnd {
-    /// What the driver and the scheduler say once the run is over.
-    pub fn new(outcome: &RunOutcome, scheduler: &Scheduler) -> RunEnd {
+    /// What the driver and the scheduler say once the run is over, and
+    /// the signal that stopped it, if one did.
+    pub fn new(
+        outcome: &RunOutcome,
+        scheduler: &Scheduler,
+        stopped_by: Option<&'static str>,
+    ) -> RunEnd {
         let stats = scheduler.stats();
         RunEnd {
             schema_version: END_SCHEMA.to_string(),
             cancelled: outcome.cancelled,
+            stopped_by: stopped_by.map(str::to_string),
             elapsed_ns: outcome.elapsed,
             observed_peak: outcome.observed_peak_inflight,
             profiling_start_ns: scheduler.profiling_start(),

@@ -5,28 +5,34 @@
 //! `--endpoint`, then [`run_against`] an endpoint: model discovery, the
 //! HTTP client and its warmed pool, the live driver with `records.jsonl`
 //! written as requests finish (after `trees.jsonl`, the trees' shape, and
-//! `planned.json`, the plan's requests in flight over time),
-//! Ctrl+C, the progress ticker, the server-metrics scraper
+//! `planned.json`, the plan's requests in flight over time), the output
+//! directory claimed for the whole run ([`output::OutputDir::create`]),
+//! the stop signals ([`signals`]: SIGINT, SIGTERM, SIGHUP), the
+//! file-descriptor check ([`limits`]), the progress ticker, the server-metrics scraper
 //! ([`crate::server_metrics`], `metrics.jsonl`, on a thread of its own),
 //! `run.json` when the clock starts,
 //! `end.json` and `summary.json` at the end ([`journal`],
 //! [`output::Summary::build`]: what `arbor summarize` rebuilds from), and
-//! the console table.
+//! the console table; and the exit code: 128 + the signal that stopped the
+//! run, 3 when the client itself failed requests (error class `client`).
 //!
 //! The endpoint is a parameter of [`run_against`] so that the built-in
 //! emulator can be started in-process and passed in (see [`run`]).
 
 mod config;
 pub mod journal;
+mod limits;
+mod model;
 mod notices;
 pub mod output;
 mod prepare;
 pub mod records;
+mod signals;
 pub mod summary;
 mod table;
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arbor_backends::live::exchange::Target;
@@ -35,11 +41,9 @@ use arbor_backends::live::tls::ClientConfig;
 use arbor_backends::live::{self, LiveConfig, Progress, RunOutcome};
 use arbor_engine::policy::GapTransform;
 use arbor_engine::time::{nanos_to_secs, NANOS_PER_MS};
-use reqwest::header::HeaderMap;
-use serde_json::Value;
 
 use crate::args::RunArgs;
-use crate::endpoint::{first_model_id, without_url};
+use crate::endpoint::{at, redact_url};
 use crate::failure::Failure;
 use crate::progress::{Span, Ticker};
 use crate::scenario::{self, Explicit};
@@ -47,8 +51,10 @@ use crate::server_metrics::{self, Scraper, ServerMetrics};
 use crate::{emulate, runtime, stdout};
 
 use journal::{RunEnd, RunStart};
-use output::{Completeness, RecordsFile};
+use limits::FdNeed;
+use output::{ClientFailures, Completeness, RecordsFile};
 use prepare::{prepare, Prepared};
+use signals::{Signals, StopSignal};
 use summary::Collector;
 
 /// Most connections opened before the clock starts.
@@ -58,7 +64,18 @@ pub const MAX_WARM_CONNECTIONS: usize = 512;
 pub struct RunReport {
     pub summary: output::Summary,
     pub out: PathBuf,
+    /// The signal that stopped the run, if one did.
+    pub stopped_by: Option<StopSignal>,
+    /// Requests the client itself failed (error class `client`).
+    pub client_failures: ClientFailures,
+    /// The output directory's lock, held until the report is written.
+    _claim: output::Claimed,
 }
+
+/// `arbor summarize`'s rebuild of a run directory's summary (from
+/// `run.json` and `records.jsonl`): what a second signal writes. Passed in
+/// by `main`, since `summarize` reads what this module writes.
+pub type Rebuild = fn(&Path) -> Result<output::Summary, Failure>;
 
 /// Emulator timing of the default run (no `--endpoint`) when no emulator
 /// flag says otherwise: a fast server, so the demo takes seconds.
@@ -103,12 +120,16 @@ fn demo_args(args: &RunArgs) -> RunArgs {
 }
 
 /// `arbor run`.
-pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
+pub fn run(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Failure> {
+    let fd_limit = runtime::raise_fd_limit();
     let demo = is_demo(args);
     let mut args = if demo { demo_args(args) } else { args.clone() };
     let applied = scenario::apply(&mut args.scenario, &args.input, &mut args.policy, explicit)?;
     if applied.is_some() {
         args.request.ignore_eos = true;
+    }
+    if args.request.endpoint.is_some() {
+        refuse_emulator_flags(explicit)?;
     }
     // The built-in emulator's settings, when there is no endpoint.
     let emulator = match args.request.endpoint {
@@ -123,10 +144,14 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
         plan_with_the_emulators_timing(&mut args, config, explicit);
     }
     let args = &args;
-    if args.request.endpoint.is_some() {
-        warn_unused_emulator_flags(explicit);
-    }
     let mut prepared = prepare(args, applied)?;
+    let need = FdNeed {
+        peak_inflight: u64::from(prepared.planned.peak_inflight),
+        emulator: emulator.is_some(),
+    };
+    if let Some(warning) = limits::check(need, fd_limit)? {
+        eprintln!("{warning}");
+    }
     let shape = notices::RunShape {
         policy: prepared.scheduler.policy(),
         trees: prepared.workload.trees.len() as u64,
@@ -140,7 +165,15 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
     let client = runtime::client()?;
     let mut emulator_settings = None;
     let report = match (&args.request.endpoint, emulator) {
-        (Some(endpoint), _) => client.block_on(run_against(endpoint, prepared))?,
+        (Some(endpoint), _) => {
+            eprintln!(
+                "arbor run: requests go to {}",
+                redact_url(&at(endpoint, prepared.requests.api.path()))
+            );
+            let report = client.block_on(run_against(endpoint, prepared, rebuild));
+            client.shutdown_timeout(Duration::from_millis(200));
+            report?
+        }
         (None, None) => return Err(Failure::other("no endpoint and no emulator")),
         (None, Some(config)) => {
             let mut settings = config.describe();
@@ -156,13 +189,15 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
             let emulator = server
                 .block_on(arbor_sim::emulator::serve(config, loopback))
                 .map_err(|e| Failure::other(format!("cannot start the built-in emulator: {e}")))?;
-            let report = client.block_on(run_against(&emulator.base_url(), prepared));
+            let report = client.block_on(run_against(&emulator.base_url(), prepared, rebuild));
+            // The client's tasks (and connections) go first: the emulator
+            // waits for its connections to close.
+            client.shutdown_timeout(Duration::from_millis(200));
             server.block_on(emulator.shutdown());
             server.shutdown_timeout(Duration::from_millis(200));
             report?
         }
     };
-    client.shutdown_timeout(Duration::from_millis(200));
 
     stdout::print(|mut out| {
         table::print(
@@ -173,17 +208,50 @@ pub fn run(args: &RunArgs, explicit: &Explicit) -> Result<(), Failure> {
         )
     })?;
     crate::page::write_for_run(&report.out)?;
-    if report.summary.cancelled {
+    exit_of(report.stopped_by, &report.client_failures, &report.out)
+}
+
+/// The run's exit: 128 + the signal that stopped it; 3 when the client
+/// itself failed requests (the results measure no server); else 0.
+fn exit_of(
+    stopped_by: Option<StopSignal>,
+    client: &ClientFailures,
+    out: &Path,
+) -> Result<(), Failure> {
+    let client_words = (client.count > 0).then(|| {
+        format!(
+            "{} request{} failed in arbor itself, not at the server (error class `client`; the \
+             first: {}): these results are not a measurement of the server. Raise the \
+             file-descriptor limit (`ulimit -n`), or lower --sessions or --max-inflight",
+            client.count,
+            if client.count == 1 { "" } else { "s" },
+            client.first.as_deref().unwrap_or("no message"),
+        )
+    });
+    if let Some(signal) = stopped_by {
+        if let Some(words) = &client_words {
+            eprintln!("error: {words}");
+        }
         return Err(Failure {
-            code: 130,
+            code: signal.exit_code(),
             message: format!(
-                "cancelled by Ctrl+C; what ran is in {}",
-                report.out.display()
+                "stopped by {}; what ran is in {}",
+                signal.spoken(),
+                out.display()
             ),
         });
     }
-    Ok(())
+    match client_words {
+        Some(message) => Err(Failure {
+            code: CLIENT_FAILED,
+            message,
+        }),
+        None => Ok(()),
+    }
 }
+
+/// The exit code of a run whose client failed requests.
+pub const CLIENT_FAILED: u8 = 3;
 
 /// Without `--service`, a run against the built-in emulator is planned
 /// with the emulator's own timing (`fixed:TTFT:ITL`, the same formula),
@@ -205,25 +273,34 @@ fn plan_with_the_emulators_timing(
 }
 
 /// The in-process emulator's flags do nothing against a server of one's
-/// own: say so, naming the ones given.
-fn warn_unused_emulator_flags(explicit: &Explicit) {
+/// own: refused (exit 2), naming the ones given, so that a benchmark never
+/// runs believing it injects faults or latency it does not.
+fn refuse_emulator_flags(explicit: &Explicit) -> Result<(), Failure> {
     let given = emulate::flags_given(explicit);
-    if !given.is_empty() {
-        eprintln!(
-            "warning: {} {} the built-in emulator's and {} no effect with --endpoint",
-            given.join(", "),
-            if given.len() == 1 { "is" } else { "are" },
-            if given.len() == 1 { "has" } else { "have" },
-        );
+    if given.is_empty() {
+        return Ok(());
     }
+    Err(Failure::input(format!(
+        "{} {} the built-in emulator's and {} no effect with --endpoint: drop {}, or drop \
+         --endpoint to run against the built-in emulator",
+        given.join(", "),
+        if given.len() == 1 { "is" } else { "are" },
+        if given.len() == 1 { "has" } else { "have" },
+        if given.len() == 1 { "it" } else { "them" },
+    )))
 }
 
 /// Runs a prepared workload against `endpoint` (a base URL such as
 /// `http://127.0.0.1:8000`, already normalized by
 /// [`crate::endpoint::normalize_endpoint`]), writes `records.jsonl` and
 /// `summary.json`, and returns the summary. Runs on the client's runtime
-/// ([`runtime::client`]).
-pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport, Failure> {
+/// ([`runtime::client`]). A second stop signal during the grace ends it
+/// early: the summary is then `rebuild`'s, from what was recorded.
+pub async fn run_against(
+    endpoint: &str,
+    prepared: Prepared,
+    rebuild: Rebuild,
+) -> Result<RunReport, Failure> {
     let Prepared {
         workload,
         mut scheduler,
@@ -241,7 +318,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     let tls = crate::endpoint::tls_config(endpoint, &requests.tls)?;
     let client = http_client(tls.as_ref())?;
     let headers = requests.auth.header_map();
-    let url = format!("{endpoint}{}", requests.api.path());
+    let url = at(endpoint, requests.api.path());
     let mut target = Target::new(
         &url,
         &headers,
@@ -249,7 +326,7 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         requests.retries,
         tls.clone(),
     )
-    .map_err(Failure::other)?;
+    .map_err(|e| Failure::other(e.replace(&url, &redact_url(&url))))?;
     target.api = requests.api;
     if tls.is_some() {
         // A certificate the client refuses stops the run here, in plain
@@ -261,7 +338,10 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     }
     let (model, model_from) = match &requests.model {
         Some(m) => (m.clone(), "flag"),
-        None => (discover_model(&client, endpoint, &headers).await?, "server"),
+        None => (
+            model::discover(&client, endpoint, &headers).await?,
+            "server",
+        ),
     };
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
     config.set_endpoint(endpoint, &url, &model, model_from, warm);
@@ -283,7 +363,12 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
         seed: scheduler.policy().seed,
     };
 
-    let out_dir = out.create()?;
+    // From here on SIGINT, SIGTERM and SIGHUP stop the run instead of
+    // ending the process (one heard before the clock starts stops the run
+    // as soon as it starts).
+    let mut signals = Signals::install()?;
+    let claim = out.create()?;
+    let out_dir = claim.path.clone();
     // A --force run leaves no end or summary of an earlier run behind: a
     // run killed now must not be read with another run's end.
     for stale in [
@@ -330,15 +415,35 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     let span = Span::of(scheduler.policy().duration, start.planned.dispatched);
     let ticker =
         show_progress.then(|| Ticker::start(Arc::clone(&progress), span, planned_duration));
-    let result = live::run(
-        &mut scheduler,
-        Arc::clone(&workload),
-        &live_config,
-        &mut sink,
-        &progress,
-        stop_on_ctrl_c(grace, out_dir.display().to_string()),
-    )
-    .await;
+    let stopped_by: OnceLock<StopSignal> = OnceLock::new();
+    let stop = tokio::sync::Notify::new();
+    let ended = {
+        let driven = live::run(
+            &mut scheduler,
+            Arc::clone(&workload),
+            &live_config,
+            &mut sink,
+            &progress,
+            stop.notified(),
+        );
+        let listen = async {
+            let first = signals.next().await;
+            let _ = stopped_by.set(first);
+            eprintln!(
+                "\narbor run: {}: stopping: no new requests; requests in flight get up to \
+                 {grace} s (--grace); a second signal writes the summary from what was recorded \
+                 and quits",
+                first.spoken()
+            );
+            stop.notify_one();
+            signals.next().await
+        };
+        tokio::select! {
+            biased;
+            result = driven => Ended::Finished(result),
+            second = listen => Ended::Abandoned(second),
+        }
+    };
     if let Some(t) = ticker {
         t.finish();
     }
@@ -348,6 +453,20 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
             out_dir.join(server_metrics::METRICS_FILE).display()
         );
     }
+    let written = sink.finish().map_err(|e| {
+        Failure::other(format!(
+            "{}: cannot write: {e}",
+            out_dir.join(output::RECORDS_FILE).display()
+        ))
+    });
+    let first = stopped_by.get().copied();
+    let result = match ended {
+        Ended::Finished(result) => result,
+        Ended::Abandoned(second) => {
+            written?;
+            return abandoned(&out_dir, first.unwrap_or(second), second, rebuild);
+        }
+    };
     let outcome: RunOutcome = result.map_err(|e| {
         Failure::other(format!(
             "the run stopped: {e} (records so far are in {dir}; `arbor summarize {dir}` sums \
@@ -355,17 +474,11 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
             dir = out_dir.display()
         ))
     })?;
-
-    let collector = sink.into_collector().map_err(|e| {
-        Failure::other(format!(
-            "{}: cannot write: {e}",
-            out_dir.join(output::RECORDS_FILE).display()
-        ))
-    })?;
+    let (collector, client_failures) = written?;
     let end = journal::write_json(
         &out_dir,
         journal::END_FILE,
-        &RunEnd::new(&outcome, &scheduler),
+        &RunEnd::new(&outcome, &scheduler, first.map(StopSignal::name)),
     )?;
     let summary = output::Summary::build(
         &start,
@@ -381,7 +494,65 @@ pub async fn run_against(endpoint: &str, prepared: Prepared) -> Result<RunReport
     Ok(RunReport {
         summary,
         out: out_dir,
+        stopped_by: first,
+        client_failures,
+        _claim: claim,
     })
+}
+
+/// How the driver's loop ended.
+enum Ended<T> {
+    /// It returned (at its end, or after a stop signal and the grace).
+    Finished(T),
+    /// A second signal came during the grace: the loop was dropped, with
+    /// the requests still in flight.
+    Abandoned(StopSignal),
+}
+
+/// A second signal during the grace: `summary.json` is rebuilt from what
+/// was recorded (as `arbor summarize` does, `"complete": false`), and the
+/// run exits with the first signal's code.
+fn abandoned(
+    out_dir: &Path,
+    first: StopSignal,
+    second: StopSignal,
+    rebuild: Rebuild,
+) -> Result<RunReport, Failure> {
+    let quit = |how: String| Failure {
+        code: first.exit_code(),
+        message: format!(
+            "stopped by {}, then quit by a second {} during the grace: {how}",
+            first.spoken(),
+            second.name()
+        ),
+    };
+    let mut summary = match rebuild(out_dir) {
+        Ok(summary) => summary,
+        Err(e) => {
+            return Err(quit(format!(
+                "the summary could not be rebuilt ({}); records.jsonl holds every request that \
+                 finished",
+                e.message
+            )))
+        }
+    };
+    summary.cancelled = true;
+    summary.stopped_by = Some(first.name().to_string());
+    summary.notes.push(format!(
+        "stopped by {}, then a second {} during the grace: requests still in flight were \
+         abandoned and have no record",
+        first.name(),
+        second.name()
+    ));
+    let bytes = summary.to_bytes()?;
+    journal::write_atomic(out_dir, output::SUMMARY_FILE, &bytes)?;
+    Err(quit(format!(
+        "requests in flight were abandoned; {} was written from the {} records in {} \
+         (\"complete\": false)",
+        output::SUMMARY_FILE,
+        output::RECORDS_FILE,
+        out_dir.display()
+    )))
 }
 
 /// The client of everything but the requests: model discovery and the
@@ -404,62 +575,40 @@ fn remove_stale(path: &std::path::Path) -> Result<(), Failure> {
     }
 }
 
-/// Resolves on the first Ctrl+C; a second one quits at once (the records
-/// written so far stay). Never resolves if the handler cannot be installed.
-async fn stop_on_ctrl_c(grace_s: f64, out_dir: String) {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
-    }
-    eprintln!(
-        "\narbor run: stopping: no new requests; requests in flight get up to {grace_s} s \
-         (--grace); Ctrl+C again quits at once"
-    );
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "arbor run: quit; records.jsonl holds every request that finished \
-                 (`arbor summarize {out_dir}` sums them up)"
-            );
-            std::process::exit(130);
-        }
-    });
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The first model id the server lists at `/v1/models`.
-async fn discover_model(
-    client: &reqwest::Client,
-    endpoint: &str,
-    headers: &HeaderMap,
-) -> Result<String, Failure> {
-    let url = format!("{endpoint}/v1/models");
-    let response = client
-        .get(&url)
-        .headers(headers.clone())
-        .timeout(Duration::from_secs(30))
-        .send()
-        .await
-        .map_err(|e| {
-            Failure::other(format!(
-                "cannot ask {url} for the model (pass --model to skip): {}",
-                without_url(&e)
-            ))
-        })?;
-    let status = response.status();
-    if !status.is_success() {
-        return Err(Failure::other(format!(
-            "{url} answered HTTP {}: pass --model M",
-            status.as_u16()
-        )));
+    #[test]
+    fn a_signal_sets_the_exit_code_and_client_failures_exit_3() {
+        let out = Path::new("arbor-results/x");
+        let none = ClientFailures::default();
+        assert!(exit_of(None, &none, out).is_ok());
+        let failed = ClientFailures {
+            count: 7,
+            first: Some("connect: Too many open files (os error 24)".into()),
+        };
+        let failure = exit_of(None, &failed, out).err().unwrap();
+        assert_eq!(failure.code, CLIENT_FAILED);
+        for words in [
+            "7 requests failed in arbor itself",
+            "Too many open files",
+            "ulimit -n",
+        ] {
+            assert!(
+                failure.message.contains(words),
+                "{words}: {}",
+                failure.message
+            );
+        }
+        let failure = exit_of(Some(StopSignal::Term), &failed, out).err().unwrap();
+        assert_eq!(failure.code, 143);
+        assert!(
+            failure.message.contains("stopped by SIGTERM"),
+            "{}",
+            failure.message
+        );
+        let failure = exit_of(Some(StopSignal::Hup), &none, out).err().unwrap();
+        assert_eq!(failure.code, 129);
     }
-    let body: Value = response.json().await.map_err(|e| {
-        Failure::other(format!(
-            "{url} did not answer with JSON ({}): pass --model M",
-            without_url(&e)
-        ))
-    })?;
-    first_model_id(&body).ok_or_else(|| {
-        Failure::other(format!(
-            "{url} lists no models (expected {{\"data\":[{{\"id\":...}}]}}): pass --model M"
-        ))
-    })
 }

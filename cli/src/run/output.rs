@@ -3,7 +3,9 @@
 //! `run.json` and `end.json` of [`super::journal`] beside them).
 //!
 //! Owns the directory rules (an existing non-empty directory is refused
-//! unless `--force`), the record sink, and the shape of `summary.json`
+//! unless `--force`; a directory is claimed for the whole run by a `flock`
+//! on its [`LOCK_FILE`], so two runs never write one directory), the
+//! record sink, and the shape of `summary.json`
 //! ([`Summary::build`], the one function `arbor run` and `arbor summarize`
 //! both call).
 //!
@@ -14,13 +16,15 @@
 //! normal end or Ctrl+C loses none.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use arbor_backends::live::record::RequestRecord;
 use arbor_backends::live::RecordSink;
 use arbor_engine::time::nanos_to_secs;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -34,10 +38,26 @@ use super::summary::{CacheReport, Collector, Facts, Latencies, Measured, Through
 pub use crate::records_file::RECORDS_FILE;
 pub const SUMMARY_FILE: &str = "summary.json";
 
+/// The lock file of an output directory: `flock`ed for the whole run, it
+/// holds the pid of the run that claimed the directory last. Not counted
+/// as content by the "not empty" rule; left in place after the run (the
+/// kernel drops the lock when the process ends, even after `kill -9`).
+pub const LOCK_FILE: &str = ".arbor.lock";
+
 /// An output directory that was checked but not yet created.
 #[derive(Debug, Clone)]
 pub struct OutputDir {
     path: PathBuf,
+    force: bool,
+}
+
+/// An output directory created and claimed: no other `arbor run` writes
+/// it while this lives.
+#[derive(Debug)]
+pub struct Claimed {
+    pub path: PathBuf,
+    /// Held, never read: dropping it releases the directory.
+    _lock: Flock<File>,
 }
 
 impl OutputDir {
@@ -51,33 +71,98 @@ impl OutputDir {
                     path.display()
                 )));
             }
-            let mut entries = fs::read_dir(&path).map_err(|e| {
-                Failure::input(format!("--out {}: cannot read: {e}", path.display()))
-            })?;
-            if !force && entries.next().is_some() {
-                return Err(Failure::input(format!(
-                    "--out {}: exists and is not empty (choose another directory, or --force to overwrite arbor's files in it)",
-                    path.display()
-                )));
+            if !force && has_content(&path)? {
+                return Err(not_empty(&path));
             }
         }
-        Ok(OutputDir { path })
+        Ok(OutputDir { path, force })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Creates the directory (and its parents).
-    pub fn create(self) -> Result<PathBuf, Failure> {
-        fs::create_dir_all(&self.path)
-            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", self.path.display())))?;
-        Ok(self.path)
+    /// Creates the directory (and its parents) and claims it: an exclusive
+    /// `flock` on its [`LOCK_FILE`], held until the [`Claimed`] is dropped.
+    /// A directory another run holds is refused (exit 2) naming that run's
+    /// pid; so is one that filled up since [`OutputDir::check`] (a run that
+    /// finished in it meanwhile), unless `--force`.
+    pub fn create(self) -> Result<Claimed, Failure> {
+        let path = self.path;
+        fs::create_dir_all(&path)
+            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
+        let lock_path = path.join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", lock_path.display())))?;
+        let mut lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => lock,
+            Err((mut file, Errno::EAGAIN)) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let pid = holder
+                    .trim()
+                    .parse::<u32>()
+                    .map_or_else(|_| String::new(), |pid| format!(" (pid {pid})"));
+                return Err(Failure::input(format!(
+                    "--out {}: another arbor run{pid} is writing this directory (it holds \
+                     {LOCK_FILE}); choose another --out, or wait for that run to end",
+                    path.display()
+                )));
+            }
+            Err((_, e)) => {
+                return Err(Failure::other(format!(
+                    "{}: cannot lock: {e}",
+                    lock_path.display()
+                )))
+            }
+        };
+        if !self.force && has_content(&path)? {
+            return Err(not_empty(&path));
+        }
+        lock.set_len(0)
+            .and_then(|()| lock.write_all(format!("{}\n", std::process::id()).as_bytes()))
+            .map_err(|e| Failure::other(format!("{}: cannot write: {e}", lock_path.display())))?;
+        Ok(Claimed { path, _lock: lock })
     }
+}
+
+/// Whether `dir` holds anything but its [`LOCK_FILE`].
+fn has_content(dir: &Path) -> Result<bool, Failure> {
+    let entries = fs::read_dir(dir)
+        .map_err(|e| Failure::input(format!("--out {}: cannot read: {e}", dir.display())))?;
+    Ok(entries
+        .flatten()
+        .any(|entry| entry.file_name() != LOCK_FILE))
+}
+
+fn not_empty(dir: &Path) -> Failure {
+    Failure::input(format!(
+        "--out {}: exists and is not empty (choose another directory, or --force to overwrite \
+         arbor's files in it)",
+        dir.display()
+    ))
 }
 
 /// Serialized records held before a write is forced.
 const FLUSH_BYTES: usize = 1 << 20;
+
+/// The error class of a request the client itself failed (out of file
+/// descriptors, ...): its results measure no server.
+pub const CLIENT_CLASS: &str = "client";
+
+/// Requests the client itself failed ([`CLIENT_CLASS`]), warmups
+/// included.
+#[derive(Debug, Clone, Default)]
+pub struct ClientFailures {
+    pub count: u64,
+    /// The first one's message.
+    pub first: Option<String>,
+}
 
 /// `records.jsonl`, and the summary's collector fed from the same records.
 pub struct RecordsFile {
@@ -85,6 +170,7 @@ pub struct RecordsFile {
     /// Lines not yet written.
     pending: Vec<u8>,
     collector: Collector,
+    client_failures: ClientFailures,
 }
 
 impl RecordsFile {
@@ -100,13 +186,18 @@ impl RecordsFile {
             file,
             pending: Vec::with_capacity(64 * 1024),
             collector,
+            client_failures: ClientFailures::default(),
         })
     }
 
-    /// Writes what is pending and hands over the collector.
-    pub fn into_collector(mut self) -> io::Result<Collector> {
+    /// Writes what is pending and hands over the collector and the
+    /// requests the client failed.
+    pub fn finish(mut self) -> io::Result<(Collector, ClientFailures)> {
         self.write_pending()?;
-        Ok(std::mem::take(&mut self.collector))
+        Ok((
+            std::mem::take(&mut self.collector),
+            std::mem::take(&mut self.client_failures),
+        ))
     }
 
     fn write_pending(&mut self) -> io::Result<()> {
@@ -129,7 +220,15 @@ impl RecordSink for RecordsFile {
     fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
         serde_json::to_writer(&mut self.pending, record).map_err(io::Error::other)?;
         self.pending.push(b'\n');
-        self.collector.add(&Facts::from(record));
+        let facts = Facts::from(record);
+        if facts.error_category == Some(CLIENT_CLASS) {
+            let failures = &mut self.client_failures;
+            failures.count += 1;
+            if failures.first.is_none() {
+                failures.first = record.error.as_ref().map(|e| e.message.clone());
+            }
+        }
+        self.collector.add(&facts);
         if self.pending.len() >= FLUSH_BYTES {
             self.write_pending()?;
         }
@@ -228,6 +327,9 @@ pub struct Summary {
     pub profiling_start_s: f64,
     pub started_at: String,
     pub cancelled: bool,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`);
+    /// `null` when it ran to its end.
+    pub stopped_by: Option<String>,
     /// Run epoch to the last event, in seconds.
     pub elapsed_s: f64,
     pub counts: Counts,
@@ -317,6 +419,7 @@ impl Summary {
             profiling_start_s: nanos_to_secs(end.profiling_start_ns),
             started_at: start.started_at.clone(),
             cancelled: end.cancelled,
+            stopped_by: end.stopped_by.clone(),
             elapsed_s: nanos_to_secs(end.elapsed_ns),
             counts: Counts {
                 dispatched: measured.requests.dispatched,
@@ -435,6 +538,40 @@ mod tests {
         assert!(OutputDir::check(dir.clone(), true).is_ok());
         let file = dir.join("x");
         assert_eq!(OutputDir::check(file, true).err().map(|f| f.code), Some(2));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_claimed_directory_is_refused_until_released() {
+        let dir = std::env::temp_dir().join(format!("arbor-claim-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let first = OutputDir::check(dir.clone(), false).unwrap();
+        let second = OutputDir::check(dir.clone(), false).unwrap();
+        let claimed = first.create().unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.join(LOCK_FILE)).unwrap().trim(),
+            std::process::id().to_string()
+        );
+        let refused = second.clone().create().err().unwrap();
+        assert_eq!(refused.code, 2);
+        assert!(
+            refused
+                .message
+                .contains(&format!("another arbor run (pid {})", std::process::id())),
+            "{}",
+            refused.message
+        );
+        // The lock file alone is no content.
+        assert!(OutputDir::check(dir.clone(), false).is_ok());
+        fs::write(dir.join(RECORDS_FILE), "").unwrap();
+        drop(claimed);
+        // Released, but a run wrote there meanwhile: still refused.
+        let refused = second.create().err().unwrap();
+        assert!(refused.message.contains("not empty"), "{}", refused.message);
+        assert!(OutputDir::check(dir.clone(), true)
+            .unwrap()
+            .create()
+            .is_ok());
         let _ = fs::remove_dir_all(&dir);
     }
 }

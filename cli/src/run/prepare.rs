@@ -124,16 +124,30 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions, Failure> {
     })
 }
 
-/// `arbor-results/<UTC YYYYmmdd-HHMMSS>-<name>`: the first input's file
-/// stem, `synthetic`, or `sample`.
+/// `arbor-results/<UTC YYYYmmdd-HHMMSS.mmm>-<name>-<pid>`: `<name>` is
+/// the first input's file stem, `synthetic`, or `sample`. Sorted by name,
+/// the directories are sorted by start time; the milliseconds and the pid
+/// keep two runs started together apart (and the directory's lock
+/// refuses a second writer anyway).
 fn default_out(args: &RunArgs) -> PathBuf {
     let name = match args.input.inputs.first() {
         Some(path) => stem(path),
         None if args.input.synthetic.is_some() => "synthetic".to_string(),
         None => "sample".to_string(),
     };
-    let (compact, _) = output::utc_stamps(std::time::SystemTime::now());
-    PathBuf::from("arbor-results").join(format!("{compact}-{name}"))
+    PathBuf::from("arbor-results").join(default_name(
+        std::time::SystemTime::now(),
+        &name,
+        std::process::id(),
+    ))
+}
+
+fn default_name(now: std::time::SystemTime, name: &str, pid: u32) -> String {
+    let (compact, _) = output::utc_stamps(now);
+    let millis = now
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_millis());
+    format!("{compact}.{millis:03}-{name}-{pid}")
 }
 
 fn stem(path: &std::path::Path) -> String {
@@ -171,5 +185,19 @@ mod tests {
             "weka-kv-cache-tester"
         );
         assert_eq!(stem(Path::new("a b.json")), "a_b");
+    }
+
+    #[test]
+    fn default_names_sort_by_time_and_differ_by_pid() {
+        let at = |ms| std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+        assert_eq!(
+            default_name(at(1_709_214_307_042), "sample", 77),
+            "20240229-134507.042-sample-77"
+        );
+        assert!(
+            default_name(at(1_709_214_307_042), "x", 9)
+                < default_name(at(1_709_214_307_043), "x", 1)
+        );
+        assert_ne!(default_name(at(5), "x", 1), default_name(at(5), "x", 2));
     }
 }

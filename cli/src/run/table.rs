@@ -70,16 +70,12 @@ pub fn print(
     let c = &summary.config;
     let n = &summary.counts;
     let t = &summary.throughput;
-    writeln!(
-        out,
-        "arbor run: {}{}",
-        c.inputs,
-        if summary.cancelled {
-            " (cancelled)"
-        } else {
-            ""
-        }
-    )?;
+    let cancelled = match (&summary.stopped_by, summary.cancelled) {
+        (Some(signal), _) => format!(" (cancelled by {signal})"),
+        (None, true) => " (cancelled)".to_string(),
+        (None, false) => String::new(),
+    };
+    writeln!(out, "arbor run: {}{cancelled}", c.inputs)?;
     writeln!(
         out,
         "  endpoint        {} (model {}), seed {}",

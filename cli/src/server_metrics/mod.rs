@@ -71,7 +71,7 @@ pub async fn choose(
     let url = args
         .metrics_url
         .clone()
-        .unwrap_or_else(|| format!("{endpoint}/metrics"));
+        .unwrap_or_else(|| crate::endpoint::at(endpoint, "/metrics"));
     let settings = Settings {
         headers: if same_origin(&url, endpoint) {
             headers.clone()

@@ -275,8 +275,8 @@ fn run_help_groups_flags_under_headings() {
 }
 
 #[test]
-fn emulator_flags_warn_with_an_endpoint() {
-    // --loop without --sessions stops the run before any network access.
+fn emulator_flags_are_refused_with_an_endpoint() {
+    // Refused before the inputs are read or any connection is made.
     let out = arbor(&[
         "run",
         "--endpoint",
@@ -285,20 +285,29 @@ fn emulator_flags_warn_with_an_endpoint() {
         "5",
         "--fail-rate",
         "0.1",
-        "--loop",
+        "--itl-ms",
+        "5",
     ]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("warning: --ttft-ms, --fail-rate are the built-in emulator's")
+        err.contains("--ttft-ms, --itl-ms, --fail-rate are the built-in emulator's")
             && err.contains("no effect with --endpoint"),
         "{err}"
     );
+    // --loop without --sessions stops the run before any network access.
     let out = arbor(&["run", "--ttft-ms", "5", "--loop"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("emulator's"), "{}", stderr(&out));
     let out = arbor(&["run", "--endpoint", "http://127.0.0.1:9", "--loop"]);
-    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("emulator's"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_negative_number_reaches_the_flags_own_message() {
+    let err = expect_exit_2(&["run", "--idle-gap-cap", "-5"], &["--idle-gap-cap"]);
+    assert!(!err.contains("-- -5"), "{err}");
+    assert!(err.contains("negative"), "{err}");
 }
 
 /// `arbor ... | head`: the reader goes away before arbor writes; arbor
