@@ -48,6 +48,10 @@ pub enum Script {
     /// Answers every request (GETs too) in full, saying keep-alive, and
     /// then closes the connection.
     CloseAfterEachResponse,
+    /// Answers the first request of each connection in full, saying
+    /// keep-alive; reads the next one and closes without answering it (a
+    /// keep-alive timeout racing a request on a reused connection).
+    OneAnswerPerConnection,
     /// Holds the `nth` POST (1-based) without answering and, 100 ms after
     /// it arrived, resets every open connection at once (the server died
     /// and came straight back); other POSTs stream slowly (50 ms a token).
@@ -155,7 +159,7 @@ async fn connection(socket: TcpStream, shared: Arc<Shared>) {
 }
 
 async fn serve(conn: &mut BufReader<TcpStream>, shared: &Shared) -> After {
-    loop {
+    for answered in 0.. {
         let Some(request) = read_request(conn).await else {
             return After::Close;
         };
@@ -165,6 +169,9 @@ async fn serve(conn: &mut BufReader<TcpStream>, shared: &Shared) -> After {
             log.iter().filter(|s| s.method == "POST").count()
         };
         let socket = conn.get_mut();
+        if shared.script == Script::OneAnswerPerConnection && answered > 0 {
+            return After::Close;
+        }
         let after = if request.seen.method == "POST" {
             answer_post(socket, shared, &request, nth).await
         } else {
@@ -174,6 +181,7 @@ async fn serve(conn: &mut BufReader<TcpStream>, shared: &Shared) -> After {
             return after;
         }
     }
+    After::Close
 }
 
 struct Request {
@@ -323,7 +331,9 @@ async fn answer_post(
 ) -> After {
     let quick = Duration::from_millis(2);
     match shared.script {
-        Script::Healthy => kept(stream(socket, 3, "w", quick).await),
+        Script::Healthy | Script::OneAnswerPerConnection => {
+            kept(stream(socket, 3, "w", quick).await)
+        }
         Script::ResetBeforeHead => After::Reset,
         Script::ResetAfterHead => {
             let _ = socket.write_all(STREAM_HEAD.as_bytes()).await;

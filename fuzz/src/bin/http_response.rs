@@ -16,7 +16,10 @@ fn decode<'a>(
 ) -> (Vec<u8>, bool, bool) {
     let mut body = Vec::new();
     for piece in pieces {
-        if decoder.feed(piece, |data| body.extend_from_slice(data)).is_err() {
+        if decoder
+            .feed(piece, |data| body.extend_from_slice(data))
+            .is_err()
+        {
             return (body, true, decoder.is_complete());
         }
     }
@@ -37,7 +40,10 @@ fn main() {
         let mut whole = BodyDecoder::new(head.framing);
         let by_pieces = decode(&mut cut, rest.chunks(size));
         let at_once = decode(&mut whole, std::iter::once(rest));
-        assert_eq!(by_pieces, at_once, "decoding depends on where the body was cut");
+        assert_eq!(
+            by_pieces, at_once,
+            "decoding depends on where the body was cut"
+        );
         assert_eq!(cut.close(), whole.close());
     });
 }
