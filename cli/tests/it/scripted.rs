@@ -53,9 +53,10 @@ pub enum Script {
     /// keep-alive timeout racing a request on a reused connection).
     OneAnswerPerConnection,
     /// Holds the `nth` POST (1-based) without answering and, 100 ms after
-    /// it arrived, resets every open connection at once (the server died
-    /// and came straight back); other POSTs stream slowly (50 ms a token).
-    KilledAt { nth: usize },
+    /// it arrived, resets every open connection at once: the server died,
+    /// and came straight back (`back`) or stopped listening. Other POSTs
+    /// stream slowly (50 ms a token).
+    KilledAt { nth: usize, back: bool },
 }
 
 /// One request the server read.
@@ -108,11 +109,21 @@ impl Scripted {
             log: Arc::clone(&log),
             kill: watch::channel(0).0,
         });
+        let stays_dead = matches!(script, Script::KilledAt { back: false, .. });
         runtime.spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
+            let mut killed = shared.kill.subscribe();
+            loop {
+                let socket = tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok((socket, _)) => socket,
+                        Err(_) => break,
+                    },
+                    _ = killed.changed(), if stays_dead => break,
+                };
                 let _ = socket.set_nodelay(true);
                 tokio::spawn(connection(socket, Arc::clone(&shared)));
             }
+            // Dropping the listener: connecting is refused from now on.
         });
         Scripted {
             port,
@@ -413,7 +424,7 @@ async fn answer_post(
             let _ = stream(socket, 3, "w", quick).await;
             After::Close
         }
-        Script::KilledAt { nth: at } if nth == at => {
+        Script::KilledAt { nth: at, .. } if nth == at => {
             tokio::time::sleep(Duration::from_millis(100)).await;
             shared.kill.send_modify(|generation| *generation += 1);
             After::Reset
