@@ -102,74 +102,15 @@ fn run_row(
     assert!(!err.contains("panicked"), "{context}");
 
     let records = jsonl(&out_dir.join("records.jsonl"));
+    assert!(!records.is_empty(), "{context}");
     let summary: Value = serde_json::from_str(
         &std::fs::read_to_string(out_dir.join("summary.json")).expect("summary.json written"),
     )
     .unwrap_or_else(|e| panic!("{name}: summary.json is not JSON: {e}"));
-    let counts = &summary["counts"];
-    assert_eq!(
-        counts["dispatched"].as_u64(),
-        Some(records.len() as u64),
-        "{name}: one record per dispatched request: {counts}"
-    );
-    assert!(!records.is_empty(), "{context}");
-    let settled = ["ok", "failed", "cancelled"]
-        .iter()
-        .map(|k| counts[k].as_u64().expect("a count"))
-        .sum::<u64>();
-    assert_eq!(settled, records.len() as u64, "{name}: {counts}");
-
-    let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
-    for record in &records {
-        let class = record["error"]["category"].as_str().unwrap_or("ok");
-        assert!(
-            expect.classes.contains(&class),
-            "{name}: class `{class}`, expected one of {:?}: {record}",
-            expect.classes
-        );
-        if let Some(status) = expect.status {
-            assert_eq!(record["http_status"], status, "{name}: {record}");
-        }
-        *by_class.entry(class.to_string()).or_default() += 1;
-    }
-    for (class, n) in &by_class {
-        if class != "ok" {
-            assert_eq!(
-                summary["errors"][class].as_u64(),
-                Some(*n),
-                "{name}: summary errors {} against the records",
-                summary["errors"]
-            );
-        }
-    }
-
     let posts = server.map(Scripted::posts_by_id).unwrap_or_default();
-    let attempts: u64 = records
-        .iter()
-        .map(|r| r["attempts"].as_u64().expect("attempts"))
-        .sum();
-    let received: u64 = posts.values().map(|&n| u64::from(n)).sum();
-    assert!(
-        received <= attempts,
-        "{name}: the server received {received} POSTs for {attempts} attempts: {posts:?}"
-    );
-    assert!(
-        !posts.contains_key(&None),
-        "{name}: a POST without a request id"
-    );
-    for record in &records {
-        let id = record["request"].to_string();
-        let arrived = posts.get(&Some(id.clone())).copied().unwrap_or(0);
-        let attempts = record["attempts"].as_u64().expect("attempts");
-        assert!(
-            u64::from(arrived) <= attempts,
-            "{name}: request {id} arrived {arrived} times with attempts {attempts}"
-        );
-        if expect.each_arrives_once {
-            assert_eq!(arrived, 1, "{name}: request {id} arrived {arrived} times");
-        }
-    }
-
+    check_counts(name, &records, &summary);
+    check_classes(name, expect, &records, &summary);
+    check_arrivals(name, expect, &records, &posts);
     assert_no_secret_in(&out_dir, name);
     for text in [&out, &err] {
         assert!(
@@ -181,6 +122,79 @@ fn run_row(
         records,
         summary,
         posts,
+    }
+}
+
+/// One record per dispatched request, each settled once.
+fn check_counts(name: &str, records: &[Value], summary: &Value) {
+    let counts = &summary["counts"];
+    assert_eq!(
+        counts["dispatched"].as_u64(),
+        Some(records.len() as u64),
+        "{name}: one record per dispatched request: {counts}"
+    );
+    let settled = ["ok", "failed", "cancelled"]
+        .iter()
+        .map(|k| counts[k].as_u64().expect("a count"))
+        .sum::<u64>();
+    assert_eq!(settled, records.len() as u64, "{name}: {counts}");
+}
+
+/// Each record's class and status as expected; the summary's `errors`
+/// count each class as the records do.
+fn check_classes(name: &str, expect: &Expect, records: &[Value], summary: &Value) {
+    let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
+    for record in records {
+        let class = record["error"]["category"].as_str().unwrap_or("ok");
+        assert!(
+            expect.classes.contains(&class),
+            "{name}: class `{class}`, expected one of {:?}: {record}",
+            expect.classes
+        );
+        if let Some(status) = expect.status {
+            assert_eq!(record["http_status"], status, "{name}: {record}");
+        }
+        *by_class.entry(class.to_string()).or_default() += 1;
+    }
+    for (class, n) in by_class.iter().filter(|(class, _)| *class != "ok") {
+        assert_eq!(
+            summary["errors"][class].as_u64(),
+            Some(*n),
+            "{name}: summary errors {} against the records",
+            summary["errors"]
+        );
+    }
+}
+
+/// No request reached the server more often than its record's
+/// `attempts`; with `each_arrives_once`, each reached it exactly once.
+fn check_arrivals(
+    name: &str,
+    expect: &Expect,
+    records: &[Value],
+    posts: &BTreeMap<Option<String>, u32>,
+) {
+    let attempts = |r: &Value| r["attempts"].as_u64().expect("attempts");
+    let total: u64 = records.iter().map(attempts).sum();
+    let received: u64 = posts.values().map(|&n| u64::from(n)).sum();
+    assert!(
+        received <= total,
+        "{name}: the server received {received} POSTs for {total} attempts: {posts:?}"
+    );
+    assert!(
+        !posts.contains_key(&None),
+        "{name}: a POST without a request id"
+    );
+    for record in records {
+        let id = record["request"].to_string();
+        let arrived = posts.get(&Some(id.clone())).copied().unwrap_or(0);
+        assert!(
+            u64::from(arrived) <= attempts(record),
+            "{name}: request {id} arrived {arrived} times: {record}"
+        );
+        if expect.each_arrives_once {
+            assert_eq!(arrived, 1, "{name}: request {id} arrived {arrived} times");
+        }
     }
 }
 
