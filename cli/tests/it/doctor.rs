@@ -582,33 +582,34 @@ fn doctor_json_against_the_llama_like_mock_says_what_is_missing() {
     assert!(!flags.contains("--ignore-eos"), "{flags}");
 }
 
-#[test]
-fn doctor_fails_a_server_that_does_not_stream() {
-    let mock = Mock::start(Mode::NoStream);
+/// `doctor` against a mock in `mode` whose streaming probe fails: exit 1,
+/// no `Use:` line, no probe after it; the report and its `streaming` line.
+fn streaming_fails(mode: Mode) -> (String, String) {
+    let mock = Mock::start(mode);
     let out = doctor(&["--endpoint", &mock.url(), "--timeout", "10"]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
-    let streaming = line(&text, "streaming");
+    let streaming = line(&text, "streaming").to_string();
     assert!(streaming.trim_start().starts_with("fail"), "{text}");
-    assert!(streaming.contains("no SSE"), "{text}");
     assert!(!text.contains("Use:"), "{text}");
     assert!(
         stderr(&out).contains("cannot be benchmarked"),
         "{}",
         stderr(&out)
     );
-    // No probe after the failed one.
     assert!(!text.contains("max_completion_tokens"), "{text}");
+    (text, streaming)
+}
+
+#[test]
+fn doctor_fails_a_server_that_does_not_stream() {
+    let (text, streaming) = streaming_fails(Mode::NoStream);
+    assert!(streaming.contains("no SSE"), "{text}");
 }
 
 #[test]
 fn doctor_says_the_connection_closed_after_the_headers() {
-    let mock = Mock::start(Mode::HeadThenClose);
-    let out = doctor(&["--endpoint", &mock.url(), "--timeout", "10"]);
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
-    let streaming = line(&text, "streaming");
-    assert!(streaming.trim_start().starts_with("fail"), "{text}");
+    let (text, streaming) = streaming_fails(Mode::HeadThenClose);
     assert!(
         streaming.contains("HTTP 200")
             && streaming.contains("connection closed after the headers, before any data"),
