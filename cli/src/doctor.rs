@@ -882,6 +882,16 @@ impl Prober<'_> {
                     format!("POST /v1/chat/completions: cannot connect: {why}"),
                     "check the URL and that the server is running".to_string(),
                 ),
+                // A head and then nothing: the server took the request
+                // and dropped the connection, which is not a question of
+                // API compatibility.
+                Some(ErrorCategory::StreamCut) if r.stamps.first_byte.is_none() => (
+                    format!(
+                        "POST /v1/chat/completions answered HTTP {} and the connection closed after the headers, before any data",
+                        r.http_status.unwrap_or(200)
+                    ),
+                    "the server dropped the stream before its first byte: check the server's log (a crash, a proxy's timeout or a limit)".to_string(),
+                ),
                 Some(ErrorCategory::StreamCut) if chunks == 0 => (
                     "POST /v1/chat/completions with stream: true sent no SSE `data:` chunks and no [DONE]".to_string(),
                     "arbor run needs a streaming (SSE) chat endpoint: check that this is an OpenAI-compatible server".to_string(),

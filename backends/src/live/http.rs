@@ -347,8 +347,8 @@ pub async fn read_head(conn: &mut Conn, clock: impl Fn() -> u64) -> Result<Head,
 }
 
 /// Parses one head from `bytes`: its length and meaning, or `None` when it
-/// is not complete yet.
-fn parse_head(bytes: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
+/// is not complete yet. Public for the fuzzer (`fuzz/`).
+pub fn parse_head(bytes: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
     let mut headers = [httparse::EMPTY_HEADER; HEAD_CAP_LINES];
     let mut response = httparse::Response::new(&mut headers);
     let len = match response.parse(bytes) {

@@ -271,6 +271,9 @@ enum Mode {
     Llama,
     /// Answers chat requests with one plain JSON object, never a stream.
     NoStream,
+    /// Answers chat requests with a 200 head and then closes the
+    /// connection, before any body byte.
+    HeadThenClose,
 }
 
 #[derive(Debug, Clone)]
@@ -375,6 +378,9 @@ fn answer(socket: TcpStream, mode: Mode, log: &Mutex<Vec<Seen>>) {
         ("POST", "/v1/chat/completions") if mode == Mode::NoStream => json(
             &mut socket,
             r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}"#,
+        ),
+        ("POST", "/v1/chat/completions") if mode == Mode::HeadThenClose => socket.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
         ),
         ("POST", "/v1/chat/completions") => stream(&mut socket, &body, "chat"),
         ("POST", "/v1/completions") => stream(&mut socket, &body, "text"),
@@ -576,23 +582,44 @@ fn doctor_json_against_the_llama_like_mock_says_what_is_missing() {
     assert!(!flags.contains("--ignore-eos"), "{flags}");
 }
 
-#[test]
-fn doctor_fails_a_server_that_does_not_stream() {
-    let mock = Mock::start(Mode::NoStream);
+/// `doctor` against a mock in `mode` whose streaming probe fails: exit 1,
+/// no `Use:` line, no probe after it; the report and its `streaming` line.
+fn streaming_fails(mode: Mode) -> (String, String) {
+    let mock = Mock::start(mode);
     let out = doctor(&["--endpoint", &mock.url(), "--timeout", "10"]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
-    let streaming = line(&text, "streaming");
+    let streaming = line(&text, "streaming").to_string();
     assert!(streaming.trim_start().starts_with("fail"), "{text}");
-    assert!(streaming.contains("no SSE"), "{text}");
     assert!(!text.contains("Use:"), "{text}");
     assert!(
         stderr(&out).contains("cannot be benchmarked"),
         "{}",
         stderr(&out)
     );
-    // No probe after the failed one.
     assert!(!text.contains("max_completion_tokens"), "{text}");
+    (text, streaming)
+}
+
+#[test]
+fn doctor_fails_a_server_that_does_not_stream() {
+    let (text, streaming) = streaming_fails(Mode::NoStream);
+    assert!(streaming.contains("no SSE"), "{text}");
+}
+
+#[test]
+fn doctor_says_the_connection_closed_after_the_headers() {
+    let (text, streaming) = streaming_fails(Mode::HeadThenClose);
+    assert!(
+        streaming.contains("HTTP 200")
+            && streaming.contains("connection closed after the headers, before any data"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("OpenAI-compatible") && !text.contains("no SSE"),
+        "not a question of compatibility: {text}"
+    );
+    assert!(text.contains("server's log"), "{text}");
 }
 
 #[test]

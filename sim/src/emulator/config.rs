@@ -19,6 +19,34 @@ pub const DEFAULT_STAMP_CAPACITY: usize = 1_000_000;
 /// Output tokens when a request names neither `max_tokens` nor
 /// `max_completion_tokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 16;
+/// Default [`ReadTimeouts::header`]: 30 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Nanos = 30 * NANOS_PER_SEC;
+/// Default [`ReadTimeouts::body`]: 30 s.
+pub const DEFAULT_BODY_READ_TIMEOUT: Nanos = 30 * NANOS_PER_SEC;
+
+/// How long the emulator waits for a client's bytes, so a slow or stalled
+/// client (slowloris) cannot hold a connection forever
+/// (docs/emulator.md, "Read timeouts").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadTimeouts {
+    /// A request head must be complete this long after the connection
+    /// opened or its previous response ended (so an idle keep-alive
+    /// connection is closed after it too); otherwise the connection is
+    /// closed. Also bounds an https connection's TLS handshake.
+    pub header: Nanos,
+    /// A request body must be complete this long after its head arrived;
+    /// otherwise the answer is 408 and the connection is closed.
+    pub body: Nanos,
+}
+
+impl Default for ReadTimeouts {
+    fn default() -> Self {
+        ReadTimeouts {
+            header: DEFAULT_HEADER_READ_TIMEOUT,
+            body: DEFAULT_BODY_READ_TIMEOUT,
+        }
+    }
+}
 
 /// How long a request takes (see `docs/emulator.md`).
 ///
@@ -130,6 +158,8 @@ pub struct EmulatorConfig {
     pub stamp_capacity: usize,
     /// Counts prompt text exactly; `None` estimates (see `tokens.rs`).
     pub tokenizer: Option<PromptTokenizer>,
+    /// How long a client may take to send a request.
+    pub read_timeouts: ReadTimeouts,
 }
 
 impl Default for EmulatorConfig {
@@ -143,6 +173,7 @@ impl Default for EmulatorConfig {
             seed: 0,
             stamp_capacity: DEFAULT_STAMP_CAPACITY,
             tokenizer: None,
+            read_timeouts: ReadTimeouts::default(),
         }
     }
 }
@@ -168,6 +199,9 @@ impl EmulatorConfig {
         }
         if self.timing.prefill_mtok_s == Some(0) {
             return Err(PolicyError::new("prefill rate: must be positive"));
+        }
+        if self.read_timeouts.header == 0 || self.read_timeouts.body == 0 {
+            return Err(PolicyError::new("read timeouts: must be positive"));
         }
         flags::model_name(&self.model_name)?;
         Ok(())
@@ -411,6 +445,7 @@ impl EmulatorFlags {
             stamp_capacity: defaults.stamp_capacity,
             // A loaded file, not a flag's value: the caller sets it.
             tokenizer: None,
+            read_timeouts: defaults.read_timeouts,
         };
         config.validate()?;
         Ok(config)

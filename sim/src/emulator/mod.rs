@@ -33,7 +33,8 @@ mod tokens;
 
 pub use cache::{BLOCK_BYTES, BLOCK_TOKENS};
 pub use config::{
-    flags, EmulatorConfig, EmulatorFlags, FailStatus, Faults, TimingModel, DEFAULT_MAX_MODEL_LEN,
+    flags, EmulatorConfig, EmulatorFlags, FailStatus, Faults, ReadTimeouts, TimingModel,
+    DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_MODEL_LEN,
     DEFAULT_MAX_TOKENS, DEFAULT_MODEL_NAME, DEFAULT_STAMP_CAPACITY,
 };
 pub use faults::FaultPlan;

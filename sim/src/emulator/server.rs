@@ -19,11 +19,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -154,6 +154,33 @@ async fn handle(
     Ok(response)
 }
 
+/// The answer to a request whose body did not arrive within `limit`: 408
+/// with `Connection: close` (the rest of the body would be read as the
+/// next request otherwise).
+fn body_timed_out(
+    shared: &Shared,
+    guard: &mut RequestGuard,
+    endpoint: Endpoint,
+    limit: Duration,
+) -> Response<EmuBody> {
+    let message = format!(
+        "the request body did not arrive within {} s",
+        limit.as_secs_f64()
+    );
+    let mut response = reject(
+        &shared.stats.bad_requests,
+        guard,
+        endpoint,
+        408,
+        "RequestTimeout",
+        &message,
+    );
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 /// The vLLM-style context overflow message (arbor classifies it).
 pub(crate) fn context_overflow_message(max_model_len: u32, prompt: u32, completion: u32) -> String {
     format!(
@@ -192,10 +219,14 @@ async fn completion(
     let mut guard = RequestGuard::new(shared.clone(), stamp);
     let config = &shared.config;
 
-    let body = Limited::new(req.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
-        .map_err(|e| BadRequest::Unreadable(e.to_string()));
+    // A body shorter than its Content-Length must not hold the
+    // connection forever: 408, and the connection is closed.
+    let body_limit = Duration::from_nanos(config.read_timeouts.body);
+    let collect = Limited::new(req.into_body(), MAX_BODY_BYTES).collect();
+    let body = match tokio::time::timeout(body_limit, collect).await {
+        Ok(body) => body.map_err(|e| BadRequest::Unreadable(e.to_string())),
+        Err(_) => return body_timed_out(&shared, &mut guard, endpoint, body_limit),
+    };
     let tokenizer = config.tokenizer.as_ref().map(|t| &*t.tokenizer);
     let parsed = match body.and_then(|body| request::parse(endpoint, &body.to_bytes(), tokenizer)) {
         Ok(p) => p,
@@ -524,8 +555,12 @@ async fn accept_loop(
     mut stopped: oneshot::Receiver<()>,
 ) {
     let graceful = GracefulShutdown::new();
+    let header_limit = Duration::from_nanos(shared.config.read_timeouts.header);
     let mut builder = http1::Builder::new();
-    builder.keep_alive(true);
+    builder
+        .keep_alive(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_limit);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -549,8 +584,13 @@ async fn accept_loop(
                             let watcher = graceful.watcher();
                             tokio::spawn(async move {
                                 // A client that fails the handshake (an
-                                // untrusted certificate) just goes away.
-                                let Ok(stream) = handshake.await else { return };
+                                // untrusted certificate), or stalls in it,
+                                // just goes away.
+                                let Ok(Ok(stream)) =
+                                    tokio::time::timeout(header_limit, handshake).await
+                                else {
+                                    return;
+                                };
                                 let conn = builder.serve_connection(TokioIo::new(stream), service);
                                 let _ = watcher.watch(conn).await;
                             });

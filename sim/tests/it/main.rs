@@ -6,5 +6,6 @@ mod cache;
 mod faults;
 mod load;
 mod messages;
+mod slow_clients;
 mod support;
 mod timing;

@@ -1,0 +1,505 @@
+//! The fault matrix (issue 13, docs/reliability.md "The fault matrix"):
+//! `arbor run --endpoint` against a scripted server (`scripted.rs`) that
+//! fails one way per row, on a small synthetic workload, bounded in time.
+//!
+//! Every row asserts the same five things: one record per dispatched
+//! request (`records.jsonl` against `summary.json`'s `counts`), each
+//! record's error class (and status), what reached the server (no request
+//! arrives more often than its record's `attempts` say; in rows where the
+//! server takes every request, each arrives exactly once), a valid
+//! `summary.json` whose `errors` agree with the records, and the API key in
+//! no file of `--out` and not in stdout or stderr.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::scripted::{Script, Scripted};
+use crate::util::*;
+
+/// The API key every row runs with (through `--api-key-env`).
+const SECRET: &str = "sk-test-SECRET123";
+const KEY_ENV: &str = "ARBOR_FAULTS_KEY";
+
+/// Two trees of a couple of turns each, the roots at once.
+const WORKLOAD: &str = "trees=2,turns=2,spawn=0,isl=64,max_isl=256,osl=4,arrival_s=0,think=0";
+
+/// The longest any row may take before the test kills arbor and fails.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// What a row expects.
+struct Expect {
+    /// Each record's class (`ok` when it succeeded) is one of these.
+    classes: &'static [&'static str],
+    /// Each record's `http_status`.
+    status: Option<u16>,
+    /// The server reads every request it is sent: each record's request
+    /// must arrive exactly once. Otherwise at most its `attempts` times.
+    each_arrives_once: bool,
+}
+
+/// Rows where the server drops some requests: each may succeed or be
+/// cut, and each arrives exactly once.
+const CUT_ONCE: Expect = Expect {
+    classes: &["ok", "connect", "stream_cut"],
+    status: None,
+    each_arrives_once: true,
+};
+
+const fn expect(class: &'static [&'static str], status: Option<u16>) -> Expect {
+    Expect {
+        classes: class,
+        status,
+        each_arrives_once: true,
+    }
+}
+
+/// What one row's run left.
+struct Ran {
+    records: Vec<Value>,
+    summary: Value,
+    /// POSTs the server received, by `x-arbor-request-id`.
+    posts: BTreeMap<Option<String>, u32>,
+}
+
+/// Runs the workload against `url` with `extra` flags, bounded by
+/// [`BOUND`], and checks what every row checks; returns what ran for the
+/// row's own checks.
+fn run_row(
+    name: &str,
+    url: &str,
+    server: Option<&Scripted>,
+    expect: &Expect,
+    extra: &[&str],
+) -> Ran {
+    let dir = scratch(&format!("faults-{name}"));
+    let out_dir = dir.join("out");
+    let mut args = vec![
+        "run",
+        "--synthetic",
+        WORKLOAD,
+        "--endpoint",
+        url,
+        "--model",
+        "m",
+        "--api-key-env",
+        KEY_ENV,
+        "--retries",
+        "0",
+        "--no-metrics",
+        "--no-progress",
+        "--out",
+        out_dir.to_str().expect("a UTF-8 path"),
+    ];
+    args.extend(FAST);
+    args.extend_from_slice(extra);
+    let (code, out, err) = run_bounded(&dir, &args);
+    let context = format!("{name}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}");
+    assert!(matches!(code, Some(0 | 1)), "{context}");
+    assert!(!err.contains("panicked"), "{context}");
+
+    let records = jsonl(&out_dir.join("records.jsonl"));
+    assert!(!records.is_empty(), "{context}");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("summary.json")).expect("summary.json written"),
+    )
+    .unwrap_or_else(|e| panic!("{name}: summary.json is not JSON: {e}"));
+    let posts = server.map(Scripted::posts_by_id).unwrap_or_default();
+    check_counts(name, &records, &summary);
+    check_classes(name, expect, &records, &summary);
+    check_arrivals(name, expect, &records, &posts);
+    assert_no_secret_in(&out_dir, name);
+    for text in [&out, &err] {
+        assert!(
+            !text.contains(SECRET),
+            "{name}: the key in the console: {text}"
+        );
+    }
+    Ran {
+        records,
+        summary,
+        posts,
+    }
+}
+
+/// One record per dispatched request, each settled once.
+fn check_counts(name: &str, records: &[Value], summary: &Value) {
+    let counts = &summary["counts"];
+    assert_eq!(
+        counts["dispatched"].as_u64(),
+        Some(records.len() as u64),
+        "{name}: one record per dispatched request: {counts}"
+    );
+    let settled = ["ok", "failed", "cancelled"]
+        .iter()
+        .map(|k| counts[k].as_u64().expect("a count"))
+        .sum::<u64>();
+    assert_eq!(settled, records.len() as u64, "{name}: {counts}");
+}
+
+/// Each record's class and status as expected; the summary's `errors`
+/// count each class as the records do.
+fn check_classes(name: &str, expect: &Expect, records: &[Value], summary: &Value) {
+    let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
+    for record in records {
+        let class = record["error"]["category"].as_str().unwrap_or("ok");
+        assert!(
+            expect.classes.contains(&class),
+            "{name}: class `{class}`, expected one of {:?}: {record}",
+            expect.classes
+        );
+        if let Some(status) = expect.status {
+            assert_eq!(record["http_status"], status, "{name}: {record}");
+        }
+        *by_class.entry(class.to_string()).or_default() += 1;
+    }
+    for (class, n) in by_class.iter().filter(|(class, _)| *class != "ok") {
+        assert_eq!(
+            summary["errors"][class].as_u64(),
+            Some(*n),
+            "{name}: summary errors {} against the records",
+            summary["errors"]
+        );
+    }
+}
+
+/// No request reached the server more often than its record's
+/// `attempts`; with `each_arrives_once`, each reached it exactly once.
+fn check_arrivals(
+    name: &str,
+    expect: &Expect,
+    records: &[Value],
+    posts: &BTreeMap<Option<String>, u32>,
+) {
+    let attempts = |r: &Value| r["attempts"].as_u64().expect("attempts");
+    let total: u64 = records.iter().map(attempts).sum();
+    let received: u64 = posts.values().map(|&n| u64::from(n)).sum();
+    assert!(
+        received <= total,
+        "{name}: the server received {received} POSTs for {total} attempts: {posts:?}"
+    );
+    assert!(
+        !posts.contains_key(&None),
+        "{name}: a POST without a request id"
+    );
+    for record in records {
+        let id = record["request"].to_string();
+        let arrived = posts.get(&Some(id.clone())).copied().unwrap_or(0);
+        assert!(
+            u64::from(arrived) <= attempts(record),
+            "{name}: request {id} arrived {arrived} times: {record}"
+        );
+        if expect.each_arrives_once {
+            assert_eq!(arrived, 1, "{name}: request {id} arrived {arrived} times");
+        }
+    }
+}
+
+/// Runs arbor with `args` (stdout and stderr into files in `dir`); kills
+/// it and fails after [`BOUND`]. The exit code, stdout and stderr.
+fn run_bounded(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let stdout_path = dir.join("stdout.txt");
+    let stderr_path = dir.join("stderr.txt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(args)
+        .env(KEY_ENV, SECRET)
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env("http_proxy", "http://127.0.0.1:9")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
+        .spawn()
+        .expect("the arbor binary runs");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > BOUND {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} still running after {BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let read =
+        |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
+    (status.code(), read(&stdout_path), read(&stderr_path))
+}
+
+/// No file under `dir` holds [`SECRET`].
+fn assert_no_secret_in(dir: &Path, name: &str) {
+    for entry in std::fs::read_dir(dir).expect("the output directory") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            assert_no_secret_in(&path, name);
+            continue;
+        }
+        let bytes = std::fs::read(&path).expect("a readable file");
+        let found = bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes());
+        assert!(!found, "{name}: the key is in {}", path.display());
+    }
+}
+
+/// One row: `script` behind the endpoint, a 5 s `--timeout`, the run
+/// checked against `expect`.
+fn row(name: &str, script: Script, expect: Expect) -> Ran {
+    row_with_timeout(name, script, expect, "5")
+}
+
+fn row_with_timeout(name: &str, script: Script, expect: Expect, timeout_s: &str) -> Ran {
+    let server = Scripted::start(script);
+    run_row(
+        name,
+        &server.url(),
+        Some(&server),
+        &expect,
+        &["--timeout", timeout_s],
+    )
+}
+
+/// Every record carries an error message holding `needle`.
+fn messages_hold(ran: &Ran, needle: &str) {
+    for record in &ran.records {
+        let message = record["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(needle), "`{needle}` not in {record}");
+    }
+}
+
+#[test]
+fn a_healthy_server_is_the_control_row() {
+    let ran = row("healthy", Script::Healthy, expect(&["ok"], Some(200)));
+    assert_eq!(ran.summary["counts"]["failed"], 0);
+}
+
+#[test]
+fn refused() {
+    // Bind then drop: nothing listens on the port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let expect = Expect {
+        classes: &["connect"],
+        status: None,
+        each_arrives_once: false,
+    };
+    let ran = run_row("refused", &url, None, &expect, &["--timeout", "5"]);
+    for record in &ran.records {
+        assert_eq!(record["attempts"], 1, "--retries 0: {record}");
+    }
+}
+
+#[test]
+#[ignore = "needs no hidden re-send on a reused connection reset before the head: lands with branch h-live"]
+fn reset_before_headers() {
+    row(
+        "reset-before-head",
+        Script::ResetBeforeHead,
+        expect(&["connect", "stream_cut"], None),
+    );
+}
+
+#[test]
+fn reset_after_headers() {
+    row(
+        "reset-after-head",
+        Script::ResetAfterHead,
+        expect(&["stream_cut"], Some(200)),
+    );
+}
+
+#[test]
+fn reset_mid_chunk() {
+    let ran = row(
+        "reset-mid-chunk",
+        Script::ResetMidChunk,
+        expect(&["stream_cut"], Some(200)),
+    );
+    for record in &ran.records {
+        assert!(record["first_content_s"].is_number(), "{record}");
+    }
+}
+
+#[test]
+fn too_many_requests_with_retry_after() {
+    let ran = row(
+        "429",
+        Script::Status {
+            code: 429,
+            extra: "Retry-After: 7\r\n",
+            body: r#"{"error":{"message":"slow down"}}"#,
+        },
+        expect(&["http_status"], Some(429)),
+    );
+    for record in &ran.records {
+        assert_eq!(record["error"]["retry_after_s"], 7.0, "{record}");
+    }
+}
+
+#[test]
+fn internal_server_error() {
+    row(
+        "500",
+        Script::Status {
+            code: 500,
+            extra: "",
+            body: "",
+        },
+        expect(&["http_status"], Some(500)),
+    );
+}
+
+#[test]
+fn unavailable_with_a_body() {
+    let ran = row(
+        "503",
+        Script::Status {
+            code: 503,
+            extra: "",
+            body: r#"{"error":{"message":"upstream busy, try later"}}"#,
+        },
+        expect(&["http_status"], Some(503)),
+    );
+    messages_hold(&ran, "upstream busy, try later");
+}
+
+#[test]
+#[ignore = "needs keys redacted from recorded error bodies: lands with branch h-live"]
+fn unauthorized_echoing_the_key() {
+    let ran = row(
+        "401-echo",
+        Script::EchoKey,
+        expect(&["http_status"], Some(401)),
+    );
+    messages_hold(&ran, "Incorrect API key provided");
+}
+
+#[test]
+#[ignore = "needs invalid UTF-8 in a data line classed malformed_sse: lands with branch h-live"]
+fn invalid_utf8_in_a_data_line() {
+    row(
+        "invalid-utf8",
+        Script::InvalidUtf8,
+        expect(&["malformed_sse"], Some(200)),
+    );
+}
+
+#[test]
+fn an_endless_stream_times_out() {
+    let started = Instant::now();
+    let ran = row_with_timeout(
+        "endless",
+        Script::Endless,
+        expect(&["timeout"], Some(200)),
+        "1",
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    for record in &ran.records {
+        assert!(record["output_tokens"].as_u64() > Some(0), "{record}");
+    }
+}
+
+#[test]
+fn a_100_mb_response_streams_through() {
+    let ran = row(
+        "huge",
+        Script::Huge { bytes: 100 << 20 },
+        expect(&["ok"], Some(200)),
+    );
+    for record in &ran.records {
+        assert_eq!(
+            record["output_tokens"],
+            (100 << 20) / (16 * 1024),
+            "{record}"
+        );
+    }
+}
+
+#[test]
+fn close_delimited_http_1_0() {
+    row("http10", Script::Http10, expect(&["ok"], Some(200)));
+}
+
+#[test]
+fn redirects_are_not_followed() {
+    for code in [301, 307] {
+        let name = format!("redirect-{code}");
+        let server = Scripted::start(Script::Redirect { code });
+        let expect = expect(&["http_status"], Some(code));
+        run_row(
+            &name,
+            &server.url(),
+            Some(&server),
+            &expect,
+            &["--timeout", "5"],
+        );
+        let elsewhere: Vec<_> = server
+            .seen()
+            .into_iter()
+            .filter(|s| s.path.starts_with("/elsewhere"))
+            .collect();
+        assert!(elsewhere.is_empty(), "{name}: followed: {elsewhere:?}");
+    }
+}
+
+#[test]
+fn a_stale_keep_alive_close() {
+    row(
+        "stale-keep-alive",
+        Script::CloseAfterEachResponse,
+        expect(&["ok"], Some(200)),
+    );
+}
+
+/// The issue's "80 POSTs for 40 records": each request that arrives on a
+/// reused connection is read and dropped unanswered; it may fail, but
+/// must not be sent again.
+#[test]
+#[ignore = "needs no hidden re-send on a reused connection closed before the head: lands with branch h-live"]
+fn a_reused_connection_closed_after_reading_the_request() {
+    row(
+        "stale-read-then-close",
+        Script::OneAnswerPerConnection,
+        CUT_ONCE,
+    );
+}
+
+#[test]
+#[ignore = "needs no hidden re-send on a reused connection reset before the head: lands with branch h-live"]
+fn the_server_killed_mid_run() {
+    let script = Script::KilledAt { nth: 2, back: true };
+    let ran = row("killed", script, CUT_ONCE);
+    assert!(
+        ran.records.iter().any(|r| r["status"] != "ok"),
+        "the kill cut no request: {:?}",
+        ran.posts
+    );
+}
+
+#[test]
+fn the_server_killed_for_good_mid_run() {
+    let expect = Expect {
+        each_arrives_once: false,
+        ..CUT_ONCE
+    };
+    let script = Script::KilledAt {
+        nth: 2,
+        back: false,
+    };
+    let ran = row("killed-for-good", script, expect);
+    let cut = ran.records.iter().filter(|r| r["status"] != "ok").count();
+    assert!(
+        cut >= 2,
+        "the requests after the kill failed: {:?}",
+        ran.posts
+    );
+}
