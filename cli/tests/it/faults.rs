@@ -295,7 +295,6 @@ fn refused() {
 }
 
 #[test]
-#[ignore = "needs no hidden re-send on a reused connection reset before the head: lands with branch h-live"]
 fn reset_before_headers() {
     row(
         "reset-before-head",
@@ -369,7 +368,6 @@ fn unavailable_with_a_body() {
 }
 
 #[test]
-#[ignore = "needs keys redacted from recorded error bodies: lands with branch h-live"]
 fn unauthorized_echoing_the_key() {
     let ran = row(
         "401-echo",
@@ -380,7 +378,6 @@ fn unauthorized_echoing_the_key() {
 }
 
 #[test]
-#[ignore = "needs invalid UTF-8 in a data line classed malformed_sse: lands with branch h-live"]
 fn invalid_utf8_in_a_data_line() {
     row(
         "invalid-utf8",
@@ -464,7 +461,6 @@ fn a_stale_keep_alive_close() {
 /// reused connection is read and dropped unanswered; it may fail, but
 /// must not be sent again.
 #[test]
-#[ignore = "needs no hidden re-send on a reused connection closed before the head: lands with branch h-live"]
 fn a_reused_connection_closed_after_reading_the_request() {
     row(
         "stale-read-then-close",
@@ -474,7 +470,6 @@ fn a_reused_connection_closed_after_reading_the_request() {
 }
 
 #[test]
-#[ignore = "needs no hidden re-send on a reused connection reset before the head: lands with branch h-live"]
 fn the_server_killed_mid_run() {
     let script = Script::KilledAt { nth: 2, back: true };
     let ran = row("killed", script, CUT_ONCE);
