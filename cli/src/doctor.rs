@@ -302,18 +302,6 @@ fn scrub(report: &mut Report, secrets: &[String]) {
     }
 }
 
-/// The endpoint as shown: without user info.
-fn shown_endpoint(endpoint: &str) -> String {
-    match reqwest::Url::parse(endpoint) {
-        Ok(mut url) if !url.username().is_empty() || url.password().is_some() => {
-            let _ = url.set_username("");
-            let _ = url.set_password(None);
-            url.as_str().trim_end_matches('/').to_string()
-        }
-        _ => endpoint.to_string(),
-    }
-}
-
 /// An error without the URL reqwest puts in it, one line, short.
 fn short(text: &str) -> String {
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -380,7 +368,7 @@ async fn get(
 async fn diagnose(options: &Options) -> Report {
     let mut report = Report {
         arbor_version: env!("CARGO_PKG_VERSION"),
-        endpoint: shown_endpoint(&options.endpoint),
+        endpoint: endpoint::redact_url(&options.endpoint),
         ..Report::default()
     };
     if !probe_tls(options, &mut report).await {
@@ -434,7 +422,7 @@ async fn probe_tls(options: &Options, report: &mut Report) -> bool {
     let Some(tls) = &options.tls else {
         return true;
     };
-    let url = format!("{}/v1/models", options.endpoint);
+    let url = endpoint::at(&options.endpoint, "/v1/models");
     let target = match Target::new(
         &url,
         &options.headers,
@@ -533,7 +521,7 @@ impl Report {
 
 /// `GET /health`. False when the server cannot be reached at all.
 async fn probe_health(client: &reqwest::Client, options: &Options, report: &mut Report) -> bool {
-    let url = format!("{}/health", options.endpoint);
+    let url = endpoint::at(&options.endpoint, "/health");
     match get(client, &url, &options.headers, options.timeout).await {
         Ok((status, _)) => {
             report.health_status = Some(status);
@@ -597,7 +585,7 @@ async fn probe_models(
     options: &Options,
     report: &mut Report,
 ) -> Option<String> {
-    let url = format!("{}/v1/models", options.endpoint);
+    let url = endpoint::at(&options.endpoint, "/v1/models");
     let answer = get(client, &url, &options.headers, options.timeout).await;
     let listed: Result<Vec<Value>, String> = match answer {
         Ok((status, body)) if (200..300).contains(&status) => {
@@ -790,7 +778,7 @@ impl Prober<'_> {
         prompt: &str,
         max_tokens: u32,
     ) -> Outcome {
-        let url = format!("{}{}", self.options.endpoint, api.path());
+        let url = endpoint::at(&self.options.endpoint, api.path());
         let headers = match api {
             Api::Messages => &self.options.messages_headers,
             Api::Chat | Api::Completions => &self.options.headers,
@@ -1349,15 +1337,6 @@ mod tests {
         assert_eq!(shell_word("http://127.0.0.1:8000"), "http://127.0.0.1:8000");
         assert_eq!(shell_word("my model"), "'my model'");
         assert_eq!(shell_word("it's"), r"'it'\''s'");
-    }
-
-    #[test]
-    fn user_info_is_not_shown() {
-        assert_eq!(
-            shown_endpoint("http://user:pw@127.0.0.1:8000"),
-            "http://127.0.0.1:8000"
-        );
-        assert_eq!(shown_endpoint("http://h:1/api"), "http://h:1/api");
     }
 
     #[test]

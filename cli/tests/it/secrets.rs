@@ -178,3 +178,27 @@ fn a_query_string_goes_after_the_path_and_an_api_path_is_not_doubled() {
         assert_eq!(target, &format!("/v1/chat/completions?api_key={KEY}"));
     }
 }
+
+#[test]
+fn doctor_keeps_the_query_after_the_path_and_shows_no_credential() {
+    // Server down: every finding names the endpoint, redacted.
+    let endpoint = format!(
+        "http://user:{PASSWORD}@127.0.0.1:{}/v1?api_key={KEY}",
+        closed_port()
+    );
+    let out = arbor(&["doctor", "--endpoint", &endpoint]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("[redacted]") || stdout(&out).contains("[redacted]"));
+    assert_clean(&out, &scratch("secrets-doctor-down"));
+    // Server up: the probes carry the query after their paths.
+    let (url, seen) = mock();
+    let out = arbor(&["doctor", "--endpoint", &format!("{url}/v1?api_key={KEY}")]);
+    assert_clean(&out, &scratch("secrets-doctor-up"));
+    let seen = seen.lock().expect("log").clone();
+    assert!(!seen.is_empty(), "{}", stderr(&out));
+    for target in &seen {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        assert_eq!(query, format!("api_key={KEY}"), "{seen:?}");
+        assert!(!path.contains("api_key"), "{seen:?}");
+    }
+}
