@@ -40,9 +40,14 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A fresh scratch directory for one test.
+/// A fresh scratch directory for one test, under cargo's target tmp dir
+/// (`target/tmp/arbor-it/NAME`): emptied when the test starts, so reruns
+/// replace what the last run left and nothing piles up in `/tmp`. Names
+/// are unique within the suite.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("arbor-it-{}-{name}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("arbor-it")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
