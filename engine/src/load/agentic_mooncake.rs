@@ -15,9 +15,9 @@
 //! checked (unknown ids, duplicates, cycles) once the file is read.
 
 use std::collections::{BinaryHeap, HashMap};
-use std::path::Path;
 
 use super::fields::{Count, HashIds, Id, Millis, MAX_NANOS};
+use super::source::Source;
 use super::json::Lines;
 use super::mooncake::{is_mooncake_row, new_tree, PromptChecks};
 use super::sniff::{first_row, has_key};
@@ -69,8 +69,8 @@ struct Row {
 }
 
 /// Reads one agentic Mooncake JSONL file.
-pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let mut reader = Lines::open(path, ROW)?;
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
+    let mut reader = Lines::open(input.into(), ROW)?;
     let file = reader.file().to_string();
     let mut loaded = Loaded::default();
     let mut checks = PromptChecks::new();

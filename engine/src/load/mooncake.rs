@@ -17,9 +17,9 @@
 //! Durations are unknown (`None`), so derived edges are start-to-start.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use super::fields::{estimate_tokens, show_number, Count, HashIds, Id, Millis, MAX_NANOS};
+use super::source::Source;
 use super::json::Lines;
 use super::sniff::{first_row, has_key};
 use super::tally::Tally;
@@ -256,8 +256,8 @@ struct Session {
 }
 
 /// Reads one Mooncake JSONL file.
-pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let mut rows = Lines::open(path, ROW)?;
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
+    let mut rows = Lines::open(input.into(), ROW)?;
     let file = rows.file().to_string();
     let mut loaded = Loaded::default();
     let mut checks = PromptChecks::new();
@@ -399,6 +399,7 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
 pub(super) mod tests {
     use super::super::tally::PROBLEM_CAP;
     use super::*;
+    use std::path::Path;
     use crate::dag::compile;
     use crate::derive::DeriveOptions;
     use crate::model::Workload;
