@@ -34,7 +34,9 @@
 //! a seeded permutation and dealt round-robin to N lanes. A lane plays its
 //! share in order, one tree at a time; it is freed when every turn of its
 //! tree (background children included) is done, and starts its next tree at
-//! that instant. Which trees a lane plays never depends on timing.
+//! that instant. Which trees a lane plays never depends on timing. Lanes
+//! beyond the number of plays would hold nothing and are not made, so
+//! `sessions = 4294967295` costs what `sessions = plays` does.
 //!
 //! # Start window and warmup
 //! With `start_window` (the AgentX recipe), each lane's first play enters
@@ -82,7 +84,7 @@ mod slots;
 mod types;
 mod warmup;
 
-pub use types::{Command, Lane, Outcome, Play, RequestId, Slot, Stats, TurnState};
+pub use types::{Command, Footprint, Lane, Outcome, Play, RequestId, Slot, Stats, TurnState};
 
 use std::collections::VecDeque;
 
@@ -154,6 +156,34 @@ impl Scheduler {
         Ok(scheduler)
     }
 
+    /// What a plan of `workload` under `policy` would hold, counted with
+    /// checked arithmetic before anything is allocated; `None` when a
+    /// count does not fit 64 bits. The CLI compares it with the machine's
+    /// memory and the `u32` ids ([`Footprint::fits_ids`]) before planning.
+    pub fn footprint(workload: &CompiledWorkload, policy: &Policy) -> Option<Footprint> {
+        use std::mem::size_of;
+        let copies = u64::from(policy.copies);
+        let plays = (workload.trees.len() as u64).checked_mul(copies)?;
+        let turns = workload.turns.checked_mul(copies)?;
+        let lanes = policy.sessions.map_or(0, |n| u64::from(n).min(plays));
+        let per_play = size_of::<Play>() + size_of::<Nanos>() + 2 * size_of::<Timer>();
+        let per_lane_play = if policy.sessions.is_some() {
+            size_of::<(u32, u32)>()
+        } else {
+            0
+        };
+        let bytes = turns
+            .checked_mul(size_of::<Slot>() as u64)?
+            .checked_add(plays.checked_mul((per_play + per_lane_play) as u64)?)?
+            .checked_add(lanes.checked_mul(size_of::<Lane>() as u64)?)?;
+        Some(Footprint {
+            plays,
+            turns,
+            lanes,
+            bytes,
+        })
+    }
+
     fn plan_open_loop(&mut self) {
         let planned = plays::open_loop(&self.trees, &self.policy);
         for (play, p) in (0u32..).zip(&planned) {
@@ -162,8 +192,10 @@ impl Scheduler {
         self.plays = Plays::planned(planned);
     }
 
-    fn plan_lanes(&mut self, count: u32) {
-        self.lanes = Lanes::deal(self.trees.len() as u32, count, &self.policy);
+    fn plan_lanes(&mut self, sessions: u32) {
+        self.lanes = Lanes::deal(self.trees.len() as u32, sessions, &self.policy);
+        // Only lanes with a share exist (at most one per play).
+        let count = self.lanes.all().len() as u32;
         if let Some(window) = self.policy.start_window {
             self.warmup = Warmup::plan(
                 window,
