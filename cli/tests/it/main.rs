@@ -12,6 +12,7 @@ mod fit;
 mod flags;
 mod gaps;
 mod golden;
+mod input_limits;
 mod inspect;
 mod layout;
 mod metrics;
