@@ -1212,12 +1212,18 @@ mod tests {
                 .map(|a| a.turns.len())
                 .sum();
             let ratio = estimate.turns / made as f64;
-            assert!((0.7..1.4).contains(&ratio), "{text}: {estimate:?} vs {made}");
+            assert!(
+                (0.7..1.4).contains(&ratio),
+                "{text}: {estimate:?} vs {made}"
+            );
         }
         // A billion trees is estimated, not generated.
         let huge = spec("trees=1000000000").estimate();
         assert!(huge.turns > 1e10 && huge.bytes > 1e12, "{huge:?}");
-        let deepest = spec("trees=4294967295,turns=1000000,child_turns=1000000,depth=32,spawn=1,fanout=10000").estimate();
+        let deepest = spec(
+            "trees=4294967295,turns=1000000,child_turns=1000000,depth=32,spawn=1,fanout=10000",
+        )
+        .estimate();
         assert!(deepest.bytes > 1e30, "{deepest:?}");
     }
 }

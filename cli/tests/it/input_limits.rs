@@ -85,7 +85,10 @@ fn inspect_reads_stdin_and_names_it() {
     let out = arbor_with_stdin(&["inspect", "-"], &bytes);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("stdin") && text.contains("mooncake"), "{text}");
+    assert!(
+        text.contains("stdin") && text.contains("mooncake"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -147,7 +150,9 @@ fn a_sparse_gigabyte_is_refused_at_its_first_byte() {
     std::fs::write(&tail, &good).unwrap();
     refused_quickly(
         &tail,
-        &[&format!("tail.jsonl: line 401, byte offset {at}: a NUL byte")],
+        &[&format!(
+            "tail.jsonl: line 401, byte offset {at}: a NUL byte"
+        )],
     );
 }
 
@@ -155,8 +160,8 @@ fn a_sparse_gigabyte_is_refused_at_its_first_byte() {
 fn a_line_over_the_cap_is_refused_naming_it() {
     let dir = scratch("long-line");
     let path = dir.join("long.jsonl");
-    let mut text = br#"{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#
-        .to_vec();
+    let mut text =
+        br#"{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#.to_vec();
     text.push(b'\n');
     let second = text.len();
     text.extend(std::iter::repeat_n(b'x', (64 << 20) + 10));
@@ -171,7 +176,10 @@ fn a_line_over_the_cap_is_refused_naming_it() {
 }
 
 fn mkfifo(path: &Path) {
-    let status = Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+    let status = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
     assert!(status.success(), "mkfifo {}", path.display());
 }
 
@@ -192,7 +200,10 @@ fn a_fifo_is_read_once() {
     // A writer that closes at once: an empty input, said so.
     let target = fifo.clone();
     let writer = std::thread::spawn(move || std::fs::write(&target, b""));
-    expect_exit_2(&["plan", fifo.to_str().unwrap()], &["trace.jsonl: empty file"]);
+    expect_exit_2(
+        &["plan", fifo.to_str().unwrap()],
+        &["trace.jsonl: empty file"],
+    );
     writer.join().unwrap().expect("the writer closed");
 }
 
@@ -203,7 +214,10 @@ fn a_fifo_inside_a_directory_is_refused_by_name() {
     mkfifo(&dir.join("b.jsonl"));
     expect_exit_2(
         &["plan", dir.to_str().unwrap()],
-        &["b.jsonl: not a regular file", "give a FIFO as an INPUT of its own"],
+        &[
+            "b.jsonl: not a regular file",
+            "give a FIFO as an INPUT of its own",
+        ],
     );
 }
 

@@ -17,9 +17,9 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::fields::{show_number, tokens_for_bytes, Count, Millis, RawMessage, MAX_NANOS};
-use super::source::Source;
 use super::json::Lines;
 use super::sniff::TopKeys;
+use super::source::Source;
 use super::tally::Tally;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};

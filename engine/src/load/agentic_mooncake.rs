@@ -17,10 +17,10 @@
 use std::collections::{BinaryHeap, HashMap};
 
 use super::fields::{Count, HashIds, Id, Millis, MAX_NANOS};
-use super::source::Source;
 use super::json::Lines;
 use super::mooncake::{is_mooncake_row, new_tree, PromptChecks};
 use super::sniff::{first_row, has_key};
+use super::source::Source;
 use super::tally::Tally;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};

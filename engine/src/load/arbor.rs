@@ -27,8 +27,8 @@ use std::io::Write;
 use serde::{Deserialize, Serialize};
 
 use super::fields::{Count, HashIds, Ns};
-use super::source::Source;
 use super::json::{self, Lines};
+use super::source::Source;
 use crate::error::InputError;
 use crate::input::Loaded;
 use crate::model::{

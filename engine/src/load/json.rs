@@ -301,8 +301,8 @@ impl Lines {
                 // Binary input is named as such when the bytes read fail
                 // as UTF-8 (not merely cut at the end); NULs in text (a
                 // sparse file, `/dev/zero`) are named as a NUL.
-                let binary = std::str::from_utf8(&self.bytes)
-                    .is_err_and(|e| e.error_len().is_some());
+                let binary =
+                    std::str::from_utf8(&self.bytes).is_err_and(|e| e.error_len().is_some());
                 if binary {
                     return Err(self.not_text());
                 }

@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::fields::{estimate_tokens, show_number, NonEmpty, UnixMicros};
-use super::source::Source;
 use super::json::Lines;
 use super::sniff::TopKeys;
+use super::source::Source;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};
 use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};

@@ -19,9 +19,9 @@
 use std::collections::HashMap;
 
 use super::fields::{estimate_tokens, show_number, Count, HashIds, Id, Millis, MAX_NANOS};
-use super::source::Source;
 use super::json::Lines;
 use super::sniff::{first_row, has_key};
+use super::source::Source;
 use super::tally::Tally;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};
@@ -399,7 +399,6 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
 pub(super) mod tests {
     use super::super::tally::PROBLEM_CAP;
     use super::*;
-    use std::path::Path;
     use crate::dag::compile;
     use crate::derive::DeriveOptions;
     use crate::model::Workload;
@@ -408,6 +407,7 @@ pub(super) mod tests {
     use crate::time::NANOS_PER_MS;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
+    use std::path::Path;
     use std::path::PathBuf;
 
     const CONVERSATION: &str = concat!(

@@ -20,9 +20,9 @@ use serde::Deserialize;
 use super::fields::{
     show_number, tokens_for_bytes, Content, Count, RawMessage, UnixSecs, MAX_NANOS,
 };
-use super::source::Source;
 use super::json::Lines;
 use super::sniff::TopKeys;
+use super::source::Source;
 use super::tally::Tally;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};

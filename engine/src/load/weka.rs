@@ -19,8 +19,8 @@ use std::path::Path;
 
 use super::fields::{show_number, Count, HashIds, InputTypes, Millis, Secs, Text};
 use super::json::{self, Fault, Lines};
-use super::source::Source;
 use super::sniff::{self, has_key};
+use super::source::Source;
 use crate::error::InputError;
 use crate::input::Loaded;
 use crate::model::{Agent, AgentKind, BlockIds, HashScope, InputKind, Tree, Turn};
