@@ -509,12 +509,7 @@ impl Graph<'_> {
                 (p != s).then_some(p)
             })
             .collect();
-        let mut spawned: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (s, p) in spawner.iter().enumerate() {
-            if let Some(p) = *p {
-                spawned[p].push(s);
-            }
-        }
+        let spawned = children_of(&spawner);
         let mut parent: Vec<Option<usize>> = vec![None; n];
         let mut placed = vec![false; n];
         let mut remaining = n - 1;
@@ -585,16 +580,11 @@ impl Graph<'_> {
         }
 
         // Agent order: breadth first from the root, children by first turn.
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (c, p) in parent.iter().enumerate() {
-            if let Some(p) = *p {
-                children[p].push(c);
-            }
-        }
+        let children = children_of(&parent);
         let mut order = vec![root];
         let mut i = 0;
         while i < order.len() {
-            let mut next = std::mem::take(&mut children[order[i]]);
+            let mut next = children[order[i]].clone();
             next.sort_by_key(|&c| key(members[c][0]));
             order.extend(next);
             i += 1;
@@ -618,9 +608,10 @@ impl Graph<'_> {
         // Is session `a` a proper ancestor of session `b`? By the span of
         // each session's subtree in a depth-first numbering (`enter` to
         // `leave`), so the question costs the same at any depth.
-        let (enter, leave) = spans(&parent, root);
-        let is_ancestor =
-            |a: usize, b: usize| a != b && enter[a] <= enter[b] && leave[b] <= leave[a];
+        let (enter, leave) = spans(&children, root);
+        let is_ancestor = |a: usize, b: usize| {
+            a != b && enter[a] != u32::MAX && enter[a] <= enter[b] && leave[b] <= leave[a]
+        };
 
         let mut agents = Vec::with_capacity(order.len());
         let mut edges = Vec::new();
@@ -682,17 +673,23 @@ impl Graph<'_> {
     }
 }
 
-/// Each session's depth-first span in the tree `parent` describes, rooted
-/// at `root`: `enter[s]` numbers `s` and `leave[s]` is the largest number
-/// within its subtree (sessions never placed keep an empty span).
-fn spans(parent: &[Option<usize>], root: usize) -> (Vec<u32>, Vec<u32>) {
-    let n = parent.len();
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+/// The children of each session, in session order, from each session's
+/// parent.
+fn children_of(parent: &[Option<usize>]) -> Vec<Vec<usize>> {
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); parent.len()];
     for (c, p) in parent.iter().enumerate() {
         if let Some(p) = *p {
             children[p].push(c);
         }
     }
+    children
+}
+
+/// Each session's depth-first span in the tree of `children`, rooted at
+/// `root`: `enter[s]` numbers `s` and `leave[s]` is the largest number
+/// within its subtree (sessions never placed keep an empty span).
+fn spans(children: &[Vec<usize>], root: usize) -> (Vec<u32>, Vec<u32>) {
+    let n = children.len();
     let mut enter = vec![u32::MAX; n];
     let mut leave = vec![0u32; n];
     let mut next = 0u32;
