@@ -495,4 +495,31 @@ mod tests {
             "f.jsonl: line 3, column 11, $.n: invalid JSON: number out of range: expected a finite number"
         );
     }
+
+    /// Lines of `bytes`, written to a scratch file.
+    fn lines_of(tag: &str, bytes: &[u8]) -> Lines {
+        let path = super::super::test_support::scratch_file(tag, bytes);
+        let lines = Lines::open(Source::file(&path), "a thing").expect("opens");
+        std::fs::remove_file(&path).ok();
+        lines
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused_where_it_is() {
+        let mut lines = lines_of("nul-line", b"{\"n\": 1}\n  \0\0\n");
+        assert_eq!(lines.next_line().unwrap(), Some("{\"n\": 1}"));
+        assert_eq!(
+            lines.next_line().unwrap_err().to_string(),
+            format!(
+                "{}: line 2, byte offset 11: a NUL byte (0x00): expected JSON text (is this a binary or sparse file?)",
+                lines.file()
+            )
+        );
+        // In the rest of a whole-file object: its line and offset.
+        let mut lines = lines_of("nul-rest", b"{\n\"n\":\n1\0}");
+        assert_eq!(lines.next_line().unwrap(), Some("{"));
+        let mut rest = String::new();
+        let err = lines.read_rest(&mut rest).unwrap_err();
+        assert_eq!(err.place.as_deref(), Some("line 3, byte offset 8"));
+    }
 }

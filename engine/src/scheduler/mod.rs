@@ -775,6 +775,37 @@ mod tests {
     }
 
     #[test]
+    fn the_footprint_counts_before_allocating() {
+        use std::mem::size_of;
+        let workload = one_tree(vec![agent("root", None, AgentKind::Root, &[0, 15], 10)]);
+        let compiled = compile(&workload, &Policy::default(), &DeriveOptions::default()).unwrap();
+        let open = Policy {
+            copies: 100_000_000,
+            ..Policy::default()
+        };
+        let f = Scheduler::footprint(&compiled, &open).unwrap();
+        assert_eq!((f.plays, f.turns, f.lanes), (100_000_000, 200_000_000, 0));
+        assert!(f.bytes >= 200_000_000 * size_of::<Slot>() as u64);
+        assert!(f.fits_ids());
+        // Closed loop: a lane per play at most.
+        let closed = Policy {
+            copies: 3,
+            sessions: Some(u32::MAX),
+            ..Policy::default()
+        };
+        let f = Scheduler::footprint(&compiled, &closed).unwrap();
+        assert_eq!((f.plays, f.turns, f.lanes), (3, 6, 3));
+        let s = Scheduler::new(compiled.clone(), closed).unwrap();
+        assert_eq!(s.lanes().len(), 3);
+        // More requests than u32 ids number.
+        let huge = Policy {
+            copies: u32::MAX,
+            ..Policy::default()
+        };
+        assert!(!Scheduler::footprint(&compiled, &huge).unwrap().fits_ids());
+    }
+
+    #[test]
     fn misuse_returns_errors_and_changes_nothing() {
         let mut s = two_turn_scheduler();
         assert_eq!(s.poll_timeout(), Some(0));
