@@ -19,6 +19,13 @@
 //! | bad value      | `expected WHAT, got VALUE` (see `fields.rs`)              |
 //! | empty file     | `empty file: expected WHAT`                               |
 //! | binary input   | `not UTF-8 text: expected one JSON object per line (is this a binary file?)` |
+//! | a NUL byte     | `a NUL byte (0x00): expected JSON text (is this a binary or sparse file?)` |
+//! | a long line    | `a line longer than 64 MiB: expected one JSON object per line of at most 64 MiB (the line cap; ...)` |
+//! | a huge input   | `more than 4 GiB of text: expected at most 4 GiB (the input cap; ...)` |
+//!
+//! A NUL byte, a line over the cap and text past the input cap are placed
+//! as `line N, byte offset B` (bytes of text from the start, after zstd
+//! decoding).
 //!
 //! A record that is an array is a wrong type (`invalid type: array:
 //! expected WHAT`); a missing field inside a nested object is `expected it
