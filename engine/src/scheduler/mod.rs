@@ -128,7 +128,17 @@ impl Scheduler {
     /// get their arrival timers, closed-loop lanes their start timers.
     pub fn new(workload: CompiledWorkload, policy: Policy) -> Result<Self, PolicyError> {
         policy.validate()?;
-        let turns = workload.turns as usize * policy.copies as usize;
+        // Plays and requests are numbered in `u32`: more would wrap.
+        let footprint = Self::footprint(&workload, &policy)
+            .filter(Footprint::fits_ids)
+            .ok_or_else(|| {
+                PolicyError::new(format!(
+                    "every tree times copies: expected at most {} plays and {} requests",
+                    Footprint::MAX_COUNT,
+                    Footprint::MAX_COUNT
+                ))
+            })?;
+        let turns = footprint.turns as usize;
         let mut scheduler = Scheduler {
             trees: workload.trees,
             plays: Plays::default(),
@@ -803,6 +813,11 @@ mod tests {
             ..Policy::default()
         };
         assert!(!Scheduler::footprint(&compiled, &huge).unwrap().fits_ids());
+        let refused = Scheduler::new(compiled, huge).err().expect("refused");
+        assert!(
+            refused.to_string().contains("at most 4294967295"),
+            "{refused}"
+        );
     }
 
     #[test]
