@@ -813,7 +813,7 @@ mod tests {
             ..Policy::default()
         };
         assert!(!Scheduler::footprint(&compiled, &huge).unwrap().fits_ids());
-        let refused = Scheduler::new(compiled, huge).err().expect("refused");
+        let refused = Scheduler::new(compiled, huge).expect_err("refused");
         assert!(
             refused.to_string().contains("at most 4294967295"),
             "{refused}"
