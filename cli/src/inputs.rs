@@ -2,7 +2,9 @@
 //! policy, the same way for `plan` and `run`: load (traces, synthetic or
 //! the bundled sample), recount tokens, fit prompts to the server
 //! (`--isl-scale`, `--max-context`), check the policy's combinations
-//! (naming the flags), compile, and build schedulers. Every input or
+//! (naming the flags), refuse a workload or plan too large for this
+//! machine before allocating it (estimated from counts and sizes), compile,
+//! and build schedulers. Every input or
 //! policy failure becomes an exit-code-2 [`Failure`].
 
 use std::path::Path;
@@ -14,7 +16,7 @@ use arbor_engine::error::{PolicyConflict, PolicyError};
 use arbor_engine::fit::FitReport;
 use arbor_engine::load;
 use arbor_engine::policy::{GapTransform, Policy};
-use arbor_engine::scheduler::Scheduler;
+use arbor_engine::scheduler::{Footprint, Scheduler};
 use arbor_engine::synthetic::SyntheticSpec;
 use arbor_engine::Workload;
 use arbor_sim::ServiceModel;
@@ -47,6 +49,13 @@ pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
     };
     if let Some(text) = &args.synthetic {
         let spec = synthetic_spec(text)?;
+        let estimate = spec.estimate();
+        check_memory(estimate.bytes, || {
+            format!(
+                "--synthetic trees={} would generate about {:.1e} turns",
+                estimate.trees, estimate.turns
+            )
+        })?;
         parts.push(format!("synthetic {}", spec.to_spec_string()));
         workload.trees.extend(spec.generate().trees);
     }
@@ -167,11 +176,97 @@ pub fn compile(
         scenario::fit_lanes(&mut policy, loaded.workload.trees.len());
     }
     let compiled = dag::compile(&loaded.workload, &policy, options).map_err(Failure::input)?;
+    check_plan(&compiled, &policy)?;
     Ok(Compiled {
         loaded,
         policy,
         compiled,
     })
+}
+
+/// Refuses a plan too large to hold, before the scheduler allocates it:
+/// more plays or requests than its `u32` ids number, or an estimate of its
+/// arrays ([`Scheduler::footprint`]) over [`memory_limit`]. Notes lanes
+/// that would hold no tree (they are not made).
+fn check_plan(compiled: &CompiledWorkload, policy: &Policy) -> Result<(), Failure> {
+    let what = || {
+        if policy.copies > 1 {
+            format!("--copies {} would plan", policy.copies)
+        } else {
+            "the inputs would plan".to_string()
+        }
+    };
+    let Some(footprint) = Scheduler::footprint(compiled, policy) else {
+        return Err(Failure::input(format!(
+            "{} more requests than can be counted: expected fewer",
+            what()
+        )));
+    };
+    check_memory(footprint.bytes as f64, || {
+        format!("{} {:.1e} turns", what(), footprint.turns as f64)
+    })?;
+    if !footprint.fits_ids() {
+        return Err(Failure::input(format!(
+            "{} {} plays of {} requests: expected at most {} of each (arbor numbers them in 32 bits)",
+            what(),
+            footprint.plays,
+            footprint.turns,
+            Footprint::MAX_COUNT
+        )));
+    }
+    if let Some(sessions) = policy.sessions {
+        if u64::from(sessions) > footprint.lanes {
+            eprintln!(
+                "note: --sessions {sessions}: only {} (tree, copy) plays to deal, so {} lanes hold a share; the other {} would hold nothing and are not made",
+                footprint.plays,
+                footprint.lanes,
+                u64::from(sessions) - footprint.lanes
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `bytes` over [`memory_limit`], in the words `what` gives
+/// (`--copies N would plan 2.4e9 turns`).
+fn check_memory(bytes: f64, what: impl Fn() -> String) -> Result<(), Failure> {
+    let (limit, why) = memory_limit();
+    if bytes <= limit as f64 {
+        return Ok(());
+    }
+    Err(Failure::input(format!(
+        "{}, about {}; the limit is {} ({why}): expected a smaller workload (see docs/reliability.md)",
+        what(),
+        show_gb(bytes),
+        show_gb(limit as f64)
+    )))
+}
+
+/// `340 GB`, `1.5 GB`, `inf GB`.
+fn show_gb(bytes: f64) -> String {
+    let gb = bytes / 1e9;
+    if gb >= 10.0 || !gb.is_finite() {
+        format!("{gb:.0} GB")
+    } else {
+        format!("{gb:.1} GB")
+    }
+}
+
+/// The most memory a plan's estimate may reach: half of this machine's
+/// memory (`MemTotal` of `/proc/meminfo`), leaving the rest to the
+/// workload, the driver and the reports; 8 GiB where it cannot be read.
+fn memory_limit() -> (u64, &'static str) {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            kb.checked_mul(1024)
+        });
+    match total {
+        Some(bytes) => (bytes / 2, "half this machine's memory"),
+        None => (8 << 30, "8 GiB, this machine's memory being unknown"),
+    }
 }
 
 impl Compiled {

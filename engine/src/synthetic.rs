@@ -151,6 +151,15 @@ pub struct SyntheticSpec {
     pub seed: u64,
 }
 
+/// What a synthetic workload would hold ([`SyntheticSpec::estimate`]):
+/// expectations of the spec's draws.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub trees: u32,
+    pub turns: f64,
+    pub bytes: f64,
+}
+
 impl Default for SyntheticSpec {
     fn default() -> Self {
         SyntheticSpec {
@@ -401,6 +410,48 @@ impl SyntheticSpec {
             }
         }
         Ok(spec)
+    }
+
+    /// What [`generate`](Self::generate) would make, before making it:
+    /// the expected agents and turns of a tree from the spec's draws (an
+    /// agent's turns are uniform in `n/2..=3n/2`; each turn but the last
+    /// spawns, below `depth`, with chance `spawn`, `1..=fanout` children),
+    /// times `trees`. Bytes count a [`Tree`], an [`Agent`] and a [`Turn`]
+    /// each (their inline sizes; ids and hash-id runs are small beside
+    /// them). In `f64`, so no count overflows: a huge spec is `inf`.
+    pub fn estimate(&self) -> Estimate {
+        use std::mem::size_of;
+        let mean_turns = |nominal: u32| {
+            let low = (nominal / 2).max(1);
+            let high = (nominal * 3 / 2).max(low);
+            (f64::from(low) + f64::from(high)) / 2.0
+        };
+        let children_per_spawn = (1.0 + f64::from(self.fanout.max(1))) / 2.0;
+        // (agents, turns) of an agent and its descendants, deepest first.
+        let mut below = (0.0, 0.0);
+        for depth in (0..=self.depth).rev() {
+            let nominal = if depth == 0 {
+                self.turns
+            } else {
+                self.child_turns
+            };
+            let turns = mean_turns(nominal);
+            let spawned = if depth < self.depth {
+                (turns - 1.0).max(0.0) * self.spawn * children_per_spawn
+            } else {
+                0.0
+            };
+            below = (1.0 + spawned * below.0, turns + spawned * below.1);
+        }
+        let trees = f64::from(self.trees);
+        let (agents, turns) = (below.0 * trees, below.1 * trees);
+        Estimate {
+            trees: self.trees,
+            turns,
+            bytes: trees * size_of::<Tree>() as f64
+                + agents * size_of::<Agent>() as f64
+                + turns * size_of::<Turn>() as f64,
+        }
     }
 
     /// Generates the workload. Deterministic in the spec; tree `i` depends
@@ -1142,5 +1193,37 @@ mod tests {
             "{} turns took {took:?}",
             w.turn_count()
         );
+    }
+
+    #[test]
+    fn the_estimate_is_near_what_is_generated() {
+        for text in [
+            "trees=50,turns=20,child_turns=8,depth=1,spawn=0.15,fanout=3,seed=4",
+            "trees=40,depth=2,spawn=1.0,turns=6,child_turns=4,seed=2",
+            "trees=30,depth=0,turns=9",
+        ] {
+            let spec = spec(text);
+            let estimate = spec.estimate();
+            let made: usize = spec
+                .generate()
+                .trees
+                .iter()
+                .flat_map(|t| &t.agents)
+                .map(|a| a.turns.len())
+                .sum();
+            let ratio = estimate.turns / made as f64;
+            assert!(
+                (0.7..1.4).contains(&ratio),
+                "{text}: {estimate:?} vs {made}"
+            );
+        }
+        // A billion trees is estimated, not generated.
+        let huge = spec("trees=1000000000").estimate();
+        assert!(huge.turns > 1e10 && huge.bytes > 1e12, "{huge:?}");
+        let deepest = spec(
+            "trees=4294967295,turns=1000000,child_turns=1000000,depth=32,spawn=1,fanout=10000",
+        )
+        .estimate();
+        assert!(deepest.bytes > 1e30, "{deepest:?}");
     }
 }

@@ -293,6 +293,8 @@ impl Oracle<'_> {
                     let j = rng.random_range(0..=i);
                     corpus.swap(i, j);
                 }
+                // Only lanes that get a play exist.
+                let n = n.min(corpus.len() as u32);
                 self.lanes = vec![(Vec::new(), 0); n as usize];
                 for (i, entry) in corpus.into_iter().enumerate() {
                     self.lanes[i % n as usize].0.push(entry);

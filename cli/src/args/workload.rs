@@ -16,7 +16,7 @@ use super::values;
 #[derive(Debug, Args, Clone)]
 pub struct InputArgs {
     /// Trace files or directories, in any supported format (detected by
-    /// content; see docs/formats.md). None: the bundled sample workload.
+    /// content; see docs/formats.md); `-` is stdin. None: the bundled sample workload.
     #[arg(value_name = "INPUT", help_heading = INPUT)]
     pub inputs: Vec<PathBuf>,
 
@@ -49,7 +49,7 @@ pub struct InputArgs {
 #[derive(Debug, Args, Clone)]
 pub struct TraceArgs {
     /// Trace files or directories, in any supported format (detected by
-    /// content; see docs/formats.md).
+    /// content; see docs/formats.md); `-` is stdin.
     #[arg(value_name = "INPUT", required = true, help_heading = INPUT)]
     pub inputs: Vec<PathBuf>,
 

@@ -13,6 +13,7 @@ mod fit;
 mod flags;
 mod gaps;
 mod golden;
+mod input_limits;
 mod inspect;
 mod interrupt;
 mod layout;

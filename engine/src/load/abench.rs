@@ -12,7 +12,6 @@
 //! zstd files are decoded on the fly (`sniff.rs`).
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -20,6 +19,7 @@ use serde::Deserialize;
 use super::fields::{show_number, tokens_for_bytes, Count, Millis, RawMessage, MAX_NANOS};
 use super::json::Lines;
 use super::sniff::TopKeys;
+use super::source::Source;
 use super::tally::Tally;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};
@@ -87,8 +87,8 @@ pub fn looks_like(text_prefix: &str) -> bool {
 
 /// Reads one abench file (plain JSONL, or zstd-compressed JSONL recognised
 /// by its magic bytes).
-pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let mut lines = Lines::open(path, SESSION)?;
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
+    let mut lines = Lines::open(input.into(), SESSION)?;
     let file = lines.file().to_string();
     let mut counts = Counts::default();
     let mut loaded = Loaded::default();
@@ -302,6 +302,7 @@ fn input_kind_of_delta(delta: &[Message]) -> InputKind {
 mod tests {
     use super::super::test_support::{assert_contains, scratch_file, testdata};
     use super::*;
+    use std::path::Path;
     use std::path::PathBuf;
 
     fn sample(name: &str) -> PathBuf {

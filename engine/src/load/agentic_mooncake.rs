@@ -15,12 +15,12 @@
 //! checked (unknown ids, duplicates, cycles) once the file is read.
 
 use std::collections::{BinaryHeap, HashMap};
-use std::path::Path;
 
 use super::fields::{Count, HashIds, Id, Millis, MAX_NANOS};
 use super::json::Lines;
 use super::mooncake::{is_mooncake_row, new_tree, PromptChecks};
 use super::sniff::{first_row, has_key};
+use super::source::Source;
 use super::tally::Tally;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};
@@ -69,8 +69,8 @@ struct Row {
 }
 
 /// Reads one agentic Mooncake JSONL file.
-pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let mut reader = Lines::open(path, ROW)?;
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
+    let mut reader = Lines::open(input.into(), ROW)?;
     let file = reader.file().to_string();
     let mut loaded = Loaded::default();
     let mut checks = PromptChecks::new();
@@ -209,6 +209,37 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
     Ok(loaded)
 }
 
+/// A generated agentic Mooncake file of one tree with `sessions`
+/// subagent sessions (for tests and benches of loading at scale): a root
+/// session `main` whose first row spawns every subagent, each subagent two
+/// rows (a tool call between them), and the root's last row joining them
+/// all (one `wait_for` list of `sessions` ids).
+pub fn generated_tree(sessions: usize) -> String {
+    let mut text = String::with_capacity(sessions * 200);
+    text.push_str(
+        r#"{"request_id": "m0", "session_id": "main", "timestamp": 0, "input_length": 1000, "output_length": 10, "hash_ids": [1, 2]}"#,
+    );
+    text.push('\n');
+    for s in 0..sessions {
+        text.push_str(&format!(
+            r#"{{"request_id": "s{s}a", "session_id": "sub{s}", "wait_for": ["m0"], "delay": {}, "input_length": 600, "output_length": 5, "hash_ids": [1, 3]}}"#,
+            s % 100
+        ));
+        text.push('\n');
+        text.push_str(&format!(
+            r#"{{"request_id": "s{s}b", "session_id": "sub{s}", "wait_for": ["s{s}a"], "tool_wait_ms": 200, "input_length": 900, "output_length": 5, "hash_ids": [1, 3, 5]}}"#
+        ));
+        text.push('\n');
+    }
+    let joins: Vec<String> = (0..sessions).map(|s| format!("\"s{s}b\"")).collect();
+    text.push_str(&format!(
+        r#"{{"request_id": "m1", "session_id": "main", "wait_for": [{}], "delay": 10, "input_length": 2000, "output_length": 10, "hash_ids": [1, 2, 4]}}"#,
+        joins.join(", ")
+    ));
+    text.push('\n');
+    text
+}
+
 /// Resolves `wait_for` ids to row indices (duplicates in one list dropped).
 fn resolve(
     rows: &[Row],
@@ -218,7 +249,10 @@ fn resolve(
     problems: &mut Vec<Problem>,
 ) -> Result<Vec<Vec<u32>>, InputError> {
     let mut deps = Vec::with_capacity(rows.len());
-    for row in rows {
+    // `listed_by[dep]` is 1 + the last row whose list named `dep`, so a
+    // duplicate is found in constant time however long the list.
+    let mut listed_by: Vec<u32> = vec![0; rows.len()];
+    for (index, row) in (1u32..).zip(rows) {
         let mut resolved: Vec<u32> = Vec::with_capacity(row.wait_for.len());
         for (i, id) in row.wait_for.iter().enumerate() {
             let Some(&dep) = by_id.get(id) else {
@@ -228,7 +262,7 @@ fn resolve(
                     format!("no row has request_id \"{id}\": expected the request_id of a row in this file"),
                 ));
             };
-            if resolved.contains(&dep) {
+            if listed_by[dep as usize] == index {
                 duplicates.note(
                     problems,
                     format!("{file}:line {}, $.wait_for[{i}]", row.line),
@@ -236,6 +270,7 @@ fn resolve(
                 );
                 continue;
             }
+            listed_by[dep as usize] = index;
             resolved.push(dep);
         }
         deps.push(resolved);
@@ -461,38 +496,49 @@ impl Graph<'_> {
         let arrival = abs_start[root_row as usize];
         let root = session_of(root_row);
 
-        // Parents: the session of the first wait_for of a session's first row.
+        // Parents: the session of the first wait_for of a session's first
+        // row (its spawner), placed breadth first from the root; when no
+        // unplaced session is spawned by a placed one, the first unplaced
+        // session linked to a placed one by any wait_for is attached.
         let n = sessions.len();
+        let spawner: Vec<Option<usize>> = members
+            .iter()
+            .enumerate()
+            .map(|(s, m)| {
+                let p = deps[m[0] as usize].first().map(|&d| session_of(d))?;
+                (p != s).then_some(p)
+            })
+            .collect();
+        let spawned = children_of(&spawner);
         let mut parent: Vec<Option<usize>> = vec![None; n];
         let mut placed = vec![false; n];
-        placed[root] = true;
         let mut remaining = n - 1;
-        while remaining > 0 {
-            let mut progress = false;
-            for s in 0..n {
-                if placed[s] {
-                    continue;
-                }
-                let first = members[s][0];
-                if let Some(p) = deps[first as usize].first().map(|&d| session_of(d)) {
-                    if p != s && placed[p] {
-                        parent[s] = Some(p);
-                        placed[s] = true;
+        let mut in_file_order: Vec<u32> = Vec::new();
+        let mut reach = vec![root];
+        placed[root] = true;
+        loop {
+            while let Some(p) = reach.pop() {
+                for &c in &spawned[p] {
+                    if !placed[c] {
+                        parent[c] = Some(p);
+                        placed[c] = true;
                         remaining -= 1;
-                        progress = true;
+                        reach.push(c);
                     }
                 }
             }
-            if progress {
-                continue;
+            if remaining == 0 {
+                break;
             }
             // No unplaced session is spawned by a placed one: attach the first
             // unplaced session linked to a placed one by any wait_for.
-            let mut in_file_order: Vec<u32> = members.iter().flatten().copied().collect();
-            in_file_order.sort_unstable();
+            if in_file_order.is_empty() {
+                in_file_order = members.iter().flatten().copied().collect();
+                in_file_order.sort_unstable();
+            }
             let link = in_file_order
-                .into_iter()
-                .flat_map(|r| deps[r as usize].iter().map(move |&d| (r, d)))
+                .iter()
+                .flat_map(|&r| deps[r as usize].iter().map(move |&d| (r, d)))
                 .find_map(|(r, d)| {
                     let (a, b) = (session_of(r), session_of(d));
                     match (placed[a], placed[b]) {
@@ -507,15 +553,16 @@ impl Graph<'_> {
             parent[child] = Some(to);
             placed[child] = true;
             remaining -= 1;
+            reach.push(child);
             problems.push(Problem {
-            place: format!("{file}:line {}", rows[members[child][0] as usize].line),
-            message: format!(
-                "session \"{}\" is not spawned by a wait_for of its first row: attached to session \"{}\" (linked on line {})",
-                session_names[sessions[child] as usize],
-                session_names[sessions[to] as usize],
-                rows[r as usize].line
-            ),
-        });
+                place: format!("{file}:line {}", rows[members[child][0] as usize].line),
+                message: format!(
+                    "session \"{}\" is not spawned by a wait_for of its first row: attached to session \"{}\" (linked on line {})",
+                    session_names[sessions[child] as usize],
+                    session_names[sessions[to] as usize],
+                    rows[r as usize].line
+                ),
+            });
         }
 
         // Joins: a row of the parent waits for a row of the child.
@@ -533,13 +580,13 @@ impl Graph<'_> {
         }
 
         // Agent order: breadth first from the root, children by first turn.
+        let children = children_of(&parent);
         let mut order = vec![root];
         let mut i = 0;
         while i < order.len() {
-            let p = order[i];
-            let mut children: Vec<usize> = (0..n).filter(|&c| parent[c] == Some(p)).collect();
-            children.sort_by_key(|&c| key(members[c][0]));
-            order.extend(children);
+            let mut next = children[order[i]].clone();
+            next.sort_by_key(|&c| key(members[c][0]));
+            order.extend(next);
             i += 1;
         }
         let mut agent_of = vec![0u32; n];
@@ -558,15 +605,12 @@ impl Graph<'_> {
                 flat.insert(r, offsets[a] + t as u32);
             }
         }
-        // Is agent `a` an ancestor of agent `b`?
-        let is_ancestor = |a: usize, mut b: usize| {
-            while let Some(p) = parent[b] {
-                if p == a {
-                    return true;
-                }
-                b = p;
-            }
-            false
+        // Is session `a` a proper ancestor of session `b`? By the span of
+        // each session's subtree in a depth-first numbering (`enter` to
+        // `leave`), so the question costs the same at any depth.
+        let (enter, leave) = spans(&children, root);
+        let is_ancestor = |a: usize, b: usize| {
+            a != b && enter[a] != u32::MAX && enter[a] <= enter[b] && leave[b] <= leave[a]
         };
 
         let mut agents = Vec::with_capacity(order.len());
@@ -627,6 +671,44 @@ impl Graph<'_> {
         tree.explicit_edges = Some(edges);
         tree
     }
+}
+
+/// The children of each session, in session order, from each session's
+/// parent.
+fn children_of(parent: &[Option<usize>]) -> Vec<Vec<usize>> {
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); parent.len()];
+    for (c, p) in parent.iter().enumerate() {
+        if let Some(p) = *p {
+            children[p].push(c);
+        }
+    }
+    children
+}
+
+/// Each session's depth-first span in the tree of `children`, rooted at
+/// `root`: `enter[s]` numbers `s` and `leave[s]` is the largest number
+/// within its subtree (sessions never placed keep an empty span).
+fn spans(children: &[Vec<usize>], root: usize) -> (Vec<u32>, Vec<u32>) {
+    let n = children.len();
+    let mut enter = vec![u32::MAX; n];
+    let mut leave = vec![0u32; n];
+    let mut next = 0u32;
+    // (session, its children visited so far)
+    let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+    enter[root] = next;
+    while let Some(top) = stack.last_mut() {
+        let (s, visited) = *top;
+        if let Some(&c) = children[s].get(visited) {
+            top.1 += 1;
+            next += 1;
+            enter[c] = next;
+            stack.push((c, 0));
+        } else {
+            leave[s] = next;
+            stack.pop();
+        }
+    }
+    (enter, leave)
 }
 
 #[cfg(test)]
@@ -827,5 +909,26 @@ mod tests {
         let detected = crate::load::detect(&path);
         std::fs::remove_file(&path).ok();
         assert_eq!(detected.unwrap(), crate::load::Format::AgenticMooncake);
+    }
+
+    /// Loading is linear in sessions per tree (it was quadratic: 200k
+    /// sessions did not finish in 30 s): 200k subagents spawned by one row
+    /// and joined by one `wait_for` list of 200k ids.
+    #[test]
+    fn a_tree_of_200k_sessions_loads() {
+        let sessions = 200_000;
+        let path = temp_file("agentic-200k", &generated_tree(sessions));
+        let loaded = load(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(loaded.trees.len(), 1);
+        let tree = &loaded.trees[0];
+        assert_eq!(tree.agents.len(), sessions + 1);
+        assert_eq!(tree.agents[0].turns.len(), 2);
+        assert!(tree.agents[1..]
+            .iter()
+            .all(|a| a.parent == Some(0) && a.kind == AgentKind::Blocking));
+        let edges = tree.explicit_edges.as_deref().unwrap();
+        // Per subagent a spawn, a sequence and a join.
+        assert_eq!(edges.len(), 3 * sessions);
     }
 }

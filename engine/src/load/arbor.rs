@@ -23,12 +23,12 @@
 //! is written by machines and a typo should not pass silently.
 
 use std::io::Write;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::fields::{Count, HashIds, Ns};
 use super::json::{self, Lines};
+use super::source::Source;
 use crate::error::InputError;
 use crate::input::Loaded;
 use crate::model::{
@@ -218,8 +218,8 @@ pub fn looks_like_arbor(text_prefix: &str) -> bool {
 }
 
 /// Reads a native JSONL file: one tree per non-empty line.
-pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let mut lines = Lines::open(path, TREE)?;
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
+    let mut lines = Lines::open(input.into(), TREE)?;
     let mut trees = Vec::new();
     while let Some(record) = lines.next::<TreeRecord>()? {
         let source = format!("{}:line {}", lines.file(), lines.line());

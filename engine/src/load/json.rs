@@ -19,6 +19,13 @@
 //! | bad value      | `expected WHAT, got VALUE` (see `fields.rs`)              |
 //! | empty file     | `empty file: expected WHAT`                               |
 //! | binary input   | `not UTF-8 text: expected one JSON object per line (is this a binary file?)` |
+//! | a NUL byte     | `a NUL byte (0x00): expected JSON text (is this a binary or sparse file?)` |
+//! | a long line    | `a line longer than 64 MiB: expected one JSON object per line of at most 64 MiB (the line cap; ...)` |
+//! | a huge input   | `more than 4 GiB of text: expected at most 4 GiB (the input cap; ...)` |
+//!
+//! A NUL byte, a line over the cap and text past the input cap are placed
+//! as `line N, byte offset B` (bytes of text from the start, after zstd
+//! decoding).
 //!
 //! A record that is an array is a wrong type (`invalid type: array:
 //! expected WHAT`); a missing field inside a nested object is `expected it
@@ -27,13 +34,13 @@
 //! Parsing runs serde once without path tracking (it costs about as much
 //! as the parse), and again with it only to place a failure.
 
-use std::io::{self, BufRead, Read};
-use std::path::Path;
+use std::io::{self, BufRead};
 
 use serde::de::{Deserialize, DeserializeOwned};
 use serde_json::error::Category;
 
 use super::sniff;
+use super::source::{show_bytes, Source, MAX_INPUT_BYTES, MAX_LINE_BYTES};
 use crate::error::InputError;
 
 /// A failure within one JSON text, before a file name is attached.
@@ -196,26 +203,44 @@ pub(super) fn parse<'de, T: Deserialize<'de>>(text: &'de str, what: &str) -> Res
 }
 
 /// A file read line by line (zstd decoded on the fly), counting lines and
-/// naming the file and line in every failure.
+/// bytes and naming the file and line in every failure. Reading stops at
+/// the caps ([`MAX_LINE_BYTES`] a line, [`MAX_INPUT_BYTES`] in all) and at
+/// the first NUL byte, which no JSON text holds (a sparse or binary file,
+/// `/dev/zero`), so no input makes it grow without bound.
 pub(super) struct Lines {
     reader: Box<dyn BufRead>,
     file: String,
     /// Number of the line last read.
     line: usize,
-    buf: String,
+    /// Bytes of text read before `bytes`.
+    offset: u64,
+    /// The raw bytes being read (a line, or the rest of the file).
+    bytes: Vec<u8>,
+    /// The last line read, as text.
+    text: String,
     compressed: bool,
     /// What a record is, for messages.
     what: &'static str,
 }
 
+/// How much [`Lines::pull`] reads: up to a line break, or everything.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Until {
+    LineEnd,
+    End,
+}
+
 impl Lines {
-    pub(super) fn open(path: &Path, what: &'static str) -> Result<Lines, InputError> {
-        let (reader, compressed) = sniff::open(path)?;
+    pub(super) fn open(source: Source, what: &'static str) -> Result<Lines, InputError> {
+        let file = source.name().to_string();
+        let (reader, compressed) = sniff::decode(source.into_reader()?, &file)?;
         Ok(Lines {
             reader,
-            file: path.display().to_string(),
+            file,
             line: 0,
-            buf: String::new(),
+            offset: 0,
+            bytes: Vec::new(),
+            text: String::new(),
             compressed,
             what,
         })
@@ -240,9 +265,7 @@ impl Lines {
     }
 
     fn read_error(&self, e: &io::Error) -> InputError {
-        let message = if e.kind() == io::ErrorKind::InvalidData && !sniff::is_zstd_error(e) {
-            "not UTF-8 text: expected one JSON object per line (is this a binary file?)".to_string()
-        } else if self.compressed {
+        let message = if self.compressed {
             format!("corrupt zstd stream: {e}")
         } else {
             format!("cannot read: {e}")
@@ -250,25 +273,120 @@ impl Lines {
         InputError::at(&self.file, format!("line {}", self.line + 1), message)
     }
 
+    /// `line N, byte offset B` of byte `at` of `bytes`.
+    fn place_of(&self, at: usize) -> String {
+        let breaks = self.bytes.get(..at).unwrap_or_default();
+        let line = self.line + 1 + breaks.iter().filter(|&&b| b == b'\n').count();
+        format!("line {line}, byte offset {}", self.offset + at as u64)
+    }
+
+    /// Appends to `bytes` up to and with the next line break (or to the
+    /// end); `false` when nothing was left. Fails at a NUL byte or a cap.
+    fn pull(&mut self, until: Until) -> Result<bool, InputError> {
+        loop {
+            let chunk = match self.reader.fill_buf() {
+                Ok(chunk) => chunk,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.read_error(&e)),
+            };
+            if chunk.is_empty() {
+                return Ok(!self.bytes.is_empty());
+            }
+            let line_end = match until {
+                Until::LineEnd => memchr::memchr(b'\n', chunk),
+                Until::End => None,
+            };
+            let take = line_end.map_or(chunk.len(), |i| i + 1);
+            let part = &chunk[..take];
+            let nul = memchr::memchr(0, part);
+            let had = self.bytes.len();
+            let line_cap = until == Until::LineEnd && had + take > MAX_LINE_BYTES;
+            let total = self.offset + (had + take) as u64;
+            self.bytes.extend_from_slice(part);
+            self.reader.consume(take);
+            if let Some(at) = nul {
+                // Binary input is named as such when the bytes read fail
+                // as UTF-8 (not merely cut at the end); NULs in text (a
+                // sparse file, `/dev/zero`) are named as a NUL.
+                let binary =
+                    std::str::from_utf8(&self.bytes).is_err_and(|e| e.error_len().is_some());
+                if binary {
+                    return Err(self.not_text());
+                }
+                return Err(InputError::at(
+                    &self.file,
+                    self.place_of(had + at),
+                    "a NUL byte (0x00): expected JSON text (is this a binary or sparse file?)",
+                ));
+            }
+            if line_cap {
+                return Err(InputError::at(
+                    &self.file,
+                    self.place_of(0),
+                    format!(
+                        "a line longer than {}: expected one JSON object per line of at most {} (the line cap; see docs/formats.md)",
+                        show_bytes(MAX_LINE_BYTES as u64),
+                        show_bytes(MAX_LINE_BYTES as u64)
+                    ),
+                ));
+            }
+            if total > MAX_INPUT_BYTES {
+                return Err(InputError::at(
+                    &self.file,
+                    self.place_of(0),
+                    format!(
+                        "more than {} of text: expected at most {} (the input cap; see docs/formats.md)",
+                        show_bytes(MAX_INPUT_BYTES),
+                        show_bytes(MAX_INPUT_BYTES)
+                    ),
+                ));
+            }
+            if line_end.is_some() {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// `bytes` as text (moved, not copied), read from it; `bytes` is then
+    /// empty and `offset` past it.
+    fn take_text(&mut self) -> Result<String, InputError> {
+        let bytes = std::mem::take(&mut self.bytes);
+        let len = bytes.len() as u64;
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                self.offset += len;
+                Ok(text)
+            }
+            Err(_) => Err(self.not_text()),
+        }
+    }
+
+    fn not_text(&self) -> InputError {
+        InputError::at(
+            &self.file,
+            format!("line {}", self.line + 1),
+            "not UTF-8 text: expected one JSON object per line (is this a binary file?)",
+        )
+    }
+
     /// The next non-blank line, without its line break (so a line cut
     /// short reads as truncated) and, on line 1, without a byte order
     /// mark; `None` at the end.
     pub(super) fn next_line(&mut self) -> Result<Option<&str>, InputError> {
         loop {
-            self.buf.clear();
-            let read = match self.reader.read_line(&mut self.buf) {
-                Ok(read) => read,
-                Err(e) => return Err(self.read_error(&e)),
-            };
-            if read == 0 {
+            // Reuse the last line's allocation.
+            self.bytes = std::mem::take(&mut self.text).into_bytes();
+            self.bytes.clear();
+            if !self.pull(Until::LineEnd)? {
                 return Ok(None);
             }
+            self.text = self.take_text()?;
             self.line += 1;
-            if !self.buf.trim().is_empty() {
+            if !self.text.trim().is_empty() {
                 break;
             }
         }
-        let text = self.buf.trim_end_matches(['\n', '\r']);
+        let text = self.text.trim_end_matches(['\n', '\r']);
         let text = match text.strip_prefix('\u{feff}') {
             Some(rest) if self.line == 1 => rest,
             _ => text,
@@ -276,12 +394,12 @@ impl Lines {
         Ok(Some(text))
     }
 
-    /// Appends everything not read yet to `into`.
+    /// Appends everything not read yet to `into` (up to the input cap).
     pub(super) fn read_rest(&mut self, into: &mut String) -> Result<(), InputError> {
-        match self.reader.read_to_string(into) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(self.read_error(&e)),
-        }
+        self.bytes.clear();
+        self.pull(Until::End)?;
+        into.push_str(&self.take_text()?);
+        Ok(())
     }
 
     /// The next non-blank line parsed into a record; `None` at the end.
@@ -383,5 +501,32 @@ mod tests {
             fault(r#"{"n": 1e999}"#),
             "f.jsonl: line 3, column 11, $.n: invalid JSON: number out of range: expected a finite number"
         );
+    }
+
+    /// Lines of `bytes`, written to a scratch file.
+    fn lines_of(tag: &str, bytes: &[u8]) -> Lines {
+        let path = super::super::test_support::scratch_file(tag, bytes);
+        let lines = Lines::open(Source::file(&path), "a thing").expect("opens");
+        std::fs::remove_file(&path).ok();
+        lines
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused_where_it_is() {
+        let mut lines = lines_of("nul-line", b"{\"n\": 1}\n  \0\0\n");
+        assert_eq!(lines.next_line().unwrap(), Some("{\"n\": 1}"));
+        assert_eq!(
+            lines.next_line().unwrap_err().to_string(),
+            format!(
+                "{}: line 2, byte offset 11: a NUL byte (0x00): expected JSON text (is this a binary or sparse file?)",
+                lines.file()
+            )
+        );
+        // In the rest of a whole-file object: its line and offset.
+        let mut lines = lines_of("nul-rest", b"{\n\"n\":\n1\0}");
+        assert_eq!(lines.next_line().unwrap(), Some("{"));
+        let mut rest = String::new();
+        let err = lines.read_rest(&mut rest).unwrap_err();
+        assert_eq!(err.place.as_deref(), Some("line 3, byte offset 8"));
     }
 }

@@ -11,13 +11,13 @@
 //! the text, and both are reported.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::Deserialize;
 
 use super::fields::{estimate_tokens, show_number, NonEmpty, UnixMicros};
 use super::json::Lines;
 use super::sniff::TopKeys;
+use super::source::Source;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};
 use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
@@ -66,8 +66,8 @@ pub fn looks_like(text_prefix: &str) -> bool {
 }
 
 /// Reads one LMCache trace file.
-pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let mut lines = Lines::open(path, ROW)?;
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
+    let mut lines = Lines::open(input.into(), ROW)?;
     let file = lines.file().to_string();
     let mut sessions: Vec<Session> = Vec::new();
     let mut by_id: BTreeMap<String, usize> = BTreeMap::new();

@@ -10,10 +10,12 @@
 //! (`Loaded::conventions`, `Loaded::problems`, counted with `tally.rs`),
 //! for `arbor inspect`.
 //!
-//! Shared by every reader: `json.rs` (line reader, parser, error wording),
-//! `fields.rs` (field types: counts, times, hash ids, messages; the token
-//! estimate), `sniff.rs` (the file prefix detectors see, key checks, zstd)
-//! and `tally.rs` (problem counts). A reader uses only those, its own
+//! Shared by every reader: `source.rs` (an input opened once: a regular
+//! file by path, or stdin `-`, a pipe or a FIFO read once; the input and
+//! line caps), `json.rs` (line reader, parser, error wording, the caps
+//! enforced), `fields.rs` (field types: counts, times, hash ids, messages;
+//! the token estimate), `sniff.rs` (the file prefix detectors see, key
+//! checks, zstd) and `tally.rs` (problem counts). A reader uses only those, its own
 //! sibling (agentic Mooncake uses Mooncake's row checks) and
 //! [`crate::input`]; only this module knows every reader, so no module
 //! here uses one that uses it. What readers produce ([`Loaded`],
@@ -25,7 +27,8 @@
 //! 1. Name it: a variant of [`Format`] with its `--format` name
 //!    (`crate::input`).
 //! 2. Write `load/<format>.rs` with `looks_like(text_prefix: &str) -> bool`
-//!    and `load(path: &Path) -> Result<Loaded, InputError>`: a serde struct
+//!    and `load(input: impl Into<Source>) -> Result<Loaded, InputError>`
+//!    (a `&Path` is a `Source`): a serde struct
 //!    of the record built from `fields.rs` types, read with
 //!    [`json::Lines`] (or [`json::parse`] for a whole-file form), problems
 //!    counted with `tally.rs`.
@@ -45,6 +48,7 @@ pub mod lmcache;
 pub mod mooncake;
 pub mod openai_log;
 pub mod sniff;
+mod source;
 mod tally;
 #[cfg(test)]
 mod test_support;
@@ -58,14 +62,15 @@ pub use crate::input::{Format, Loaded, Problem};
 use crate::model::Workload;
 pub use fields::estimate_tokens;
 pub use sniff::{Prefix, SNIFF_BYTES, ZSTD_MAGIC};
+pub use source::{show_bytes, Source, MAX_INPUT_BYTES, MAX_LINE_BYTES, STDIN};
 
 /// One format: how it is recognised and read.
 pub struct Reader {
     pub format: Format,
     /// Does this file start look like the format?
     pub looks_like: fn(&Prefix) -> bool,
-    /// Reads one file (a directory is read file by file).
-    pub read: fn(&Path) -> Result<Loaded, InputError>,
+    /// Reads one input (a directory is read file by file).
+    pub read: fn(Source) -> Result<Loaded, InputError>,
 }
 
 /// Every format, in the order detection tries them: the first whose
@@ -118,7 +123,8 @@ fn reader(format: Format) -> &'static Reader {
 }
 
 /// The trace files of a directory: `*.json`, `*.jsonl` and `*.zst`,
-/// sorted by name, not recursive.
+/// sorted by name, not recursive. One that is not a regular file (a FIFO,
+/// a device, a socket) is refused by name: reading it could wait forever.
 pub fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     let name = dir.display().to_string();
     let unreadable =
@@ -131,8 +137,19 @@ pub fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
                 .iter()
                 .any(|w| e.eq_ignore_ascii_case(w))
         });
-        if wanted && path.is_file() {
+        if !wanted {
+            continue;
+        }
+        let meta = std::fs::metadata(&path).map_err(|e| {
+            InputError::whole(path.display().to_string(), format!("cannot read: {e}"))
+        })?;
+        if meta.is_file() {
             files.push(path);
+        } else if !meta.is_dir() {
+            return Err(InputError::whole(
+                path.display().to_string(),
+                "not a regular file (a FIFO, device or socket): expected the trace files of a directory to be regular files (give a FIFO as an INPUT of its own)",
+            ));
         }
     }
     files.sort();
@@ -145,25 +162,36 @@ pub fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     Ok(files)
 }
 
+/// Whether `path` names a directory (never stdin's `-`).
+fn is_directory(path: &Path) -> bool {
+    path != Path::new(STDIN) && std::fs::metadata(path).is_ok_and(|m| m.is_dir())
+}
+
 /// Recognises a file's format by its content; a directory by its first
-/// trace file.
+/// trace file. A stream (stdin, a FIFO) is consumed: use [`load_path`] to
+/// read one.
 pub fn detect(path: &Path) -> Result<Format, InputError> {
-    let name = path.display().to_string();
-    let meta = std::fs::metadata(path)
-        .map_err(|e| InputError::whole(&name, format!("cannot read: {e}")))?;
-    if meta.is_dir() {
+    if is_directory(path) {
         let files = directory_files(path)?;
         return match files.first() {
             Some(first) => detect(first),
-            None => Err(InputError::whole(name, "no trace files in this directory")),
+            None => Err(InputError::whole(
+                path.display().to_string(),
+                "no trace files in this directory",
+            )),
         };
     }
-    let prefix = Prefix::read(path)?;
+    detect_source(&Source::open(path)?)
+}
+
+/// Recognises an opened input's format by its first bytes.
+pub fn detect_source(source: &Source) -> Result<Format, InputError> {
+    let prefix = source.prefix()?;
     if !prefix.zstd && prefix.text.trim().is_empty() {
         // Nothing to recognise: name every format rather than guess one.
         let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
         return Err(InputError::whole(
-            name,
+            source.name(),
             format!(
                 "empty file: expected a trace in one of the formats arbor reads ({}; see docs/formats.md)",
                 names.join(", ")
@@ -180,18 +208,18 @@ pub fn detect_prefix(prefix: &Prefix) -> Format {
 }
 
 /// Reads one file or directory (every trace file in it, in name order), in
-/// `format` or the detected one.
+/// `format` or the detected one. `-` is stdin; stdin, a pipe or a FIFO is
+/// read once (its start detected from the same stream).
 pub fn load_path(path: &Path, format: Option<Format>) -> Result<Loaded, InputError> {
-    let format = match format {
-        Some(f) => f,
-        None => detect(path)?,
-    };
-    let read = reader(format).read;
-    let is_dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
-    let mut loaded = if is_dir {
+    let (format, mut loaded) = if is_directory(path) {
+        let format = match format {
+            Some(f) => f,
+            None => detect(path)?,
+        };
+        let read = reader(format).read;
         let mut all = Loaded::default();
         for file in directory_files(path)? {
-            let one = read(&file)?;
+            let one = read(Source::open(&file)?)?;
             all.trees.extend(one.trees);
             for c in one.conventions {
                 if !all.conventions.contains(&c) {
@@ -200,17 +228,34 @@ pub fn load_path(path: &Path, format: Option<Format>) -> Result<Loaded, InputErr
             }
             all.problems.extend(one.problems);
         }
-        all
+        (format, all)
     } else {
-        read(path)?
+        let source = Source::open(path)?;
+        let format = match format {
+            Some(f) => f,
+            None => detect_source(&source)?,
+        };
+        let name = source.name().to_string();
+        let mut one = (reader(format).read)(source)?;
+        one.path = name;
+        (format, one)
     };
-    loaded.path = path.display().to_string();
+    if loaded.path.is_empty() {
+        loaded.path = path.display().to_string();
+    }
     loaded.format = Some(format);
     Ok(loaded)
 }
 
-/// Reads every input path, in order.
+/// Reads every input path, in order. Stdin (`-`) may be given once.
 pub fn load_all(paths: &[PathBuf], format: Option<Format>) -> Result<Vec<Loaded>, InputError> {
+    let stdin = paths.iter().filter(|p| *p == Path::new(STDIN)).count();
+    if stdin > 1 {
+        return Err(InputError::whole(
+            STDIN,
+            format!("given {stdin} times: expected stdin (`-`) at most once among the inputs"),
+        ));
+    }
     paths.iter().map(|p| load_path(p, format)).collect()
 }
 

@@ -17,11 +17,11 @@
 //! Durations are unknown (`None`), so derived edges are start-to-start.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use super::fields::{estimate_tokens, show_number, Count, HashIds, Id, Millis, MAX_NANOS};
 use super::json::Lines;
 use super::sniff::{first_row, has_key};
+use super::source::Source;
 use super::tally::Tally;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};
@@ -256,8 +256,8 @@ struct Session {
 }
 
 /// Reads one Mooncake JSONL file.
-pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let mut rows = Lines::open(path, ROW)?;
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
+    let mut rows = Lines::open(input.into(), ROW)?;
     let file = rows.file().to_string();
     let mut loaded = Loaded::default();
     let mut checks = PromptChecks::new();
@@ -407,6 +407,7 @@ pub(super) mod tests {
     use crate::time::NANOS_PER_MS;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
+    use std::path::Path;
     use std::path::PathBuf;
 
     const CONVERSATION: &str = concat!(

@@ -14,7 +14,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::path::Path;
 
 use serde::Deserialize;
 
@@ -23,6 +22,7 @@ use super::fields::{
 };
 use super::json::Lines;
 use super::sniff::TopKeys;
+use super::source::Source;
 use super::tally::Tally;
 use crate::error::InputError;
 use crate::input::{Loaded, Problem};
@@ -183,8 +183,8 @@ pub fn looks_like(text_prefix: &str) -> bool {
 }
 
 /// Reads one capture log.
-pub fn load(path: &Path) -> Result<Loaded, InputError> {
-    let mut lines = Lines::open(path, LINE)?;
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
+    let mut lines = Lines::open(input.into(), LINE)?;
     let file = lines.file().to_string();
     let mut tally = Counts::default();
     let mut sessions: Vec<Session> = Vec::new();

@@ -1,9 +1,9 @@
-//! Recognising a file by its first bytes, and opening it for reading.
+//! Recognising a file by its first bytes, and decoding zstd.
 //!
 //! Owns the prefix every detector looks at ([`Prefix`]: the first
 //! [`SNIFF_BYTES`] bytes, the zstd magic), the key checks detectors share
 //! ([`has_key`], [`first_row`], [`first_object_keys`]) and the transparent
-//! zstd decoder ([`open`]). Detectors see a prefix that may be cut
+//! zstd decoder ([`decode`]). Detectors see a prefix that may be cut
 //! anywhere and must never fail on it.
 
 use std::fs::File;
@@ -157,25 +157,24 @@ pub(super) fn first_object_keys(text: &str) -> Vec<String> {
 // ---------------------------------------------------------------------------
 // Opening, with zstd decoded on the fly
 
-/// Opens a file for reading, decompressing it when it starts with the zstd
-/// magic bytes; says whether it did.
-pub(super) fn open(path: &Path) -> Result<(Box<dyn BufRead>, bool), InputError> {
-    let file = path.display().to_string();
-    let handle =
-        File::open(path).map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
-    let mut reader = BufReader::with_capacity(1 << 16, handle);
-    let head = reader
+/// The text of an input: `raw` decompressed on the fly when it starts with
+/// the zstd magic bytes; says whether it was.
+pub(super) fn decode(
+    mut raw: Box<dyn BufRead>,
+    file: &str,
+) -> Result<(Box<dyn BufRead>, bool), InputError> {
+    let head = raw
         .fill_buf()
-        .map_err(|e| InputError::whole(&file, format!("cannot read: {e}")))?;
+        .map_err(|e| InputError::whole(file, format!("cannot read: {e}")))?;
     if head.starts_with(&ZSTD_MAGIC) {
         let decoder = ZstdReader {
-            source: reader,
+            source: raw,
             decoder: FrameDecoder::new(),
             in_frame: false,
         };
         Ok((Box::new(BufReader::with_capacity(1 << 16, decoder)), true))
     } else {
-        Ok((Box::new(reader), false))
+        Ok((raw, false))
     }
 }
 
@@ -187,11 +186,6 @@ struct ZstdError(String);
 
 fn zstd_error(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, ZstdError(message))
-}
-
-/// Whether a read error came from the zstd decoder.
-pub(super) fn is_zstd_error(e: &io::Error) -> bool {
-    e.get_ref().is_some_and(|inner| inner.is::<ZstdError>())
 }
 
 /// A zstd stream of one or more frames (skippable frames skipped), with

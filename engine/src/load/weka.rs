@@ -20,6 +20,7 @@ use std::path::Path;
 use super::fields::{show_number, Count, HashIds, InputTypes, Millis, Secs, Text};
 use super::json::{self, Fault, Lines};
 use super::sniff::{self, has_key};
+use super::source::Source;
 use crate::error::InputError;
 use crate::input::Loaded;
 use crate::model::{Agent, AgentKind, BlockIds, HashScope, InputKind, Tree, Turn};
@@ -67,9 +68,9 @@ const TRACE: &str = "a Weka trace (a JSON object with `requests`)";
 
 /// Reads one file: one trace, or one trace per line (a `.jsonl` file, or a
 /// `.json` file whose first line is a whole object followed by more).
-pub fn load(path: &Path) -> Result<Loaded, InputError> {
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
     let mut loaded = Loaded::default();
-    for (tree, conventions) in read_file(path)? {
+    for (tree, conventions) in read_file(input.into())? {
         let words = conventions.describe();
         if !loaded.conventions.contains(&words) {
             loaded.conventions.push(words);
@@ -132,8 +133,8 @@ pub fn looks_like_weka(text_prefix: &str) -> bool {
 // ---------------------------------------------------------------------------
 // Files
 
-fn is_jsonl(path: &Path) -> bool {
-    path.extension()
+fn is_jsonl(path: Option<&Path>) -> bool {
+    path.and_then(Path::extension)
         .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"))
 }
 
@@ -144,10 +145,11 @@ fn file_stem(path: &Path) -> String {
 }
 
 /// Reads one file into trees with the conventions each used.
-fn read_file(path: &Path) -> Result<Vec<(Tree, Conventions)>, InputError> {
-    let mut lines = Lines::open(path, TRACE)?;
+fn read_file(source: Source) -> Result<Vec<(Tree, Conventions)>, InputError> {
+    let jsonl = is_jsonl(source.path());
+    let stem = file_stem(source.path().unwrap_or(Path::new(source.name())));
+    let mut lines = Lines::open(source, TRACE)?;
     let file = lines.file().to_string();
-    let stem = file_stem(path);
     let mut out = Vec::new();
     let Some(first_text) = lines.next_line()? else {
         return Err(lines.empty("a Weka trace (one JSON object, or one per line)"));
@@ -161,13 +163,13 @@ fn read_file(path: &Path) -> Result<Vec<(Tree, Conventions)>, InputError> {
     };
     // One object per line if the name says so, or if the first line is a
     // whole object and another non-blank line follows.
-    let second = if is_jsonl(path) || complete {
+    let second = if jsonl || complete {
         lines.next_line()?.map(str::to_string)
     } else {
         None
     };
 
-    if is_jsonl(path) || second.is_some() {
+    if jsonl || second.is_some() {
         push_line(&mut out, first, &file, &stem, first_no)?;
         let mut batch: Vec<(usize, String)> = Vec::new();
         let mut batch_bytes = 0;
@@ -685,7 +687,7 @@ mod tests {
     }
 
     fn load_one(name: &str) -> (Tree, Conventions) {
-        let mut all = read_file(&fixture(name)).expect("fixture loads");
+        let mut all = read_file(Source::file(&fixture(name))).expect("fixture loads");
         assert_eq!(all.len(), 1);
         all.remove(0)
     }

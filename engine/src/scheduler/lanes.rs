@@ -52,8 +52,13 @@ pub(super) struct Lanes {
 }
 
 impl Lanes {
-    /// `count` lanes with their shares of `trees` trees under `policy`.
+    /// `count` lanes with their shares of `trees` trees under `policy`;
+    /// only the lanes that get a share are made (the first `trees *
+    /// copies`, as the deal is round-robin), so a lane that holds no tree
+    /// costs nothing.
     pub(super) fn deal(trees: u32, count: u32, policy: &Policy) -> Self {
+        let plays = u64::from(trees) * u64::from(policy.copies);
+        let count = u32::try_from(plays).map_or(count, |plays| count.min(plays));
         let lanes = deal(trees, policy.copies, count, policy.seed)
             .into_iter()
             .map(|share| Lane {
@@ -150,5 +155,20 @@ mod tests {
         // A second wrap at the same instant: the lane stalls.
         assert_eq!(looping.next(0, 3), None);
         assert!(looping.all()[0].stalled);
+    }
+
+    #[test]
+    fn only_lanes_with_a_share_are_made() {
+        let policy = Policy {
+            sessions: Some(u32::MAX),
+            copies: 2,
+            ..Policy::default()
+        };
+        let lanes = Lanes::deal(3, u32::MAX, &policy);
+        assert_eq!(lanes.all().len(), 6);
+        // The same shares as the first six lanes of a deal to that many.
+        let shares: Vec<_> = lanes.all().iter().map(|l| l.share.clone()).collect();
+        assert_eq!(shares, deal(3, 2, 6, policy.seed));
+        assert_eq!(shares, deal(3, 2, 9, policy.seed)[..6]);
     }
 }

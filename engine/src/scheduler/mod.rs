@@ -34,7 +34,9 @@
 //! a seeded permutation and dealt round-robin to N lanes. A lane plays its
 //! share in order, one tree at a time; it is freed when every turn of its
 //! tree (background children included) is done, and starts its next tree at
-//! that instant. Which trees a lane plays never depends on timing.
+//! that instant. Which trees a lane plays never depends on timing. Lanes
+//! beyond the number of plays would hold nothing and are not made, so
+//! `sessions = 4294967295` costs what `sessions = plays` does.
 //!
 //! # Start window and warmup
 //! With `start_window` (the AgentX recipe), each lane's first play enters
@@ -82,7 +84,7 @@ mod slots;
 mod types;
 mod warmup;
 
-pub use types::{Command, Lane, Outcome, Play, RequestId, Slot, Stats, TurnState};
+pub use types::{Command, Footprint, Lane, Outcome, Play, RequestId, Slot, Stats, TurnState};
 
 use std::collections::VecDeque;
 
@@ -126,7 +128,17 @@ impl Scheduler {
     /// get their arrival timers, closed-loop lanes their start timers.
     pub fn new(workload: CompiledWorkload, policy: Policy) -> Result<Self, PolicyError> {
         policy.validate()?;
-        let turns = workload.turns as usize * policy.copies as usize;
+        // Plays and requests are numbered in `u32`: more would wrap.
+        let footprint = Self::footprint(&workload, &policy)
+            .filter(Footprint::fits_ids)
+            .ok_or_else(|| {
+                PolicyError::new(format!(
+                    "every tree times copies: expected at most {} plays and {} requests",
+                    Footprint::MAX_COUNT,
+                    Footprint::MAX_COUNT
+                ))
+            })?;
+        let turns = footprint.turns as usize;
         let mut scheduler = Scheduler {
             trees: workload.trees,
             plays: Plays::default(),
@@ -154,6 +166,34 @@ impl Scheduler {
         Ok(scheduler)
     }
 
+    /// What a plan of `workload` under `policy` would hold, counted with
+    /// checked arithmetic before anything is allocated; `None` when a
+    /// count does not fit 64 bits. The CLI compares it with the machine's
+    /// memory and the `u32` ids ([`Footprint::fits_ids`]) before planning.
+    pub fn footprint(workload: &CompiledWorkload, policy: &Policy) -> Option<Footprint> {
+        use std::mem::size_of;
+        let copies = u64::from(policy.copies);
+        let plays = (workload.trees.len() as u64).checked_mul(copies)?;
+        let turns = workload.turns.checked_mul(copies)?;
+        let lanes = policy.sessions.map_or(0, |n| u64::from(n).min(plays));
+        let per_play = size_of::<Play>() + size_of::<Nanos>() + 2 * size_of::<Timer>();
+        let per_lane_play = if policy.sessions.is_some() {
+            size_of::<(u32, u32)>()
+        } else {
+            0
+        };
+        let bytes = turns
+            .checked_mul(size_of::<Slot>() as u64)?
+            .checked_add(plays.checked_mul((per_play + per_lane_play) as u64)?)?
+            .checked_add(lanes.checked_mul(size_of::<Lane>() as u64)?)?;
+        Some(Footprint {
+            plays,
+            turns,
+            lanes,
+            bytes,
+        })
+    }
+
     fn plan_open_loop(&mut self) {
         let planned = plays::open_loop(&self.trees, &self.policy);
         for (play, p) in (0u32..).zip(&planned) {
@@ -162,8 +202,10 @@ impl Scheduler {
         self.plays = Plays::planned(planned);
     }
 
-    fn plan_lanes(&mut self, count: u32) {
-        self.lanes = Lanes::deal(self.trees.len() as u32, count, &self.policy);
+    fn plan_lanes(&mut self, sessions: u32) {
+        self.lanes = Lanes::deal(self.trees.len() as u32, sessions, &self.policy);
+        // Only lanes with a share exist (at most one per play).
+        let count = self.lanes.all().len() as u32;
         if let Some(window) = self.policy.start_window {
             self.warmup = Warmup::plan(
                 window,
@@ -740,6 +782,42 @@ mod tests {
         let policy = Policy::default();
         let compiled = compile(&workload, &policy, &DeriveOptions::default()).unwrap();
         Scheduler::new(compiled, policy).unwrap()
+    }
+
+    #[test]
+    fn the_footprint_counts_before_allocating() {
+        use std::mem::size_of;
+        let workload = one_tree(vec![agent("root", None, AgentKind::Root, &[0, 15], 10)]);
+        let compiled = compile(&workload, &Policy::default(), &DeriveOptions::default()).unwrap();
+        let open = Policy {
+            copies: 100_000_000,
+            ..Policy::default()
+        };
+        let f = Scheduler::footprint(&compiled, &open).unwrap();
+        assert_eq!((f.plays, f.turns, f.lanes), (100_000_000, 200_000_000, 0));
+        assert!(f.bytes >= 200_000_000 * size_of::<Slot>() as u64);
+        assert!(f.fits_ids());
+        // Closed loop: a lane per play at most.
+        let closed = Policy {
+            copies: 3,
+            sessions: Some(u32::MAX),
+            ..Policy::default()
+        };
+        let f = Scheduler::footprint(&compiled, &closed).unwrap();
+        assert_eq!((f.plays, f.turns, f.lanes), (3, 6, 3));
+        let s = Scheduler::new(compiled.clone(), closed).unwrap();
+        assert_eq!(s.lanes().len(), 3);
+        // More requests than u32 ids number.
+        let huge = Policy {
+            copies: u32::MAX,
+            ..Policy::default()
+        };
+        assert!(!Scheduler::footprint(&compiled, &huge).unwrap().fits_ids());
+        let refused = Scheduler::new(compiled, huge).expect_err("refused");
+        assert!(
+            refused.to_string().contains("at most 4294967295"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -227,6 +227,32 @@ pub struct Lane {
     pub stalled: bool,
 }
 
+/// What a plan holds before it runs, counted from the workload's sizes
+/// and the policy before anything is allocated ([`super::Scheduler::footprint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    /// Plays: every tree times `copies`.
+    pub plays: u64,
+    /// Requests: every turn times `copies`.
+    pub turns: u64,
+    /// Closed-loop lanes that hold a share (a lane with none is not made).
+    pub lanes: u64,
+    /// Bytes of the scheduler's own arrays for them: a [`Slot`] a turn; a
+    /// [`Play`], its arrival and its timer a play; a [`Lane`] a lane and
+    /// the dealt `(tree, copy)` of each play in the closed loop.
+    pub bytes: u64,
+}
+
+impl Footprint {
+    /// The most plays or requests one plan can number (ids are `u32`).
+    pub const MAX_COUNT: u64 = u32::MAX as u64;
+
+    /// Whether the counts fit the scheduler's `u32` ids.
+    pub fn fits_ids(&self) -> bool {
+        self.plays <= Self::MAX_COUNT && self.turns <= Self::MAX_COUNT
+    }
+}
+
 /// What a pending timer means.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Timer {
