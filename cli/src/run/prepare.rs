@@ -125,7 +125,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions, Failure> {
 }
 
 /// `arbor-results/<UTC YYYYmmdd-HHMMSS.mmm>-<name>-<pid>`: `<name>` is
-/// the first input's file stem, `synthetic`, or `sample`. Sorted by name,
+/// the first input's file stem (`stdin` for `-`), `synthetic`, or `sample`. Sorted by name,
 /// the directories are sorted by start time; the milliseconds and the pid
 /// keep two runs started together apart (and the directory's lock
 /// refuses a second writer anyway).
@@ -151,6 +151,9 @@ fn default_name(now: std::time::SystemTime, name: &str, pid: u32) -> String {
 }
 
 fn stem(path: &std::path::Path) -> String {
+    if path == std::path::Path::new(arbor_engine::load::STDIN) {
+        return "stdin".to_string();
+    }
     let raw = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -185,6 +188,7 @@ mod tests {
             "weka-kv-cache-tester"
         );
         assert_eq!(stem(Path::new("a b.json")), "a_b");
+        assert_eq!(stem(Path::new("-")), "stdin");
     }
 
     #[test]

@@ -8,13 +8,20 @@
 use arbor_backends::live::messages_sse;
 use arbor_backends::live::sse::{self, data_of, LineSplitter};
 
-fn lines<'a>(pieces: impl Iterator<Item = &'a [u8]>) -> (Vec<Vec<u8>>, Vec<u8>) {
+/// The lines, and the unterminated rest (or `None` once a line passed
+/// the splitter's cap: it must not be fed after that).
+fn lines<'a>(pieces: impl Iterator<Item = &'a [u8]>) -> (Vec<Vec<u8>>, Option<Vec<u8>>) {
     let mut splitter = LineSplitter::default();
     let mut lines = Vec::new();
     for piece in pieces {
-        splitter.feed(piece, |line| lines.push(line.to_vec()));
+        if splitter
+            .feed(piece, |line| lines.push(line.to_vec()))
+            .is_err()
+        {
+            return (lines, None);
+        }
     }
-    (lines, splitter.rest().to_vec())
+    (lines, Some(splitter.rest().to_vec()))
 }
 
 fn main() {
