@@ -7,6 +7,7 @@
 //! AIPerf's name and unit. [`Request::metrics`] is also what the run's
 //! metric blocks add up, so a line and the blocks never disagree.
 
+use arbor_engine::time::{secs_to_nanos, Nanos};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -125,17 +126,18 @@ impl Request {
         if record.status != "ok" {
             return Vec::new();
         }
-        let ms = |tag, secs: Option<f64>| {
-            secs.map(|s| Metric {
+        let ms = |tag, ns: Option<Nanos>| {
+            ns.map(|ns| Metric {
                 tag,
                 unit: MS,
-                value: s * 1e3,
+                value: ns as f64 / 1e6,
             })
         };
-        let per_user = record.tpot_s.filter(|&s| s > 0.0).map(|s| Metric {
+        let tpot = tpot_ns(record);
+        let per_user = tpot.filter(|&ns| ns > 0).map(|ns| Metric {
             tag: OUTPUT_TOKEN_THROUGHPUT_PER_USER,
             unit: TOKENS_PER_SEC_PER_USER,
-            value: 1.0 / s,
+            value: 1e9 / ns as f64,
         });
         let tokens = |tag, count: u64| {
             Some(Metric {
@@ -145,9 +147,9 @@ impl Request {
             })
         };
         [
-            ms(TIME_TO_FIRST_TOKEN, record.ttft_s),
-            ms(REQUEST_LATENCY, record.e2e_s),
-            ms(INTER_TOKEN_LATENCY, record.tpot_s),
+            ms(TIME_TO_FIRST_TOKEN, Record::ns(record.ttft_s)),
+            ms(REQUEST_LATENCY, Record::ns(record.e2e_s)),
+            ms(INTER_TOKEN_LATENCY, tpot),
             per_user,
             tokens(OUTPUT_SEQUENCE_LENGTH, record.output_tokens),
             tokens(INPUT_SEQUENCE_LENGTH, record.input_tokens),
@@ -156,6 +158,18 @@ impl Request {
         .flatten()
         .collect()
     }
+}
+
+/// TPOT in whole nanoseconds, `(done - first_content) / (output_tokens -
+/// 1)` from the stamps, taken as `summary.json` takes it (docs/run.md), so
+/// the blocks are its figures; `None` with fewer than 2 output tokens.
+fn tpot_ns(record: &Record) -> Option<Nanos> {
+    let first = Record::ns(record.first_content_s)?;
+    let done = Record::ns(record.done_s)?;
+    if record.output_tokens < 2 || done < first {
+        return None;
+    }
+    secs_to_nanos((done - first) as f64 / 1e9 / (record.output_tokens - 1) as f64)
 }
 
 /// A failed request's error (its category as AIPerf's `type`); a
@@ -194,6 +208,7 @@ mod tests {
             sent_s: Some(1.5),
             headers_s: Some(1.6),
             done_s: Some(3.0),
+            first_content_s: Some(1.75),
             ttft_s: Some(0.25),
             e2e_s: Some(1.5),
             tpot_s: Some(0.125),
