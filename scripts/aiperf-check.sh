@@ -70,24 +70,9 @@ HOME="$OUT/home" timeout 300 "$AIPERF_VENV/bin/python" "$here/aiperf/check.py" "
 step "export loaded with AIPerf's models"
 
 # 4. aiperf plot.
-browser() {
-  for b in chromium-headless-shell chromium; do
-    if command -v "$b" >/dev/null 2>&1; then
-      command -v "$b"
-      return 0
-    fi
-  done
-  return 1
-}
-if ! BROWSER_PATH=$(browser); then
-  echo "aiperf-check: installing chromium-headless-shell (apt-get)" >&2
-  sudo_cmd=""
-  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
-  timeout 300 $sudo_cmd apt-get update -qq >&2 || true
-  timeout 900 $sudo_cmd apt-get install -y -qq --no-install-recommends chromium-headless-shell >&2
-  BROWSER_PATH=$(browser)
-fi
+# shellcheck source=scripts/chromium.sh
+. "$here/chromium.sh"
+BROWSER_PATH=$(chromium_path)
 export BROWSER_PATH
 HOME="$OUT/home" timeout 600 "$AIPERF_VENV/bin/aiperf" plot "$OUT/export" --output "$OUT/plots" \
   >"$OUT/plot.log" 2>&1 || { cat "$OUT/plot.log" >&2; echo "aiperf-check: FAIL: aiperf plot" >&2; exit 1; }

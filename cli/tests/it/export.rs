@@ -539,21 +539,34 @@ fn aiperf_export_of_an_agentx_run_carries_the_stamp_and_the_summarys_numbers() {
     run_into(&run_dir, &args);
     let out_dir = dir.join("aiperf");
     let out = export(&run_dir, "--aiperf", &out_dir);
-    assert!(stdout(&out).contains("profile_export_aiperf.json"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("profile_export_aiperf.json"),
+        "{}",
+        stdout(&out)
+    );
 
     let summary = read_json(&run_dir.join("summary.json"));
     let p = read_json(&out_dir.join("profile_export_aiperf.json"));
     assert_eq!(p["schema_version"], "1.4");
     assert_eq!(p["metadata"]["scenario"], "inferencex-agentx-mvp");
-    assert_eq!(p["metadata"]["submission_valid"], summary["submission_valid"]);
+    assert_eq!(
+        p["metadata"]["submission_valid"],
+        summary["submission_valid"]
+    );
     assert_eq!(
         p["metadata"]["submission_invalid_reasons"],
         summary["submission_invalid_reasons"]
     );
-    assert_eq!(p["metadata"]["submission_invalid_reasons"][0], "unsafe_override");
+    assert_eq!(
+        p["metadata"]["submission_invalid_reasons"][0],
+        "unsafe_override"
+    );
     assert_eq!(p["was_cancelled"], false);
     assert_eq!(p["arbor"]["scenario"], "agentx-mvp");
-    assert_eq!(p["arbor"]["summary"], summary, "the whole summary rides along");
+    assert_eq!(
+        p["arbor"]["summary"], summary,
+        "the whole summary rides along"
+    );
 
     // Distributions: AIPerf's names, ms, and the summary's figures.
     for (tag, ours) in [
@@ -577,23 +590,37 @@ fn aiperf_export_of_an_agentx_run_carries_the_stamp_and_the_summarys_numbers() {
             ("max", "max_s"),
         ] {
             let (ms, secs) = (num(&block[stat]), num(&theirs[s]));
-            assert!(close(ms, secs * 1e3), "{tag}.{stat} {ms} ms, summary {secs} s");
+            assert!(
+                close(ms, secs * 1e3),
+                "{tag}.{stat} {ms} ms, summary {secs} s"
+            );
         }
         assert!(num(&block["min"]) <= num(&block["p1"]), "{tag}");
         assert!(num(&block["std"]) >= 0.0, "{tag}");
     }
     let t = &summary["throughput"];
     for (tag, unit, value) in [
-        ("output_token_throughput", "tokens/sec", &t["output_tokens_per_s"]),
+        (
+            "output_token_throughput",
+            "tokens/sec",
+            &t["output_tokens_per_s"],
+        ),
         ("request_throughput", "requests/sec", &t["requests_per_s"]),
         ("benchmark_duration", "sec", &t["window_s"]),
         ("request_count", "requests", &summary["counts"]["ok"]),
         ("total_osl", "tokens", &t["output_tokens"]),
     ] {
         assert_eq!(p[tag]["unit"], unit, "{tag}");
-        assert!(close(num(&p[tag]["avg"]), num(value)), "{tag}: {} vs {value}", p[tag]);
+        assert!(
+            close(num(&p[tag]["avg"]), num(value)),
+            "{tag}: {} vs {value}",
+            p[tag]
+        );
     }
-    assert_eq!(p["output_token_throughput_per_user"]["unit"], "tokens/sec/user");
+    assert_eq!(
+        p["output_token_throughput_per_user"]["unit"],
+        "tokens/sec/user"
+    );
     assert_eq!(p["output_sequence_length"]["unit"], "tokens");
 
     // One line per record, in AIPerf's per-request shape.
@@ -604,7 +631,10 @@ fn aiperf_export_of_an_agentx_run_carries_the_stamp_and_the_summarys_numbers() {
         .iter()
         .filter(|l| l["metadata"]["benchmark_phase"] == "warmup")
         .count();
-    assert_eq!(warmups as u64, summary["counts"]["warmups"].as_u64().unwrap());
+    assert_eq!(
+        warmups as u64,
+        summary["counts"]["warmups"].as_u64().unwrap()
+    );
     assert!(warmups > 0, "the recipe sends warmups");
     let epoch = p["arbor"]["epoch_unix_ns"].as_u64().expect("an epoch");
     for (line, record) in lines.iter().zip(&records) {
@@ -632,7 +662,11 @@ fn aiperf_export_of_a_run_without_a_scenario_has_no_metadata_block() {
     let out_dir = dir.join("aiperf");
     export(&run_dir, "--aiperf", &out_dir);
     let p = read_json(&out_dir.join("profile_export_aiperf.json"));
-    assert!(p.get("metadata").is_none(), "AIPerf writes none: {}", p["metadata"]);
+    assert!(
+        p.get("metadata").is_none(),
+        "AIPerf writes none: {}",
+        p["metadata"]
+    );
     assert_eq!(p["arbor"]["scenario"], Value::Null);
     let lines = jsonl(&out_dir.join("profile_export.jsonl"));
     assert!(lines

@@ -110,10 +110,18 @@ impl Profile {
         let t = summary.throughput;
         let singles = [
             ("request_throughput", REQUESTS_PER_SEC, t.requests_per_s),
-            ("output_token_throughput", TOKENS_PER_SEC, t.output_tokens_per_s),
+            (
+                "output_token_throughput",
+                TOKENS_PER_SEC,
+                t.output_tokens_per_s,
+            ),
             ("benchmark_duration", SEC, t.window_s),
             ("request_count", REQUESTS, summary.counts.ok as f64),
-            ("error_request_count", REQUESTS, summary.counts.failed as f64),
+            (
+                "error_request_count",
+                REQUESTS,
+                summary.counts.failed as f64,
+            ),
             ("total_osl", TOKENS, t.output_tokens as f64),
             ("total_isl", TOKENS, t.input_tokens as f64),
         ];
@@ -123,7 +131,10 @@ impl Profile {
         let metadata = summary.scenario.as_ref().map(|name| Metadata {
             scenario: aiperf_scenario(name),
             submission_valid: summary.submission_valid.unwrap_or(false),
-            submission_invalid_reasons: summary.submission_invalid_reasons.clone().unwrap_or_default(),
+            submission_invalid_reasons: summary
+                .submission_invalid_reasons
+                .clone()
+                .unwrap_or_default(),
         });
         let error_summary = summary
             .document
