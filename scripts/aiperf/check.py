@@ -29,6 +29,7 @@ from aiperf.plot.core.data_loader import DataLoader
 
 HEADLINE = [
     "time_to_first_token",
+    "time_to_second_token",
     "inter_token_latency",
     "request_latency",
     "output_token_throughput",
@@ -42,6 +43,7 @@ HEADLINE = [
 DISTRIBUTION_STATS = ["avg", "min", "max", "p50", "p90", "p99", "std", "count"]
 UNITS = {
     "time_to_first_token": "ms",
+    "time_to_second_token": "ms",
     "inter_token_latency": "ms",
     "request_latency": "ms",
     "output_token_throughput": "tokens/sec",

@@ -622,6 +622,11 @@ fn aiperf_export_of_an_agentx_run_carries_the_stamp_and_the_summarys_numbers() {
         "tokens/sec/user"
     );
     assert_eq!(p["output_sequence_length"]["unit"], "tokens");
+    assert_eq!(p["time_to_second_token"]["unit"], "ms");
+    assert_eq!(
+        p["time_to_second_token"]["count"],
+        p["time_to_first_token"]["count"]
+    );
 
     // One line per record, in AIPerf's per-request shape.
     let records = jsonl(&run_dir.join("records.jsonl"));
@@ -650,6 +655,10 @@ fn aiperf_export_of_an_agentx_run_carries_the_stamp_and_the_summarys_numbers() {
             let ttft = &line["metrics"]["time_to_first_token"];
             assert_eq!(ttft["unit"], "ms");
             assert!(close(num(&ttft["value"]), num(&record["ttft_s"]) * 1e3));
+            if let Some(first_gap) = record["itl_s"].get(0) {
+                let ttst = &line["metrics"]["time_to_second_token"];
+                assert!(close(num(&ttst["value"]), num(first_gap) * 1e3), "{ttst}");
+            }
             let isl = &line["metrics"]["input_sequence_length"];
             assert_eq!(isl["value"].as_f64(), record["input_tokens"].as_f64());
         }

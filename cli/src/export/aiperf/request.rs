@@ -16,6 +16,7 @@ use crate::export::records::Record;
 
 /// AIPerf's names of the per-request metrics arbor has.
 pub const TIME_TO_FIRST_TOKEN: &str = "time_to_first_token";
+pub const TIME_TO_SECOND_TOKEN: &str = "time_to_second_token";
 pub const REQUEST_LATENCY: &str = "request_latency";
 pub const INTER_TOKEN_LATENCY: &str = "inter_token_latency";
 pub const OUTPUT_TOKEN_THROUGHPUT_PER_USER: &str = "output_token_throughput_per_user";
@@ -120,8 +121,8 @@ impl Request {
 
     /// The per-request metrics of a successful request (a failed or
     /// cancelled one has none, as arbor keeps them out of its latencies):
-    /// TTFT, E2E and TPOT in ms, the user's output rate (1 / TPOT), and
-    /// the token counts.
+    /// TTFT, the first inter-token gap (time to second token), E2E and
+    /// TPOT in ms, the user's output rate (1 / TPOT), and the token counts.
     pub fn metrics(record: &Record) -> Vec<Metric> {
         if record.status != "ok" {
             return Vec::new();
@@ -148,6 +149,7 @@ impl Request {
         };
         [
             ms(TIME_TO_FIRST_TOKEN, Record::ns(record.ttft_s)),
+            ms(TIME_TO_SECOND_TOKEN, Record::ns(record.itl.first_s)),
             ms(REQUEST_LATENCY, Record::ns(record.e2e_s)),
             ms(INTER_TOKEN_LATENCY, tpot),
             per_user,
@@ -195,6 +197,7 @@ fn error_of(record: &Record) -> Option<ErrorDetails> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::export::records::ItlSummary;
 
     fn ok_record() -> Record {
         Record {
@@ -214,6 +217,7 @@ mod tests {
             tpot_s: Some(0.125),
             output_tokens: 11,
             input_tokens: 100,
+            itl: ItlSummary::of(&[0.5, 0.25]),
             ..Record::default()
         }
     }
@@ -231,6 +235,7 @@ mod tests {
         assert_eq!(m["time_to_first_token"]["value"], 250.0);
         assert_eq!(m["time_to_first_token"]["unit"], "ms");
         assert_eq!(m["output_token_throughput_per_user"]["value"], 8.0);
+        assert_eq!(m["time_to_second_token"]["value"], 500.0);
         assert_eq!(m["output_sequence_length"]["unit"], "tokens");
         assert!(json.get("error").is_none());
         assert_eq!(json["arbor"]["request"], 7);
