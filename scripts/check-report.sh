@@ -29,25 +29,9 @@ OUT=${OUT:-$root/target/report-check}
 WINDOW=${WINDOW:-1400,2400}
 mkdir -p "$OUT"
 
-browser() {
-  for b in chromium-headless-shell chromium; do
-    if command -v "$b" >/dev/null 2>&1; then
-      command -v "$b"
-      return 0
-    fi
-  done
-  return 1
-}
-
-if ! BROWSER=$(browser); then
-  echo "check-report: installing chromium-headless-shell (apt-get)" >&2
-  sudo_cmd=""
-  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
-  timeout 300 $sudo_cmd apt-get update -qq >&2 || true
-  timeout 900 $sudo_cmd apt-get install -y -qq --no-install-recommends chromium-headless-shell >&2
-  BROWSER=$(browser)
-fi
+# shellcheck source=scripts/chromium.sh
+. "$here/chromium.sh"
+BROWSER=$(chromium_path)
 
 flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
   --disable-background-networking --disable-component-update --disable-sync

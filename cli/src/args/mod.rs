@@ -99,7 +99,8 @@ pub enum Command {
     /// overlaid with a table of deltas.
     Report(ReportArgs),
     /// Export a run directory: a Chrome trace-event file for the Perfetto
-    /// UI (--perfetto) or one CSV row per request (--csv).
+    /// UI (--perfetto), one CSV row per request (--csv), or AIPerf's
+    /// result files (--aiperf).
     Export(ExportArgs),
     /// Write the JSON Schemas of arbor's outputs (a records.jsonl line,
     /// summary.json, plan --json) into a directory; docs/schema/ holds
@@ -408,7 +409,7 @@ pub struct SchemaArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("format").required(true).multiple(true).args(["perfetto", "csv"])))]
+#[command(group(clap::ArgGroup::new("format").required(true).multiple(true).args(["perfetto", "csv", "aiperf"])))]
 pub struct ExportArgs {
     /// The output directory of an `arbor run` (records.jsonl; trees.jsonl
     /// for the spawn and join flows).
@@ -424,4 +425,10 @@ pub struct ExportArgs {
     /// when FILE ends in .gz).
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub csv: Option<PathBuf>,
+
+    /// Write AIPerf 0.13's profile_export_aiperf.json and
+    /// profile_export.jsonl into DIR (created if missing), for `aiperf plot`
+    /// and leaderboard pipelines (needs the run's summary.json).
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
+    pub aiperf: Option<PathBuf>,
 }

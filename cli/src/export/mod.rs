@@ -6,6 +6,9 @@
 //!   (from `trees.jsonl`; a run directory without it is exported without
 //!   flows, with a note), requests in flight as a counter.
 //! - `--csv FILE` ([`csv`]): one flat row per request.
+//! - `--aiperf DIR` ([`aiperf`]): AIPerf 0.13's `profile_export_aiperf.json`
+//!   and `profile_export.jsonl`, from `summary.json` and the records (a
+//!   read of its own).
 //!
 //! A file whose name ends in `.gz` is gzipped ([`output`]). Reads
 //! `records.jsonl` once ([`records`]), writing each CSV row as its line is
@@ -16,6 +19,7 @@
 //! (exit 2) naming the file and line, and leaves no output file behind; a
 //! file that cannot be written exits 1.
 
+mod aiperf;
 mod csv;
 mod output;
 mod perfetto;
@@ -33,6 +37,23 @@ use records::Record;
 /// `arbor export`.
 pub fn run(args: &ExportArgs) -> Result<(), Failure> {
     records::check_dir(&args.run_dir)?;
+    let mut report = Vec::new();
+    if args.perfetto.is_some() || args.csv.is_some() {
+        report = trace_and_rows(args)?;
+    }
+    if let Some(dir) = &args.aiperf {
+        report.push(aiperf::write(&args.run_dir, dir)?);
+    }
+    stdout::print(|out| {
+        for line in &report {
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
+    })
+}
+
+/// `--perfetto` and `--csv`: one read of the records; the report's lines.
+fn trace_and_rows(args: &ExportArgs) -> Result<Vec<String>, Failure> {
     let mut csv_out = args.csv.as_deref().map(Output::create).transpose()?;
     let report = match export(args, csv_out.as_mut()) {
         Ok(report) => report,
@@ -46,12 +67,7 @@ pub fn run(args: &ExportArgs) -> Result<(), Failure> {
     if let Some(out) = csv_out {
         out.finish()?;
     }
-    stdout::print(|out| {
-        for line in &report {
-            writeln!(out, "{line}")?;
-        }
-        Ok(())
-    })
+    Ok(report)
 }
 
 /// Reads the records once, writing the CSV rows as they come, then the

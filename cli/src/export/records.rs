@@ -104,6 +104,9 @@ pub struct ItlSummary {
     pub mean_s: Option<f64>,
     /// Nearest-rank, as every percentile arbor prints.
     pub p99_s: Option<f64>,
+    /// The first gap: first content to the next chunk (AIPerf's time to
+    /// second token).
+    pub first_s: Option<f64>,
 }
 
 impl ItlSummary {
@@ -120,6 +123,7 @@ impl ItlSummary {
             count: gaps.len() as u64,
             mean_s: Some(gaps.iter().sum::<f64>() / gaps.len() as f64),
             p99_s: Some(nearest_rank(&ns, 0.99) as f64 / 1e9),
+            first_s: gaps.first().copied(),
         }
     }
 }
@@ -235,6 +239,7 @@ mod tests {
         let r: Record = serde_json::from_str(LINE).unwrap();
         assert_eq!(r.itl.count, 3);
         assert_eq!(r.itl.p99_s, Some(0.022235485));
+        assert_eq!(r.itl.first_s, Some(0.020206525));
         let mean = (0.020206525 + 0.020367305 + 0.022235485) / 3.0;
         assert!((r.itl.mean_s.unwrap() - mean).abs() < 1e-15);
         let fields = r.fields();

@@ -12,7 +12,9 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::util::{arbor, expect_exit_2, fixture, jsonl, run_into, scratch, stderr, stdout, FAST};
+use crate::util::{
+    arbor, expect_exit_2, fixture, jsonl, run_into, scratch, stderr, stdout, AGENTX_SHORT, FAST,
+};
 
 /// A short run of two copies of a Weka trace with four subagents
 /// (spawned from the root, joined back), two requests at most in flight
@@ -507,4 +509,208 @@ fn a_bad_line_after_rows_were_written_leaves_no_file() {
     );
     assert!(!csv.exists(), "no half-written CSV");
     assert!(!trace.exists(), "no trace");
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("file written")).expect("JSON")
+}
+
+/// `a` and `b` agree to a part in 1e9 (a figure in seconds against the
+/// same figure in ms: the unit change may round the last bit).
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-12)
+}
+
+/// The statistics every AIPerf distribution block carries.
+const AIPERF_STATS: [&str; 8] = ["avg", "min", "max", "p50", "p90", "p99", "std", "count"];
+
+#[test]
+fn aiperf_export_of_an_agentx_run_carries_the_stamp_and_the_summarys_numbers() {
+    let dir = scratch("export-aiperf-agentx");
+    let run_dir = dir.join("run");
+    let fixtures = fixture("trace_0277.json")
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let mut args = AGENTX_SHORT.to_vec();
+    args.push(fixtures.as_str());
+    run_into(&run_dir, &args);
+    let out_dir = dir.join("aiperf");
+    let out = export(&run_dir, "--aiperf", &out_dir);
+    assert!(
+        stdout(&out).contains("profile_export_aiperf.json"),
+        "{}",
+        stdout(&out)
+    );
+
+    let summary = read_json(&run_dir.join("summary.json"));
+    let p = read_json(&out_dir.join("profile_export_aiperf.json"));
+    assert_eq!(p["schema_version"], "1.4");
+    assert_eq!(p["metadata"]["scenario"], "inferencex-agentx-mvp");
+    assert_eq!(
+        p["metadata"]["submission_valid"],
+        summary["submission_valid"]
+    );
+    assert_eq!(
+        p["metadata"]["submission_invalid_reasons"],
+        summary["submission_invalid_reasons"]
+    );
+    assert_eq!(
+        p["metadata"]["submission_invalid_reasons"][0],
+        "unsafe_override"
+    );
+    assert_eq!(p["was_cancelled"], false);
+    assert_eq!(p["arbor"]["scenario"], "agentx-mvp");
+    assert_eq!(
+        p["arbor"]["summary"], summary,
+        "the whole summary rides along"
+    );
+
+    // Distributions: AIPerf's names, ms, and the summary's figures.
+    for (tag, ours) in [
+        ("time_to_first_token", "ttft"),
+        ("request_latency", "e2e"),
+        ("inter_token_latency", "tpot"),
+    ] {
+        let block = &p[tag];
+        assert_eq!(block["unit"], "ms", "{tag}");
+        for stat in AIPERF_STATS {
+            assert!(block[stat].is_number(), "{tag}.{stat}: {block}");
+        }
+        let theirs = &summary["latency"][ours];
+        assert_eq!(block["count"], theirs["count"], "{tag}");
+        for (stat, s) in [
+            ("avg", "mean_s"),
+            ("p50", "p50_s"),
+            ("p90", "p90_s"),
+            ("p95", "p95_s"),
+            ("p99", "p99_s"),
+            ("max", "max_s"),
+        ] {
+            let (ms, secs) = (num(&block[stat]), num(&theirs[s]));
+            assert!(
+                close(ms, secs * 1e3),
+                "{tag}.{stat} {ms} ms, summary {secs} s"
+            );
+        }
+        assert!(num(&block["min"]) <= num(&block["p1"]), "{tag}");
+        assert!(num(&block["std"]) >= 0.0, "{tag}");
+    }
+    let t = &summary["throughput"];
+    for (tag, unit, value) in [
+        (
+            "output_token_throughput",
+            "tokens/sec",
+            &t["output_tokens_per_s"],
+        ),
+        ("request_throughput", "requests/sec", &t["requests_per_s"]),
+        ("benchmark_duration", "sec", &t["window_s"]),
+        ("request_count", "requests", &summary["counts"]["ok"]),
+        ("total_osl", "tokens", &t["output_tokens"]),
+    ] {
+        assert_eq!(p[tag]["unit"], unit, "{tag}");
+        assert!(
+            close(num(&p[tag]["avg"]), num(value)),
+            "{tag}: {} vs {value}",
+            p[tag]
+        );
+    }
+    assert_eq!(
+        p["output_token_throughput_per_user"]["unit"],
+        "tokens/sec/user"
+    );
+    assert_eq!(p["output_sequence_length"]["unit"], "tokens");
+    assert_eq!(p["time_to_second_token"]["unit"], "ms");
+    assert_eq!(
+        p["time_to_second_token"]["count"],
+        p["time_to_first_token"]["count"]
+    );
+
+    // One line per record, in AIPerf's per-request shape.
+    let records = jsonl(&run_dir.join("records.jsonl"));
+    let lines = jsonl(&out_dir.join("profile_export.jsonl"));
+    assert_eq!(lines.len(), records.len());
+    let warmups = lines
+        .iter()
+        .filter(|l| l["metadata"]["benchmark_phase"] == "warmup")
+        .count();
+    assert_eq!(
+        warmups as u64,
+        summary["counts"]["warmups"].as_u64().unwrap()
+    );
+    assert!(warmups > 0, "the recipe sends warmups");
+    let epoch = p["arbor"]["epoch_unix_ns"].as_u64().expect("an epoch");
+    for (line, record) in lines.iter().zip(&records) {
+        let md = &line["metadata"];
+        assert_eq!(md["x_request_id"], record["request"].to_string());
+        let (start, end) = (
+            md["request_start_ns"].as_u64().unwrap(),
+            md["request_end_ns"].as_u64().unwrap(),
+        );
+        assert!(epoch <= start && start <= end, "{md}");
+        assert_eq!(line["arbor"]["request"], record["request"]);
+        if record["status"] == "ok" {
+            let ttft = &line["metrics"]["time_to_first_token"];
+            assert_eq!(ttft["unit"], "ms");
+            assert!(close(num(&ttft["value"]), num(&record["ttft_s"]) * 1e3));
+            if let Some(first_gap) = record["itl_s"].get(0) {
+                let ttst = &line["metrics"]["time_to_second_token"];
+                assert!(close(num(&ttst["value"]), num(first_gap) * 1e3), "{ttst}");
+            }
+            let isl = &line["metrics"]["input_sequence_length"];
+            assert_eq!(isl["value"].as_f64(), record["input_tokens"].as_f64());
+        }
+    }
+}
+
+#[test]
+fn aiperf_export_of_a_run_without_a_scenario_has_no_metadata_block() {
+    let (dir, run_dir) = short_run("export-aiperf-plain");
+    let out_dir = dir.join("aiperf");
+    export(&run_dir, "--aiperf", &out_dir);
+    let p = read_json(&out_dir.join("profile_export_aiperf.json"));
+    assert!(
+        p.get("metadata").is_none(),
+        "AIPerf writes none: {}",
+        p["metadata"]
+    );
+    assert_eq!(p["arbor"]["scenario"], Value::Null);
+    let lines = jsonl(&out_dir.join("profile_export.jsonl"));
+    assert!(lines
+        .iter()
+        .all(|l| l["metadata"]["benchmark_phase"] == "profiling"));
+}
+
+#[test]
+fn aiperf_export_of_a_bad_run_dir_exits_2_naming_it() {
+    let dir = scratch("export-aiperf-bad");
+    let missing = dir.join("no-such-run");
+    let out_dir = dir.join("aiperf");
+    expect_exit_2(
+        &[
+            "export",
+            missing.to_str().unwrap(),
+            "--aiperf",
+            out_dir.to_str().unwrap(),
+        ],
+        &[missing.to_str().unwrap(), "not a run directory"],
+    );
+    assert!(!out_dir.exists(), "nothing written");
+    // Records but no summary.json: named, with the way to rebuild it.
+    let run_dir = dir.join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::write(run_dir.join("records.jsonl"), "").unwrap();
+    let summary = run_dir.join("summary.json");
+    expect_exit_2(
+        &[
+            "export",
+            run_dir.to_str().unwrap(),
+            "--aiperf",
+            out_dir.to_str().unwrap(),
+        ],
+        &[summary.to_str().unwrap(), "arbor summarize"],
+    );
+    assert!(!out_dir.join("profile_export.jsonl").exists());
 }
