@@ -146,10 +146,14 @@ async fn fetch_file(
                 0
             }
             other => {
+                // A `.part` the server will not continue is started over next time.
+                if have > 0 {
+                    let _ = std::fs::remove_file(&part);
+                }
                 return Err(Failure::other(format!(
                     "{}: {url}: HTTP {other}",
                     file.name
-                )))
+                )));
             }
         };
         if let Some(announced) = header_u64(&response, CONTENT_LENGTH.as_str()) {

@@ -11,6 +11,7 @@ use super::registry::{self, Dataset, DatasetFile, Registry, RegistryFile};
 use crate::failure::Failure;
 
 pub fn pin(dir: &Path, name: &str) -> Result<(), Failure> {
+    registry::check_name(name).map_err(|e| Failure::input(format!("--name: {e}")))?;
     let files = arbor_engine::load::directory_files(dir).map_err(Failure::input)?;
     let hashes = manifest::hash_files(&files).map_err(Failure::other)?;
     let found = manifest::manifest_hash(&hashes);

@@ -92,6 +92,7 @@ impl RegistryFile {
         let file: RegistryFile =
             toml::from_str(text).map_err(|e| format!("{origin}: not a dataset registry: {e}"))?;
         for d in &file.datasets {
+            check_name(&d.name).map_err(|e| format!("{origin}: {e}"))?;
             for f in &d.files {
                 if f.name.contains('/') || f.name.contains('\\') || f.name.starts_with('.') {
                     return Err(format!(
@@ -157,6 +158,20 @@ impl Registry {
     }
 }
 
+/// A dataset name is a directory name of the cache: letters, digits,
+/// `.`, `_`, `-`, not starting with `.`.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let plain = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if name.is_empty() || name.starts_with('.') || !plain {
+        return Err(format!(
+            "dataset name `{name}`: expected letters, digits, `.`, `_` or `-`, not starting with `.`"
+        ));
+    }
+    Ok(())
+}
+
 fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
@@ -200,6 +215,12 @@ mod tests {
             .find(|d| d.name == "semianalysis-cc-traces-weka")
             .unwrap();
         assert!(semi.manifest().is_none() && semi.unpinned.is_some());
+    }
+
+    #[test]
+    fn a_path_as_dataset_name_is_refused() {
+        assert!(RegistryFile::parse("[[dataset]]\nname = \"../x\"\n", "t").is_err());
+        assert!(check_name("cc-traces_v1.2").is_ok());
     }
 
     #[test]

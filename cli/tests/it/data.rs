@@ -28,11 +28,14 @@ struct Behaviour {
     lie_by: u64,
 }
 
+/// Every request's path and `Range` header, in order.
+type Seen = Mutex<Vec<(String, Option<String>)>>;
+
 /// A loopback HTTP/1.1 server of the fixture files: honours
 /// `Range: bytes=N-`; records every request's path and Range header.
 struct Server {
     base: String,
-    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    seen: Arc<Seen>,
 }
 
 fn serve(behaviour: Behaviour) -> Server {
@@ -51,11 +54,7 @@ fn serve(behaviour: Behaviour) -> Server {
     Server { base, seen }
 }
 
-fn answer(
-    mut stream: TcpStream,
-    behaviour: &Behaviour,
-    log: &Mutex<Vec<(String, Option<String>)>>,
-) {
+fn answer(mut stream: TcpStream, behaviour: &Behaviour, log: &Seen) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut first = String::new();
     if reader.read_line(&mut first).is_err() {
