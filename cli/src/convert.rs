@@ -15,7 +15,8 @@ use crate::failure::Failure;
 pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
     let format = args.traces.format;
     let output = &args.output;
-    for input in &args.traces.inputs {
+    let inputs = crate::data::resolve_inputs(&args.traces.inputs)?;
+    for input in &inputs {
         if same_file(input, output) {
             return Err(Failure::input(format!(
                 "{}: the output would overwrite this input; expected a different -o FILE",
@@ -27,7 +28,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
     let file =
         File::create(output).map_err(|e| Failure::other(format!("{name}: cannot create: {e}")))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
-    let result = write_all(args, format, &mut out, &name).and_then(|trees| {
+    let result = write_all(&inputs, format, &mut out, &name).and_then(|trees| {
         out.flush()
             .map_err(|e| Failure::other(format!("{name}: cannot write: {e}")))?;
         Ok(trees)
@@ -47,13 +48,13 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
 }
 
 fn write_all(
-    args: &ConvertArgs,
+    inputs: &[std::path::PathBuf],
     format: Option<arbor_engine::input::Format>,
     out: &mut impl Write,
     name: &str,
 ) -> Result<u64, Failure> {
     let mut trees = 0u64;
-    for input in &args.traces.inputs {
+    for input in inputs {
         let loaded = load::load_path(input, format).map_err(Failure::input)?;
         for tree in &loaded.trees {
             write_tree(tree, out)

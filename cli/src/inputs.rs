@@ -22,8 +22,9 @@ use arbor_engine::Workload;
 use arbor_sim::ServiceModel;
 
 use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
+use crate::data::manifest::Corpus;
 use crate::failure::Failure;
-use crate::{sample, scenario};
+use crate::{data, sample, scenario};
 
 /// What the inputs were, for reports.
 pub struct LoadedInput {
@@ -31,16 +32,25 @@ pub struct LoadedInput {
     pub description: String,
     /// What `--isl-scale`/`--max-context` did, when given.
     pub fit: Option<FitReport>,
+    /// The trace inputs' identity (or the bundled sample's); `None` for a
+    /// synthetic workload alone or a stream input.
+    pub corpus: Option<Corpus>,
 }
 
 pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
     let mut parts = Vec::new();
-    let mut workload = if args.inputs.is_empty() && args.synthetic.is_none() {
+    let paths = data::resolve_inputs(&args.inputs)?;
+    let corpus = if paths.is_empty() && args.synthetic.is_some() {
+        None
+    } else {
+        data::corpus_of(&paths)?
+    };
+    let mut workload = if paths.is_empty() && args.synthetic.is_none() {
         parts.push("bundled sample (4 Weka traces)".to_string());
         sample::workload().map_err(Failure::input)?
     } else {
         let mut w = Workload::default();
-        for loaded in load::load_all(&args.inputs, args.format).map_err(Failure::input)? {
+        for loaded in load::load_all(&paths, args.format).map_err(Failure::input)? {
             let name = loaded.format.map_or("?", |f| f.name());
             parts.push(format!("{} ({name})", loaded.path));
             w.trees.extend(loaded.trees);
@@ -83,6 +93,7 @@ pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
         workload,
         description: parts.join(", "),
         fit,
+        corpus,
     })
 }
 

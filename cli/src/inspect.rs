@@ -15,8 +15,8 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
     let options = DeriveOptions {
         overlap_tolerance: args.overlap_tolerance,
     };
-    let mut loaded =
-        load::load_all(&args.traces.inputs, args.traces.format).map_err(Failure::input)?;
+    let paths = crate::data::resolve_inputs(&args.traces.inputs)?;
+    let mut loaded = load::load_all(&paths, args.traces.format).map_err(Failure::input)?;
     let fit = args.fit.fit();
     if !fit.is_identity() {
         let report = apply_trees(loaded.iter_mut().flat_map(|l| l.trees.iter_mut()), &fit);

@@ -8,7 +8,7 @@
 //! parser; uses `endpoint`'s URL parser); `endpoint` (base URL, headers,
 //! API key, request options, redaction: shared by `run` and `doctor`);
 //! `runtime` (tokio runtimes); `stdout` (reports, quiet on a closed pipe);
-//! `sample`, `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
+//! `sample`, `data` (datasets by name, corpus identity), `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
 //! (flags to a compiled workload and policy), `report` and `progress`;
 //! `shape` (`trees.jsonl`: written by `run`, read by `export`); then the
 //! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
@@ -21,6 +21,7 @@ mod args;
 mod breakdown;
 mod compare;
 mod convert;
+mod data;
 mod doctor;
 mod emulate;
 mod endpoint;
@@ -79,6 +80,7 @@ fn main() -> ExitCode {
         Command::Report(args) => page::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Data(args) => data::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -39,7 +39,8 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
             .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
     }
 
-    let report = PlanReport::new(
+    let corpus = loaded.corpus.clone();
+    let mut report = PlanReport::new(
         loaded.description,
         loaded.fit,
         applied.map(|a| a.name.to_string()),
@@ -50,6 +51,7 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
         &counts,
         &scheduler,
     );
+    report.corpus = corpus;
     if let Some(path) = &args.report {
         let bytes = crate::page::write_for_plan(&scheduler, &loaded.workload.trees, &report, path)?;
         eprintln!(

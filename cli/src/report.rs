@@ -99,6 +99,10 @@ pub struct PlanReport {
     /// `--isl-scale`/`--max-context`, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitReport>,
+    /// The trace inputs' identity (docs/data.md, "Manifest"): absent for a
+    /// synthetic workload alone or a stream (stdin, a FIFO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<crate::data::manifest::Corpus>,
     pub trees: u64,
     pub agents: u64,
     pub agent_kinds: AgentCounts,
@@ -286,6 +290,7 @@ impl PlanReport {
             service,
             policy: PolicySummary::new(policy, overlap_tolerance),
             fit,
+            corpus: None,
             trees: workload.trees.len() as u64,
             agents: compiled.agents,
             agent_kinds: agent_counts(workload),

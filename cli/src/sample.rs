@@ -5,7 +5,8 @@
 use arbor_engine::load::weka;
 use arbor_engine::{InputError, Workload};
 
-const TRACES: [(&str, &str); 4] = [
+/// `(sample:NAME, text)` of each bundled trace.
+pub const TRACES: [(&str, &str); 4] = [
     (
         "sample:trace_0187.json",
         include_str!("../../testdata/weka-kv-cache-tester/trace_0187.json"),

@@ -36,6 +36,13 @@ pub const START_WINDOW: StartWindow = StartWindow {
 pub const UNSAFE_OVERRIDE: &str = "unsafe_override";
 pub const CONTEXT_OVERFLOW_RATE_EXCEEDED: &str = "context_overflow_rate_exceeded";
 pub const RUN_CANCELLED: &str = "run_cancelled";
+/// The inputs are not a pinned registry corpus (docs/data.md).
+pub const UNPINNED_DATASET: &str = "unpinned_dataset";
+
+/// How the unpinned-dataset conflict's text starts: an overridden conflict
+/// with this text stamps [`UNPINNED_DATASET`], any other
+/// [`UNSAFE_OVERRIDE`] (`run.json` keeps only the texts).
+const UNPINNED_TEXT: &str = "inputs: not a pinned corpus: ";
 
 /// Above this fraction of requests, context overflows invalidate a run.
 pub const CONTEXT_OVERFLOW_LIMIT: f64 = 0.01;
@@ -84,11 +91,15 @@ pub struct Applied {
 impl Applied {
     /// Reasons known before the run (the run adds its own).
     pub fn invalid_reasons(&self) -> Vec<String> {
-        if self.overridden.is_empty() {
-            Vec::new()
-        } else {
-            vec![UNSAFE_OVERRIDE.to_string()]
+        let unpinned = |t: &String| t.starts_with(UNPINNED_TEXT);
+        let mut reasons = Vec::new();
+        if self.overridden.iter().any(|t| !unpinned(t)) {
+            reasons.push(UNSAFE_OVERRIDE.to_string());
         }
+        if self.overridden.iter().any(unpinned) {
+            reasons.push(UNPINNED_DATASET.to_string());
+        }
+        reasons
     }
 }
 
@@ -146,6 +157,11 @@ pub fn apply(
                 .into(),
             false,
         );
+    }
+    if input.synthetic.is_none() {
+        if let Some(why) = crate::data::unpinned(&input.inputs)? {
+            conflict(format!("{UNPINNED_TEXT}{why}"), true);
+        }
     }
     if explicit.has("tool_time") && policy.tool_time != GapTransform::Recorded {
         conflict(

@@ -12,6 +12,7 @@
 
 mod access;
 pub mod compare;
+mod data;
 mod emulator;
 mod heading;
 mod metrics;
@@ -32,6 +33,7 @@ use heading::{INPUT, LOAD, OUTPUT, SERVER};
 
 pub use access::AccessArgs;
 pub use compare::CompareArgs;
+pub use data::{DataArgs, DataCommand};
 pub use emulator::EmulatorArgs;
 pub use metrics::MetricsArgs;
 pub use peer::PeerFlags;
@@ -106,6 +108,9 @@ pub enum Command {
     /// summary.json, plan --json) into a directory; docs/schema/ holds
     /// this version's.
     Schema(SchemaArgs),
+    /// Datasets by name: list the registry, show one, fetch one (resumable,
+    /// SHA-256 verified), or pin a local directory (docs/data.md).
+    Data(DataArgs),
 }
 
 impl Command {
@@ -122,7 +127,8 @@ impl Command {
             | Command::Summarize(_)
             | Command::Report(_)
             | Command::Export(_)
-            | Command::Schema(_) => None,
+            | Command::Schema(_)
+            | Command::Data(_) => None,
         }
     }
 }

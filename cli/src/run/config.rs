@@ -35,6 +35,10 @@ pub struct RunConfig {
     /// `--isl-scale`/`--max-context`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitReport>,
+    /// The trace inputs' identity (docs/data.md, "Manifest"): absent for a
+    /// synthetic workload alone or a stream (stdin, a FIFO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<crate::data::manifest::Corpus>,
     /// Service model of the planned side.
     pub service: String,
     /// Base URL, redacted.
@@ -114,6 +118,7 @@ impl RunConfig {
             seed: policy.seed,
             policy: PolicySummary::new(policy, overlap_tolerance),
             fit: None,
+            corpus: None,
             service: service.to_string(),
             endpoint: None,
             url: None,

@@ -79,6 +79,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         out.path(),
     );
     config.fit = compiled.loaded.fit;
+    config.corpus = compiled.loaded.corpus.clone();
     if let Some(fit) = &config.fit {
         eprintln!("arbor run: {}", describe_fit(fit));
     }

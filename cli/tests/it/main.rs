@@ -4,6 +4,7 @@ mod agentx;
 mod bad_corpus;
 mod bad_input;
 mod compare;
+mod data;
 mod demo;
 mod doctor;
 mod emulate;

@@ -1,0 +1,77 @@
+//! `arbor data pin DIR --name NAME`: records the size and SHA-256 of a
+//! local directory's trace files (the files `arbor run DIR` would read) as
+//! dataset NAME in the user registry. Owns writing that file; an entry the
+//! reviewed registry already pins must match, so a pin can add hashes to
+//! an unpinned entry but never replace pinned ones.
+
+use std::path::Path;
+
+use super::manifest::{self, FileHash};
+use super::registry::{self, Dataset, DatasetFile, Registry, RegistryFile};
+use crate::failure::Failure;
+
+pub fn pin(dir: &Path, name: &str) -> Result<(), Failure> {
+    registry::check_name(name).map_err(|e| Failure::input(format!("--name: {e}")))?;
+    let files = arbor_engine::load::directory_files(dir).map_err(Failure::input)?;
+    let hashes = manifest::hash_files(&files).map_err(Failure::other)?;
+    let found = manifest::manifest_hash(&hashes);
+    let registry = Registry::load().map_err(Failure::input)?;
+    let known = registry.get(name).ok().cloned();
+    if let Some(expected) = known.as_ref().and_then(Dataset::manifest) {
+        if expected != found {
+            return Err(Failure::input(format!(
+                "{}: manifest {found} differs from dataset {name}'s pinned manifest {expected}: refusing to re-pin it",
+                dir.display()
+            )));
+        }
+    }
+    let mut entry = known.unwrap_or_else(|| Dataset {
+        name: name.to_string(),
+        description: String::new(),
+        source: String::new(),
+        revision: String::new(),
+        base_url: String::new(),
+        license: None,
+        unpinned: None,
+        pinned_from: None,
+        files: Vec::new(),
+    });
+    entry.unpinned = None;
+    entry.pinned_from = Some(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
+    entry.files = files
+        .iter()
+        .zip(&hashes)
+        .map(|(path, FileHash { name, sha256 })| DatasetFile {
+            name: name.clone(),
+            size: std::fs::metadata(path).ok().map(|m| m.len()),
+            sha256: Some(sha256.clone()),
+        })
+        .collect();
+    let Some(path) = registry::user_registry_path() else {
+        return Err(Failure::other(
+            "no home directory (HOME and XDG_CONFIG_HOME unset): nowhere to write the user registry",
+        ));
+    };
+    let mut user = if path.exists() {
+        RegistryFile::read(&path).map_err(Failure::input)?
+    } else {
+        RegistryFile::default()
+    };
+    user.datasets.retain(|d| d.name != name);
+    user.datasets.push(entry);
+    user.datasets.sort_by(|a, b| a.name.cmp(&b.name));
+    let text = toml::to_string(&user)
+        .map_err(|e| Failure::other(format!("cannot write the user registry: {e}")))?;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", parent.display())))?;
+    }
+    std::fs::write(&path, text)
+        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
+    eprintln!(
+        "arbor data: pinned {name}: {} files, manifest {found}, in {}",
+        hashes.len(),
+        path.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,390 @@
+//! `arbor data`: fetching from a loopback HTTP server (resume after a
+//! kill mid-file, a wrong hash, a server that lies about its length, a
+//! corrupted file in place), `data:NAME` inputs, and the AgentX recipe's
+//! pinned-corpus check. Nothing here leaves 127.0.0.1.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::{fixture, scratch, stderr, AGENTX_SHORT};
+
+const BIG: &str = "trace_0277.json";
+const SMALL: &str = "trace_0187.json";
+
+/// How the server answers.
+struct Behaviour {
+    /// The first full (non-Range) GET of BIG sends this many bytes, then
+    /// holds the connection open (to be killed); 0: never.
+    cut_big_at: AtomicU64,
+    /// Added to the announced Content-Length of every 200.
+    lie_by: u64,
+}
+
+/// Every request's path and `Range` header, in order.
+type Seen = Mutex<Vec<(String, Option<String>)>>;
+
+/// A loopback HTTP/1.1 server of the fixture files: honours
+/// `Range: bytes=N-`; records every request's path and Range header.
+struct Server {
+    base: String,
+    seen: Arc<Seen>,
+}
+
+fn serve(behaviour: Behaviour) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let behaviour = Arc::new(behaviour);
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let log = Arc::clone(&log);
+            let behaviour = Arc::clone(&behaviour);
+            std::thread::spawn(move || answer(stream, &behaviour, &log));
+        }
+    });
+    Server { base, seen }
+}
+
+fn answer(mut stream: TcpStream, behaviour: &Behaviour, log: &Seen) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut first = String::new();
+    if reader.read_line(&mut first).is_err() {
+        return;
+    }
+    let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut range = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            if k.eq_ignore_ascii_case("range") {
+                range = Some(v.trim().to_string());
+            }
+        }
+    }
+    log.lock().unwrap().push((path.clone(), range.clone()));
+    let name = path.trim_start_matches('/');
+    let Ok(body) = std::fs::read(fixture(name)) else {
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        return;
+    };
+    let start: usize = range
+        .as_deref()
+        .and_then(|r| r.strip_prefix("bytes="))
+        .and_then(|r| r.trim_end_matches('-').parse().ok())
+        .unwrap_or(0);
+    let total = body.len();
+    if start > 0 {
+        let head = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{total}\r\nConnection: close\r\n\r\n",
+            total - start,
+            total - 1
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(&body[start..]);
+        return;
+    }
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        total as u64 + behaviour.lie_by
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let cut = behaviour.cut_big_at.swap(0, Ordering::SeqCst);
+    if name == BIG && cut > 0 {
+        let _ = stream.write_all(&body[..cut as usize]);
+        let _ = stream.flush();
+        // Held open until the client is killed.
+        std::thread::sleep(Duration::from_secs(60));
+        return;
+    }
+    let _ = stream.write_all(&body);
+}
+
+/// A registry of `files` (name, sha256) served from `base`, and the
+/// environment that points arbor at it with its own cache and config.
+struct Env {
+    dir: PathBuf,
+    vars: BTreeMap<&'static str, PathBuf>,
+}
+
+fn sha256(name: &str) -> String {
+    let out = Command::new("sha256sum")
+        .arg(fixture(name))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+fn env(test: &str, base: &str, files: &[(&str, String)]) -> Env {
+    let dir = scratch(test);
+    let mut text = format!("[[dataset]]\nname = \"weka\"\nsource = \"test\"\nrevision = \"r1\"\nbase_url = \"{base}\"\n");
+    for (name, hash) in files {
+        let size = std::fs::metadata(fixture(name)).unwrap().len();
+        text.push_str(&format!(
+            "[[dataset.files]]\nname = \"{name}\"\nsize = {size}\nsha256 = \"{hash}\"\n"
+        ));
+    }
+    let registry = dir.join("registry.toml");
+    std::fs::write(&registry, text).unwrap();
+    let mut vars = BTreeMap::new();
+    vars.insert("ARBOR_DATA_REGISTRY", registry);
+    vars.insert("XDG_CACHE_HOME", dir.join("cache"));
+    vars.insert("XDG_CONFIG_HOME", dir.join("config"));
+    Env { dir, vars }
+}
+
+impl Env {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_arbor"));
+        c.args(args).envs(&self.vars);
+        c
+    }
+
+    fn arbor(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("arbor runs")
+    }
+
+    fn fetched(&self) -> PathBuf {
+        self.dir.join("cache/arbor/datasets/weka")
+    }
+}
+
+fn no_panic(out: &Output) -> String {
+    let err = stderr(out);
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn fetch_resumes_after_being_killed_mid_file() {
+    let server = serve(Behaviour {
+        cut_big_at: AtomicU64::new(100_000),
+        lie_by: 0,
+    });
+    let env = env("data-resume", &server.base, &[(BIG, sha256(BIG))]);
+    let mut child = env
+        .command(&["data", "fetch", "weka"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let part = env.fetched().join(format!("{BIG}.part"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::metadata(&part).map_or(0, |m| m.len()) < 100_000 {
+        assert!(Instant::now() < deadline, "no partial download appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !env.fetched().join(BIG).exists(),
+        "nothing unverified in place"
+    );
+
+    let out = env.arbor(&["data", "fetch", "weka"]);
+    let err = no_panic(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("resumed at byte 100000"), "{err}");
+    let seen = server.seen.lock().unwrap().clone();
+    assert_eq!(seen.last().unwrap().1.as_deref(), Some("bytes=100000-"));
+    assert_eq!(
+        std::fs::read(env.fetched().join(BIG)).unwrap(),
+        std::fs::read(fixture(BIG)).unwrap()
+    );
+    assert!(!part.exists());
+
+    // Fetched again: verified in place, no request.
+    let before = server.seen.lock().unwrap().len();
+    let out = env.arbor(&["data", "fetch", "weka"]);
+    assert!(out.status.success());
+    assert!(no_panic(&out).contains("verified, already in place"));
+    assert_eq!(server.seen.lock().unwrap().len(), before);
+}
+
+#[test]
+fn a_wrong_hash_names_the_file_and_both_hashes_and_nothing_is_kept() {
+    let server = serve(Behaviour {
+        cut_big_at: AtomicU64::new(0),
+        lie_by: 0,
+    });
+    let wrong = "0".repeat(64);
+    let env = env("data-wrong-hash", &server.base, &[(SMALL, wrong.clone())]);
+    let out = env.arbor(&["data", "fetch", "weka"]);
+    let err = no_panic(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for needle in [SMALL, wrong.as_str(), sha256(SMALL).as_str()] {
+        assert!(err.contains(needle), "{needle} in {err}");
+    }
+    assert!(!env.fetched().join(SMALL).exists());
+    assert!(!env.fetched().join(format!("{SMALL}.part")).exists());
+}
+
+#[test]
+fn a_server_that_lies_about_its_length_is_refused_by_file() {
+    let server = serve(Behaviour {
+        cut_big_at: AtomicU64::new(0),
+        lie_by: 100,
+    });
+    let env = env("data-lying-length", &server.base, &[(SMALL, sha256(SMALL))]);
+    let out = env.arbor(&["data", "fetch", "weka"]);
+    let err = no_panic(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(SMALL) && err.contains("2938"), "{err}");
+    assert!(!env.fetched().join(SMALL).exists());
+}
+
+#[test]
+fn a_corrupted_file_in_place_is_fetched_again() {
+    let server = serve(Behaviour {
+        cut_big_at: AtomicU64::new(0),
+        lie_by: 0,
+    });
+    let env = env("data-corrupted", &server.base, &[(SMALL, sha256(SMALL))]);
+    std::fs::create_dir_all(env.fetched()).unwrap();
+    std::fs::write(env.fetched().join(SMALL), b"{}").unwrap();
+    let out = env.arbor(&["data", "fetch", "weka"]);
+    let err = no_panic(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("fetching it again"), "{err}");
+    assert_eq!(
+        std::fs::read(env.fetched().join(SMALL)).unwrap(),
+        std::fs::read(fixture(SMALL)).unwrap()
+    );
+}
+
+fn all_four() -> Vec<(&'static str, String)> {
+    ["trace_0187.json", BIG, "trace_0291.json", "trace_0504.json"]
+        .into_iter()
+        .map(|n| (n, sha256(n)))
+        .collect()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", stderr(out)))
+}
+
+#[test]
+fn data_name_is_an_input_once_fetched() {
+    let server = serve(Behaviour {
+        cut_big_at: AtomicU64::new(0),
+        lie_by: 0,
+    });
+    let env = env("data-input", &server.base, &all_four());
+    let out = env.arbor(&["plan", "data:weka"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(no_panic(&out).contains("arbor data fetch weka"));
+    let out = env.arbor(&["plan", "data:nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(no_panic(&out).contains("unknown dataset `nope`"));
+
+    assert!(env.arbor(&["data", "fetch", "weka"]).status.success());
+    let by_name = json(&env.arbor(&["plan", "--json", "data:weka"]));
+    let by_path = json(&env.arbor(&["plan", "--json", fixture("").to_str().unwrap()]));
+    assert_eq!(by_name["corpus"]["files"], 4);
+    assert_eq!(by_name["corpus"], by_path["corpus"]);
+    assert!(env.arbor(&["inspect", "data:weka"]).status.success());
+}
+
+#[test]
+fn the_recipe_refuses_an_unpinned_corpus_and_accepts_the_fetched_one() {
+    let server = serve(Behaviour {
+        cut_big_at: AtomicU64::new(0),
+        lie_by: 0,
+    });
+    let env = env("data-scenario", &server.base, &all_four());
+    assert!(env.arbor(&["data", "fetch", "weka"]).status.success());
+    let pinned = json(&env.arbor(&["plan", "--json", "data:weka"]))["corpus"]["manifest_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // A local corpus with a different manifest: three of the four files.
+    let local = env.dir.join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    for name in ["trace_0187.json", BIG, "trace_0291.json"] {
+        std::fs::copy(fixture(name), local.join(name)).unwrap();
+    }
+    let local_arg = local.to_str().unwrap();
+    let recipe = [
+        "plan",
+        "--scenario",
+        "agentx-mvp",
+        "--sessions",
+        "2",
+        "--seed",
+        "1",
+    ];
+    let mut args = recipe.to_vec();
+    args.push(local_arg);
+    let out = env.arbor(&args);
+    let err = no_panic(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let local_manifest = json(&env.arbor(&["plan", "--json", local_arg]))["corpus"]
+        ["manifest_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains(&pinned) && err.contains(&local_manifest),
+        "{err}"
+    );
+
+    // The fetched corpus: accepted; a short run adds no dataset reason.
+    let mut args = recipe.to_vec();
+    args.push("data:weka");
+    assert!(env.arbor(&args).status.success());
+    let run = |input: &str, out_dir: &Path| -> Value {
+        let mut args = vec!["run"];
+        args.extend_from_slice(&AGENTX_SHORT);
+        args.extend([input, "--no-progress", "--out", out_dir.to_str().unwrap()]);
+        let out = env.arbor(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap()
+    };
+    let fetched = run("data:weka", &env.dir.join("run-fetched"));
+    assert_eq!(
+        fetched["submission_invalid_reasons"],
+        serde_json::json!(["unsafe_override"]),
+        "only the short run's own overrides"
+    );
+    assert_eq!(fetched["config"]["corpus"]["manifest_sha256"], pinned);
+    let unpinned = run(local_arg, &env.dir.join("run-local"));
+    assert_eq!(
+        unpinned["submission_invalid_reasons"],
+        serde_json::json!(["unsafe_override", "unpinned_dataset"])
+    );
+
+    // Pinned by `arbor data pin`, the local corpus counts.
+    let out = env.arbor(&["data", "pin", local_arg, "--name", "local-three"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(env.dir.join("config/arbor/datasets.toml").is_file());
+    let mut args = recipe.to_vec();
+    args.push(local_arg);
+    let out = env.arbor(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Re-pinning a pinned name with other files is refused.
+    let out = env.arbor(&[
+        "data",
+        "pin",
+        fixture("").to_str().unwrap(),
+        "--name",
+        "local-three",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
