@@ -450,10 +450,18 @@ fn redirects_are_not_followed() {
 
 #[test]
 fn a_stale_keep_alive_close() {
+    // The pool's peek drops a connection whose close has arrived; one
+    // taken in the instant before the server's FIN lands carries its
+    // request into the close, and that request may have reached the
+    // server: `connect`, not resent. Either way each request arrives once.
     row(
         "stale-keep-alive",
         Script::CloseAfterEachResponse,
-        expect(&["ok"], Some(200)),
+        Expect {
+            classes: &["ok", "connect"],
+            status: None,
+            each_arrives_once: true,
+        },
     );
 }
 
