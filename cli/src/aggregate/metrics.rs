@@ -96,9 +96,15 @@ mod tests {
             },
             "cache": {"hit_ratio": null}
         });
-        let ttft_p50 = LATENCIES.iter().find(|h| h.name == "ttft_p50").expect("row");
+        let ttft_p50 = LATENCIES
+            .iter()
+            .find(|h| h.name == "ttft_p50")
+            .expect("row");
         assert_eq!(ttft_p50.value(&summary), Some(0.25));
-        let job_p50 = LATENCIES.iter().find(|h| h.name == "job_time_p50").expect("row");
+        let job_p50 = LATENCIES
+            .iter()
+            .find(|h| h.name == "job_time_p50")
+            .expect("row");
         assert_eq!(job_p50.pointer, "/latency/job_time/p50_s");
         assert_eq!(job_p50.value(&summary), None);
         assert_eq!(RATES[3].value(&summary), None);

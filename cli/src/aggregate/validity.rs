@@ -93,7 +93,11 @@ mod tests {
         ];
         assert_eq!(
             reasons(&runs, true),
-            ["run_cancelled", "run_invalid:2:run_cancelled", "run_missing:3"]
+            [
+                "run_cancelled",
+                "run_invalid:2:run_cancelled",
+                "run_missing:3"
+            ]
         );
     }
 

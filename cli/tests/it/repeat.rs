@@ -90,13 +90,19 @@ fn repeat_3_writes_three_runs_with_derived_seeds_and_an_aggregate() {
     let before = std::fs::read(out.join("aggregate.json")).expect("aggregate");
     let again = arbor(&["aggregate", out.to_str().expect("UTF-8")]);
     assert!(again.status.success(), "{}", stderr(&again));
-    assert_eq!(std::fs::read(out.join("aggregate.json")).expect("aggregate"), before);
+    assert_eq!(
+        std::fs::read(out.join("aggregate.json")).expect("aggregate"),
+        before
+    );
     std::fs::remove_dir_all(out.join("run-3")).expect("remove run-3");
     let again = arbor(&["aggregate", out.to_str().expect("UTF-8")]);
     assert!(again.status.success(), "{}", stderr(&again));
     let two = read(&out.join("aggregate.json"));
     assert_eq!(two["runs_complete"], 2);
-    assert!(reasons(&two).contains(&"run_missing:3".to_string()), "{two:#}");
+    assert!(
+        reasons(&two).contains(&"run_missing:3".to_string()),
+        "{two:#}"
+    );
     assert_eq!(two["metrics"]["ttft_p50"]["n"], 2);
     assert_eq!(two["metrics"]["ttft_p50"]["t_critical"], 12.7062);
 }
@@ -143,7 +149,13 @@ fn a_non_empty_repeat_directory_is_refused() {
     let out = scratch("repeat-non-empty");
     std::fs::write(out.join("keep.txt"), "x").expect("write");
     expect_exit_2(
-        &["run", "--repeat", "2", "--out", out.to_str().expect("UTF-8")],
+        &[
+            "run",
+            "--repeat",
+            "2",
+            "--out",
+            out.to_str().expect("UTF-8"),
+        ],
         &["not empty"],
     );
     expect_exit_2(&["run", "--repeat", "0"], &["--repeat"]);
