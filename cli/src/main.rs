@@ -78,7 +78,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Summarize(args) => summarize::run(&args),
-        Command::Aggregate(args) => aggregate::run(&args),
+        Command::Aggregate(args) => aggregate::run(&args.dir),
         Command::Report(args) => page::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Schema(args) => schema::run(&args),

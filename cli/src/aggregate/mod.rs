@@ -23,7 +23,6 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::args::AggregateArgs;
 use crate::failure::Failure;
 use crate::stdout;
 
@@ -155,16 +154,13 @@ pub fn rebuild(out: &Path) -> Result<Aggregate, Failure> {
     Ok(aggregate)
 }
 
-/// `arbor aggregate OUT`.
-pub fn run(args: &AggregateArgs) -> Result<(), Failure> {
-    let aggregate = rebuild(&args.dir)?;
+/// `arbor aggregate OUT` (`main` passes `OUT`: this module uses no
+/// flags, so `args` may name [`RepeatOf`]).
+pub fn run(dir: &Path) -> Result<(), Failure> {
+    let aggregate = rebuild(dir)?;
     stdout::print(|out| {
         writeln!(out, "{}", headline(&aggregate))?;
-        writeln!(
-            out,
-            "written to {}",
-            args.dir.join(AGGREGATE_FILE).display()
-        )
+        writeln!(out, "written to {}", dir.join(AGGREGATE_FILE).display())
     })
 }
 
