@@ -248,7 +248,7 @@ pub struct RunArgs {
     /// --num-profile-runs), in OUT/run-1 .. OUT/run-N, run k with seed
     /// SEED + k - 1; then OUT/aggregate.json: mean, standard deviation and
     /// 95 % t-interval per headline metric, valid only if every run is.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = OUTPUT)]
+    #[arg(long, visible_alias = "num-profile-runs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = OUTPUT)]
     pub repeat: Option<u32>,
 
     /// Set by `--repeat` for each of its runs: which run this is.

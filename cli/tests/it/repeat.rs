@@ -159,4 +159,6 @@ fn a_non_empty_repeat_directory_is_refused() {
         &["not empty"],
     );
     expect_exit_2(&["run", "--repeat", "0"], &["--repeat"]);
+    // AIPerf's spelling is an alias.
+    expect_exit_2(&["run", "--num-profile-runs", "0"], &["--repeat"]);
 }
