@@ -15,6 +15,7 @@
 pub mod metrics;
 pub mod runs;
 pub mod stats;
+mod table;
 pub mod validity;
 
 use std::collections::BTreeMap;
@@ -158,14 +159,22 @@ pub fn rebuild(out: &Path) -> Result<Aggregate, Failure> {
 /// flags, so `args` may name [`RepeatOf`]).
 pub fn run(dir: &Path) -> Result<(), Failure> {
     let aggregate = rebuild(dir)?;
+    print(&aggregate, dir)
+}
+
+/// The aggregate on stdout: the spread table, the validity line, the file.
+pub fn print(aggregate: &Aggregate, dir: &Path) -> Result<(), Failure> {
     stdout::print(|out| {
-        writeln!(out, "{}", headline(&aggregate))?;
-        writeln!(out, "written to {}", dir.join(AGGREGATE_FILE).display())
+        if let Some(table) = table::spread_table(aggregate) {
+            writeln!(out, "{table}")?;
+        }
+        writeln!(out, "{}", headline(aggregate))?;
+        writeln!(out, "aggregate in {}", dir.join(AGGREGATE_FILE).display())
     })
 }
 
 /// One line: runs, validity and the reasons.
-pub fn headline(aggregate: &Aggregate) -> String {
+fn headline(aggregate: &Aggregate) -> String {
     let planned = aggregate
         .runs_planned
         .map_or_else(|| "?".to_string(), |n| n.to_string());

@@ -11,7 +11,6 @@ use crate::aggregate::{self, RepeatOf, RepeatPlan};
 use crate::args::RunArgs;
 use crate::failure::Failure;
 use crate::scenario::Explicit;
-use crate::stdout;
 
 use super::output::OutputDir;
 use super::{exit_of, prepare, run_once, Rebuild};
@@ -57,14 +56,7 @@ pub fn run(
         }
     }
     let aggregate = aggregate::rebuild(&out)?;
-    stdout::print(|out_stream| {
-        writeln!(out_stream, "{}", aggregate::headline(&aggregate))?;
-        writeln!(
-            out_stream,
-            "aggregate in {}",
-            out.join(aggregate::AGGREGATE_FILE).display()
-        )
-    })?;
+    aggregate::print(&aggregate, &out)?;
     ended
 }
 
