@@ -1,16 +1,19 @@
 //! `arbor run --repeat N`: N runs one after another in `OUT/run-1 ..
 //! OUT/run-N`, run k with seed `SEED + k - 1` ([`aggregate::seed_of`],
 //! recorded as `config.seed` and `config.repeat`), then
-//! `OUT/aggregate.json`. A run stopped by a signal, a run that fails, or
-//! one whose client failed requests ends the sequence: the aggregate is
-//! still written (invalid, the reasons listed) and the exit code is that
-//! run's. Owns the sequence only; each run is [`super::run_once`], the
+//! `OUT/aggregate.json` and `OUT/report.html` (the runs overlaid). A run
+//! stopped by a signal, a run that fails, or one whose client failed
+//! requests ends the sequence: the aggregate is still written (invalid,
+//! the reasons listed) and the exit code is that run's. Owns the sequence only; each run is [`super::run_once`], the
 //! aggregate is [`aggregate::rebuild`]'s.
+
+use std::path::{Path, PathBuf};
 
 use crate::aggregate::{self, RepeatOf, RepeatPlan};
 use crate::args::RunArgs;
 use crate::failure::Failure;
 use crate::scenario::Explicit;
+use crate::stdout;
 
 use super::output::OutputDir;
 use super::{exit_of, prepare, run_once, Rebuild};
@@ -57,6 +60,7 @@ pub fn run(
     }
     let aggregate = aggregate::rebuild(&out)?;
     aggregate::print(&aggregate, &out)?;
+    overlay_page(&aggregate, &out)?;
     ended
 }
 
@@ -69,4 +73,27 @@ fn global_seed(args: &RunArgs, explicit: &Explicit) -> u64 {
     let seed = crate::scenario::generated_seed();
     eprintln!("arbor run --repeat: seed {seed} (generated; pass --seed {seed} to repeat)");
     seed
+}
+
+/// `OUT/report.html`: the runs that wrote a summary, overlaid on one page
+/// (`arbor report`'s, compared with run 1). A page that cannot be written
+/// is a warning: the runs and the aggregate are what count.
+fn overlay_page(aggregate: &aggregate::Aggregate, out: &Path) -> Result<(), Failure> {
+    let dirs: Vec<PathBuf> = aggregate
+        .runs
+        .iter()
+        .filter(|r| r.summary.is_some())
+        .map(|r| out.join(&r.dir))
+        .collect();
+    if dirs.len() < 2 {
+        return Ok(());
+    }
+    let file = out.join(crate::page::REPORT_FILE);
+    match crate::page::write(&dirs, &file) {
+        Ok(_) => stdout::print(|text| writeln!(text, "runs overlaid in {}", file.display())),
+        Err(e) => {
+            eprintln!("warning: {}: {}", file.display(), e.message);
+            Ok(())
+        }
+    }
 }

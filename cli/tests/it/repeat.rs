@@ -55,6 +55,7 @@ fn repeat_3_writes_three_runs_with_derived_seeds_and_an_aggregate() {
         assert_eq!(start["config"]["seed"], 7 + k - 1);
     }
     assert!(!out.join("run-4").exists());
+    assert!(out.join("report.html").is_file(), "the runs overlaid");
     let aggregate = read(&out.join("aggregate.json"));
     assert_eq!(aggregate["schema_version"], "arbor.aggregate/1");
     assert_eq!(aggregate["runs_planned"], 3);
