@@ -12,11 +12,13 @@
 //! (flags to a compiled workload and policy), `report` and `progress`;
 //! `shape` (`trees.jsonl`: written by `run`, read by `export`); then the
 //! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
-//! `compare`, `summarize` (reads back what `run` wrote), `export`,
+//! `compare`, `summarize` (reads back what `run` wrote), `aggregate`
+//! (the aggregate of `run --repeat`: used by `run`, uses no command), `export`,
 //! `page` (`arbor report`, also written by `run`) and `schema` (the JSON
 //! Schemas of `run`'s and `plan`'s outputs).
 #![forbid(unsafe_code)]
 
+mod aggregate;
 mod args;
 mod breakdown;
 mod compare;
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Summarize(args) => summarize::run(&args),
+        Command::Aggregate(args) => aggregate::run(&args.dir),
         Command::Report(args) => page::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Schema(args) => schema::run(&args),

@@ -78,6 +78,14 @@ impl Explicit {
     pub fn has(&self, id: &str) -> bool {
         self.0.contains(id)
     }
+
+    /// These arguments and `id`, as if the user had given it (`--repeat`
+    /// sets each run's seed).
+    pub fn with(&self, id: &str) -> Explicit {
+        let mut ids = self.0.clone();
+        ids.insert(id.to_string());
+        Explicit(ids)
+    }
 }
 
 /// A recipe applied to the flags.
@@ -346,7 +354,7 @@ pub fn fit_lanes(policy: &mut arbor_engine::policy::Policy, trees: usize) {
 
 /// A 63-bit seed from the clock and the process id (the CLI is the edge;
 /// the engine never reads a clock). SplitMix64 mixes the bits.
-fn generated_seed() -> u64 {
+pub fn generated_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);

@@ -96,6 +96,10 @@ pub enum Command {
     /// Rebuild summary.json of a run directory from its records.jsonl and
     /// run.json (also after kill -9 or a second Ctrl+C).
     Summarize(SummarizeArgs),
+    /// Rebuild aggregate.json of an `arbor run --repeat N` directory from
+    /// its run directories: mean, standard deviation and 95 % t-interval
+    /// per headline metric, and the fail-closed validity stamp.
+    Aggregate(AggregateArgs),
     /// Write one self-contained HTML page of one or more run directories:
     /// configuration, summary, CDFs, time series, swim lanes; several runs
     /// overlaid with a table of deltas.
@@ -125,6 +129,7 @@ impl Command {
             | Command::Emulate(_)
             | Command::Compare(_)
             | Command::Summarize(_)
+            | Command::Aggregate(_)
             | Command::Report(_)
             | Command::Export(_)
             | Command::Schema(_)
@@ -171,6 +176,14 @@ pub struct SummarizeArgs {
     /// The output directory of `arbor run`.
     #[arg(value_name = "RUN_DIR")]
     pub run_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct AggregateArgs {
+    /// The output directory of `arbor run --repeat N` (holding run-1 ..
+    /// run-N).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -237,6 +250,17 @@ pub struct RunArgs {
     /// every 10 s).
     #[arg(long, help_heading = OUTPUT)]
     pub no_progress: bool,
+
+    /// Make N profiling runs one after another (AIPerf's
+    /// --num-profile-runs), in OUT/run-1 .. OUT/run-N, run k with seed
+    /// SEED + k - 1; then OUT/aggregate.json: mean, standard deviation and
+    /// 95 % t-interval per headline metric, valid only if every run is.
+    #[arg(long, visible_alias = "num-profile-runs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = OUTPUT)]
+    pub repeat: Option<u32>,
+
+    /// Set by `--repeat` for each of its runs: which run this is.
+    #[arg(skip)]
+    pub repeat_of: Option<crate::aggregate::RepeatOf>,
 
     #[command(flatten)]
     pub scenario: ScenarioArgs,

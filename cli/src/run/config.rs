@@ -17,6 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::aggregate::RepeatOf;
 use crate::args::{values, RunArgs};
 use crate::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
 use crate::report::PolicySummary;
@@ -77,6 +78,10 @@ pub struct RunConfig {
     /// The server metrics scraped into `metrics.jsonl`; absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<MetricsConfig>,
+    /// Under `--repeat N`: which run of the sequence this is, and the
+    /// global seed its `seed` derives from; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<RepeatOf>,
 }
 
 impl RunConfig {
@@ -144,6 +149,7 @@ impl RunConfig {
             out: out.display().to_string(),
             force: args.force,
             metrics: None,
+            repeat: args.repeat_of,
         }
     }
 

@@ -16,6 +16,9 @@
 //! the console table; and the exit code: 128 + the signal that stopped the
 //! run, 3 when the client itself failed requests (error class `client`).
 //!
+//! `--repeat N` runs the whole of it N times ([`repeat`]), each run in
+//! its own directory, then writes the aggregate ([`crate::aggregate`]).
+//!
 //! The endpoint is a parameter of [`run_against`] so that the built-in
 //! emulator can be started in-process and passed in (see [`run`]).
 
@@ -27,6 +30,7 @@ mod notices;
 pub mod output;
 mod prepare;
 pub mod records;
+mod repeat;
 mod signals;
 pub mod summary;
 mod table;
@@ -119,8 +123,24 @@ fn demo_args(args: &RunArgs) -> RunArgs {
     args
 }
 
-/// `arbor run`.
+/// `arbor run`: one run, or with `--repeat N` a sequence ([`repeat`]).
 pub fn run(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Failure> {
+    if let Some(runs) = args.repeat {
+        return repeat::run(args, runs, explicit, rebuild);
+    }
+    let ran = run_once(args, explicit, rebuild)?;
+    exit_of(ran.stopped_by, &ran.client_failures, &ran.out)
+}
+
+/// What one run left, for its exit code.
+struct Ran {
+    out: PathBuf,
+    stopped_by: Option<StopSignal>,
+    client_failures: ClientFailures,
+}
+
+/// One run, from flags to its console table and page.
+fn run_once(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<Ran, Failure> {
     let fd_limit = runtime::raise_fd_limit();
     let demo = is_demo(args);
     let mut args = if demo { demo_args(args) } else { args.clone() };
@@ -208,7 +228,11 @@ pub fn run(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), 
         )
     })?;
     crate::page::write_for_run(&report.out)?;
-    exit_of(report.stopped_by, &report.client_failures, &report.out)
+    Ok(Ran {
+        out: report.out,
+        stopped_by: report.stopped_by,
+        client_failures: report.client_failures,
+    })
 }
 
 /// The run's exit: 128 + the signal that stopped it; 3 when the client

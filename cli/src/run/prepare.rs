@@ -130,7 +130,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions, Failure> {
 /// the directories are sorted by start time; the milliseconds and the pid
 /// keep two runs started together apart (and the directory's lock
 /// refuses a second writer anyway).
-fn default_out(args: &RunArgs) -> PathBuf {
+pub(super) fn default_out(args: &RunArgs) -> PathBuf {
     let name = match args.input.inputs.first() {
         Some(path) => stem(path),
         None if args.input.synthetic.is_some() => "synthetic".to_string(),

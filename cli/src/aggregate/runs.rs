@@ -1,0 +1,115 @@
+//! Reading the run directories of a repeat (`OUT/run-1 .. run-N`): what
+//! each says about itself (`summary.json`), or that it has none. Owns the
+//! directory names and a run's state; judges nothing (that is `validity`).
+
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::failure::Failure;
+
+/// The summary file of a run directory (as `arbor run` names it).
+const SUMMARY_FILE: &str = "summary.json";
+
+/// The directory of run `k` (1-based) under the repeat's directory.
+pub fn dir_name(k: u32) -> String {
+    format!("run-{k}")
+}
+
+/// How a run of the sequence ended, as its directory shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// `summary.json` of a run that ran to its end.
+    Complete,
+    /// Stopped by a signal (`"cancelled": true`).
+    Cancelled,
+    /// Its summary was rebuilt from the records (`"complete": false`).
+    Incomplete,
+    /// The directory is there but has no summary: the run failed or was
+    /// killed.
+    Failed,
+    /// No directory: the run never started.
+    Missing,
+}
+
+/// One run of the sequence as `aggregate.json` lists it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RunSeen {
+    /// 1-based.
+    pub run: u32,
+    /// Its directory, relative to the repeat's.
+    pub dir: String,
+    pub state: RunState,
+    /// Its seed (`config.seed`), when it wrote a summary.
+    pub seed: Option<u64>,
+    pub scenario: Option<String>,
+    pub submission_valid: Option<bool>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub submission_invalid_reasons: Vec<String>,
+    /// The summary itself, for the metrics.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub summary: Option<Value>,
+}
+
+impl RunSeen {
+    /// Reads run `k` under `out`. A summary that is not JSON is a fault
+    /// (exit 2, naming the file): the aggregate is not guessed.
+    pub fn read(out: &Path, k: u32) -> Result<RunSeen, Failure> {
+        let dir = dir_name(k);
+        let path = out.join(&dir);
+        let mut seen = RunSeen {
+            run: k,
+            dir,
+            state: RunState::Missing,
+            seed: None,
+            scenario: None,
+            submission_valid: None,
+            submission_invalid_reasons: Vec::new(),
+            summary: None,
+        };
+        if !path.is_dir() {
+            return Ok(seen);
+        }
+        let file = path.join(SUMMARY_FILE);
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                seen.state = RunState::Failed;
+                return Ok(seen);
+            }
+            Err(e) => {
+                return Err(Failure::other(format!(
+                    "{}: cannot read: {e}",
+                    file.display()
+                )))
+            }
+        };
+        let summary: Value = serde_json::from_str(&text)
+            .map_err(|e| Failure::input(format!("{}: not JSON: {e}", file.display())))?;
+        seen.state = if summary["cancelled"] == Value::Bool(true) {
+            RunState::Cancelled
+        } else if summary["complete"] == Value::Bool(true) {
+            RunState::Complete
+        } else {
+            RunState::Incomplete
+        };
+        seen.seed = summary.pointer("/config/seed").and_then(Value::as_u64);
+        seen.scenario = summary["scenario"].as_str().map(str::to_string);
+        seen.submission_valid = summary["submission_valid"].as_bool();
+        seen.submission_invalid_reasons = summary["submission_invalid_reasons"]
+            .as_array()
+            .map(|reasons| {
+                reasons
+                    .iter()
+                    .filter_map(|r| r.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        seen.summary = Some(summary);
+        Ok(seen)
+    }
+}

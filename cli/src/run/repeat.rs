@@ -1,0 +1,99 @@
+//! `arbor run --repeat N`: N runs one after another in `OUT/run-1 ..
+//! OUT/run-N`, run k with seed `SEED + k - 1` ([`aggregate::seed_of`],
+//! recorded as `config.seed` and `config.repeat`), then
+//! `OUT/aggregate.json` and `OUT/report.html` (the runs overlaid). A run
+//! stopped by a signal, a run that fails, or one whose client failed
+//! requests ends the sequence: the aggregate is still written (invalid,
+//! the reasons listed) and the exit code is that run's. Owns the sequence only; each run is [`super::run_once`], the
+//! aggregate is [`aggregate::rebuild`]'s.
+
+use std::path::{Path, PathBuf};
+
+use crate::aggregate::{self, RepeatOf, RepeatPlan};
+use crate::args::RunArgs;
+use crate::failure::Failure;
+use crate::scenario::Explicit;
+use crate::stdout;
+
+use super::output::OutputDir;
+use super::{exit_of, prepare, run_once, Rebuild};
+
+/// The sequence of `runs` runs.
+pub fn run(
+    args: &RunArgs,
+    runs: u32,
+    explicit: &Explicit,
+    rebuild: Rebuild,
+) -> Result<(), Failure> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| prepare::default_out(args));
+    // OUT itself must be empty (or --force): its run directories are new.
+    OutputDir::check(out.clone(), args.force)?;
+    let seed = global_seed(args, explicit);
+    // Each run's seed is set here, never generated again by a recipe.
+    let explicit = explicit.with("seed");
+    aggregate::write_plan(&out, &RepeatPlan { runs, seed })?;
+    let mut ended = Ok(());
+    for k in 1..=runs {
+        let mut one = args.clone();
+        one.repeat = None;
+        one.out = Some(out.join(aggregate::runs::dir_name(k)));
+        one.policy.seed = aggregate::seed_of(seed, k);
+        one.repeat_of = Some(RepeatOf { run: k, runs, seed });
+        eprintln!(
+            "arbor run --repeat {runs}: run {k} of {runs}, seed {}, in {}",
+            one.policy.seed,
+            out.join(aggregate::runs::dir_name(k)).display()
+        );
+        ended = run_once(&one, &explicit, rebuild)
+            .and_then(|ran| exit_of(ran.stopped_by, &ran.client_failures, &ran.out));
+        if ended.is_err() {
+            eprintln!(
+                "arbor run --repeat {runs}: run {k} did not end cleanly; runs {} to {runs} are \
+                 not made",
+                k + 1
+            );
+            break;
+        }
+    }
+    let aggregate = aggregate::rebuild(&out)?;
+    aggregate::print(&aggregate, &out)?;
+    overlay_page(&aggregate, &out)?;
+    ended
+}
+
+/// The sequence's seed: `--seed` (or its default 0); under a recipe
+/// without `--seed`, one generated and printed, as a single run does.
+fn global_seed(args: &RunArgs, explicit: &Explicit) -> u64 {
+    if explicit.has("seed") || args.scenario.scenario.is_none() {
+        return args.policy.seed;
+    }
+    let seed = crate::scenario::generated_seed();
+    eprintln!("arbor run --repeat: seed {seed} (generated; pass --seed {seed} to repeat)");
+    seed
+}
+
+/// `OUT/report.html`: the runs that wrote a summary, overlaid on one page
+/// (`arbor report`'s, compared with run 1). A page that cannot be written
+/// is a warning: the runs and the aggregate are what count.
+fn overlay_page(aggregate: &aggregate::Aggregate, out: &Path) -> Result<(), Failure> {
+    let dirs: Vec<PathBuf> = aggregate
+        .runs
+        .iter()
+        .filter(|r| r.summary.is_some())
+        .map(|r| out.join(&r.dir))
+        .collect();
+    if dirs.len() < 2 {
+        return Ok(());
+    }
+    let file = out.join(crate::page::REPORT_FILE);
+    match crate::page::write(&dirs, &file) {
+        Ok(_) => stdout::print(|text| writeln!(text, "runs overlaid in {}", file.display())),
+        Err(e) => {
+            eprintln!("warning: {}: {}", file.display(), e.message);
+            Ok(())
+        }
+    }
+}

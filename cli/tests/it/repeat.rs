@@ -1,0 +1,165 @@
+//! `arbor run --repeat N` against the built-in emulator: N run
+//! directories with derived seeds and an aggregate; a signal during a run
+//! ends the sequence with an invalid aggregate (`run_cancelled`); `arbor
+//! aggregate` rebuilds it, fail-closed when a run is missing.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::util::*;
+
+fn read(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn reasons(aggregate: &Value) -> Vec<String> {
+    aggregate["submission_invalid_reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .map(|r| r.as_str().expect("a string").to_string())
+        .collect()
+}
+
+/// The short recipe run, `--repeat N`, into `out`.
+fn repeat_args(out: &Path, runs: &str) -> Vec<String> {
+    let mut args: Vec<String> = vec!["run".into()];
+    args.extend(AGENTX_SHORT.iter().map(|s| s.to_string()));
+    args.push(fixture("").to_str().expect("UTF-8").to_string());
+    args.extend(["--repeat".into(), runs.into(), "--no-progress".into()]);
+    args.extend(["--out".into(), out.to_str().expect("UTF-8").to_string()]);
+    args
+}
+
+#[test]
+fn repeat_3_writes_three_runs_with_derived_seeds_and_an_aggregate() {
+    let out = scratch("repeat-3").join("out");
+    let args = repeat_args(&out, "3");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = arbor(&args);
+    assert!(result.status.success(), "{}", stderr(&result));
+    for k in 1..=3u64 {
+        let summary = read(&out.join(format!("run-{k}/summary.json")));
+        assert_eq!(summary["config"]["seed"], 7 + k - 1, "run {k}");
+        assert_eq!(
+            summary["config"]["repeat"],
+            serde_json::json!({"run": k, "runs": 3, "seed": 7})
+        );
+        let start = read(&out.join(format!("run-{k}/run.json")));
+        assert_eq!(start["config"]["seed"], 7 + k - 1);
+    }
+    assert!(!out.join("run-4").exists());
+    assert!(out.join("report.html").is_file(), "the runs overlaid");
+    let aggregate = read(&out.join("aggregate.json"));
+    assert_eq!(aggregate["schema_version"], "arbor.aggregate/1");
+    assert_eq!(aggregate["runs_planned"], 3);
+    assert_eq!(aggregate["runs_complete"], 3);
+    assert_eq!(aggregate["scenario"], "agentx-mvp");
+    // --unsafe-override stamps every run invalid, so the aggregate is.
+    assert_eq!(aggregate["submission_valid"], false);
+    assert_eq!(
+        reasons(&aggregate),
+        [
+            "run_invalid:1:unsafe_override",
+            "run_invalid:2:unsafe_override",
+            "run_invalid:3:unsafe_override"
+        ]
+    );
+    let ttft = &aggregate["metrics"]["ttft_p50"];
+    assert_eq!(ttft["n"], 3, "{aggregate:#}");
+    assert_eq!(ttft["unit"], "s");
+    let (low, mean, high) = (
+        ttft["ci95_low"].as_f64().expect("low"),
+        ttft["mean"].as_f64().expect("mean"),
+        ttft["ci95_high"].as_f64().expect("high"),
+    );
+    assert!(low <= mean && mean <= high, "{ttft}");
+    assert_eq!(ttft["t_critical"], 4.3027);
+    for name in ["e2e_p99", "output_token_throughput", "request_throughput"] {
+        assert_eq!(aggregate["metrics"][name]["n"], 3, "{name}");
+    }
+    assert!(stdout(&result).contains("aggregate: 3 of 3 runs complete; submission_valid: false"));
+
+    // `arbor aggregate` rebuilds the same file; with run 3 gone it fails
+    // closed, and its interval is over two runs.
+    let before = std::fs::read(out.join("aggregate.json")).expect("aggregate");
+    let again = arbor(&["aggregate", out.to_str().expect("UTF-8")]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(
+        std::fs::read(out.join("aggregate.json")).expect("aggregate"),
+        before
+    );
+    std::fs::remove_dir_all(out.join("run-3")).expect("remove run-3");
+    let again = arbor(&["aggregate", out.to_str().expect("UTF-8")]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let two = read(&out.join("aggregate.json"));
+    assert_eq!(two["runs_complete"], 2);
+    assert!(
+        reasons(&two).contains(&"run_missing:3".to_string()),
+        "{two:#}"
+    );
+    assert_eq!(two["metrics"]["ttft_p50"]["n"], 2);
+    assert_eq!(two["metrics"]["ttft_p50"]["t_critical"], 12.7062);
+}
+
+#[test]
+fn a_signal_during_the_second_run_ends_the_sequence_with_an_invalid_aggregate() {
+    let out = scratch("repeat-cancel").join("out");
+    let args = repeat_args(&out, "3");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(&args[..])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("arbor run starts");
+    // Run 2's clock has started: its run.json is there.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !out.join("run-2/run.json").is_file() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("arbor run ended early: {status}");
+        }
+        assert!(Instant::now() < deadline, "run 2 never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("kill");
+    let result = child.wait_with_output().expect("output");
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(130), "{err}");
+    assert!(err.contains("runs 3 to 3 are not made"), "{err}");
+    assert!(!out.join("run-3").exists());
+    let aggregate = read(&out.join("aggregate.json"));
+    assert_eq!(aggregate["submission_valid"], false);
+    let reasons = reasons(&aggregate);
+    for reason in ["run_cancelled", "run_missing:3"] {
+        assert!(reasons.contains(&reason.to_string()), "{reasons:?}");
+    }
+    assert_eq!(aggregate["runs_complete"], 1);
+    assert_eq!(aggregate["runs"][1]["state"], "cancelled");
+    assert_eq!(aggregate["runs"][2]["state"], "missing");
+}
+
+#[test]
+fn a_non_empty_repeat_directory_is_refused() {
+    let out = scratch("repeat-non-empty");
+    std::fs::write(out.join("keep.txt"), "x").expect("write");
+    expect_exit_2(
+        &[
+            "run",
+            "--repeat",
+            "2",
+            "--out",
+            out.to_str().expect("UTF-8"),
+        ],
+        &["not empty"],
+    );
+    expect_exit_2(&["run", "--repeat", "0"], &["--repeat"]);
+    // AIPerf's spelling is an alias.
+    expect_exit_2(&["run", "--num-profile-runs", "0"], &["--repeat"]);
+}
