@@ -124,8 +124,12 @@ async fn sub_millisecond_itl_is_paced_chunk_by_chunk() {
         (ITL / 2..=ITL * 3 / 2).contains(&median),
         "median chunk gap {median} ns against an ITL of {ITL} ns"
     );
+    // Chunks sent per timer tick would make 4 of 5 gaps zero (80 %).
+    // Paced chunks give almost none on an idle machine; on a loaded one a
+    // stream that fell behind catches up with back-to-back chunks (15 %
+    // seen under a load of 6 on 2 cores), so the bound is a quarter.
     assert!(
-        zeros * 10 < gaps.len(),
+        zeros * 4 < gaps.len(),
         "{zeros} of {} gaps are (near) zero",
         gaps.len()
     );
