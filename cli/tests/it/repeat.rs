@@ -224,7 +224,13 @@ fn export_aiperf_of_a_repeat_2_writes_the_aggregate_and_each_run() {
         "{mean_ms} vs {mean_s} s"
     );
     assert!(theirs["metrics"]["request_throughput_avg"]["mean"].is_f64());
-    assert!(theirs["metrics"].get("tpot_p50").is_none());
+    let tpot = ours["metrics"]["tpot_p99"]["mean"].as_f64().expect("tpot");
+    let itl = &theirs["metrics"]["inter_token_latency_p99"]["mean"];
+    assert!(
+        (itl.as_f64().expect("itl") - tpot * 1000.0).abs() < 1e-9,
+        "ITL is TPOT"
+    );
+    assert!(theirs["metrics"].get("job_time_p50").is_none());
     assert_eq!(theirs["arbor"]["schema_version"], "arbor.aggregate/1");
     for k in 1..=2 {
         let run = dir.join(format!("run-{k}"));

@@ -8,8 +8,9 @@
 //!
 //! Owns the mapping of an arbor aggregate's rows to AIPerf's keys
 //! (docs/agentx.md, "AIPerf export"): latencies converted from seconds to
-//! ms as the single-run export does; rows AIPerf has no tag for (TPOT,
-//! job time, the cache-hit ratio) only in the extension. Computes no
+//! ms as the single-run export does (its `inter_token_latency` is arbor's
+//! TPOT); rows AIPerf has no tag for (arbor's ITL gaps, job time, the
+//! cache-hit ratio) only in the extension. Computes no
 //! statistic of its own beyond `se` and `cv` (`crate::aggregate::stats`
 //! made the rest). Reads and writes no file.
 
@@ -44,8 +45,9 @@ const TAGS: [Tag; 6] = [
         unit: MS,
         scale: 1000.0,
     },
+    // AIPerf's ITL is arbor's TPOT, as in the single-run export.
     Tag {
-        arbor: "itl",
+        arbor: "tpot",
         aiperf: "inter_token_latency",
         unit: MS,
         scale: 1000.0,
@@ -245,16 +247,16 @@ mod tests {
     use crate::aggregate::stats::Spread;
 
     #[test]
-    fn keys_are_aipercs_tag_and_stat() {
+    fn keys_are_aiperfs_tag_and_stat() {
         let key = |n: &str| aiperf_key(n).map(|(k, _)| k);
         assert_eq!(key("ttft_p50").as_deref(), Some("time_to_first_token_p50"));
         assert_eq!(key("e2e_mean").as_deref(), Some("request_latency_avg"));
-        assert_eq!(key("itl_p99").as_deref(), Some("inter_token_latency_p99"));
+        assert_eq!(key("tpot_p99").as_deref(), Some("inter_token_latency_p99"));
         assert_eq!(
             key("request_throughput").as_deref(),
             Some("request_throughput_avg")
         );
-        assert_eq!(key("tpot_p50"), None);
+        assert_eq!(key("itl_p50"), None);
         assert_eq!(key("job_time_mean"), None);
         assert_eq!(key("cache_hit_ratio"), None);
     }
