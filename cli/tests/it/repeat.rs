@@ -242,4 +242,33 @@ fn export_aiperf_of_a_repeat_2_writes_the_aggregate_and_each_run() {
         before, after,
         "the export writes nothing into the run directory"
     );
+
+    // Fail-closed: with run 2 gone, the aggregate is re-resolved over one run.
+    std::fs::remove_dir_all(out.join("run-2")).expect("remove run-2");
+    let again = root.join("aiperf-1");
+    let export = arbor(&[
+        "export",
+        out.to_str().expect("UTF-8"),
+        "--aiperf",
+        again.to_str().expect("UTF-8"),
+    ]);
+    assert!(export.status.success(), "{}", stderr(&export));
+    let theirs = read(&again.join("profile_export_aiperf_aggregate.json"));
+    let md = &theirs["metadata"];
+    assert_eq!(md["num_successful_runs"], 1);
+    assert_eq!(
+        md["failed_runs"],
+        serde_json::json!([{"label": "run-2", "error": "missing"}])
+    );
+    let reasons = md["submission_invalid_reasons"]
+        .as_array()
+        .expect("reasons");
+    assert!(
+        reasons.contains(&serde_json::json!("run_missing:2")),
+        "{reasons:?}"
+    );
+    let ttft = &theirs["metrics"]["time_to_first_token_p50"];
+    assert_eq!(ttft["t_critical"], Value::Null);
+    assert_eq!(ttft["ci_low"], ttft["mean"]);
+    assert!(!again.join("run-2").exists());
 }
