@@ -75,16 +75,7 @@ pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Failure> {
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let profile = Profile::of(benchmark_id, &summary, measured);
     let profile_path = dir.join(PROFILE_FILE);
-    let written = Output::create(&profile_path).and_then(|mut out| {
-        match serde_json::to_writer_pretty(out.writer(), &profile) {
-            Ok(()) => out.finish(),
-            Err(e) => {
-                let failure = out.fail(io::Error::other(e));
-                out.discard();
-                Err(failure)
-            }
-        }
-    });
+    let written = write_pretty(&profile_path, &profile);
     if let Err(failure) = written.and_then(|()| lines_out.finish()) {
         let _ = std::fs::remove_file(&profile_path);
         let _ = std::fs::remove_file(dir.join(RECORDS_FILE));
@@ -114,13 +105,7 @@ pub fn write_repeat(repeat_dir: &Path, dir: &Path) -> Result<Vec<String>, Failur
     }
     let path = dir.join(AGGREGATE_FILE);
     let profile = AggregateProfile::of(&aggregate);
-    let mut out = Output::create(&path)?;
-    if let Err(e) = serde_json::to_writer_pretty(out.writer(), &profile) {
-        let failure = out.fail(io::Error::other(e));
-        out.discard();
-        return Err(failure);
-    }
-    out.finish()?;
+    write_pretty(&path, &profile)?;
     report.push(format!(
         "wrote {}: {} metrics over {} of {} runs, submission_valid: {}",
         path.display(),
@@ -130,6 +115,20 @@ pub fn write_repeat(repeat_dir: &Path, dir: &Path) -> Result<Vec<String>, Failur
         aggregate.submission_valid
     ));
     Ok(report)
+}
+
+/// Writes `value` as pretty JSON to `path`; nothing is left behind on
+/// failure.
+fn write_pretty<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Failure> {
+    let mut out = Output::create(path)?;
+    match serde_json::to_writer_pretty(out.writer(), value) {
+        Ok(()) => out.finish(),
+        Err(e) => {
+            let failure = out.fail(io::Error::other(e));
+            out.discard();
+            Err(failure)
+        }
+    }
 }
 
 fn write_line(out: &mut dyn Write, line: &Request) -> io::Result<()> {
