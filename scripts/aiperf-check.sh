@@ -6,6 +6,9 @@
 #
 #   scripts/aiperf-check.sh            # a short AgentX run against the built-in emulator
 #   scripts/aiperf-check.sh RUN_DIR    # a run directory already written
+#   scripts/aiperf-check.sh --repeat   # also a `--repeat 2` run: its export's
+#                                      # aggregate file loaded with AIPerf's
+#                                      # aggregate model, and each run
 #
 # Environment:
 #   AIPERF_VENV  the venv (default ~/.cache/arbor-aiperf-venv; made once,
@@ -50,6 +53,11 @@ step "venv: aiperf $(venv_version)"
 if [ ! -x "$ARBOR" ]; then
   (cd "$root" && timeout 1800 cargo build -q -p arbor-cli)
 fi
+repeat=
+if [ "${1:-}" = "--repeat" ]; then
+  repeat=1
+  shift
+fi
 if [ $# -ge 1 ]; then
   run_dir=$1
 else
@@ -68,6 +76,18 @@ timeout 300 "$ARBOR" export "$run_dir" --aiperf "$OUT/export"
 mkdir -p "$OUT/home"
 HOME="$OUT/home" timeout 300 "$AIPERF_VENV/bin/python" "$here/aiperf/check.py" "$OUT/export"
 step "export loaded with AIPerf's models"
+
+# 3b. With --repeat: a `--repeat 2` run, its export and AIPerf's aggregate model.
+if [ -n "$repeat" ]; then
+  rm -rf "$OUT/repeat" "$OUT/repeat-export"
+  timeout 300 "$ARBOR" run "$root/testdata/weka-kv-cache-tester" \
+    --scenario agentx-mvp --sessions 3 --duration 2 --unsafe-override \
+    --idle-gap-cap 0.5 --warmup-spread 0.5 --seed 7 --ttft-ms 2 --itl-ms 0.05 \
+    --repeat 2 --out "$OUT/repeat" --no-progress >/dev/null
+  timeout 300 "$ARBOR" export "$OUT/repeat" --aiperf "$OUT/repeat-export"
+  HOME="$OUT/home" timeout 300 "$AIPERF_VENV/bin/python" "$here/aiperf/check.py" "$OUT/repeat-export"
+  step "--repeat 2: aggregate export loaded with AIPerf's aggregate model"
+fi
 
 # 4. aiperf plot.
 # shellcheck source=scripts/chromium.sh

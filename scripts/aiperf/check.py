@@ -16,6 +16,13 @@ Checks, failing (exit 1) on the first problem:
 - every line of DIR/profile_export.jsonl validates as `MetricRecordInfo`;
 - `aiperf plot`'s loader (`DataLoader.load_run`) reads DIR and sees the
   per-request columns its single-run plots draw.
+
+When DIR holds `profile_export_aiperf_aggregate.json` (the export of an
+`arbor run --repeat` directory), it is checked instead with AIPerf's
+aggregate model: the document as `JsonExportData`, every metric as
+AIPerf's `ConfidenceMetric`, the `metadata` keys AIPerf's confidence
+exporter writes, and `aiperf plot`'s loader reading it as an aggregate
+cell; then each DIR/run-k/ as above.
 Prints one line per check.
 """
 
@@ -25,6 +32,7 @@ from pathlib import Path
 import aiperf
 from aiperf.common.models.export_models import JsonExportData, JsonMetricResult
 from aiperf.common.models.record_models import MetricRecordInfo
+from aiperf.orchestrator.aggregation.confidence import ConfidenceMetric
 from aiperf.plot.core.data_loader import DataLoader
 
 HEADLINE = [
@@ -137,13 +145,66 @@ def check_plot_loader(directory):
     print(f"ok   aiperf plot's loader reads {len(run.requests)} requests and columns {PLOT_COLUMNS}")
 
 
+AGGREGATE_METADATA = [
+    "aggregation_type",
+    "num_profile_runs",
+    "num_successful_runs",
+    "failed_runs",
+]
+AGGREGATE_HEADLINE = ["time_to_first_token_p50", "request_latency_p99", "request_throughput_avg"]
+
+
+def check_aggregate(directory):
+    path = directory / "profile_export_aiperf_aggregate.json"
+    data = JsonExportData.model_validate_json(path.read_bytes())
+    extra = data.model_extra or {}
+    metadata, metrics = extra.get("metadata") or {}, extra.get("metrics") or {}
+    missing = [k for k in AGGREGATE_METADATA if k not in metadata]
+    if missing:
+        fail(f"{path.name}: metadata lacks {missing}")
+    if "scenario" in metadata and not isinstance(metadata.get("submission_valid"), bool):
+        fail(f"{path.name}: a scenario without a submission_valid bool")
+    if metadata.get("submission_valid") is False and not metadata.get("submission_invalid_reasons"):
+        fail(f"{path.name}: invalid without reasons")
+    for name, metric in metrics.items():
+        try:
+            ConfidenceMetric(**metric)
+        except TypeError as e:
+            fail(f"{path.name}: {name} is not a ConfidenceMetric: {e}")
+    absent = [k for k in AGGREGATE_HEADLINE if k not in metrics]
+    if absent:
+        fail(f"{path.name}: no {absent}")
+    print(
+        f"ok   {path.name}: {len(metrics)} metrics as ConfidenceMetric; "
+        f"{metadata['num_successful_runs']} of {metadata['num_profile_runs']} runs, "
+        f"submission_valid {metadata.get('submission_valid')} "
+        f"{metadata.get('submission_invalid_reasons', [])}"
+    )
+    run = DataLoader().load_run(directory)
+    if "time_to_first_token" not in run.aggregated:
+        fail("aiperf plot's loader did not read the aggregate's metrics")
+    print("ok   aiperf plot's loader reads it as an aggregate cell")
+    runs = sorted(p for p in directory.glob("run-*") if p.is_dir())
+    if not runs:
+        fail(f"{directory}: no run-k directories")
+    for run_dir in runs:
+        check_run(run_dir)
+
+
+def check_run(directory):
+    check_profile(directory / "profile_export_aiperf.json")
+    check_records(directory / "profile_export.jsonl")
+    check_plot_loader(directory)
+
+
 def main():
     if len(sys.argv) != 2:
         fail("usage: check.py DIR (an `arbor export --aiperf DIR`)")
     directory = Path(sys.argv[1])
-    check_profile(directory / "profile_export_aiperf.json")
-    check_records(directory / "profile_export.jsonl")
-    check_plot_loader(directory)
+    if (directory / "profile_export_aiperf_aggregate.json").exists():
+        check_aggregate(directory)
+    else:
+        check_run(directory)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,21 @@ pub fn write_plan(out: &Path, plan: &RepeatPlan) -> Result<(), Failure> {
 /// Rebuilds `aggregate.json` in `out` from its run directories, writes
 /// it, and returns it.
 pub fn rebuild(out: &Path) -> Result<Aggregate, Failure> {
+    let aggregate = resolve(out)?;
+    write_json(out, AGGREGATE_FILE, &aggregate)?;
+    Ok(aggregate)
+}
+
+/// Whether `dir` is the directory of a `--repeat` sequence (it has
+/// `repeat.json` or `aggregate.json`).
+pub fn is_repeat_dir(dir: &Path) -> bool {
+    dir.join(REPEAT_FILE).is_file() || dir.join(AGGREGATE_FILE).is_file()
+}
+
+/// The aggregate of `out` re-resolved from `repeat.json` and its run
+/// directories by the rules of [`rebuild`], without writing anything
+/// (`arbor export --aiperf` reads a repeat directory this way).
+pub fn resolve(out: &Path) -> Result<Aggregate, Failure> {
     if !out.is_dir() {
         return Err(Failure::input(format!(
             "{}: not a directory of `arbor run --repeat`",
@@ -151,7 +166,6 @@ pub fn rebuild(out: &Path) -> Result<Aggregate, Failure> {
         metrics,
         runs,
     };
-    write_json(out, AGGREGATE_FILE, &aggregate)?;
     Ok(aggregate)
 }
 

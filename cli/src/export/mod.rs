@@ -8,7 +8,8 @@
 //! - `--csv FILE` ([`csv`]): one flat row per request.
 //! - `--aiperf DIR` ([`aiperf`]): AIPerf 0.13's `profile_export_aiperf.json`
 //!   and `profile_export.jsonl`, from `summary.json` and the records (a
-//!   read of its own).
+//!   read of its own); of a `--repeat` directory, also AIPerf's
+//!   `profile_export_aiperf_aggregate.json`, each run under `DIR/run-k/`.
 //!
 //! A file whose name ends in `.gz` is gzipped ([`output`]). Reads
 //! `records.jsonl` once ([`records`]), writing each CSV row as its line is
@@ -36,13 +37,20 @@ use records::Record;
 
 /// `arbor export`.
 pub fn run(args: &ExportArgs) -> Result<(), Failure> {
-    records::check_dir(&args.run_dir)?;
+    let repeat = crate::aggregate::is_repeat_dir(&args.run_dir);
+    if !repeat || args.perfetto.is_some() || args.csv.is_some() {
+        records::check_dir(&args.run_dir)?;
+    }
     let mut report = Vec::new();
     if args.perfetto.is_some() || args.csv.is_some() {
         report = trace_and_rows(args)?;
     }
     if let Some(dir) = &args.aiperf {
-        report.push(aiperf::write(&args.run_dir, dir)?);
+        if repeat {
+            report.extend(aiperf::write_repeat(&args.run_dir, dir)?);
+        } else {
+            report.push(aiperf::write(&args.run_dir, dir)?);
+        }
     }
     stdout::print(|out| {
         for line in &report {

@@ -163,3 +163,112 @@ fn a_non_empty_repeat_directory_is_refused() {
     // AIPerf's spelling is an alias.
     expect_exit_2(&["run", "--num-profile-runs", "0"], &["--repeat"]);
 }
+
+#[test]
+fn export_aiperf_of_a_repeat_2_writes_the_aggregate_and_each_run() {
+    let root = scratch("repeat-export");
+    let out = root.join("out");
+    let args = repeat_args(&out, "2");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = arbor(&args);
+    assert!(result.status.success(), "{}", stderr(&result));
+    let before = std::fs::read(out.join("aggregate.json")).expect("aggregate.json");
+    let dir = root.join("aiperf");
+    let export = arbor(&[
+        "export",
+        out.to_str().expect("UTF-8"),
+        "--aiperf",
+        dir.to_str().expect("UTF-8"),
+    ]);
+    assert!(export.status.success(), "{}", stderr(&export));
+    let ours = read(&out.join("aggregate.json"));
+    let theirs = read(&dir.join("profile_export_aiperf_aggregate.json"));
+    assert_eq!(theirs["schema_version"], "1.0");
+    let md = &theirs["metadata"];
+    assert_eq!(md["aggregation_type"], "confidence");
+    assert_eq!(md["num_profile_runs"], 2);
+    assert_eq!(md["num_successful_runs"], 2);
+    assert_eq!(md["failed_runs"], serde_json::json!([]));
+    assert_eq!(md["scenario"], "inferencex-agentx-mvp");
+    // --unsafe-override: both runs invalid, so the aggregate is.
+    assert_eq!(md["submission_valid"], false);
+    assert_eq!(md["submission_valid"], ours["submission_valid"]);
+    assert_eq!(
+        md["submission_invalid_reasons"],
+        ours["submission_invalid_reasons"]
+    );
+    assert!(!reasons(&ours).is_empty());
+    let ttft = &theirs["metrics"]["time_to_first_token_p50"];
+    for key in [
+        "mean",
+        "std",
+        "min",
+        "max",
+        "cv",
+        "se",
+        "ci_low",
+        "ci_high",
+        "t_critical",
+        "unit",
+    ] {
+        assert!(
+            ttft.get(key).is_some(),
+            "time_to_first_token_p50 lacks {key}"
+        );
+    }
+    assert_eq!(ttft["unit"], "ms");
+    let mean_s = ours["metrics"]["ttft_p50"]["mean"].as_f64().expect("mean");
+    let mean_ms = ttft["mean"].as_f64().expect("mean");
+    assert!(
+        (mean_ms - mean_s * 1000.0).abs() < 1e-9,
+        "{mean_ms} vs {mean_s} s"
+    );
+    assert!(theirs["metrics"]["request_throughput_avg"]["mean"].is_f64());
+    let tpot = ours["metrics"]["tpot_p99"]["mean"].as_f64().expect("tpot");
+    let itl = &theirs["metrics"]["inter_token_latency_p99"]["mean"];
+    assert!(
+        (itl.as_f64().expect("itl") - tpot * 1000.0).abs() < 1e-9,
+        "ITL is TPOT"
+    );
+    assert!(theirs["metrics"].get("job_time_p50").is_none());
+    assert_eq!(theirs["arbor"]["schema_version"], "arbor.aggregate/1");
+    for k in 1..=2 {
+        let run = dir.join(format!("run-{k}"));
+        assert!(run.join("profile_export_aiperf.json").is_file(), "run {k}");
+        assert!(run.join("profile_export.jsonl").is_file(), "run {k}");
+    }
+    let after = std::fs::read(out.join("aggregate.json")).expect("aggregate.json");
+    assert_eq!(
+        before, after,
+        "the export writes nothing into the run directory"
+    );
+
+    // Fail-closed: with run 2 gone, the aggregate is re-resolved over one run.
+    std::fs::remove_dir_all(out.join("run-2")).expect("remove run-2");
+    let again = root.join("aiperf-1");
+    let export = arbor(&[
+        "export",
+        out.to_str().expect("UTF-8"),
+        "--aiperf",
+        again.to_str().expect("UTF-8"),
+    ]);
+    assert!(export.status.success(), "{}", stderr(&export));
+    let theirs = read(&again.join("profile_export_aiperf_aggregate.json"));
+    let md = &theirs["metadata"];
+    assert_eq!(md["num_successful_runs"], 1);
+    assert_eq!(
+        md["failed_runs"],
+        serde_json::json!([{"label": "run-2", "error": "missing"}])
+    );
+    let reasons = md["submission_invalid_reasons"]
+        .as_array()
+        .expect("reasons");
+    assert!(
+        reasons.contains(&serde_json::json!("run_missing:2")),
+        "{reasons:?}"
+    );
+    let ttft = &theirs["metrics"]["time_to_first_token_p50"];
+    assert_eq!(ttft["t_critical"], Value::Null);
+    assert_eq!(ttft["ci_low"], ttft["mean"]);
+    assert!(!again.join("run-2").exists());
+}

@@ -10,7 +10,13 @@
 //! statistics are [`metric`]'s. Must not touch the run directory. A
 //! missing or bad input is exit 2 naming the file; a file that cannot be
 //! written exits 1, and neither file is left behind.
+//!
+//! A `--repeat` directory ([`write_repeat`]) is exported as AIPerf writes
+//! `--num-profile-runs`: `DIR/profile_export_aiperf_aggregate.json`
+//! ([`aggregate`], from the aggregate re-resolved from the run
+//! directories, fail-closed) and each run's two files under `DIR/run-k/`.
 
+mod aggregate;
 mod metric;
 mod profile;
 mod request;
@@ -21,7 +27,9 @@ use std::path::Path;
 
 use super::output::Output;
 use super::records;
+use crate::aggregate::runs::RunState;
 use crate::failure::Failure;
+use aggregate::{AggregateProfile, AGGREGATE_FILE};
 use profile::{Measured, Profile};
 use request::Request;
 use run_summary::RunSummary;
@@ -67,16 +75,7 @@ pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Failure> {
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let profile = Profile::of(benchmark_id, &summary, measured);
     let profile_path = dir.join(PROFILE_FILE);
-    let written = Output::create(&profile_path).and_then(|mut out| {
-        match serde_json::to_writer_pretty(out.writer(), &profile) {
-            Ok(()) => out.finish(),
-            Err(e) => {
-                let failure = out.fail(io::Error::other(e));
-                out.discard();
-                Err(failure)
-            }
-        }
-    });
+    let written = write_pretty(&profile_path, &profile);
     if let Err(failure) = written.and_then(|()| lines_out.finish()) {
         let _ = std::fs::remove_file(&profile_path);
         let _ = std::fs::remove_file(dir.join(RECORDS_FILE));
@@ -86,6 +85,50 @@ pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Failure> {
         "wrote {}: {PROFILE_FILE} and {RECORDS_FILE} ({lines} requests) in AIPerf 0.13's schema",
         dir.display()
     ))
+}
+
+/// Writes the aggregate of the `--repeat` directory `repeat_dir` into
+/// `dir`, and each run that wrote a summary into `dir/run-k`; the
+/// report's lines. Writes nothing into `repeat_dir`.
+pub fn write_repeat(repeat_dir: &Path, dir: &Path) -> Result<Vec<String>, Failure> {
+    let aggregate = crate::aggregate::resolve(repeat_dir)?;
+    let mut report = Vec::new();
+    for run in &aggregate.runs {
+        if matches!(run.state, RunState::Failed | RunState::Missing) {
+            report.push(format!(
+                "note: {} has no summary.json: not exported",
+                run.dir
+            ));
+            continue;
+        }
+        report.push(write(&repeat_dir.join(&run.dir), &dir.join(&run.dir))?);
+    }
+    let path = dir.join(AGGREGATE_FILE);
+    let profile = AggregateProfile::of(&aggregate);
+    write_pretty(&path, &profile)?;
+    report.push(format!(
+        "wrote {}: {} metrics over {} of {} runs, submission_valid: {}",
+        path.display(),
+        profile.metrics.len(),
+        aggregate.runs_complete,
+        profile.metadata.num_profile_runs,
+        aggregate.submission_valid
+    ));
+    Ok(report)
+}
+
+/// Writes `value` as pretty JSON to `path`; nothing is left behind on
+/// failure.
+fn write_pretty<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Failure> {
+    let mut out = Output::create(path)?;
+    match serde_json::to_writer_pretty(out.writer(), value) {
+        Ok(()) => out.finish(),
+        Err(e) => {
+            let failure = out.fail(io::Error::other(e));
+            out.discard();
+            Err(failure)
+        }
+    }
 }
 
 fn write_line(out: &mut dyn Write, line: &Request) -> io::Result<()> {
