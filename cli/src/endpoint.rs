@@ -327,19 +327,10 @@ pub fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), Failure> {
 }
 
 /// Does a header (or query parameter) name look like it carries a secret?
+/// The live client's rule ([`arbor_backends::live::redact::is_secret_name`]),
+/// so what is hidden on the way out and in recorded errors is the same.
 pub fn is_secret_header(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    [
-        "authorization",
-        "auth",
-        "key",
-        "token",
-        "secret",
-        "cookie",
-        "password",
-    ]
-    .iter()
-    .any(|word| lower.contains(word))
+    arbor_backends::live::redact::is_secret_name(name)
 }
 
 /// What of an unparseable `--header` can be shown: the part before any

@@ -102,12 +102,16 @@ const RANKS: [&str; 5] = ["p50", "p90", "p95", "p99", "max"];
 /// smallest value with at least `p * n` values at or below it. `0` when
 /// there are none.
 pub fn nearest_rank(sorted: &[u64], p: f64) -> u64 {
-    let n = sorted.len();
-    if n == 0 {
+    if sorted.is_empty() {
         return 0;
     }
-    let index = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
-    sorted[index]
+    sorted[nearest_rank_index(sorted.len(), p)]
+}
+
+/// The index of the nearest-rank `p`-quantile among `n > 0` sorted values
+/// (the rule of [`nearest_rank`], for values that are not integers).
+pub fn nearest_rank_index(n: usize, p: f64) -> usize {
+    ((p * n as f64).ceil() as usize).clamp(1, n) - 1
 }
 
 impl<U: Unit> Distribution<U> {

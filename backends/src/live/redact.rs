@@ -17,8 +17,15 @@ pub const REDACTED: &str = "[redacted]";
 /// The shortest value redacted, in bytes.
 pub const MIN_SECRET: usize = 4;
 
-/// Header names (lowercase) containing one of these carry a secret.
-const SECRET_NAMES: [&str; 5] = ["key", "token", "auth", "secret", "cookie"];
+/// Names (lowercase) containing one of these carry a secret.
+const SECRET_NAMES: [&str; 6] = ["key", "token", "auth", "secret", "cookie", "password"];
+
+/// Does a header (or query parameter) name look like it carries a secret?
+/// The one rule for every place arbor hides a value by its name.
+pub fn is_secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SECRET_NAMES.iter().any(|word| lower.contains(word))
+}
 
 /// The secret values of a target's headers, longest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,10 +38,10 @@ impl Secrets {
     pub fn of<'a>(headers: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Secrets {
         let mut values = Vec::new();
         for (name, value) in headers {
-            let name = name.to_ascii_lowercase();
-            if !SECRET_NAMES.iter().any(|s| name.contains(s)) {
+            if !is_secret_name(name) {
                 continue;
             }
+            let name = name.to_ascii_lowercase();
             let Ok(value) = std::str::from_utf8(value) else {
                 continue;
             };

@@ -8,6 +8,7 @@
 //! block's unit; `std` is the population standard deviation. Knows nothing
 //! of records or files.
 
+use arbor_engine::stats::nearest_rank_index;
 use serde::Serialize;
 
 /// AIPerf's unit strings.
@@ -70,7 +71,7 @@ impl MetricBlock {
         let sum: f64 = values.iter().sum();
         let avg = sum / n;
         let variance = values.iter().map(|v| (v - avg) * (v - avg)).sum::<f64>() / n;
-        let rank = |p: f64| values[rank_index(values.len(), p)];
+        let rank = |p: f64| values[nearest_rank_index(values.len(), p)];
         Some(MetricBlock {
             unit,
             avg: Some(avg),
@@ -92,13 +93,6 @@ impl MetricBlock {
             }),
         })
     }
-}
-
-/// The index of the nearest-rank `p`-quantile among `n > 0` sorted values:
-/// the smallest with at least `p * n` values at or below it (the rule of
-/// `arbor_engine::stats::nearest_rank`, which takes integers only).
-fn rank_index(n: usize, p: f64) -> usize {
-    ((p * n as f64).ceil() as usize).clamp(1, n) - 1
 }
 
 #[cfg(test)]
