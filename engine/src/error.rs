@@ -83,6 +83,10 @@ pub enum PolicyConflict {
     StartWindowWithoutSessions,
     #[error("looping lanes needs a duration, or the run never ends")]
     LoopWithoutDuration,
+    #[error("the accelerated cache warmup is bounded by a count or by a duration, not both")]
+    CacheWarmupCountAndDuration,
+    #[error("the accelerated cache warmup needs a start window (it continues each lane from its t*)")]
+    CacheWarmupWithoutStartWindow,
 }
 
 /// Misuse of the scheduler's API by a driver. The engine stays consistent

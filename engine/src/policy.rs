@@ -440,6 +440,15 @@ pub struct Policy {
     pub start_window: Option<StartWindow>,
     /// Warmups are sent at their recorded lead before `t*`, capped at this.
     pub warmup_spread: Nanos,
+    /// With a start window: the accelerated cache warmup continues each
+    /// lane's first tree from `t*` for this many requests (children
+    /// count), with no gaps and one output token, before profiling starts
+    /// (`--warmup-requests-per-lane`; 0: none).
+    pub warmup_requests_per_lane: u32,
+    /// With a start window: the same accelerated warmup, bounded by time
+    /// instead of a count (`--cache-warmup-duration`, AIPerf 0.13's
+    /// form): no accelerated request is released after this long.
+    pub cache_warmup_duration: Option<Nanos>,
     /// Per-tree idle watchdog: a tree with nothing in flight never waits
     /// longer than this for its next turn; its own pending timers move
     /// earlier (the InferenceX harness uses 300 s).
@@ -467,6 +476,8 @@ impl Default for Policy {
             seed: 0,
             start_window: None,
             warmup_spread: DEFAULT_WARMUP_SPREAD,
+            warmup_requests_per_lane: 0,
+            cache_warmup_duration: None,
             tree_idle_cap: None,
         }
     }
@@ -490,10 +501,20 @@ impl Policy {
             PolicyConflict::StartWindowWithoutSessions
         } else if self.loop_lanes && self.duration.is_none() {
             PolicyConflict::LoopWithoutDuration
+        } else if self.warmup_requests_per_lane > 0 && self.cache_warmup_duration.is_some() {
+            PolicyConflict::CacheWarmupCountAndDuration
+        } else if self.accelerates() && self.start_window.is_none() {
+            PolicyConflict::CacheWarmupWithoutStartWindow
         } else {
             return Ok(());
         };
         Err(conflict.into())
+    }
+
+    /// Whether the accelerated cache warmup is on (a count above 0, or a
+    /// duration above 0).
+    pub fn accelerates(&self) -> bool {
+        self.warmup_requests_per_lane > 0 || self.cache_warmup_duration.is_some_and(|d| d > 0)
     }
 
     /// The transformed gap before a turn whose input is `next_input`: the

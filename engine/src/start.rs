@@ -5,8 +5,13 @@
 //! before `t*`: never replayed), which turn of each agent alive at `t*` is
 //! sent as a warmup (the turn just before `t*`, with its full prefix and one
 //! output token, so the server's cache holds what the recording's did), and
-//! when the remaining turns are due relative to the profiling start. Pure
-//! functions; the scheduler applies them to a lane's first play.
+//! when the remaining turns are due relative to the profiling start, and
+//! which live turns the accelerated cache warmup sends
+//! ([`accelerated`]). Pure functions; the scheduler applies them to a
+//! lane's first play.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use rand::Rng;
 
@@ -96,6 +101,44 @@ pub fn mid_start(tree: &CompiledTree, t_star: Nanos) -> MidStart {
         history,
         warm,
     }
+}
+
+/// The live turns of `tree` entered at `mid` that the accelerated cache
+/// warmup sends: the first `count` in dependency order, the order that
+/// always takes the ready live turn with the earliest recorded start (ties
+/// by flat id) next. So the set holds every live predecessor of each of its
+/// turns (a join's children before the join), and it is a pure function of
+/// the tree and `t*`. `u32::MAX` takes every live turn (the duration form).
+/// Per flat turn: true when accelerated.
+pub fn accelerated(tree: &CompiledTree, mid: &MidStart, count: u32) -> Vec<bool> {
+    let n = tree.turn_count() as usize;
+    let mut chosen = vec![false; n];
+    let mut waiting = vec![0u32; n];
+    for t in (0..n).filter(|&t| !mid.history[t]) {
+        for e in tree.out(t as u32) {
+            waiting[e.to as usize] += 1;
+        }
+    }
+    let mut ready: BinaryHeap<Reverse<(Nanos, u32)>> = (0..n)
+        .filter(|&t| !mid.history[t] && waiting[t] == 0)
+        .map(|t| Reverse((tree.start[t], t as u32)))
+        .collect();
+    let mut taken = 0u32;
+    while taken < count {
+        let Some(Reverse((_, t))) = ready.pop() else {
+            break;
+        };
+        chosen[t as usize] = true;
+        taken += 1;
+        for e in tree.out(t) {
+            let to = e.to as usize;
+            waiting[to] -= 1;
+            if waiting[to] == 0 {
+                ready.push(Reverse((tree.start[to], e.to)));
+            }
+        }
+    }
+    chosen
 }
 
 #[cfg(test)]
@@ -192,5 +235,18 @@ pub(crate) mod tests {
         assert_eq!(mid_start(&tree, 11).warm, vec![(1, 2)]);
         // At the very start nothing is history and nothing warms.
         assert!(mid_start(&tree, 0).warm.is_empty());
+    }
+
+    #[test]
+    fn the_accelerated_turns_are_the_earliest_live_ones_in_dependency_order() {
+        let tree = small_tree();
+        let mid = mid_start(&tree, 15);
+        // Live: root turns 2 (20) and 3 (30), the subagent's turn 5 (25).
+        let pick = |k| accelerated(&tree, &mid, k);
+        assert_eq!(pick(0), vec![false; 6]);
+        assert_eq!(pick(1), vec![false, false, true, false, false, false]);
+        assert_eq!(pick(2), vec![false, false, true, false, false, true]);
+        assert_eq!(pick(3), vec![false, false, true, true, false, true]);
+        assert_eq!(pick(u32::MAX), pick(3));
     }
 }

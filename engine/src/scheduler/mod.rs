@@ -46,6 +46,20 @@
 //! and live turns are due at their recorded offset from `t*`, after their
 //! agent's warmup. The duration counts from the profiling start.
 //!
+//! # The accelerated cache warmup
+//! With `warmup_requests_per_lane = K` (or `cache_warmup_duration`), each
+//! lane's first play goes on from `t*` for its first K live turns in
+//! dependency order ([`crate::start::accelerated`]; every live turn for the
+//! duration form): warmups sent as soon as their edges resolve, with no
+//! gap and not before the boundary instant (every lane at `t*`). Every
+//! other live turn of a first play waits for the profiling start, which
+//! is the instant every warmup has returned (not before the boundary
+//! instant); such a turn goes at the later of that and its recorded
+//! constraint, so `residual = max(0, delay − drain wait)`. The global
+//! idle cap is off, and a lane whose first play ended waits, until then.
+//! The duration form hands its accelerated turns not yet released back to
+//! profiling when the duration is up.
+//!
 //! # Trajectories and watchdogs
 //! [`Outcome::EndTrajectory`] (a context overflow) skips the failed turn's
 //! agent and the subagents it would spawn; edges out of them into other
@@ -74,9 +88,12 @@
 //! - `idle`: the shifted time base, the idle-gap cap, the tree watchdog;
 //! - `lanes`: the closed loop's deal and each lane's progress;
 //! - `warmup`: the start window at run time, the profiling start, and the
-//!   abort rule of a failed root warmup.
+//!   abort rule of a failed root warmup;
+//! - `cache_warmup`: the accelerated cache warmup's marks, gate, count of
+//!   warmups out and deferred lanes.
 
 mod admission;
+mod cache_warmup;
 mod idle;
 mod lanes;
 mod plays;
@@ -97,6 +114,7 @@ use crate::start::MidStart;
 use crate::time::Nanos;
 
 use admission::Admission;
+use cache_warmup::CacheWarmup;
 use idle::IdleShift;
 use lanes::Lanes;
 use plays::Plays;
@@ -117,6 +135,7 @@ pub struct Scheduler {
     admission: Admission,
     idle: IdleShift,
     warmup: Warmup,
+    cache_warmup: CacheWarmup,
     now: Nanos,
     stopped: bool,
     grace_fired: bool,
@@ -149,6 +168,7 @@ impl Scheduler {
             admission: Admission::new(policy.max_inflight),
             idle: IdleShift::new(policy.idle_gap_cap, policy.tree_idle_cap),
             warmup: Warmup::default(),
+            cache_warmup: CacheWarmup::default(),
             now: 0,
             stopped: false,
             grace_fired: false,
@@ -214,11 +234,19 @@ impl Scheduler {
                 self.policy.seed,
                 self.policy.warmup_spread,
             );
+            let boundary = self.warmup.profiling_start();
+            if self.policy.accelerates() {
+                self.cache_warmup =
+                    CacheWarmup::plan(&self.policy, self.lanes.all(), &self.trees, boundary);
+            }
             // Pushed before the lanes' timers: at equal times it fires first.
-            self.timers
-                .push(self.warmup.profiling_start(), Timer::Profiling);
+            self.timers.push(boundary, Timer::Profiling);
             for lane in 0..count {
                 self.timers.push(0, Timer::Lane(lane));
+            }
+            if let Some(d) = self.policy.cache_warmup_duration.filter(|&d| d > 0) {
+                self.timers
+                    .push(boundary.saturating_add(d), Timer::CacheWarmupEnd);
             }
             return;
         }
@@ -276,7 +304,16 @@ impl Scheduler {
                 Timer::Turn(slot) => self.become_eligible(slot, due, now),
                 Timer::Play(play) => self.start_play(play, due, now),
                 Timer::Lane(lane) => self.start_next_in_lane(lane, due, now),
+                Timer::Profiling if self.cache_warmup.holds() => {
+                    self.cache_warmup.reach();
+                    self.start_profiling_if_ready(due, now);
+                }
                 Timer::Profiling => self.warmup.profiling_fired(due),
+                Timer::CacheWarmupEnd => {
+                    let total = self.slots.all().len() as u32;
+                    self.cache_warmup.close(self.slots.block_mut(0, total));
+                    self.start_profiling_if_ready(due, now);
+                }
             }
         }
         if let Some(deadline) = deadline {
@@ -351,6 +388,10 @@ impl Scheduler {
             self.end_trajectory(index, now);
         }
         self.release_end(index, at, outcome);
+        if self.slots[index].warmup && self.cache_warmup.holds() {
+            self.cache_warmup.returned(1);
+            self.start_profiling_if_ready(at, now);
+        }
         self.turn_finished(play, now);
         self.check_tree_idle(play, now);
         self.note_idle(now);
@@ -429,11 +470,12 @@ impl Scheduler {
 
     /// All edges of `slot` resolved: wait for the due time or go now.
     fn schedule(&mut self, slot: u32, now: Nanos) {
-        let key = self.slots[slot].due_key;
+        let key = self.cache_warmup.due_key(&self.slots[slot]);
         let due = self.idle.due(key);
         if due <= now {
             self.become_eligible(slot, due, now);
         } else {
+            self.slots[slot].due_key = key;
             self.slots[slot].state = TurnState::Timer;
             self.timers.push(key, Timer::Turn(slot));
         }
@@ -494,18 +536,20 @@ impl Scheduler {
     }
 
     /// The request went on the wire at `at`: its `Start` edges resolve (a
-    /// warmup has none of its own).
+    /// boundary warmup has none of its own; an accelerated one has).
     fn sent(&mut self, index: u32, at: Nanos) {
         self.slots.mark_sent(index, at, self.idle.shift());
-        if !self.slots[index].warmup {
+        let s = self.slots[index];
+        if !s.warmup || s.accelerated {
             self.resolve_out_edges(index, Anchor::Start, at);
         }
     }
 
-    /// The request ended at `at`: its `End` edges resolve; a warmup
-    /// releases only its agent's next turn (and may abort the run).
+    /// The request ended at `at`: its `End` edges resolve; a boundary
+    /// warmup releases only its agent's next turn (and may abort the run).
     fn release_end(&mut self, index: u32, at: Nanos, outcome: Outcome) {
-        if !self.slots[index].warmup {
+        let s = self.slots[index];
+        if !s.warmup || s.accelerated {
             self.resolve_out_edges(index, Anchor::End, at);
         } else if let Some(next) = self.warmup.ended(index, outcome) {
             self.resolve_one(next, at);
@@ -574,6 +618,8 @@ impl Scheduler {
         self.admission
             .retain(|&q| slots[q].state == TurnState::Queued);
         self.stats.skipped += skipped.len() as u64;
+        let warmups = skipped.iter().filter(|&&i| slots[i].accelerated).count();
+        self.cache_warmup.returned(warmups as u64);
         for &index in &skipped {
             self.resolve_out_edges(index, Anchor::Start, now);
             self.resolve_out_edges(index, Anchor::End, now);
@@ -648,8 +694,9 @@ impl Scheduler {
 
     /// After every event: the system is idle when nothing is in flight and
     /// nothing waits for the cap (and the run is not stopped).
+    /// The global idle cap is off during the accelerated cache warmup.
     fn note_idle(&mut self, now: Nanos) {
-        if self.stopped || !self.admission.is_idle() {
+        if self.stopped || !self.admission.is_idle() || self.cache_warmup.holds() {
             self.idle.busy();
             return;
         }
@@ -727,6 +774,10 @@ impl Scheduler {
         if self.stopped {
             return;
         }
+        if self.cache_warmup.holds() && self.lanes.all()[lane as usize].plays > 0 {
+            self.cache_warmup.defer(lane);
+            return;
+        }
         let Some(next) = self.lanes.next(lane, at) else {
             return;
         };
@@ -760,8 +811,37 @@ impl Scheduler {
         );
         self.stats.history += u64::from(entered.history);
         self.plays.skip_history(play, entered.history);
+        if let Some(lane) = p.lane {
+            let turns = self.trees[p.tree as usize].turn_count();
+            self.cache_warmup
+                .enter(lane, p.slot_base, self.slots.block_mut(p.slot_base, turns));
+        }
         for slot in entered.due {
-            self.schedule(slot, now);
+            // The accelerated warmup's gate may hold it.
+            if self.slots[slot].pending_in == 0 {
+                self.schedule(slot, now);
+            }
+        }
+    }
+
+    /// With the accelerated cache warmup: once the boundary instant came
+    /// and every warmup returned, profiling starts at `at`; the gated
+    /// turns and the deferred lanes go on from there, and every idle
+    /// play's watchdog looks again.
+    fn start_profiling_if_ready(&mut self, at: Nanos, now: Nanos) {
+        if !self.cache_warmup.ready() {
+            return;
+        }
+        self.warmup.profiling_fired(at);
+        let hand_off = self.cache_warmup.hand_off();
+        for slot in hand_off.gated {
+            self.resolve_one(slot, at);
+        }
+        for lane in hand_off.lanes {
+            self.start_next_in_lane(lane, at, now);
+        }
+        for play in 0..self.plays.len() {
+            self.check_tree_idle(play, now);
         }
     }
 }

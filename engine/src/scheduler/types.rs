@@ -132,6 +132,10 @@ pub struct Slot {
     pub shift_at_end: Nanos,
     /// Sent as a warmup (one output token, full prefix), not measured.
     pub warmup: bool,
+    /// A warmup of the accelerated cache warmup: sent with no gap once its
+    /// edges resolve (not before every lane reached `t*`), one output
+    /// token, and its own edges released like a measured turn's.
+    pub accelerated: bool,
 }
 
 impl Slot {
@@ -152,6 +156,7 @@ impl Slot {
             shift_at_sent: 0,
             shift_at_end: 0,
             warmup: false,
+            accelerated: false,
         }
     }
 }
@@ -264,7 +269,13 @@ pub(super) enum Timer {
     Lane(u32),
     /// Every lane reaches its `t*`: measurement (and the duration) starts.
     /// A timer like the others, so idle shifts move it with the turns.
+    /// With the accelerated cache warmup: the boundary instant, after
+    /// which accelerated turns go and once every warmup returned,
+    /// profiling starts.
     Profiling,
+    /// `--cache-warmup-duration` is up: no accelerated turn is released
+    /// after it.
+    CacheWarmupEnd,
 }
 
 /// Counters a plan or run reports.

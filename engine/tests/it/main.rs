@@ -2,4 +2,5 @@
 //! recordings, read through the public loader (engine modules outside
 //! `load` may not import it; these tests may).
 
+mod cache_warmup;
 mod start;
