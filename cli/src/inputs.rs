@@ -137,6 +137,8 @@ pub fn policy(args: &PolicyArgs, agentx: &ScenarioArgs) -> Result<Policy, Failur
         start_window: agentx.start_window,
         tree_idle_cap: args.tree_idle_cap,
         warmup_spread: agentx.warmup_spread,
+        warmup_requests_per_lane: agentx.warmup_requests_per_lane,
+        cache_warmup_duration: agentx.cache_warmup_duration,
     };
     policy.validate().map_err(policy_failure)?;
     Ok(policy)
@@ -159,6 +161,15 @@ fn policy_failure(error: PolicyError) -> Failure {
             "--start-window: needs --sessions N (it places each lane's first tree)"
         }
         PolicyConflict::LoopWithoutDuration => "--loop: needs --duration S, or the run never ends",
+        PolicyConflict::CacheWarmupCountAndDuration => {
+            "--warmup-requests-per-lane and --cache-warmup-duration: give one (a count or a \
+             duration bounds the accelerated cache warmup, not both)"
+        }
+        PolicyConflict::CacheWarmupWithoutStartWindow => {
+            "--warmup-requests-per-lane/--cache-warmup-duration: needs --start-window MIN:MAX \
+             (the accelerated cache warmup continues each lane from its t*; --scenario \
+             agentx-mvp sets one)"
+        }
     })
 }
 

@@ -163,6 +163,18 @@ pub struct PolicySummary {
     pub duration_s: Option<f64>,
     pub grace_s: f64,
     pub overlap_tolerance_s: f64,
+    /// `--warmup-requests-per-lane K` (the accelerated cache warmup by
+    /// count); absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup_requests_per_lane: u32,
+    /// `--cache-warmup-duration` (the accelerated cache warmup by time);
+    /// absent when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_warmup_duration_s: Option<f64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl PolicySummary {
@@ -185,6 +197,8 @@ impl PolicySummary {
             duration_s: policy.duration.map(nanos_to_secs),
             grace_s: nanos_to_secs(policy.grace),
             overlap_tolerance_s: nanos_to_secs(overlap_tolerance),
+            warmup_requests_per_lane: policy.warmup_requests_per_lane,
+            cache_warmup_duration_s: policy.cache_warmup_duration.map(nanos_to_secs),
         }
     }
 }

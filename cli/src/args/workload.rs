@@ -162,6 +162,20 @@ pub struct ScenarioArgs {
     /// Warmups go out at their recorded lead before t*, capped at this.
     #[arg(long, value_name = "DURATION", default_value = "10", value_parser = values::duration, help_heading = AGENTX)]
     pub warmup_spread: Nanos,
+
+    /// With --start-window: after the boundary warmups, send each lane's
+    /// next K requests from t* (children count, joins wait for their
+    /// children) as warmups with no gaps and one output token; profiling
+    /// starts when every warmup returned (the accelerated cache warmup;
+    /// InferenceX uses 10). 0: none.
+    #[arg(long, value_name = "K", default_value_t = 0, help_heading = AGENTX)]
+    pub warmup_requests_per_lane: u32,
+
+    /// With --start-window: the accelerated cache warmup bounded by time
+    /// instead of a count (AIPerf 0.13's form): no warmup request is
+    /// released after this long. Not with --warmup-requests-per-lane.
+    #[arg(long, visible_alias = "agentic-cache-warmup-duration", value_name = "DURATION", value_parser = values::duration, help_heading = AGENTX)]
+    pub cache_warmup_duration: Option<Nanos>,
 }
 
 /// Fitting prompts to the server (docs/run.md, "Fitting a workload to a

@@ -97,9 +97,13 @@ impl RunStart {
         planned: Planned,
         config: RunConfig,
     ) -> RunStart {
+        // With the accelerated cache warmup the profiling start is known
+        // only once every warmup returned: the window starts at the first
+        // measured request.
         let window_start_ns = scheduler
             .policy()
             .start_window
+            .filter(|_| !scheduler.policy().accelerates())
             .map(|_| scheduler.profiling_start());
         RunStart {
             schema_version: RUN_SCHEMA.to_string(),

@@ -57,10 +57,12 @@ pub(super) struct HandOff {
 impl CacheWarmup {
     /// Plans the accelerated turns of every lane's first play (lanes with
     /// a `t*`): the first `warmup_requests_per_lane` live turns, or every
-    /// live turn for the duration form. `from` is the boundary instant.
+    /// live turn for the duration form, whose count is not known
+    /// beforehand). The count form adds its requests to each lane's
+    /// planned `warmups`. `from` is the boundary instant.
     pub(super) fn plan(
         policy: &Policy,
-        lanes: &[Lane],
+        lanes: &mut [Lane],
         trees: &[CompiledTree],
         from: Nanos,
     ) -> Self {
@@ -70,7 +72,7 @@ impl CacheWarmup {
         };
         let mut outstanding = 0u64;
         let plans = lanes
-            .iter()
+            .iter_mut()
             .map(|lane| {
                 let t_star = lane.t_star?;
                 let &(tree, _) = lane.share.first()?;
@@ -79,6 +81,9 @@ impl CacheWarmup {
                 let set = accelerated(tree, &mid, count);
                 let chosen = set.iter().filter(|&&a| a).count();
                 outstanding += (mid.warm.len() + chosen) as u64;
+                if policy.warmup_requests_per_lane > 0 {
+                    lane.warmups += chosen as u32;
+                }
                 Some(set)
             })
             .collect();
@@ -123,12 +128,13 @@ impl CacheWarmup {
         }
     }
 
-    /// The heap key `slot` is due at once its edges resolved: the boundary
-    /// instant for an accelerated turn (no gaps), its own otherwise.
+    /// The heap key `slot` is due at once its edges resolved at `now_key`:
+    /// an accelerated turn at once (no gaps), not before the boundary
+    /// instant; any other turn at its own.
     #[inline]
-    pub(super) fn due_key(&self, slot: &Slot) -> Nanos {
+    pub(super) fn due_key(&self, slot: &Slot, now_key: Nanos) -> Nanos {
         if slot.accelerated {
-            self.from
+            self.from.max(now_key)
         } else {
             slot.due_key
         }
@@ -217,7 +223,9 @@ mod tests {
         slots[0].state = TurnState::History;
         c.enter(0, 10, &mut slots);
         assert!(slots[1].warmup && slots[1].accelerated);
-        assert_eq!(c.due_key(&slots[1]), 50);
+        assert_eq!(c.due_key(&slots[1], 20), 50);
+        assert_eq!(c.due_key(&slots[1], 60), 60);
+        assert_eq!(c.due_key(&slots[2], 60), slots[2].due_key);
         assert_eq!(slots[2].pending_in, 2);
         assert_eq!(slots[0].pending_in, 0, "history is not gated");
         assert!(!c.ready(), "the boundary has not come");

@@ -237,7 +237,7 @@ impl Scheduler {
             let boundary = self.warmup.profiling_start();
             if self.policy.accelerates() {
                 self.cache_warmup =
-                    CacheWarmup::plan(&self.policy, self.lanes.all(), &self.trees, boundary);
+                    CacheWarmup::plan(&self.policy, self.lanes.all_mut(), &self.trees, boundary);
             }
             // Pushed before the lanes' timers: at equal times it fires first.
             self.timers.push(boundary, Timer::Profiling);
@@ -470,7 +470,9 @@ impl Scheduler {
 
     /// All edges of `slot` resolved: wait for the due time or go now.
     fn schedule(&mut self, slot: u32, now: Nanos) {
-        let key = self.cache_warmup.due_key(&self.slots[slot]);
+        let key = self
+            .cache_warmup
+            .due_key(&self.slots[slot], self.idle.key(now));
         let due = self.idle.due(key);
         if due <= now {
             self.become_eligible(slot, due, now);

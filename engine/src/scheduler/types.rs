@@ -224,7 +224,9 @@ pub struct Lane {
     pub(super) last_wrap: Option<Nanos>,
     /// With a start window: where the lane enters its first tree.
     pub t_star: Option<Nanos>,
-    /// Warmup requests of the lane's first play.
+    /// Warmup requests of the lane's first play, as planned: one per
+    /// agent alive at `t*`, plus the accelerated cache warmup's count
+    /// form (the duration form's number is known only once it ran).
     pub warmups: u32,
     /// With `--loop`: the lane went a whole cycle of its share without time
     /// advancing (every turn took no time) and was stopped, since it would
