@@ -374,3 +374,121 @@ fn context_overflows_above_one_percent_invalidate_the_run() {
     );
     assert!(s["errors"]["context_overflow"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn the_accelerated_warmup_sends_k_one_token_warmups_per_lane_and_measures_none() {
+    let dir = scratch("agentx-cache-warmup");
+    let out_dir = dir.join("out");
+    let fixtures = fixtures();
+    let mut args = AGENTX_SHORT.to_vec();
+    args.extend(["--warmup-requests-per-lane", "2", fixtures.as_str()]);
+    run_into(&out_dir, &args);
+    let s = read_json(&out_dir.join("summary.json"));
+    assert_eq!(s["config"]["policy"]["warmup_requests_per_lane"], 2);
+    let run = read_json(&out_dir.join("run.json"));
+    assert_eq!(run["config"]["policy"]["warmup_requests_per_lane"], 2);
+    let records = jsonl(&out_dir.join("records.jsonl"));
+    let lanes = s["lanes"].as_array().unwrap();
+    let boundary: Vec<u64> = run["warmups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|lane| {
+            lane["turns"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|t| t.as_array().unwrap().len() as u64)
+                .sum()
+        })
+        .collect();
+    for (lane, planned) in lanes.iter().enumerate() {
+        let warm: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["lane"] == lane as u64 && r["warmup"] == true)
+            .collect();
+        // The boundary warmups, then K more (or as many live turns as
+        // the lane's first tree has left after t*).
+        assert_eq!(warm.len() as u64, planned["warmups"].as_u64().unwrap());
+        let accelerated = warm.len() as u64 - boundary[lane];
+        assert!(accelerated <= 2 && accelerated >= 1, "lane {lane}: {accelerated}");
+        // Asked for one token (max_tokens 1; the recipe's ignore_eos has
+        // the emulator send exactly that).
+        for r in &warm {
+            assert_eq!(r["output_tokens"], 1, "{r}");
+        }
+    }
+    assert!(
+        lanes.iter().zip(&boundary).any(|(l, b)| l["warmups"].as_u64().unwrap() == b + 2),
+        "some lane sent all K"
+    );
+    // Profiling starts once every warmup returned; nothing measured
+    // before it, and no warmup in any metric.
+    let start = s["profiling_start_s"].as_f64().unwrap();
+    for r in &records {
+        let done = r["done_s"].as_f64().unwrap_or(0.0);
+        if r["warmup"] == true {
+            assert!(done <= start + 1e-9, "{r}");
+        } else {
+            assert!(r["dispatched_s"].as_f64().unwrap() >= start - 1e-9, "{r}");
+        }
+    }
+    let warmups = s["counts"]["warmups"].as_u64().unwrap();
+    let marked = records.iter().filter(|r| r["warmup"] == true).count() as u64;
+    assert_eq!(warmups, marked);
+    let ok = s["counts"]["ok"].as_u64().unwrap();
+    assert_eq!(s["latency"]["ttft"]["count"].as_u64().unwrap(), ok);
+    assert_eq!(s["throughput"]["requests"].as_u64().unwrap(), ok);
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r["warmup"] == false && r["status"] == "ok")
+            .count() as u64,
+        ok
+    );
+}
+
+#[test]
+fn the_accelerated_warmup_takes_a_count_or_a_duration_and_needs_a_start_window() {
+    let fixtures = fixtures();
+    let both = arbor(&[
+        "plan",
+        "--sessions",
+        "2",
+        "--start-window",
+        "0.25:0.75",
+        "--warmup-requests-per-lane",
+        "3",
+        "--agentic-cache-warmup-duration",
+        "30",
+        fixtures.as_str(),
+    ]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(
+        stderr(&both).contains("--warmup-requests-per-lane and --cache-warmup-duration"),
+        "{}",
+        stderr(&both)
+    );
+    let no_window = arbor(&[
+        "plan",
+        "--sessions",
+        "2",
+        "--cache-warmup-duration",
+        "30",
+        fixtures.as_str(),
+    ]);
+    assert_eq!(no_window.status.code(), Some(2));
+    assert!(
+        stderr(&no_window).contains("needs --start-window"),
+        "{}",
+        stderr(&no_window)
+    );
+    // The recipe keeps AIPerf 0.13's default (none) and takes either.
+    let v = plan_json(&[]);
+    assert!(v["policy"].get("warmup_requests_per_lane").is_none());
+    let k = plan_json(&["--warmup-requests-per-lane", "10"]);
+    assert_eq!(k["policy"]["warmup_requests_per_lane"], 10);
+    let d = plan_json(&["--cache-warmup-duration", "60"]);
+    assert_eq!(d["policy"]["cache_warmup_duration_s"], 60.0);
+    assert!(k["warmups"].as_u64().unwrap() > v["warmups"].as_u64().unwrap());
+}
