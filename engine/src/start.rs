@@ -114,8 +114,15 @@ pub fn accelerated(tree: &CompiledTree, mid: &MidStart, count: u32) -> Vec<bool>
     let n = tree.turn_count() as usize;
     let mut chosen = vec![false; n];
     let mut waiting = vec![0u32; n];
+    // Only edges between live turns order them (a history turn is never
+    // sent, whatever points at it).
+    let live_out = |t: u32| {
+        tree.out(t)
+            .iter()
+            .filter(|e| !mid.history[e.to as usize])
+    };
     for t in (0..n).filter(|&t| !mid.history[t]) {
-        for e in tree.out(t as u32) {
+        for e in live_out(t as u32) {
             waiting[e.to as usize] += 1;
         }
     }
@@ -130,7 +137,7 @@ pub fn accelerated(tree: &CompiledTree, mid: &MidStart, count: u32) -> Vec<bool>
         };
         chosen[t as usize] = true;
         taken += 1;
-        for e in tree.out(t) {
+        for e in live_out(t) {
             let to = e.to as usize;
             waiting[to] -= 1;
             if waiting[to] == 0 {

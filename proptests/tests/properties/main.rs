@@ -6,6 +6,7 @@
 
 mod api;
 mod breakdown;
+mod cache_warmup;
 mod determinism;
 mod fit;
 mod identity;
