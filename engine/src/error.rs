@@ -85,7 +85,9 @@ pub enum PolicyConflict {
     LoopWithoutDuration,
     #[error("the accelerated cache warmup is bounded by a count or by a duration, not both")]
     CacheWarmupCountAndDuration,
-    #[error("the accelerated cache warmup needs a start window (it continues each lane from its t*)")]
+    #[error(
+        "the accelerated cache warmup needs a start window (it continues each lane from its t*)"
+    )]
     CacheWarmupWithoutStartWindow,
 }
 

@@ -116,11 +116,7 @@ pub fn accelerated(tree: &CompiledTree, mid: &MidStart, count: u32) -> Vec<bool>
     let mut waiting = vec![0u32; n];
     // Only edges between live turns order them (a history turn is never
     // sent, whatever points at it).
-    let live_out = |t: u32| {
-        tree.out(t)
-            .iter()
-            .filter(|e| !mid.history[e.to as usize])
-    };
+    let live_out = |t: u32| tree.out(t).iter().filter(|e| !mid.history[e.to as usize]);
     for t in (0..n).filter(|&t| !mid.history[t]) {
         for e in live_out(t as u32) {
             waiting[e.to as usize] += 1;

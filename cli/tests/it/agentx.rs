@@ -411,7 +411,7 @@ fn the_accelerated_warmup_sends_k_one_token_warmups_per_lane_and_measures_none()
         // the lane's first tree has left after t*).
         assert_eq!(warm.len() as u64, planned["warmups"].as_u64().unwrap());
         let accelerated = warm.len() as u64 - boundary[lane];
-        assert!(accelerated <= 2 && accelerated >= 1, "lane {lane}: {accelerated}");
+        assert!((1..=2).contains(&accelerated), "lane {lane}: {accelerated}");
         // Asked for one token (max_tokens 1; the recipe's ignore_eos has
         // the emulator send exactly that).
         for r in &warm {
@@ -419,7 +419,10 @@ fn the_accelerated_warmup_sends_k_one_token_warmups_per_lane_and_measures_none()
         }
     }
     assert!(
-        lanes.iter().zip(&boundary).any(|(l, b)| l["warmups"].as_u64().unwrap() == b + 2),
+        lanes
+            .iter()
+            .zip(&boundary)
+            .any(|(l, b)| l["warmups"].as_u64().unwrap() == b + 2),
         "some lane sent all K"
     );
     // Profiling starts once every warmup returned; nothing measured

@@ -270,10 +270,7 @@ fn a_first_play_ended_by_the_warmup_starts_the_next_at_the_hand_off() {
     // Lane 0 holds two copies; K covers its first play's whole rest.
     let mut p = policy(1, 500_000, 10);
     p.copies = 2;
-    let s = drive(
-        scheduler(&chain(20), p),
-        |_: &Scheduler, _: RequestId| S,
-    );
+    let s = drive(scheduler(&chain(20), p), |_: &Scheduler, _: RequestId| S);
     let second = s.plays().iter().find(|p| p.lane_play == 1).unwrap();
     assert_eq!(second.started, Some(s.profiling_start()));
 }
@@ -340,7 +337,11 @@ fn on_a_recorded_trace_each_lane_warms_k_and_profiling_follows_them_all() {
                     && !(slot.warmup && !slot.accelerated)
             })
             .count();
-        assert_eq!(accelerated_turns(&s, lane).len(), live.min(10), "lane {lane}");
+        assert_eq!(
+            accelerated_turns(&s, lane).len(),
+            live.min(10),
+            "lane {lane}"
+        );
         assert!(live > 0);
     }
     assert!((0..3).any(|lane| accelerated_turns(&s, lane).len() == 10));

@@ -15,7 +15,13 @@ type Key = (u32, u32, u32, u32, u32);
 
 fn key(s: &Scheduler, slot: &arbor_engine::scheduler::Slot) -> Key {
     let p = s.plays()[slot.play as usize];
-    (p.lane.unwrap_or(u32::MAX), p.lane_play, p.tree, p.copy, slot.turn)
+    (
+        p.lane.unwrap_or(u32::MAX),
+        p.lane_play,
+        p.tree,
+        p.copy,
+        slot.turn,
+    )
 }
 
 /// The measured requests: sent, not warmups.
