@@ -1,6 +1,7 @@
 // arbor report: draws the page from the JSON blob in #arbor-data.
 // Sections: configuration, summary, deltas (several runs), CDFs, time
-// series, swim lanes. A source is a run directory (source "run") or a plan
+// series, swim lanes; a --repeat directory's page has the aggregate's
+// spread (validity stamp, means, intervals, each run's value) on top. A source is a run directory (source "run") or a plan
 // on the virtual clock (source "plan", `arbor plan --report`): a plan has
 // the load (in flight, tokens), lanes and swim lanes, and no measured
 // distributions, errors or cache hits; what it lacks is left out. When everything has rendered non-empty the page sets
@@ -97,6 +98,110 @@
       runs[0].path + " · arbor " + data.arbor_version :
     runs.length + " run" + (runs.length === 1 ? "" : "s") +
       ": " + runs.map(function (r) { return r.path; }).join(", ") + " · arbor " + data.arbor_version }));
+
+  // ---- spread (a --repeat directory) -------------------------------------
+  // The aggregate's validity stamp, then per headline metric the mean, its
+  // 95 % t-interval and each run's value (a dot in the run's colour), on
+  // an axis of its own per row.
+  var spread = data.spread;
+  var spreadRows = [];   // {name, dots} drawn
+  var SVG_NS = "http://www.w3.org/2000/svg";
+  function svgEl(tag, attrs, children) {
+    var e = document.createElementNS(SVG_NS, tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    (children || []).forEach(function (c) { e.appendChild(c); });
+    return e;
+  }
+  // [scale, shown unit, digits] of an aggregate unit.
+  function spreadUnit(unit) {
+    if (unit === "s") return [1000, "ms", 2];
+    if (unit === "ratio") return [100, "%", 1];
+    return [1, unit, 2];
+  }
+  // A value's distance from the mean, as a fraction of the mean (0 when
+  // the mean is 0).
+  function relative(m, v) { return m.mean === 0 ? 0 : (v - m.mean) / Math.abs(m.mean); }
+  // How far a metric's interval and runs reach from its mean, relatively.
+  function reach(m) {
+    var vs = [m.min, m.max];
+    if (m.ci95_low != null) vs.push(m.ci95_low, m.ci95_high);
+    return Math.max.apply(null, vs.map(function (v) { return Math.abs(relative(m, v)); }));
+  }
+  // Every row on one axis: the mean at the centre, ±R of the mean at the
+  // edges, on a square-root scale so a 1 % spread shows beside a 50 % one
+  // (faint ticks at ±1 % and ±10 %; a value beyond R sits at the edge,
+  // hollow).
+  function whisker(m, scale, width, R) {
+    var H = 22, PAD = 8, half = width / 2 - PAD;
+    function at(r) { var f = Math.min(1, Math.abs(r) / R); return width / 2 + (r < 0 ? -1 : 1) * Math.sqrt(f) * half; }
+    function X(v) { return at(relative(m, v)); }
+    function beyond(v) { return Math.abs(relative(m, v)) > R; }
+    var kids = [svgEl("line", { x1: PAD, x2: width - PAD, y1: H / 2, y2: H / 2, stroke: "#d9dee7" })];
+    [0.01, 0.1].filter(function (r) { return r < R; }).forEach(function (r) {
+      [-r, r].forEach(function (q) { kids.push(svgEl("line", { x1: at(q), x2: at(q), y1: 4, y2: H - 4, stroke: "#d9dee7" })); });
+    });
+    if (m.ci95_low != null && m.ci95_high != null) {
+      var a = X(m.ci95_low), b = X(m.ci95_high);
+      kids.push(svgEl("rect", { x: a, y: H / 2 - 4, width: Math.max(1, b - a), height: 8, fill: "#c7d2fe", stroke: "#6366f1", "stroke-width": 1 },
+        [svgEl("title", {}, [document.createTextNode("95 % interval " + num(m.ci95_low * scale, 3) + " – " + num(m.ci95_high * scale, 3))])]));
+    }
+    kids.push(svgEl("line", { x1: X(m.mean), x2: X(m.mean), y1: 2, y2: H - 2, stroke: "#1d2330", "stroke-width": 2 },
+      [svgEl("title", {}, [document.createTextNode("mean " + num(m.mean * scale, 3))])]));
+    var dots = 0;
+    m.points.forEach(function (p) {
+      var run = runs[p[0]], out = beyond(p[1]);
+      kids.push(svgEl("circle", { cx: X(p[1]), cy: H / 2, r: 4, fill: out ? "#ffffff" : color(p[0]), stroke: out ? color(p[0]) : "#ffffff",
+        "stroke-width": out ? 2 : 1, "fill-opacity": 0.9 },
+        [svgEl("title", {}, [document.createTextNode((run ? run.name : "run") + ": " + num(p[1] * scale, 3))])]));
+      dots++;
+    });
+    return { svg: svgEl("svg", { width: width, height: H, viewBox: "0 0 " + width + " " + H, class: "whisker" }, kids), dots: dots };
+  }
+  if (spread) {
+    var planned = spread.runs_planned == null ? "?" : String(spread.runs_planned);
+    app.appendChild(el("h2", { text: "Spread: " + spread.runs_complete + " of " + planned + " runs complete" }));
+    var stamp = spread.submission_valid ?
+      el("div", { class: "stamp valid" }, [(spread.scenario || "aggregate") + ": submission_valid: true"]) :
+      el("div", { class: "stamp invalid" }, [
+        el("div", { text: (spread.scenario || "aggregate") + ": submission_valid: false" }),
+        el("ul", {}, spread.submission_invalid_reasons.map(function (r) { return el("li", { text: r }); }))
+      ]);
+    app.appendChild(stamp);
+    app.appendChild(el("div", { class: "note" }, spread.runs.map(function (r) {
+      return el("span", { class: "legend-item" }, r.page_run == null ?
+        [el("span", { class: "swatch", style: "background:#ffffff;border:1px solid #9aa5b1" }), r.dir + " (" + r.state + ")"] :
+        [swatch(r.page_run), r.dir + " (" + r.state + ")"]);
+    })));
+    app.appendChild(el("div", { class: "note", text: "Per headline metric of aggregate.json, over the complete runs: the mean (black tick), its " +
+      Math.round(spread.confidence * 100) + " % Student-t interval (band) and each run's value (a dot in the run's colour; hover for the numbers). " +
+      "Every row is drawn relative to its own mean on one axis (square-root scale; faint ticks at ±1 % and ±10 % of the mean), so wide bands are the noisy metrics; " +
+      "a value beyond the axis sits at its edge, hollow. One run has no interval." }));
+    var wide = 360;
+    // The axis: the widest reach among the rows, from 1 % to 100 % of the
+    // mean (a reach beyond is drawn at the edge).
+    var R = Math.min(1, Math.max(0.01, Math.max.apply(null, spread.metrics.map(reach).concat([0]))));
+    var t = table(["metric", "n", "mean", Math.round(spread.confidence * 100) + " % interval", "± % of mean", "sd", "min – max",
+      "runs: mean ± " + num(R * 100, R < 0.1 ? 1 : 0) + " % (√ scale)"], []);
+    spread.metrics.forEach(function (m) {
+      var u = spreadUnit(m.unit), w = whisker(m, u[0], wide, R);
+      var plusMinus = m.ci95_low == null || m.mean === 0 ? DASH : num(100 * (m.ci95_high - m.mean) / Math.abs(m.mean), 1);
+      var cell = el("td", { class: "k" });
+      cell.appendChild(w.svg);
+      var interval = m.ci95_low == null ? DASH : num(m.ci95_low * u[0], u[2]) + " – " + num(m.ci95_high * u[0], u[2]);
+      t.appendChild(el("tr", {}, [
+        el("td", { class: "k", text: m.name + " (" + u[1] + ")" }),
+        el("td", { text: String(m.n) }),
+        el("td", { text: num(m.mean * u[0], u[2]) }),
+        el("td", { text: interval }),
+        el("td", { text: plusMinus }),
+        el("td", { text: m.std == null ? DASH : num(m.std * u[0], u[2]) }),
+        el("td", { text: num(m.min * u[0], u[2]) + " – " + num(m.max * u[0], u[2]) }),
+        cell
+      ]));
+      spreadRows.push({ name: m.name, dots: w.dots });
+    });
+    app.appendChild(t);
+  }
 
   // ---- configuration ---------------------------------------------------
   function validity(s) {
@@ -692,6 +797,12 @@
 
   // ---- self-check --------------------------------------------------------
   checks.push(function () { return runs.length ? null : "no runs in the data"; });
+  checks.push(function () {
+    if (!spread) return null;
+    if (!spread.metrics.length) return "the spread has no metric";
+    var bare = spreadRows.filter(function (r) { return r.dots === 0; });
+    return bare.length ? "spread drew no run: " + bare.map(function (r) { return r.name; }).join(", ") : null;
+  });
   checks.push(function () {
     var bad = charts.filter(function (c) {
       return !c.plot.root.querySelector("canvas") || !(c.plot.data[0] && c.plot.data[0].length);

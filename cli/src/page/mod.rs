@@ -3,7 +3,9 @@
 //! series, swim lanes; several runs overlaid, with a table of deltas).
 //! `arbor run` writes the same page into its output directory
 //! ([`write_for_run`]), and `arbor plan --report FILE` writes it for a
-//! plan ([`write_for_plan`]).
+//! plan ([`write_for_plan`]). The directory of `arbor run --repeat N`
+//! gets the multi-run page ([`write_for_repeat`], and `arbor report OUT`):
+//! its runs overlaid and, on top, the aggregate's spread.
 //!
 //! Modules: [`data`] (what one source gives the page), [`record`] (a line
 //! of `records.jsonl`), [`cdf`], [`series`] and [`lanes`] (what is drawn,
@@ -11,7 +13,8 @@
 //! three), [`plan_turns`] (the turns a finished plan sent), [`plan`] (a
 //! finished plan as the same data), [`planned`] (the
 //! plan's in-flight series a run keeps in `planned.json`), [`server`]
-//! (the server's scraped gauges, from `metrics.jsonl`), [`html`] (the
+//! (the server's scraped gauges, from `metrics.jsonl`), [`spread`] (an
+//! aggregate's stamp, means, intervals and run values), [`html`] (the
 //! page). Reads only the files a run wrote, or a finished scheduler;
 //! never touches `run`'s types, so a run directory from any arbor version
 //! with the same record fields reads the same.
@@ -27,6 +30,7 @@ mod record;
 mod run_dir;
 mod series;
 mod server;
+mod spread;
 
 use std::path::{Path, PathBuf};
 
@@ -34,11 +38,13 @@ use arbor_engine::model::Tree;
 use arbor_engine::scheduler::Scheduler;
 use serde::Serialize;
 
+use crate::aggregate::{self, Aggregate};
 use crate::args::ReportArgs;
 use crate::failure::Failure;
 use crate::report::PlanReport;
 
 use data::RunPage;
+use spread::SpreadPage;
 
 /// The page `arbor run` writes into its output directory.
 pub const REPORT_FILE: &str = "report.html";
@@ -47,6 +53,9 @@ pub const REPORT_FILE: &str = "report.html";
 struct PageData<'a> {
     arbor_version: &'static str,
     runs: &'a [RunPage],
+    /// The multi-run page of a `--repeat` directory only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spread: Option<&'a SpreadPage>,
 }
 
 /// `arbor report`.
@@ -56,6 +65,24 @@ pub fn run(args: &ReportArgs) -> Result<(), Failure> {
         (None, [one]) => one.join(REPORT_FILE),
         (None, _) => PathBuf::from(REPORT_FILE),
     };
+    if let [one] = args.run_dirs.as_slice() {
+        if aggregate::is_repeat_dir(one) {
+            // Re-resolved from the run directories, as `arbor aggregate`
+            // does, without rewriting aggregate.json.
+            let aggregate = aggregate::resolve(one)?;
+            let (bytes, runs) = write_for_repeat(one, &aggregate, &out)?;
+            return crate::stdout::print(|text| {
+                writeln!(
+                    text,
+                    "report in {} (the spread of {}: {runs} run{} drawn, {:.1} MB)",
+                    out.display(),
+                    one.display(),
+                    if runs == 1 { "" } else { "s" },
+                    bytes as f64 / 1e6
+                )
+            });
+        }
+    }
     let bytes = write(&args.run_dirs, &out)?;
     crate::stdout::print(|text| {
         writeln!(
@@ -85,10 +112,43 @@ pub fn write(run_dirs: &[PathBuf], out: &Path) -> Result<u64, Failure> {
         .map(|dir| run_dir::read(dir))
         .collect::<Result<Vec<_>, _>>()?;
     let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
-    let page = render(&format!("arbor report: {}", names.join(", ")), &runs)?;
+    let page = render(&format!("arbor report: {}", names.join(", ")), &runs, None)?;
     std::fs::write(out, &page)
         .map_err(|e| Failure::other(format!("{}: cannot write: {e}", out.display())))?;
     Ok(page.len() as u64)
+}
+
+/// Writes the multi-run page of the `--repeat` directory `dir` to `out`:
+/// the runs of `aggregate` that wrote a summary, overlaid, under the
+/// aggregate's spread. Returns the page's size in bytes and how many runs
+/// it draws; none is a fault (exit 2): there is nothing to draw.
+pub fn write_for_repeat(
+    dir: &Path,
+    aggregate: &Aggregate,
+    out: &Path,
+) -> Result<(u64, usize), Failure> {
+    let dirs: Vec<String> = aggregate
+        .runs
+        .iter()
+        .filter(|r| r.summary.is_some())
+        .map(|r| r.dir.clone())
+        .collect();
+    if dirs.is_empty() {
+        return Err(Failure::input(format!(
+            "{}: no run of the sequence wrote a summary: nothing to draw",
+            dir.display()
+        )));
+    }
+    let runs = dirs
+        .iter()
+        .map(|d| run_dir::read(&dir.join(d)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let spread = SpreadPage::of(aggregate, dir.display().to_string(), &dirs);
+    let title = format!("arbor report: {} ({} runs)", dir.display(), runs.len());
+    let page = render(&title, &runs, Some(&spread))?;
+    std::fs::write(out, &page)
+        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", out.display())))?;
+    Ok((page.len() as u64, runs.len()))
 }
 
 /// Writes the page of a plan (`arbor plan --report FILE`): `scheduler` run
@@ -104,17 +164,18 @@ pub fn write_for_plan(
     let summary = serde_json::to_value(report)
         .map_err(|e| Failure::other(format!("cannot encode the plan: {e}")))?;
     let plan = plan::page(scheduler, recorded, summary, &report.inputs);
-    let page = render(&format!("arbor plan: {}", report.inputs), &[plan])?;
+    let page = render(&format!("arbor plan: {}", report.inputs), &[plan], None)?;
     std::fs::write(out, &page)
         .map_err(|e| Failure::input(format!("--report {}: cannot write: {e}", out.display())))?;
     Ok(page.len() as u64)
 }
 
-/// The page of `runs`, titled `title`.
-fn render(title: &str, runs: &[RunPage]) -> Result<String, Failure> {
+/// The page of `runs` (and a repeat's `spread`), titled `title`.
+fn render(title: &str, runs: &[RunPage], spread: Option<&SpreadPage>) -> Result<String, Failure> {
     let data = serde_json::to_string(&PageData {
         arbor_version: env!("CARGO_PKG_VERSION"),
         runs,
+        spread,
     })
     .map_err(|e| Failure::other(format!("cannot encode the report's data: {e}")))?;
     Ok(html::page(title, &data))

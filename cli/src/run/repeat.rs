@@ -7,7 +7,7 @@
 //! the reasons listed) and the exit code is that run's. Owns the sequence only; each run is [`super::run_once`], the
 //! aggregate is [`aggregate::rebuild`]'s.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::aggregate::{self, RepeatOf, RepeatPlan};
 use crate::args::RunArgs;
@@ -75,22 +75,18 @@ fn global_seed(args: &RunArgs, explicit: &Explicit) -> u64 {
     seed
 }
 
-/// `OUT/report.html`: the runs that wrote a summary, overlaid on one page
-/// (`arbor report`'s, compared with run 1). A page that cannot be written
-/// is a warning: the runs and the aggregate are what count.
+/// `OUT/report.html`: the runs that wrote a summary overlaid on one page
+/// under the aggregate's spread (`arbor report OUT`'s). A page that cannot
+/// be written is a warning: the runs and the aggregate are what count.
 fn overlay_page(aggregate: &aggregate::Aggregate, out: &Path) -> Result<(), Failure> {
-    let dirs: Vec<PathBuf> = aggregate
-        .runs
-        .iter()
-        .filter(|r| r.summary.is_some())
-        .map(|r| out.join(&r.dir))
-        .collect();
-    if dirs.len() < 2 {
+    if aggregate.runs.iter().all(|r| r.summary.is_none()) {
         return Ok(());
     }
     let file = out.join(crate::page::REPORT_FILE);
-    match crate::page::write(&dirs, &file) {
-        Ok(_) => stdout::print(|text| writeln!(text, "runs overlaid in {}", file.display())),
+    match crate::page::write_for_repeat(out, aggregate, &file) {
+        Ok(_) => {
+            stdout::print(|text| writeln!(text, "runs and their spread in {}", file.display()))
+        }
         Err(e) => {
             eprintln!("warning: {}: {}", file.display(), e.message);
             Ok(())
