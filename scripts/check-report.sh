@@ -2,7 +2,7 @@
 # Browser check of `arbor report`: renders report pages in headless
 # Chromium, fails on any console error or empty chart, saves screenshots.
 #
-#   scripts/check-report.sh                  # the demo run, a two-run report, a plan
+#   scripts/check-report.sh                  # the demo run, a two-run report, a plan, a --repeat 2
 #   scripts/check-report.sh PAGE.html...     # pages already written
 #
 # With no argument it builds arbor (debug), runs the demo twice into
@@ -10,7 +10,9 @@
 # emulator, --ttft-ms 20, so the two differ) and checks the demo's own
 # report.html, `arbor report` of both runs, and the page of a plan
 # (`arbor plan --report` of the testdata fixtures under --sessions 2, so
-# it has lanes). Screenshots go beside each page's check files in $OUT:
+# it has lanes), and the multi-run page of `arbor run --repeat 2` (its
+# spread: the validity stamp, means, intervals and each run's value),
+# redrawn by `arbor report OUT` first. Screenshots go beside each page's check files in $OUT:
 # <name>.png (1400x2400, or $WINDOW).
 #
 # The page checks itself: once every chart has rendered with data and the
@@ -129,7 +131,7 @@ fi
 cd "$root"
 timeout 900 cargo build -q -p arbor-cli
 arbor=$root/target/debug/arbor
-rm -rf "$OUT/demo" "$OUT/slower"
+rm -rf "$OUT/demo" "$OUT/slower" "$OUT/repeat"
 timeout 300 "$arbor" run --out "$OUT/demo" --no-progress >"$OUT/demo.txt"
 timeout 300 "$arbor" run --out "$OUT/slower" --no-progress --ttft-ms 20 >"$OUT/slower.txt"
 tail -1 "$OUT/demo.txt" | grep -q "report.html" || {
@@ -139,6 +141,13 @@ tail -1 "$OUT/demo.txt" | grep -q "report.html" || {
 timeout 60 "$arbor" report "$OUT/demo" "$OUT/slower" -o "$OUT/two-runs.html"
 timeout 120 "$arbor" plan testdata/weka-kv-cache-tester --sessions 2 --idle-gap-cap 5 \
   --report "$OUT/plan.html" >"$OUT/plan.txt"
+timeout 300 "$arbor" run --repeat 2 --out "$OUT/repeat" --no-progress >"$OUT/repeat.txt" 2>&1
+timeout 60 "$arbor" report "$OUT/repeat" >>"$OUT/repeat.txt"
+grep -q "the spread of" "$OUT/repeat.txt" || {
+  echo "check-report: arbor report of the --repeat directory did not draw its spread" >&2
+  exit 1
+}
 check "$OUT/demo/report.html" demo
 check "$OUT/two-runs.html" two-runs
 check "$OUT/plan.html" plan
+check "$OUT/repeat/report.html" repeat

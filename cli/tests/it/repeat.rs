@@ -272,3 +272,104 @@ fn export_aiperf_of_a_repeat_2_writes_the_aggregate_and_each_run() {
     assert_eq!(ttft["ci_low"], ttft["mean"]);
     assert!(!again.join("run-2").exists());
 }
+
+/// The JSON blob a page draws from.
+fn page_data(page: &Path) -> Value {
+    let html = std::fs::read_to_string(page).unwrap_or_else(|e| panic!("{}: {e}", page.display()));
+    let open = "<script id=\"arbor-data\" type=\"application/json\">";
+    let start = html.find(open).expect("a data blob") + open.len();
+    let end = start + html[start..].find("</script>").expect("the blob ends");
+    serde_json::from_str(&html[start..end]).expect("the blob is JSON")
+}
+
+#[test]
+fn repeat_page_draws_the_spread_and_report_redraws_it_fail_closed() {
+    let out = scratch("repeat-page").join("out");
+    let args = repeat_args(&out, "2");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = arbor(&args);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert!(stdout(&result).contains("runs and their spread in"));
+    let aggregate = read(&out.join("aggregate.json"));
+    let data = page_data(&out.join("report.html"));
+    let spread = &data["spread"];
+    assert_eq!(spread["submission_valid"], false);
+    assert_eq!(
+        spread["submission_invalid_reasons"],
+        aggregate["submission_invalid_reasons"]
+    );
+    assert_eq!(data["runs"].as_array().unwrap().len(), 2);
+    let runs: Vec<(&str, u64)> = spread["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["state"].as_str().unwrap(),
+                r["page_run"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(runs, [("complete", 0), ("complete", 1)]);
+    // A row per metric of aggregate.json, latencies first; its numbers, and
+    // each run's value placed on the page's run.
+    let metrics = spread["metrics"].as_array().unwrap();
+    assert_eq!(
+        metrics.len(),
+        aggregate["metrics"].as_object().unwrap().len()
+    );
+    assert_eq!(metrics[0]["name"], "ttft_mean");
+    assert_eq!(metrics[metrics.len() - 1]["name"], "cache_hit_ratio");
+    for m in metrics {
+        let name = m["name"].as_str().unwrap();
+        let a = &aggregate["metrics"][name];
+        for field in ["n", "mean", "ci95_low", "ci95_high", "std", "min", "max"] {
+            assert_eq!(m[field], a[field], "{name} {field}");
+        }
+        let values: Vec<&Value> = m["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| &p[1])
+            .collect();
+        let expected: Vec<&Value> = a["values"].as_array().unwrap().iter().collect();
+        assert_eq!(values, expected, "{name}");
+        let placed: Vec<u64> = m["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[0].as_u64().unwrap())
+            .collect();
+        assert_eq!(placed, [0, 1], "{name}");
+    }
+
+    // Run 2 loses its summary: `arbor report OUT` redraws the page from
+    // the aggregate re-resolved fail-closed, one run drawn, no interval,
+    // and aggregate.json is left as it was.
+    let before = std::fs::read(out.join("aggregate.json")).unwrap();
+    std::fs::remove_file(out.join("run-2/summary.json")).unwrap();
+    let result = arbor(&["report", out.to_str().unwrap()]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert!(
+        stdout(&result).contains("1 run drawn"),
+        "{}",
+        stdout(&result)
+    );
+    assert_eq!(std::fs::read(out.join("aggregate.json")).unwrap(), before);
+    let data = page_data(&out.join("report.html"));
+    let spread = &data["spread"];
+    assert_eq!(data["runs"].as_array().unwrap().len(), 1);
+    let reasons: Vec<&str> = spread["submission_invalid_reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(reasons.contains(&"run_failed:2"), "{reasons:?}");
+    assert_eq!(spread["runs"][1]["state"], "failed");
+    assert!(spread["runs"][1]["page_run"].is_null());
+    let ttft = &spread["metrics"][0];
+    assert_eq!(ttft["n"], 1);
+    assert!(ttft["ci95_low"].is_null());
+    assert_eq!(ttft["points"].as_array().unwrap().len(), 1);
+}
