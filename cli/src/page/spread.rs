@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::aggregate::metrics::{LATENCIES, RATES};
 use crate::aggregate::runs::RunState;
+use crate::aggregate::stats::Spread;
 use crate::aggregate::Aggregate;
 
 /// What the page's spread section draws.
@@ -45,13 +46,9 @@ pub struct RunRow {
 pub struct MetricRow {
     pub name: &'static str,
     pub unit: &'static str,
-    pub n: usize,
-    pub mean: f64,
-    pub std: Option<f64>,
-    pub min: f64,
-    pub max: f64,
-    pub ci95_low: Option<f64>,
-    pub ci95_high: Option<f64>,
+    /// As `aggregate.json` has it.
+    #[serde(flatten)]
+    pub spread: Spread,
     /// Each complete run's value: `[page run index, value]`.
     pub points: Vec<(usize, f64)>,
 }
@@ -87,13 +84,7 @@ impl SpreadPage {
                 Some(MetricRow {
                     name: headline.name,
                     unit: headline.unit,
-                    n: spread.n,
-                    mean: spread.mean,
-                    std: spread.std,
-                    min: spread.min,
-                    max: spread.max,
-                    ci95_low: spread.ci95_low,
-                    ci95_high: spread.ci95_high,
+                    spread: spread.clone(),
                     points,
                 })
             })

@@ -184,6 +184,21 @@ fn a_join_outside_the_count_goes_at_the_hand_off_with_its_residual() {
     assert_eq!(join.sent, 25 * S);
 }
 
+/// Two lanes in the chain (0, 10, ..., 60 s) at t* = 15 s, K = 1; lane
+/// 1's accelerated request takes `slow`, every other request 1 s.
+fn two_lanes_one_slow(slow: Nanos) -> Scheduler {
+    let service = move |s: &Scheduler, id: RequestId| {
+        let slot = s.slot(id).unwrap();
+        let lane = s.plays()[slot.play as usize].lane;
+        if lane == Some(1) && slot.accelerated {
+            slow
+        } else {
+            S
+        }
+    };
+    drive(scheduler(&chain(60), policy(2, 250_000, 1)), service)
+}
+
 #[test]
 fn the_hand_off_counts_the_drain_wait_toward_each_delay() {
     // Two lanes in the same chain (0, 10, ..., 60 s) at t* = 15 s
@@ -193,16 +208,7 @@ fn the_hand_off_counts_the_drain_wait_toward_each_delay() {
     // turn 3 was recorded 9 s after turn 2's end, so it waits
     // max(0, 9 - (12 - 6)) = 3 s more: 15 s. Lane 1's turn 3 waits its
     // full 9 s after the hand-off: 21 s.
-    let slow = |s: &Scheduler, id: RequestId| {
-        let slot = s.slot(id).unwrap();
-        let lane = s.plays()[slot.play as usize].lane;
-        if lane == Some(1) && slot.accelerated {
-            7 * S
-        } else {
-            S
-        }
-    };
-    let s = drive(scheduler(&chain(60), policy(2, 250_000, 1)), slow);
+    let s = two_lanes_one_slow(7 * S);
     assert_eq!(accelerated_turns(&s, 0), vec![2]);
     assert_eq!(accelerated_turns(&s, 1), vec![2]);
     assert_eq!(s.profiling_start(), 12 * S);
@@ -213,16 +219,7 @@ fn the_hand_off_counts_the_drain_wait_toward_each_delay() {
 
 #[test]
 fn a_drain_wait_longer_than_the_delay_sends_at_the_hand_off() {
-    let slow = |s: &Scheduler, id: RequestId| {
-        let slot = s.slot(id).unwrap();
-        let lane = s.plays()[slot.play as usize].lane;
-        if lane == Some(1) && slot.accelerated {
-            30 * S
-        } else {
-            S
-        }
-    };
-    let s = drive(scheduler(&chain(60), policy(2, 250_000, 1)), slow);
+    let s = two_lanes_one_slow(30 * S);
     assert_eq!(s.profiling_start(), 35 * S);
     assert_eq!(slot_of(&s, 0, 3).sent, 35 * S);
 }
