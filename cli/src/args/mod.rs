@@ -421,6 +421,8 @@ pub struct DoctorArgs {
 pub struct ReportArgs {
     /// Run directories written by `arbor run` (records.jsonl and
     /// summary.json); several are overlaid and compared with the first.
+    /// The directory of `arbor run --repeat N` gives its multi-run page:
+    /// the aggregate's spread over its runs overlaid.
     #[arg(value_name = "RUN_DIR", required = true)]
     pub run_dirs: Vec<PathBuf>,
 
