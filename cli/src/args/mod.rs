@@ -11,6 +11,7 @@
 //! with an explanation when they do not ([`peer`]).
 
 mod access;
+mod capacity;
 pub mod compare;
 mod data;
 mod emulator;
@@ -32,6 +33,7 @@ use serde_json::{Map, Value};
 use heading::{INPUT, LOAD, OUTPUT, SERVER};
 
 pub use access::AccessArgs;
+pub use capacity::CapacityArgs;
 pub use compare::CompareArgs;
 pub use data::{DataArgs, DataCommand};
 pub use emulator::EmulatorArgs;
@@ -85,6 +87,10 @@ pub enum Command {
     Run(RunArgs),
     /// Serve the built-in OpenAI-compatible emulator on 127.0.0.1.
     Emulate(EmulateArgs),
+    /// Find the largest load (--sessions, or --arrival rate:) that meets
+    /// latency SLOs: on the virtual clock (--service), or live (--live,
+    /// --endpoint); a table of every probed load and OUT/capacity.json.
+    Capacity(CapacityArgs),
     /// Probe a server before a run: models, streaming, usage, cached
     /// tokens, whether max_completion_tokens and ignore_eos are honoured;
     /// prints findings and the `arbor run` flags to use.
@@ -123,6 +129,7 @@ impl Command {
         match self {
             Command::Plan(a) => Some(&a.peer),
             Command::Run(a) => Some(&a.peer),
+            Command::Capacity(a) => Some(&a.run.peer),
             Command::Doctor(a) => Some(&a.peer),
             Command::Inspect(_)
             | Command::Convert(_)
