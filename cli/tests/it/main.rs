@@ -2,6 +2,7 @@
 
 mod agentx;
 mod bad_corpus;
+mod capacity;
 mod bad_input;
 mod compare;
 mod data;
