@@ -14,4 +14,4 @@ pub mod server;
 pub mod service;
 
 pub use server::{ModelEvent, ModelRequest, Profile, ServerModel};
-pub use service::{Service, ServerService, ServiceModel, ServiceRequest};
+pub use service::{ServerService, Service, ServiceModel, ServiceRequest};

@@ -137,11 +137,13 @@ impl Profile {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().replace('\n', " "),
         })?;
-        profile.check().map_err(|(key, expected)| ProfileError::Invalid {
-            path: path.to_path_buf(),
-            key,
-            expected,
-        })?;
+        profile
+            .check()
+            .map_err(|(key, expected)| ProfileError::Invalid {
+                path: path.to_path_buf(),
+                key,
+                expected,
+            })?;
         Ok(profile)
     }
 

@@ -137,9 +137,8 @@ fn floor_sum(mut n: u128, mut m: u128, mut a: u128, mut b: u128) -> u128 {
             return sum;
         }
         if a >= m {
-            sum = sum.saturating_add(
-                (n.saturating_mul(n.saturating_sub(1)) / 2).saturating_mul(a / m),
-            );
+            sum = sum
+                .saturating_add((n.saturating_mul(n.saturating_sub(1)) / 2).saturating_mul(a / m));
             a %= m;
         }
         if b >= m {
@@ -174,7 +173,12 @@ mod tests {
 
     #[test]
     fn floor_sum_matches_the_loop() {
-        for (n, m, a, b) in [(0, 7, 3, 1), (10, 7, 3, 1), (100, 1000, 333, 999), (57, 13, 1000, 5)] {
+        for (n, m, a, b) in [
+            (0, 7, 3, 1),
+            (10, 7, 3, 1),
+            (100, 1000, 333, 999),
+            (57, 13, 1000, 5),
+        ] {
             let looped: u128 = (0..n).map(|i| (a * i + b) / m).sum();
             assert_eq!(floor_sum(n, m, a, b), looped, "{n} {m} {a} {b}");
         }
