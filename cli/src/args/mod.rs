@@ -129,7 +129,7 @@ impl Command {
         match self {
             Command::Plan(a) => Some(&a.peer),
             Command::Run(a) => Some(&a.peer),
-            Command::Capacity(a) => Some(&a.run.peer),
+            Command::Capacity(a) => Some(&a.peer),
             Command::Doctor(a) => Some(&a.peer),
             Command::Inspect(_)
             | Command::Convert(_)

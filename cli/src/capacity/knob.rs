@@ -215,7 +215,10 @@ mod tests {
     #[test]
     fn the_knob_comes_from_search_or_the_flag_given() {
         let s = Space::of(Some("sessions:2..64"), None, &policy(&[])).unwrap();
-        assert_eq!((s.knob, s.lo, s.hi, s.start, s.step), (Knob::Sessions, 2, 64, 2, 1));
+        assert_eq!(
+            (s.knob, s.lo, s.hi, s.start, s.step),
+            (Knob::Sessions, 2, 64, 2, 1)
+        );
         let s = Space::of(None, None, &policy(&["--sessions", "8"])).unwrap();
         assert_eq!((s.knob, s.start), (Knob::Sessions, 8));
         let s = Space::of(None, Some("0.5"), &policy(&["--arrival", "rate:2"])).unwrap();
@@ -234,7 +237,12 @@ mod tests {
             (Some("sessions:0..4"), None, &[], "at least 1"),
             (Some("rate:1..x"), None, &[], "the high end `x`"),
             (None, Some("0"), &[], "--step `0`"),
-            (Some("rate"), None, &["--sessions", "4"][..], "drop --sessions"),
+            (
+                Some("rate"),
+                None,
+                &["--sessions", "4"][..],
+                "drop --sessions",
+            ),
         ] {
             let e = Space::of(search, step, &policy(flags)).unwrap_err();
             assert!(e.contains(needle), "{search:?}: {e}");

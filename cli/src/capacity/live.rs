@@ -12,7 +12,7 @@ use std::path::Path;
 use arbor_engine::time::Nanos;
 use serde::Deserialize;
 
-use crate::args::RunArgs;
+use crate::args::CapacityArgs;
 use crate::failure::Failure;
 use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 use crate::run::{self, Rebuild};
@@ -25,17 +25,15 @@ use super::observed::{Gaps, Observed, RequestSeen};
 /// fails, is stopped, or whose client failed requests ends the search
 /// with its error (and exit code).
 pub fn point(
-    base: &RunArgs,
+    args: &CapacityArgs,
     explicit: &Explicit,
     rebuild: Rebuild,
     knob: Knob,
     value: u64,
     dir: &Path,
 ) -> Result<Observed, Failure> {
-    let mut one = base.clone();
+    let mut one = args.run_args(dir.to_path_buf());
     knob.apply(value, &mut one.policy);
-    one.out = Some(dir.to_path_buf());
-    one.repeat = None;
     run::run(&one, explicit, rebuild)?;
     read(dir)
 }

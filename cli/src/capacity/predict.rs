@@ -8,13 +8,16 @@
 //! | `fixed:TTFT:ITL` | TTFT | ITL |
 //! | `throughput:P:D` | isl / P | 1 / D |
 //! | `recorded` | none | none (only `e2e` and `job` bounds mean anything) |
+//! | `server:PROFILE.toml` | the batching model's first token | (done − first token) / (osl − 1) |
 //!
 //! No I/O, no clock: the same flags give the same points on every machine.
 
+use arbor_backends::virtual_clock::{self, Prompts};
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::time::Nanos;
-use arbor_sim::{ServiceModel, ServiceRequest};
+use arbor_engine::Workload;
+use arbor_sim::{ServerModel, ServerService, Service, ServiceModel, ServiceRequest};
 
 use crate::args::{PolicyArgs, ScenarioArgs};
 use crate::failure::Failure;
@@ -27,9 +30,13 @@ use super::served::{self, Served};
 /// What every virtual point shares.
 pub struct Bench {
     pub compiled: CompiledWorkload,
+    /// The trees as loaded (the server model's prompt block keys).
+    pub workload: Workload,
+    /// `--cache-bust`: each play's prompts share no prefix with another's.
+    pub cache_bust: bool,
     pub policy: PolicyArgs,
     pub scenario: ScenarioArgs,
-    pub service: ServiceModel,
+    pub service: Service,
 }
 
 /// One virtual point, planned.
@@ -48,9 +55,8 @@ impl Bench {
         let policy = inputs::policy(&policy, &self.scenario)?;
         let mut scheduler = inputs::scheduler(self.compiled.clone(), policy)?;
         let served = match &self.service {
-            model @ (ServiceModel::Recorded
-            | ServiceModel::Fixed { .. }
-            | ServiceModel::Throughput { .. }) => by_formula(&mut scheduler, model)?,
+            Service::Model(model) => by_formula(&mut scheduler, model)?,
+            Service::Server(server) => self.by_server(&mut scheduler, server)?,
         };
         let complete = complete_plays(&scheduler);
         let observed = served::observe(&served, |play| {
@@ -61,6 +67,53 @@ impl Bench {
             served,
             observed,
         })
+    }
+}
+
+impl Bench {
+    /// The batching server model: its first token and last token per
+    /// request, its prefix-cache hits.
+    fn by_server(
+        &self,
+        scheduler: &mut Scheduler,
+        server: &ServerService,
+    ) -> Result<Vec<Served>, Failure> {
+        let mut model = ServerModel::new(&server.profile);
+        let mut predicted = Vec::new();
+        let prompts = Prompts {
+            workload: &self.workload,
+            cache_bust: self.cache_bust,
+        };
+        virtual_clock::run_server(scheduler, prompts, &mut model, &mut predicted)
+            .map_err(|e| Failure::other(format!("engine (capacity point): {e}")))?;
+        let mut served = Vec::with_capacity(predicted.len());
+        for p in predicted.iter().filter(|p| !p.warmup) {
+            let (Some(slot), Some(play)) =
+                (scheduler.slot(p.id), scheduler.plays().get(p.play as usize))
+            else {
+                continue;
+            };
+            let gaps = u64::from(p.osl.saturating_sub(1));
+            served.push(Served {
+                request: p.id as u64,
+                tree: p.tree,
+                play: p.play,
+                turn: p.turn,
+                copy: play.copy,
+                lane: play.lane,
+                eligible: slot.eligible,
+                dispatched: slot.dispatched,
+                queue_wait: slot.queue_wait,
+                sent: p.sent,
+                first: Some(p.first_token),
+                done: p.done,
+                gap: (gaps > 0).then(|| p.done.saturating_sub(p.first_token) / gaps),
+                isl: p.isl,
+                osl: p.osl,
+                cached: Some(p.cached_tokens),
+            });
+        }
+        Ok(served)
     }
 }
 

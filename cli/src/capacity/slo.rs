@@ -220,7 +220,10 @@ mod tests {
             ("ttfb_p99<=2s", "unknown metric `ttfb`"),
             ("ttft_p100<=2s", "unknown percentile `p100`"),
             ("ttft_p40<=2s", "p50 to p99.9"),
-            ("ttft_p99<2s", "`ttft_p99<2s`: expected METRIC_pNN<=DURATION"),
+            (
+                "ttft_p99<2s",
+                "`ttft_p99<2s`: expected METRIC_pNN<=DURATION",
+            ),
             ("ttft_p99<=2 parsecs", "`ttft_p99<=2 parsecs`"),
             ("ttft_p99<=0", "above 0"),
             ("ttft_p99<=1s,,itl_p50<=1s", "empty clause"),

@@ -44,7 +44,10 @@ fn text(path: &Path) -> &str {
 #[test]
 fn slo_and_search_errors_name_the_clause() {
     for (slo, needle) in [
-        ("ttft_p99<2s", "--slo `ttft_p99<2s`: expected METRIC_pNN<=DURATION"),
+        (
+            "ttft_p99<2s",
+            "--slo `ttft_p99<2s`: expected METRIC_pNN<=DURATION",
+        ),
         ("latency_p99<=2s", "unknown metric `latency`"),
         ("ttft_p100<=2s", "unknown percentile `p100`"),
         ("ttft_p99<=soon", "`ttft_p99<=soon`"),
@@ -120,7 +123,10 @@ fn a_virtual_search_finds_the_knee_by_hand() {
         }
         // Every probe is a directory the report reads.
         let probe = out.join(p["dir"].as_str().unwrap());
-        assert_eq!(read(&probe.join("summary.json"))["latency"]["job_time"]["count"], 12);
+        assert_eq!(
+            read(&probe.join("summary.json"))["latency"]["job_time"]["count"],
+            12
+        );
         assert_eq!(jsonl(&probe.join("records.jsonl")).len(), 36);
     }
     let page = arbor(&[

@@ -2,8 +2,8 @@
 
 mod agentx;
 mod bad_corpus;
-mod capacity;
 mod bad_input;
+mod capacity;
 mod compare;
 mod data;
 mod demo;
