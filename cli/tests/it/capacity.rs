@@ -205,3 +205,109 @@ fn a_live_search_against_the_emulator() {
         assert!(probe.join("records.jsonl").is_file());
     }
 }
+
+/// The live search starts from the virtual prediction (`--service` given):
+/// the emulator's timing and `fixed:50:5` agree, so the live knee is the
+/// predicted one and three probes around it find it.
+#[test]
+fn a_live_search_bisects_around_the_prediction() {
+    let dir = scratch("capacity-predicted");
+    let trees = identical_trees(&dir, 4);
+    let out = dir.join("out");
+    let ran = arbor(&[
+        "capacity",
+        text(&trees),
+        "--live",
+        "--service",
+        "fixed:50:5",
+        "--ttft-ms",
+        "50",
+        "--itl-ms",
+        "5",
+        "--max-inflight",
+        "2",
+        "--arrival",
+        "immediate",
+        "--duration",
+        "20",
+        "--no-progress",
+        "--slo",
+        "job_p99<=340ms",
+        "--search",
+        "sessions:1..8",
+        "-o",
+        text(&out),
+    ]);
+    let console = stdout(&ran);
+    assert!(ran.status.success(), "{}{console}", stderr(&ran));
+    assert!(
+        stderr(&ran).contains("predicted on the virtual clock (fixed:50:5): largest load meeting every SLO: sessions=2"),
+        "{}",
+        stderr(&ran)
+    );
+    let report = read(&out.join("capacity.json"));
+    assert_eq!(report["predicted"]["passing"], 2.0);
+    assert_eq!(report["answer"]["passing"], 2.0);
+    let loads: Vec<f64> = report["probes"]
+        .as_array()
+        .expect("probes")
+        .iter()
+        .map(|p| p["load"].as_f64().unwrap())
+        .collect();
+    assert_eq!(loads, [1.0, 3.0, 2.0]);
+    // The prediction's own probes and capacity.json are kept beside.
+    let predicted = read(&out.join("predicted").join("capacity.json"));
+    assert_eq!(predicted["mode"], "virtual");
+}
+
+/// The batching server model: a knee exists, the search closes on it to
+/// one step, and the probes carry the model's prefix-cache hits.
+#[test]
+fn a_virtual_search_with_the_server_model() {
+    let dir = scratch("capacity-server");
+    let out = dir.join("out");
+    let profile = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiles/example.toml");
+    let service = format!("server:{}", text(&profile));
+    let ran = arbor(&[
+        "capacity",
+        "--synthetic",
+        "trees=40,turns=6,depth=0,isl=200,isl_growth=50,osl=50,hash_ids=true",
+        "--tool-time",
+        "zero",
+        "--think-time-pct",
+        "0",
+        "--copies",
+        "2",
+        "--arrival",
+        "immediate",
+        "--service",
+        &service,
+        "--slo",
+        "ttft_p90<=500ms,itl_p99<=10ms",
+        "--search",
+        "sessions:1..64",
+        "-o",
+        text(&out),
+    ]);
+    let console = stdout(&ran);
+    assert!(ran.status.success(), "{}{console}", stderr(&ran));
+    let report = read(&out.join("capacity.json"));
+    let passing = report["answer"]["passing"]
+        .as_f64()
+        .expect("a passing load");
+    let failing = report["answer"]["failing"]
+        .as_f64()
+        .expect("a failing load");
+    assert_eq!(failing - passing, 1.0, "{report}");
+    assert!(passing > 1.0 && passing < 64.0, "{report}");
+    for p in report["probes"].as_array().expect("probes") {
+        let load = p["load"].as_f64().unwrap();
+        assert_eq!(p["pass"], load <= passing, "{p}");
+    }
+    let records = jsonl(&out.join("probe-1-sessions-1").join("records.jsonl"));
+    let cached: u64 = records
+        .iter()
+        .map(|r| r["cached_tokens"].as_u64().expect("the model's cache hits"))
+        .sum();
+    assert!(cached > 0, "turns of one agent share their prefix");
+}
