@@ -1,0 +1,98 @@
+//! A virtual capacity search's cost: 20 load points (closed loop, 50 to
+//! 1,000 sessions) of a 1,000-tree workload, each planned on the virtual
+//! clock with the batching server model and its TTFTs sorted for a
+//! percentile, as `arbor capacity --service server:PROFILE.toml` does per
+//! probe. Target (issue 15): under 10 s for the 20 points.
+//! `cargo bench -p arbor-benches --bench capacity`
+
+use std::path::Path;
+
+use arbor_backends::virtual_clock::{self, Predicted};
+use arbor_engine::dag::compile;
+use arbor_engine::derive::DeriveOptions;
+use arbor_engine::policy::Policy;
+use arbor_engine::scheduler::Scheduler;
+use arbor_engine::synthetic::SyntheticSpec;
+use arbor_sim::{Profile, ServerModel};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+
+const SPEC: &str = "trees=1000,turns=10,depth=1,spawn=0.1,hash_ids=true,seed=5";
+
+/// A bench profile (not a fitted or roofline one): an engine large enough
+/// to hold hundreds of sequences, so the points span light load to
+/// saturation.
+const PROFILE: &str = r#"
+label = "bench: a made-up large engine for the capacity bench"
+origin = "example"
+
+[engine]
+max_num_batched_tokens = 8192
+max_num_seqs = 256
+block_size = 16
+num_gpu_blocks = 40000
+policy = "vllm"
+
+[step]
+constant_ns = 5000000.0
+per_seq_ns = 20000.0
+per_token_ns = 25000.0
+knee_tokens = 4096
+per_token_above_knee_ns = 5000.0
+per_decode_context_token_ns = 10.0
+per_prefill_attention_ns = 0.05
+
+[overhead]
+arrival_ns = 1000000
+departure_ns = 500000
+"#;
+
+fn bench_capacity(c: &mut Criterion) {
+    let spec: SyntheticSpec = SPEC.parse().expect("bench spec parses");
+    let workload = spec.generate();
+    let compiled = compile(&workload, &Policy::default(), &DeriveOptions::default())
+        .expect("synthetic workloads compile");
+    let profile =
+        Profile::from_toml_str(PROFILE, Path::new("bench.toml")).expect("bench profile parses");
+    let points: Vec<u32> = (1..=20).map(|k| 50 * k).collect();
+    let mut group = c.benchmark_group("capacity");
+    group.sample_size(10);
+    group.bench_function("server_20_points_1000_sessions", |b| {
+        b.iter_batched(
+            || compiled.clone(),
+            |compiled| {
+                let mut p99 = 0;
+                for &sessions in &points {
+                    let policy = Policy {
+                        sessions: Some(sessions),
+                        ..Policy::default()
+                    };
+                    let mut scheduler =
+                        Scheduler::new(compiled.clone(), policy).expect("bench policy is valid");
+                    let mut model = ServerModel::new(&profile);
+                    let mut predicted: Vec<Predicted> = Vec::new();
+                    virtual_clock::run_server(
+                        &mut scheduler,
+                        &workload,
+                        &mut model,
+                        &mut predicted,
+                    )
+                    .expect("engine run");
+                    let mut ttft: Vec<u64> =
+                        predicted.iter().map(|p| p.first_token - p.sent).collect();
+                    ttft.sort_unstable();
+                    p99 = ttft
+                        .get(ttft.len() * 99 / 100)
+                        .copied()
+                        .unwrap_or(0)
+                        .max(p99);
+                }
+                p99
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_capacity);
+criterion_main!(benches);
