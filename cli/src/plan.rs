@@ -40,7 +40,9 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
             inputs::run_virtual(&mut scheduler, model, "engine")?;
             None
         }
-        Service::Server(server) => Some(predict(&mut scheduler, &loaded.workload, &server.profile)?),
+        Service::Server(server) => {
+            Some(predict(&mut scheduler, &loaded.workload, &server.profile)?)
+        }
     };
     let by_request = server.as_ref().map(|s| s.by_request());
 
@@ -93,10 +95,17 @@ fn predict(
         workload.into(),
         &mut model,
         &mut predicted,
-        |at, gauges| samples.push(Sample { at, gauges: *gauges }),
+        |at, gauges| {
+            samples.push(Sample {
+                at,
+                gauges: *gauges,
+            })
+        },
     )
     .map_err(|e| Failure::other(format!("engine: {e}")))?;
-    Ok(ServerPrediction::new(profile, scheduler, &predicted, &samples))
+    Ok(ServerPrediction::new(
+        profile, scheduler, &predicted, &samples,
+    ))
 }
 
 /// Refuses a `--report` path that cannot be a new file before planning

@@ -233,7 +233,9 @@ fn series(samples: &[Sample]) -> ServerSeries {
     let count = (span / width + 1) as usize;
     let mut s = ServerSeries {
         bin_s: nanos_to_secs(width),
-        t_s: (0..count as u64).map(|i| nanos_to_secs(i * width)).collect(),
+        t_s: (0..count as u64)
+            .map(|i| nanos_to_secs(i * width))
+            .collect(),
         waiting_max: vec![0; count],
         running_max: vec![0; count],
         kv_blocks_used_max: vec![0; count],
