@@ -18,33 +18,10 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 const SPEC: &str = "trees=1000,turns=10,depth=1,spawn=0.1,hash_ids=true,seed=5";
 
-/// A bench profile (not a fitted or roofline one): an engine large enough
-/// to hold hundreds of sequences, so the points span light load to
+/// The bundled roofline profile (H100 SXM, Llama-3.1-8B bf16): an engine
+/// that holds hundreds of sequences, so the points span light load to
 /// saturation.
-const PROFILE: &str = r#"
-label = "bench: a made-up large engine for the capacity bench"
-origin = "example"
-
-[engine]
-max_num_batched_tokens = 8192
-max_num_seqs = 256
-block_size = 16
-num_gpu_blocks = 40000
-policy = "vllm"
-
-[step]
-constant_ns = 5000000.0
-per_seq_ns = 20000.0
-per_token_ns = 25000.0
-knee_tokens = 4096
-per_token_above_knee_ns = 5000.0
-per_decode_context_token_ns = 10.0
-per_prefill_attention_ns = 0.05
-
-[overhead]
-arrival_ns = 1000000
-departure_ns = 500000
-"#;
+const PROFILE: &str = include_str!("../../profiles/roofline-h100-sxm-llama-3.1-8b-bf16.toml");
 
 fn bench_capacity(c: &mut Criterion) {
     let spec: SyntheticSpec = SPEC.parse().expect("bench spec parses");
@@ -52,7 +29,7 @@ fn bench_capacity(c: &mut Criterion) {
     let compiled = compile(&workload, &Policy::default(), &DeriveOptions::default())
         .expect("synthetic workloads compile");
     let profile =
-        Profile::from_toml_str(PROFILE, Path::new("bench.toml")).expect("bench profile parses");
+        Profile::from_toml_str(PROFILE, Path::new("roofline.toml")).expect("bench profile parses");
     let points: Vec<u32> = (1..=20).map(|k| 50 * k).collect();
     let mut group = c.benchmark_group("capacity");
     group.sample_size(10);
