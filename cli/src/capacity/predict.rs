@@ -95,7 +95,7 @@ impl Bench {
             };
             let gaps = u64::from(p.osl.saturating_sub(1));
             served.push(Served {
-                request: p.id as u64,
+                request: p.id,
                 tree: p.tree,
                 play: p.play,
                 turn: p.turn,

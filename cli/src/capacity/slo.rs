@@ -7,7 +7,7 @@
 use std::fmt;
 
 use arbor_engine::policy::parse_duration;
-use arbor_engine::time::Nanos;
+use arbor_engine::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 
 /// What a bound is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -183,10 +183,10 @@ fn bound(clause: &str) -> Result<Bound, String> {
 
 /// `2s`, `80ms`, `1.5s`: a duration as a clause shows it.
 pub fn show_duration(ns: Nanos) -> String {
-    if ns % arbor_engine::time::NANOS_PER_SEC == 0 {
-        format!("{}s", ns / arbor_engine::time::NANOS_PER_SEC)
-    } else if ns % arbor_engine::time::NANOS_PER_MS == 0 {
-        format!("{}ms", ns / arbor_engine::time::NANOS_PER_MS)
+    if ns.is_multiple_of(NANOS_PER_SEC) {
+        format!("{}s", ns / NANOS_PER_SEC)
+    } else if ns.is_multiple_of(NANOS_PER_MS) {
+        format!("{}ms", ns / NANOS_PER_MS)
     } else {
         format!("{}ms", ns as f64 / 1e6)
     }
