@@ -157,18 +157,15 @@ fn the_same_flags_give_the_same_table() {
     assert_eq!(probes("a"), probes("b"));
 }
 
-/// The built-in emulator at 50 ms TTFT and 5 ms ITL (about 95 ms a
-/// request), at most 2 requests in flight: one or two sessions never
-/// wait (jobs of about 290 ms), three or more do (a job waits a whole
-/// request, about 95 ms). Four short probes.
-#[test]
-fn a_live_search_against_the_emulator() {
-    let dir = scratch("capacity-live");
-    let trees = identical_trees(&dir, 4);
-    let out = dir.join("out");
-    let ran = arbor(&[
+/// A live search against the built-in emulator at 50 ms TTFT and 5 ms
+/// ITL (about 95 ms a request) with at most 2 requests in flight, under
+/// `job_p99<=340ms`: one or two sessions never wait (jobs of about 290
+/// ms), three or more do (a job waits a whole request). `extra` flags
+/// come last (a later `--search` wins).
+fn live_search(trees: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "capacity",
-        text(&trees),
+        text(trees),
         "--live",
         "--ttft-ms",
         "50",
@@ -183,11 +180,23 @@ fn a_live_search_against_the_emulator() {
         "--no-progress",
         "--slo",
         "job_p99<=340ms",
-        "--search",
-        "sessions:1..4",
         "-o",
-        text(&out),
-    ]);
+        text(out),
+    ];
+    if !extra.iter().any(|a| *a == "--search") {
+        args.extend(["--search", "sessions:1..4"]);
+    }
+    args.extend_from_slice(extra);
+    arbor(&args)
+}
+
+/// Four short live probes find the knee of [`live_search`].
+#[test]
+fn a_live_search_against_the_emulator() {
+    let dir = scratch("capacity-live");
+    let trees = identical_trees(&dir, 4);
+    let out = dir.join("out");
+    let ran = live_search(&trees, &out, &[]);
     let console = stdout(&ran);
     assert!(ran.status.success(), "{}{console}", stderr(&ran));
     assert!(
@@ -214,30 +223,11 @@ fn a_live_search_bisects_around_the_prediction() {
     let dir = scratch("capacity-predicted");
     let trees = identical_trees(&dir, 4);
     let out = dir.join("out");
-    let ran = arbor(&[
-        "capacity",
-        text(&trees),
-        "--live",
-        "--service",
-        "fixed:50:5",
-        "--ttft-ms",
-        "50",
-        "--itl-ms",
-        "5",
-        "--max-inflight",
-        "2",
-        "--arrival",
-        "immediate",
-        "--duration",
-        "20",
-        "--no-progress",
-        "--slo",
-        "job_p99<=340ms",
-        "--search",
-        "sessions:1..8",
-        "-o",
-        text(&out),
-    ]);
+    let ran = live_search(
+        &trees,
+        &out,
+        &["--service", "fixed:50:5", "--search", "sessions:1..8"],
+    );
     let console = stdout(&ran);
     assert!(ran.status.success(), "{}{console}", stderr(&ran));
     assert!(
