@@ -301,3 +301,34 @@ fn a_virtual_search_with_the_server_model() {
         .sum();
     assert!(cached > 0, "turns of one agent share their prefix");
 }
+
+/// The open loop: identical 600 ms trees arriving evenly, at most 3
+/// requests (so 3 trees) in flight. A tree never waits while trees arrive
+/// no faster than one every 200 ms: the knee is 3 / 0.6 s = 5 trees/s.
+#[test]
+fn a_virtual_rate_search_finds_the_knee_by_hand() {
+    let dir = scratch("capacity-rate");
+    let trees = identical_trees(&dir, 12);
+    let out = dir.join("out");
+    let ran = arbor(&[
+        "capacity",
+        text(&trees),
+        "--service",
+        "fixed:100:10",
+        "--max-inflight",
+        "3",
+        "--slo",
+        "job_p99<=600ms",
+        "--search",
+        "rate:0.1..20",
+        "-o",
+        text(&out),
+    ]);
+    let console = stdout(&ran);
+    assert!(ran.status.success(), "{}{console}", stderr(&ran));
+    assert!(
+        console.contains("largest load meeting every SLO: rate=5 (rate=5.1 fails"),
+        "{console}"
+    );
+    assert!(out.join("probe-1-rate-0.1").join("summary.json").is_file());
+}
