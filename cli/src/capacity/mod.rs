@@ -81,6 +81,9 @@ pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result
                 table::answer_line(space.knob, &answer(space.knob, knee), &slo.to_string())
             );
         }
+        if let Some(note) = bench.lanes_note(space.knob, knee) {
+            eprintln!("{note}");
+        }
         predicted = Some(answer(space.knob, knee));
         searches.push((knee, probes));
     }

@@ -25,6 +25,7 @@ use crate::inputs;
 
 use super::knob::Knob;
 use super::observed::Observed;
+use super::search::Knee;
 use super::served::{self, Served};
 
 /// What every virtual point shares.
@@ -48,6 +49,21 @@ pub struct Prediction {
 }
 
 impl Bench {
+    /// A note when the sessions found reach the workload's (tree, copy)
+    /// plays: lanes beyond them hold nothing, so higher loads look the
+    /// same.
+    pub fn lanes_note(&self, knob: Knob, knee: Knee) -> Option<String> {
+        let plays = self.compiled.trees.len() as u64 * u64::from(self.policy.copies);
+        match (knob, knee.passing) {
+            (Knob::Sessions, Some(sessions)) if sessions >= plays => Some(format!(
+                "note: the workload has {plays} (tree, copy) plays to deal, so lanes beyond \
+                 {plays} hold nothing: give more trees, --copies, or --loop with --duration \
+                 to load it further"
+            )),
+            _ => None,
+        }
+    }
+
     /// Plans the point `knob = value`.
     pub fn point(&self, knob: Knob, value: u64) -> Result<Prediction, Failure> {
         let mut policy = self.policy.clone();

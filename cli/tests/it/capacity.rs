@@ -183,7 +183,7 @@ fn live_search(trees: &Path, out: &Path, extra: &[&str]) -> std::process::Output
         "-o",
         text(out),
     ];
-    if !extra.iter().any(|a| *a == "--search") {
+    if !extra.contains(&"--search") {
         args.extend(["--search", "sessions:1..4"]);
     }
     args.extend_from_slice(extra);
