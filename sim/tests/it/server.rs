@@ -330,16 +330,26 @@ fn every_bundled_profile_parses_and_says_what_it_is() {
 #[test]
 fn a_bad_profile_names_the_file_and_the_key() {
     let path = Path::new("bad.toml");
-    let text = example().to_toml().replace("block_size = 16", "block_size = 0");
+    let text = example()
+        .to_toml()
+        .replace("block_size = 16", "block_size = 0");
     let e = Profile::from_toml_str(&text, path).unwrap_err().to_string();
-    assert_eq!(e, "bad.toml: `engine.block_size`: expected a whole number above 0");
+    assert_eq!(
+        e,
+        "bad.toml: `engine.block_size`: expected a whole number above 0"
+    );
     let text = example()
         .to_toml()
         .replace("per_seq_ns = 50000.0", "per_seq_ns = -1.0");
     let e = Profile::from_toml_str(&text, path).unwrap_err().to_string();
     assert!(e.contains("`step.per_seq_ns`"), "{e}");
-    let e = Profile::from_toml_str("label = 1", path).unwrap_err().to_string();
+    let e = Profile::from_toml_str("label = 1", path)
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("bad.toml: "), "{e}");
     let e = Profile::from_toml_path(Path::new("/no/such/profile.toml")).unwrap_err();
-    assert!(e.to_string().contains("/no/such/profile.toml: cannot read"), "{e}");
+    assert!(
+        e.to_string().contains("/no/such/profile.toml: cannot read"),
+        "{e}"
+    );
 }
