@@ -117,3 +117,33 @@ fn a_bad_profile_is_refused_naming_the_file_and_key() {
         &["/no/such.toml: cannot read"],
     );
 }
+
+#[test]
+fn run_plans_its_planned_side_with_the_server_model() {
+    let out_dir = scratch("server-plan-run").join("out");
+    let trace = fixture("trace_0187.json");
+    let service = service("example.toml");
+    let out = arbor(&[
+        "run",
+        trace.to_str().unwrap(),
+        "--tool-time",
+        "zero",
+        "--think-time-pct",
+        "0",
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "1",
+        "--service",
+        &service,
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-progress",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let planned: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("planned.json")).unwrap())
+            .unwrap();
+    assert_eq!(planned["service"], service.as_str());
+    assert_eq!(planned["peak_inflight"], 1);
+}
