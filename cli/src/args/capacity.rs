@@ -1,20 +1,14 @@
-//! `arbor capacity`'s flags: the flag groups of `arbor run` (the workload,
-//! the policy, the server, the emulator, server metrics), `--service`
-//! with the batching server model (`server:PROFILE.toml`), the output
-//! directory, the SLOs, the knob's range and resolution, and `--live`.
-//! The SLO and range texts are parsed by the command (`crate::capacity`),
-//! whose errors name the clause. [`CapacityArgs::run_args`] is the `arbor
-//! run` a live probe makes.
+//! `arbor capacity`'s flags: every flag of `arbor run` (the workload, the
+//! policy, `--service` with the batching server model, the server, the
+//! emulator, server metrics, the output directory), plus the SLOs, the
+//! knob's range and resolution, and `--live`. The SLO and range texts are
+//! parsed by the command (`crate::capacity`), whose errors name the
+//! clause. A live probe is the `arbor run` of [`CapacityArgs::run`] with
+//! the knob and its directory set.
 
-use std::path::PathBuf;
-
-use arbor_sim::{Service, ServiceModel};
 use clap::Args;
 
-use super::heading::{LOAD, OUTPUT};
-use super::{
-    EmulatorArgs, InputArgs, MetricsArgs, PeerFlags, PolicyArgs, RequestArgs, RunArgs, ScenarioArgs,
-};
+use super::RunArgs;
 
 /// The help heading of the search's own flags.
 const CAPACITY: &str = "Capacity search";
@@ -44,78 +38,15 @@ pub struct CapacityArgs {
     /// Search live: each load is a real `arbor run` against --endpoint, or
     /// the built-in emulator without it (needs --duration). --endpoint
     /// implies it. An explicit --service then gives the virtual prediction
-    /// the live search starts around.
+    /// the live search starts around. Without it, every load is planned
+    /// on the virtual clock under --service (server:PROFILE.toml for the
+    /// batching server model).
     #[arg(long, help_heading = CAPACITY)]
     pub live: bool,
 
+    /// `arbor run`'s flags: --out is the search's directory (capacity.json
+    /// and one directory per probe; default
+    /// arbor-results/<UTC time>-capacity-<pid>); --repeat is refused.
     #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub policy: PolicyArgs,
-
-    /// Service model of the virtual search: recorded | fixed:TTFT_MS:ITL_MS
-    /// | throughput:PREFILL_TOK_S:DECODE_TOK_S | server:PROFILE.toml (the
-    /// batching server model; docs/capacity.md).
-    #[arg(long, value_name = "MODEL", default_value = "recorded", help_heading = LOAD)]
-    pub service: Service,
-
-    #[command(flatten)]
-    pub request: RequestArgs,
-
-    #[command(flatten)]
-    pub metrics: MetricsArgs,
-
-    /// Output directory: capacity.json and one directory per probe.
-    /// Default: arbor-results/<UTC time>-capacity-<pid>.
-    #[arg(short = 'o', long, visible_alias = "output", value_name = "DIR", help_heading = OUTPUT)]
-    pub out: Option<PathBuf>,
-
-    /// Write into --out even if it is not empty (replacing arbor's files).
-    #[arg(long, help_heading = OUTPUT)]
-    pub force: bool,
-
-    /// No progress on stderr during a live probe.
-    #[arg(long, help_heading = OUTPUT)]
-    pub no_progress: bool,
-
-    #[command(flatten)]
-    pub scenario: ScenarioArgs,
-
-    /// The in-process emulator's model and faults (a live search without
-    /// --endpoint).
-    #[command(flatten)]
-    pub emulator: EmulatorArgs,
-
-    #[command(flatten)]
-    pub peer: PeerFlags,
-}
-
-impl CapacityArgs {
-    /// The `arbor run` of a live probe into `out` (the knob is set by the
-    /// caller). Its planned side uses `--service` when it is a per-request
-    /// model, else `recorded`.
-    pub fn run_args(&self, out: PathBuf) -> RunArgs {
-        let planned = match &self.service {
-            Service::Model(model) => *model,
-            Service::Server(_) => ServiceModel::Recorded,
-        };
-        RunArgs {
-            input: self.input.clone(),
-            policy: self.policy.clone(),
-            // `into`: whichever type `run`'s --service holds.
-            #[allow(clippy::useless_conversion)]
-            service: planned.into(),
-            request: self.request.clone(),
-            metrics: self.metrics.clone(),
-            out: Some(out),
-            force: self.force,
-            no_progress: self.no_progress,
-            repeat: None,
-            repeat_of: None,
-            scenario: self.scenario.clone(),
-            emulator: self.emulator.clone(),
-            peer: self.peer.clone(),
-        }
-    }
+    pub run: RunArgs,
 }

@@ -1,6 +1,6 @@
 //! A live load point: one real `arbor run` (the run command's own entry
 //! point, [`crate::run::run`], against `--endpoint` or the in-process
-//! emulator) with the knob set and its own run directory, then the
+//! emulator) with the knob set and its own run directory (`--out`), then the
 //! observations read back from what it wrote (`records.jsonl`, and
 //! `run.json` for how many turns each tree has). Owns reading a run
 //! directory into [`Observed`]; never changes how a run runs.
@@ -32,8 +32,9 @@ pub fn point(
     value: u64,
     dir: &Path,
 ) -> Result<Observed, Failure> {
-    let mut one = args.run_args(dir.to_path_buf());
+    let mut one = args.run.clone();
     knob.apply(value, &mut one.policy);
+    one.out = Some(dir.to_path_buf());
     run::run(&one, explicit, rebuild)?;
     read(dir)
 }

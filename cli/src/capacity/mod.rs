@@ -47,23 +47,27 @@ use slo::Slo;
 /// `arbor capacity`.
 pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Failure> {
     let slo = Slo::parse(&args.slo).map_err(|e| Failure::input(format!("--slo {e}")))?;
-    let space = Space::of(args.search.as_deref(), args.step.as_deref(), &args.policy)
-        .map_err(Failure::input)?;
-    let live = args.live || args.request.endpoint.is_some();
+    let space = Space::of(
+        args.search.as_deref(),
+        args.step.as_deref(),
+        &args.run.policy,
+    )
+    .map_err(Failure::input)?;
+    let live = args.live || args.run.request.endpoint.is_some();
     check_flags(args, explicit, live)?;
     let predicting = !live || explicit.has("service");
     if predicting {
-        refuse_without_first_token(&slo, &args.service)?;
+        refuse_without_first_token(&slo, &args.run.service)?;
     }
-    let out = args.out.clone().unwrap_or_else(default_out);
-    claim_out(&out, args.force)?;
+    let out = args.run.out.clone().unwrap_or_else(default_out);
+    claim_out(&out, args.run.force)?;
     let bounds = Bounds {
         lo: space.lo,
         hi: space.hi,
         step: space.step,
     };
     let bench = predicting.then(|| bench(args)).transpose()?;
-    let service = args.service.to_string();
+    let service = args.run.service.to_string();
 
     let mut predicted = None;
     let mut searches = Vec::new();
@@ -73,7 +77,7 @@ pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result
         } else {
             out.clone()
         };
-        let found = search_virtual(bench, &space, bounds, &slo, &dir, args.policy.seed);
+        let found = search_virtual(bench, &space, bounds, &slo, &dir, args.run.policy.seed);
         let (knee, probes) = finish(found, &dir, &space, &slo, "virtual", &service, None)?;
         if live {
             eprintln!(
@@ -118,12 +122,18 @@ pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result
 
 /// Refuses flags a capacity search cannot honour (exit 2).
 fn check_flags(args: &CapacityArgs, explicit: &Explicit, live: bool) -> Result<(), Failure> {
-    if args.scenario.scenario.is_some() {
+    if args.run.repeat.is_some() {
+        return Err(Failure::input(
+            "--repeat: not with capacity (each load is one run); run `arbor run --repeat N` at \
+             the load it finds",
+        ));
+    }
+    if args.run.scenario.scenario.is_some() {
         return Err(Failure::input(
             "--scenario: a recipe locks the load; capacity changes it on purpose",
         ));
     }
-    if live && args.policy.duration.is_none() {
+    if live && args.run.policy.duration.is_none() {
         return Err(Failure::input(
             "--duration: a live search needs it, to bound each probe (e.g. --duration 60)",
         ));
@@ -178,16 +188,16 @@ fn claim_out(out: &Path, force: bool) -> Result<(), Failure> {
 
 /// The workload loaded and compiled once, for every virtual point.
 fn bench(args: &CapacityArgs) -> Result<Bench, Failure> {
-    let policy = inputs::policy(&args.policy, &args.scenario)?;
-    let options = inputs::derive_options(&args.input);
-    let compiled = inputs::compile(&args.input, policy, &options, false)?;
+    let policy = inputs::policy(&args.run.policy, &args.run.scenario)?;
+    let options = inputs::derive_options(&args.run.input);
+    let compiled = inputs::compile(&args.run.input, policy, &options, false)?;
     Ok(Bench {
         compiled: compiled.compiled,
         workload: compiled.loaded.workload,
-        cache_bust: args.request.cache_bust,
-        policy: args.policy.clone(),
-        scenario: args.scenario.clone(),
-        service: args.service.clone(),
+        cache_bust: args.run.request.cache_bust,
+        policy: args.run.policy.clone(),
+        scenario: args.run.scenario.clone(),
+        service: args.run.service.clone(),
     })
 }
 
