@@ -134,3 +134,44 @@ fn tree_turns(dir: &Path) -> Result<Vec<u32>, Failure> {
         })
         .unwrap_or_default())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_run_directory_reads_into_requests_and_jobs() {
+        let dir = std::env::temp_dir().join(format!("arbor-capacity-live-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("run.json"), r#"{"tree_turns": [2, 2, 1]}"#).unwrap();
+        let line = |play: u32, tree: u32, status: &str, sent: f64, done: f64| {
+            format!(
+                r#"{{"tree_index": {tree}, "play": {play}, "warmup": false, "status": "{status}", "sent_s": {sent}, "done_s": {done}, "ttft_s": 0.1, "e2e_s": {}, "tpot_s": 0.01, "itl_s": [0.01, 0.02]}}"#,
+                done - sent
+            )
+        };
+        let lines = [
+            // Play 0: both turns, a job of 1.5 s.
+            line(0, 0, "ok", 0.5, 1.0),
+            line(0, 0, "ok", 1.0, 2.0),
+            // Play 1: one of two turns, then cancelled: no job.
+            line(1, 1, "ok", 0.0, 1.0),
+            line(1, 1, "cancelled", 1.0, 3.0),
+            // Play 2: one turn, failed: a job, and a failed request.
+            line(2, 2, "error", 0.0, 0.25),
+            r#"{"tree_index": 0, "play": 9, "warmup": true, "status": "ok"}"#.to_string(),
+        ];
+        std::fs::write(dir.join("records.jsonl"), lines.join("\n") + "\n").unwrap();
+        let observed = read(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(observed.requests.len(), 4);
+        assert_eq!(observed.requests.iter().filter(|r| !r.ok).count(), 1);
+        let first = &observed.requests[0];
+        assert_eq!(first.ttft, Some(100 * MS));
+        assert_eq!(first.e2e, 500 * MS);
+        assert_eq!(first.gaps, Gaps::Listed(vec![10 * MS, 20 * MS]));
+        assert_eq!(observed.jobs, [1500 * MS, 250 * MS]);
+    }
+}
