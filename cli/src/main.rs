@@ -12,7 +12,8 @@
 //! (flags to a compiled workload and policy), `report` and `progress`;
 //! `shape` (`trees.jsonl`: written by `run`, read by `export`); then the
 //! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
-//! `compare`, `summarize` (reads back what `run` wrote), `aggregate`
+//! `compare`, `summarize` (reads back what `run` wrote), `capacity`
+//! (the SLO capacity search: plans, or runs through `run`'s entry point), `aggregate`
 //! (the aggregate of `run --repeat`: used by `run`, uses no command), `export`,
 //! `page` (`arbor report`, also written by `run`) and `schema` (the JSON
 //! Schemas of `run`'s and `plan`'s outputs).
@@ -21,6 +22,7 @@
 mod aggregate;
 mod args;
 mod breakdown;
+mod capacity;
 mod compare;
 mod convert;
 mod data;
@@ -72,10 +74,9 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan::run(&args, &explicit),
         Command::Inspect(args) => inspect::run(&args),
         Command::Convert(args) => convert::run(&args),
-        Command::Run(args) => run::run(&args, &explicit, |dir| {
-            summarize::rebuild(dir).map(|rebuilt| rebuilt.summary)
-        }),
+        Command::Run(args) => run::run(&args, &explicit, rebuild_summary),
         Command::Emulate(args) => emulate::run(&args),
+        Command::Capacity(args) => capacity::run(&args, &explicit, rebuild_summary),
         Command::Doctor(args) => doctor::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Summarize(args) => summarize::run(&args),
@@ -89,6 +90,12 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => fail(failure),
     }
+}
+
+/// `summarize`'s rebuild of a run directory's summary, handed to `run`
+/// (and `capacity`'s runs) for a second stop signal.
+fn rebuild_summary(dir: &std::path::Path) -> Result<run::output::Summary, Failure> {
+    summarize::rebuild(dir).map(|rebuilt| rebuilt.summary)
 }
 
 fn fail(failure: Failure) -> ExitCode {

@@ -1,12 +1,18 @@
-//! `arbor plan`: load, compile, run on the virtual clock, report (and,
-//! with `--report FILE`, the plan's page).
+//! `arbor plan`: load, compile, run on the virtual clock (with a service
+//! model, or the batching server model of `--service server:`), report
+//! (and, with `--report FILE`, the plan's page).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use arbor_backends::virtual_clock::{self, Prompts};
+use arbor_engine::scheduler::Scheduler;
+use arbor_sim::{ServerModel, Service};
+
 use crate::args::PlanArgs;
 use crate::failure::Failure;
+use crate::report::server::{Sample, ServerPrediction};
 use crate::report::{write_timeline, PlanReport};
 use crate::scenario::{self, Explicit};
 use crate::{inputs, stdout};
@@ -28,13 +34,19 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
     let adjustments = compiled.adjustments;
     let counts = (&compiled).into();
     let mut scheduler = inputs::scheduler(compiled, policy)?;
-    inputs::run_virtual(&mut scheduler, &args.service, "engine")?;
+    let server = run_service(
+        &mut scheduler,
+        &args.service,
+        (&loaded.workload).into(),
+        "engine",
+    )?;
+    let by_request = server.as_ref().map(|s| s.by_request());
 
     if let Some(path) = &args.timeline {
         let file = File::create(path)
             .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        write_timeline(&scheduler, &mut out)
+        write_timeline(&scheduler, by_request.as_deref(), &mut out)
             .and_then(|_| out.flush())
             .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
     }
@@ -52,6 +64,7 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
         &scheduler,
     );
     report.corpus = corpus;
+    report.server = server;
     if let Some(path) = &args.report {
         let bytes = crate::page::write_for_plan(&scheduler, &loaded.workload.trees, &report, path)?;
         eprintln!(
@@ -61,6 +74,44 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
         );
     }
     stdout::json_or_human(args.json, &report, |mut out| report.print_human(&mut out))
+}
+
+/// Runs `scheduler` to the end on the virtual clock under `service`; an
+/// engine error is reported after `what`. With the batching server model,
+/// its predictions (block keys from `prompts`); none with the other models.
+/// Shared by `plan` and `run`'s planning side.
+pub fn run_service(
+    scheduler: &mut Scheduler,
+    service: &Service,
+    prompts: Prompts<'_>,
+    what: &str,
+) -> Result<Option<ServerPrediction>, Failure> {
+    let profile = match service {
+        Service::Model(model) => {
+            inputs::run_virtual(scheduler, model, what)?;
+            return Ok(None);
+        }
+        Service::Server(server) => &server.profile,
+    };
+    let mut model = ServerModel::new(profile);
+    let mut predicted = Vec::new();
+    let mut samples = Vec::new();
+    virtual_clock::run_server_observed(
+        scheduler,
+        prompts,
+        &mut model,
+        &mut predicted,
+        |at, gauges| {
+            samples.push(Sample {
+                at,
+                gauges: *gauges,
+            })
+        },
+    )
+    .map_err(|e| Failure::other(format!("{what}: {e}")))?;
+    Ok(Some(ServerPrediction::new(
+        profile, scheduler, &predicted, &samples,
+    )))
 }
 
 /// Refuses a `--report` path that cannot be a new file before planning

@@ -11,6 +11,7 @@
 //! with an explanation when they do not ([`peer`]).
 
 mod access;
+mod capacity;
 pub mod compare;
 mod data;
 mod emulator;
@@ -25,13 +26,14 @@ use std::path::PathBuf;
 use arbor_backends::live::request::{Api, MaxTokensField};
 use arbor_engine::input::Format;
 use arbor_engine::time::Nanos;
-use arbor_sim::ServiceModel;
+use arbor_sim::Service;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};
 
 use heading::{INPUT, LOAD, OUTPUT, SERVER};
 
 pub use access::AccessArgs;
+pub use capacity::CapacityArgs;
 pub use compare::CompareArgs;
 pub use data::{DataArgs, DataCommand};
 pub use emulator::EmulatorArgs;
@@ -85,6 +87,10 @@ pub enum Command {
     Run(RunArgs),
     /// Serve the built-in OpenAI-compatible emulator on 127.0.0.1.
     Emulate(EmulateArgs),
+    /// Find the largest load (--sessions, or --arrival rate:) that meets
+    /// latency SLOs: on the virtual clock (--service), or live (--live,
+    /// --endpoint); a table of every probed load and OUT/capacity.json.
+    Capacity(CapacityArgs),
     /// Probe a server before a run: models, streaming, usage, cached
     /// tokens, whether max_completion_tokens and ignore_eos are honoured;
     /// prints findings and the `arbor run` flags to use.
@@ -123,6 +129,7 @@ impl Command {
         match self {
             Command::Plan(a) => Some(&a.peer),
             Command::Run(a) => Some(&a.peer),
+            Command::Capacity(a) => Some(&a.run.peer),
             Command::Doctor(a) => Some(&a.peer),
             Command::Inspect(_)
             | Command::Convert(_)
@@ -146,9 +153,11 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
 
-    /// Service model: recorded | fixed:TTFT_MS:ITL_MS | throughput:PREFILL_TOK_S:DECODE_TOK_S.
+    /// Service model: recorded | fixed:TTFT_MS:ITL_MS | throughput:PREFILL_TOK_S:DECODE_TOK_S
+    /// | server:PROFILE.toml (the batching server model: queueing, KV and
+    /// prefix cache; docs/capacity.md).
     #[arg(long, value_name = "MODEL", default_value = "recorded", help_heading = LOAD)]
-    pub service: ServiceModel,
+    pub service: Service,
 
     /// Print one JSON object instead of the human summary.
     #[arg(long, help_heading = OUTPUT)]
@@ -228,9 +237,9 @@ pub struct RunArgs {
 
     /// Service model of the planned side (the virtual-clock plan that
     /// gives the planned peak concurrency): recorded | fixed:TTFT_MS:ITL_MS
-    /// | throughput:PREFILL_TOK_S:DECODE_TOK_S.
+    /// | throughput:PREFILL_TOK_S:DECODE_TOK_S | server:PROFILE.toml.
     #[arg(long, value_name = "MODEL", default_value = "recorded", help_heading = LOAD)]
-    pub service: ServiceModel,
+    pub service: Service,
 
     #[command(flatten)]
     pub request: RequestArgs,

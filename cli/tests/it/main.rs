@@ -3,6 +3,7 @@
 mod agentx;
 mod bad_corpus;
 mod bad_input;
+mod capacity;
 mod compare;
 mod data;
 mod demo;
@@ -29,6 +30,7 @@ mod run;
 mod schema;
 mod scripted;
 mod secrets;
+mod server_plan;
 mod summarize;
 mod tls;
 mod util;

@@ -1,0 +1,75 @@
+//! A virtual capacity search's cost: 20 load points (closed loop, 50 to
+//! 1,000 sessions) of a 1,000-tree workload, each planned on the virtual
+//! clock with the batching server model and its TTFTs sorted for a
+//! percentile, as `arbor capacity --service server:PROFILE.toml` does per
+//! probe. Target (issue 15): under 10 s for the 20 points.
+//! `cargo bench -p arbor-benches --bench capacity`
+
+use std::path::Path;
+
+use arbor_backends::virtual_clock::{self, Predicted};
+use arbor_engine::dag::compile;
+use arbor_engine::derive::DeriveOptions;
+use arbor_engine::policy::Policy;
+use arbor_engine::scheduler::Scheduler;
+use arbor_engine::synthetic::SyntheticSpec;
+use arbor_sim::{Profile, ServerModel};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+
+const SPEC: &str = "trees=1000,turns=10,depth=1,spawn=0.1,hash_ids=true,seed=5";
+
+/// The bundled roofline profile (H100 SXM, Llama-3.1-8B bf16): an engine
+/// that holds hundreds of sequences, so the points span light load to
+/// saturation.
+const PROFILE: &str = include_str!("../../profiles/roofline-h100-sxm-llama-3.1-8b-bf16.toml");
+
+fn bench_capacity(c: &mut Criterion) {
+    let spec: SyntheticSpec = SPEC.parse().expect("bench spec parses");
+    let workload = spec.generate();
+    let compiled = compile(&workload, &Policy::default(), &DeriveOptions::default())
+        .expect("synthetic workloads compile");
+    let profile =
+        Profile::from_toml_str(PROFILE, Path::new("roofline.toml")).expect("bench profile parses");
+    let points: Vec<u32> = (1..=20).map(|k| 50 * k).collect();
+    let mut group = c.benchmark_group("capacity");
+    group.sample_size(10);
+    group.bench_function("server_20_points_1000_sessions", |b| {
+        b.iter_batched(
+            || compiled.clone(),
+            |compiled| {
+                let mut p99 = 0;
+                for &sessions in &points {
+                    let policy = Policy {
+                        sessions: Some(sessions),
+                        ..Policy::default()
+                    };
+                    let mut scheduler =
+                        Scheduler::new(compiled.clone(), policy).expect("bench policy is valid");
+                    let mut model = ServerModel::new(&profile);
+                    let mut predicted: Vec<Predicted> = Vec::new();
+                    virtual_clock::run_server(
+                        &mut scheduler,
+                        &workload,
+                        &mut model,
+                        &mut predicted,
+                    )
+                    .expect("engine run");
+                    let mut ttft: Vec<u64> =
+                        predicted.iter().map(|p| p.first_token - p.sent).collect();
+                    ttft.sort_unstable();
+                    p99 = ttft
+                        .get(ttft.len() * 99 / 100)
+                        .copied()
+                        .unwrap_or(0)
+                        .max(p99);
+                }
+                p99
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_capacity);
+criterion_main!(benches);

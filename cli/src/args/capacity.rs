@@ -1,0 +1,52 @@
+//! `arbor capacity`'s flags: every flag of `arbor run` (the workload, the
+//! policy, `--service` with the batching server model, the server, the
+//! emulator, server metrics, the output directory), plus the SLOs, the
+//! knob's range and resolution, and `--live`. The SLO and range texts are
+//! parsed by the command (`crate::capacity`), whose errors name the
+//! clause. A live probe is the `arbor run` of [`CapacityArgs::run`] with
+//! the knob and its directory set.
+
+use clap::Args;
+
+use super::RunArgs;
+
+/// The help heading of the search's own flags.
+const CAPACITY: &str = "Capacity search";
+
+#[derive(Debug, Args, Clone)]
+pub struct CapacityArgs {
+    /// The latency targets: comma-separated METRIC_pNN<=DURATION
+    /// (METRIC: ttft, itl, tpot, e2e, job; pNN: p50 to p99.9), and
+    /// optionally goodput>=SHARE (then a load passes when that share of
+    /// requests, and of trees, meets every bound of its kind), e.g.
+    /// 'ttft_p99<=2s,itl_p99<=80ms,job_p90<=120s'.
+    #[arg(long, value_name = "SLOS", help_heading = CAPACITY)]
+    pub slo: String,
+
+    /// The knob and its range: sessions[:LO..HI] (closed loop; default
+    /// 1..1024) or rate[:LO..HI] (open loop, trees/s; default 0.1..1000).
+    /// Default: rate when --arrival rate:R is given, else sessions; the
+    /// search starts at --sessions N or --arrival rate:R when given.
+    #[arg(long, value_name = "KNOB[:LO..HI]", help_heading = CAPACITY)]
+    pub search: Option<String>,
+
+    /// The resolution: the search stops when the passing and the failing
+    /// load are this close (default 1 session, or 0.1 trees/s).
+    #[arg(long, value_name = "STEP", help_heading = CAPACITY)]
+    pub step: Option<String>,
+
+    /// Search live: each load is a real `arbor run` against --endpoint, or
+    /// the built-in emulator without it (needs --duration). --endpoint
+    /// implies it. An explicit --service then gives the virtual prediction
+    /// the live search starts around. Without it, every load is planned
+    /// on the virtual clock under --service (server:PROFILE.toml for the
+    /// batching server model).
+    #[arg(long, help_heading = CAPACITY)]
+    pub live: bool,
+
+    /// `arbor run`'s flags: --out is the search's directory (capacity.json
+    /// and one directory per probe; default
+    /// arbor-results/<UTC time>-capacity-<pid>); --repeat is refused.
+    #[command(flatten)]
+    pub run: RunArgs,
+}

@@ -1,0 +1,319 @@
+//! `arbor capacity INPUT... --slo '...'`: the largest load that meets
+//! latency SLOs (docs/capacity.md, "Capacity search").
+//!
+//! Owns the command's wiring: the flags checked, the search run with one
+//! probe per load, the console table and `OUT/capacity.json`. Modules:
+//! [`slo`] (the `--slo` grammar), [`knob`] (sessions or rate, range and
+//! step), [`search`] (the order of probes: bracket, then bisect),
+//! [`observed`] (a point's observations judged: percentiles, goodput,
+//! pass), [`served`] (a virtual point's requests), [`predict`] (a point
+//! on the virtual clock, one arm per service model), [`live`] (a point as
+//! a real `arbor run`), [`output`] (`capacity.json` and virtual probe
+//! directories), [`table`] (the console). Each uses only those before it
+//! in this list, never `run`'s internals beyond its entry point.
+//!
+//! Modes: virtual (the default: every point a plan under `--service`),
+//! or live (`--live` or `--endpoint`: every point a run of `--duration`).
+//! A live search with an explicit `--service` first searches virtually
+//! and then bisects live around the predicted knee.
+
+mod knob;
+mod live;
+mod observed;
+mod output;
+mod predict;
+mod search;
+mod served;
+mod slo;
+mod table;
+
+use std::path::{Path, PathBuf};
+
+use arbor_sim::{Service, ServiceModel};
+
+use crate::args::CapacityArgs;
+use crate::failure::Failure;
+use crate::run::Rebuild;
+use crate::scenario::Explicit;
+use crate::{emulate, inputs, stdout};
+
+use knob::{Knob, Space};
+use observed::Verdict;
+use output::{Answer, Probe, Report};
+use predict::Bench;
+use search::{Bounds, Knee, Start};
+use slo::Slo;
+
+/// `arbor capacity`.
+pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Failure> {
+    let slo = Slo::parse(&args.slo).map_err(|e| Failure::input(format!("--slo {e}")))?;
+    let space = Space::of(
+        args.search.as_deref(),
+        args.step.as_deref(),
+        &args.run.policy,
+    )
+    .map_err(Failure::input)?;
+    let live = args.live || args.run.request.endpoint.is_some();
+    check_flags(args, explicit, live)?;
+    let predicting = !live || explicit.has("service");
+    if predicting {
+        refuse_without_first_token(&slo, &args.run.service)?;
+    }
+    let out = args.run.out.clone().unwrap_or_else(default_out);
+    claim_out(&out, args.run.force)?;
+    let bounds = Bounds {
+        lo: space.lo,
+        hi: space.hi,
+        step: space.step,
+    };
+    let bench = predicting.then(|| bench(args)).transpose()?;
+    let service = args.run.service.to_string();
+
+    let mut predicted = None;
+    let mut searches = Vec::new();
+    if let Some(bench) = &bench {
+        let dir = if live {
+            out.join("predicted")
+        } else {
+            out.clone()
+        };
+        let found = search_virtual(bench, &space, bounds, &slo, &dir, args.run.policy.seed);
+        let (knee, probes) = finish(found, &dir, &space, &slo, "virtual", &service, None)?;
+        if live {
+            eprintln!(
+                "arbor capacity: predicted on the virtual clock ({service}): {}",
+                table::answer_line(space.knob, &answer(space.knob, knee), &slo.to_string())
+            );
+        }
+        if let Some(note) = bench.lanes_note(space.knob, knee) {
+            eprintln!("{note}");
+        }
+        predicted = Some(answer(space.knob, knee));
+        searches.push((knee, probes));
+    }
+    if live {
+        let start = match searches.first() {
+            Some((knee, _)) => Start::Around(knee.passing.or(knee.failing).unwrap_or(space.start)),
+            None => Start::At(space.start),
+        };
+        let found = search_live(args, explicit, rebuild, &space, bounds, start, &slo, &out);
+        let (knee, probes) = finish(found, &out, &space, &slo, "live", &service, predicted)?;
+        searches.push((knee, probes));
+    }
+    let Some((knee, probes)) = searches.pop() else {
+        return Err(Failure::other("no search was made"));
+    };
+    let slo_text = slo.to_string();
+    stdout::print(|mut text| {
+        table::print(
+            &mut text,
+            space.knob,
+            &probes,
+            &answer(space.knob, knee),
+            &slo_text,
+        )?;
+        writeln!(
+            text,
+            "capacity in {}",
+            out.join(output::CAPACITY_FILE).display()
+        )
+    })
+}
+
+/// Refuses flags a capacity search cannot honour (exit 2).
+fn check_flags(args: &CapacityArgs, explicit: &Explicit, live: bool) -> Result<(), Failure> {
+    if args.run.repeat.is_some() {
+        return Err(Failure::input(
+            "--repeat: not with capacity (each load is one run); run `arbor run --repeat N` at \
+             the load it finds",
+        ));
+    }
+    if args.run.scenario.scenario.is_some() {
+        return Err(Failure::input(
+            "--scenario: a recipe locks the load; capacity changes it on purpose",
+        ));
+    }
+    if live && args.run.policy.duration.is_none() {
+        return Err(Failure::input(
+            "--duration: a live search needs it, to bound each probe (e.g. --duration 60)",
+        ));
+    }
+    if !live {
+        let given = emulate::flags_given(explicit);
+        if !given.is_empty() {
+            return Err(Failure::input(format!(
+                "{}: the built-in emulator's, used only by a live search: add --live, or drop them",
+                given.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A recorded service time has no first token: TTFT, ITL and TPOT bounds
+/// would judge nothing.
+fn refuse_without_first_token(slo: &Slo, service: &Service) -> Result<(), Failure> {
+    if *service != Service::Model(ServiceModel::Recorded) {
+        return Ok(());
+    }
+    match slo.bounds.iter().find(|b| b.metric.needs_first_token()) {
+        None => Ok(()),
+        Some(bound) => Err(Failure::input(format!(
+            "--slo {bound}: --service recorded predicts no first token, so only e2e and job \
+             bounds mean anything; give --service fixed:TTFT_MS:ITL_MS or \
+             throughput:PREFILL_TOK_S:DECODE_TOK_S, or drop {}",
+            bound.name()
+        ))),
+    }
+}
+
+/// `arbor-results/<UTC time>-capacity`.
+fn default_out() -> PathBuf {
+    let (compact, _) = crate::run::output::utc_stamps(std::time::SystemTime::now());
+    PathBuf::from("arbor-results").join(format!("{compact}-capacity-{}", std::process::id()))
+}
+
+/// Creates OUT; one that holds files already needs `--force`.
+fn claim_out(out: &Path, force: bool) -> Result<(), Failure> {
+    let used = std::fs::read_dir(out).is_ok_and(|mut entries| entries.next().is_some());
+    if used && !force {
+        return Err(Failure::input(format!(
+            "--out {}: not empty; expected a new or empty directory (or --force)",
+            out.display()
+        )));
+    }
+    std::fs::create_dir_all(out)
+        .map_err(|e| Failure::other(format!("{}: cannot create: {e}", out.display())))
+}
+
+/// The workload loaded and compiled once, for every virtual point.
+fn bench(args: &CapacityArgs) -> Result<Bench, Failure> {
+    let policy = inputs::policy(&args.run.policy, &args.run.scenario)?;
+    let options = inputs::derive_options(&args.run.input);
+    let compiled = inputs::compile(&args.run.input, policy, &options, false)?;
+    Ok(Bench {
+        compiled: compiled.compiled,
+        workload: compiled.loaded.workload,
+        cache_bust: args.run.request.cache_bust,
+        policy: args.run.policy.clone(),
+        scenario: args.run.scenario.clone(),
+        service: args.run.service.clone(),
+    })
+}
+
+/// A search's end: what it found and its probes, or its error and the
+/// probes made before it.
+type Found = (Result<Knee, Failure>, Vec<Probe>);
+
+/// Searches on the virtual clock, writing each probe's directory in `dir`.
+fn search_virtual(
+    bench: &Bench,
+    space: &Space,
+    bounds: Bounds,
+    slo: &Slo,
+    dir: &Path,
+    seed: u64,
+) -> Found {
+    let mut probes = Vec::new();
+    let service = bench.service.to_string();
+    let knee = search::search(bounds, Start::At(space.start), |value| {
+        let prediction = bench.point(space.knob, value)?;
+        let probe = probe(
+            probes.len() + 1,
+            space.knob,
+            value,
+            prediction.observed.judge(slo),
+        );
+        output::write_virtual_probe(dir, &probe, space.knob, &prediction, &service, seed)?;
+        let pass = probe.verdict.pass;
+        probes.push(probe);
+        Ok(pass)
+    });
+    (knee, probes)
+}
+
+/// Searches live: each probe a run in its own directory under `out`.
+#[allow(clippy::too_many_arguments)]
+fn search_live(
+    args: &CapacityArgs,
+    explicit: &Explicit,
+    rebuild: Rebuild,
+    space: &Space,
+    bounds: Bounds,
+    start: Start,
+    slo: &Slo,
+    out: &Path,
+) -> Found {
+    let mut probes = Vec::new();
+    let knee = search::search(bounds, start, |value| {
+        let k = probes.len() + 1;
+        let dir = out.join(output::probe_dir(k, space.knob, value));
+        eprintln!(
+            "arbor capacity: probe {k}: {}={} live, in {}",
+            space.knob.name(),
+            space.knob.show(value),
+            dir.display()
+        );
+        let observed = live::point(args, explicit, rebuild, space.knob, value, &dir)?;
+        let probe = probe(k, space.knob, value, observed.judge(slo));
+        let pass = probe.verdict.pass;
+        probes.push(probe);
+        Ok(pass)
+    });
+    (knee, probes)
+}
+
+fn probe(k: usize, knob: Knob, value: u64, verdict: Verdict) -> Probe {
+    Probe {
+        probe: k,
+        load: knob.number(value),
+        dir: output::probe_dir(k, knob, value),
+        verdict,
+    }
+}
+
+fn answer(knob: Knob, knee: Knee) -> Answer {
+    Answer {
+        passing: knee.passing.map(|v| knob.number(v)),
+        failing: knee.failing.map(|v| knob.number(v)),
+    }
+}
+
+/// Writes `capacity.json` of a search into `dir` (also after an error,
+/// with the probes made before it) and hands back what it found.
+fn finish(
+    found: Found,
+    dir: &Path,
+    space: &Space,
+    slo: &Slo,
+    mode: &'static str,
+    service: &str,
+    predicted: Option<Answer>,
+) -> Result<(Knee, Vec<Probe>), Failure> {
+    let (knee, probes) = found;
+    let knob = space.knob;
+    let report = Report {
+        schema_version: output::SCHEMA_VERSION,
+        arbor_version: env!("CARGO_PKG_VERSION"),
+        mode,
+        complete: knee.is_ok(),
+        slo: slo.to_string(),
+        goodput_threshold: slo.goodput,
+        knob: knob.name(),
+        range: [knob.number(space.lo), knob.number(space.hi)],
+        step: knob.number(space.step),
+        service: service.to_string(),
+        predicted,
+        answer: answer(
+            knob,
+            *knee.as_ref().unwrap_or(&Knee {
+                passing: None,
+                failing: None,
+            }),
+        ),
+        probes,
+    };
+    output::write_report(dir, &report)?;
+    let knee = knee?;
+    Ok((knee, report.probes))
+}

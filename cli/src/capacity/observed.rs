@@ -1,0 +1,322 @@
+//! What one load point measured (or predicted), whatever produced it, and
+//! how it is judged against the SLOs: each bound's percentile (exact
+//! nearest rank, as `summary.json` computes it), the goodput of requests
+//! and of trees, and whether the point passes. Owns the judging; knows
+//! nothing of run directories or the virtual clock.
+//!
+//! A failed request counts as an unbounded latency in every request
+//! percentile and never meets a bound; cancelled requests and warmups are
+//! not observations. A job is a play that ran all its turns (summary.json's
+//! `job_time`).
+
+use arbor_engine::stats::nearest_rank_index;
+use arbor_engine::time::Nanos;
+use serde::Serialize;
+
+use super::slo::{Bound, Metric, Slo};
+
+/// The inter-token gaps of one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gaps {
+    /// `count` gaps of the same length (a prediction knows only the mean).
+    Even { gap: Nanos, count: u64 },
+    /// Every gap as measured.
+    Listed(Vec<Nanos>),
+}
+
+/// One request as observed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestSeen {
+    /// False: it failed (no latency counts).
+    pub ok: bool,
+    pub ttft: Option<Nanos>,
+    pub e2e: Nanos,
+    /// `None` for a single-token answer.
+    pub tpot: Option<Nanos>,
+    pub gaps: Gaps,
+}
+
+impl RequestSeen {
+    /// A failed request.
+    pub fn failed() -> RequestSeen {
+        RequestSeen {
+            ok: false,
+            ttft: None,
+            e2e: 0,
+            tpot: None,
+            gaps: Gaps::Listed(Vec::new()),
+        }
+    }
+
+    /// Whether the request meets `bound` on its own value.
+    fn meets(&self, bound: &Bound) -> bool {
+        if !self.ok {
+            return false;
+        }
+        let within = |v: Nanos| v <= bound.limit;
+        match bound.metric {
+            Metric::Ttft => self.ttft.is_some_and(within),
+            Metric::E2e => within(self.e2e),
+            Metric::Tpot => self.tpot.is_none_or(within),
+            Metric::Itl => match &self.gaps {
+                Gaps::Even { gap, count } => *count == 0 || within(*gap),
+                Gaps::Listed(gaps) if gaps.is_empty() => true,
+                Gaps::Listed(gaps) => {
+                    let mut own: Vec<(Nanos, u64)> = gaps.iter().map(|&g| (g, 1)).collect();
+                    percentile(&mut own, bound.quantile).is_none_or(within)
+                }
+            },
+            Metric::Job => true,
+        }
+    }
+}
+
+/// Everything one load point observed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    pub requests: Vec<RequestSeen>,
+    /// Times of the plays that ran every turn.
+    pub jobs: Vec<Nanos>,
+}
+
+/// A bound's percentile at one point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "ns")]
+pub enum Reading {
+    Value(Nanos),
+    /// The percentile falls on a failed request.
+    Failed,
+    /// Nothing to measure (no request, or no gap).
+    Missing,
+}
+
+/// One bound judged at one point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Judged {
+    /// `ttft_p99`.
+    pub metric: String,
+    pub limit_ns: Nanos,
+    pub reading: Reading,
+    pub pass: bool,
+}
+
+/// One point judged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub bounds: Vec<Judged>,
+    /// Share of requests meeting every request bound (`None`: no request
+    /// bound, or no request).
+    pub request_goodput: Option<f64>,
+    /// Share of trees meeting every job bound (`None`: no job bound, or
+    /// no complete tree).
+    pub job_goodput: Option<f64>,
+    pub requests: u64,
+    pub failed: u64,
+    pub jobs: u64,
+    pub pass: bool,
+}
+
+impl Observed {
+    /// Judges the point against `slo`.
+    pub fn judge(&self, slo: &Slo) -> Verdict {
+        let bounds: Vec<Judged> = slo
+            .bounds
+            .iter()
+            .map(|bound| {
+                let reading = self.reading(bound);
+                Judged {
+                    metric: bound.name(),
+                    limit_ns: bound.limit,
+                    reading,
+                    pass: matches!(reading, Reading::Value(v) if v <= bound.limit),
+                }
+            })
+            .collect();
+        let request_bounds: Vec<&Bound> = slo
+            .bounds
+            .iter()
+            .filter(|b| b.metric.of_requests())
+            .collect();
+        let job_bounds: Vec<&Bound> = slo
+            .bounds
+            .iter()
+            .filter(|b| !b.metric.of_requests())
+            .collect();
+        let request_goodput = (!request_bounds.is_empty())
+            .then(|| {
+                share(
+                    self.requests
+                        .iter()
+                        .filter(|r| request_bounds.iter().all(|b| r.meets(b)))
+                        .count(),
+                    self.requests.len(),
+                )
+            })
+            .flatten();
+        let job_goodput = (!job_bounds.is_empty())
+            .then(|| {
+                share(
+                    self.jobs
+                        .iter()
+                        .filter(|&&j| job_bounds.iter().all(|b| j <= b.limit))
+                        .count(),
+                    self.jobs.len(),
+                )
+            })
+            .flatten();
+        let pass = match slo.goodput {
+            None => bounds.iter().all(|b| b.pass),
+            Some(threshold) => {
+                let holds = |has: bool, goodput: Option<f64>| {
+                    !has || goodput.is_some_and(|g| g >= threshold)
+                };
+                holds(!request_bounds.is_empty(), request_goodput)
+                    && holds(!job_bounds.is_empty(), job_goodput)
+            }
+        };
+        Verdict {
+            bounds,
+            request_goodput,
+            job_goodput,
+            requests: self.requests.len() as u64,
+            failed: self.requests.iter().filter(|r| !r.ok).count() as u64,
+            jobs: self.jobs.len() as u64,
+            pass: pass && !self.requests.is_empty(),
+        }
+    }
+
+    /// The percentile a bound is on.
+    fn reading(&self, bound: &Bound) -> Reading {
+        let mut weighted: Vec<(Nanos, u64)> = Vec::new();
+        let failed = (Nanos::MAX, 1);
+        match bound.metric {
+            Metric::Job => weighted.extend(self.jobs.iter().map(|&j| (j, 1))),
+            Metric::Itl => {
+                for r in &self.requests {
+                    match (&r.gaps, r.ok) {
+                        (_, false) => weighted.push(failed),
+                        (Gaps::Even { gap, count }, true) if *count > 0 => {
+                            weighted.push((*gap, *count));
+                        }
+                        (Gaps::Even { .. }, true) => {}
+                        (Gaps::Listed(gaps), true) => {
+                            weighted.extend(gaps.iter().map(|&g| (g, 1)));
+                        }
+                    }
+                }
+            }
+            Metric::Ttft | Metric::Tpot | Metric::E2e => {
+                for r in &self.requests {
+                    let value = match bound.metric {
+                        Metric::Ttft => r.ttft,
+                        Metric::Tpot => r.tpot,
+                        _ => Some(r.e2e),
+                    };
+                    match (r.ok, value) {
+                        (false, _) => weighted.push(failed),
+                        (true, Some(v)) => weighted.push((v, 1)),
+                        (true, None) => {}
+                    }
+                }
+            }
+        }
+        match percentile(&mut weighted, bound.quantile) {
+            None => Reading::Missing,
+            Some(Nanos::MAX) => Reading::Failed,
+            Some(v) => Reading::Value(v),
+        }
+    }
+}
+
+/// The nearest-rank `quantile` of values with weights (a value of weight
+/// k counts k times); sorts in place. `None` when empty.
+fn percentile(weighted: &mut [(Nanos, u64)], quantile: f64) -> Option<Nanos> {
+    weighted.sort_unstable();
+    let total: u64 = weighted.iter().map(|&(_, w)| w).sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = nearest_rank_index(usize::try_from(total).unwrap_or(usize::MAX), quantile) as u64;
+    let mut below = 0u64;
+    for &(value, weight) in weighted.iter() {
+        below += weight;
+        if below > rank {
+            return Some(value);
+        }
+    }
+    weighted.last().map(|&(v, _)| v)
+}
+
+fn share(part: usize, whole: usize) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn ok(ttft_ms: u64, gap_ms: u64, gaps: u64) -> RequestSeen {
+        RequestSeen {
+            ok: true,
+            ttft: Some(ttft_ms * MS),
+            e2e: (ttft_ms + gap_ms * gaps) * MS,
+            tpot: (gaps > 0).then_some(gap_ms * MS),
+            gaps: Gaps::Even {
+                gap: gap_ms * MS,
+                count: gaps,
+            },
+        }
+    }
+
+    #[test]
+    fn weighted_nearest_rank_counts_each_weight() {
+        let mut v = vec![(5, 1), (1, 8), (9, 1)];
+        assert_eq!(percentile(&mut v, 0.5), Some(1));
+        assert_eq!(percentile(&mut v, 0.8), Some(1));
+        assert_eq!(percentile(&mut v, 0.9), Some(5));
+        assert_eq!(percentile(&mut v, 0.99), Some(9));
+        assert_eq!(percentile(&mut [], 0.5), None);
+    }
+
+    #[test]
+    fn percentiles_goodput_and_the_verdict() {
+        let observed = Observed {
+            requests: (0..10)
+                .map(|i| ok(100 * (i + 1), 10, 9))
+                .chain([RequestSeen::failed()])
+                .collect(),
+            jobs: vec![10 * MS, 30 * MS],
+        };
+        let slo = Slo::parse("ttft_p50<=1s,itl_p90<=10ms,job_p50<=20ms").unwrap();
+        let v = observed.judge(&slo);
+        assert_eq!(v.bounds[0].reading, Reading::Value(600 * MS));
+        assert!(v.bounds[0].pass);
+        // 90 gaps of 10 ms and one failed request: p90 is a gap.
+        assert_eq!(v.bounds[1].reading, Reading::Value(10 * MS));
+        assert_eq!(v.bounds[2].reading, Reading::Value(10 * MS));
+        assert!(v.pass);
+        assert_eq!(v.request_goodput, Some(10.0 / 11.0));
+        assert_eq!(v.job_goodput, Some(0.5));
+        assert_eq!((v.requests, v.failed, v.jobs), (11, 1, 2));
+
+        // The p99 of TTFT falls on the failed request.
+        let v = observed.judge(&Slo::parse("ttft_p99<=10s").unwrap());
+        assert_eq!(v.bounds[0].reading, Reading::Failed);
+        assert!(!v.pass);
+        // With a goodput threshold the percentiles no longer decide.
+        let v = observed.judge(&Slo::parse("ttft_p99<=500ms,goodput>=0.45").unwrap());
+        assert_eq!(v.request_goodput, Some(5.0 / 11.0));
+        assert!(v.pass);
+        let v = observed.judge(&Slo::parse("ttft_p99<=500ms,goodput>=0.5").unwrap());
+        assert!(!v.pass);
+    }
+
+    #[test]
+    fn nothing_observed_never_passes() {
+        let v = Observed::default().judge(&Slo::parse("e2e_p50<=1s").unwrap());
+        assert_eq!(v.bounds[0].reading, Reading::Missing);
+        assert!(!v.pass);
+    }
+}

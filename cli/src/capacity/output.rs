@@ -1,0 +1,226 @@
+//! What a capacity search writes: `OUT/capacity.json` (schema_version
+//! `arbor.capacity/1`: the SLOs, the space searched, every probe in order
+//! and the answer), and for a virtual probe its directory
+//! `OUT/probe-K-<knob>-<value>/`: a `summary.json` shaped like a run's
+//! where the report reads it (`latency.*`, `throughput.*`, `counts`,
+//! `config`) and a `records.jsonl` of the predicted requests, so `arbor
+//! report OUT/probe-*` overlays the points like runs. A live probe's
+//! directory is the run's own.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use arbor_engine::time::Nanos;
+use serde::Serialize;
+
+use crate::failure::Failure;
+use crate::run::summary::Latency;
+
+use super::knob::Knob;
+use super::observed::Verdict;
+use super::predict::{makespan, Prediction};
+use super::served::Served;
+
+pub const CAPACITY_FILE: &str = "capacity.json";
+pub const SCHEMA_VERSION: &str = "arbor.capacity/1";
+/// `summary.json` of a virtual probe.
+const PROBE_SCHEMA_VERSION: &str = "arbor.capacity-probe/1";
+
+/// The directory name of probe `k` (1-based) at `value`.
+pub fn probe_dir(k: usize, knob: Knob, value: u64) -> String {
+    format!("probe-{k}-{}-{}", knob.name(), knob.show(value))
+}
+
+/// One probed point.
+#[derive(Debug, Clone, Serialize)]
+pub struct Probe {
+    /// 1-based, in the order probed.
+    pub probe: usize,
+    /// The knob's value (sessions, or trees per second).
+    pub load: f64,
+    /// Its directory, relative to OUT.
+    pub dir: String,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+/// The search as `capacity.json` holds it.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema_version: &'static str,
+    pub arbor_version: &'static str,
+    /// `virtual` or `live`.
+    pub mode: &'static str,
+    /// False: a probe failed and ended the search (the probes before it
+    /// are listed; the answer is empty).
+    pub complete: bool,
+    pub slo: String,
+    /// A point passes on every percentile bound, or on goodput when set.
+    pub goodput_threshold: Option<f64>,
+    pub knob: &'static str,
+    pub range: [f64; 2],
+    pub step: f64,
+    /// The service model of the virtual points (and of a live search's
+    /// prediction).
+    pub service: String,
+    /// A live search's start: the virtual knee it bisected around.
+    pub predicted: Option<Answer>,
+    pub answer: Answer,
+    pub probes: Vec<Probe>,
+}
+
+/// Where the knee is.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Answer {
+    /// The largest load that passed.
+    pub passing: Option<f64>,
+    /// The smallest load above it that failed.
+    pub failing: Option<f64>,
+}
+
+/// Writes `OUT/capacity.json`.
+pub fn write_report(out: &Path, report: &Report) -> Result<PathBuf, Failure> {
+    let path = out.join(CAPACITY_FILE);
+    let bytes = serde_json::to_vec_pretty(report)
+        .map_err(|e| Failure::other(format!("cannot encode {CAPACITY_FILE}: {e}")))?;
+    std::fs::write(&path, bytes)
+        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
+    Ok(path)
+}
+
+#[derive(Serialize)]
+struct ProbeSummary<'a> {
+    schema_version: &'static str,
+    arbor_version: &'static str,
+    /// Not a run: a plan on the virtual clock.
+    source: &'static str,
+    complete: bool,
+    cancelled: bool,
+    knob: &'static str,
+    load: f64,
+    verdict: &'a Verdict,
+    elapsed_s: f64,
+    counts: Counts,
+    latency: Latencies,
+    throughput: Throughput,
+    config: Config<'a>,
+}
+
+#[derive(Serialize)]
+struct Counts {
+    dispatched: u64,
+    ok: u64,
+    failed: u64,
+    cancelled: u64,
+}
+
+/// Each a distribution over requests (a prediction's gaps are even within
+/// a request, so `itl` holds one gap a request) or plays (`job_time`).
+#[derive(Serialize)]
+struct Latencies {
+    ttft: Latency,
+    itl: Latency,
+    tpot: Latency,
+    e2e: Latency,
+    job_time: Latency,
+}
+
+#[derive(Serialize)]
+struct Throughput {
+    window_s: f64,
+    requests_per_s: f64,
+    input_tokens_per_s: f64,
+    output_tokens_per_s: f64,
+}
+
+#[derive(Serialize)]
+struct Config<'a> {
+    service: &'a str,
+    seed: u64,
+}
+
+/// Writes a virtual probe's directory under `out`.
+pub fn write_virtual_probe(
+    out: &Path,
+    probe: &Probe,
+    knob: Knob,
+    prediction: &Prediction,
+    service: &str,
+    seed: u64,
+) -> Result<(), Failure> {
+    let dir = out.join(&probe.dir);
+    let fail = |path: &Path, e: std::io::Error| {
+        Failure::other(format!("{}: cannot write: {e}", path.display()))
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| fail(&dir, e))?;
+    let records = dir.join(crate::records_file::RECORDS_FILE);
+    let file = File::create(&records).map_err(|e| fail(&records, e))?;
+    let mut lines = BufWriter::with_capacity(1 << 16, file);
+    let trees = prediction.scheduler.trees();
+    for s in &prediction.served {
+        let Some(tree) = trees.get(s.tree as usize) else {
+            continue;
+        };
+        let agent = tree
+            .agent_of
+            .get(s.turn as usize)
+            .and_then(|&a| tree.agent_ids.get(a as usize))
+            .map_or("", String::as_str);
+        serde_json::to_writer(&mut lines, &s.line(&tree.id, agent))
+            .map_err(std::io::Error::from)
+            .and_then(|()| lines.write_all(b"\n"))
+            .map_err(|e| fail(&records, e))?;
+    }
+    lines.flush().map_err(|e| fail(&records, e))?;
+
+    let window = makespan(&prediction.scheduler);
+    let per_s = |n: u64| {
+        if window == 0 {
+            0.0
+        } else {
+            n as f64 / (window as f64 / 1e9)
+        }
+    };
+    let served = &prediction.served;
+    let values = |f: &dyn Fn(&Served) -> Option<Nanos>| -> Latency {
+        let mut v: Vec<Nanos> = served.iter().filter_map(f).collect();
+        Latency::of(&mut v)
+    };
+    let latency = Latencies {
+        ttft: values(&|s| s.first.map(|f| f - s.sent)),
+        itl: values(&|s| s.gap.filter(|_| s.osl > 1)),
+        tpot: values(&|s| s.gap.filter(|_| s.osl > 1)),
+        e2e: values(&|s| Some(s.done - s.sent)),
+        job_time: Latency::of(&mut prediction.observed.jobs.clone()),
+    };
+    let summary = ProbeSummary {
+        schema_version: PROBE_SCHEMA_VERSION,
+        arbor_version: env!("CARGO_PKG_VERSION"),
+        source: "virtual",
+        complete: true,
+        cancelled: false,
+        knob: knob.name(),
+        load: probe.load,
+        verdict: &probe.verdict,
+        elapsed_s: window as f64 / 1e9,
+        counts: Counts {
+            dispatched: served.len() as u64,
+            ok: served.len() as u64,
+            failed: 0,
+            cancelled: 0,
+        },
+        latency,
+        throughput: Throughput {
+            window_s: window as f64 / 1e9,
+            requests_per_s: per_s(served.len() as u64),
+            input_tokens_per_s: per_s(served.iter().map(|s| u64::from(s.isl)).sum()),
+            output_tokens_per_s: per_s(served.iter().map(|s| u64::from(s.osl)).sum()),
+        },
+        config: Config { service, seed },
+    };
+    let path = dir.join("summary.json");
+    let bytes = serde_json::to_vec_pretty(&summary)
+        .map_err(|e| Failure::other(format!("cannot encode {}: {e}", path.display())))?;
+    std::fs::write(&path, bytes).map_err(|e| fail(&path, e))
+}

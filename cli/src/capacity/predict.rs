@@ -1,0 +1,204 @@
+//! A virtual load point: the workload (compiled once) planned under the
+//! policy with the knob set, on the virtual clock, and what each request
+//! would have seen. [`Bench::point`] is the one place a service model is
+//! chosen; each model is one arm:
+//!
+//! | `--service` | TTFT | inter-token gap |
+//! |---|---|---|
+//! | `fixed:TTFT:ITL` | TTFT | ITL |
+//! | `throughput:P:D` | isl / P | 1 / D |
+//! | `recorded` | none | none (only `e2e` and `job` bounds mean anything) |
+//! | `server:PROFILE.toml` | the batching model's first token | (done − first token) / (osl − 1) |
+//!
+//! No I/O, no clock: the same flags give the same points on every machine.
+
+use arbor_backends::virtual_clock::{self, Prompts};
+use arbor_engine::dag::CompiledWorkload;
+use arbor_engine::scheduler::{Scheduler, TurnState};
+use arbor_engine::time::Nanos;
+use arbor_engine::Workload;
+use arbor_sim::{ServerModel, ServerService, Service, ServiceModel, ServiceRequest};
+
+use crate::args::{PolicyArgs, ScenarioArgs};
+use crate::failure::Failure;
+use crate::inputs;
+
+use super::knob::Knob;
+use super::observed::Observed;
+use super::search::Knee;
+use super::served::{self, Served};
+
+/// What every virtual point shares.
+pub struct Bench {
+    pub compiled: CompiledWorkload,
+    /// The trees as loaded (the server model's prompt block keys).
+    pub workload: Workload,
+    /// `--cache-bust`: each play's prompts share no prefix with another's.
+    pub cache_bust: bool,
+    pub policy: PolicyArgs,
+    pub scenario: ScenarioArgs,
+    pub service: Service,
+}
+
+/// One virtual point, planned.
+pub struct Prediction {
+    /// The scheduler as the plan left it (trees, plays, slots).
+    pub scheduler: Scheduler,
+    pub served: Vec<Served>,
+    pub observed: Observed,
+}
+
+impl Bench {
+    /// A note when the sessions found reach the workload's (tree, copy)
+    /// plays: lanes beyond them hold nothing, so higher loads look the
+    /// same.
+    pub fn lanes_note(&self, knob: Knob, knee: Knee) -> Option<String> {
+        let plays = self.compiled.trees.len() as u64 * u64::from(self.policy.copies);
+        match (knob, knee.passing) {
+            (Knob::Sessions, Some(sessions)) if sessions >= plays => Some(format!(
+                "note: the workload has {plays} (tree, copy) plays to deal, so lanes beyond \
+                 {plays} hold nothing: give more trees, --copies, or --loop with --duration \
+                 to load it further"
+            )),
+            _ => None,
+        }
+    }
+
+    /// Plans the point `knob = value`.
+    pub fn point(&self, knob: Knob, value: u64) -> Result<Prediction, Failure> {
+        let mut policy = self.policy.clone();
+        knob.apply(value, &mut policy);
+        let policy = inputs::policy(&policy, &self.scenario)?;
+        let mut scheduler = inputs::scheduler(self.compiled.clone(), policy)?;
+        let served = match &self.service {
+            Service::Model(model) => by_formula(&mut scheduler, model)?,
+            Service::Server(server) => self.by_server(&mut scheduler, server)?,
+        };
+        let complete = complete_plays(&scheduler);
+        let observed = served::observe(&served, |play| {
+            complete.get(play as usize).copied().unwrap_or(false)
+        });
+        Ok(Prediction {
+            scheduler,
+            served,
+            observed,
+        })
+    }
+}
+
+impl Bench {
+    /// The batching server model: its first token and last token per
+    /// request, its prefix-cache hits.
+    fn by_server(
+        &self,
+        scheduler: &mut Scheduler,
+        server: &ServerService,
+    ) -> Result<Vec<Served>, Failure> {
+        let mut model = ServerModel::new(&server.profile);
+        let mut predicted = Vec::new();
+        let prompts = Prompts {
+            workload: &self.workload,
+            cache_bust: self.cache_bust,
+        };
+        virtual_clock::run_server(scheduler, prompts, &mut model, &mut predicted)
+            .map_err(|e| Failure::other(format!("engine (capacity point): {e}")))?;
+        let mut served = Vec::with_capacity(predicted.len());
+        for p in predicted.iter().filter(|p| !p.warmup) {
+            let (Some(slot), Some(play)) =
+                (scheduler.slot(p.id), scheduler.plays().get(p.play as usize))
+            else {
+                continue;
+            };
+            let gaps = u64::from(p.osl.saturating_sub(1));
+            served.push(Served {
+                request: p.id,
+                tree: p.tree,
+                play: p.play,
+                turn: p.turn,
+                copy: play.copy,
+                lane: play.lane,
+                eligible: slot.eligible,
+                dispatched: slot.dispatched,
+                queue_wait: slot.queue_wait,
+                sent: p.sent,
+                first: Some(p.first_token),
+                done: p.done,
+                gap: (gaps > 0).then(|| p.done.saturating_sub(p.first_token) / gaps),
+                isl: p.isl,
+                osl: p.osl,
+                cached: Some(p.cached_tokens),
+            });
+        }
+        Ok(served)
+    }
+}
+
+/// A shipped service-time model: the plan's completions, with TTFT and
+/// the gap by the model's formula.
+fn by_formula(scheduler: &mut Scheduler, model: &ServiceModel) -> Result<Vec<Served>, Failure> {
+    inputs::run_virtual(scheduler, model, "engine (capacity point)")?;
+    let time = |isl, osl| {
+        model.service_time(&ServiceRequest {
+            isl,
+            osl,
+            recorded: 0,
+        })
+    };
+    let gap = match model {
+        ServiceModel::Recorded => None,
+        _ => Some(time(0, 1).saturating_sub(time(0, 0))),
+    };
+    let mut served = Vec::new();
+    for (id, slot) in scheduler.slots().iter().enumerate() {
+        if slot.warmup || slot.state != TurnState::Done {
+            continue;
+        }
+        let Some(play) = scheduler.plays().get(slot.play as usize) else {
+            continue;
+        };
+        let Some(tree) = scheduler.trees().get(play.tree as usize) else {
+            continue;
+        };
+        let turn = slot.turn as usize;
+        let (isl, osl) = (tree.isl[turn], tree.osl[turn]);
+        let first = gap.map(|_| slot.sent.saturating_add(time(isl, 0)));
+        served.push(Served {
+            request: id as u64,
+            tree: play.tree,
+            play: slot.play,
+            turn: slot.turn,
+            copy: play.copy,
+            lane: play.lane,
+            eligible: slot.eligible,
+            dispatched: slot.dispatched,
+            queue_wait: slot.queue_wait,
+            sent: slot.sent,
+            first,
+            done: slot.end,
+            gap,
+            isl,
+            osl,
+            cached: None,
+        });
+    }
+    Ok(served)
+}
+
+/// Whether every turn of each play ran (done or failed; none cancelled,
+/// skipped or left before the start window), by play.
+fn complete_plays(scheduler: &Scheduler) -> Vec<bool> {
+    let mut complete = vec![true; scheduler.plays().len()];
+    for slot in scheduler.slots().iter().filter(|s| !s.warmup) {
+        if !matches!(slot.state, TurnState::Done | TurnState::Failed) {
+            if let Some(c) = complete.get_mut(slot.play as usize) {
+                *c = false;
+            }
+        }
+    }
+    complete
+}
+
+/// The makespan of a finished plan.
+pub fn makespan(scheduler: &Scheduler) -> Nanos {
+    scheduler.slots().iter().map(|s| s.end).max().unwrap_or(0)
+}

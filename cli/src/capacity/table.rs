@@ -1,0 +1,102 @@
+//! The console: one row per probed point (load, requests, goodput, each
+//! bound's value, pass or fail; a value over its bound is marked `*`),
+//! sorted by load, then the answer line. Owns wording only.
+
+use std::io::{self, Write};
+
+use arbor_engine::time::Nanos;
+
+use super::knob::Knob;
+use super::observed::Reading;
+use super::output::{Answer, Probe};
+
+/// `80.0 ms`, `1.250 s`.
+fn show(ns: Nanos) -> String {
+    if ns < 1_000_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.3} s", ns as f64 / 1e9)
+    }
+}
+
+fn percent(share: Option<f64>) -> String {
+    share.map_or_else(|| "-".to_string(), |g| format!("{:.1} %", g * 100.0))
+}
+
+/// Prints the table of `probes` and the answer.
+pub fn print(
+    out: &mut impl Write,
+    knob: Knob,
+    probes: &[Probe],
+    answer: &Answer,
+    slo_text: &str,
+) -> io::Result<()> {
+    let mut rows: Vec<&Probe> = probes.iter().collect();
+    rows.sort_by(|a, b| a.load.total_cmp(&b.load).then(a.probe.cmp(&b.probe)));
+    let names: Vec<String> = probes
+        .first()
+        .map(|p| p.verdict.bounds.iter().map(|b| b.metric.clone()).collect())
+        .unwrap_or_default();
+    let mut header = vec![
+        "probe".to_string(),
+        knob.name().to_string(),
+        "requests".to_string(),
+        "goodput req".to_string(),
+        "goodput trees".to_string(),
+    ];
+    header.extend(names.iter().cloned());
+    header.push("result".to_string());
+    let mut table = vec![header];
+    for p in rows {
+        let mut row = vec![
+            p.probe.to_string(),
+            knob.show_number(p.load),
+            p.verdict.requests.to_string(),
+            percent(p.verdict.request_goodput),
+            percent(p.verdict.job_goodput),
+        ];
+        for b in &p.verdict.bounds {
+            let value = match b.reading {
+                Reading::Value(v) => show(v),
+                Reading::Failed => "failed".to_string(),
+                Reading::Missing => "-".to_string(),
+            };
+            row.push(if b.pass { value } else { format!("{value} *") });
+        }
+        row.push(if p.verdict.pass { "pass" } else { "FAIL" }.to_string());
+        table.push(row);
+    }
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|c| table.iter().map(|r| r[c].len()).max().unwrap_or(0))
+        .collect();
+    for row in &table {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:>w$}"))
+            .collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+    }
+    writeln!(out, "{}", answer_line(knob, answer, slo_text))
+}
+
+/// "largest load meeting every SLO: sessions=24 (sessions=25 fails)".
+pub fn answer_line(knob: Knob, answer: &Answer, slo_text: &str) -> String {
+    let at = |v: f64| format!("{}={}", knob.name(), knob.show_number(v));
+    match (answer.passing, answer.failing) {
+        (Some(p), Some(f)) => format!(
+            "largest load meeting every SLO: {} ({} fails; SLO {slo_text})",
+            at(p),
+            at(f)
+        ),
+        (Some(p), None) => format!(
+            "every load probed meets every SLO, up to the range's top {}: raise --search's high end",
+            at(p)
+        ),
+        (None, Some(f)) => format!(
+            "no load meets every SLO: even {} fails (SLO {slo_text}); lower --search's low end",
+            at(f)
+        ),
+        (None, None) => "no load was probed".to_string(),
+    }
+}

@@ -1,0 +1,334 @@
+//! `arbor capacity`: SLO errors, a virtual search whose knee is known by
+//! hand, its determinism, and a short live search against the built-in
+//! emulator.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// `trees` identical trees: one agent, three turns back to back (gap 0),
+/// 100 tokens in and 10 out each.
+fn identical_trees(dir: &Path, trees: usize) -> PathBuf {
+    let turn = |k: u64| {
+        format!(
+            r#"{{"start_ns": {}, "duration_ns": 200000000, "isl": 100, "osl": 10, "ttft_ns": null, "model": 0, "input": "tool_result", "hash_ids": [], "text": null, "tokens_estimated": true}}"#,
+            k * 200_000_000
+        )
+    };
+    let lines: Vec<String> = (0..trees)
+        .map(|i| {
+            format!(
+                r#"{{"arbor": 1, "id": "t{i}", "arrival_ns": 0, "block_size": 64, "hash_scope": "local", "tool_tokens": 0, "system_tokens": 0, "models": ["m"], "agents": [{{"id": "root", "parent": null, "kind": "root", "end_ns": null, "turns": [{}, {}, {}]}}], "edges": null}}"#,
+                turn(0),
+                turn(1),
+                turn(2)
+            )
+        })
+        .collect();
+    let path = dir.join("identical.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write trees");
+    path
+}
+
+fn read(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().expect("UTF-8")
+}
+
+#[test]
+fn slo_and_search_errors_name_the_clause() {
+    for (slo, needle) in [
+        (
+            "ttft_p99<2s",
+            "--slo `ttft_p99<2s`: expected METRIC_pNN<=DURATION",
+        ),
+        ("latency_p99<=2s", "unknown metric `latency`"),
+        ("ttft_p100<=2s", "unknown percentile `p100`"),
+        ("ttft_p99<=soon", "`ttft_p99<=soon`"),
+        ("goodput>=2", "SHARE from 0 to 1"),
+    ] {
+        expect_exit_2(&["capacity", "--slo", slo], &[needle]);
+    }
+    expect_exit_2(
+        &["capacity", "--slo", "ttft_p99<=2s"],
+        &["--service recorded predicts no first token"],
+    );
+    expect_exit_2(
+        &["capacity", "--slo", "e2e_p99<=2s", "--search", "lanes:1..4"],
+        &["unknown knob `lanes`"],
+    );
+    expect_exit_2(
+        &["capacity", "--slo", "e2e_p99<=2s", "--live"],
+        &["--duration: a live search needs it"],
+    );
+}
+
+/// Identical trees, a cap of 4 requests in flight and `fixed:100:10`
+/// (200 ms a turn): up to 4 sessions no request waits and every job takes
+/// exactly 600 ms; at 5 one waits, so the largest job exceeds 600 ms.
+/// The knee is 4.
+fn virtual_search(out: &Path) -> std::process::Output {
+    let trees = identical_trees(out.parent().expect("a parent"), 12);
+    arbor(&[
+        "capacity",
+        text(&trees),
+        "--service",
+        "fixed:100:10",
+        "--max-inflight",
+        "4",
+        "--arrival",
+        "immediate",
+        "--slo",
+        "ttft_p99<=100ms,itl_p50<=10ms,job_p99<=600ms",
+        "--search",
+        "sessions:1..64",
+        "-o",
+        text(out),
+    ])
+}
+
+#[test]
+fn a_virtual_search_finds_the_knee_by_hand() {
+    let dir = scratch("capacity-virtual");
+    let out = dir.join("out");
+    let ran = virtual_search(&out);
+    let console = stdout(&ran);
+    assert!(ran.status.success(), "{}{console}", stderr(&ran));
+    assert!(
+        console.contains("largest load meeting every SLO: sessions=4 (sessions=5 fails"),
+        "{console}"
+    );
+    let report = read(&out.join("capacity.json"));
+    assert_eq!(report["schema_version"], "arbor.capacity/1");
+    assert_eq!(report["answer"]["passing"], 4.0);
+    assert_eq!(report["answer"]["failing"], 5.0);
+    let probes = report["probes"].as_array().expect("probes");
+    let loads: Vec<f64> = probes.iter().map(|p| p["load"].as_f64().unwrap()).collect();
+    assert_eq!(loads, [1.0, 2.0, 4.0, 8.0, 6.0, 5.0]);
+    for p in probes {
+        let pass = p["load"].as_f64().unwrap() <= 4.0;
+        assert_eq!(p["pass"], pass, "{p}");
+        // TTFT and ITL are the model's, at every load.
+        assert_eq!(p["bounds"][0]["reading"]["ns"], 100_000_000u64);
+        assert_eq!(p["bounds"][1]["reading"]["ns"], 10_000_000u64);
+        if pass {
+            assert_eq!(p["bounds"][2]["reading"]["ns"], 600_000_000u64);
+            assert_eq!(p["job_goodput"], 1.0);
+        }
+        // Every probe is a directory the report reads.
+        let probe = out.join(p["dir"].as_str().unwrap());
+        assert_eq!(
+            read(&probe.join("summary.json"))["latency"]["job_time"]["count"],
+            12
+        );
+        assert_eq!(jsonl(&probe.join("records.jsonl")).len(), 36);
+    }
+    let page = arbor(&[
+        "report",
+        text(&out.join("probe-1-sessions-1")),
+        text(&out.join("probe-6-sessions-5")),
+        "-o",
+        text(&dir.join("overlay.html")),
+    ]);
+    assert!(page.status.success(), "{}", stderr(&page));
+}
+
+#[test]
+fn the_same_flags_give_the_same_table() {
+    let dir = scratch("capacity-determinism");
+    let first = virtual_search(&dir.join("a"));
+    let second = virtual_search(&dir.join("b"));
+    let table = |o: &std::process::Output| {
+        let s = stdout(o);
+        s.lines()
+            .filter(|l| !l.starts_with("capacity in"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(first.status.success());
+    assert_eq!(table(&first), table(&second));
+    let probes = |d: &str| read(&dir.join(d).join("capacity.json"))["probes"].clone();
+    assert_eq!(probes("a"), probes("b"));
+}
+
+/// A live search against the built-in emulator at 50 ms TTFT and 5 ms
+/// ITL (about 95 ms a request) with at most 2 requests in flight, under
+/// `job_p99<=340ms`: one or two sessions never wait (jobs of about 290
+/// ms), three or more do (a job waits a whole request). `extra` flags
+/// come last (a later `--search` wins).
+fn live_search(trees: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "capacity",
+        text(trees),
+        "--live",
+        "--ttft-ms",
+        "50",
+        "--itl-ms",
+        "5",
+        "--max-inflight",
+        "2",
+        "--arrival",
+        "immediate",
+        "--duration",
+        "20",
+        "--no-progress",
+        "--slo",
+        "job_p99<=340ms",
+        "-o",
+        text(out),
+    ];
+    if !extra.contains(&"--search") {
+        args.extend(["--search", "sessions:1..4"]);
+    }
+    args.extend_from_slice(extra);
+    arbor(&args)
+}
+
+/// Four short live probes find the knee of [`live_search`].
+#[test]
+fn a_live_search_against_the_emulator() {
+    let dir = scratch("capacity-live");
+    let trees = identical_trees(&dir, 4);
+    let out = dir.join("out");
+    let ran = live_search(&trees, &out, &[]);
+    let console = stdout(&ran);
+    assert!(ran.status.success(), "{}{console}", stderr(&ran));
+    assert!(
+        console.contains("largest load meeting every SLO: sessions=2 (sessions=3 fails"),
+        "{console}"
+    );
+    let report = read(&out.join("capacity.json"));
+    assert_eq!(report["mode"], "live");
+    let probes = report["probes"].as_array().expect("probes");
+    assert_eq!(probes.len(), 4);
+    for p in probes {
+        // A real run directory per probe.
+        let probe = out.join(p["dir"].as_str().unwrap());
+        assert!(probe.join("summary.json").is_file(), "{}", probe.display());
+        assert!(probe.join("records.jsonl").is_file());
+    }
+}
+
+/// The live search starts from the virtual prediction (`--service` given):
+/// the emulator's timing and `fixed:50:5` agree, so the live knee is the
+/// predicted one and three probes around it find it.
+#[test]
+fn a_live_search_bisects_around_the_prediction() {
+    let dir = scratch("capacity-predicted");
+    let trees = identical_trees(&dir, 4);
+    let out = dir.join("out");
+    let ran = live_search(
+        &trees,
+        &out,
+        &["--service", "fixed:50:5", "--search", "sessions:1..8"],
+    );
+    let console = stdout(&ran);
+    assert!(ran.status.success(), "{}{console}", stderr(&ran));
+    assert!(
+        stderr(&ran).contains("predicted on the virtual clock (fixed:50:5): largest load meeting every SLO: sessions=2"),
+        "{}",
+        stderr(&ran)
+    );
+    let report = read(&out.join("capacity.json"));
+    assert_eq!(report["predicted"]["passing"], 2.0);
+    assert_eq!(report["answer"]["passing"], 2.0);
+    let loads: Vec<f64> = report["probes"]
+        .as_array()
+        .expect("probes")
+        .iter()
+        .map(|p| p["load"].as_f64().unwrap())
+        .collect();
+    assert_eq!(loads, [1.0, 3.0, 2.0]);
+    // The prediction's own probes and capacity.json are kept beside.
+    let predicted = read(&out.join("predicted").join("capacity.json"));
+    assert_eq!(predicted["mode"], "virtual");
+}
+
+/// The batching server model: a knee exists, the search closes on it to
+/// one step, and the probes carry the model's prefix-cache hits.
+#[test]
+fn a_virtual_search_with_the_server_model() {
+    let dir = scratch("capacity-server");
+    let out = dir.join("out");
+    let profile = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiles/example.toml");
+    let service = format!("server:{}", text(&profile));
+    let ran = arbor(&[
+        "capacity",
+        "--synthetic",
+        "trees=40,turns=6,depth=0,isl=200,isl_growth=50,osl=50,hash_ids=true",
+        "--tool-time",
+        "zero",
+        "--think-time-pct",
+        "0",
+        "--copies",
+        "2",
+        "--arrival",
+        "immediate",
+        "--service",
+        &service,
+        "--slo",
+        "ttft_p90<=500ms,itl_p99<=10ms",
+        "--search",
+        "sessions:1..64",
+        "-o",
+        text(&out),
+    ]);
+    let console = stdout(&ran);
+    assert!(ran.status.success(), "{}{console}", stderr(&ran));
+    let report = read(&out.join("capacity.json"));
+    let passing = report["answer"]["passing"]
+        .as_f64()
+        .expect("a passing load");
+    let failing = report["answer"]["failing"]
+        .as_f64()
+        .expect("a failing load");
+    assert_eq!(failing - passing, 1.0, "{report}");
+    assert!(passing > 1.0 && passing < 64.0, "{report}");
+    for p in report["probes"].as_array().expect("probes") {
+        let load = p["load"].as_f64().unwrap();
+        assert_eq!(p["pass"], load <= passing, "{p}");
+    }
+    let records = jsonl(&out.join("probe-1-sessions-1").join("records.jsonl"));
+    let cached: u64 = records
+        .iter()
+        .map(|r| r["cached_tokens"].as_u64().expect("the model's cache hits"))
+        .sum();
+    assert!(cached > 0, "turns of one agent share their prefix");
+}
+
+/// The open loop: identical 600 ms trees arriving evenly, at most 3
+/// requests (so 3 trees) in flight. A tree never waits while trees arrive
+/// no faster than one every 200 ms: the knee is 3 / 0.6 s = 5 trees/s.
+#[test]
+fn a_virtual_rate_search_finds_the_knee_by_hand() {
+    let dir = scratch("capacity-rate");
+    let trees = identical_trees(&dir, 12);
+    let out = dir.join("out");
+    let ran = arbor(&[
+        "capacity",
+        text(&trees),
+        "--service",
+        "fixed:100:10",
+        "--max-inflight",
+        "3",
+        "--slo",
+        "job_p99<=600ms",
+        "--search",
+        "rate:0.1..20",
+        "-o",
+        text(&out),
+    ]);
+    let console = stdout(&ran);
+    assert!(ran.status.success(), "{}{console}", stderr(&ran));
+    assert!(
+        console.contains("largest load meeting every SLO: rate=5 (rate=5.1 fails"),
+        "{console}"
+    );
+    assert!(out.join("probe-1-rate-0.1").join("summary.json").is_file());
+}
