@@ -13,7 +13,7 @@ use arbor_sim::{ServerModel, Service};
 use crate::args::PlanArgs;
 use crate::failure::Failure;
 use crate::report::server::{Sample, ServerPrediction};
-use crate::report::{write_timeline, PlanReport};
+use crate::report::{write_timeline, PlanReport, PlannedSubmission};
 use crate::scenario::{self, Explicit};
 use crate::{inputs, stdout};
 
@@ -52,6 +52,7 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
     }
 
     let corpus = loaded.corpus.clone();
+    let submission = applied.as_ref().map(PlannedSubmission::of);
     let mut report = PlanReport::new(
         loaded.description,
         loaded.fit,
@@ -64,6 +65,7 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
         &scheduler,
     );
     report.corpus = corpus;
+    report.submission = submission;
     report.server = server;
     if let Some(path) = &args.report {
         let bytes = crate::page::write_for_plan(&scheduler, &loaded.workload.trees, &report, path)?;

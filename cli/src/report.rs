@@ -108,6 +108,10 @@ pub struct PlanReport {
     /// synthetic workload alone or a stream (stdin, a FIFO).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus: Option<crate::data::manifest::Corpus>,
+    /// Under `--scenario`: the validity stamp a run of this plan gets if
+    /// it completes (docs/agentx.md, "Validity").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submission: Option<PlannedSubmission>,
     pub trees: u64,
     pub agents: u64,
     pub agent_kinds: AgentCounts,
@@ -146,6 +150,25 @@ pub struct PlanReport {
     /// only; docs/plan.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerPrediction>,
+}
+
+/// What a recipe's validity stamp will be if the planned run completes:
+/// the reasons known before the run. A run can still add
+/// `context_overflow_rate_exceeded` or `run_cancelled` (docs/agentx.md).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PlannedSubmission {
+    pub valid_if_completed: bool,
+    pub invalid_reasons: Vec<String>,
+}
+
+impl PlannedSubmission {
+    pub fn of(applied: &crate::scenario::Applied) -> Self {
+        let invalid_reasons = applied.invalid_reasons();
+        PlannedSubmission {
+            valid_if_completed: invalid_reasons.is_empty(),
+            invalid_reasons,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -314,6 +337,7 @@ impl PlanReport {
             policy: PolicySummary::new(policy, overlap_tolerance),
             fit,
             corpus: None,
+            submission: None,
             trees: workload.trees.len() as u64,
             agents: compiled.agents,
             agent_kinds: agent_counts(workload),

@@ -344,10 +344,23 @@ fn the_recipe_refuses_an_unpinned_corpus_and_accepts_the_fetched_one() {
         "{err}"
     );
 
-    // The fetched corpus: accepted; a short run adds no dataset reason.
+    // The fetched corpus: accepted, and the full recipe (900 s) is
+    // stamped valid; a short run adds no dataset reason.
     let mut args = recipe.to_vec();
     args.push("data:weka");
     assert!(env.arbor(&args).status.success());
+    args.push("--json");
+    let planned = json(&env.arbor(&args));
+    assert_eq!(
+        planned["submission"],
+        serde_json::json!({"valid_if_completed": true, "invalid_reasons": []})
+    );
+    let mut overridden = recipe.to_vec();
+    overridden.extend([local_arg, "--unsafe-override", "--json"]);
+    assert_eq!(
+        json(&env.arbor(&overridden))["submission"],
+        serde_json::json!({"valid_if_completed": false, "invalid_reasons": ["unpinned_dataset"]})
+    );
     let run = |input: &str, out_dir: &Path| -> Value {
         let mut args = vec!["run"];
         args.extend_from_slice(&AGENTX_SHORT);
