@@ -14,7 +14,8 @@
 //! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
 //! `compare`, `summarize` (reads back what `run` wrote), `aggregate`
 //! (the aggregate of `run --repeat`: used by `run`, uses no command), `export`,
-//! `page` (`arbor report`, also written by `run`) and `schema` (the JSON
+//! `page` (`arbor report`, also written by `run`), `record` (the
+//! recording proxy) and `schema` (the JSON
 //! Schemas of `run`'s and `plan`'s outputs).
 #![forbid(unsafe_code)]
 
@@ -35,6 +36,7 @@ mod inspect;
 mod page;
 mod plan;
 mod progress;
+mod record;
 mod records_file;
 mod report;
 mod run;
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Data(args) => data::run(&args),
+        Command::Record(args) => record::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
