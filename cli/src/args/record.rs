@@ -1,5 +1,5 @@
 //! `arbor record`'s flags: the upstream, where the proxy listens, the
-//! capture file, the session header and TLS trust.
+//! capture file, the session header, redaction and TLS trust.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,6 +30,13 @@ pub struct RecordArgs {
     /// the line's `session_id` (the header itself is never written).
     #[arg(long, value_name = "NAME")]
     pub session_header: Option<String>,
+
+    /// Replace every text of the capture (messages, answers, tool calls,
+    /// errors) with synthesized text of the same length, keeping token
+    /// counts and which texts share which prefixes, so a replay hits the
+    /// prefix cache as the original did (docs/record.md, "Redaction").
+    #[arg(long)]
+    pub redact: bool,
 
     /// Trust only the CA certificates of this PEM file for an https://
     /// upstream (instead of the system's roots).

@@ -2,7 +2,8 @@
 //! (docs/formats/openai-log.md), and the thread that writes it.
 //!
 //! Owns [`CaptureLine`] (what a line says) and [`CaptureFile`], whose
-//! writer thread appends each line as an exchange sends it and flushes
+//! writer thread redacts (`--redact`), serializes and appends each line as
+//! an exchange sends it, and flushes
 //! whenever it has nothing more waiting, so a line is on disk as soon as
 //! its response has ended and no request task ever waits on the disk.
 //! Knows no HTTP.
@@ -16,6 +17,8 @@ use std::thread::JoinHandle;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+
+use super::redact::Redactor;
 
 /// One recorded exchange. `start` and `end` (unix seconds) are what every
 /// openai-log reader reads; `start_ns` and `end_ns` are the same stamps
@@ -55,7 +58,7 @@ pub fn seconds(ns: u64) -> f64 {
 }
 
 enum Message {
-    Line(Vec<u8>),
+    Line(Box<CaptureLine>),
     Stop,
 }
 
@@ -66,12 +69,10 @@ pub struct CaptureSink {
 }
 
 impl CaptureSink {
-    /// Queues `line` for the file (never waits on the disk).
-    pub fn send(&self, line: &CaptureLine) {
-        if let Ok(mut bytes) = serde_json::to_vec(line) {
-            bytes.push(b'\n');
-            let _ = self.tx.send(Message::Line(bytes));
-        }
+    /// Queues `line` for the file (never waits on the disk, nor on its
+    /// redaction or serialization: the writer does both).
+    pub fn send(&self, line: CaptureLine) {
+        let _ = self.tx.send(Message::Line(Box::new(line)));
     }
 }
 
@@ -82,13 +83,14 @@ pub struct CaptureFile {
 }
 
 impl CaptureFile {
-    /// Creates (or truncates) `path` and starts the writer.
-    pub fn create(path: &Path) -> io::Result<CaptureFile> {
+    /// Creates (or truncates) `path` and starts the writer, which
+    /// redacts every line with `redactor` when there is one.
+    pub fn create(path: &Path, redactor: Option<Redactor>) -> io::Result<CaptureFile> {
         let file = BufWriter::new(File::create(path)?);
         let (tx, rx) = channel();
         let writer = std::thread::Builder::new()
             .name("arbor-capture".to_string())
-            .spawn(move || write_lines(file, rx))?;
+            .spawn(move || write_lines(file, rx, redactor))?;
         Ok(CaptureFile {
             sink: CaptureSink { tx },
             writer,
@@ -109,12 +111,23 @@ impl CaptureFile {
     }
 }
 
-fn write_lines(mut file: BufWriter<File>, rx: Receiver<Message>) -> io::Result<u64> {
+fn write_lines(
+    mut file: BufWriter<File>,
+    rx: Receiver<Message>,
+    redactor: Option<Redactor>,
+) -> io::Result<u64> {
     let mut lines = 0u64;
     let mut failed: Option<io::Error> = None;
-    let mut write = |file: &mut BufWriter<File>, bytes: &[u8]| {
+    let mut write = |file: &mut BufWriter<File>, mut line: Box<CaptureLine>| {
+        if let Some(r) = &redactor {
+            r.line(&mut line);
+        }
+        let Ok(mut bytes) = serde_json::to_vec(&line) else {
+            return;
+        };
+        bytes.push(b'\n');
         if failed.is_none() {
-            match file.write_all(bytes) {
+            match file.write_all(&bytes) {
                 Ok(()) => lines += 1,
                 Err(e) => failed = Some(e),
             }
@@ -124,7 +137,7 @@ fn write_lines(mut file: BufWriter<File>, rx: Receiver<Message>) -> io::Result<u
         let mut next = Some(message);
         while let Some(message) = next.take() {
             match message {
-                Message::Line(bytes) => write(&mut file, &bytes),
+                Message::Line(line) => write(&mut file, line),
                 Message::Stop => break 'outer,
             }
             next = rx.try_recv().ok();
@@ -145,10 +158,10 @@ mod tests {
     #[test]
     fn lines_are_written_in_order_and_counted() {
         let path = std::env::temp_dir().join(format!("arbor-capture-{}.jsonl", std::process::id()));
-        let file = CaptureFile::create(&path).expect("create");
+        let file = CaptureFile::create(&path, None).expect("create");
         let sink = file.sink();
         for i in 0..3u64 {
-            sink.send(&CaptureLine {
+            sink.send(CaptureLine {
                 start: seconds(i),
                 end: seconds(i + 1),
                 start_ns: i,

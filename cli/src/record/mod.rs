@@ -4,8 +4,8 @@
 //! `run` read like any trace.
 //!
 //! Modules, each used only by those after it: `clock` (monotonic
-//! nanoseconds anchored to UTC), `capture` (a line and the file's writer
-//! thread), `scan` (a response's text, usage and error read from its
+//! nanoseconds anchored to UTC), `redact` (`--redact`'s synthesized text),
+//! `capture` (a line and the file's writer thread), `scan` (a response's text, usage and error read from its
 //! bytes), `tap` (the response body passed through and the line it
 //! completes), `proxy` (forwarding one request upstream). This file owns
 //! the command: the upstream, the listener, the accept loop and stopping
@@ -14,6 +14,7 @@
 mod capture;
 mod clock;
 mod proxy;
+mod redact;
 mod scan;
 mod tap;
 
@@ -74,7 +75,8 @@ pub fn run(args: &RecordArgs) -> Result<(), Failure> {
             })
         })
         .transpose()?;
-    let capture = CaptureFile::create(&args.out).map_err(|e| {
+    let redactor = args.redact.then(redact::Redactor::new);
+    let capture = CaptureFile::create(&args.out, redactor).map_err(|e| {
         Failure::other(format!(
             "{}: cannot create the capture: {e}",
             args.out.display()

@@ -44,7 +44,7 @@ impl Pending {
         let end_ns = self.clock.now_ns().max(self.start_ns);
         let scanned = self.scan.finish(self.status);
         let error = error.or(scanned.error).map(|e| self.secrets.redact(&e));
-        self.sink.send(&CaptureLine {
+        self.sink.send(CaptureLine {
             start: seconds(self.start_ns),
             end: seconds(end_ns),
             start_ns: self.start_ns,

@@ -17,7 +17,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
-use crate::util::{arbor, jsonl, scratch, secs_to_ns, stderr};
+use crate::scripted::{Script, Scripted};
+use crate::util::{arbor, jsonl, run_into, scratch, secs_to_ns, stderr, FAST};
 
 /// How long any one step may take before the test fails.
 const BOUND: Duration = Duration::from_secs(30);
@@ -120,6 +121,15 @@ impl Drop for Recorder {
 
 const KEY: &str = "sk-record-test-0123456789";
 
+// The agent's texts capitalize every word: a lowercase word after a space
+// may be one of arbor's one-token vocabulary words, which the emulator
+// counts differently from other bytes, and the redaction test compares
+// token counts of the original text with those of synthesized capitals.
+// Repeated to a few hundred bytes so the prefix cache has blocks to hit.
+const ROOT_PROMPT: &str = "You Are A Coding Agent: Read, Test, Fix. ";
+const EXPLORER_PROMPT: &str = "You Are An Explorer Subagent: Find Files. ";
+const REVIEWER_PROMPT: &str = "You Are A Reviewer Subagent: Read Diffs. ";
+
 fn m(role: &str, content: &str) -> Value {
     json!({"role": role, "content": content})
 }
@@ -203,8 +213,8 @@ impl Agent {
     /// An explorer subagent: two chat turns, the second after a tool call.
     async fn explorer(&self) -> String {
         let mut context = vec![
-            m("system", "You are an explorer subagent. Find files."),
-            m("user", "Where is the ISO date parser?"),
+            m("system", &EXPLORER_PROMPT.repeat(12)),
+            m("user", "Where Is The ISO Date Parser?"),
         ];
         let b1 = self.chat(&context, false).await;
         context.push(m("assistant", &b1));
@@ -216,8 +226,8 @@ impl Agent {
     async fn reviewer(&self) -> String {
         let blocks = self
             .messages(
-                "You are a reviewer subagent.",
-                &[json!({"role": "user", "content": "Review the regex in iso.py."})],
+                &REVIEWER_PROMPT.repeat(12),
+                &[json!({"role": "user", "content": "Review The Regex In iso.py."})],
             )
             .await;
         blocks[0]["text"].as_str().unwrap_or_default().to_string()
@@ -228,10 +238,10 @@ impl Agent {
     /// join).
     async fn run(&self) {
         let mut context = vec![
-            m("system", "You are a coding agent."),
+            m("system", &ROOT_PROMPT.repeat(12)),
             m(
                 "user",
-                "The date parser rejects 2026-01-01T00:00:00Z. Fix it.",
+                "The Date Parser Rejects 2026-01-01T00:00:00Z. Fix It.",
             ),
         ];
         let a1 = self.chat(&context, true).await;
@@ -241,10 +251,24 @@ impl Agent {
         context.push(m("assistant", &a2));
         // The tool: two subagents, launched together, waited for.
         let (found, review) = tokio::join!(self.explorer(), self.reviewer());
-        context.push(m("tool", &format!("explorer: {found}\nreviewer: {review}")));
+        context.push(m("tool", &format!("Explorer: {found}\nReviewer: {review}")));
         let a3 = self.chat(&context, false).await;
         assert!(!a3.is_empty());
     }
+}
+
+/// Runs the scripted agent against `base` (bounded).
+fn drive(base: &str) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime for the agent");
+    runtime.block_on(async {
+        tokio::time::timeout(BOUND, Agent::new(base).run())
+            .await
+            .expect("the agent finishes in time");
+    });
 }
 
 /// Records the scripted agent through `arbor record` (with `extra`
@@ -253,16 +277,7 @@ fn record_agent(dir: &Path, extra: &[&str]) -> PathBuf {
     let emulator = Emulator::start();
     let capture = dir.join("capture.jsonl");
     let recorder = Recorder::start(&emulator.handle.base_url(), &capture, extra);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime for the agent");
-    runtime.block_on(async {
-        tokio::time::timeout(BOUND, Agent::new(&recorder.url).run())
-            .await
-            .expect("the agent finishes in time");
-    });
+    drive(&recorder.url);
     let err = recorder.stop();
     assert!(err.contains("6 exchanges written"), "{err}");
     capture
@@ -374,4 +389,241 @@ fn a_recorded_agent_loads_as_its_tree_and_replays_at_the_recorded_times() {
     for l in &planned {
         assert_eq!(l["start_s"], l["eligible_s"], "no lateness: {l}");
     }
+}
+
+/// What must be the same of two recordings of one agent: trees, agents,
+/// parents, kinds, and per turn its tokens, input kind and text shape.
+fn fingerprint(capture: &Path) -> String {
+    let loaded = load_path(capture, None).expect("the capture loads");
+    let mut out = String::new();
+    for tree in &loaded.trees {
+        out += &format!("tree {}\n", tree.id);
+        for a in &tree.agents {
+            out += &format!("  agent {} {:?} {:?}\n", a.id, a.parent, a.kind);
+            for t in &a.turns {
+                let text = t.text.as_ref().expect("recorded text");
+                let lengths: Vec<usize> = text.messages.iter().map(|m| m.content.len()).collect();
+                out += &format!(
+                    "    isl {} osl {} {:?} extends {} messages {:?} answer {:?}\n",
+                    t.isl,
+                    t.osl,
+                    t.input_kind,
+                    text.extends_previous,
+                    lengths,
+                    text.response.as_ref().map(String::len)
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Cached prompt tokens per (agent, turn) when `capture` is replayed
+/// against the built-in emulator.
+fn cached_per_turn(capture: &Path, out: &Path) -> Vec<(String, u64, u64)> {
+    run_into(
+        out,
+        &[&[capture.to_str().expect("utf-8")][..], &FAST[..]].concat(),
+    );
+    let mut turns: Vec<(String, u64, u64)> = jsonl(&out.join("records.jsonl"))
+        .iter()
+        .map(|r| {
+            (
+                r["agent"].as_str().expect("agent").to_string(),
+                r["turn"].as_u64().expect("turn"),
+                r["cached_tokens"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    turns.sort();
+    turns
+}
+
+#[test]
+fn a_redacted_capture_keeps_the_trees_and_the_cache_hits_and_no_text() {
+    let dir = scratch("record-redact");
+    let emulator = Emulator::start();
+    // One agent, two recorders in a row: the inner one redacts.
+    let redacted = dir.join("redacted.jsonl");
+    let plain = dir.join("plain.jsonl");
+    let session = ["--session-header", "X-Agent-Session"];
+    let inner = Recorder::start(
+        &emulator.handle.base_url(),
+        &redacted,
+        &[&session[..], &["--redact"]].concat(),
+    );
+    let outer = Recorder::start(&inner.url, &plain, &session);
+    drive(&outer.url);
+    outer.stop();
+    inner.stop();
+
+    assert_eq!(fingerprint(&redacted), fingerprint(&plain));
+    let text = std::fs::read_to_string(&redacted).expect("capture");
+    for original in [
+        "Coding Agent",
+        "Explorer",
+        "Reviewer",
+        "Date Parser",
+        "dateparse",
+        "FAILED",
+        "tok0",
+        KEY,
+    ] {
+        assert!(
+            !text.contains(original),
+            "`{original}` in the redacted capture"
+        );
+    }
+    let hits = cached_per_turn(&plain, &dir.join("run-plain"));
+    assert!(
+        hits.iter().any(|(_, _, c)| *c > 0),
+        "some turn hits: {hits:?}"
+    );
+    assert_eq!(cached_per_turn(&redacted, &dir.join("run-redacted")), hits);
+}
+
+// ---------------------------------------------------------------------------
+// Hostile upstreams and clients: no line lost, no hang
+
+/// The capture's lines once it has `n` (bounded wait: lines are written
+/// while the proxy runs).
+fn lines_soon(capture: &Path, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let lines: Vec<Value> = std::fs::read_to_string(capture)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        if lines.len() >= n {
+            return lines;
+        }
+        assert!(Instant::now() < deadline, "no capture line in time");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A client against the proxy at `base` running `script` on its own
+/// runtime (bounded).
+fn with_client<F: std::future::Future<Output = ()>>(script: impl FnOnce(reqwest::Client) -> F) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let client = reqwest::Client::builder()
+        .timeout(BOUND)
+        .no_proxy()
+        .build()
+        .expect("client");
+    runtime.block_on(async {
+        tokio::time::timeout(BOUND, script(client))
+            .await
+            .expect("the client finishes in time");
+    });
+}
+
+fn streamed_chat() -> Value {
+    json!({"model": "m", "stream": true, "max_tokens": 8,
+           "messages": [{"role": "user", "content": "Go."}]})
+}
+
+/// The proxy answers a fresh request after whatever came before.
+async fn still_serves(client: &reqwest::Client, base: &str) {
+    let models = client
+        .get(format!("{base}/v1/models"))
+        .send()
+        .await
+        .expect("the proxy still answers");
+    assert_eq!(models.status(), 200);
+}
+
+#[test]
+fn an_upstream_reset_mid_stream_cuts_the_client_and_keeps_the_line() {
+    let upstream = Scripted::start(Script::ResetMidChunk);
+    let capture = scratch("record-reset").join("capture.jsonl");
+    let recorder = Recorder::start(&upstream.url(), &capture, &[]);
+    let base = recorder.url.clone();
+    with_client(|client| async move {
+        let mut response = client
+            .post(format!("{base}/v1/chat/completions"))
+            .json(&streamed_chat())
+            .send()
+            .await
+            .expect("a head");
+        assert_eq!(response.status(), 200);
+        let cut = loop {
+            match response.chunk().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => break false,
+                Err(_) => break true,
+            }
+        };
+        assert!(cut, "the client sees the upstream's cut");
+        still_serves(&client, &base).await;
+    });
+    recorder.stop();
+    let lines = jsonl(&capture);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["status"], 200);
+    let error = lines[0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("the upstream cut the response"), "{error}");
+}
+
+#[test]
+fn a_client_leaving_mid_stream_still_gets_its_line_at_once() {
+    let upstream = Scripted::start(Script::Endless);
+    let capture = scratch("record-leave").join("capture.jsonl");
+    let recorder = Recorder::start(&upstream.url(), &capture, &[]);
+    let base = recorder.url.clone();
+    with_client(|client| async move {
+        let mut response = client
+            .post(format!("{base}/v1/chat/completions"))
+            .json(&streamed_chat())
+            .send()
+            .await
+            .expect("a head");
+        response.chunk().await.expect("a first chunk");
+        drop(response);
+        drop(client);
+    });
+    // Written while the proxy runs, not at its stop.
+    let lines = lines_soon(&capture, 1);
+    let error = lines[0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("the client went away"), "{error}");
+    let base = recorder.url.clone();
+    with_client(|client| async move { still_serves(&client, &base).await });
+    recorder.stop();
+    assert_eq!(jsonl(&capture).len(), 1);
+}
+
+#[test]
+fn a_100_mb_response_passes_whole_and_its_line_says_truncated() {
+    const SIZE: usize = 100 << 20;
+    let upstream = Scripted::start(Script::Huge { bytes: SIZE });
+    let capture = scratch("record-huge").join("capture.jsonl");
+    let recorder = Recorder::start(&upstream.url(), &capture, &[]);
+    let base = recorder.url.clone();
+    with_client(|client| async move {
+        let mut response = client
+            .post(format!("{base}/v1/chat/completions"))
+            .json(&streamed_chat())
+            .send()
+            .await
+            .expect("a head");
+        let mut bytes = 0usize;
+        while let Some(chunk) = response.chunk().await.expect("the whole body") {
+            bytes += chunk.len();
+        }
+        assert!(bytes >= SIZE, "{bytes} bytes");
+    });
+    recorder.stop();
+    let lines = jsonl(&capture);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["status"], 200);
+    assert_eq!(lines[0]["response_truncated"], true);
+    assert!(lines[0]["error"].is_null(), "{}", lines[0]);
+    // The usage at the stream's end was read past the cap.
+    let tokens = SIZE / (16 * 1024);
+    assert_eq!(lines[0]["response"]["usage"]["completion_tokens"], tokens);
+    assert!(std::fs::metadata(&capture).expect("capture").len() < 20 << 20);
 }
