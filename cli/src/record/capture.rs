@@ -120,7 +120,7 @@ fn write_lines(
     let mut failed: Option<io::Error> = None;
     let mut write = |file: &mut BufWriter<File>, mut line: Box<CaptureLine>| {
         if let Some(r) = &redactor {
-            r.line(&mut line);
+            redact(r, &mut line);
         }
         let Ok(mut bytes) = serde_json::to_vec(&line) else {
             return;
@@ -148,6 +148,21 @@ fn write_lines(
     match failed {
         Some(e) => Err(e),
         None => Ok(lines),
+    }
+}
+
+/// `line`'s request, response and error, redacted.
+fn redact(r: &Redactor, line: &mut CaptureLine) {
+    // The request was read as JSON; were it not, no text may stay.
+    line.request = r
+        .request(&line.request)
+        .or_else(|| RawValue::from_string("{\"messages\":[]}".to_string()).ok())
+        .unwrap_or_else(|| line.request.clone());
+    if let Some(response) = line.response.as_mut() {
+        r.value(response, None);
+    }
+    if let Some(error) = line.error.as_mut() {
+        *error = r.text(error);
     }
 }
 

@@ -21,8 +21,6 @@ use serde_json::value::{to_raw_value, RawValue};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::capture::CaptureLine;
-
 /// Keys whose string values are structure, not content.
 const KEEP: [&str; 10] = [
     "role",
@@ -72,6 +70,13 @@ impl Redactor {
         out
     }
 
+    /// A request body (raw JSON), redacted; `None` if it is not JSON.
+    pub fn request(&self, raw: &RawValue) -> Option<Box<RawValue>> {
+        let mut request = serde_json::from_str::<Value>(raw.get()).ok()?;
+        self.value(&mut request, None);
+        to_raw_value(&request).ok()
+    }
+
     /// Every content string of `value`, in place (see [`KEEP`]).
     pub fn value(&self, value: &mut Value, key: Option<&str>) {
         match value {
@@ -91,24 +96,6 @@ impl Redactor {
                 }
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
-        }
-    }
-
-    /// A capture line's request, response and error, redacted.
-    pub fn line(&self, line: &mut CaptureLine) {
-        if let Ok(mut request) = serde_json::from_str::<Value>(line.request.get()) {
-            self.value(&mut request, None);
-            if let Ok(raw) = to_raw_value(&request) {
-                line.request = raw;
-            }
-        } else if let Ok(raw) = RawValue::from_string("{\"messages\":[]}".to_string()) {
-            line.request = raw;
-        }
-        if let Some(response) = line.response.as_mut() {
-            self.value(response, None);
-        }
-        if let Some(error) = line.error.as_mut() {
-            *error = self.text(error);
         }
     }
 }

@@ -30,7 +30,7 @@ struct Emulator {
 }
 
 impl Emulator {
-    /// TTFT 30 ms: a turn takes long enough that subagents launched
+    /// TTFT 100 ms: a turn takes long enough that subagents launched
     /// together all start before any of them waits on a tool.
     fn start() -> Emulator {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -40,7 +40,7 @@ impl Emulator {
             .expect("a runtime for the emulator");
         let config = EmulatorConfig {
             timing: TimingModel {
-                ttft: 30_000_000,
+                ttft: 100_000_000,
                 itl: 1_000_000,
                 prefill_mtok_s: None,
             },
@@ -391,52 +391,71 @@ fn a_recorded_agent_loads_as_its_tree_and_replays_at_the_recorded_times() {
     }
 }
 
-/// What must be the same of two recordings of one agent: trees, agents,
-/// parents, kinds, and per turn its tokens, input kind and text shape.
+/// What must be the same of two recordings of one agent: trees, and
+/// per agent its parent, kind and per turn its tokens, input kind and
+/// text shape. Siblings in a canonical order (two subagents launched
+/// together reach each recorder in either order, so their names may
+/// swap).
 fn fingerprint(capture: &Path) -> String {
     let loaded = load_path(capture, None).expect("the capture loads");
     let mut out = String::new();
     for tree in &loaded.trees {
         out += &format!("tree {}\n", tree.id);
-        for a in &tree.agents {
-            out += &format!("  agent {} {:?} {:?}\n", a.id, a.parent, a.kind);
-            for t in &a.turns {
-                let text = t.text.as_ref().expect("recorded text");
-                let lengths: Vec<usize> = text.messages.iter().map(|m| m.content.len()).collect();
-                out += &format!(
-                    "    isl {} osl {} {:?} extends {} messages {:?} answer {:?}\n",
-                    t.isl,
-                    t.osl,
-                    t.input_kind,
-                    text.extends_previous,
-                    lengths,
-                    text.response.as_ref().map(String::len)
-                );
-            }
-        }
+        let mut agents: Vec<String> = tree
+            .agents
+            .iter()
+            .map(|a| {
+                let mut agent = format!("  agent {:?} {:?}\n", a.parent, a.kind);
+                for t in &a.turns {
+                    let text = t.text.as_ref().expect("recorded text");
+                    let lengths: Vec<usize> =
+                        text.messages.iter().map(|m| m.content.len()).collect();
+                    agent += &format!(
+                        "    isl {} osl {} {:?} extends {} messages {:?} answer {:?}\n",
+                        t.isl,
+                        t.osl,
+                        t.input_kind,
+                        text.extends_previous,
+                        lengths,
+                        text.response.as_ref().map(String::len)
+                    );
+                }
+                agent
+            })
+            .collect();
+        agents.sort();
+        out += &agents.concat();
     }
     out
 }
 
-/// Cached prompt tokens per (agent, turn) when `capture` is replayed
-/// against the built-in emulator.
-fn cached_per_turn(capture: &Path, out: &Path) -> Vec<(String, u64, u64)> {
+/// Cached prompt tokens of each agent's turns when `capture` is replayed
+/// against the built-in emulator; agents in a canonical order (as in
+/// [`fingerprint`]).
+fn cached_per_turn(capture: &Path, out: &Path) -> Vec<Vec<u64>> {
     run_into(
         out,
         &[&[capture.to_str().expect("utf-8")][..], &FAST[..]].concat(),
     );
-    let mut turns: Vec<(String, u64, u64)> = jsonl(&out.join("records.jsonl"))
-        .iter()
-        .map(|r| {
-            (
-                r["agent"].as_str().expect("agent").to_string(),
+    let mut by_agent: std::collections::BTreeMap<String, Vec<(u64, u64)>> = Default::default();
+    for r in jsonl(&out.join("records.jsonl")) {
+        by_agent
+            .entry(r["agent"].as_str().expect("agent").to_string())
+            .or_default()
+            .push((
                 r["turn"].as_u64().expect("turn"),
                 r["cached_tokens"].as_u64().unwrap_or(0),
-            )
+            ));
+    }
+    let mut agents: Vec<Vec<u64>> = by_agent
+        .into_values()
+        .map(|mut turns| {
+            turns.sort_unstable();
+            turns.into_iter().map(|(_, cached)| cached).collect()
         })
         .collect();
-    turns.sort();
-    turns
+    agents.sort();
+    agents
 }
 
 #[test]
@@ -476,7 +495,7 @@ fn a_redacted_capture_keeps_the_trees_and_the_cache_hits_and_no_text() {
     }
     let hits = cached_per_turn(&plain, &dir.join("run-plain"));
     assert!(
-        hits.iter().any(|(_, _, c)| *c > 0),
+        hits.iter().flatten().any(|c| *c > 0),
         "some turn hits: {hits:?}"
     );
     assert_eq!(cached_per_turn(&redacted, &dir.join("run-redacted")), hits);
@@ -522,9 +541,26 @@ fn with_client<F: std::future::Future<Output = ()>>(script: impl FnOnce(reqwest:
     });
 }
 
-fn streamed_chat() -> Value {
-    json!({"model": "m", "stream": true, "max_tokens": 8,
-           "messages": [{"role": "user", "content": "Go."}]})
+/// A streamed chat request through the proxy at `base`: its response
+/// once the head came.
+async fn open_stream(client: &reqwest::Client, base: &str) -> reqwest::Response {
+    let body = json!({"model": "m", "stream": true, "max_tokens": 8,
+                      "messages": [{"role": "user", "content": "Go."}]});
+    client
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .expect("a head")
+}
+
+/// A scripted upstream and a recorder in front of it, writing
+/// `scratch(name)/capture.jsonl`.
+fn behind(script: Script, name: &str) -> (Scripted, PathBuf, Recorder) {
+    let upstream = Scripted::start(script);
+    let capture = scratch(name).join("capture.jsonl");
+    let recorder = Recorder::start(&upstream.url(), &capture, &[]);
+    (upstream, capture, recorder)
 }
 
 /// The proxy answers a fresh request after whatever came before.
@@ -539,17 +575,10 @@ async fn still_serves(client: &reqwest::Client, base: &str) {
 
 #[test]
 fn an_upstream_reset_mid_stream_cuts_the_client_and_keeps_the_line() {
-    let upstream = Scripted::start(Script::ResetMidChunk);
-    let capture = scratch("record-reset").join("capture.jsonl");
-    let recorder = Recorder::start(&upstream.url(), &capture, &[]);
+    let (_upstream, capture, recorder) = behind(Script::ResetMidChunk, "record-reset");
     let base = recorder.url.clone();
     with_client(|client| async move {
-        let mut response = client
-            .post(format!("{base}/v1/chat/completions"))
-            .json(&streamed_chat())
-            .send()
-            .await
-            .expect("a head");
+        let mut response = open_stream(&client, &base).await;
         assert_eq!(response.status(), 200);
         let cut = loop {
             match response.chunk().await {
@@ -571,17 +600,10 @@ fn an_upstream_reset_mid_stream_cuts_the_client_and_keeps_the_line() {
 
 #[test]
 fn a_client_leaving_mid_stream_still_gets_its_line_at_once() {
-    let upstream = Scripted::start(Script::Endless);
-    let capture = scratch("record-leave").join("capture.jsonl");
-    let recorder = Recorder::start(&upstream.url(), &capture, &[]);
+    let (_upstream, capture, recorder) = behind(Script::Endless, "record-leave");
     let base = recorder.url.clone();
     with_client(|client| async move {
-        let mut response = client
-            .post(format!("{base}/v1/chat/completions"))
-            .json(&streamed_chat())
-            .send()
-            .await
-            .expect("a head");
+        let mut response = open_stream(&client, &base).await;
         response.chunk().await.expect("a first chunk");
         drop(response);
         drop(client);
@@ -599,17 +621,10 @@ fn a_client_leaving_mid_stream_still_gets_its_line_at_once() {
 #[test]
 fn a_100_mb_response_passes_whole_and_its_line_says_truncated() {
     const SIZE: usize = 100 << 20;
-    let upstream = Scripted::start(Script::Huge { bytes: SIZE });
-    let capture = scratch("record-huge").join("capture.jsonl");
-    let recorder = Recorder::start(&upstream.url(), &capture, &[]);
+    let (_upstream, capture, recorder) = behind(Script::Huge { bytes: SIZE }, "record-huge");
     let base = recorder.url.clone();
     with_client(|client| async move {
-        let mut response = client
-            .post(format!("{base}/v1/chat/completions"))
-            .json(&streamed_chat())
-            .send()
-            .await
-            .expect("a head");
+        let mut response = open_stream(&client, &base).await;
         let mut bytes = 0usize;
         while let Some(chunk) = response.chunk().await.expect("the whole body") {
             bytes += chunk.len();
