@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use arbor_engine::derive::{derive_edges, DeriveOptions};
 use arbor_engine::load::load_path;
 use arbor_engine::model::{AgentKind, EdgeKind, Tree};
-use arbor_sim::emulator::{serve, EmulatorConfig, EmulatorHandle, TimingModel};
+use arbor_sim::emulator::{
+    serve, serve_tls, EmulatorConfig, EmulatorHandle, EmulatorTls, TimingModel,
+};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
@@ -544,7 +546,7 @@ fn with_client<F: std::future::Future<Output = ()>>(script: impl FnOnce(reqwest:
 /// A streamed chat request through the proxy at `base`: its response
 /// once the head came.
 async fn open_stream(client: &reqwest::Client, base: &str) -> reqwest::Response {
-    let body = json!({"model": "m", "stream": true, "max_tokens": 8,
+    let body = json!({"stream": true, "max_tokens": 8,
                       "messages": [{"role": "user", "content": "Go."}]});
     client
         .post(format!("{base}/v1/chat/completions"))
@@ -641,4 +643,41 @@ fn a_100_mb_response_passes_whole_and_its_line_says_truncated() {
     let tokens = SIZE / (16 * 1024);
     assert_eq!(lines[0]["response"]["usage"]["completion_tokens"], tokens);
     assert!(std::fs::metadata(&capture).expect("capture").len() < 20 << 20);
+}
+
+#[test]
+fn an_https_upstream_is_reached_with_the_trusted_certificate() {
+    let dir = scratch("record-https");
+    let made = EmulatorTls::self_signed().expect("a certificate");
+    let cert = dir.join("cert.pem");
+    std::fs::write(&cert, &made.cert_pem).expect("cert written");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime for the emulator");
+    let emulator = runtime
+        .block_on(serve_tls(
+            EmulatorConfig::default(),
+            "127.0.0.1:0".parse().expect("addr"),
+            made.tls,
+        ))
+        .expect("the emulator starts");
+    let capture = dir.join("capture.jsonl");
+    let recorder = Recorder::start(
+        &emulator.base_url(),
+        &capture,
+        &["--cacert", cert.to_str().expect("utf-8")],
+    );
+    let base = recorder.url.clone();
+    with_client(|client| async move {
+        let mut response = open_stream(&client, &base).await;
+        assert_eq!(response.status(), 200);
+        while response.chunk().await.expect("the body").is_some() {}
+    });
+    recorder.stop();
+    let lines = jsonl(&capture);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["status"], 200, "{}", lines[0]);
+    assert!(lines[0]["error"].is_null(), "{}", lines[0]);
 }
