@@ -89,7 +89,6 @@ pub fn run(args: &RecordArgs) -> Result<(), Failure> {
         clock: UtcClock::anchored_now(),
         sink: capture.sink(),
         session_header,
-        recorded: AtomicU64::new(0),
         forwarded: AtomicU64::new(0),
     });
     let runtime = runtime::two_workers()?;

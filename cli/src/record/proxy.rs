@@ -70,8 +70,7 @@ pub struct Proxy {
     pub clock: UtcClock,
     pub sink: CaptureSink,
     pub session_header: Option<HeaderName>,
-    /// Exchanges with a capture line, and those only forwarded.
-    pub recorded: AtomicU64,
+    /// Exchanges forwarded without a capture line.
     pub forwarded: AtomicU64,
 }
 
@@ -228,16 +227,15 @@ pub async fn handle(
             method: parts.method.to_string(),
             path: path.clone(),
             stream,
-            request,
+            request: Some(request),
             secrets,
             status: None,
             scan: ResponseScan::new(Shape::Whole),
         }
     });
-    match &pending {
-        Some(_) => proxy.recorded.fetch_add(1, Relaxed),
-        None => proxy.forwarded.fetch_add(1, Relaxed),
-    };
+    if pending.is_none() {
+        proxy.forwarded.fetch_add(1, Relaxed);
+    }
 
     let uri = format!("{}{path_and_query}", proxy.prefix);
     let mut upstream = Request::new(Full::new(body));

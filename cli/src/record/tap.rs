@@ -6,8 +6,9 @@
 //! and [`TapBody`]: each frame hyper pulls from the upstream goes to the
 //! client in the same poll, after [`super::scan::ResponseScan`] has read
 //! it. The line is sent when the body ends, when the upstream fails
-//! mid-body, or when the client goes away (hyper drops the body): every
-//! exchange gets exactly one line, whichever way it ends.
+//! mid-body, or when the client goes away (hyper drops the body, or the
+//! request's task before the head came): every exchange gets exactly one
+//! line, whichever way it ends.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -19,9 +20,11 @@ use serde_json::value::RawValue;
 
 use super::capture::{seconds, CaptureLine, CaptureSink};
 use super::clock::UtcClock;
-use super::scan::ResponseScan;
+use super::scan::{ResponseScan, Shape};
 
-/// An exchange whose capture line is written when its response ends.
+/// An exchange whose capture line is written when its response ends; if
+/// it is dropped first (the client went away before the response head),
+/// the line is written then.
 pub struct Pending {
     pub clock: UtcClock,
     pub sink: CaptureSink,
@@ -30,7 +33,8 @@ pub struct Pending {
     pub method: String,
     pub path: String,
     pub stream: bool,
-    pub request: Box<RawValue>,
+    /// `None` once the line is sent.
+    pub request: Option<Box<RawValue>>,
     /// The request's secret header values, kept out of error messages.
     pub secrets: Secrets,
     pub status: Option<u16>,
@@ -40,26 +44,43 @@ pub struct Pending {
 impl Pending {
     /// Stamps the end and sends the line; `error` is how the exchange
     /// failed, if the response itself did not say.
-    pub fn finish(self, error: Option<String>) {
+    pub fn finish(mut self, error: Option<String>) {
+        self.send(error);
+    }
+
+    /// Sends the line, once.
+    fn send(&mut self, error: Option<String>) {
+        let Some(request) = self.request.take() else {
+            return;
+        };
         let end_ns = self.clock.now_ns().max(self.start_ns);
-        let scanned = self.scan.finish(self.status);
+        let scan = std::mem::replace(&mut self.scan, ResponseScan::new(Shape::Whole));
+        let scanned = scan.finish(self.status);
         let error = error.or(scanned.error).map(|e| self.secrets.redact(&e));
         self.sink.send(CaptureLine {
             start: seconds(self.start_ns),
             end: seconds(end_ns),
             start_ns: self.start_ns,
             end_ns,
-            session_id: self.session_id,
+            session_id: self.session_id.take(),
             infer: true,
-            method: self.method,
-            path: self.path,
+            method: std::mem::take(&mut self.method),
+            path: std::mem::take(&mut self.path),
             stream: self.stream,
             status: self.status,
             error,
             response_truncated: scanned.truncated,
-            request: self.request,
+            request,
             response: scanned.response,
         });
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.send(Some(
+            "the client went away before the response head".to_string(),
+        ));
     }
 }
 
