@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # arbor's measurement harness: how much the benchmark client itself lies.
 #
-#   benches/harness/run.sh [all|error64|error512|overhead|agree]...
+#   benches/harness/run.sh [all|error64|error512|overhead|agree|record]...
 #
 # The client (`arbor run`) and the server (`arbor emulate`, the built-in
 # OpenAI-compatible emulator) run as two processes on this machine, on
@@ -37,6 +37,15 @@
 #                       emulator with --busy-poll (rows *-polled): on
 #                       loopback waking a sleeping server is charged to the
 #                       client that sends to it.
+#   record              The recording proxy's added latency (`arbor record`,
+#                       docs/record.md): the error64 spread load (64
+#                       streams, TTFT 50 ms, ITL 20 ms) twice against one
+#                       emulator, directly and through the proxy. Each
+#                       row's error_ttft is client TTFT - server TTFT of the
+#                       same request, so the proxy adds the difference of
+#                       the two rows' p50 and p99 (target: p99 <= 1 ms).
+#                       Also the proxy's CPU (user+sys, /proc) per request.
+#                       Not part of `all`.
 #   agree               Virtual against live: `arbor plan --timeline` with
 #                       `--service fixed:20:1` against `arbor run` with
 #                       `arbor emulate --ttft-ms 20 --itl-ms 1` on the Weka
@@ -122,7 +131,7 @@ client() {
     rm -rf "$OUT/$name.run"
     python3 "$HERE/launch.py" --emulator "$URL" --emulator-pid "$EMU_PID" --usage "$OUT/$name.usage.json" \
         --stdout "$OUT/$name.client.log" "${stamps[@]}" "${TRUST[@]}" -- \
-        "$ARBOR" run "$@" --endpoint "$URL" "${TRUST[@]}" --no-progress --out "$OUT/$name.run"
+        "$ARBOR" run "$@" --endpoint "${CLIENT_URL:-$URL}" "${TRUST[@]}" --no-progress --out "$OUT/$name.run"
 }
 
 workload() { # NAME TREES TURNS OSL
@@ -188,6 +197,43 @@ overhead_scenario() {
     stop_emulator
 }
 
+# record_scenario: the error64 spread load directly and through `arbor
+# record` (listening on PORT+1, its capture in $OUT/record.capture.jsonl).
+record_scenario() {
+    local n=64 proxy_url="http://127.0.0.1:$((PORT + 1))" rec_pid
+    workload record $((n * 5)) 4 64
+    start_emulator record --ttft-ms 50 --itl-ms 20
+    : >"$OUT/record.rows.md"
+    log "record-direct: $n streams straight to the emulator"
+    client record-direct --stamps -- "$OUT/record.jsonl" --format arbor \
+        --sessions "$n" --arrival "rate:$((n * 3 / 4))" --duration 60 --grace 5
+    "$ARBOR" record --upstream "$URL" "${TRUST[@]}" --listen "127.0.0.1:$((PORT + 1))" \
+        -o "$OUT/record.capture.jsonl" >"$OUT/record.proxy.log" 2>&1 &
+    rec_pid=$!
+    for _ in $(seq 100); do
+        curl -sf "$proxy_url/health" >/dev/null 2>&1 && break
+        sleep 0.05
+    done
+    log "record-proxy: $n streams through arbor record"
+    CLIENT_URL="$proxy_url" client record-proxy --stamps -- "$OUT/record.jsonl" --format arbor \
+        --sessions "$n" --arrival "rate:$((n * 3 / 4))" --duration 60 --grace 5
+    local ticks
+    ticks=$(awk '{print $14 + $15}' "/proc/$rec_pid/stat")
+    kill -INT "$rec_pid" 2>/dev/null || true
+    wait "$rec_pid" 2>/dev/null || true
+    stop_emulator
+    local lines
+    lines=$(grep -c . "$OUT/record.capture.jsonl" || true)
+    python3 -c "import sys; t, hz, n = map(int, sys.argv[1:]); print(f'proxy CPU: {t / hz:.2f} s user+sys for {n} requests, {t / hz / max(n, 1) * 1e6:.0f} us per request')" \
+        "$ticks" "$(getconf CLK_TCK)" "$lines" >"$OUT/record.cpu.txt"
+    for via in direct proxy; do
+        python3 "$HERE/analyze.py" error "$OUT/record-$via.run/records.jsonl" "$OUT/record-$via.stamps.json" \
+            "$OUT/record-$via.usage.json" --name "record-$via" \
+            --json "$OUT/record-$via.report.json" >>"$OUT/record.rows.md"
+        rm -f "$OUT/record-$via.stamps.json.gz"; gzip -f "$OUT/record-$via.stamps.json"
+    done
+}
+
 agree_scenario() {
     local policy=(--tool-time max:200 --think-time-pct 1)
     : >"$OUT/agree.rows.md"; : >"$OUT/agree.parts.md"
@@ -223,6 +269,12 @@ print_tables() {
         python3 "$HERE/analyze.py" header overhead
         cat "$OUT/overhead.rows.md"
     fi
+    if [[ -s "$OUT/record.rows.md" ]]; then
+        printf '\nThe recording proxy: TTFT error direct and through arbor record (the proxy adds the difference)\n\n'
+        python3 "$HERE/analyze.py" header error
+        cat "$OUT/record.rows.md"
+        printf '\n'; cat "$OUT/record.cpu.txt"
+    fi
     if [[ -s "$OUT/agree.rows.md" ]]; then
         printf '\nVirtual (arbor plan) against live (arbor run + emulator)\n\n'
         python3 "$HERE/analyze.py" header agree
@@ -238,8 +290,8 @@ main() {
     [[ ${#scenarios[@]} -eq 0 || "${scenarios[0]}" == all ]] && scenarios=(error64 error512 overhead agree)
     for s in "${scenarios[@]}"; do
         case "$s" in
-            error64|error512|overhead|agree) ;;
-            *) echo "unknown scenario $s (error64, error512, overhead, agree, all)" >&2; exit 2 ;;
+            error64|error512|overhead|agree|record) ;;
+            *) echo "unknown scenario $s (error64, error512, overhead, agree, record, all)" >&2; exit 2 ;;
         esac
     done
     mkdir -p "$OUT"
@@ -252,6 +304,7 @@ main() {
                 error_scenario "${s#error}" lockstep ;;
             overhead) overhead_scenario ;;
             agree) agree_scenario ;;
+            record) record_scenario ;;
         esac
     done
     log "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

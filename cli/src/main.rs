@@ -15,7 +15,8 @@
 //! `compare`, `summarize` (reads back what `run` wrote), `capacity`
 //! (the SLO capacity search: plans, or runs through `run`'s entry point), `aggregate`
 //! (the aggregate of `run --repeat`: used by `run`, uses no command), `export`,
-//! `page` (`arbor report`, also written by `run`) and `schema` (the JSON
+//! `page` (`arbor report`, also written by `run`), `record` (the
+//! recording proxy) and `schema` (the JSON
 //! Schemas of `run`'s and `plan`'s outputs).
 #![forbid(unsafe_code)]
 
@@ -37,6 +38,7 @@ mod inspect;
 mod page;
 mod plan;
 mod progress;
+mod record;
 mod records_file;
 mod report;
 mod run;
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Data(args) => data::run(&args),
+        Command::Record(args) => record::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -18,6 +18,7 @@ mod emulator;
 mod heading;
 mod metrics;
 pub mod peer;
+mod record;
 pub mod values;
 mod workload;
 
@@ -39,6 +40,7 @@ pub use data::{DataArgs, DataCommand};
 pub use emulator::EmulatorArgs;
 pub use metrics::MetricsArgs;
 pub use peer::PeerFlags;
+pub use record::RecordArgs;
 pub use workload::{FitArgs, InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
 
 /// Every flag that takes a value takes `-5` as that value, so a negative
@@ -118,6 +120,10 @@ pub enum Command {
     /// summary.json, plan --json) into a directory; docs/schema/ holds
     /// this version's.
     Schema(SchemaArgs),
+    /// Record a live agent's traffic: a pass-through proxy in front of an
+    /// OpenAI or Anthropic server that writes every chat or Messages
+    /// exchange to an openai-log capture (docs/record.md).
+    Record(RecordArgs),
     /// Datasets by name: list the registry, show one, fetch one (resumable,
     /// SHA-256 verified), or pin a local directory (docs/data.md).
     Data(DataArgs),
@@ -140,7 +146,8 @@ impl Command {
             | Command::Report(_)
             | Command::Export(_)
             | Command::Schema(_)
-            | Command::Data(_) => None,
+            | Command::Data(_)
+            | Command::Record(_) => None,
         }
     }
 }

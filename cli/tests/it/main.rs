@@ -24,6 +24,7 @@ mod notices;
 mod out_dir;
 mod plan;
 mod progress;
+mod record;
 mod repeat;
 mod report;
 mod run;

@@ -17,6 +17,8 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use serde::Deserialize;
 
+mod infer;
+
 use super::fields::{
     show_number, tokens_for_bytes, Content, Count, RawMessage, UnixSecs, MAX_NANOS,
 };
@@ -56,6 +58,16 @@ struct RawLine {
     parent_agent_id: Option<String>,
     #[serde(default)]
     background: Option<bool>,
+    /// `start` and `end` as exact unix nanoseconds (`arbor record` writes
+    /// both forms); preferred over the seconds when present.
+    #[serde(default)]
+    start_ns: Option<u64>,
+    #[serde(default)]
+    end_ns: Option<u64>,
+    /// Agent and parent inferred from the traffic ([`infer`]) for a line
+    /// without `agent_id`.
+    #[serde(default)]
+    infer: Option<bool>,
     request: RawRequest,
     #[serde(default)]
     response: Option<RawResponse>,
@@ -134,6 +146,16 @@ struct RawDetails {
 // ---------------------------------------------------------------------------
 // Lines, sessions, agents
 
+/// A line and where it goes: its session (tree) and agent, stated or
+/// inferred.
+struct Placed {
+    session: String,
+    agent: String,
+    /// Session, agent and parent are to be inferred ([`infer::place`]).
+    inferred: bool,
+    entry: Entry,
+}
+
 /// One line, checked and flattened.
 struct Entry {
     line: usize,
@@ -172,6 +194,8 @@ struct Counts {
     no_response: Tally,
     dropped_parts: Tally,
     background_root: Tally,
+    /// Inferred lines, agents and trees.
+    inferred: infer::Inferred,
 }
 
 /// Does this start of a file look like arbor's OpenAI capture log?
@@ -187,20 +211,39 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
     let mut lines = Lines::open(input.into(), LINE)?;
     let file = lines.file().to_string();
     let mut tally = Counts::default();
-    let mut sessions: Vec<Session> = Vec::new();
-    let mut by_session: BTreeMap<String, usize> = BTreeMap::new();
+    let mut read: Vec<Placed> = Vec::new();
     let mut earliest: Option<u64> = None;
     while let Some(raw) = lines.next::<RawLine>()? {
         let line = lines.line();
-        let session_id = raw
+        let session = raw
             .session_id
             .clone()
             .unwrap_or_else(|| DEFAULT_SESSION.to_string());
-        let agent_id = raw.agent_id.clone().unwrap_or_else(|| session_id.clone());
+        let inferred = raw.infer == Some(true) && raw.agent_id.is_none();
+        let agent = raw.agent_id.clone().unwrap_or_else(|| session.clone());
         let entry = into_entry(raw, &file, line, &mut tally)?;
         if earliest.is_none_or(|e| entry.start < e) {
             earliest = Some(entry.start);
         }
+        read.push(Placed {
+            session,
+            agent,
+            inferred,
+            entry,
+        });
+    }
+    tally.inferred = infer::place(&mut read);
+
+    let mut sessions: Vec<Session> = Vec::new();
+    let mut by_session: BTreeMap<String, usize> = BTreeMap::new();
+    for Placed {
+        session: session_id,
+        agent: agent_id,
+        entry,
+        ..
+    } in read
+    {
+        let line = entry.line;
         let s = *by_session.entry(session_id.clone()).or_insert_with(|| {
             sessions.push(Session {
                 id: session_id,
@@ -247,6 +290,14 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
             tally.extends, tally.turns
         ),
     ];
+    let mut conventions = conventions;
+    if tally.inferred.lines > 0 {
+        conventions.push(format!(
+            "agents: {} lines without agent_id inferred into {} agents of {} trees by \
+             conversation continuity (a child starts while its parent waits on a tool result)",
+            tally.inferred.lines, tally.inferred.agents, tally.inferred.trees
+        ));
+    }
     Ok(Loaded {
         trees,
         conventions,
@@ -302,17 +353,38 @@ fn into_entry(
             )
         })
     };
-    let start = unix(raw.start.0, "$.start")?;
-    let end = raw.end.map(|e| unix(e.0, "$.end")).transpose()?;
-    if let (Some(end_ns), Some(end)) = (end, raw.end) {
+    let exact = |value: u64, path: &str| {
+        if value as f64 > MAX_UNIX_SECONDS * 1e9 {
+            Err(at(
+                path,
+                format!("expected unix nanoseconds up to 10^19 (year 2286), got {value}"),
+            ))
+        } else {
+            Ok(value)
+        }
+    };
+    let start = match raw.start_ns {
+        Some(ns) => exact(ns, "$.start_ns")?,
+        None => unix(raw.start.0, "$.start")?,
+    };
+    let end = match (raw.end_ns, raw.end) {
+        (Some(ns), _) => Some(exact(ns, "$.end_ns")?),
+        (None, Some(e)) => Some(unix(e.0, "$.end")?),
+        (None, None) => None,
+    };
+    if let Some(end_ns) = end {
         if end_ns < start {
-            return Err(at(
-                "$.end",
-                format!(
-                    "end {} is before start {}: expected end >= start",
-                    show_number(end.0),
-                    show_number(raw.start.0)
+            let (path, shown_end, shown_start) = match raw.end_ns {
+                Some(ns) => ("$.end_ns", ns.to_string(), start.to_string()),
+                None => (
+                    "$.end",
+                    raw.end.map_or_else(String::new, |e| show_number(e.0)),
+                    show_number(raw.start.0),
                 ),
+            };
+            return Err(at(
+                path,
+                format!("end {shown_end} is before start {shown_start}: expected end >= start"),
             ));
         }
     }
@@ -1157,6 +1229,36 @@ mod tests {
             let msg = load_text(text).expect_err(text).to_string();
             assert_contains(&msg, parts);
         }
+    }
+
+    #[test]
+    fn exact_nanoseconds_win_over_seconds_and_are_checked() {
+        let loaded = load_text(
+            r#"{"start": 1800000000.0, "start_ns": 1800000000000000001, "end_ns": 1800000000000000008, "request": {"messages": []}}
+{"start": 1800000001.0, "start_ns": 1800000000000000009, "request": {"messages": []}}"#,
+        )
+        .expect("loads");
+        let turns = &loaded.trees[0].agents[0].turns;
+        assert_eq!((turns[0].start, turns[0].duration), (0, Some(7)));
+        assert_eq!(turns[1].start, 8);
+        let msg = load_text(
+            r#"{"start": 1, "start_ns": 1000000005, "end_ns": 1000000004, "request": {"messages": []}}"#,
+        )
+        .expect_err("rejected")
+        .to_string();
+        assert_contains(
+            &msg,
+            &[
+                "line 1, $.end_ns",
+                "end 1000000004 is before start 1000000005",
+            ],
+        );
+        let msg = load_text(
+            r#"{"start": 1, "start_ns": 18446744073709551615, "request": {"messages": []}}"#,
+        )
+        .expect_err("rejected")
+        .to_string();
+        assert_contains(&msg, &["$.start_ns", "up to 10^19"]);
     }
 
     #[test]

@@ -1,0 +1,321 @@
+//! The proxy's request path: a client's request forwarded to the upstream
+//! and its response handed back through a [`TapBody`].
+//!
+//! Owns [`Proxy`] (the upstream and what every exchange shares), [`Link`]
+//! (one client connection's upstream connection) and [`handle`]. The
+//! request body is read whole (it is the capture's `request`, and it is
+//! small next to the response); the response streams. Headers are
+//! forwarded except the hop-by-hop ones and `Accept-Encoding` (so the
+//! upstream answers uncompressed and the capture can read the text);
+//! `Host` names the upstream. No header is ever written to the capture.
+//!
+//! The upstream client is hyper's HTTP/1.1 connection (`client::conn`)
+//! over the live client's `Dial` (plain TCP or rustls with arbor's trust
+//! settings), not arbor's own client (`live/http.rs`): a proxy must hand
+//! back the upstream's headers and forward any method and path, which
+//! arbor's client, made to stamp one request's stream, does not keep. Each
+//! client connection gets its own upstream connection, opened on its first
+//! request and reused while both stay open: HTTP/1.1 sends one request at
+//! a time on a connection, so the pair never waits on another.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use arbor_backends::live::redact::Secrets;
+use arbor_backends::live::stream::Dial;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Either, Full, Limited};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, HOST};
+use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_util::rt::TokioIo;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::capture::CaptureSink;
+use super::clock::UtcClock;
+use super::scan::{ResponseScan, Shape};
+use super::tap::{Pending, TapBody};
+
+/// The largest request body forwarded (bytes).
+pub const MAX_REQUEST_BYTES: usize = 64 << 20;
+
+/// What a client gets back: the upstream's body, or the proxy's own
+/// error.
+pub type ProxyBody = Either<TapBody, Full<Bytes>>;
+
+/// Headers that belong to one connection, never forwarded.
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Where requests go and what every exchange shares.
+pub struct Proxy {
+    pub dial: Dial,
+    /// The upstream's `Host` header value.
+    pub host: HeaderValue,
+    /// The upstream URL's path, put before every request's path.
+    pub prefix: String,
+    pub clock: UtcClock,
+    pub sink: CaptureSink,
+    pub session_header: Option<HeaderName>,
+    /// Exchanges forwarded without a capture line.
+    pub forwarded: AtomicU64,
+}
+
+/// One client connection and its upstream connection.
+pub struct Link {
+    proxy: Arc<Proxy>,
+    upstream: tokio::sync::Mutex<Option<SendRequest<Full<Bytes>>>>,
+}
+
+impl Link {
+    pub fn new(proxy: Arc<Proxy>) -> Link {
+        Link {
+            proxy,
+            upstream: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Sends `request` on this link's upstream connection, opening one
+    /// when there is none or it closed. A request the old connection
+    /// provably never took goes out on a new one; one it took and lost is
+    /// an error, never sent twice.
+    async fn send(&self, request: Request<Full<Bytes>>) -> Result<Response<Incoming>, String> {
+        let mut slot = self.upstream.lock().await;
+        let mut request = request;
+        if let Some(sender) = slot.as_mut() {
+            if sender.ready().await.is_ok() {
+                match sender.try_send_request(request).await {
+                    Ok(response) => return Ok(response),
+                    Err(mut e) => match e.take_message() {
+                        Some(unsent) => request = unsent,
+                        None => {
+                            *slot = None;
+                            return Err(format!("the upstream failed: {}", e.into_error()));
+                        }
+                    },
+                }
+            }
+        }
+        *slot = None;
+        let stream = self.proxy.dial.open().await.map_err(|e| e.to_string())?;
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("the upstream connection failed: {e}"))?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("the upstream failed: {e}"));
+        *slot = Some(sender);
+        response
+    }
+}
+
+/// What the capture needs to know of a request body.
+#[derive(Deserialize)]
+struct Probe {
+    /// A chat or Messages request has `messages`.
+    #[allow(dead_code)] // read to check it is an array
+    messages: Vec<IgnoredAny>,
+    #[serde(default)]
+    stream: Option<bool>,
+}
+
+/// A JSON chat or Messages request body as the capture's `request` (on
+/// one line: raw line breaks in JSON are whitespace), and whether it asked
+/// for a stream; `None` for anything else (forwarded, not recorded).
+fn recordable(method: &Method, body: &[u8]) -> Option<(Box<RawValue>, bool)> {
+    if method != Method::POST {
+        return None;
+    }
+    let probe: Probe = serde_json::from_slice(body).ok()?;
+    let text = std::str::from_utf8(body).ok()?;
+    let one_line = if text.contains(['\n', '\r']) {
+        text.replace(['\n', '\r'], " ")
+    } else {
+        text.to_string()
+    };
+    let raw = RawValue::from_string(one_line).ok()?;
+    Some((raw, probe.stream.unwrap_or(false)))
+}
+
+fn forwardable(headers: &HeaderMap, host: &HeaderValue) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let n = name.as_str();
+        if HOP_BY_HOP.contains(&n) || n == "host" || n == "accept-encoding" {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    out.insert(HOST, host.clone());
+    out
+}
+
+/// The proxy's own answer (the upstream could not be asked).
+fn proxy_error(status: StatusCode, message: &str) -> Response<ProxyBody> {
+    let body = serde_json::json!({
+        "error": {"message": format!("arbor record: {message}"), "type": "proxy_error"}
+    });
+    let mut r = Response::new(Either::Right(Full::new(Bytes::from(body.to_string()))));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// Forwards one request and returns the upstream's answer, passed
+/// through.
+pub async fn handle(
+    link: Arc<Link>,
+    request: Request<Incoming>,
+) -> Result<Response<ProxyBody>, Infallible> {
+    let proxy = &link.proxy;
+    let start_ns = proxy.clock.now_ns();
+    let (parts, body) = request.into_parts();
+    let body = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            return Ok(proxy_error(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot read the request body (at most {MAX_REQUEST_BYTES} bytes): {e}"),
+            ))
+        }
+    };
+    let path = parts.uri.path().to_string();
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
+    let recorded = recordable(&parts.method, &body);
+    let pending = recorded.map(|(request, stream)| {
+        let session_id = proxy
+            .session_header
+            .as_ref()
+            .and_then(|name| parts.headers.get(name))
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string);
+        let secrets = Secrets::of(
+            parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+        );
+        Pending {
+            clock: proxy.clock,
+            sink: proxy.sink.clone(),
+            start_ns,
+            session_id,
+            method: parts.method.to_string(),
+            path: path.clone(),
+            stream,
+            request: Some(request),
+            secrets,
+            status: None,
+            scan: ResponseScan::new(Shape::Whole),
+        }
+    });
+    if pending.is_none() {
+        proxy.forwarded.fetch_add(1, Relaxed);
+    }
+
+    let uri = format!("{}{path_and_query}", proxy.prefix);
+    let mut upstream = Request::new(Full::new(body));
+    *upstream.method_mut() = parts.method.clone();
+    *upstream.uri_mut() = match uri.parse::<Uri>() {
+        Ok(uri) => uri,
+        Err(e) => {
+            if let Some(p) = pending {
+                p.finish(Some(format!("bad request path: {e}")));
+            }
+            return Ok(proxy_error(StatusCode::BAD_REQUEST, "bad request path"));
+        }
+    };
+    *upstream.headers_mut() = forwardable(&parts.headers, &proxy.host);
+
+    let response = match link.send(upstream).await {
+        Ok(response) => response,
+        Err(e) => {
+            let message = format!("cannot reach the upstream: {e}");
+            if let Some(mut p) = pending {
+                p.status = Some(StatusCode::BAD_GATEWAY.as_u16());
+                p.finish(Some(message.clone()));
+            }
+            return Ok(proxy_error(StatusCode::BAD_GATEWAY, &message));
+        }
+    };
+    let (mut head, body) = response.into_parts();
+    let pending = pending.map(|mut p| {
+        p.status = Some(head.status.as_u16());
+        let event_stream = head
+            .headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let shape = match (event_stream, path.ends_with("/messages")) {
+            (false, _) => Shape::Whole,
+            (true, true) => Shape::MessagesStream,
+            (true, false) => Shape::ChatStream,
+        };
+        p.scan = ResponseScan::new(shape);
+        p
+    });
+    for name in HOP_BY_HOP {
+        head.headers.remove(name);
+    }
+    Ok(Response::from_parts(
+        head,
+        Either::Left(TapBody::new(body, pending)),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_json_chat_or_messages_posts_are_recorded() {
+        let chat = br#"{"model": "m",
+"messages": [{"role": "user", "content": "a\nb"}], "stream": true}"#;
+        let (raw, stream) = recordable(&Method::POST, chat).expect("recorded");
+        assert!(stream);
+        assert!(!raw.get().contains('\n'));
+        let back: serde_json::Value = serde_json::from_str(raw.get()).expect("json");
+        assert_eq!(back["messages"][0]["content"], "a\nb");
+        assert!(recordable(&Method::GET, chat).is_none());
+        assert!(recordable(&Method::POST, br#"{"prompt": "x"}"#).is_none());
+        assert!(recordable(&Method::POST, br#"{"messages": "x"}"#).is_none());
+        assert!(recordable(&Method::POST, b"not json").is_none());
+    }
+
+    #[test]
+    fn hop_by_hop_headers_and_host_are_replaced() {
+        let mut h = HeaderMap::new();
+        h.insert("connection", HeaderValue::from_static("keep-alive"));
+        h.insert("host", HeaderValue::from_static("127.0.0.1:8787"));
+        h.insert("accept-encoding", HeaderValue::from_static("gzip"));
+        h.insert("authorization", HeaderValue::from_static("Bearer sk-1"));
+        let out = forwardable(&h, &HeaderValue::from_static("api.example.com:443"));
+        assert_eq!(out.len(), 2);
+        assert_eq!(out["host"], "api.example.com:443");
+        assert_eq!(out["authorization"], "Bearer sk-1");
+    }
+}

@@ -1,0 +1,375 @@
+//! What a response said, read from its bytes as they pass through: the
+//! answer's text and usage, or its error, in the shape the openai-log
+//! reader takes (docs/formats/openai-log.md).
+//!
+//! Owns [`ResponseScan`], fed every body chunk in order and asked once
+//! at the end. Three shapes: an OpenAI chat stream (SSE chunks: the
+//! `delta.content`s joined, the last `usage`), an Anthropic Messages
+//! stream (SSE events: the content blocks rebuilt, text and `tool_use`
+//! with its input, and the usage of `message_start` updated by
+//! `message_delta`), or a whole JSON body (a chat completion or a Messages
+//! `message`, kept as it is). What it keeps is capped at [`KEEP_CAP`]
+//! bytes; past it the rest still passes through the proxy, uncaptured.
+//! Knows no HTTP and no I/O.
+
+use serde_json::{json, Map, Value};
+
+/// The most bytes of a response's text (or of a whole body) kept for the
+/// capture.
+pub const KEEP_CAP: usize = 16 << 20;
+
+/// The longest SSE line kept whole (a longer one is skipped, and the
+/// response marked truncated).
+const LINE_CAP: usize = 1 << 20;
+
+/// The response's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    ChatStream,
+    MessagesStream,
+    Whole,
+}
+
+/// One Messages content block being rebuilt.
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    ToolUse {
+        id: Value,
+        name: Value,
+        json: String,
+    },
+}
+
+/// What a response's bytes said so far.
+#[derive(Debug)]
+pub struct ResponseScan {
+    shape: Shape,
+    /// The SSE line not yet ended.
+    line: Vec<u8>,
+    /// A chat stream's text.
+    text: String,
+    /// A Messages stream's blocks, by their index.
+    blocks: Vec<(u64, Block)>,
+    usage: Option<Map<String, Value>>,
+    /// A whole body.
+    whole: Vec<u8>,
+    error: Option<String>,
+    kept: usize,
+    truncated: bool,
+}
+
+/// What a finished scan says.
+#[derive(Debug, Default)]
+pub struct Scanned {
+    /// The answer (a short-form `{content, usage}` object, or the whole
+    /// JSON body).
+    pub response: Option<Value>,
+    /// An error object or event's message.
+    pub error: Option<String>,
+    pub truncated: bool,
+}
+
+impl ResponseScan {
+    pub fn new(shape: Shape) -> ResponseScan {
+        ResponseScan {
+            shape,
+            line: Vec::new(),
+            text: String::new(),
+            blocks: Vec::new(),
+            usage: None,
+            whole: Vec::new(),
+            error: None,
+            kept: 0,
+            truncated: false,
+        }
+    }
+
+    /// Reads the next bytes of the body.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if self.shape == Shape::Whole {
+            if self.whole.len() + bytes.len() <= KEEP_CAP {
+                self.whole.extend_from_slice(bytes);
+            } else {
+                self.truncated = true;
+            }
+            return;
+        }
+        let mut rest = bytes;
+        while let Some(at) = rest.iter().position(|&b| b == b'\n') {
+            let (head, tail) = rest.split_at(at);
+            if self.line.len() + head.len() <= LINE_CAP {
+                self.line.extend_from_slice(head);
+                let line = std::mem::take(&mut self.line);
+                self.on_line(&line);
+                self.line = line;
+            } else {
+                self.truncated = true;
+            }
+            self.line.clear();
+            rest = tail.get(1..).unwrap_or_default();
+        }
+        if self.line.len() + rest.len() <= LINE_CAP {
+            self.line.extend_from_slice(rest);
+        } else {
+            self.truncated = true;
+            self.line.clear();
+        }
+    }
+
+    fn on_line(&mut self, line: &[u8]) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(payload) = line.strip_prefix(b"data:") else {
+            return;
+        };
+        let payload = payload.strip_prefix(b" ").unwrap_or(payload);
+        if payload == b"[DONE]" {
+            return;
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(payload) else {
+            return;
+        };
+        if let Some(error) = value.get("error") {
+            self.error = Some(error_message(error));
+            return;
+        }
+        match self.shape {
+            Shape::ChatStream => self.on_chat_chunk(value),
+            Shape::MessagesStream => self.on_messages_event(value),
+            Shape::Whole => {}
+        }
+    }
+
+    fn keep(&mut self, text: &str) -> bool {
+        if self.kept + text.len() > KEEP_CAP {
+            self.truncated = true;
+            return false;
+        }
+        self.kept += text.len();
+        true
+    }
+
+    fn on_chat_chunk(&mut self, value: Value) {
+        let delta = value
+            .pointer("/choices/0/delta/content")
+            .and_then(Value::as_str);
+        if let Some(text) = delta {
+            if self.keep(text) {
+                self.text.push_str(text);
+            }
+        }
+        if let Some(Value::Object(usage)) = value.get("usage") {
+            self.usage = Some(usage.clone());
+        }
+    }
+
+    fn on_messages_event(&mut self, value: Value) {
+        let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match value.get("type").and_then(Value::as_str) {
+            Some("message_start") => {
+                if let Some(Value::Object(usage)) = value.pointer("/message/usage") {
+                    self.usage = Some(usage.clone());
+                }
+            }
+            Some("message_delta") => {
+                if let Some(Value::Object(usage)) = value.get("usage") {
+                    let merged = self.usage.get_or_insert_with(Map::new);
+                    for (k, v) in usage {
+                        merged.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            Some("content_block_start") => {
+                let block = value.get("content_block");
+                let kind = block.and_then(|b| b.get("type")).and_then(Value::as_str);
+                let field = |name: &str| {
+                    block
+                        .and_then(|b| b.get(name))
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                };
+                let block = match kind {
+                    Some("text") => {
+                        Block::Text(field("text").as_str().unwrap_or_default().to_string())
+                    }
+                    Some("tool_use") => Block::ToolUse {
+                        id: field("id"),
+                        name: field("name"),
+                        json: String::new(),
+                    },
+                    _ => return,
+                };
+                self.blocks.push((index, block));
+            }
+            Some("content_block_delta") => {
+                let delta = value.get("delta");
+                let piece = delta
+                    .and_then(|d| d.get("text").or_else(|| d.get("partial_json")))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                if !self.keep(&piece) {
+                    return;
+                }
+                match self.blocks.iter_mut().rev().find(|(i, _)| *i == index) {
+                    Some((_, Block::Text(text))) => text.push_str(&piece),
+                    Some((_, Block::ToolUse { json, .. })) => json.push_str(&piece),
+                    None => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// What the response said, at its end (or where it was cut).
+    pub fn finish(mut self, status: Option<u16>) -> Scanned {
+        let ok = status.is_some_and(|s| (200..300).contains(&s));
+        let response = match self.shape {
+            Shape::ChatStream => ok.then(|| {
+                let mut r = Map::new();
+                r.insert(
+                    "content".into(),
+                    Value::String(std::mem::take(&mut self.text)),
+                );
+                if let Some(usage) = self.usage.take() {
+                    r.insert("usage".into(), Value::Object(usage));
+                }
+                Value::Object(r)
+            }),
+            Shape::MessagesStream => ok.then(|| {
+                let blocks: Vec<Value> = std::mem::take(&mut self.blocks)
+                    .into_iter()
+                    .map(|(_, b)| match b {
+                        Block::Text(text) => json!({"type": "text", "text": text}),
+                        Block::ToolUse { id, name, json } => {
+                            let input = serde_json::from_str::<Value>(&json)
+                                .unwrap_or_else(|_| Value::Object(Map::new()));
+                            json!({"type": "tool_use", "id": id, "name": name, "input": input})
+                        }
+                    })
+                    .collect();
+                let mut r = Map::new();
+                r.insert("content".into(), Value::Array(blocks));
+                if let Some(usage) = self.usage.take() {
+                    r.insert("usage".into(), Value::Object(usage));
+                }
+                Value::Object(r)
+            }),
+            Shape::Whole => {
+                let parsed = (!self.truncated)
+                    .then(|| serde_json::from_slice::<Value>(&self.whole).ok())
+                    .flatten();
+                match parsed {
+                    Some(value) if ok => Some(value),
+                    Some(value) => {
+                        if let Some(error) = value.get("error") {
+                            self.error = Some(error_message(error));
+                        }
+                        None
+                    }
+                    None => None,
+                }
+            }
+        };
+        Scanned {
+            response,
+            error: self.error,
+            truncated: self.truncated,
+        }
+    }
+}
+
+/// An error object's message (OpenAI `{message, type}`, Anthropic
+/// `{type, message}`), or the value itself as text.
+fn error_message(error: &Value) -> String {
+    match error.get("message").and_then(Value::as_str) {
+        Some(m) => m.to_string(),
+        None => match error {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(shape: Shape, pieces: &[&str], status: u16) -> Scanned {
+        let mut s = ResponseScan::new(shape);
+        for p in pieces {
+            s.feed(p.as_bytes());
+        }
+        s.finish(Some(status))
+    }
+
+    #[test]
+    fn a_chat_stream_split_anywhere_gives_its_text_and_usage() {
+        let body = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n\
+                    data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n\
+                    data: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\n\
+                    data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\n\
+                    data: [DONE]\n\n";
+        for cut in [1, 7, 40, body.len() - 3] {
+            let (a, b) = body.split_at(cut);
+            let out = scan(Shape::ChatStream, &[a, b], 200);
+            let r = out.response.expect("response");
+            assert_eq!(r["content"], "Hello");
+            assert_eq!(r["usage"]["completion_tokens"], 2);
+            assert!(out.error.is_none() && !out.truncated);
+        }
+    }
+
+    #[test]
+    fn a_messages_stream_rebuilds_text_and_tool_use_blocks() {
+        let events = [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":4,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Reading."}}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"pa"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"th\":\"a.rs\"}"}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+            r#"{"type":"message_stop"}"#,
+        ];
+        let body: String = events
+            .iter()
+            .map(|e| format!("event: x\r\ndata: {e}\r\n\r\n"))
+            .collect();
+        let out = scan(Shape::MessagesStream, &[&body], 200);
+        let r = out.response.expect("response");
+        assert_eq!(r["content"][0], json!({"type": "text", "text": "Reading."}));
+        assert_eq!(r["content"][1]["input"], json!({"path": "a.rs"}));
+        assert_eq!(r["content"][1]["name"], "read");
+        assert_eq!(r["usage"]["input_tokens"], 10);
+        assert_eq!(r["usage"]["output_tokens"], 9);
+    }
+
+    #[test]
+    fn errors_in_a_body_or_a_stream_are_kept_as_messages() {
+        let out = scan(
+            Shape::Whole,
+            &[r#"{"error":{"message":"too long","type":"BadRequestError"}}"#],
+            400,
+        );
+        assert!(out.response.is_none());
+        assert_eq!(out.error.as_deref(), Some("too long"));
+        let out = scan(
+            Shape::ChatStream,
+            &["data: {\"error\":{\"message\":\"boom\"}}\n\n"],
+            200,
+        );
+        assert_eq!(out.error.as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn a_whole_body_past_the_cap_is_marked_truncated_not_kept() {
+        let mut s = ResponseScan::new(Shape::Whole);
+        let chunk = vec![b' '; 1 << 20];
+        for _ in 0..17 {
+            s.feed(&chunk);
+        }
+        let out = s.finish(Some(200));
+        assert!(out.truncated && out.response.is_none());
+    }
+}
