@@ -21,6 +21,7 @@
 mod aggregate;
 mod args;
 mod breakdown;
+mod calibrate;
 mod compare;
 mod convert;
 mod data;
@@ -84,6 +85,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Data(args) => data::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
