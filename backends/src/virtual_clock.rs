@@ -15,6 +15,24 @@
 //! parameter, so the plain [`run`] compiles to the loop with no hook calls
 //! at all.
 //!
+//! [`run_server`] drives a scheduler with sim's batching
+//! [`ServerModel`] instead of a per-request model: a dispatch is submitted
+//! to the model with its prompt's prefix block keys, a completion is the
+//! model's `Done`, and the model's clock and the scheduler's timers
+//! interleave (completions first at equal times, as in [`run`]). Its
+//! signature:
+//!
+//! ```text
+//! run_server(scheduler, prompts: &Prompts { workload, cache_bust }, server, out: &mut Vec<Predicted>)
+//! ```
+//!
+//! Block keys come from the workload's trees (`arbor_sim::server::keys`):
+//! hash ids in their trace's scope, virtual blocks, or recorded text; with
+//! `cache_bust` each play's keys are salted by its cache-bust marker, as
+//! the live client's marker keeps plays apart. [`run_server_observed`] is
+//! the same loop with a view of the model's gauges after every step (what
+//! `plan`'s series are built from).
+//!
 //! Must not: read a clock, or decide anything the scheduler decides.
 
 use std::cmp::Reverse;
@@ -23,7 +41,9 @@ use std::ops::ControlFlow;
 
 use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler, TurnState};
 use arbor_engine::time::Nanos;
-use arbor_engine::EngineError;
+use arbor_engine::{EngineError, Workload};
+use arbor_sim::server::keys::{marker_salt, prompt_blocks};
+use arbor_sim::server::{Gauges, ModelEvent, ModelRequest, ServerModel};
 use arbor_sim::{ServiceModel, ServiceRequest};
 
 /// A request the loop has just sent: what a service function may look at.
@@ -162,6 +182,195 @@ pub fn run_with<H: Hooks>(scheduler: &mut Scheduler, hooks: &mut H) -> Result<Na
         } else if let Some(t) = next_timer {
             now = now.max(t);
             hooks.call(Call::Timeout(now));
+            scheduler.handle_timeout(now)?;
+        }
+    }
+    Ok(now)
+}
+
+/// One request as the server model served it on the virtual clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Predicted {
+    pub id: RequestId,
+    /// Index of its play's tree in the workload.
+    pub tree: u32,
+    pub play: u32,
+    /// Its flat turn index within the tree.
+    pub turn: u32,
+    pub warmup: bool,
+    pub sent: Nanos,
+    pub first_token: Nanos,
+    pub done: Nanos,
+    /// Prompt and output tokens as sent (a warmup asks for one).
+    pub isl: u32,
+    pub osl: u32,
+    /// Prompt tokens the model's prefix cache served.
+    pub cached_tokens: u32,
+}
+
+/// Where the prompts' block keys come from.
+#[derive(Debug, Clone, Copy)]
+pub struct Prompts<'a> {
+    /// The workload the scheduler's trees were compiled from (same order).
+    pub workload: &'a Workload,
+    /// Each play's prompts carry its cache-bust marker (`--cache-bust`).
+    pub cache_bust: bool,
+}
+
+impl<'a> From<&'a Workload> for Prompts<'a> {
+    fn from(workload: &'a Workload) -> Self {
+        Prompts {
+            workload,
+            cache_bust: false,
+        }
+    }
+}
+
+/// Runs the scheduler to the end with the batching server model deciding
+/// completions; appends one [`Predicted`] per request that completed, in
+/// completion order. Returns the final virtual time.
+pub fn run_server<'a>(
+    scheduler: &mut Scheduler,
+    prompts: impl Into<Prompts<'a>>,
+    server: &mut ServerModel,
+    out: &mut Vec<Predicted>,
+) -> Result<Nanos, EngineError> {
+    run_server_observed(scheduler, prompts.into(), server, out, |_, _| {})
+}
+
+/// A request submitted to the model, until its first token.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    sent: Nanos,
+    first_token: Option<(Nanos, u32)>,
+}
+
+/// [`run_server`] with `observe(now, gauges)` called after every step of
+/// the loop that changed the model (a submission, an advance, a cancel).
+pub fn run_server_observed(
+    scheduler: &mut Scheduler,
+    prompts: Prompts<'_>,
+    server: &mut ServerModel,
+    out: &mut Vec<Predicted>,
+    mut observe: impl FnMut(Nanos, &Gauges),
+) -> Result<Nanos, EngineError> {
+    let block_size = server.profile().engine.block_size;
+    let seed = scheduler.policy().seed;
+    // Request ids are dense slot indices: a Vec, never a hash map.
+    let mut pending: Vec<Option<Pending>> = Vec::new();
+    let mut keys: Vec<u64> = Vec::new();
+    let mut events: Vec<ModelEvent> = Vec::new();
+    let mut now: Nanos = 0;
+    loop {
+        let mut changed = false;
+        while let Some(command) = scheduler.poll_command() {
+            changed = true;
+            match command {
+                Command::Dispatch(id) => {
+                    scheduler.handle_sent(now, id)?;
+                    let sent = request(scheduler, id)?;
+                    keys.clear();
+                    let (tree, play, turn) = scheduler
+                        .request_tree(id)
+                        .ok_or(EngineError::UnknownRequest(id))?;
+                    let agent = tree.agent_of[turn as usize] as usize;
+                    let index = tree.index_in_agent[turn as usize] as usize;
+                    let salt = if prompts.cache_bust {
+                        marker_salt(&arbor_engine::prompt::cache_bust_marker(seed, play))
+                    } else {
+                        0
+                    };
+                    if let Some(recorded) = prompts.workload.trees.get(play.tree as usize) {
+                        prompt_blocks(recorded, agent, index, block_size, salt, &mut keys);
+                    }
+                    server.submit(
+                        now,
+                        &ModelRequest {
+                            id,
+                            prompt_tokens: sent.service.isl,
+                            output_tokens: sent.service.osl,
+                            blocks: &keys,
+                        },
+                    );
+                    let slot = id as usize;
+                    if pending.len() <= slot {
+                        pending.resize(slot + 1, None);
+                    }
+                    pending[slot] = Some(Pending {
+                        sent: now,
+                        first_token: None,
+                    });
+                }
+                Command::Cancel(id) => {
+                    server.cancel(now, id);
+                    if let Some(p) = pending.get_mut(id as usize) {
+                        *p = None;
+                    }
+                    scheduler.handle_completion(now, id, Outcome::Cancelled)?;
+                }
+            }
+        }
+        if changed {
+            observe(now, &server.gauges());
+        }
+        let next_model = server.next_event_at();
+        let next_timer = scheduler.poll_timeout();
+        let model_first = match (next_model, next_timer) {
+            (None, None) => break,
+            (Some(at), Some(t)) => at <= t,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+        };
+        if model_first {
+            let Some(at) = next_model else { break };
+            now = now.max(at);
+            events.clear();
+            server.advance(now, &mut events);
+            for event in &events {
+                match *event {
+                    ModelEvent::FirstToken {
+                        id,
+                        at,
+                        cached_tokens,
+                    } => {
+                        if let Some(Some(p)) = pending.get_mut(id as usize) {
+                            p.first_token = Some((at, cached_tokens));
+                        }
+                    }
+                    ModelEvent::Done { id, at } => {
+                        let Some(p) = pending.get_mut(id as usize).and_then(Option::take) else {
+                            continue;
+                        };
+                        let in_flight = scheduler
+                            .slot(id)
+                            .is_some_and(|s| s.state == TurnState::Sent);
+                        if !in_flight {
+                            continue;
+                        }
+                        let sent = request(scheduler, id)?;
+                        let play = scheduler.slot(id).map_or(0, |s| s.play);
+                        let warmup = scheduler.slot(id).is_some_and(|s| s.warmup);
+                        let (first_token, cached_tokens) = p.first_token.unwrap_or((at, 0));
+                        scheduler.handle_completion(at.max(now), id, Outcome::Ok)?;
+                        out.push(Predicted {
+                            id,
+                            tree: sent.tree,
+                            play,
+                            turn: sent.turn,
+                            warmup,
+                            sent: p.sent,
+                            first_token,
+                            done: at,
+                            isl: sent.service.isl,
+                            osl: sent.service.osl,
+                            cached_tokens,
+                        });
+                    }
+                }
+            }
+            observe(now, &server.gauges());
+        } else if let Some(t) = next_timer {
+            now = now.max(t);
             scheduler.handle_timeout(now)?;
         }
     }

@@ -5,6 +5,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use arbor_backends::virtual_clock;
+use arbor_sim::{ServerModel, Service};
+
 use crate::args::PlanArgs;
 use crate::failure::Failure;
 use crate::report::{write_timeline, PlanReport};
@@ -28,7 +31,19 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
     let adjustments = compiled.adjustments;
     let counts = (&compiled).into();
     let mut scheduler = inputs::scheduler(compiled, policy)?;
-    inputs::run_virtual(&mut scheduler, &args.service, "engine")?;
+    let _predicted = match &args.service {
+        Service::Model(model) => {
+            inputs::run_virtual(&mut scheduler, model, "engine")?;
+            None
+        }
+        Service::Server(server) => {
+            let mut model = ServerModel::new(&server.profile);
+            let mut predicted = Vec::new();
+            virtual_clock::run_server(&mut scheduler, &loaded.workload, &mut model, &mut predicted)
+                .map_err(|e| Failure::other(format!("engine: {e}")))?;
+            Some(predicted)
+        }
+    };
 
     if let Some(path) = &args.timeline {
         let file = File::create(path)

@@ -6,16 +6,22 @@
 //! | fixed | `fixed:TTFT_MS:ITL_MS` | `ttft + osl * itl` |
 //! | throughput | `throughput:PREFILL_TOK_S:DECODE_TOK_S` | `isl / prefill + osl / decode` |
 //!
+//! | server | `server:PROFILE.toml` | the batching server model of `server/` (queueing, batching, KV and prefix cache): not a per-request formula, see [`Service`] |
+//!
 //! The throughput model has no contention: every request sees the full
 //! rates, as on a server with one request at a time. All arithmetic is
 //! integer nanoseconds (rates are held in milli-tokens per second), so a
 //! model gives the same answer on every machine.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use arbor_engine::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 use arbor_engine::PolicyError;
+
+use crate::server::Profile;
 
 /// What a model may look at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +130,65 @@ impl fmt::Display for ServiceModel {
                 prefill_mtok_s as f64 / 1000.0,
                 decode_mtok_s as f64 / 1000.0
             ),
+        }
+    }
+}
+
+/// A `--service` value: one of the per-request [`ServiceModel`]s, or the
+/// batching server model under a profile (`server:PROFILE.toml`), which a
+/// virtual driver runs as a whole rather than asking per request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Service {
+    Model(ServiceModel),
+    Server(ServerService),
+}
+
+/// `server:PATH`: the profile file and what it holds (read once, shared).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerService {
+    /// The path as given.
+    pub path: PathBuf,
+    pub profile: Arc<Profile>,
+}
+
+impl Default for Service {
+    fn default() -> Self {
+        Service::Model(ServiceModel::default())
+    }
+}
+
+impl From<ServiceModel> for Service {
+    fn from(model: ServiceModel) -> Self {
+        Service::Model(model)
+    }
+}
+
+impl FromStr for Service {
+    type Err = PolicyError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let Some(path) = text.strip_prefix("server:") else {
+            return text.parse().map(Service::Model);
+        };
+        if path.is_empty() {
+            return Err(PolicyError::new(format!(
+                "expected server:PROFILE.toml (a profile file), got `{text}`"
+            )));
+        }
+        let path = PathBuf::from(path);
+        let profile =
+            Profile::from_toml_path(&path).map_err(|e| PolicyError::new(e.to_string()))?;
+        Ok(Service::Server(ServerService {
+            path,
+            profile: Arc::new(profile),
+        }))
+    }
+}
+
+impl fmt::Display for Service {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Service::Model(model) => model.fmt(f),
+            Service::Server(server) => write!(f, "server:{}", server.path.display()),
         }
     }
 }

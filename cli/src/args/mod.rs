@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use arbor_backends::live::request::{Api, MaxTokensField};
 use arbor_engine::input::Format;
 use arbor_engine::time::Nanos;
-use arbor_sim::ServiceModel;
+use arbor_sim::{Service, ServiceModel};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};
 
@@ -154,9 +154,11 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
 
-    /// Service model: recorded | fixed:TTFT_MS:ITL_MS | throughput:PREFILL_TOK_S:DECODE_TOK_S.
+    /// Service model: recorded | fixed:TTFT_MS:ITL_MS | throughput:PREFILL_TOK_S:DECODE_TOK_S
+    /// | server:PROFILE.toml (the batching server model: queueing, KV and
+    /// prefix cache; docs/capacity.md).
     #[arg(long, value_name = "MODEL", default_value = "recorded", help_heading = LOAD)]
-    pub service: ServiceModel,
+    pub service: Service,
 
     /// Print one JSON object instead of the human summary.
     #[arg(long, help_heading = OUTPUT)]

@@ -6,6 +6,7 @@ mod cache;
 mod faults;
 mod load;
 mod messages;
+mod server;
 mod slow_clients;
 mod support;
 mod timing;
