@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::contract::{EngineLimits, SchedulingPolicy};
+use arbor_sim::server::{EngineLimits, SchedulingPolicy};
 
 use crate::failure::Failure;
 

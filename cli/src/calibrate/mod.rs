@@ -12,7 +12,6 @@
 //! replay). This module runs them in order, prints what each found and
 //! writes the profile. Uses no other command; touches no run directory.
 
-mod contract;
 mod fit_error;
 mod limits;
 mod nnls;
@@ -24,7 +23,7 @@ mod timeline;
 
 use std::io::{self, Write};
 
-use contract::{Overheads, Profile, ProfileOrigin, SchedulingPolicy};
+use arbor_sim::server::{Overheads, Profile, ProfileOrigin, SchedulingPolicy};
 
 use crate::args::CalibrateArgs;
 use crate::failure::Failure;

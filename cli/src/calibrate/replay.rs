@@ -10,7 +10,7 @@
 
 use arbor_engine::time::Nanos;
 
-use super::contract::{ModelEvent, ModelRequest, Profile, ServerModel};
+use arbor_sim::server::{ModelEvent, ModelRequest, Profile, ServerModel};
 use super::runs::Observed;
 
 /// One request as the model served it.

@@ -8,7 +8,7 @@
 //! loss (the mean over runs and compared quantiles of ln(predicted /
 //! measured)²). Deterministic: the same runs give the same factors.
 
-use super::contract::Profile;
+use arbor_sim::server::Profile;
 use super::fit_error::{self, Samples};
 use super::replay;
 use super::runs::Run;

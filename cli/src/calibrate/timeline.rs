@@ -22,7 +22,7 @@
 //! uncached prompt is the prompt less the cached tokens the server
 //! reported (none reported: none cached).
 
-use super::contract::StepFeatures;
+use arbor_sim::server::StepFeatures;
 use arbor_engine::time::Nanos;
 
 use super::runs::Observed;
