@@ -10,8 +10,8 @@
 
 use arbor_engine::time::Nanos;
 
-use arbor_sim::server::{ModelEvent, ModelRequest, Profile, ServerModel};
 use super::runs::Observed;
+use arbor_sim::server::{ModelEvent, ModelRequest, Profile, ServerModel};
 
 /// One request as the model served it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -32,7 +32,7 @@ pub struct Observed {
     pub first: Nanos,
     pub done: Nanos,
     /// Every content chunk's arrival, when the run recorded one chunk per
-    /// output token; empty otherwise (then tokens are spread evenly
+    /// output token; empty otherwise (the timeline then places the tokens
     /// between `first` and `done`).
     pub content: Vec<Nanos>,
     pub isl: u32,
@@ -44,22 +44,6 @@ pub struct Observed {
 impl Observed {
     pub fn ttft(&self) -> Nanos {
         self.first - self.sent
-    }
-
-    /// Output tokens received by `t` (the first token counts).
-    pub fn produced_by(&self, t: Nanos) -> u32 {
-        if t < self.first {
-            return 0;
-        }
-        if !self.content.is_empty() {
-            return self.content.partition_point(|&c| c <= t) as u32;
-        }
-        if t >= self.done || self.osl <= 1 {
-            return self.osl;
-        }
-        let span = (self.done - self.first).max(1);
-        let steps = u64::from(self.osl - 1);
-        1 + ((t - self.first) * steps / span) as u32
     }
 }
 
@@ -249,9 +233,6 @@ mod tests {
         );
         assert_eq!(o.ttft(), 500_000_000);
         assert_eq!(o.cached, Some(64));
-        assert_eq!(o.produced_by(1_400_000_000), 0);
-        assert_eq!(o.produced_by(1_500_000_000), 1);
-        assert_eq!(o.produced_by(2_100_000_000), 3);
     }
 
     #[test]
@@ -261,9 +242,6 @@ mod tests {
             panic!("observed")
         };
         assert!(o.content.is_empty());
-        // Three decode steps over one second.
-        assert_eq!(o.produced_by(1_500_000_000 + 333_333_334), 2);
-        assert_eq!(o.produced_by(2_500_000_000), 4);
         assert!(observed(&line(&BASE.replace("\"ok\"", "\"error\""))).is_none());
         assert!(observed(&line(&BASE.replace("\"sent_s\":1.0", "\"sent_s\":null"))).is_none());
     }

@@ -8,10 +8,10 @@
 //! loss (the mean over runs and compared quantiles of ln(predicted /
 //! measured)²). Deterministic: the same runs give the same factors.
 
-use arbor_sim::server::Profile;
 use super::fit_error::{self, Samples};
 use super::replay;
 use super::runs::Run;
+use arbor_sim::server::Profile;
 
 pub const LOW: f64 = 0.5;
 pub const HIGH: f64 = 2.0;

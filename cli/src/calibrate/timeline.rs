@@ -22,8 +22,8 @@
 //! uncached prompt is the prompt less the cached tokens the server
 //! reported (none reported: none cached).
 
-use arbor_sim::server::StepFeatures;
 use arbor_engine::time::Nanos;
+use arbor_sim::server::{StepCoefficients, StepFeatures};
 
 use super::runs::Observed;
 
@@ -80,33 +80,82 @@ pub fn alone(requests: &[Observed]) -> Vec<bool> {
     out
 }
 
-/// The output-token instants of a request: its recorded chunks, or
-/// `osl` instants spread evenly from its first token to its last.
-fn token_times(r: &Observed) -> Vec<Nanos> {
-    if !r.content.is_empty() {
-        return r.content.clone();
+/// Each request's output-token instants: the recorded chunks where the
+/// run stamped one per token; otherwise placed between its first token
+/// and its last, evenly at first, then by [`Tokens::respace`].
+#[derive(Debug, Clone)]
+pub struct Tokens {
+    times: Vec<Vec<Nanos>>,
+    recorded: Vec<bool>,
+}
+
+impl Tokens {
+    pub fn of(requests: &[Observed]) -> Tokens {
+        let times = requests
+            .iter()
+            .map(|r| {
+                if !r.content.is_empty() {
+                    return r.content.clone();
+                }
+                let steps = u64::from(r.osl.saturating_sub(1));
+                if steps == 0 {
+                    return vec![r.first];
+                }
+                let span = r.done - r.first;
+                (0..=steps).map(|k| r.first + span * k / steps).collect()
+            })
+            .collect();
+        Tokens {
+            times,
+            recorded: requests.iter().map(|r| !r.content.is_empty()).collect(),
+        }
     }
-    let steps = u64::from(r.osl.saturating_sub(1));
-    if steps == 0 {
-        return vec![r.first];
+
+    /// Output tokens request `i` had by `t` (the first counts).
+    fn produced_by(&self, i: usize, t: Nanos) -> u32 {
+        self.times[i].partition_point(|&c| c <= t) as u32
     }
-    let span = r.done - r.first;
-    (0..=steps).map(|k| r.first + span * k / steps).collect()
+
+    /// Places again the tokens of the requests whose records did not
+    /// stamp each one: from the first token to the last, each step takes
+    /// the share of the span that `coefficients` predict for its batch
+    /// (even spacing puts a step in a crowded batch, which is slow, at
+    /// the same length as one alone).
+    pub fn respace(&mut self, requests: &[Observed], budget: u32, coefficients: &StepCoefficients) {
+        let mut predicted: Vec<Vec<u64>> = vec![Vec::new(); requests.len()];
+        for_each_decode_step(requests, self, budget, |i, f| {
+            predicted[i].push(coefficients.step_ns(f).max(1));
+        });
+        for (i, steps) in predicted.iter().enumerate() {
+            if self.recorded[i] || steps.is_empty() {
+                continue;
+            }
+            let r = &requests[i];
+            let total: u128 = steps.iter().map(|&d| u128::from(d)).sum();
+            let span = u128::from(r.done - r.first);
+            let mut sum = 0u128;
+            let times = &mut self.times[i];
+            for (k, d) in steps.iter().enumerate() {
+                sum += u128::from(*d);
+                times[k + 1] = r.first + (span * sum / total) as Nanos;
+            }
+        }
+    }
 }
 
 /// Calls `each(request, features)` for every decode step of every
 /// request with more than one output token: the step that produced its
-/// token k (k ≥ 1), with the batch it ran in. `budget` is the engine's
-/// `max_num_batched_tokens`.
+/// token k (k ≥ 1), with the batch it ran in; a request's steps come in
+/// order. `budget` is the engine's `max_num_batched_tokens`.
 pub fn for_each_decode_step(
     requests: &[Observed],
+    tokens: &Tokens,
     budget: u32,
     mut each: impl FnMut(usize, &StepFeatures),
 ) {
     // Every gap, by its end.
     let mut gaps: Vec<(Nanos, Nanos, usize)> = Vec::new();
-    for (i, r) in requests.iter().enumerate() {
-        let times = token_times(r);
+    for (i, times) in tokens.times.iter().enumerate() {
         gaps.extend(times.windows(2).map(|w| (w[1], w[0], i)));
     }
     gaps.sort_unstable();
@@ -125,74 +174,84 @@ pub fn for_each_decode_step(
         // matters again.
         let horizon = t1.saturating_sub(longest);
         active.retain(|&i| requests[i].done > horizon);
+        let step = Step { t0, t1, budget };
         each(
             owner,
-            &step(requests, &active, &mut prefilling, t0, t1, budget),
+            &step.batch(requests, tokens, &active, &mut prefilling),
         );
     }
 }
 
-/// The batch of the step `(t0, t1]` among the `active` requests (sorted
-/// by send time).
-fn step(
-    requests: &[Observed],
-    active: &[usize],
-    prefilling: &mut Vec<usize>,
+/// One step: `(t0, t1]` and the token budget.
+struct Step {
     t0: Nanos,
     t1: Nanos,
     budget: u32,
-) -> StepFeatures {
-    let mut f = StepFeatures {
-        seqs: 0,
-        tokens: 0,
-        decode_context_tokens: 0,
-        prefill_attention: 0.0,
-    };
-    prefilling.clear();
-    for &i in active {
-        let r = &requests[i];
-        if r.first <= t0 && r.done > t0 && r.osl > 1 {
-            f.seqs += 1;
-            f.tokens += 1;
-            f.decode_context_tokens += u64::from(r.isl) + u64::from(r.produced_by(t0));
-        } else if r.first > t0 && r.sent <= t1 {
-            prefilling.push(i);
-        }
-    }
-    let mut left = budget.saturating_sub(f.tokens);
-    let step_len = (t1 - t0).max(1);
-    for &i in prefilling.iter() {
-        if left == 0 {
-            break;
-        }
-        let r = &requests[i];
-        let total = uncached(r);
-        let cached = r.isl - total;
-        let (chunk, before) = if r.first <= t1 {
-            // The last chunk: what full chunks of `left` leave.
-            let last = total - (total - 1) / left * left;
-            (last.min(left), cached + total - last.min(left))
-        } else {
-            if r.sent > t0 {
-                continue;
-            }
-            let needed = u64::from(total.div_ceil(left));
-            let steps_left = (r.first - t1).div_ceil(step_len);
-            if steps_left >= needed {
-                continue; // waiting, not yet scheduled
-            }
-            // Chunks before the last are full: this is chunk number
-            // `needed − 1 − steps_left` (from 0).
-            let index = (needed - 1 - steps_left) as u32;
-            let before = index.saturating_mul(left).min(total);
-            (left.min(total - before), cached + before)
+}
+
+impl Step {
+    /// The batch of the step among the `active` requests (sorted by send
+    /// time).
+    fn batch(
+        &self,
+        requests: &[Observed],
+        tokens: &Tokens,
+        active: &[usize],
+        prefilling: &mut Vec<usize>,
+    ) -> StepFeatures {
+        let (t0, t1, budget) = (self.t0, self.t1, self.budget);
+        let mut f = StepFeatures {
+            seqs: 0,
+            tokens: 0,
+            decode_context_tokens: 0,
+            prefill_attention: 0.0,
         };
-        f.seqs += 1;
-        f.tokens += chunk;
-        f.prefill_attention += attention(chunk, before);
-        left -= chunk;
+        prefilling.clear();
+        for &i in active {
+            let r = &requests[i];
+            if r.first <= t0 && r.done > t0 && r.osl > 1 {
+                f.seqs += 1;
+                f.tokens += 1;
+                f.decode_context_tokens += u64::from(r.isl) + u64::from(tokens.produced_by(i, t0));
+            } else if r.first > t0 && r.sent <= t1 {
+                prefilling.push(i);
+            }
+        }
+        let mut left = budget.saturating_sub(f.tokens);
+        let step_len = (t1 - t0).max(1);
+        for &i in prefilling.iter() {
+            if left == 0 {
+                break;
+            }
+            let r = &requests[i];
+            let total = uncached(r);
+            let cached = r.isl - total;
+            let (chunk, before) = if r.first <= t1 {
+                // The last chunk: what full chunks of `left` leave.
+                let last = total - (total - 1) / left * left;
+                (last.min(left), cached + total - last.min(left))
+            } else {
+                if r.sent > t0 {
+                    continue;
+                }
+                let needed = u64::from(total.div_ceil(left));
+                let steps_left = (r.first - t1).div_ceil(step_len);
+                if steps_left >= needed {
+                    continue; // waiting, not yet scheduled
+                }
+                // Chunks before the last are full: this is chunk number
+                // `needed − 1 − steps_left` (from 0).
+                let index = (needed - 1 - steps_left) as u32;
+                let before = index.saturating_mul(left).min(total);
+                (left.min(total - before), cached + before)
+            };
+            f.seqs += 1;
+            f.tokens += chunk;
+            f.prefill_attention += attention(chunk, before);
+            left -= chunk;
+        }
+        f
     }
-    f
 }
 
 #[cfg(test)]
@@ -249,7 +308,8 @@ mod tests {
         let a = request(0, 100, 400, 50, 4);
         let b = request(150, 300, 500, 30, 3);
         let mut seen = Vec::new();
-        for_each_decode_step(&[a, b], 1000, |i, f| seen.push((i, *f)));
+        let rs = [a, b];
+        for_each_decode_step(&rs, &Tokens::of(&rs), 1000, |i, f| seen.push((i, *f)));
         let a_steps: Vec<&StepFeatures> = seen
             .iter()
             .filter(|(i, _)| *i == 0)
@@ -278,7 +338,8 @@ mod tests {
         let a = request(0, 100, 600, 10, 6);
         let b = request(50, 400, 500, 250, 2);
         let mut tokens = Vec::new();
-        for_each_decode_step(&[a, b], 101, |i, f| {
+        let rs = [a, b];
+        for_each_decode_step(&rs, &Tokens::of(&rs), 101, |i, f| {
             if i == 0 {
                 tokens.push(f.tokens)
             }

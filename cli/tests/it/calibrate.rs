@@ -18,9 +18,14 @@ use serde_json::json;
 
 use crate::util::{arbor, expect_exit_2, scratch, stderr, stdout};
 
-fn example() -> Profile {
+/// The known profile: the example's, with a KV pool that holds the
+/// calibration loads without preempting (client records cannot show the
+/// recomputation a preemption costs).
+fn known() -> Profile {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiles/example.toml");
-    Profile::from_toml_path(&path).expect("the example profile parses")
+    let mut profile = Profile::from_toml_path(&path).expect("the example profile parses");
+    profile.engine.num_gpu_blocks = 4096;
+    profile
 }
 
 /// A closed-loop workload: `agents` conversations of `turns` turns, each
@@ -211,7 +216,7 @@ const LIMITS: [&str; 8] = [
     "--block-size",
     "16",
     "--num-gpu-blocks",
-    "512",
+    "4096",
 ];
 
 fn calibration_workload(agents: u32, seed: u64) -> Workload {
@@ -238,7 +243,7 @@ fn calibrate(dirs: &[PathBuf], out: &Path, extra: &[&str]) -> std::process::Outp
 
 #[test]
 fn calibration_identifies_a_known_profile() {
-    let known = example();
+    let known = known();
     let dir = scratch("calibrate-identify");
     let dirs: Vec<PathBuf> = [(1, 11), (3, 12), (6, 13), (12, 14)]
         .iter()
@@ -252,12 +257,18 @@ fn calibration_identifies_a_known_profile() {
     let result = calibrate(&dirs, &out, &[]);
     let text = stdout(&result);
     assert!(result.status.success(), "{}\n{text}", stderr(&result));
-    for needle in ["stage A:", "stage B:", "TTFT p50", "ITL p90", "E2E p90", "all"] {
+    for needle in [
+        "stage A:", "stage B:", "TTFT p50", "ITL p90", "E2E p90", "all",
+    ] {
         assert!(text.contains(needle), "`{needle}` in:\n{text}");
     }
     let fitted = Profile::from_toml_path(&out).expect("a profile is written");
     assert_eq!(fitted.origin.to_string(), "fitted");
-    assert!(fitted.label.contains("load-1, load-3, load-6, load-12"), "{}", fitted.label);
+    assert!(
+        fitted.label.contains("load-1, load-3, load-6, load-12"),
+        "{}",
+        fitted.label
+    );
     assert_eq!(fitted.engine, known.engine);
     eprintln!("{text}\n{fitted:#?}");
 
@@ -298,7 +309,7 @@ fn calibration_identifies_a_known_profile() {
 fn a_limit_neither_given_nor_scraped_names_its_flag() {
     let dir = scratch("calibrate-no-limit");
     let run = dir.join("run");
-    write_run(&run, &serve(&example(), &calibration_workload(2, 1)));
+    write_run(&run, &serve(&known(), &calibration_workload(2, 1)));
     expect_exit_2(
         &[
             "calibrate",
@@ -310,7 +321,7 @@ fn a_limit_neither_given_nor_scraped_names_its_flag() {
             "--block-size",
             "16",
             "--num-gpu-blocks",
-            "512",
+            "4096",
         ],
         &["--max-num-batched-tokens"],
     );
@@ -319,7 +330,7 @@ fn a_limit_neither_given_nor_scraped_names_its_flag() {
     std::fs::write(
         run.join("metrics.jsonl"),
         "{\"time_ns\":5,\"name\":\"vllm:cache_config_info\",\"labels\":{\"block_size\":\"16\",\
-         \"num_gpu_blocks\":\"512\"},\"value\":1.0}\n",
+         \"num_gpu_blocks\":\"4096\"},\"value\":1.0}\n",
     )
     .expect("metrics written");
     let out = dir.join("p.toml");
@@ -336,5 +347,8 @@ fn a_limit_neither_given_nor_scraped_names_its_flag() {
     ]);
     assert!(result.status.success(), "{}", stderr(&result));
     let fitted = Profile::from_toml_path(&out).expect("a profile is written");
-    assert_eq!((fitted.engine.block_size, fitted.engine.num_gpu_blocks), (16, 512));
+    assert_eq!(
+        (fitted.engine.block_size, fitted.engine.num_gpu_blocks),
+        (16, 4096)
+    );
 }
