@@ -1,15 +1,19 @@
-//! `arbor plan`: load, compile, run on the virtual clock, report (and,
-//! with `--report FILE`, the plan's page).
+//! `arbor plan`: load, compile, run on the virtual clock (with a service
+//! model, or the batching server model of `--service server:`), report
+//! (and, with `--report FILE`, the plan's page).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use arbor_backends::virtual_clock;
-use arbor_sim::{ServerModel, Service};
+use arbor_engine::scheduler::Scheduler;
+use arbor_engine::Workload;
+use arbor_sim::{Profile, ServerModel, Service};
 
 use crate::args::PlanArgs;
 use crate::failure::Failure;
+use crate::report::server::{Sample, ServerPrediction};
 use crate::report::{write_timeline, PlanReport};
 use crate::scenario::{self, Explicit};
 use crate::{inputs, stdout};
@@ -31,25 +35,22 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
     let adjustments = compiled.adjustments;
     let counts = (&compiled).into();
     let mut scheduler = inputs::scheduler(compiled, policy)?;
-    let _predicted = match &args.service {
+    let server = match &args.service {
         Service::Model(model) => {
             inputs::run_virtual(&mut scheduler, model, "engine")?;
             None
         }
         Service::Server(server) => {
-            let mut model = ServerModel::new(&server.profile);
-            let mut predicted = Vec::new();
-            virtual_clock::run_server(&mut scheduler, &loaded.workload, &mut model, &mut predicted)
-                .map_err(|e| Failure::other(format!("engine: {e}")))?;
-            Some(predicted)
+            Some(predict(&mut scheduler, &loaded.workload, &server.profile)?)
         }
     };
+    let by_request = server.as_ref().map(|s| s.by_request());
 
     if let Some(path) = &args.timeline {
         let file = File::create(path)
             .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        write_timeline(&scheduler, &mut out)
+        write_timeline(&scheduler, by_request.as_deref(), &mut out)
             .and_then(|_| out.flush())
             .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
     }
@@ -67,6 +68,7 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
         &scheduler,
     );
     report.corpus = corpus;
+    report.server = server;
     if let Some(path) = &args.report {
         let bytes = crate::page::write_for_plan(&scheduler, &loaded.workload.trees, &report, path)?;
         eprintln!(
@@ -76,6 +78,34 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
         );
     }
     stdout::json_or_human(args.json, &report, |mut out| report.print_human(&mut out))
+}
+
+/// Runs the plan with the batching server model under `profile`: the
+/// scheduler to the end, the model's gauges sampled after every change.
+fn predict(
+    scheduler: &mut Scheduler,
+    workload: &Workload,
+    profile: &Profile,
+) -> Result<ServerPrediction, Failure> {
+    let mut model = ServerModel::new(profile);
+    let mut predicted = Vec::new();
+    let mut samples = Vec::new();
+    virtual_clock::run_server_observed(
+        scheduler,
+        workload.into(),
+        &mut model,
+        &mut predicted,
+        |at, gauges| {
+            samples.push(Sample {
+                at,
+                gauges: *gauges,
+            })
+        },
+    )
+    .map_err(|e| Failure::other(format!("engine: {e}")))?;
+    Ok(ServerPrediction::new(
+        profile, scheduler, &predicted, &samples,
+    ))
 }
 
 /// Refuses a `--report` path that cannot be a new file before planning

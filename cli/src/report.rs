@@ -3,7 +3,8 @@
 //! them from the finished scheduler, never from the wall clock, so the same
 //! inputs and seed give the same bytes. Also owns the two parts `arbor
 //! run`'s summary shares with it: [`PolicySummary`] and [`Work`] (requests
-//! and tokens over a window, and their rates).
+//! and tokens over a window, and their rates). The batching server
+//! model's predictions (`--service server:`) are [`server`]'s.
 
 use std::io::{self, Write};
 
@@ -21,6 +22,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::breakdown::TimeBreakdown;
+
+pub mod server;
+
+use server::ServerPrediction;
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct AgentCounts {
@@ -137,6 +142,10 @@ pub struct PlanReport {
     /// The makespan by class along its critical path, with the flag that
     /// scales each class (docs/plan.md, "Where the time goes").
     pub time_breakdown: TimeBreakdown,
+    /// The batching server model's predictions (`--service server:`
+    /// only; docs/plan.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerPrediction>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -316,6 +325,7 @@ impl PlanReport {
             demand: Work::over(makespan, stats.dispatched, input_tokens, output_tokens),
             lanes,
             time_breakdown: (&breakdown(scheduler)).into(),
+            server: None,
         }
     }
 
@@ -423,6 +433,9 @@ impl PlanReport {
                 )?;
             }
         }
+        if let Some(server) = &self.server {
+            server.print_human(out)?;
+        }
         self.time_breakdown.print_human(out)
     }
 }
@@ -456,7 +469,13 @@ fn secs_or_null(value: Option<Nanos>) -> String {
 }
 
 /// Writes one JSON line per turn of every started play, in request order.
-pub fn write_timeline(scheduler: &Scheduler, out: &mut impl Write) -> io::Result<()> {
+/// With the server model's predictions (indexed by request id), a turn
+/// it served also has `ttft_s`, `itl_s` and `cached_tokens`.
+pub fn write_timeline(
+    scheduler: &Scheduler,
+    predicted: Option<&[Option<server::PredictedTurn>]>,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let trees = scheduler.trees();
     let tree_ids: Vec<String> = trees.iter().map(|t| json_string(&t.id)).collect();
     let agent_ids: Vec<Vec<String>> = trees
@@ -482,9 +501,9 @@ pub fn write_timeline(scheduler: &Scheduler, out: &mut impl Write) -> io::Result
             TurnState::Done | TurnState::Failed | TurnState::Cancelled
         );
         let lane = play.lane.map_or("null".to_string(), |l| l.to_string());
-        writeln!(
+        write!(
             out,
-            "{{\"tree\":{},\"agent\":{},\"turn\":{},\"copy\":{},\"lane\":{},\"eligible_s\":{},\"start_s\":{},\"end_s\":{},\"queue_wait_s\":{},\"isl\":{},\"osl\":{},\"state\":\"{}\",\"warmup\":{}}}",
+            "{{\"tree\":{},\"agent\":{},\"turn\":{},\"copy\":{},\"lane\":{},\"eligible_s\":{},\"start_s\":{},\"end_s\":{},\"queue_wait_s\":{},\"isl\":{},\"osl\":{},\"state\":\"{}\",\"warmup\":{}",
             tree_ids[play.tree as usize],
             agent_ids[play.tree as usize][agent],
             tree.index_in_agent[t],
@@ -499,6 +518,19 @@ pub fn write_timeline(scheduler: &Scheduler, out: &mut impl Write) -> io::Result
             slot.state.as_str(),
             slot.warmup,
         )?;
+        if let Some(predicted) = predicted {
+            let id = slot_id(scheduler, slot) as usize;
+            if let Some(Some(p)) = predicted.get(id) {
+                write!(
+                    out,
+                    ",\"ttft_s\":{},\"itl_s\":{},\"cached_tokens\":{}",
+                    p.ttft_s,
+                    p.itl_s.map_or("null".to_string(), |v| v.to_string()),
+                    p.cached_tokens
+                )?;
+            }
+        }
+        writeln!(out, "}}")?;
     }
     Ok(())
 }

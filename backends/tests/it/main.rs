@@ -8,4 +8,5 @@ mod live;
 mod messages;
 mod policies;
 mod reliability;
+mod server;
 mod std_server;

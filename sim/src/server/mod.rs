@@ -30,9 +30,8 @@ use step::DecodeRun;
 
 pub use profile::{
     EngineLimits, Overheads, Profile, ProfileError, ProfileOrigin, SchedulingPolicy,
-    StepCoefficients,
+    StepCoefficients, StepFeatures,
 };
-pub use step::StepFeatures;
 
 /// One request as the model sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

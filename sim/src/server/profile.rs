@@ -12,8 +12,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-pub use super::step::StepFeatures;
-
 /// What a profile is: where its numbers come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -101,6 +99,21 @@ pub struct Overheads {
     pub arrival_ns: u64,
     #[serde(default)]
     pub departure_ns: u64,
+}
+
+/// The step-time features of one batch (what calibration regresses on).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StepFeatures {
+    /// Sequences in the batch (decodes and prefill chunks).
+    pub seqs: u32,
+    /// Tokens computed in the step (one per decode, a chunk per prefill).
+    pub tokens: u32,
+    /// Σ context of the decoding sequences (tokens attended, the new one
+    /// included).
+    pub decode_context_tokens: u64,
+    /// Σ chunk_tokens · (context before the chunk + chunk_tokens / 2) over
+    /// the prefill chunks.
+    pub prefill_attention: f64,
 }
 
 /// A profile that cannot be used: the file, the key, what was expected.

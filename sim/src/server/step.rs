@@ -9,24 +9,10 @@
 //! sum of the steps taken one by one. Must not: compose batches.
 
 use super::profile::StepCoefficients;
+pub use super::profile::StepFeatures;
 
 /// Femtoseconds per nanosecond: the fixed point of the step arithmetic.
 const FS_PER_NS: u128 = 1_000_000;
-
-/// The step-time features of one batch (what calibration regresses on).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct StepFeatures {
-    /// Sequences in the batch (decodes and prefill chunks).
-    pub seqs: u32,
-    /// Tokens computed in the step (one per decode, a chunk per prefill).
-    pub tokens: u32,
-    /// Σ context of the decoding sequences (tokens attended, the new one
-    /// included).
-    pub decode_context_tokens: u64,
-    /// Σ chunk_tokens · (context before the chunk + chunk_tokens / 2) over
-    /// the prefill chunks.
-    pub prefill_attention: f64,
-}
 
 /// A coefficient in femtoseconds.
 fn fs(ns: f64) -> u128 {

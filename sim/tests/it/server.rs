@@ -303,3 +303,53 @@ fn the_jump_skips_steps() {
     assert!(calls < 10, "{calls} calls");
     assert_eq!(events.len(), 2);
 }
+
+#[test]
+fn every_bundled_profile_parses_and_says_what_it_is() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiles");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 2);
+    for path in paths {
+        let profile = Profile::from_toml_path(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            profile.label.starts_with(&profile.origin.to_string()),
+            "{name}: the label starts with the origin"
+        );
+        // What calibrate writes reads back the same.
+        let again = Profile::from_toml_str(&profile.to_toml(), &path).unwrap();
+        assert_eq!(again, profile, "{name}");
+    }
+}
+
+#[test]
+fn a_bad_profile_names_the_file_and_the_key() {
+    let path = Path::new("bad.toml");
+    let text = example()
+        .to_toml()
+        .replace("block_size = 16", "block_size = 0");
+    let e = Profile::from_toml_str(&text, path).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "bad.toml: `engine.block_size`: expected a whole number above 0"
+    );
+    let text = example()
+        .to_toml()
+        .replace("per_seq_ns = 50000.0", "per_seq_ns = -1.0");
+    let e = Profile::from_toml_str(&text, path).unwrap_err().to_string();
+    assert!(e.contains("`step.per_seq_ns`"), "{e}");
+    let e = Profile::from_toml_str("label = 1", path)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("bad.toml: "), "{e}");
+    let e = Profile::from_toml_path(Path::new("/no/such/profile.toml")).unwrap_err();
+    assert!(
+        e.to_string().contains("/no/such/profile.toml: cannot read"),
+        "{e}"
+    );
+}
