@@ -176,24 +176,10 @@ pub fn write_table(out: &mut dyn Write, blocks: &[(String, Vec<Compared>)]) -> i
 mod tests {
     use super::*;
 
-    fn request(sent: Nanos, first: Nanos, done: Nanos, osl: u32) -> Observed {
-        Observed {
-            chain: 0,
-            warmup: false,
-            sent,
-            first,
-            done,
-            content: Vec::new(),
-            isl: 10,
-            osl,
-            cached: None,
-        }
-    }
-
     #[test]
     fn quantiles_compare_the_contracts_metrics() {
         let requests: Vec<Observed> = (1..=10)
-            .map(|k| request(0, k * 100, k * 100 + 900, 10))
+            .map(|k| Observed::stamped(0, k * 100, k * 100 + 900, 10, 10))
             .collect();
         let served: Vec<Served> = requests
             .iter()

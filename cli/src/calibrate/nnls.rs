@@ -152,14 +152,14 @@ fn solve_on(g: &impl Fn(usize, usize) -> f64, h: &[f64], passive: &[bool], n: us
             continue;
         }
         a.swap(r, p);
-        for k in 0..m {
-            if k != r {
-                let f = a[k][c] / a[r][c];
-                if f != 0.0 {
-                    for j in c..=m {
-                        a[k][j] -= f * a[r][j];
-                    }
-                }
+        let pivot_row = a[r].clone();
+        for (k, row) in a.iter_mut().enumerate() {
+            let f = row[c] / pivot_row[c];
+            if k == r || f == 0.0 {
+                continue;
+            }
+            for (v, p) in row[c..].iter_mut().zip(&pivot_row[c..]) {
+                *v -= f * p;
             }
         }
         pivot_of[c] = Some(r);

@@ -45,6 +45,23 @@ impl Observed {
     pub fn ttft(&self) -> Nanos {
         self.first - self.sent
     }
+
+    /// A request of one conversation with no stamped chunks and nothing
+    /// cached (the modules' tests).
+    #[cfg(test)]
+    pub fn stamped(sent: Nanos, first: Nanos, done: Nanos, isl: u32, osl: u32) -> Observed {
+        Observed {
+            chain: 0,
+            warmup: false,
+            sent,
+            first,
+            done,
+            content: Vec::new(),
+            isl,
+            osl,
+            cached: None,
+        }
+    }
 }
 
 /// One run directory, read.

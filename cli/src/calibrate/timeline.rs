@@ -259,17 +259,18 @@ mod tests {
     use super::*;
 
     fn request(sent: Nanos, first: Nanos, done: Nanos, isl: u32, osl: u32) -> Observed {
-        Observed {
-            chain: 0,
-            warmup: false,
-            sent,
-            first,
-            done,
-            content: Vec::new(),
-            isl,
-            osl,
-            cached: None,
-        }
+        Observed::stamped(sent, first, done, isl, osl)
+    }
+
+    /// The decode steps of `requests[owner]`, in order.
+    fn steps_of(requests: &[Observed], budget: u32, owner: usize) -> Vec<StepFeatures> {
+        let mut steps = Vec::new();
+        for_each_decode_step(requests, &Tokens::of(requests), budget, |i, f| {
+            if i == owner {
+                steps.push(*f);
+            }
+        });
+        steps
     }
 
     #[test]
@@ -305,16 +306,8 @@ mod tests {
         // A decodes tokens at 100, 200, 300, 400 (osl 4, prompt 50).
         // B arrives at 150 and gets its first token at 300: its whole
         // 30-token prompt is prefilled in the step (200, 300].
-        let a = request(0, 100, 400, 50, 4);
-        let b = request(150, 300, 500, 30, 3);
-        let mut seen = Vec::new();
-        let rs = [a, b];
-        for_each_decode_step(&rs, &Tokens::of(&rs), 1000, |i, f| seen.push((i, *f)));
-        let a_steps: Vec<&StepFeatures> = seen
-            .iter()
-            .filter(|(i, _)| *i == 0)
-            .map(|(_, f)| f)
-            .collect();
+        let rs = [request(0, 100, 400, 50, 4), request(150, 300, 500, 30, 3)];
+        let a_steps = steps_of(&rs, 1000, 0);
         assert_eq!(a_steps.len(), 3);
         // (100, 200]: A alone, context 50 + 1.
         assert_eq!((a_steps[0].seqs, a_steps[0].tokens), (1, 1));
@@ -327,7 +320,7 @@ mod tests {
         assert_eq!((a_steps[2].seqs, a_steps[2].tokens), (2, 2));
         assert_eq!(a_steps[2].decode_context_tokens, 53 + 31);
         // B's two decode steps follow.
-        assert_eq!(seen.iter().filter(|(i, _)| *i == 1).count(), 2);
+        assert_eq!(steps_of(&rs, 1000, 1).len(), 2);
     }
 
     #[test]
@@ -335,16 +328,37 @@ mod tests {
         // A decodes every 100 ns from 100; B's 250-token prompt with a
         // budget of 101 (100 after A's decode token) needs three steps,
         // the last ending at its first token (400).
-        let a = request(0, 100, 600, 10, 6);
-        let b = request(50, 400, 500, 250, 2);
-        let mut tokens = Vec::new();
-        let rs = [a, b];
-        for_each_decode_step(&rs, &Tokens::of(&rs), 101, |i, f| {
-            if i == 0 {
-                tokens.push(f.tokens)
-            }
-        });
+        let rs = [request(0, 100, 600, 10, 6), request(50, 400, 500, 250, 2)];
+        let tokens: Vec<u32> = steps_of(&rs, 101, 0).iter().map(|f| f.tokens).collect();
         // (100,200] 1+100, (200,300] 1+100, (300,400] 1+50, then decodes.
         assert_eq!(tokens, [101, 101, 51, 2, 1]);
+    }
+
+    #[test]
+    fn respacing_lengthens_the_steps_of_a_crowded_batch() {
+        // A decodes 4 steps over (100, 500]; B prefills in the step that
+        // ends at its first token (300) and decodes beside A after. A
+        // step with two sequences takes twice one with one, so A's tokens
+        // move: 1 + 2 + 2 + 2 = 7 shares of 400 ns.
+        let rs = [request(0, 100, 500, 10, 5), request(0, 300, 900, 10, 4)];
+        let coefficients = StepCoefficients {
+            constant_ns: 0.0,
+            per_seq_ns: 100.0,
+            per_token_ns: 0.0,
+            knee_tokens: 0,
+            per_token_above_knee_ns: 0.0,
+            per_decode_context_token_ns: 0.0,
+            per_prefill_attention_ns: 0.0,
+        };
+        let mut tokens = Tokens::of(&rs);
+        assert_eq!(tokens.times[0], [100, 200, 300, 400, 500]);
+        tokens.respace(&rs, 1000, &coefficients);
+        assert_eq!(tokens.times[0], [100, 157, 271, 385, 500]);
+        // Stamped tokens stay where they were.
+        let mut stamped = rs.clone();
+        stamped[0].content = vec![100, 200, 300, 400, 500];
+        let mut tokens = Tokens::of(&stamped);
+        tokens.respace(&stamped, 1000, &coefficients);
+        assert_eq!(tokens.times[0], [100, 200, 300, 400, 500]);
     }
 }

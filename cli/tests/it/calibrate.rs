@@ -18,14 +18,36 @@ use serde_json::json;
 
 use crate::util::{arbor, expect_exit_2, scratch, stderr, stdout};
 
-/// The known profile: the example's, with a KV pool that holds the
-/// calibration loads without preempting (client records cannot show the
-/// recomputation a preemption costs).
+/// The known profile: made up, round numbers; a token budget small
+/// enough that prompts take several chunks and cross the knee, and a KV
+/// pool that holds the calibration loads without preempting (client
+/// records cannot show the recomputation a preemption costs).
+const KNOWN: &str = r#"
+label = "example: the identification test's known engine"
+origin = "example"
+
+[engine]
+max_num_batched_tokens = 512
+max_num_seqs = 8
+block_size = 16
+num_gpu_blocks = 4096
+
+[step]
+constant_ns = 2000000.0
+per_seq_ns = 50000.0
+per_token_ns = 20000.0
+knee_tokens = 256
+per_token_above_knee_ns = 10000.0
+per_decode_context_token_ns = 100.0
+per_prefill_attention_ns = 1.0
+
+[overhead]
+arrival_ns = 1000000
+departure_ns = 500000
+"#;
+
 fn known() -> Profile {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiles/example.toml");
-    let mut profile = Profile::from_toml_path(&path).expect("the example profile parses");
-    profile.engine.num_gpu_blocks = 4096;
-    profile
+    Profile::from_toml_str(KNOWN, Path::new("KNOWN")).expect("the known profile parses")
 }
 
 /// A closed-loop workload: `agents` conversations of `turns` turns, each
