@@ -222,11 +222,10 @@ fn latencies(served: &[Served]) -> Vec<(String, u64)> {
 }
 
 fn within(name: &str, got: f64, want: f64, tolerance: f64) {
-    let error = (got - want).abs() / want.abs().max(1e-300);
+    let off = error(got, want);
     assert!(
-        error <= tolerance,
-        "{name}: fitted {got}, known {want} ({:.1} % off)",
-        error * 100.0
+        off.abs() <= tolerance * 100.0,
+        "{name}: fitted {got}, known {want} ({off:.1} % off)"
     );
 }
 
@@ -263,15 +262,23 @@ fn calibrate(dirs: &[PathBuf], out: &Path, extra: &[&str]) -> std::process::Outp
     arbor(&refs)
 }
 
-#[test]
-fn calibration_identifies_a_known_profile() {
+/// Calibrates from runs of the known profile at `loads` (agents) and
+/// checks what the records identify; returns the figures as Markdown
+/// tables (docs/capacity.md, "Identification").
+fn identify(name: &str, loads: &[u32], turns: u32) -> String {
     let known = known();
-    let dir = scratch("calibrate-identify");
-    let dirs: Vec<PathBuf> = [(1, 11), (3, 12), (6, 13), (12, 14)]
+    let dir = scratch(name);
+    let dirs: Vec<PathBuf> = loads
         .iter()
-        .map(|&(agents, seed)| {
+        .map(|&agents| {
             let run = dir.join(format!("load-{agents}"));
-            write_run(&run, &serve(&known, &calibration_workload(agents, seed)));
+            // The lone session is the low-load run whose TTFTs identify
+            // the prefill side: it gets more turns.
+            let workload = Workload {
+                turns: if agents == 1 { 4 * turns } else { turns },
+                ..calibration_workload(agents, 10 + u64::from(agents))
+            };
+            write_run(&run, &serve(&known, &workload));
             run
         })
         .collect();
@@ -286,29 +293,61 @@ fn calibration_identifies_a_known_profile() {
     }
     let fitted = Profile::from_toml_path(&out).expect("a profile is written");
     assert_eq!(fitted.origin.to_string(), "fitted");
-    assert!(
-        fitted.label.contains("load-1, load-3, load-6, load-12"),
-        "{}",
-        fitted.label
-    );
+    let names: Vec<String> = loads.iter().map(|a| format!("load-{a}")).collect();
+    assert!(fitted.label.contains(&names.join(", ")), "{}", fitted.label);
     assert_eq!(fitted.engine, known.engine);
-    eprintln!("{text}\n{fitted:#?}");
 
-    // What the records identify: the step's constant, the per-sequence
-    // and per-token costs, the decode-context cost, and the two
-    // per-request overheads together (client stamps see only their sum).
+    let mut figures =
+        String::from("| coefficient | known | fitted | error |\n|---|---:|---:|---:|\n");
     let (k, f) = (&known.step, &fitted.step);
-    within("constant_ns", f.constant_ns, k.constant_ns, 0.10);
-    within("per_token_ns", f.per_token_ns, k.per_token_ns, 0.10);
-    within(
-        "per_decode_context_token_ns",
-        f.per_decode_context_token_ns,
-        k.per_decode_context_token_ns,
-        0.10,
-    );
     let overhead = |p: &Profile| (p.overhead.arrival_ns + p.overhead.departure_ns) as f64;
-    within("overheads", overhead(&fitted), overhead(&known), 0.10);
-
+    // (name, known, fitted, the bound the records identify it within).
+    // The step's constant, the per-token and the decode-context costs
+    // come back within 10 %; the overheads only together (client stamps
+    // see their sum) and only from the TTFTs of requests that ran alone,
+    // so within 15 %; the rest are printed, not asserted (docs/capacity.md
+    // says why).
+    let coefficients = [
+        ("constant_ns", k.constant_ns, f.constant_ns, Some(0.10)),
+        ("per_seq_ns", k.per_seq_ns, f.per_seq_ns, None),
+        ("per_token_ns", k.per_token_ns, f.per_token_ns, Some(0.10)),
+        (
+            "knee_tokens",
+            k.knee_tokens.into(),
+            f.knee_tokens.into(),
+            None,
+        ),
+        (
+            "per_token_above_knee_ns",
+            k.per_token_above_knee_ns,
+            f.per_token_above_knee_ns,
+            None,
+        ),
+        (
+            "per_decode_context_token_ns",
+            k.per_decode_context_token_ns,
+            f.per_decode_context_token_ns,
+            Some(0.10),
+        ),
+        (
+            "per_prefill_attention_ns",
+            k.per_prefill_attention_ns,
+            f.per_prefill_attention_ns,
+            None,
+        ),
+        (
+            "arrival_ns + departure_ns",
+            overhead(&known),
+            overhead(&fitted),
+            Some(0.15),
+        ),
+    ];
+    for (name, want, got, _) in coefficients {
+        figures.push_str(&format!(
+            "| {name} | {want} | {got:.1} | {:+.1} % |\n",
+            error(got, want)
+        ));
+    }
     // A different workload (longer prompts and answers) at another load.
     let other = Workload {
         agents: 9,
@@ -322,9 +361,44 @@ fn calibration_identifies_a_known_profile() {
     };
     let live = latencies(&serve(&known, &other));
     let predicted = latencies(&serve(&fitted, &other));
-    for ((name, want), (_, got)) in live.iter().zip(&predicted) {
-        within(name, *got as f64, *want as f64, 0.10);
+    figures.push_str("\n| other workload | known profile ms | fitted profile ms | error |\n|---|---:|---:|---:|\n");
+    for ((metric, want), (_, got)) in live.iter().zip(&predicted) {
+        figures.push_str(&format!(
+            "| {metric} | {:.2} | {:.2} | {:+.1} % |\n",
+            *want as f64 / 1e6,
+            *got as f64 / 1e6,
+            error(*got as f64, *want as f64)
+        ));
     }
+    eprintln!("{text}\n{figures}");
+    for (name, want, got, bound) in coefficients {
+        if let Some(bound) = bound {
+            within(name, got, want, bound);
+        }
+    }
+    for ((metric, want), (_, got)) in live.iter().zip(&predicted) {
+        within(metric, *got as f64, *want as f64, 0.10);
+    }
+    figures
+}
+
+/// (got − want) / want, in percent.
+fn error(got: f64, want: f64) -> f64 {
+    (got - want) / want * 100.0
+}
+
+#[test]
+fn calibration_identifies_a_known_profile() {
+    identify("calibrate-identify", &[1, 3, 6, 12], 8);
+}
+
+/// The figures of docs/capacity.md: more loads, longer conversations
+/// (`cargo test -p arbor-cli --test it calibrate_full -- --ignored
+/// --nocapture`).
+#[test]
+#[ignore = "the full figures; about a second, run by hand for the docs"]
+fn calibrate_full_identification_figures() {
+    identify("calibrate-identify-full", &[1, 2, 4, 6, 9, 12, 16], 12);
 }
 
 #[test]
