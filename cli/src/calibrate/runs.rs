@@ -79,8 +79,8 @@ pub struct Run {
     pub engine_labels: BTreeMap<String, u32>,
     /// `run.json`'s model, when it named one.
     pub model: Option<String>,
-    /// What served the run: `run.json`'s endpoint (redacted), or `the
-    /// built-in emulator (FLAGS)`.
+    /// What served the run: `the built-in emulator (FLAGS)`, or
+    /// `run.json`'s endpoint (redacted).
     pub server: Option<String>,
 }
 
@@ -158,10 +158,9 @@ pub fn read(dir: &Path) -> Result<Run, Failure> {
         requests,
         skipped,
         engine_labels,
-        server: match (run_json.config.endpoint, run_json.config.emulator) {
-            (Some(endpoint), _) => Some(endpoint),
-            (None, Some(flags)) => Some(format!("the built-in emulator ({flags})")),
-            (None, None) => None,
+        server: match (run_json.config.emulator, run_json.config.endpoint) {
+            (Some(flags), _) => Some(format!("the built-in emulator ({flags})")),
+            (None, endpoint) => endpoint,
         },
         model: run_json.config.model,
     })
