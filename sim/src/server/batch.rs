@@ -156,6 +156,10 @@ impl State {
             if self.running.len() as u32 >= limits.max_num_seqs || *budget == 0 {
                 break;
             }
+            // Even a whole hit leaves one token to compute in a new block.
+            if self.pool.free() == 0 {
+                break;
+            }
             let r = self.req(slot);
             let known = r.known();
             let most = ((known - 1) / self.block_size) as usize;

@@ -9,8 +9,32 @@
 //! batch does), iterate the key map.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 const NONE: u32 = u32::MAX;
+
+/// Block keys are hashes already: the map hashes them with one multiply
+/// (Fibonacci hashing), not SipHash. Deterministic, and never iterated.
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 
 #[derive(Debug, Clone)]
 struct Block {
@@ -26,7 +50,7 @@ struct Block {
 pub struct KvPool {
     blocks: Vec<Block>,
     /// Key to the block holding it (lookups only).
-    cached: HashMap<u64, u32>,
+    cached: KeyMap,
     head: u32,
     tail: u32,
     free: u32,
@@ -44,7 +68,7 @@ impl KvPool {
             .collect();
         KvPool {
             blocks,
-            cached: HashMap::new(),
+            cached: KeyMap::default(),
             head: if total == 0 { NONE } else { 0 },
             tail: if total == 0 { NONE } else { total - 1 },
             free: total,
