@@ -10,7 +10,8 @@
 //! server model), [`fit_error`] (p50/p90 of TTFT, ITL, E2E, predicted
 //! against measured) and [`stage_b`] (bounded correction factors by
 //! replay). This module runs them in order, prints what each found and
-//! writes the profile. Uses no other command; touches no run directory.
+//! writes the profile. Of the other commands it uses only `run`'s UTC
+//! stamp (for the label); it writes nothing into a run directory.
 
 mod fit_error;
 mod limits;
