@@ -100,6 +100,7 @@ mod tests {
             requests: Vec::new(),
             skipped: 0,
             engine_labels: labels.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            preemptions: None,
             model: None,
             server: None,
         }

@@ -164,6 +164,17 @@ fn write_report(
         fit.step.knee_tokens,
         fit.rms_ns / 1e6
     )?;
+    for run in runs {
+        if let Some(n) = run.preemptions.filter(|&n| n > 0.0) {
+            writeln!(
+                out,
+                "  {}: the server preempted {n} times; a client cannot see the recomputation \
+                 that costs, so this run's rows understate the work (calibrate from runs whose \
+                 KV pool was not exhausted)",
+                run.name
+            )?;
+        }
+    }
     if fit.prefill_rows == 0 {
         writeln!(
             out,

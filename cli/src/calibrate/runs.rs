@@ -1,6 +1,7 @@
 //! Reading the run directories a calibration fits: each request as the
 //! client saw it ([`Observed`]), and what the run's files say of the
-//! server (`metrics.jsonl`'s `cache_config_info` labels) and of the run
+//! server (`metrics.jsonl`'s `cache_config_info` labels and preemption
+//! counter) and of the run
 //! (`run.json`'s model and server, for the profile's label).
 //!
 //! Owns the calibration's view of a record; reads `records.jsonl` through
@@ -17,6 +18,7 @@ use serde::Deserialize;
 use crate::failure::Failure;
 use crate::records_file::{self, RECORDS_FILE};
 use crate::server_metrics::line;
+use crate::server_metrics::names::Metric;
 
 /// One request of a live run, as the client measured it.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +79,10 @@ pub struct Run {
     /// `cache_config_info` labels the server's metrics carried (vLLM:
     /// `block_size`, `num_gpu_blocks`), by label.
     pub engine_labels: BTreeMap<String, u32>,
+    /// Preemptions the server counted during the run (its scraped
+    /// preemption counter's last value less its first), when it exposed
+    /// one.
+    pub preemptions: Option<f64>,
     /// `run.json`'s model, when it named one.
     pub model: Option<String>,
     /// What served the run: `the built-in emulator (FLAGS)`, or
@@ -140,6 +146,7 @@ pub fn read(dir: &Path) -> Result<Run, Failure> {
         Err(_) => RunJson::default(),
     };
     let mut engine_labels = BTreeMap::new();
+    let mut preemption_counter: Option<(f64, f64)> = None;
     line::read(dir, |l| {
         if l.name.ends_with("cache_config_info") {
             for (key, value) in &l.labels {
@@ -147,6 +154,10 @@ pub fn read(dir: &Path) -> Result<Run, Failure> {
                     engine_labels.insert(key.clone(), v);
                 }
             }
+        }
+        if l.metric.as_deref() == Some(Metric::Preemptions.name()) {
+            let first = preemption_counter.map_or(l.value, |(first, _)| first);
+            preemption_counter = Some((first, l.value));
         }
     })?;
     let name = dir
@@ -158,6 +169,7 @@ pub fn read(dir: &Path) -> Result<Run, Failure> {
         requests,
         skipped,
         engine_labels,
+        preemptions: preemption_counter.map(|(first, last)| (last - first).max(0.0)),
         server: match (run_json.config.emulator, run_json.config.endpoint) {
             (Some(flags), _) => Some(format!("the built-in emulator ({flags})")),
             (None, endpoint) => endpoint,

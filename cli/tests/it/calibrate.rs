@@ -422,11 +422,18 @@ fn a_limit_neither_given_nor_scraped_names_its_flag() {
         &["--max-num-batched-tokens"],
     );
     // The server's cache_config_info, scraped into metrics.jsonl, states
-    // the block size and the pool: those flags may then be left out.
+    // the block size and the pool: those flags may then be left out. Its
+    // preemption counter rose: the output says what that costs the fit.
     std::fs::write(
         run.join("metrics.jsonl"),
-        "{\"time_ns\":5,\"name\":\"vllm:cache_config_info\",\"labels\":{\"block_size\":\"16\",\
-         \"num_gpu_blocks\":\"4096\"},\"value\":1.0}\n",
+        concat!(
+            "{\"time_ns\":5,\"name\":\"vllm:cache_config_info\",\"labels\":",
+            "{\"block_size\":\"16\",\"num_gpu_blocks\":\"4096\"},\"value\":1.0}\n",
+            "{\"time_ns\":5,\"name\":\"vllm:num_preemptions_total\",\"value\":2.0,",
+            "\"metric\":\"preemptions\"}\n",
+            "{\"time_ns\":9,\"name\":\"vllm:num_preemptions_total\",\"value\":5.0,",
+            "\"metric\":\"preemptions\"}\n",
+        ),
     )
     .expect("metrics written");
     let out = dir.join("p.toml");
@@ -442,6 +449,12 @@ fn a_limit_neither_given_nor_scraped_names_its_flag() {
         "--no-correction",
     ]);
     assert!(result.status.success(), "{}", stderr(&result));
+    let text = stdout(&result);
+    assert!(text.contains("run: the server preempted 3 times"), "{text}");
+    assert!(
+        text.contains("stage B: skipped (--no-correction)"),
+        "{text}"
+    );
     let fitted = Profile::from_toml_path(&out).expect("a profile is written");
     assert_eq!(
         (fitted.engine.block_size, fitted.engine.num_gpu_blocks),
