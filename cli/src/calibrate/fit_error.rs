@@ -2,10 +2,10 @@
 //! model's replay against measured, per run and over all runs; and the
 //! one number stage B minimises.
 //!
-//! Owns the metrics' definitions as calibration compares them (the
-//! contract's: TTFT = first token − sent, ITL = (done − first token) /
-//! (output tokens − 1), E2E = done − sent; warmups never count) and the
-//! table. Replays nothing itself.
+//! Owns the metrics' definitions as calibration compares them (those of
+//! the server model's predictions: TTFT = first token − sent, ITL =
+//! (done − first token) / (output tokens − 1) per request, E2E = done −
+//! sent; warmups never count) and the table. Replays nothing itself.
 
 use std::io::{self, Write};
 
@@ -177,7 +177,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantiles_compare_the_contracts_metrics() {
+    fn quantiles_compare_the_predicted_metrics() {
         let requests: Vec<Observed> = (1..=10)
             .map(|k| Observed::stamped(0, k * 100, k * 100 + 900, 10, 10))
             .collect();
