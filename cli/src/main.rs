@@ -14,8 +14,9 @@
 //! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
 //! `compare`, `summarize` (reads back what `run` wrote), `aggregate`
 //! (the aggregate of `run --repeat`: used by `run`, uses no command), `export`,
-//! `page` (`arbor report`, also written by `run`) and `schema` (the JSON
-//! Schemas of `run`'s and `plan`'s outputs).
+//! `page` (`arbor report`, also written by `run`), `schema` (the JSON
+//! Schemas of `run`'s and `plan`'s outputs) and `calibrate` (a server
+//! profile fitted from run directories).
 #![forbid(unsafe_code)]
 
 mod aggregate;
