@@ -133,6 +133,18 @@ pub fn request(scheduler: &Scheduler, id: RequestId) -> Result<Request, EngineEr
     })
 }
 
+/// Whether the next step is a completion (true) or a timer (false): the
+/// earlier one, a completion at equal times; `None` when neither is due.
+#[inline]
+fn completion_first(completion: Option<Nanos>, timer: Option<Nanos>) -> Option<bool> {
+    match (completion, timer) {
+        (None, None) => None,
+        (Some(at), Some(t)) => Some(at <= t),
+        (Some(_), None) => Some(true),
+        (None, Some(_)) => Some(false),
+    }
+}
+
 /// Runs the scheduler to the end (or until `hooks` ends it) with `hooks`
 /// deciding service times and watching. Returns the final virtual time.
 pub fn run_with<H: Hooks>(scheduler: &mut Scheduler, hooks: &mut H) -> Result<Nanos, EngineError> {
@@ -161,11 +173,8 @@ pub fn run_with<H: Hooks>(scheduler: &mut Scheduler, hooks: &mut H) -> Result<Na
         }
         let next_completion = completions.peek().map(|Reverse((at, _))| *at);
         let next_timer = scheduler.poll_timeout();
-        let completion_first = match (next_completion, next_timer) {
-            (None, None) => break,
-            (Some(at), Some(t)) => at <= t,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
+        let Some(completion_first) = completion_first(next_completion, next_timer) else {
+            break;
         };
         if completion_first {
             let Some(Reverse((at, id))) = completions.pop() else {
@@ -315,11 +324,8 @@ pub fn run_server_observed(
         }
         let next_model = server.next_event_at();
         let next_timer = scheduler.poll_timeout();
-        let model_first = match (next_model, next_timer) {
-            (None, None) => break,
-            (Some(at), Some(t)) => at <= t,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
+        let Some(model_first) = completion_first(next_model, next_timer) else {
+            break;
         };
         if model_first {
             let Some(at) = next_model else { break };

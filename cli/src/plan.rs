@@ -6,10 +6,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use arbor_backends::virtual_clock;
+use arbor_backends::virtual_clock::{self, Prompts};
 use arbor_engine::scheduler::Scheduler;
-use arbor_engine::Workload;
-use arbor_sim::{Profile, ServerModel, Service};
+use arbor_sim::{ServerModel, Service};
 
 use crate::args::PlanArgs;
 use crate::failure::Failure;
@@ -35,15 +34,12 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
     let adjustments = compiled.adjustments;
     let counts = (&compiled).into();
     let mut scheduler = inputs::scheduler(compiled, policy)?;
-    let server = match &args.service {
-        Service::Model(model) => {
-            inputs::run_virtual(&mut scheduler, model, "engine")?;
-            None
-        }
-        Service::Server(server) => {
-            Some(predict(&mut scheduler, &loaded.workload, &server.profile)?)
-        }
-    };
+    let server = run_service(
+        &mut scheduler,
+        &args.service,
+        (&loaded.workload).into(),
+        "engine",
+    )?;
     let by_request = server.as_ref().map(|s| s.by_request());
 
     if let Some(path) = &args.timeline {
@@ -80,19 +76,29 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
     stdout::json_or_human(args.json, &report, |mut out| report.print_human(&mut out))
 }
 
-/// Runs the plan with the batching server model under `profile`: the
-/// scheduler to the end, the model's gauges sampled after every change.
-fn predict(
+/// Runs `scheduler` to the end on the virtual clock under `service`; an
+/// engine error is reported after `what`. With the batching server model,
+/// its predictions (block keys from `prompts`); none with the other models.
+/// Shared by `plan` and `run`'s planning side.
+pub fn run_service(
     scheduler: &mut Scheduler,
-    workload: &Workload,
-    profile: &Profile,
-) -> Result<ServerPrediction, Failure> {
+    service: &Service,
+    prompts: Prompts<'_>,
+    what: &str,
+) -> Result<Option<ServerPrediction>, Failure> {
+    let profile = match service {
+        Service::Model(model) => {
+            inputs::run_virtual(scheduler, model, what)?;
+            return Ok(None);
+        }
+        Service::Server(server) => &server.profile,
+    };
     let mut model = ServerModel::new(profile);
     let mut predicted = Vec::new();
     let mut samples = Vec::new();
     virtual_clock::run_server_observed(
         scheduler,
-        workload.into(),
+        prompts,
         &mut model,
         &mut predicted,
         |at, gauges| {
@@ -102,10 +108,10 @@ fn predict(
             })
         },
     )
-    .map_err(|e| Failure::other(format!("engine: {e}")))?;
-    Ok(ServerPrediction::new(
+    .map_err(|e| Failure::other(format!("{what}: {e}")))?;
+    Ok(Some(ServerPrediction::new(
         profile, scheduler, &predicted, &samples,
-    ))
+    )))
 }
 
 /// Refuses a `--report` path that cannot be a new file before planning

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use arbor_backends::live::request::{Api, MaxTokensField};
 use arbor_engine::input::Format;
 use arbor_engine::time::Nanos;
-use arbor_sim::{Service, ServiceModel};
+use arbor_sim::Service;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};
 
@@ -238,9 +238,9 @@ pub struct RunArgs {
 
     /// Service model of the planned side (the virtual-clock plan that
     /// gives the planned peak concurrency): recorded | fixed:TTFT_MS:ITL_MS
-    /// | throughput:PREFILL_TOK_S:DECODE_TOK_S.
+    /// | throughput:PREFILL_TOK_S:DECODE_TOK_S | server:PROFILE.toml.
     #[arg(long, value_name = "MODEL", default_value = "recorded", help_heading = LOAD)]
-    pub service: ServiceModel,
+    pub service: Service,
 
     #[command(flatten)]
     pub request: RequestArgs,

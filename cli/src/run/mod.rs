@@ -289,10 +289,11 @@ fn plan_with_the_emulators_timing(
 ) {
     let timing = &emulator.timing;
     if !explicit.has("service") && timing.prefill_mtok_s.is_none() {
-        args.service = arbor_sim::service::ServiceModel::Fixed {
-            ttft: timing.ttft,
-            itl: timing.itl,
-        };
+        args.service =
+            arbor_sim::service::Service::Model(arbor_sim::service::ServiceModel::Fixed {
+                ttft: timing.ttft,
+                itl: timing.itl,
+            });
     }
 }
 

@@ -57,7 +57,11 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
     )?;
     let compiled = inputs::compile(&args.input, policy, &options, scenario.is_some())?;
     let mut plan = compiled.schedule()?;
-    inputs::run_virtual(&mut plan, &args.service, "engine (planning)")?;
+    let prompts = arbor_backends::virtual_clock::Prompts {
+        workload: &compiled.loaded.workload,
+        cache_bust: requests.cache_bust || scenario.is_some(),
+    };
+    crate::plan::run_service(&mut plan, &args.service, prompts, "engine (planning)")?;
     let stats = plan.stats();
     let planned = Planned {
         service: args.service.to_string(),

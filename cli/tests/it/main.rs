@@ -30,6 +30,7 @@ mod run;
 mod schema;
 mod scripted;
 mod secrets;
+mod server_plan;
 mod summarize;
 mod tls;
 mod util;
