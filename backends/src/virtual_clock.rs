@@ -23,8 +23,12 @@
 //! signature:
 //!
 //! ```text
-//! run_server(scheduler, prompts: &Prompts { workload, cache_bust }, server, out: &mut Vec<Predicted>)
+//! run_server(scheduler: &mut Scheduler, prompts: impl Into<Prompts>, server: &mut ServerModel,
+//!            out: &mut Vec<Predicted>) -> Result<Nanos, EngineError>
 //! ```
+//!
+//! where `Prompts { workload: &Workload, cache_bust: bool }`, and a plain
+//! `&Workload` is `Prompts` without the cache-bust salt.
 //!
 //! Block keys come from the workload's trees (`arbor_sim::server::keys`):
 //! hash ids in their trace's scope, virtual blocks, or recorded text; with

@@ -12,3 +12,4 @@ mod identity;
 mod loaders;
 mod oracle;
 mod scheduling;
+mod server;
