@@ -16,13 +16,14 @@
 //! (the SLO capacity search: plans, or runs through `run`'s entry point), `aggregate`
 //! (the aggregate of `run --repeat`: used by `run`, uses no command), `export`,
 //! `page` (`arbor report`, also written by `run`), `record` (the
-//! recording proxy) and `schema` (the JSON
-//! Schemas of `run`'s and `plan`'s outputs).
+//! recording proxy), `schema` (the JSON Schemas of `run`'s and `plan`'s
+//! outputs) and `calibrate` (a server profile fitted from run directories).
 #![forbid(unsafe_code)]
 
 mod aggregate;
 mod args;
 mod breakdown;
+mod calibrate;
 mod capacity;
 mod compare;
 mod convert;
@@ -87,6 +88,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Data(args) => data::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
         Command::Record(args) => record::run(&args),
     };
     match result {

@@ -11,6 +11,7 @@
 //! with an explanation when they do not ([`peer`]).
 
 mod access;
+mod calibrate;
 mod capacity;
 pub mod compare;
 mod data;
@@ -34,6 +35,7 @@ use serde_json::{Map, Value};
 use heading::{INPUT, LOAD, OUTPUT, SERVER};
 
 pub use access::AccessArgs;
+pub use calibrate::CalibrateArgs;
 pub use capacity::CapacityArgs;
 pub use compare::CompareArgs;
 pub use data::{DataArgs, DataCommand};
@@ -127,6 +129,11 @@ pub enum Command {
     /// Datasets by name: list the registry, show one, fetch one (resumable,
     /// SHA-256 verified), or pin a local directory (docs/data.md).
     Data(DataArgs),
+    /// Fit a server profile (for --service server:PROFILE.toml) from live
+    /// run directories: step-time coefficients by non-negative least
+    /// squares over the rebuilt timeline, corrected by replay; prints the
+    /// fit error of p50/p90 TTFT, ITL and E2E.
+    Calibrate(CalibrateArgs),
 }
 
 impl Command {
@@ -147,6 +154,7 @@ impl Command {
             | Command::Export(_)
             | Command::Schema(_)
             | Command::Data(_)
+            | Command::Calibrate(_)
             | Command::Record(_) => None,
         }
     }

@@ -1,0 +1,283 @@
+//! Reading the run directories a calibration fits: each request as the
+//! client saw it ([`Observed`]), and what the run's files say of the
+//! server (`metrics.jsonl`'s `cache_config_info` labels and preemption
+//! counter) and of the run
+//! (`run.json`'s model and server, for the profile's label).
+//!
+//! Owns the calibration's view of a record; reads `records.jsonl` through
+//! `records_file`, the only reader of that file, and `metrics.jsonl`
+//! through `server_metrics::line`. Times become integer nanoseconds here,
+//! once.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arbor_engine::time::{secs_to_nanos, Nanos};
+use serde::Deserialize;
+
+use crate::failure::Failure;
+use crate::records_file::{self, RECORDS_FILE};
+use crate::server_metrics::line;
+use crate::server_metrics::names::Metric;
+
+/// One request of a live run, as the client measured it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    /// The conversation it continues: turns of one agent of one play
+    /// share it, and the prompt of a later turn extends an earlier one's
+    /// (the replay's prefix keys are built from it).
+    pub chain: u64,
+    /// A warmup (served, so part of the load; never measured).
+    pub warmup: bool,
+    pub sent: Nanos,
+    /// The first content chunk.
+    pub first: Nanos,
+    pub done: Nanos,
+    /// Every content chunk's arrival, when the run recorded one chunk per
+    /// output token; empty otherwise (the timeline then places the tokens
+    /// between `first` and `done`).
+    pub content: Vec<Nanos>,
+    pub isl: u32,
+    pub osl: u32,
+    /// Prompt tokens the server said it found in its prefix cache.
+    pub cached: Option<u32>,
+}
+
+impl Observed {
+    pub fn ttft(&self) -> Nanos {
+        self.first - self.sent
+    }
+
+    /// A request of one conversation with no stamped chunks and nothing
+    /// cached (the modules' tests).
+    #[cfg(test)]
+    pub fn stamped(sent: Nanos, first: Nanos, done: Nanos, isl: u32, osl: u32) -> Observed {
+        Observed {
+            chain: 0,
+            warmup: false,
+            sent,
+            first,
+            done,
+            content: Vec::new(),
+            isl,
+            osl,
+            cached: None,
+        }
+    }
+}
+
+/// One run directory, read.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The directory's own name, for tables and the profile's label.
+    pub name: String,
+    /// Finished requests (status ok), in the file's order.
+    pub requests: Vec<Observed>,
+    /// Records left out: failed, cancelled, or without the stamps a fit
+    /// needs.
+    pub skipped: u64,
+    /// `cache_config_info` labels the server's metrics carried (vLLM:
+    /// `block_size`, `num_gpu_blocks`), by label.
+    pub engine_labels: BTreeMap<String, u32>,
+    /// Preemptions the server counted during the run (its scraped
+    /// preemption counter's last value less its first), when it exposed
+    /// one.
+    pub preemptions: Option<f64>,
+    /// `run.json`'s model, when it named one.
+    pub model: Option<String>,
+    /// What served the run: `the built-in emulator (FLAGS)`, or
+    /// `run.json`'s endpoint (redacted).
+    pub server: Option<String>,
+}
+
+/// The fields of a records line the calibration reads.
+#[derive(Debug, Deserialize)]
+struct Line {
+    tree_index: u32,
+    agent: String,
+    copy: u32,
+    play: u32,
+    warmup: bool,
+    status: String,
+    sent_s: Option<f64>,
+    first_content_s: Option<f64>,
+    done_s: Option<f64>,
+    #[serde(default)]
+    itl_s: Vec<f64>,
+    input_tokens: u64,
+    output_tokens: u64,
+    cached_tokens: Option<u64>,
+}
+
+/// The parts of `run.json` a label names.
+#[derive(Debug, Default, Deserialize)]
+struct RunJson {
+    #[serde(default)]
+    config: RunJsonConfig,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RunJsonConfig {
+    model: Option<String>,
+    endpoint: Option<String>,
+    emulator: Option<String>,
+}
+
+/// Reads `dir`: its records (required), `run.json` and `metrics.jsonl`
+/// when present.
+pub fn read(dir: &Path) -> Result<Run, Failure> {
+    let mut requests = Vec::new();
+    let mut skipped = 0u64;
+    records_file::for_each_line(&dir.join(RECORDS_FILE), |_, text| {
+        let line: Line = serde_json::from_str(text).map_err(|e| records_file::not_a_record(&e))?;
+        match observed(&line) {
+            Some(o) => requests.push(o),
+            None => skipped += 1,
+        }
+        Ok(())
+    })?;
+    let run_json: RunJson = match std::fs::read_to_string(dir.join("run.json")) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            Failure::input(format!(
+                "{}: not the run.json of `arbor run`: {e}",
+                dir.join("run.json").display()
+            ))
+        })?,
+        Err(_) => RunJson::default(),
+    };
+    let mut engine_labels = BTreeMap::new();
+    let mut preemption_counter: Option<(f64, f64)> = None;
+    line::read(dir, |l| {
+        if l.name.ends_with("cache_config_info") {
+            for (key, value) in &l.labels {
+                if let Ok(v) = value.trim().parse::<u32>() {
+                    engine_labels.insert(key.clone(), v);
+                }
+            }
+        }
+        if l.metric.as_deref() == Some(Metric::Preemptions.name()) {
+            let first = preemption_counter.map_or(l.value, |(first, _)| first);
+            preemption_counter = Some((first, l.value));
+        }
+    })?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string());
+    Ok(Run {
+        name,
+        requests,
+        skipped,
+        engine_labels,
+        preemptions: preemption_counter.map(|(first, last)| (last - first).max(0.0)),
+        server: match (run_json.config.emulator, run_json.config.endpoint) {
+            (Some(flags), _) => Some(format!("the built-in emulator ({flags})")),
+            (None, endpoint) => endpoint,
+        },
+        model: run_json.config.model,
+    })
+}
+
+/// A record as a finished request, or `None` when it did not finish or
+/// lacks a stamp.
+fn observed(line: &Line) -> Option<Observed> {
+    if line.status != "ok" || line.output_tokens == 0 {
+        return None;
+    }
+    let sent = secs_to_nanos(line.sent_s?)?;
+    let first = secs_to_nanos(line.first_content_s?)?.max(sent);
+    let done = secs_to_nanos(line.done_s?)?.max(first);
+    let osl = u32::try_from(line.output_tokens).ok()?;
+    let isl = u32::try_from(line.input_tokens).ok()?;
+    let content = if line.itl_s.len() + 1 == osl as usize {
+        let mut at = first;
+        let mut stamps = Vec::with_capacity(osl as usize);
+        stamps.push(at);
+        for gap in &line.itl_s {
+            at = at.saturating_add(secs_to_nanos(*gap)?).min(done);
+            stamps.push(at);
+        }
+        stamps
+    } else {
+        Vec::new()
+    };
+    Some(Observed {
+        chain: chain_key(line.tree_index, line.copy, line.play, &line.agent),
+        warmup: line.warmup,
+        sent,
+        first,
+        done,
+        content,
+        isl,
+        osl,
+        cached: line
+            .cached_tokens
+            .and_then(|c| u32::try_from(c).ok())
+            .map(|c| c.min(isl)),
+    })
+}
+
+/// FNV-1a over the fields that name a conversation: the same on every
+/// machine and every run.
+pub fn chain_key(tree_index: u32, copy: u32, play: u32, agent: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    eat(&tree_index.to_le_bytes());
+    eat(&copy.to_le_bytes());
+    eat(&play.to_le_bytes());
+    eat(agent.as_bytes());
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(json: &str) -> Line {
+        serde_json::from_str(json).unwrap()
+    }
+
+    const BASE: &str = r#"{"tree_index":0,"agent":"a","copy":0,"play":1,"warmup":false,
+        "status":"ok","sent_s":1.0,"first_content_s":1.5,"done_s":2.5,
+        "itl_s":[0.25,0.25,0.5],"input_tokens":100,"output_tokens":4,"cached_tokens":64}"#;
+
+    #[test]
+    fn a_record_becomes_integer_stamps() {
+        let Some(o) = observed(&line(BASE)) else {
+            panic!("an ok record is observed")
+        };
+        assert_eq!(
+            (o.sent, o.first, o.done),
+            (1_000_000_000, 1_500_000_000, 2_500_000_000)
+        );
+        assert_eq!(
+            o.content,
+            [1_500_000_000, 1_750_000_000, 2_000_000_000, 2_500_000_000]
+        );
+        assert_eq!(o.ttft(), 500_000_000);
+        assert_eq!(o.cached, Some(64));
+    }
+
+    #[test]
+    fn coarse_chunks_spread_tokens_evenly_and_failures_are_skipped() {
+        let coarse = BASE.replace("[0.25,0.25,0.5]", "[1.0]");
+        let Some(o) = observed(&line(&coarse)) else {
+            panic!("observed")
+        };
+        assert!(o.content.is_empty());
+        assert!(observed(&line(&BASE.replace("\"ok\"", "\"error\""))).is_none());
+        assert!(observed(&line(&BASE.replace("\"sent_s\":1.0", "\"sent_s\":null"))).is_none());
+    }
+
+    #[test]
+    fn chains_name_a_conversation() {
+        assert_eq!(chain_key(1, 0, 2, "a"), chain_key(1, 0, 2, "a"));
+        assert_ne!(chain_key(1, 0, 2, "a"), chain_key(1, 0, 3, "a"));
+        assert_ne!(chain_key(1, 0, 2, "a"), chain_key(1, 0, 2, "b"));
+    }
+}
