@@ -18,6 +18,7 @@ mod emulator;
 mod heading;
 mod metrics;
 pub mod peer;
+pub mod start;
 pub mod values;
 mod workload;
 
@@ -39,6 +40,7 @@ pub use data::{DataArgs, DataCommand};
 pub use emulator::EmulatorArgs;
 pub use metrics::MetricsArgs;
 pub use peer::PeerFlags;
+pub use start::{StartArgs, UtcNanos};
 pub use workload::{FitArgs, InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
 
 /// Every flag that takes a value takes `-5` as that value, so a negative
@@ -273,6 +275,10 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub scenario: ScenarioArgs,
+
+    /// When the clock starts: `--start-at` or the start barrier.
+    #[command(flatten)]
+    pub start: StartArgs,
 
     /// The in-process emulator's model and faults (only without --endpoint).
     #[command(flatten)]
