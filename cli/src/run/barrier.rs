@@ -454,6 +454,17 @@ mod tests {
     }
 
     #[test]
+    fn a_start_at_ahead_is_waited_for() {
+        let at = now_ns() + 50 * NANOS_PER_MS as i64;
+        let met = meet(&Together::At(at)).unwrap().unwrap();
+        let record = met.wait().unwrap();
+        assert!(now_ns() >= at);
+        assert_eq!(record.role, "start_at");
+        assert_eq!(record.start_at, rfc3339(at));
+        assert!(record.late_ns < 50 * NANOS_PER_MS, "{record:?}");
+    }
+
+    #[test]
     fn a_start_at_in_the_past_is_missed() {
         let e = meet(&Together::At(now_ns() - NANOS_PER_SEC as i64)).unwrap_err();
         assert_eq!(e.code, 1);
