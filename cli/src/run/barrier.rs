@@ -238,9 +238,22 @@ fn tell_late(listener: TcpListener, start: UtcNanos) {
     if listener.set_nonblocking(false).is_err() {
         return;
     }
-    for mut stream in listener.incoming().flatten() {
-        let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-        let _ = writeln!(stream, "late {start}");
+    for stream in listener.incoming().flatten() {
+        thread::spawn(move || {
+            // Its hello is read before the answer and the rest until it
+            // hangs up: closing with its bytes unread would reset the
+            // connection before it reads `late`.
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
+            let Ok(mut writer) = stream.try_clone() else {
+                return;
+            };
+            let mut reader = BufReader::new(stream);
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_ok() && writeln!(writer, "late {start}").is_ok() {
+                while matches!(reader.read_line(&mut line), Ok(n) if n > 0) {}
+            }
+        });
     }
 }
 
