@@ -20,6 +20,7 @@ mod heading;
 mod metrics;
 pub mod peer;
 mod record;
+pub mod start;
 pub mod values;
 mod workload;
 
@@ -43,6 +44,7 @@ pub use emulator::EmulatorArgs;
 pub use metrics::MetricsArgs;
 pub use peer::PeerFlags;
 pub use record::RecordArgs;
+pub use start::{StartArgs, UtcNanos};
 pub use workload::{FitArgs, InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
 
 /// Every flag that takes a value takes `-5` as that value, so a negative
@@ -288,6 +290,10 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub scenario: ScenarioArgs,
+
+    /// When the clock starts: `--start-at` or the start barrier.
+    #[command(flatten)]
+    pub start: StartArgs,
 
     /// The in-process emulator's model and faults (only without --endpoint).
     #[command(flatten)]

@@ -82,6 +82,35 @@ pub struct RunConfig {
     /// global seed its `seed` derives from; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<RepeatOf>,
+    /// How the clock's start was agreed with the other shards
+    /// (`--start-at` or the start barrier); absent for a run that started
+    /// on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier: Option<BarrierRecord>,
+}
+
+/// `config.barrier`: the start instant this shard kept and its clock
+/// against rank 0's (docs/scale-out.md, "Starting together").
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct BarrierRecord {
+    /// `rank0` (`--barrier-listen`), `peer` (`--barrier`) or `start_at`
+    /// (`--start-at`).
+    pub role: String,
+    /// Rank 0's clock minus this shard's, in ns, measured over the barrier
+    /// connection (the sample of least round trip; within ± rtt_ns / 2).
+    /// 0 for rank 0 and `--start-at`.
+    pub offset_ns: i64,
+    /// The round trip of that sample, in ns (0 when nothing was measured).
+    pub rtt_ns: u64,
+    /// The start instant, UTC on rank 0's clock (RFC 3339, ns).
+    pub start_at: String,
+    /// Shards that met at the barrier, rank 0 included (absent for
+    /// `--start-at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u32>,
+    /// How long after the start instant (on this shard's clock, corrected
+    /// by the offset) its clock started, in ns.
+    pub late_ns: u64,
 }
 
 impl RunConfig {
@@ -150,6 +179,7 @@ impl RunConfig {
             force: args.force,
             metrics: None,
             repeat: args.repeat_of,
+            barrier: None,
         }
     }
 

@@ -10,7 +10,9 @@
 //! the stop signals ([`signals`]: SIGINT, SIGTERM, SIGHUP), the
 //! file-descriptor check ([`limits`]), the progress ticker, the server-metrics scraper
 //! ([`crate::server_metrics`], `metrics.jsonl`, on a thread of its own),
-//! `run.json` when the clock starts,
+//! the start agreed with the other shards ([`barrier`]: `--start-at` or
+//! the start barrier, met before the pool is warmed, waited for where the
+//! clock starts), `run.json` when the clock starts,
 //! `end.json` and `summary.json` at the end ([`journal`],
 //! [`output::Summary::build`]: what `arbor summarize` rebuilds from), and
 //! the console table; and the exit code: 128 + the signal that stopped the
@@ -22,6 +24,7 @@
 //! The endpoint is a parameter of [`run_against`] so that the built-in
 //! emulator can be started in-process and passed in (see [`run`]).
 
+pub mod barrier;
 mod config;
 pub mod journal;
 mod limits;
@@ -338,6 +341,7 @@ pub async fn run_against(
         mut config,
         scenario,
         metrics,
+        together,
     } = prepared;
 
     let tls = crate::endpoint::tls_config(endpoint, &requests.tls)?;
@@ -388,6 +392,9 @@ pub async fn run_against(
         seed: scheduler.policy().seed,
     };
 
+    // Meet the other shards (`--start-at`, the barrier) once everything
+    // but the pool is ready; until the start a signal ends the process.
+    let met = barrier::meet(&together)?;
     // From here on SIGINT, SIGTERM and SIGHUP stop the run instead of
     // ending the process (one heard before the clock starts stops the run
     // as soon as it starts).
@@ -409,6 +416,9 @@ pub async fn run_against(
     // The plan's in-flight series, for the report to draw against.
     journal::write_json(&out_dir, crate::page::planned::PLANNED_FILE, &planned_load)?;
     live::warm_pool(&live_config).await;
+    if let Some(met) = met {
+        config.barrier = Some(met.wait()?);
+    }
 
     let grace = nanos_to_secs(scheduler.policy().grace);
     let started_at = output::utc_stamps(std::time::SystemTime::now()).1;

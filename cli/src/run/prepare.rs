@@ -43,6 +43,8 @@ pub struct Prepared {
     pub scenario: Option<Applied>,
     /// What to scrape of the server's own metrics.
     pub metrics: MetricsArgs,
+    /// When the clock starts: `--start-at`, the barrier, or when ready.
+    pub together: super::barrier::Together,
 }
 
 /// Checks every flag, loads and compiles the workload, plans it on the
@@ -105,6 +107,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         config,
         scenario,
         metrics: args.metrics.clone(),
+        together: super::barrier::Together::of(&args.start),
     })
 }
 

@@ -3,6 +3,7 @@
 mod agentx;
 mod bad_corpus;
 mod bad_input;
+mod barrier;
 mod calibrate;
 mod capacity;
 mod compare;

@@ -1,0 +1,177 @@
+//! Starting shards together on loopback: the start barrier
+//! (`--barrier-listen`/`--barrier-size`, `--barrier`) and `--start-at`,
+//! as separate `arbor run` processes, each against its own built-in
+//! emulator.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{arbor, expect_exit_2, fixture, scratch, stderr};
+
+/// A port free on loopback a moment ago.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+/// `arbor run` of trace_0187 (three turns) on the built-in emulator with
+/// `ttft_ms`, into `out`, plus `extra`, started in the background.
+fn shard(out: &Path, ttft_ms: &str, extra: &[&str]) -> Child {
+    let fixture = fixture("trace_0187.json");
+    Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .arg("run")
+        .arg(&fixture)
+        .args(["--tool-time", "zero", "--think-time-pct", "0"])
+        .args([
+            "--ttft-ms",
+            ttft_ms,
+            "--itl-ms",
+            "1",
+            "--no-progress",
+            "--out",
+        ])
+        .arg(out)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("arbor runs")
+}
+
+fn barrier_of(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json");
+    let summary: serde_json::Value = serde_json::from_str(&text).expect("json");
+    summary["config"]["barrier"].clone()
+}
+
+fn finished(child: Child) -> Output {
+    child.wait_with_output().expect("arbor exits")
+}
+
+#[test]
+fn three_shards_meet_and_start_within_a_few_ms() {
+    let dir = scratch("barrier-three");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let outs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("shard-{i}"))).collect();
+    // The others first: they retry until rank 0 listens.
+    let peers: Vec<Child> = outs[1..]
+        .iter()
+        .map(|out| shard(out, "20", &["--barrier", &addr]))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let lead = shard(
+        &outs[0],
+        "20",
+        &["--barrier-listen", &addr, "--barrier-size", "3"],
+    );
+    for child in std::iter::once(lead).chain(peers) {
+        let out = finished(child);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let barriers: Vec<serde_json::Value> = outs.iter().map(|o| barrier_of(o)).collect();
+    assert_eq!(barriers[0]["role"], "rank0");
+    assert_eq!(barriers[0]["size"], 3);
+    for b in &barriers[1..] {
+        assert_eq!(b["role"], "peer", "{b}");
+        // One announced instant for all.
+        assert_eq!(b["start_at"], barriers[0]["start_at"], "{b}");
+        // One clock on loopback: the offset is within the round trip.
+        let offset = b["offset_ns"].as_i64().unwrap().unsigned_abs();
+        let rtt = b["rtt_ns"].as_u64().unwrap();
+        assert!(rtt > 0 && rtt < 50_000_000, "{b}");
+        assert!(offset <= rtt / 2 + 1_000_000, "{b}");
+    }
+    // Each clock started within a few ms of the instant.
+    for b in &barriers {
+        let late = b["late_ns"].as_u64().unwrap();
+        assert!(late < 5_000_000, "started {late} ns late: {b}");
+    }
+}
+
+#[test]
+fn a_shard_that_arrives_after_the_start_fails_and_does_not_run() {
+    let dir = scratch("barrier-late");
+    let addr = format!("127.0.0.1:{}", free_port());
+    // Rank 0 alone (size 1) starts at once and runs for seconds (3 s TTFT).
+    let lead_out = dir.join("shard-0");
+    let mut lead = shard(
+        &lead_out,
+        "3000",
+        &["--barrier-listen", &addr, "--barrier-size", "1"],
+    );
+    let began = Instant::now();
+    while !lead_out.join("run.json").exists() {
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "rank 0 never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let late_out = dir.join("shard-1");
+    let out = finished(shard(&late_out, "20", &["--barrier", &addr]));
+    let _ = lead.kill();
+    let _ = lead.wait();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("barrier missed"), "{err}");
+    assert!(err.contains("after the others had started"), "{err}");
+    assert!(!late_out.join("records.jsonl").exists(), "it ran");
+}
+
+#[test]
+fn a_barrier_that_times_out_fails_without_starting() {
+    let dir = scratch("barrier-timeout");
+    // Rank 0 waits for a shard that never comes.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let out_dir = dir.join("lead");
+    let out = finished(shard(
+        &out_dir,
+        "20",
+        &[
+            "--barrier-listen",
+            &addr,
+            "--barrier-size",
+            "2",
+            "--barrier-timeout",
+            "500ms",
+        ],
+    ));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("0 of the 1 other shards"), "{err}");
+    assert!(!out_dir.join("run.json").exists(), "it started");
+    // A shard whose rank 0 never listens.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let out_dir = dir.join("peer");
+    let out = finished(shard(
+        &out_dir,
+        "20",
+        &["--barrier", &addr, "--barrier-timeout", "500ms"],
+    ));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("did not answer within"), "{err}");
+    assert!(!out_dir.join("run.json").exists(), "it started");
+}
+
+#[test]
+fn start_at_refuses_a_bad_or_past_instant() {
+    expect_exit_2(
+        &["run", "--start-at", "tomorrow"],
+        &["--start-at", "RFC 3339"],
+    );
+    expect_exit_2(&["run", "--barrier-size", "3"], &["--barrier-listen"]);
+    expect_exit_2(
+        &["run", "--barrier", "h:1", "--barrier-listen", "127.0.0.1:1"],
+        &["cannot be used with"],
+    );
+    let out = arbor(&["run", "--start-at", "2000-01-01T00:00:00Z", "--no-progress"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--start-at 2000-01-01T00:00:00.000000000Z passed"),
+        "{err}"
+    );
+}
