@@ -15,7 +15,18 @@ VALIDATOR="kubernetes-validate==1.37.0"
 VENV="${ARBOR_K8S_VENV:-$HOME/.cache/arbor-k8s-venv}"
 
 if ! "$VENV/bin/kubernetes-validate" --version 2>/dev/null | grep -qx "${VALIDATOR#*==}"; then
-    python3 -m venv "$VENV"
+    rm -rf "$VENV"
+    if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
+        # A fresh Debian has python3 without its venv module.
+        echo "k8s-validate: installing python3-venv (apt-get)" >&2
+        sudo_cmd=""
+        [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+        export DEBIAN_FRONTEND=noninteractive
+        timeout 300 $sudo_cmd apt-get update -qq >&2 || true
+        timeout 600 $sudo_cmd apt-get install -y -qq --no-install-recommends python3-venv >&2
+        rm -rf "$VENV"
+        python3 -m venv "$VENV"
+    fi
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "$VALIDATOR"
 fi
 
