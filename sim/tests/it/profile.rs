@@ -6,7 +6,7 @@ use std::path::Path;
 use arbor_sim::emulator::EmulatorConfig;
 use arbor_sim::server::{ModelEvent, ModelRequest, Profile, ServerModel};
 
-use crate::support::{chat, client, post, start};
+use crate::support::{chat, client, post, start, HEAVY};
 
 const MS: u64 = 1_000_000;
 
@@ -60,6 +60,8 @@ fn model_ttft(profile: &Profile, prompt_tokens: u32, output_tokens: u32) -> u64 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_requests_ttft_is_the_models() {
+    // Timed to a few ms: not beside the tests that load the machine.
+    let _heavy = HEAVY.lock().await;
     let emu = start(config(4)).await;
     let c = client();
     post(&c, &emu, "/v1/chat/completions", &chat("warm", 1), None).await;
@@ -90,13 +92,14 @@ async fn a_requests_ttft_is_the_models() {
     // stream ends about 9 steps after its first token.
     let span = s.done_ns.unwrap() - s.first_chunk_ns.unwrap();
     assert!(
-        (9 * 20 * MS..=9 * 20 * MS + 20 * MS).contains(&span),
+        (170 * MS..=230 * MS).contains(&span),
         "first token to end {span} ns"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_requests_queue_when_one_sequence_runs_at_a_time() {
+    let _heavy = HEAVY.lock().await;
     let emu = start(config(1)).await;
     let c = client();
     let base = emu.base_url();
