@@ -62,11 +62,11 @@ impl Ticket {
         }
     }
 
-    /// The first token, once the model produced it; else arms `cx`.
-    pub(crate) fn poll_first(&self, cx: &mut Context<'_>) -> Poll<FirstToken> {
+    /// What `read` finds once the model produced it; else arms `cx`.
+    fn poll<T>(&self, cx: &mut Context<'_>, read: impl Fn(&TicketState) -> Option<T>) -> Poll<T> {
         let mut state = lock(&self.state);
-        match state.first {
-            Some(first) => Poll::Ready(first),
+        match read(&state) {
+            Some(found) => Poll::Ready(found),
             None => {
                 state.waker = Some(cx.waker().clone());
                 Poll::Pending
@@ -74,16 +74,14 @@ impl Ticket {
         }
     }
 
+    /// The first token, once the model produced it; else arms `cx`.
+    pub(crate) fn poll_first(&self, cx: &mut Context<'_>) -> Poll<FirstToken> {
+        self.poll(cx, |t| t.first)
+    }
+
     /// The end, once the model produced it; else arms `cx`.
     pub(crate) fn poll_done(&self, cx: &mut Context<'_>) -> Poll<u64> {
-        let mut state = lock(&self.state);
-        match state.done {
-            Some(done) => Poll::Ready(done),
-            None => {
-                state.waker = Some(cx.waker().clone());
-                Poll::Pending
-            }
-        }
+        self.poll(cx, |t| t.done)
     }
 }
 
