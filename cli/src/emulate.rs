@@ -1,12 +1,15 @@
 //! `arbor emulate`, and the built-in emulator's configuration from its
 //! flags, which `arbor run` also uses when it starts the emulator
 //! in-process (no `--endpoint`; run's `--tokenizer` then counts the
-//! emulator's prompt tokens too).
+//! emulator's prompt tokens too). `--profile PROFILE.toml` serves under
+//! the batching server model (`arbor emulate --profile`, and `arbor run
+//! --profile` for the in-process emulator).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 
 use arbor_sim::emulator::{serve, serve_tls, EmulatorConfig, EmulatorFlags, EmulatorTls};
+use arbor_sim::server::Profile;
 use clap::{Args, Command};
 
 use crate::args::{EmulateArgs, EmulatorArgs};
@@ -42,6 +45,12 @@ pub fn config(
     .into_config()
     .map_err(Failure::input)?;
     config.tokenizer = tokenizer.map(crate::tokenizer::for_emulator).transpose()?;
+    config.profile = args
+        .profile
+        .as_deref()
+        .map(Profile::from_toml_path)
+        .transpose()
+        .map_err(Failure::input)?;
     Ok(config)
 }
 

@@ -2,6 +2,8 @@
 //! `arbor emulate` and by `arbor run` without `--endpoint`. Parsed by the
 //! emulator's own value parsers (`arbor_sim::emulator::flags`).
 
+use std::path::PathBuf;
+
 use arbor_engine::time::Nanos;
 use arbor_sim::emulator::{flags, FailStatus};
 use clap::Args;
@@ -11,6 +13,10 @@ use super::heading::EMULATOR;
 /// The emulator's model and faults (see docs/emulator.md).
 #[derive(Debug, Args, Clone, Default)]
 pub struct EmulatorArgs {
+    /// Serve under the batching server model of this profile (queueing,
+    /// batching, KV and prefix cache; replaces the timing flags).
+    #[arg(long, value_name = "PROFILE.toml", help_heading = EMULATOR, conflicts_with_all = ["ttft_ms", "itl_ms", "prefill_tok_s", "decode_tok_s", "cache_blocks"])]
+    pub profile: Option<PathBuf>,
     /// Emulated time to first token, ms.
     #[arg(long, value_name = "MS", value_parser = flags::ttft_ms, help_heading = EMULATOR)]
     pub ttft_ms: Option<Nanos>,

@@ -147,3 +147,54 @@ fn run_plans_its_planned_side_with_the_server_model() {
     assert_eq!(planned["service"], service.as_str());
     assert_eq!(planned["peak_inflight"], 1);
 }
+
+#[test]
+fn run_without_an_endpoint_serves_under_the_profile() {
+    let out_dir = scratch("server-run-profile").join("out");
+    let trace = fixture("trace_0187.json");
+    let profile = profile("example.toml");
+    let out = arbor(&[
+        "run",
+        trace.to_str().unwrap(),
+        "--tool-time",
+        "zero",
+        "--think-time-pct",
+        "0",
+        "--profile",
+        profile.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-progress",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records: Vec<Value> = std::fs::read_to_string(out_dir.join("records.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 3);
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(r["ttft_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let settings = summary["config"]["emulator"].as_str().unwrap_or_default();
+    assert!(settings.starts_with("--profile ("), "{settings}");
+    // The timing flags say something else: refused together.
+    let out = arbor(&[
+        "run",
+        trace.to_str().unwrap(),
+        "--profile",
+        profile.to_str().unwrap(),
+        "--ttft-ms",
+        "20",
+        "--out",
+        scratch("server-run-profile-conflict")
+            .join("out")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

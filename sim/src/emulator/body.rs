@@ -26,6 +26,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
+use super::engine::Submitted;
 use super::request::Endpoint;
 use super::shared::{RequestGuard, Shared};
 use super::stamps::FaultKind;
@@ -321,6 +322,12 @@ pub(crate) struct StreamBody {
     /// When the previous content chunk was written.
     pub(crate) last_chunk: Option<Instant>,
     pub(crate) phase: Phase,
+    /// Under a profile: the request in the model. Its last token waits for
+    /// the model's end; dropped unfinished, it cancels the request.
+    pub(crate) model: Option<Submitted>,
+    /// Under a profile: the end is due with the last token (the model's
+    /// predicted end), not one ITL after it.
+    pub(crate) end_at: Option<Instant>,
 }
 
 impl StreamBody {
@@ -334,6 +341,11 @@ impl StreamBody {
     /// a client would read together, and still ends on time. The end
     /// stays on its deadline.
     fn deadline(&self, k: u32) -> Instant {
+        if k >= self.n {
+            if let Some(end) = self.end_at {
+                return end + self.stall;
+            }
+        }
         let mut d = self.first_at + self.itl * k;
         if k >= 1 {
             d += self.stall;
@@ -417,6 +429,13 @@ impl StreamBody {
                     };
                     if !self.ready(self.deadline(k), cx, wait) {
                         return Poll::Pending;
+                    }
+                    if k + 1 == self.n {
+                        if let Some(model) = &self.model {
+                            if model.ticket.poll_done(cx).is_pending() {
+                                return Poll::Pending;
+                            }
+                        }
                     }
                     if self.disconnect_after == Some(k) {
                         self.start_abort();

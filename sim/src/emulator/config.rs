@@ -9,6 +9,7 @@ use arbor_engine::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
 use arbor_engine::PolicyError;
 
 use super::tokens::PromptTokenizer;
+use crate::server::Profile;
 
 /// Default context length reported by `/v1/models` and enforced on requests.
 pub const DEFAULT_MAX_MODEL_LEN: u32 = 131_072;
@@ -160,6 +161,10 @@ pub struct EmulatorConfig {
     pub tokenizer: Option<PromptTokenizer>,
     /// How long a client may take to send a request.
     pub read_timeouts: ReadTimeouts,
+    /// Serve under the batching server model of this profile (`arbor
+    /// emulate --profile`): queueing, batching, its KV and prefix cache
+    /// replace `timing` and `cache_blocks`.
+    pub profile: Option<Profile>,
 }
 
 impl Default for EmulatorConfig {
@@ -174,6 +179,7 @@ impl Default for EmulatorConfig {
             stamp_capacity: DEFAULT_STAMP_CAPACITY,
             tokenizer: None,
             read_timeouts: ReadTimeouts::default(),
+            profile: None,
         }
     }
 }
@@ -212,20 +218,25 @@ impl EmulatorConfig {
     /// prefix cache unbounded, no faults`.
     pub fn describe(&self) -> String {
         let t = &self.timing;
-        let mut parts = vec![format!(
-            "--ttft-ms {} --itl-ms {}",
-            millis(t.ttft),
-            millis(t.itl)
-        )];
-        parts.push(match t.prefill_mtok_s {
-            Some(rate) => format!("--prefill-tok-s {}", rate as f64 / 1000.0),
-            None => "no prefill term".to_string(),
-        });
-        parts.push(match self.cache_blocks {
-            None => "prefix cache unbounded".to_string(),
-            Some(0) => "prefix cache off".to_string(),
-            Some(n) => format!("prefix cache {n} blocks"),
-        });
+        let mut parts = Vec::new();
+        if let Some(profile) = &self.profile {
+            parts.push(format!("--profile ({})", profile.label));
+        } else {
+            parts.push(format!(
+                "--ttft-ms {} --itl-ms {}",
+                millis(t.ttft),
+                millis(t.itl)
+            ));
+            parts.push(match t.prefill_mtok_s {
+                Some(rate) => format!("--prefill-tok-s {}", rate as f64 / 1000.0),
+                None => "no prefill term".to_string(),
+            });
+            parts.push(match self.cache_blocks {
+                None => "prefix cache unbounded".to_string(),
+                Some(0) => "prefix cache off".to_string(),
+                Some(n) => format!("prefix cache {n} blocks"),
+            });
+        }
         let f = &self.faults;
         let faults: Vec<String> = [
             ("--fail-rate", f.fail_rate),
@@ -446,6 +457,8 @@ impl EmulatorFlags {
             // A loaded file, not a flag's value: the caller sets it.
             tokenizer: None,
             read_timeouts: defaults.read_timeouts,
+            // A loaded file too.
+            profile: None,
         };
         config.validate()?;
         Ok(config)

@@ -14,6 +14,10 @@
 //! - `vllm:num_preemptions_total`: always 0;
 //! - `vllm:generation_tokens_total`: output tokens of completed requests
 //!   (a name arbor does not summarize: what `--metrics-all` keeps).
+//!
+//! Under a profile (`--profile`) the batching model's gauges replace the
+//! first three and the preemptions: requests waiting and running in the
+//! model, its KV blocks in use over its pool, its preemptions so far.
 
 use std::fmt::Write;
 
@@ -26,6 +30,16 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub(crate) fn exposition(shared: &Shared) -> String {
     let snapshot = shared.stats.snapshot();
     let (queries, hits) = shared.prefix_counts();
+    let gauges = shared.engine.as_ref().map(|e| e.gauges());
+    let (running, waiting, usage, preemptions) = match gauges {
+        Some(g) => (
+            u64::from(g.running),
+            u64::from(g.waiting),
+            f64::from(g.kv_blocks_used) / f64::from(g.kv_blocks_total.max(1)),
+            g.preemptions,
+        ),
+        None => (snapshot.active, 0, shared.cache_usage(), 0),
+    };
     let model = &shared.model_json;
     let mut text = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, value: String| {
@@ -39,19 +53,19 @@ pub(crate) fn exposition(shared: &Shared) -> String {
         "vllm:num_requests_running",
         "gauge",
         "Number of requests in model execution batches.",
-        snapshot.active.to_string(),
+        running.to_string(),
     );
     metric(
         "vllm:num_requests_waiting",
         "gauge",
         "Number of requests waiting to be processed.",
-        "0".to_string(),
+        waiting.to_string(),
     );
     metric(
         "vllm:kv_cache_usage_perc",
         "gauge",
         "KV-cache usage. 1 means 100 percent usage.",
-        shared.cache_usage().to_string(),
+        usage.to_string(),
     );
     metric(
         "vllm:prefix_cache_queries_total",
@@ -69,7 +83,7 @@ pub(crate) fn exposition(shared: &Shared) -> String {
         "vllm:num_preemptions_total",
         "counter",
         "Cumulative number of preemption from the engine.",
-        "0".to_string(),
+        preemptions.to_string(),
     );
     metric(
         "vllm:generation_tokens_total",

@@ -21,6 +21,7 @@
 mod body;
 pub mod cache;
 pub mod config;
+mod engine;
 mod faults;
 mod metrics;
 mod pacer;

@@ -302,16 +302,49 @@ async fn completion(
         return r;
     }
 
-    let hit_blocks = shared.cache_lookup(&parsed.blocks);
-    let cached = parsed
-        .counted
-        .tokens_in(hit_blocks as u64 * BLOCK_BYTES as u64);
+    // Under a profile the model decides the first token, the pace and
+    // the cached tokens; the request waits in its queue until then.
+    let model = match &shared.engine {
+        Some(engine) => {
+            let Some(submitted) = engine.submit(prompt_tokens, n, &[]) else {
+                return reject(
+                    &shared.stats.bad_requests,
+                    &mut guard,
+                    endpoint,
+                    500,
+                    "InternalServerError",
+                    "the emulator's model thread could not be started",
+                );
+            };
+            let first = submitted.first().await;
+            Some((engine, submitted, first))
+        }
+        None => None,
+    };
+    let stall = Duration::from_nanos(plan.stall.unwrap_or(0));
+    let (cached, ttft, itl, first_at, end_at) = match &model {
+        Some((engine, _, first)) => {
+            let first_at = Instant::from_std(engine.instant(first.at_ns));
+            let end_at = Instant::from_std(engine.instant(first.predicted_done_ns));
+            let itl = (end_at - first_at)
+                .checked_div(n.saturating_sub(1))
+                .unwrap_or_default();
+            let ttft = first.at_ns.saturating_sub(shared.ns(t0));
+            (first.cached_tokens, ttft, itl, first_at, Some(end_at))
+        }
+        None => {
+            let hit_blocks = shared.cache_lookup(&parsed.blocks);
+            let cached = parsed
+                .counted
+                .tokens_in(hit_blocks as u64 * BLOCK_BYTES as u64);
+            let ttft = config.timing.ttft_for(prompt_tokens - cached);
+            let itl = Duration::from_nanos(config.timing.itl);
+            (cached, ttft, itl, t0 + Duration::from_nanos(ttft), None)
+        }
+    };
     guard.with_stamp(|s| s.cached_tokens = cached);
     shared.count_prefix_lookup(u64::from(prompt_tokens), u64::from(cached));
-    let ttft = config.timing.ttft_for(prompt_tokens - cached);
-    let itl = Duration::from_nanos(config.timing.itl);
-    let stall = Duration::from_nanos(plan.stall.unwrap_or(0));
-    let first_at = t0 + Duration::from_nanos(ttft);
+    let model = model.map(|(_, submitted, _)| submitted);
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -335,12 +368,14 @@ async fn completion(
             first_at,
             itl,
             stall,
-            immediate: ttft == 0 && itl.is_zero() && stall.is_zero(),
+            immediate: model.is_none() && ttft == 0 && itl.is_zero() && stall.is_zero(),
             n,
             next: 0,
             template,
             tail: Some(tail),
-            blocks: Some(parsed.blocks),
+            blocks: model.is_none().then_some(parsed.blocks),
+            model,
+            end_at,
             disconnect_after: plan.disconnect_after,
             malformed_at: plan.malformed.then_some(n / 2),
             sleep: None,
@@ -358,12 +393,20 @@ async fn completion(
     if ttft > 0 {
         tokio::time::sleep_until(first_at).await;
     }
-    shared.cache_insert(&parsed.blocks);
+    if model.is_none() {
+        shared.cache_insert(&parsed.blocks);
+    }
     if !stall.is_zero() {
         shared.stats.stalls.fetch_add(1, Relaxed);
         guard.fault(FaultKind::Stall);
     }
-    let end = first_at + itl * n + stall;
+    let end = match &model {
+        Some(submitted) => {
+            submitted.done().await;
+            Instant::now() + stall
+        }
+        None => first_at + itl * n + stall,
+    };
     if end > first_at {
         tokio::time::sleep_until(end).await;
     }

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use super::cache::PrefixCache;
 use super::config::EmulatorConfig;
+use super::engine::Engine;
 use super::pacer::Pacer;
 use super::stamps::{FaultKind, ServerStamp, StampStore};
 
@@ -106,6 +107,8 @@ pub(crate) struct Shared {
     pub(crate) stats: Counters,
     /// Sub-millisecond wake-ups of short-ITL streams.
     pub(crate) pacer: Pacer,
+    /// The batching server model, under a profile.
+    pub(crate) engine: Option<Engine>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -125,10 +128,16 @@ impl Shared {
                 "max_model_len": config.max_model_len,
             }],
         });
+        let start = Instant::now();
+        let engine = config
+            .profile
+            .as_ref()
+            .map(|p| Engine::new(p, start.into_std()));
         Shared {
+            engine,
             models_body: Bytes::from(models.to_string()),
             model_json,
-            start: Instant::now(),
+            start,
             seq: AtomicU64::new(0),
             cache: Mutex::new(PrefixCache::new(config.cache_blocks)),
             stamps: Mutex::new(StampStore::new(config.stamp_capacity)),

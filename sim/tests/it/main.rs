@@ -6,6 +6,7 @@ mod cache;
 mod faults;
 mod load;
 mod messages;
+mod profile;
 mod server;
 mod slow_clients;
 mod support;

@@ -1,0 +1,150 @@
+//! The emulator under a profile (`--profile`): the batching server model
+//! in real time decides each request's first token, pace and queueing.
+
+use std::path::Path;
+
+use arbor_sim::emulator::EmulatorConfig;
+use arbor_sim::server::{ModelEvent, ModelRequest, Profile, ServerModel};
+
+use crate::support::{chat, client, post, start, HEAVY};
+
+const MS: u64 = 1_000_000;
+
+/// 20 ms a step plus 0.1 ms a token; `seqs` requests run at once.
+fn profile(seqs: u32) -> Profile {
+    let text = format!(
+        r#"
+label = "example: a test engine"
+origin = "example"
+[engine]
+max_num_batched_tokens = 512
+max_num_seqs = {seqs}
+block_size = 16
+num_gpu_blocks = 256
+[step]
+constant_ns = 20000000
+per_token_ns = 100000
+"#
+    );
+    Profile::from_toml_str(&text, Path::new("test.toml")).expect("a valid profile")
+}
+
+fn config(seqs: u32) -> EmulatorConfig {
+    EmulatorConfig {
+        profile: Some(profile(seqs)),
+        ..EmulatorConfig::default()
+    }
+}
+
+/// The model's TTFT of one request alone on an idle engine.
+fn model_ttft(profile: &Profile, prompt_tokens: u32, output_tokens: u32) -> u64 {
+    let mut model = ServerModel::new(profile);
+    model.submit(
+        0,
+        &ModelRequest {
+            id: 7,
+            prompt_tokens,
+            output_tokens,
+            blocks: &[],
+        },
+    );
+    let mut events = Vec::new();
+    while let Some(at) = model.next_event_at() {
+        model.advance(at, &mut events);
+        if let Some(ModelEvent::FirstToken { at, .. }) = events.first() {
+            return *at;
+        }
+    }
+    panic!("no first token");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requests_ttft_is_the_models() {
+    // Timed to a few ms: not beside the tests that load the machine.
+    let _heavy = HEAVY.lock().await;
+    let emu = start(config(4)).await;
+    let c = client();
+    post(&c, &emu, "/v1/chat/completions", &chat("warm", 1), None).await;
+    let r = post(
+        &c,
+        &emu,
+        "/v1/chat/completions",
+        &chat("hello there", 10),
+        Some("p-1"),
+    )
+    .await;
+    assert!(r.done);
+    assert_eq!(r.content().len(), 10);
+    let usage = r.usage().expect("usage");
+    let prompt = usage["prompt_tokens"].as_u64().unwrap() as u32;
+    assert_eq!(usage["prompt_tokens_details"]["cached_tokens"], 0);
+    let expected = model_ttft(&profile(4), prompt, 10);
+    assert!(expected >= 20 * MS);
+    let stamps = emu.stamps();
+    let s = stamps.iter().find(|s| s.request_id == "p-1").unwrap();
+    let ttft = s.first_chunk_ns.unwrap() - s.received_ns;
+    let diff = ttft.abs_diff(expected);
+    assert!(
+        diff <= 5 * MS,
+        "emulator TTFT {ttft} ns, model {expected} ns"
+    );
+    // The tokens follow the model's decode steps (20 ms a step): the
+    // stream ends about 9 steps after its first token.
+    let span = s.done_ns.unwrap() - s.first_chunk_ns.unwrap();
+    assert!(
+        (170 * MS..=230 * MS).contains(&span),
+        "first token to end {span} ns"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_requests_queue_when_one_sequence_runs_at_a_time() {
+    let _heavy = HEAVY.lock().await;
+    let emu = start(config(1)).await;
+    let c = client();
+    let base = emu.base_url();
+    let (body_a, body_b) = (chat("first", 10), chat("second", 10));
+    let (a, b, metrics) = tokio::join!(
+        post(&c, &emu, "/v1/chat/completions", &body_a, Some("q-a")),
+        post(&c, &emu, "/v1/chat/completions", &body_b, Some("q-b")),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+            c.get(format!("{base}/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    );
+    assert!(a.done && b.done);
+    let stamps = emu.stamps();
+    let mut spans: Vec<(u64, u64)> = ["q-a", "q-b"]
+        .iter()
+        .map(|id| {
+            let s = stamps.iter().find(|s| s.request_id == *id).unwrap();
+            (s.first_chunk_ns.unwrap(), s.done_ns.unwrap())
+        })
+        .collect();
+    spans.sort();
+    let (first, second) = (spans[0], spans[1]);
+    // The second starts only when the first is done: ten steps later.
+    assert!(
+        second.0 >= first.1,
+        "second's first token {} before first's end {}",
+        second.0,
+        first.1
+    );
+    assert!(second.0 - first.0 >= 9 * 20 * MS);
+    let running = metrics
+        .lines()
+        .find(|l| l.starts_with("vllm:num_requests_running"))
+        .unwrap();
+    assert!(running.ends_with(" 1"), "{running}");
+    let waiting = metrics
+        .lines()
+        .find(|l| l.starts_with("vllm:num_requests_waiting"))
+        .unwrap();
+    assert!(waiting.ends_with(" 1"), "{waiting}");
+}
