@@ -114,12 +114,11 @@ mod tests {
         assert_eq!(ra.len(), a.len());
         assert_eq!(r.text(a), ra, "deterministic");
         let shared = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-        let kept = ra
-            .bytes()
-            .zip(rb.bytes())
-            .take_while(|(x, y)| x == y)
-            .count();
-        assert_eq!(kept, shared / LINK * LINK);
+        // Whole links before the first difference are kept; the link
+        // holding it differs (its first letters may still agree by chance).
+        let aligned = shared / LINK * LINK;
+        assert_eq!(ra[..aligned], rb[..aligned]);
+        assert_ne!(ra[aligned..aligned + LINK], rb[aligned..aligned + LINK]);
         assert!(ra.bytes().all(|c| c.is_ascii_uppercase()));
         assert_eq!(r.text("héllo").len(), "héllo".len());
         // Another recording, another salt.
