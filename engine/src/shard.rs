@@ -20,6 +20,14 @@
 //! already in that order and a k-way merge on the key rebuilds it; the
 //! completing request's unsharded id is known once its block is placed,
 //! which is always earlier.
+//!
+//! One case is not decided by the key: plays of different shards started
+//! at the same nanosecond where a request sent at that instant also
+//! completed at it (a zero service time). The driver's order then
+//! depends on the chain of same-instant events, which a shard does not
+//! record; the merge still places every play once, intact, at its start,
+//! and [`Merged::ties`] counts the starts shared across shards so a
+//! caller can say so.
 
 use crate::scheduler::{Scheduler, TurnState};
 use crate::time::Nanos;
@@ -124,14 +132,25 @@ fn last_completed(slots: &[crate::scheduler::Slot]) -> u32 {
         .map_or(0, |(i, _)| i)
 }
 
-/// The unsharded order of every shard's blocks, as `(shard, block)`.
-pub fn merge(shards: &[Vec<Block>]) -> Result<Vec<(usize, usize)>, MergeError> {
+/// The merged order and how many of its blocks started at the same
+/// nanosecond as the block before them from another shard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// `(shard, block)` in the unsharded order.
+    pub order: Vec<(usize, usize)>,
+    pub ties: u64,
+}
+
+/// The unsharded order of every shard's blocks.
+pub fn merge(shards: &[Vec<Block>]) -> Result<Merged, MergeError> {
     let total: usize = shards.iter().map(Vec::len).sum();
     let mut next = vec![0usize; shards.len()];
     // The unsharded id of each placed block's first turn.
     let mut base: Vec<Vec<u64>> = shards.iter().map(|s| Vec::with_capacity(s.len())).collect();
     let mut placed_turns = 0u64;
     let mut order = Vec::with_capacity(total);
+    let mut ties = 0u64;
+    let mut last: Option<(Nanos, usize)> = None;
     for _ in 0..total {
         let mut best: Option<((Nanos, u8, u64), usize)> = None;
         for (s, blocks) in shards.iter().enumerate() {
@@ -166,12 +185,16 @@ pub fn merge(shards: &[Vec<Block>]) -> Result<Vec<(usize, usize)>, MergeError> {
         }
         let Some((_, s)) = best else { break };
         let block = shards[s][next[s]];
+        if last.is_some_and(|(at, shard)| at == block.start && shard != s) {
+            ties += 1;
+        }
+        last = Some((block.start, s));
         base[s].push(placed_turns);
         placed_turns += u64::from(block.turns);
         order.push((s, next[s]));
         next[s] += 1;
     }
-    Ok(order)
+    Ok(Merged { order, ties })
 }
 
 #[cfg(test)]
@@ -200,10 +223,9 @@ mod tests {
             },
         ];
         let b = vec![timer(0, 1, 3), timer(5, 3, 1)];
-        assert_eq!(
-            merge(&[a, b]).unwrap(),
-            vec![(0, 0), (1, 0), (0, 1), (1, 1)]
-        );
+        let merged = merge(&[a, b]).unwrap();
+        assert_eq!(merged.order, vec![(0, 0), (1, 0), (0, 1), (1, 1)]);
+        assert_eq!(merged.ties, 2);
     }
 
     #[test]

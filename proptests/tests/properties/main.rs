@@ -13,3 +13,4 @@ mod identity;
 mod loaders;
 mod oracle;
 mod scheduling;
+mod shard;
