@@ -56,7 +56,9 @@ pub struct Block {
 pub enum MergeError {
     #[error("shard {shard}: block {block} is started by a block that is not before it")]
     CauseNotBefore { shard: usize, block: usize },
-    #[error("shard {shard}: block {block} is started by turn {offset} of a block of {turns} turns")]
+    #[error(
+        "shard {shard}: block {block} is started by turn {offset} of a block of {turns} turns"
+    )]
     CauseOutside {
         shard: usize,
         block: usize,
