@@ -139,6 +139,7 @@ pub fn policy(args: &PolicyArgs, agentx: &ScenarioArgs) -> Result<Policy, Failur
         warmup_spread: agentx.warmup_spread,
         warmup_requests_per_lane: agentx.warmup_requests_per_lane,
         cache_warmup_duration: agentx.cache_warmup_duration,
+        shard: args.shard,
     };
     policy.validate().map_err(policy_failure)?;
     Ok(policy)
@@ -169,6 +170,15 @@ fn policy_failure(error: PolicyError) -> Failure {
             "--warmup-requests-per-lane/--cache-warmup-duration: needs --start-window MIN:MAX \
              (the accelerated cache warmup continues each lane from its t*; --scenario \
              agentx-mvp sets one)"
+        }
+        PolicyConflict::IdleCapWithShard => {
+            "--idle-gap-cap with --shard: the global idle-gap cap needs every shard idle at \
+             once, which no shard knows; drop one of them (--tree-idle-cap is per tree and \
+             shards exactly)"
+        }
+        PolicyConflict::StartWindowWithShard => {
+            "--start-window with --shard: all lanes start profiling at one instant, which \
+             shards cannot share; drop one of them"
         }
     })
 }

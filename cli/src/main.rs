@@ -36,6 +36,7 @@ mod failure;
 mod fit_advice;
 mod inputs;
 mod inspect;
+mod merge;
 mod page;
 mod plan;
 mod progress;
@@ -83,6 +84,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Summarize(args) => summarize::run(&args),
+        Command::Merge(args) => merge::run(&args),
         Command::Aggregate(args) => aggregate::run(&args.dir),
         Command::Report(args) => page::run(&args),
         Command::Export(args) => export::run(&args),

@@ -12,6 +12,7 @@ use arbor_sim::{ServerModel, Service};
 
 use crate::args::PlanArgs;
 use crate::failure::Failure;
+use crate::merge::manifest::ShardManifest;
 use crate::report::server::{Sample, ServerPrediction};
 use crate::report::{write_timeline, PlanReport, PlannedSubmission};
 use crate::scenario::{self, Explicit};
@@ -49,6 +50,11 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
         write_timeline(&scheduler, by_request.as_deref(), &mut out)
             .and_then(|_| out.flush())
             .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
+        if let Some(shard) = scheduler.policy().shard {
+            let blocks = arbor_engine::shard::blocks(&scheduler);
+            ShardManifest::new(shard, scheduler.trees(), scheduler.policy(), &blocks)
+                .write(path)?;
+        }
     }
 
     let corpus = loaded.corpus.clone();

@@ -89,6 +89,10 @@ pub enum PolicyConflict {
         "the accelerated cache warmup needs a start window (it continues each lane from its t*)"
     )]
     CacheWarmupWithoutStartWindow,
+    #[error("the global idle-gap cap cannot be split across shards (it depends on every shard being idle at once); drop it or do not shard")]
+    IdleCapWithShard,
+    #[error("a start window cannot be split across shards (all lanes start profiling at one instant); drop it or do not shard")]
+    StartWindowWithShard,
 }
 
 /// Misuse of the scheduler's API by a driver. The engine stays consistent

@@ -24,6 +24,7 @@ pub mod prompt;
 pub mod queue;
 pub mod rng;
 pub mod scheduler;
+pub mod shard;
 pub mod start;
 pub mod stats;
 pub mod synthetic;

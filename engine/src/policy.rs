@@ -354,6 +354,49 @@ impl fmt::Display for Stagger {
     }
 }
 
+/// `--shard I/N`: shard `index` (from 0) of `count` keeps a stripe of the
+/// work. Open-loop plays go by their index in the unsharded plan (every
+/// tree times `copies`, copy-major), lanes by their index, both modulo
+/// `count`: a play (a tree's copy) is never split, and the plan, the deal
+/// and every seeded stream stay the unsharded run's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// Whether item `k` (a play of the open-loop plan, or a lane) is this
+    /// shard's.
+    pub fn keeps(&self, k: u64) -> bool {
+        k % u64::from(self.count) == u64::from(self.index)
+    }
+}
+
+impl FromStr for Shard {
+    type Err = PolicyError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let expected = || {
+            PolicyError::new(format!(
+                "expected I/N with 0 <= I < N (I the shard's index from 0, N the shard count), got `{text}`"
+            ))
+        };
+        let (index, count) = text.split_once('/').ok_or_else(expected)?;
+        let index: u32 = index.trim().parse().map_err(|_| expected())?;
+        let count: u32 = count.trim().parse().map_err(|_| expected())?;
+        if count == 0 || index >= count {
+            return Err(expected());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
 /// Where, in its recorded span, a lane's first tree is entered (as
 /// fractions in parts per million of the span of its turn starts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -453,6 +496,8 @@ pub struct Policy {
     /// longer than this for its next turn; its own pending timers move
     /// earlier (the InferenceX harness uses 300 s).
     pub tree_idle_cap: Option<Nanos>,
+    /// `--shard I/N`: this process plays one stripe of the work.
+    pub shard: Option<Shard>,
 }
 
 impl Default for Policy {
@@ -479,6 +524,7 @@ impl Default for Policy {
             warmup_requests_per_lane: 0,
             cache_warmup_duration: None,
             tree_idle_cap: None,
+            shard: None,
         }
     }
 }
@@ -505,6 +551,10 @@ impl Policy {
             PolicyConflict::CacheWarmupCountAndDuration
         } else if self.accelerates() && self.start_window.is_none() {
             PolicyConflict::CacheWarmupWithoutStartWindow
+        } else if self.shard.is_some() && self.idle_gap_cap.is_some() {
+            PolicyConflict::IdleCapWithShard
+        } else if self.shard.is_some() && self.start_window.is_some() {
+            PolicyConflict::StartWindowWithShard
         } else {
             return Ok(());
         };

@@ -108,6 +108,9 @@ pub enum Command {
     /// Rebuild summary.json of a run directory from its records.jsonl and
     /// run.json (also after kill -9 or a second Ctrl+C).
     Summarize(SummarizeArgs),
+    /// Join the timelines of `arbor plan --shard I/N` for I = 0..N-1 into
+    /// the unsharded timeline (docs/scale-out.md).
+    Merge(MergeArgs),
     /// Rebuild aggregate.json of an `arbor run --repeat N` directory from
     /// its run directories: mean, standard deviation and 95 % t-interval
     /// per headline metric, and the fail-closed validity stamp.
@@ -151,6 +154,7 @@ impl Command {
             | Command::Emulate(_)
             | Command::Compare(_)
             | Command::Summarize(_)
+            | Command::Merge(_)
             | Command::Aggregate(_)
             | Command::Report(_)
             | Command::Export(_)
@@ -195,6 +199,18 @@ pub struct PlanArgs {
 
     #[command(flatten)]
     pub peer: PeerFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' timeline files (each with its FILE.shard.json), in any
+    /// order.
+    #[arg(value_name = "TIMELINE", required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Write the merged timeline to FILE.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

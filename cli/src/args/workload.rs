@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use arbor_engine::input::Format;
-use arbor_engine::policy::{Arrival, GapScale, GapTransform, Stagger, StartWindow};
+use arbor_engine::policy::{Arrival, GapScale, GapTransform, Shard, Stagger, StartWindow};
 use arbor_engine::time::Nanos;
 use clap::Args;
 
@@ -137,6 +137,13 @@ pub struct PolicyArgs {
     /// Seed of every random choice (printed and stored).
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = LOAD)]
     pub seed: u64,
+
+    /// Play shard I (from 0) of N: open-loop plays k and lanes k with
+    /// k mod N = I, from the unsharded plan and seed; `arbor merge` joins
+    /// the shards (docs/scale-out.md). Refuses --idle-gap-cap and
+    /// --start-window; --max-inflight applies per shard.
+    #[arg(long, value_name = "I/N", help_heading = LOAD)]
+    pub shard: Option<Shard>,
 }
 
 /// The AgentX flags (docs/agentx.md): `--scenario`, its escape hatch,

@@ -55,14 +55,20 @@ impl Lanes {
     /// `count` lanes with their shares of `trees` trees under `policy`;
     /// only the lanes that get a share are made (the first `trees *
     /// copies`, as the deal is round-robin), so a lane that holds no tree
-    /// costs nothing.
+    /// costs nothing. With `--shard I/N` every lane keeps its number and
+    /// the unsharded deal, but only lanes `k ≡ I (mod N)` keep their share
+    /// ([`Lanes::is_mine`]); the others hold nothing here.
     pub(super) fn deal(trees: u32, count: u32, policy: &Policy) -> Self {
         let plays = u64::from(trees) * u64::from(policy.copies);
         let count = u32::try_from(plays).map_or(count, |plays| count.min(plays));
-        let lanes = deal(trees, policy.copies, count, policy.seed)
-            .into_iter()
-            .map(|share| Lane {
-                share,
+        let lanes = (0u64..)
+            .zip(deal(trees, policy.copies, count, policy.seed))
+            .map(|(k, share)| Lane {
+                share: if policy.shard.is_none_or(|s| s.keeps(k)) {
+                    share
+                } else {
+                    Vec::new()
+                },
                 ..Lane::default()
             })
             .collect();
@@ -170,5 +176,26 @@ mod tests {
         let shares: Vec<_> = lanes.all().iter().map(|l| l.share.clone()).collect();
         assert_eq!(shares, deal(3, 2, 6, policy.seed));
         assert_eq!(shares, deal(3, 2, 9, policy.seed)[..6]);
+    }
+
+    #[test]
+    fn a_shard_keeps_the_shares_of_its_lanes_only() {
+        let whole = Policy {
+            sessions: Some(5),
+            ..Policy::default()
+        };
+        let all = Lanes::deal(7, 5, &whole);
+        let shard = Lanes::deal(
+            7,
+            5,
+            &Policy {
+                shard: Some(crate::policy::Shard { index: 1, count: 2 }),
+                ..whole
+            },
+        );
+        for (k, (a, b)) in all.all().iter().zip(shard.all()).enumerate() {
+            let expected = if k % 2 == 1 { a.share.clone() } else { vec![] };
+            assert_eq!(b.share, expected, "lane {k}");
+        }
     }
 }

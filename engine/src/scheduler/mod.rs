@@ -254,7 +254,11 @@ impl Scheduler {
             .policy
             .arrival
             .offsets(count as usize, self.policy.seed);
+        // A shard starts its own lanes only; starts stay the unsharded ones.
         for lane in 0..count {
+            if self.policy.shard.is_some_and(|s| !s.keeps(u64::from(lane))) {
+                continue;
+            }
             let at = starts.as_ref().map_or(0, |s| s[lane as usize]);
             self.timers.push(at, Timer::Lane(lane));
         }

@@ -16,7 +16,9 @@ use super::types::{Play, Stats};
 
 /// The open-loop plan: every tree times `copies`, copy-major, each planned
 /// at its arrival (the policy's arrival process, or the tree's recorded
-/// arrival) plus its copy's stagger.
+/// arrival) plus its copy's stagger. With `--shard I/N` only the plays at
+/// indices `k ≡ I (mod N)` of that plan are kept: offsets and staggers are
+/// the unsharded plan's.
 pub(super) fn open_loop(trees: &[CompiledTree], policy: &Policy) -> Vec<Play> {
     let count = trees.len() * policy.copies as usize;
     let offsets = policy.arrival.offsets(count, policy.seed);
@@ -37,6 +39,13 @@ pub(super) fn open_loop(trees: &[CompiledTree], policy: &Policy) -> Vec<Play> {
                 base.saturating_add(stagger),
             ));
         }
+    }
+    if let Some(shard) = policy.shard {
+        let mut k = 0u64;
+        plays.retain(|_| {
+            k += 1;
+            shard.keeps(k - 1)
+        });
     }
     plays
 }
@@ -182,6 +191,30 @@ mod tests {
             .map(|p| p.planned)
             .collect();
         assert_eq!(planned, vec![0, s / 4, s / 2]);
+    }
+
+    #[test]
+    fn a_shard_keeps_its_stripe_of_the_unsharded_plan() {
+        let s = NANOS_PER_SEC;
+        let whole = Policy {
+            copies: 2,
+            arrival: Arrival::Rate(4.0),
+            ..Policy::default()
+        };
+        let all: Vec<(u32, u32, Nanos)> = open_loop(&trees(&[0, 0, 0]), &whole)
+            .iter()
+            .map(|p| (p.tree, p.copy, p.planned))
+            .collect();
+        let shard = Policy {
+            shard: Some(crate::policy::Shard { index: 1, count: 4 }),
+            ..whole
+        };
+        let kept: Vec<(u32, u32, Nanos)> = open_loop(&trees(&[0, 0, 0]), &shard)
+            .iter()
+            .map(|p| (p.tree, p.copy, p.planned))
+            .collect();
+        assert_eq!(kept, vec![all[1], all[5]]);
+        assert_eq!(kept[1], (2, 1, 5 * s / 4));
     }
 
     #[test]

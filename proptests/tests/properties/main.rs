@@ -14,3 +14,4 @@ mod loaders;
 mod oracle;
 mod scheduling;
 mod server;
+mod shard;
