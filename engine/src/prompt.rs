@@ -121,9 +121,11 @@ pub fn build(tree: &Tree, agent: usize, turn: usize) -> Prompt<'_> {
 }
 
 /// The pieces of the synthesized text of turn `turn` of agent `agent`, in
-/// order: `f(seed, words)` for each. Returns false, calling nothing, when
-/// the turn has recorded text (sent as recorded, see [`build`]).
-fn for_each_piece(tree: &Tree, agent: usize, turn: usize, mut f: impl FnMut(u64, u32)) -> bool {
+/// order: `f(seed, words)` for each; equal seeds give equal text. Returns
+/// false, calling nothing, when the turn has recorded text (sent as
+/// recorded, see [`build`]). The server model's prefix keys walk the same
+/// pieces (`arbor_sim::server::keys`).
+pub fn for_each_piece(tree: &Tree, agent: usize, turn: usize, mut f: impl FnMut(u64, u32)) -> bool {
     let Some(a) = tree.agents.get(agent) else {
         return true;
     };

@@ -20,7 +20,7 @@
 
 use arbor_engine::content::prompt_messages;
 use arbor_engine::model::Tree;
-use arbor_engine::prompt::{block_scope, VIRTUAL_BLOCK_TOKENS};
+use arbor_engine::prompt::for_each_piece;
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -138,36 +138,7 @@ pub fn prompt_blocks(
         }
         return;
     }
-    let scope = block_scope(tree);
-    let mut remaining = t.isl;
-    if !t.hash_ids.is_empty() {
-        let block = if tree.block_size == 0 {
-            64
-        } else {
-            tree.block_size
-        };
-        for id in t.hash_ids.iter() {
-            if remaining == 0 {
-                break;
-            }
-            let words = block.min(remaining);
-            chain.segment(fnv(scope, &id.to_le_bytes()), words);
-            remaining -= words;
-        }
-        if remaining > 0 {
-            let tail = fnv(fnv(scope, a.id.as_bytes()), &(turn as u64).to_le_bytes());
-            chain.segment(fnv(tail, b"tail"), remaining);
-        }
-    } else {
-        let agent_scope = fnv(scope, a.id.as_bytes());
-        let mut id = 0u32;
-        while remaining > 0 {
-            let words = VIRTUAL_BLOCK_TOKENS.min(remaining);
-            chain.segment(fnv(agent_scope, &id.to_le_bytes()), words);
-            remaining -= words;
-            id = id.wrapping_add(1);
-        }
-    }
+    for_each_piece(tree, agent, turn, |seed, words| chain.segment(seed, words));
 }
 
 /// The salt of a cache-bust marker's text: what makes a play's prompts
