@@ -79,10 +79,14 @@ pub fn prompt_messages(agent: &Agent, turn: usize) -> Vec<MessageRef<'_>> {
     out
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+/// FNV-1a 64's offset basis: the hash of nothing.
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
-fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
+/// FNV-1a 64 of `bytes`, continuing from `hash` ([`FNV_OFFSET`] to start):
+/// the one hash of arbor's synthesized text, its seeds and the server
+/// model's prefix keys.
+pub fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
         hash ^= b as u64;
         hash = hash.wrapping_mul(FNV_PRIME);

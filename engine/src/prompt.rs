@@ -17,7 +17,7 @@
 //! [`build`] gives the text as a `String`; [`write_synthesized`] writes the
 //! same bytes straight into a request body (the fast writer is `words`).
 
-use crate::content::{prompt_messages, MessageRef};
+use crate::content::{fnv1a, prompt_messages, MessageRef, FNV_OFFSET};
 use crate::model::{HashScope, Role, Tree};
 
 mod words;
@@ -41,17 +41,6 @@ pub const VOCABULARY: [&str; 128] = [
     " work", " long", " get", " here", " between", " both", " life", " being", " under", " never",
     " day", " same", " another", " know", " while", " last", " might", " great", " old",
 ];
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-
-fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(FNV_PRIME);
-    }
-    hash
-}
 
 /// SplitMix64 step.
 fn next(state: &mut u64) -> u64 {
@@ -80,13 +69,13 @@ fn push_words(seed: u64, words: u32, out: &mut String) {
 pub fn block_scope(tree: &Tree) -> u64 {
     match tree.hash_scope {
         HashScope::Global => FNV_OFFSET,
-        HashScope::Local => fnv(FNV_OFFSET, tree.id.as_bytes()),
+        HashScope::Local => fnv1a(FNV_OFFSET, tree.id.as_bytes()),
     }
 }
 
 /// Text of block `id` in `scope`, `tokens` long.
 pub fn push_block(scope: u64, id: u32, tokens: u32, out: &mut String) {
-    push_words(fnv(scope, &id.to_le_bytes()), tokens, out);
+    push_words(fnv1a(scope, &id.to_le_bytes()), tokens, out);
 }
 
 /// The messages to send for one turn.
@@ -148,22 +137,22 @@ pub fn for_each_piece(tree: &Tree, agent: usize, turn: usize, mut f: impl FnMut(
                 break;
             }
             let words = block.min(remaining);
-            f(fnv(scope, &id.to_le_bytes()), words);
+            f(fnv1a(scope, &id.to_le_bytes()), words);
             remaining -= words;
         }
         // Tokens past the last full block: unique to this turn.
         if remaining > 0 {
             f(
-                fnv(fnv(scope, a.id.as_bytes()), &(turn as u64).to_le_bytes()),
+                fnv1a(fnv1a(scope, a.id.as_bytes()), &(turn as u64).to_le_bytes()),
                 remaining,
             );
         }
     } else {
-        let agent_scope = fnv(scope, a.id.as_bytes());
+        let agent_scope = fnv1a(scope, a.id.as_bytes());
         let mut id = 0u32;
         while remaining > 0 {
             let words = VIRTUAL_BLOCK_TOKENS.min(remaining);
-            f(fnv(agent_scope, &id.to_le_bytes()), words);
+            f(fnv1a(agent_scope, &id.to_le_bytes()), words);
             remaining -= words;
             id = id.wrapping_add(1);
         }
@@ -334,7 +323,7 @@ mod tests {
             for (a, agent) in t.agents.iter().enumerate() {
                 for turn in 0..agent.turns.len() {
                     let s = text(build(t, a, turn));
-                    hash = fnv(hash, s.as_bytes());
+                    hash = fnv1a(hash, s.as_bytes());
                     len += s.len();
                 }
             }

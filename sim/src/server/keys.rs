@@ -18,20 +18,9 @@
 //!
 //! Must not: hold state between prompts, know about the scheduler.
 
-use arbor_engine::content::prompt_messages;
+use arbor_engine::content::{fnv1a, prompt_messages, FNV_OFFSET};
 use arbor_engine::model::Tree;
 use arbor_engine::prompt::for_each_piece;
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-
-fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(FNV_PRIME);
-    }
-    hash
-}
 
 /// Bytes of recorded text per token.
 const TEXT_BYTES_PER_TOKEN: u32 = 4;
@@ -60,7 +49,7 @@ impl<'a> Chain<'a> {
     }
 
     fn start_block(&mut self) {
-        self.cur = fnv(FNV_OFFSET, &self.prev.to_le_bytes());
+        self.cur = fnv1a(FNV_OFFSET, &self.prev.to_le_bytes());
     }
 
     fn end_block(&mut self) {
@@ -82,7 +71,7 @@ impl<'a> Chain<'a> {
             piece[..8].copy_from_slice(&seed.to_le_bytes());
             piece[8..12].copy_from_slice(&offset.to_le_bytes());
             piece[12..].copy_from_slice(&take.to_le_bytes());
-            self.cur = fnv(self.cur, &piece);
+            self.cur = fnv1a(self.cur, &piece);
             self.filled += take;
             offset += take;
             if self.filled == self.block_size {
@@ -99,7 +88,7 @@ impl<'a> Chain<'a> {
                 self.start_block();
             }
             let take = (block_bytes - self.filled as usize).min(data.len());
-            self.cur = fnv(self.cur, &data[..take]);
+            self.cur = fnv1a(self.cur, &data[..take]);
             self.filled += take as u32;
             data = &data[take..];
             if self.filled as usize == block_bytes {
@@ -144,5 +133,5 @@ pub fn prompt_blocks(
 /// The salt of a cache-bust marker's text: what makes a play's prompts
 /// its own.
 pub fn marker_salt(marker: &str) -> u64 {
-    fnv(FNV_OFFSET, marker.as_bytes()) | 1
+    fnv1a(FNV_OFFSET, marker.as_bytes()) | 1
 }
