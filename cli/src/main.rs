@@ -49,6 +49,7 @@ mod sample;
 mod scenario;
 mod schema;
 mod server_metrics;
+mod sharding;
 mod shape;
 mod stdout;
 mod summarize;

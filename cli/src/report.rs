@@ -101,6 +101,10 @@ pub struct PlanReport {
     pub seed: u64,
     pub service: String,
     pub policy: PolicySummary,
+    /// Under `--shard I/N`: the stripe and the rule each global policy
+    /// followed (the `config.shard` of a run's summary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::sharding::ShardConfig>,
     /// `--isl-scale`/`--max-context`, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitReport>,
@@ -335,6 +339,14 @@ impl PlanReport {
             seed: policy.seed,
             service,
             policy: PolicySummary::new(policy, overlap_tolerance),
+            shard: crate::sharding::ShardConfig::of(policy).map(|s| {
+                // A turn waited for the cap (or still does).
+                let waited = scheduler
+                    .slots()
+                    .iter()
+                    .any(|s| s.state == TurnState::Queued || s.queue_wait > 0);
+                s.ended(waited)
+            }),
             fit,
             corpus: None,
             submission: None,

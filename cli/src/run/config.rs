@@ -22,6 +22,8 @@ use crate::args::{values, RunArgs};
 use crate::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
 use crate::report::PolicySummary;
 use crate::server_metrics::MetricsConfig;
+pub use crate::sharding::BarrierRecord;
+use crate::sharding::ShardConfig;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunConfig {
@@ -87,30 +89,11 @@ pub struct RunConfig {
     /// on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub barrier: Option<BarrierRecord>,
-}
-
-/// `config.barrier`: the start instant this shard kept and its clock
-/// against rank 0's (docs/scale-out.md, "Starting together").
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct BarrierRecord {
-    /// `rank0` (`--barrier-listen`), `peer` (`--barrier`) or `start_at`
-    /// (`--start-at`).
-    pub role: String,
-    /// Rank 0's clock minus this shard's, in ns, measured over the barrier
-    /// connection (the sample of least round trip; within ± rtt_ns / 2).
-    /// 0 for rank 0 and `--start-at`.
-    pub offset_ns: i64,
-    /// The round trip of that sample, in ns (0 when nothing was measured).
-    pub rtt_ns: u64,
-    /// The start instant, UTC on rank 0's clock (RFC 3339, ns).
-    pub start_at: String,
-    /// Shards that met at the barrier, rank 0 included (absent for
-    /// `--start-at`).
+    /// Under `--shard I/N`, and in a run `arbor merge` joined: the stripe
+    /// and the rule each global policy followed (`crate::sharding`);
+    /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<u32>,
-    /// How long after the start instant (on this shard's clock, corrected
-    /// by the offset) its clock started, in ns.
-    pub late_ns: u64,
+    pub shard: Option<ShardConfig>,
 }
 
 impl RunConfig {
@@ -180,6 +163,7 @@ impl RunConfig {
             metrics: None,
             repeat: args.repeat_of,
             barrier: None,
+            shard: ShardConfig::of(policy),
         }
     }
 

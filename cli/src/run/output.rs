@@ -408,6 +408,7 @@ impl Summary {
                 })
                 .collect()
         });
+        let waited_for_cap = measured.latency.queue_wait.max_s > 0.0;
         Summary {
             schema_version: SUMMARY_SCHEMA,
             arbor_version: start.arbor_version.clone(),
@@ -455,7 +456,16 @@ impl Summary {
             },
             server_metrics,
             lanes,
-            config: start.config.clone(),
+            config: RunConfig {
+                // Whether `--max-inflight` fired: a measured turn waited
+                // for the cap.
+                shard: start
+                    .config
+                    .shard
+                    .clone()
+                    .map(|s| s.ended(waited_for_cap)),
+                ..start.config.clone()
+            },
         }
     }
 
