@@ -40,46 +40,86 @@ pub fn for_each_line(
     path: &Path,
     mut each: impl FnMut(u64, &str) -> Result<(), String>,
 ) -> Result<Lines, Failure> {
-    let shown = path.display();
-    let file = File::open(path).map_err(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::NotFound => "missing".to_string(),
-            _ => format!("cannot read ({e})"),
-        };
-        Failure::input(format!(
-            "{shown}: {why}; expected the records `arbor run` writes"
-        ))
-    })?;
-    let mut reader = BufReader::with_capacity(1 << 16, file);
-    let mut buf = Vec::new();
-    let mut found = Lines::default();
-    let mut number = 0u64;
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| Failure::input(format!("{shown}: cannot read: {e}")))?;
-        if n == 0 {
-            return Ok(found);
+    let mut reader = Reader::open(path)?;
+    while reader.next(&mut each)?.is_some() {}
+    Ok(reader.found)
+}
+
+/// The file read a line at a time, for a caller that pulls (`arbor
+/// merge` holds one per shard): the same rules as [`for_each_line`].
+pub struct Reader {
+    path: std::path::PathBuf,
+    reader: BufReader<File>,
+    buf: Vec<u8>,
+    number: u64,
+    /// What was read so far.
+    pub found: Lines,
+}
+
+impl Reader {
+    pub fn open(path: &Path) -> Result<Reader, Failure> {
+        let file = File::open(path).map_err(|e| {
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => "missing".to_string(),
+                _ => format!("cannot read ({e})"),
+            };
+            Failure::input(format!(
+                "{}: {why}; expected the records `arbor run` writes",
+                path.display()
+            ))
+        })?;
+        Ok(Reader {
+            path: path.to_path_buf(),
+            reader: BufReader::with_capacity(1 << 16, file),
+            buf: Vec::new(),
+            number: 0,
+            found: Lines::default(),
+        })
+    }
+
+    /// What `take` makes of the next non-blank line (with its number), or
+    /// `None` at the end of the file or at a torn last line.
+    pub fn next<T>(
+        &mut self,
+        mut take: impl FnMut(u64, &str) -> Result<T, String>,
+    ) -> Result<Option<T>, Failure> {
+        if self.found.torn.is_some() {
+            return Ok(None);
         }
-        number += 1;
-        let complete = buf.last() == Some(&b'\n');
-        let taken = match std::str::from_utf8(buf.trim_ascii()) {
-            Ok("") => continue,
-            Ok(text) => each(number, text),
-            Err(e) => Err(format!("not UTF-8 text ({e})")),
-        };
-        match taken {
-            Ok(()) => found.records += 1,
-            // Without its newline, this is the last line, cut short.
-            Err(_) if !complete => {
-                found.torn = Some(Torn {
-                    line: number,
-                    bytes: n,
-                });
-                return Ok(found);
+        loop {
+            self.buf.clear();
+            let n = self.reader.read_until(b'\n', &mut self.buf).map_err(|e| {
+                Failure::input(format!("{}: cannot read: {e}", self.path.display()))
+            })?;
+            if n == 0 {
+                return Ok(None);
             }
-            Err(why) => return Err(Failure::input(format!("{shown} line {number}: {why}"))),
+            self.number += 1;
+            let complete = self.buf.last() == Some(&b'\n');
+            let taken = match std::str::from_utf8(self.buf.trim_ascii()) {
+                Ok("") => continue,
+                Ok(text) => take(self.number, text),
+                Err(e) => Err(format!("not UTF-8 text ({e})")),
+            };
+            return match taken {
+                Ok(value) => {
+                    self.found.records += 1;
+                    Ok(Some(value))
+                }
+                // Without its newline, this is the last line, cut short.
+                Err(_) if !complete => {
+                    self.found.torn = Some(Torn {
+                        line: self.number,
+                        bytes: n,
+                    });
+                    Ok(None)
+                }
+                Err(why) => Err(Failure::input(format!(
+                    "{} line {}: {why}",
+                    self.path.display(),
+                    self.number
+                ))),
+            };
         }
     }
 }

@@ -339,7 +339,7 @@ impl PlanReport {
             seed: policy.seed,
             service,
             policy: PolicySummary::new(policy, overlap_tolerance),
-            shard: crate::sharding::ShardConfig::of(policy).map(|s| {
+            shard: crate::sharding::ShardConfig::of(policy, scheduler.trees()).map(|s| {
                 // A turn waited for the cap (or still does).
                 let waited = scheduler
                     .slots()

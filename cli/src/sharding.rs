@@ -12,9 +12,13 @@
 //! also holds the start barrier's record ([`BarrierRecord`], `config.barrier`)
 //! so a merged run can keep every shard's. Uses no command module.
 
+use std::fmt::{self, Write as _};
+
+use arbor_engine::dag::CompiledTree;
 use arbor_engine::policy::Policy;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// `config.shard`: present for a shard of a sharded run and for a merged
 /// run; absent otherwise.
@@ -24,6 +28,11 @@ pub struct ShardConfig {
     pub index: Option<u32>,
     /// N: the shard count.
     pub count: u32,
+    /// SHA-256 of the compiled workload: equal in every shard of one run.
+    pub workload: String,
+    /// SHA-256 of the policy without its shard (the seed included): equal
+    /// in every shard of one run.
+    pub policy: String,
     /// `--idle-gap-cap` (the global one).
     pub idle_gap_cap: GlobalRule,
     /// `--max-inflight`.
@@ -103,13 +112,16 @@ impl GlobalRule {
 }
 
 impl ShardConfig {
-    /// The section of a process playing `policy`; `None` when it is not
-    /// sharded. `fired` of `--max-inflight` is left unknown.
-    pub fn of(policy: &Policy) -> Option<ShardConfig> {
+    /// The section of a process playing `trees` under `policy`; `None`
+    /// when it is not sharded. `fired` of `--max-inflight` is left
+    /// unknown.
+    pub fn of(policy: &Policy, trees: &[CompiledTree]) -> Option<ShardConfig> {
         let shard = policy.shard?;
         Some(ShardConfig {
             index: Some(shard.index),
             count: shard.count,
+            workload: workload_hash(trees),
+            policy: policy_hash(policy),
             idle_gap_cap: GlobalRule::refused(),
             max_inflight: GlobalRule {
                 rule: PER_SHARD.to_string(),
@@ -128,6 +140,34 @@ impl ShardConfig {
     }
 }
 
+/// SHA-256 of the compiled workload's debug form (which holds no
+/// hash-ordered maps): the shards of one run have equal ones.
+pub fn workload_hash(trees: &[CompiledTree]) -> String {
+    digest(&trees)
+}
+
+/// SHA-256 of `policy` without its shard.
+pub fn policy_hash(policy: &Policy) -> String {
+    digest(&Policy {
+        shard: None,
+        ..policy.clone()
+    })
+}
+
+/// SHA-256 of a value's debug form, streamed into the hasher.
+fn digest(value: &impl fmt::Debug) -> String {
+    struct Hashing(Sha256);
+    impl fmt::Write for Hashing {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            self.0.update(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut h = Hashing(Sha256::new());
+    let _ = write!(h, "{value:?}");
+    crate::data::manifest::hex(&h.0.finalize())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,13 +175,13 @@ mod tests {
 
     #[test]
     fn a_shard_says_its_stripe_and_the_rule_of_each_global_policy() {
-        assert_eq!(ShardConfig::of(&Policy::default()), None);
+        assert_eq!(ShardConfig::of(&Policy::default(), &[]), None);
         let policy = Policy {
             shard: Some(Shard { index: 1, count: 3 }),
             max_inflight: Some(4),
             ..Policy::default()
         };
-        let Some(c) = ShardConfig::of(&policy) else {
+        let Some(c) = ShardConfig::of(&policy, &[]) else {
             panic!("a sharded policy has a section")
         };
         assert_eq!((c.index, c.count), (Some(1), 3));
@@ -151,6 +191,12 @@ mod tests {
             (c.max_inflight.rule.as_str(), c.max_inflight.fired),
             ("per_shard", None)
         );
+        let other = Policy {
+            shard: Some(Shard { index: 2, count: 3 }),
+            ..policy.clone()
+        };
+        assert_eq!(ShardConfig::of(&other, &[]).map(|o| o.policy), Some(c.policy.clone()));
+        assert_ne!(policy_hash(&Policy::default()), c.policy);
         assert_eq!(c.clone().ended(true).max_inflight.fired, Some(true));
         assert_eq!(c.ended(false).max_inflight.fired, Some(false));
     }

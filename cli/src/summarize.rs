@@ -162,7 +162,7 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Failure> {
 }
 
 /// Reads a JSON file of the run, checking its schema version first.
-fn read_json<T: DeserializeOwned>(path: &Path, schema: &str) -> Result<T, Failure> {
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path, schema: &str) -> Result<T, Failure> {
     #[derive(Deserialize)]
     struct Versioned {
         schema_version: Option<String>,
@@ -182,9 +182,10 @@ fn read_json<T: DeserializeOwned>(path: &Path, schema: &str) -> Result<T, Failur
     }
 }
 
-/// What the records say of the figures only a clean end knows.
+/// What the records say of the figures only a clean end knows (also what
+/// `arbor merge` knows of the peaks of the shards' union).
 #[derive(Debug, Default)]
-struct Derived {
+pub(crate) struct Derived {
     last: Nanos,
     /// (time, +1 sent / -1 done) of the requests the driver saw in flight.
     sent: Vec<(Nanos, i8)>,
@@ -197,7 +198,7 @@ struct Derived {
 }
 
 impl Derived {
-    fn add(&mut self, r: &RecordLine) {
+    pub(crate) fn add(&mut self, r: &RecordLine) {
         let dispatched = ns(r.dispatched_s);
         let sent = r.sent_s.map(ns);
         let done = r.done_s.map(ns);
@@ -218,7 +219,7 @@ impl Derived {
         self.cancelled |= r.status == "cancelled";
     }
 
-    fn end(mut self, start: &RunStart) -> RunEnd {
+    pub(crate) fn end(mut self, start: &RunStart) -> RunEnd {
         let (observed_peak, _) = peak(&mut self.sent);
         let (scheduler_peak, scheduler_peak_at_ns) = peak(&mut self.dispatched);
         let plays_done = self

@@ -108,8 +108,9 @@ pub enum Command {
     /// Rebuild summary.json of a run directory from its records.jsonl and
     /// run.json (also after kill -9 or a second Ctrl+C).
     Summarize(SummarizeArgs),
-    /// Join the timelines of `arbor plan --shard I/N` for I = 0..N-1 into
-    /// the unsharded timeline (docs/scale-out.md).
+    /// Join the shards of `arbor plan --shard I/N` (timelines) or of
+    /// `arbor run --shard I/N` (run directories) for I = 0..N-1 into the
+    /// unsharded result (docs/scale-out.md).
     Merge(MergeArgs),
     /// Rebuild aggregate.json of an `arbor run --repeat N` directory from
     /// its run directories: mean, standard deviation and 95 % t-interval
@@ -203,13 +204,14 @@ pub struct PlanArgs {
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The shards' timeline files (each with its FILE.shard.json), in any
-    /// order.
-    #[arg(value_name = "TIMELINE", required = true)]
+    /// The shards' run directories, or their timeline files (each with
+    /// its FILE.shard.json), in any order.
+    #[arg(value_name = "DIR|TIMELINE", required = true)]
     pub inputs: Vec<PathBuf>,
 
-    /// Write the merged timeline to FILE.
-    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    /// Write the merged run directory (a new or empty DIR) or timeline
+    /// (FILE) here.
+    #[arg(short = 'o', long = "out", value_name = "DIR|FILE")]
     pub out: PathBuf,
 }
 

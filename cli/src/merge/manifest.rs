@@ -2,19 +2,16 @@
 //! writes beside its timeline (`FILE.shard.json`) so that `arbor merge`
 //! can check the shards belong together and interleave their plays.
 //!
-//! Owns the manifest's form, its identity hashes (the compiled workload
-//! trees and the policy without the shard, as SHA-256 of their debug forms,
-//! which hold no hash-ordered maps) and reading and writing it. It does
+//! Owns the manifest's form (its identity hashes are `crate::sharding`'s,
+//! the same a sharded run records) and reading and writing it. It does
 //! not merge anything (`merge::timeline` does).
 
-use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use arbor_engine::dag::CompiledTree;
 use arbor_engine::policy::{Policy, Shard};
 use arbor_engine::shard::{Block, Cause};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::failure::Failure;
 
@@ -48,17 +45,13 @@ pub struct ShardManifest {
 
 impl ShardManifest {
     pub fn new(shard: Shard, trees: &[CompiledTree], policy: &Policy, blocks: &[Block]) -> Self {
-        let unsharded = Policy {
-            shard: None,
-            ..policy.clone()
-        };
         ShardManifest {
             kind: KIND.to_string(),
             index: shard.index,
             count: shard.count,
             seed: policy.seed,
-            workload: digest(&trees),
-            policy: digest(&unsharded),
+            workload: crate::sharding::workload_hash(trees),
+            policy: crate::sharding::policy_hash(policy),
             blocks: blocks.iter().map(BlockLine::from).collect(),
         }
     }
@@ -127,18 +120,4 @@ impl From<&Block> for BlockLine {
             after,
         }
     }
-}
-
-/// SHA-256 of a value's debug form, streamed into the hasher.
-fn digest(value: &impl fmt::Debug) -> String {
-    struct Hashing(Sha256);
-    impl fmt::Write for Hashing {
-        fn write_str(&mut self, s: &str) -> fmt::Result {
-            self.0.update(s.as_bytes());
-            Ok(())
-        }
-    }
-    let mut h = Hashing(Sha256::new());
-    let _ = write!(h, "{value:?}");
-    crate::data::manifest::hex(&h.0.finalize())
 }

@@ -1,22 +1,32 @@
-//! `arbor merge`: shards of one plan joined into the unsharded result.
+//! `arbor merge`: shards of one plan or run joined into the unsharded
+//! result.
 //!
-//! `manifest.rs` the manifest a shard's timeline carries
-//! (`FILE.shard.json`), `timeline.rs` the checks and the streaming merge
-//! of timelines. Uses no other command.
+//! `shards.rs` the check that the inputs belong together, `manifest.rs`
+//! the manifest a shard's timeline carries (`FILE.shard.json`),
+//! `timeline.rs` the streaming merge of plan timelines, `run_dir.rs` the
+//! merge of run directories and `records.rs` their records' streaming
+//! merge. Uses `summarize` (the merged summary is its rebuild) and no
+//! other command.
 
 pub mod manifest;
+mod records;
+mod run_dir;
+mod shards;
 mod timeline;
 
 use crate::args::MergeArgs;
 use crate::failure::Failure;
 
 pub fn run(args: &MergeArgs) -> Result<(), Failure> {
-    if let Some(dir) = args.inputs.iter().find(|p| p.is_dir()) {
-        return Err(Failure::input(format!(
-            "{}: a directory; `arbor merge` joins the --timeline files of `arbor plan --shard I/N` \
-             (merging run directories is not built yet)",
-            dir.display()
-        )));
+    let dirs = args.inputs.iter().filter(|p| p.is_dir()).count();
+    if dirs == args.inputs.len() {
+        return run_dirs(args);
+    }
+    if dirs > 0 {
+        return Err(Failure::input(
+            "give the run directories of `arbor run --shard I/N`, or the --timeline files of \
+             `arbor plan --shard I/N`, not both",
+        ));
     }
     let written = timeline::merge(&args.inputs, &args.out)?;
     eprintln!(
@@ -32,6 +42,25 @@ pub fn run(args: &MergeArgs) -> Result<(), Failure> {
              unsharded plan when a zero service time chained events at that instant",
             written.ties
         );
+    }
+    Ok(())
+}
+
+fn run_dirs(args: &MergeArgs) -> Result<(), Failure> {
+    let written = run_dir::merge(&args.inputs, &args.out)?;
+    eprintln!(
+        "arbor merge: {} shards, {} records in {}{}",
+        written.shards,
+        written.records,
+        args.out.display(),
+        if written.complete {
+            ""
+        } else {
+            " (a shard did not end cleanly: the merged summary is marked incomplete)"
+        }
+    );
+    for dir in &written.torn {
+        eprintln!("arbor merge: {dir}: a torn last record (the shard was killed) was skipped");
     }
     Ok(())
 }

@@ -163,7 +163,7 @@ impl RunConfig {
             metrics: None,
             repeat: args.repeat_of,
             barrier: None,
-            shard: ShardConfig::of(policy),
+            shard: None,
         }
     }
 

@@ -19,6 +19,7 @@ use crate::page::planned::PlannedLoad;
 use crate::progress;
 use crate::report::describe_fit;
 use crate::scenario::Applied;
+use crate::sharding::ShardConfig;
 
 use super::config::RunConfig;
 use super::journal::Planned;
@@ -95,6 +96,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         compiled,
     } = compiled;
     let scheduler = inputs::scheduler(compiled, policy)?;
+    config.shard = ShardConfig::of(scheduler.policy(), scheduler.trees());
     Ok(Prepared {
         workload: Arc::new(loaded.workload),
         scheduler,

@@ -1,0 +1,176 @@
+//! The shards' `records.jsonl` merged into one, streaming: one reader per
+//! shard and a heap of their next lines, keyed by the time each request
+//! ended (its `done_s`, else its last stamp), ties by shard index. A shard
+//! writes its records as its requests end, so each file is in that order
+//! and the merge is too; never more than one line per shard is held.
+//!
+//! Owns the merged file's ids: a shard numbers its requests and plays from
+//! 0, so two shards' ids collide. Request `r` and play `p` of shard `I` of
+//! `N` become `r·N + I` and `p·N + I`: unique, and for open-loop plays
+//! (kept by their index `k ≡ I (mod N)` in the unsharded plan, in order)
+//! `p·N + I` is the play's index in the unsharded plan. Each line is
+//! otherwise copied as the shard wrote it: its times stay on the shard's
+//! own clock, whose start the barrier agreed (`config.shard.shards[].barrier`
+//! says how closely). Every line read is handed to a
+//! [`Derived`](crate::summarize::Derived) (the peaks of the union) with its
+//! merged play.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::failure::Failure;
+use crate::records_file::{not_a_record, Lines, Reader, RECORDS_FILE};
+use crate::run::records::RecordLine;
+use crate::run::summary::ns;
+use crate::summarize::Derived;
+
+/// A shard's position and the shard count: how its ids become global.
+#[derive(Debug, Clone, Copy)]
+struct Stripe {
+    index: u32,
+    count: u32,
+}
+
+impl Stripe {
+    fn global(self, local: u64) -> u64 {
+        local * u64::from(self.count) + u64::from(self.index)
+    }
+}
+
+/// The ids a line is rewritten by.
+#[derive(Deserialize)]
+struct Ids {
+    request: u64,
+    play: u32,
+}
+
+/// A line read, rewritten, with its merge key.
+struct Next {
+    ended: u64,
+    text: String,
+}
+
+/// Merges the records of `dirs` (shard `i` of `dirs.len()` at position
+/// `i`) into `out`, feeding `derived`; returns what each reader found.
+pub fn merge(dirs: &[&Path], out: &Path, derived: &mut Derived) -> Result<Vec<Lines>, Failure> {
+    let count = dirs.len() as u32;
+    let mut readers = Vec::with_capacity(dirs.len());
+    for dir in dirs {
+        readers.push(Reader::open(&dir.join(RECORDS_FILE))?);
+    }
+    let file = File::create(out)
+        .map_err(|e| Failure::other(format!("{}: cannot create: {e}", out.display())))?;
+    let mut writer = BufWriter::with_capacity(1 << 20, file);
+    let write_err =
+        |e: std::io::Error| Failure::other(format!("{}: cannot write: {e}", out.display()));
+    let mut pending: Vec<Option<String>> = vec![None; dirs.len()];
+    let mut heap = BinaryHeap::with_capacity(dirs.len());
+    let mut pull = |shard: usize,
+                    readers: &mut Vec<Reader>,
+                    pending: &mut Vec<Option<String>>,
+                    heap: &mut BinaryHeap<Reverse<(u64, usize)>>|
+     -> Result<(), Failure> {
+        let stripe = Stripe {
+            index: shard as u32,
+            count,
+        };
+        if let Some(next) = readers[shard].next(|_, text| read(text, stripe, derived))? {
+            heap.push(Reverse((next.ended, shard)));
+            pending[shard] = Some(next.text);
+        }
+        Ok(())
+    };
+    for shard in 0..dirs.len() {
+        pull(shard, &mut readers, &mut pending, &mut heap)?;
+    }
+    while let Some(Reverse((_, shard))) = heap.pop() {
+        if let Some(text) = pending[shard].take() {
+            writer.write_all(text.as_bytes()).map_err(write_err)?;
+            writer.write_all(b"\n").map_err(write_err)?;
+        }
+        pull(shard, &mut readers, &mut pending, &mut heap)?;
+    }
+    writer.flush().map_err(write_err)?;
+    Ok(readers.into_iter().map(|r| r.found).collect())
+}
+
+/// A shard's line with its ids made global, its key, and the line as the
+/// summary sees it handed to `derived`.
+fn read(text: &str, stripe: Stripe, derived: &mut Derived) -> Result<Next, String> {
+    let mut line: RecordLine = serde_json::from_str(text).map_err(|e| not_a_record(&e))?;
+    let ids: Ids = serde_json::from_str(text).map_err(|e| not_a_record(&e))?;
+    let request = stripe.global(ids.request);
+    let play = u32::try_from(stripe.global(u64::from(ids.play)))
+        .map_err(|_| format!("play {} is too large to merge", ids.play))?;
+    let text = rewrite(text, &ids, request, play)?;
+    let ended = line
+        .done_s
+        .or(line.sent_s)
+        .map_or(ns(line.dispatched_s), ns)
+        .max(ns(line.dispatched_s));
+    line.play = play;
+    derived.add(&line);
+    Ok(Next { ended, text })
+}
+
+/// `text` with its `request` and `play` replaced. A record's line starts
+/// with its `request` and has `play` as its first key named so (keys
+/// before it hold no object, and a string's quotes are escaped): both are
+/// checked against the parsed `ids` before anything is replaced.
+fn rewrite(text: &str, ids: &Ids, request: u64, play: u32) -> Result<String, String> {
+    let unexpected = || {
+        "expected a record of `arbor run` starting {\"request\":N, with one \"play\":N".to_string()
+    };
+    let head = format!("{{\"request\":{},", ids.request);
+    let rest = text.strip_prefix(&head).ok_or_else(unexpected)?;
+    let key = ",\"play\":";
+    let at = rest.find(key).ok_or_else(unexpected)?;
+    let old_play = format!("{key}{},", ids.play);
+    let after = rest[at..]
+        .strip_prefix(&old_play)
+        .ok_or_else(unexpected)?;
+    Ok(format!(
+        "{{\"request\":{request},{}{key}{play},{after}",
+        &rest[..at]
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_rewritten_in_place_and_nothing_else() {
+        let text = r#"{"request":3,"tree":"t,\"play\":9,","tree_index":0,"agent":"a","turn":0,"copy":0,"lane":null,"play":1,"warmup":false}"#;
+        let ids = Ids {
+            request: 3,
+            play: 1,
+        };
+        let stripe = Stripe { index: 2, count: 3 };
+        let (r, p) = (stripe.global(3), stripe.global(1) as u32);
+        assert_eq!((r, p), (11, 5));
+        assert_eq!(
+            rewrite(text, &ids, r, p).ok().as_deref(),
+            Some(r#"{"request":11,"tree":"t,\"play\":9,","tree_index":0,"agent":"a","turn":0,"copy":0,"lane":null,"play":5,"warmup":false}"#)
+        );
+        let moved = r#"{"tree":"t","request":3,"play":1}"#;
+        assert!(rewrite(moved, &ids, r, p).is_err());
+    }
+
+    #[test]
+    fn stripes_make_every_shards_ids_distinct() {
+        let mut seen = std::collections::BTreeSet::new();
+        for index in 0..3 {
+            for local in 0..50 {
+                assert!(seen.insert(Stripe { index, count: 3 }.global(local)));
+            }
+        }
+        assert_eq!(seen.len(), 150);
+        assert_eq!(seen.iter().next_back(), Some(&149));
+    }
+}
