@@ -195,7 +195,10 @@ mod tests {
             shard: Some(Shard { index: 2, count: 3 }),
             ..policy.clone()
         };
-        assert_eq!(ShardConfig::of(&other, &[]).map(|o| o.policy), Some(c.policy.clone()));
+        assert_eq!(
+            ShardConfig::of(&other, &[]).map(|o| o.policy),
+            Some(c.policy.clone())
+        );
         assert_ne!(policy_hash(&Policy::default()), c.policy);
         assert_eq!(c.clone().ended(true).max_inflight.fired, Some(true));
         assert_eq!(c.ended(false).max_inflight.fired, Some(false));

@@ -131,9 +131,7 @@ fn rewrite(text: &str, ids: &Ids, request: u64, play: u32) -> Result<String, Str
     let key = ",\"play\":";
     let at = rest.find(key).ok_or_else(unexpected)?;
     let old_play = format!("{key}{},", ids.play);
-    let after = rest[at..]
-        .strip_prefix(&old_play)
-        .ok_or_else(unexpected)?;
+    let after = rest[at..].strip_prefix(&old_play).ok_or_else(unexpected)?;
     Ok(format!(
         "{{\"request\":{request},{}{key}{play},{after}",
         &rest[..at]
@@ -156,7 +154,9 @@ mod tests {
         assert_eq!((r, p), (11, 5));
         assert_eq!(
             rewrite(text, &ids, r, p).ok().as_deref(),
-            Some(r#"{"request":11,"tree":"t,\"play\":9,","tree_index":0,"agent":"a","turn":0,"copy":0,"lane":null,"play":5,"warmup":false}"#)
+            Some(
+                r#"{"request":11,"tree":"t,\"play\":9,","tree_index":0,"agent":"a","turn":0,"copy":0,"lane":null,"play":5,"warmup":false}"#
+            )
         );
         let moved = r#"{"tree":"t","request":3,"play":1}"#;
         assert!(rewrite(moved, &ids, r, p).is_err());

@@ -213,13 +213,7 @@ fn merged_end(ends: &[&RunEnd], derived: RunEnd) -> RunEnd {
         idle_shifts: sum(|e| e.idle_shifts),
         idle_skipped_ns: sum(|e| e.idle_skipped_ns),
         lanes: (0..ends[0].lanes.len())
-            .map(|k| {
-                ends[k % count]
-                    .lanes
-                    .get(k)
-                    .cloned()
-                    .unwrap_or_default()
-            })
+            .map(|k| ends[k % count].lanes.get(k).cloned().unwrap_or_default())
             .collect(),
         ..derived
     }

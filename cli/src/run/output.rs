@@ -459,11 +459,7 @@ impl Summary {
             config: RunConfig {
                 // Whether `--max-inflight` fired: a measured turn waited
                 // for the cap.
-                shard: start
-                    .config
-                    .shard
-                    .clone()
-                    .map(|s| s.ended(waited_for_cap)),
+                shard: start.config.shard.clone().map(|s| s.ended(waited_for_cap)),
                 ..start.config.clone()
             },
         }
