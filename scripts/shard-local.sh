@@ -83,5 +83,8 @@ pids=()
 
 shards=()
 for i in $(seq 0 $((n - 1))); do shards+=("$out/shard-$i"); done
+for i in $(seq 0 $((n - 1))); do
+    echo "shard $i/$n: $(wc -l <"$out/shard-$i/records.jsonl") records"
+done
 "$ARBOR" merge "${shards[@]}" -o "$out/merged"
-echo "merged: $out/merged"
+echo "merged: $out/merged ($(wc -l <"$out/merged/records.jsonl") records)"

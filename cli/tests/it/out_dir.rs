@@ -3,7 +3,6 @@
 //! names that never collide) and file descriptors (the soft limit raised,
 //! a plan whose peak cannot fit refused with the numbers).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
@@ -15,22 +14,7 @@ const SMALL: &str = "trees=2,turns=3,depth=0,isl=64,osl=8,think_ms=10,tool_ms=10
 
 /// `arbor emulate` on a free port, and its base URL.
 fn emulator() -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
-        .args(["emulate", "--port", "0", "--itl-ms", "2"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("arbor emulate starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the emulator says where it listens");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in `{line}`"))
-        .to_string();
-    (child, url)
+    emulator_with(&["--itl-ms", "2"])
 }
 
 fn spawn_run(args: &[&str], dir: &Path) -> Child {

@@ -6,7 +6,6 @@
 //! of their records.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -125,21 +124,7 @@ impl Drop for Killed {
 
 /// `arbor emulate` on a free port, and its base URL.
 fn emulator() -> (Killed, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
-        .args(["emulate", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("arbor emulate starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the emulator says where it listens");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in `{line}`"))
-        .to_string();
+    let (child, url) = emulator_with(&["--ttft-ms", "5", "--itl-ms", "1"]);
     (Killed(child), url)
 }
 

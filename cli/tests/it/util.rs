@@ -1,7 +1,8 @@
 //! Running the binary and reading what it wrote.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 pub fn arbor(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_arbor"))
@@ -123,4 +124,26 @@ pub fn finding<'a>(report: &'a serde_json::Value, probe: &str) -> &'a serde_json
         .iter()
         .find(|f| f["probe"] == probe)
         .unwrap_or_else(|| panic!("no `{probe}` finding in {report:#}"))
+}
+
+/// `arbor emulate` with `flags` on a free port, and its base URL (from
+/// the line it prints when it listens).
+pub fn emulator_with(flags: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["emulate", "--port", "0"])
+        .args(flags)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("arbor emulate starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the emulator says where it listens");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in `{line}`"))
+        .to_string();
+    (child, url)
 }
