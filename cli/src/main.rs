@@ -50,6 +50,7 @@ mod scenario;
 mod schema;
 mod server_metrics;
 mod shape;
+mod shard_manifest;
 mod sharding;
 mod stdout;
 mod summarize;

@@ -12,10 +12,10 @@ use arbor_sim::{ServerModel, Service};
 
 use crate::args::PlanArgs;
 use crate::failure::Failure;
-use crate::merge::manifest::ShardManifest;
 use crate::report::server::{Sample, ServerPrediction};
 use crate::report::{write_timeline, PlanReport, PlannedSubmission};
 use crate::scenario::{self, Explicit};
+use crate::shard_manifest::ShardManifest;
 use crate::{inputs, stdout};
 
 pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {

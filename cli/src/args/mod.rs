@@ -213,6 +213,11 @@ pub struct MergeArgs {
     /// (FILE) here.
     #[arg(short = 'o', long = "out", value_name = "DIR|FILE")]
     pub out: PathBuf,
+
+    /// Write the merged run directory into an existing, non-empty DIR,
+    /// over arbor's files there.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

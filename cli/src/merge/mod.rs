@@ -1,14 +1,13 @@
 //! `arbor merge`: shards of one plan or run joined into the unsharded
 //! result.
 //!
-//! `shards.rs` the check that the inputs belong together, `manifest.rs`
-//! the manifest a shard's timeline carries (`FILE.shard.json`),
-//! `timeline.rs` the streaming merge of plan timelines, `run_dir.rs` the
+//! `shards.rs` the check that the inputs belong together, `timeline.rs`
+//! the streaming merge of plan timelines (their manifests are
+//! `crate::shard_manifest`'s, which `plan` writes), `run_dir.rs` the
 //! merge of run directories and `records.rs` their records' streaming
 //! merge. Uses `summarize` (the merged summary is its rebuild) and no
 //! other command.
 
-pub mod manifest;
 mod records;
 mod run_dir;
 mod shards;
@@ -47,7 +46,7 @@ pub fn run(args: &MergeArgs) -> Result<(), Failure> {
 }
 
 fn run_dirs(args: &MergeArgs) -> Result<(), Failure> {
-    let written = run_dir::merge(&args.inputs, &args.out)?;
+    let written = run_dir::merge(&args.inputs, &args.out, args.force)?;
     eprintln!(
         "arbor merge: {} shards, {} records in {}{}",
         written.shards,

@@ -19,9 +19,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::failure::Failure;
+use crate::page::planned::PLANNED_FILE;
 use crate::records_file::{Lines, RECORDS_FILE};
 use crate::run::journal::{self, RunEnd, RunStart};
 use crate::run::output::{OutputDir, SUMMARY_FILE};
+use crate::server_metrics::METRICS_FILE;
 use crate::shape::TREES_FILE;
 use crate::sharding::{MergedShard, ShardConfig};
 use crate::summarize::{self, Derived};
@@ -47,10 +49,17 @@ struct Shard {
     config: ShardConfig,
 }
 
-/// Merges the shard run directories `inputs` into the new directory `out`.
-pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Written, Failure> {
+/// Merges the shard run directories `inputs` into the new (or empty,
+/// or with `force` any) directory `out`.
+pub fn merge(inputs: &[PathBuf], out: &Path, force: bool) -> Result<Written, Failure> {
     let mut read = Vec::with_capacity(inputs.len());
     for dir in inputs {
+        if same_dir(dir, out) {
+            return Err(Failure::input(format!(
+                "-o {}: one of the shards; write the merged run elsewhere",
+                out.display()
+            )));
+        }
         read.push(shard(dir)?);
     }
     let identities: Vec<Identity> = read
@@ -68,7 +77,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Written, Failure> {
     let mut slots: Vec<Option<Shard>> = read.into_iter().map(Some).collect();
     let shards: Vec<Shard> = order.iter().filter_map(|&i| slots[i].take()).collect();
 
-    let claimed = OutputDir::check(out.to_path_buf(), false)?.create()?;
+    let claimed = OutputDir::check(out.to_path_buf(), force)?.create()?;
     let out = claimed.path.as_path();
     let dirs: Vec<&Path> = shards.iter().map(|s| s.dir.as_path()).collect();
     let mut derived = Derived::default();
@@ -76,15 +85,24 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Written, Failure> {
     let start = merged_start(&shards, &found, out);
     let start = journal::write_json(out, journal::RUN_FILE, &start)?;
     let ends: Option<Vec<&RunEnd>> = shards.iter().map(|s| s.end.as_ref()).collect();
-    if let Some(ends) = &ends {
-        let end = merged_end(ends, derived.end(&start));
-        journal::write_json(out, journal::END_FILE, &end)?;
+    match &ends {
+        Some(ends) => {
+            let end = merged_end(ends, derived.end(&start));
+            journal::write_json(out, journal::END_FILE, &end)?;
+        }
+        // Under --force, an earlier merge's end must not stay.
+        None => remove_stale(&out.join(journal::END_FILE))?,
     }
     let trees = shards[0].dir.join(TREES_FILE);
     if trees.is_file() {
         std::fs::copy(&trees, out.join(TREES_FILE))
             .map_err(|e| Failure::other(format!("{}: cannot copy: {e}", trees.display())))?;
+    } else {
+        remove_stale(&out.join(TREES_FILE))?;
     }
+    // Not merged: under --force, none of an earlier run's may stay.
+    remove_stale(&out.join(PLANNED_FILE))?;
+    remove_stale(&out.join(METRICS_FILE))?;
     let rebuilt = summarize::rebuild(out)?;
     journal::write_atomic(out, SUMMARY_FILE, &rebuilt.summary.to_bytes()?)?;
     crate::page::write_for_run(out)?;
@@ -99,6 +117,25 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Written, Failure> {
             .map(|(s, _)| s.dir.display().to_string())
             .collect(),
     })
+}
+
+/// `a` and `b` name one directory (`b` need not exist).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Removes `path` if it is there.
+fn remove_stale(path: &Path) -> Result<(), Failure> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Failure::other(format!(
+            "{}: cannot remove: {e}",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// A shard's `run.json`, `end.json` (if it ended cleanly) and its

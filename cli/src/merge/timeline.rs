@@ -3,7 +3,7 @@
 //!
 //! Owns the streaming copy of each play's lines in the order
 //! `arbor_engine::shard::merge` gives. It reads the manifests through
-//! `merge::manifest`, has `merge::shards` check that they belong
+//! `crate::shard_manifest`, has `merge::shards` check that they belong
 //! together, and writes nothing else.
 
 use std::fs::File;
@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use arbor_engine::shard;
 
-use super::manifest::ShardManifest;
 use super::shards::{self, Identity};
 use crate::failure::Failure;
+use crate::shard_manifest::ShardManifest;
 
 /// What a merge wrote.
 #[derive(Debug)]

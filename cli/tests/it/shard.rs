@@ -366,4 +366,27 @@ fn merged_shard_runs_are_the_union_of_their_records() {
         ],
         &["not empty"],
     );
+    expect_exit_2(
+        &[
+            "merge",
+            &s(&shards[0]),
+            &s(&shards[1]),
+            &s(&shards[2]),
+            "-o",
+            &s(&shards[0]),
+        ],
+        &["one of the shards"],
+    );
+    // --force merges again over the merged directory: the same summary.
+    let out = arbor(&[
+        "merge",
+        &s(&shards[0]),
+        &s(&shards[1]),
+        &s(&shards[2]),
+        "-o",
+        &s(&merged),
+        "--force",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(merged.join("summary.json")).unwrap(), before);
 }

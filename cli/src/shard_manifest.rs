@@ -4,7 +4,9 @@
 //!
 //! Owns the manifest's form (its identity hashes are `crate::sharding`'s,
 //! the same a sharded run records) and reading and writing it. It does
-//! not merge anything (`merge::timeline` does).
+//! not merge anything (`merge::timeline` does). Outside `merge/` so that
+//! `plan`, which writes it, does not depend on `merge`, which depends on
+//! `run` (which uses `plan`).
 
 use std::path::{Path, PathBuf};
 
