@@ -336,57 +336,38 @@ fn merged_shard_runs_are_the_union_of_their_records() {
 
     // Shards that do not belong together are refused, naming the input.
     let to = s(&dir.join("refused"));
-    expect_exit_2(
-        &["merge", &s(&shards[0]), &s(&shards[1]), "-o", &to],
-        &["missing shard 2/3"],
-    );
-    expect_exit_2(
-        &["merge", &s(&shards[0]), &s(&whole), "-o", &to],
-        &["whole: not a shard"],
-    );
-    expect_exit_2(
-        &[
-            "merge",
-            &s(&shards[0]),
-            &s(&shards[0]),
-            &s(&shards[1]),
-            "-o",
-            &to,
-        ],
-        &["both are shard 0/3"],
-    );
-    expect_exit_2(
-        &[
-            "merge",
-            &s(&shards[0]),
-            &s(&shards[1]),
-            &s(&shards[2]),
-            "-o",
-            &s(&merged),
-        ],
-        &["not empty"],
-    );
-    expect_exit_2(
-        &[
-            "merge",
-            &s(&shards[0]),
-            &s(&shards[1]),
-            &s(&shards[2]),
-            "-o",
-            &s(&shards[0]),
-        ],
-        &["one of the shards"],
-    );
+    let all = [s(&shards[0]), s(&shards[1]), s(&shards[2])];
+    // `merge INPUTS -o OUT`.
+    let merge = |inputs: &[&str], out: &str| -> Vec<String> {
+        let mut args = vec!["merge".to_string()];
+        args.extend(inputs.iter().map(|i| i.to_string()));
+        args.extend(["-o".to_string(), out.to_string()]);
+        args
+    };
+    let refused = [
+        (merge(&[&all[0], &all[1]], &to), "missing shard 2/3"),
+        (merge(&[&all[0], &s(&whole)], &to), "whole: not a shard"),
+        (
+            merge(&[&all[0], &all[0], &all[1]], &to),
+            "both are shard 0/3",
+        ),
+        (
+            merge(&[&all[0], &all[1], &all[2]], &s(&merged)),
+            "not empty",
+        ),
+        (
+            merge(&[&all[0], &all[1], &all[2]], &all[0]),
+            "one of the shards",
+        ),
+    ];
+    for (args, needle) in &refused {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        expect_exit_2(&args, &[needle]);
+    }
     // --force merges again over the merged directory: the same summary.
-    let out = arbor(&[
-        "merge",
-        &s(&shards[0]),
-        &s(&shards[1]),
-        &s(&shards[2]),
-        "-o",
-        &s(&merged),
-        "--force",
-    ]);
+    let mut again = merge(&[&all[0], &all[1], &all[2]], &s(&merged));
+    again.push("--force".to_string());
+    let out = arbor(&again.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::read(merged.join("summary.json")).unwrap(), before);
 }
