@@ -303,7 +303,10 @@ pub fn run_server_observed(
                         &ModelRequest {
                             id,
                             // The marker's tokens are sent too.
-                            prompt_tokens: sent.service.isl.saturating_add(marker.as_deref().map_or(0, marker_tokens)),
+                            prompt_tokens: sent
+                                .service
+                                .isl
+                                .saturating_add(marker.as_deref().map_or(0, marker_tokens)),
                             output_tokens: sent.service.osl,
                             blocks: &keys,
                         },

@@ -71,9 +71,7 @@ pub fn scan<'a>(text: &'a [u8], mut f: impl FnMut(Run<'a>)) {
             .position(|b| !b.is_ascii_lowercase())
             .map_or(text.len(), |p| i + 1 + p);
         let word = &text[i..end];
-        if word.len() > 1
-            && word.len() <= MAX_WORD
-            && vocabulary.binary_search(&pack(word)).is_ok()
+        if word.len() > 1 && word.len() <= MAX_WORD && vocabulary.binary_search(&pack(word)).is_ok()
         {
             if other_from < i {
                 f(Run::Other(&text[other_from..i]));

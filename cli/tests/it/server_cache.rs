@@ -67,7 +67,13 @@ fn predicted_cache_hits_equal_the_emulators_cached_tokens_per_turn() {
         "1",
     ];
     let service = format!("server:{}", profile.display());
-    let mut args = vec!["plan", trace.to_str().unwrap(), "--service", &service, "--json"];
+    let mut args = vec![
+        "plan",
+        trace.to_str().unwrap(),
+        "--service",
+        &service,
+        "--json",
+    ];
     args.extend(shape);
     let out = arbor(&args);
     assert!(out.status.success(), "{}", stderr(&out));

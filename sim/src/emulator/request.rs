@@ -27,9 +27,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::cache::BlockHasher;
-use crate::server::keys::TextKeys;
 use super::config::DEFAULT_MAX_TOKENS;
 use super::tokens::{TextTokenizer, TokenCount};
+use crate::server::keys::TextKeys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Endpoint {

@@ -105,7 +105,8 @@ impl TokenCount {
 
     /// The prompt's tokens, saturating at `u32::MAX`.
     pub(crate) fn tokens(&self) -> u32 {
-        (self.words + self.other_bytes.div_ceil(u64::from(OTHER_BYTES_PER_TOKEN)) + self.exact).min(u64::from(u32::MAX)) as u32
+        (self.words + self.other_bytes.div_ceil(u64::from(OTHER_BYTES_PER_TOKEN)) + self.exact)
+            .min(u64::from(u32::MAX)) as u32
     }
 
     /// The tokens of a prefix of `bytes` counted bytes (a cache hit):
