@@ -28,11 +28,13 @@
 //! ```
 //!
 //! where `Prompts { workload: &Workload, cache_bust: bool }`, and a plain
-//! `&Workload` is `Prompts` without the cache-bust salt.
+//! `&Workload` is `Prompts` without the cache-bust marker.
 //!
 //! Block keys come from the workload's trees (`arbor_sim::server::keys`):
-//! hash ids in their trace's scope, virtual blocks, or recorded text; with
-//! `cache_bust` each play's keys are salted by its cache-bust marker, as
+//! the keys of the text the live client sends for the turn (synthesized
+//! from hash ids or virtual blocks, or recorded), exactly the keys the
+//! emulator computes from that body; with `cache_bust` the text carries
+//! each play's cache-bust marker (and the model counts its tokens), as
 //! the live client's marker keeps plays apart. [`run_server_observed`] is
 //! the same loop with a view of the model's gauges after every step (what
 //! `plan`'s series are built from).
@@ -46,7 +48,7 @@ use std::ops::ControlFlow;
 use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler, TurnState};
 use arbor_engine::time::Nanos;
 use arbor_engine::{EngineError, Workload};
-use arbor_sim::server::keys::{marker_salt, prompt_blocks};
+use arbor_sim::server::keys::{marker_tokens, PromptKeys};
 use arbor_sim::server::{Gauges, ModelEvent, ModelRequest, ServerModel};
 use arbor_sim::{ServiceModel, ServiceRequest};
 
@@ -267,7 +269,7 @@ pub fn run_server_observed(
     out: &mut Vec<Predicted>,
     mut observe: impl FnMut(Nanos, &Gauges),
 ) -> Result<Nanos, EngineError> {
-    let block_size = server.profile().engine.block_size;
+    let mut prompt_keys = PromptKeys::new(server.profile().engine.block_size);
     let seed = scheduler.policy().seed;
     // Request ids are dense slot indices: a Vec, never a hash map.
     let mut pending: Vec<Option<Pending>> = Vec::new();
@@ -282,25 +284,29 @@ pub fn run_server_observed(
                 Command::Dispatch(id) => {
                     scheduler.handle_sent(now, id)?;
                     let sent = request(scheduler, id)?;
-                    keys.clear();
                     let (tree, play, turn) = scheduler
                         .request_tree(id)
                         .ok_or(EngineError::UnknownRequest(id))?;
                     let agent = tree.agent_of[turn as usize] as usize;
                     let index = tree.index_in_agent[turn as usize] as usize;
-                    let salt = if prompts.cache_bust {
-                        marker_salt(&arbor_engine::prompt::cache_bust_marker(seed, play))
-                    } else {
-                        0
-                    };
-                    if let Some(recorded) = prompts.workload.trees.get(play.tree as usize) {
-                        prompt_blocks(recorded, agent, index, block_size, salt, &mut keys);
+                    let marker = prompts
+                        .cache_bust
+                        .then(|| arbor_engine::prompt::cache_bust_marker(seed, play));
+                    match prompts.workload.trees.get(play.tree as usize) {
+                        Some(recorded) => {
+                            prompt_keys.turn(recorded, agent, index, marker.as_deref(), &mut keys);
+                        }
+                        None => keys.clear(),
                     }
                     server.submit(
                         now,
                         &ModelRequest {
                             id,
-                            prompt_tokens: sent.service.isl,
+                            // The marker's tokens are sent too.
+                            prompt_tokens: sent
+                                .service
+                                .isl
+                                .saturating_add(marker.as_deref().map_or(0, marker_tokens)),
                             output_tokens: sent.service.osl,
                             blocks: &keys,
                         },

@@ -65,6 +65,13 @@ fn push_words(seed: u64, words: u32, out: &mut String) {
     }
 }
 
+/// Appends the text of the piece `seed` of [`for_each_piece`], `words`
+/// words long (the server model's prefix keys hash it,
+/// `arbor_sim::server::keys`).
+pub fn push_piece(seed: u64, words: u32, out: &mut String) {
+    push_words(seed, words, out);
+}
+
 /// Where block ids live: per tree (local) or shared (global).
 pub fn block_scope(tree: &Tree) -> u64 {
     match tree.hash_scope {

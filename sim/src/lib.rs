@@ -12,6 +12,7 @@
 pub mod emulator;
 pub mod server;
 pub mod service;
+pub mod token_rule;
 
 pub use server::{ModelEvent, ModelRequest, Profile, ServerModel};
 pub use service::{ServerService, Service, ServiceModel, ServiceRequest};

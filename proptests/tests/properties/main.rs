@@ -12,6 +12,7 @@ mod fit;
 mod identity;
 mod loaders;
 mod oracle;
+mod prefix_keys;
 mod scheduling;
 mod server;
 mod shard;

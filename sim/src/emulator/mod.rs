@@ -39,6 +39,7 @@ pub use config::{
     DEFAULT_MAX_TOKENS, DEFAULT_MODEL_NAME, DEFAULT_STAMP_CAPACITY,
 };
 pub use faults::FaultPlan;
+pub use request::model_request_of;
 pub use server::{serve, serve_tls, EmulatorHandle, MAX_BODY_BYTES};
 pub use shared::EmulatorStats;
 pub use stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};

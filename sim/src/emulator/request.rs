@@ -10,6 +10,14 @@
 //! completions (a prompt given as token ids counts one token per id).
 //! Roles count for the cache key but not for tokens.
 //!
+//! Under `--profile` the same walk also feeds the server model's block
+//! keys (`crate::server::keys::TextKeys`, in the profile's `block_size`
+//! tokens): the framing (each chat or Messages message's role and `\n`
+//! before its content, `\n` after) names blocks, the text is cut into
+//! tokens by the estimate, a completion prompt's token ids are four other
+//! bytes each. [`model_request_of`] is that reading for a whole body (the
+//! keys the plan must predict; `proptests`' `prefix_keys`).
+//!
 //! A body the emulator cannot read is a [`BadRequest`]: the server answers
 //! 400 with its message.
 
@@ -21,6 +29,7 @@ use serde_json::value::RawValue;
 use super::cache::BlockHasher;
 use super::config::DEFAULT_MAX_TOKENS;
 use super::tokens::{TextTokenizer, TokenCount};
+use crate::server::keys::TextKeys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Endpoint {
@@ -51,6 +60,8 @@ pub(crate) struct Parsed {
     /// How the prompt was counted: the tokens of a cached prefix.
     pub counted: TokenCount,
     pub blocks: Vec<u64>,
+    /// The server model's block keys (under a profile; else empty).
+    pub model_blocks: Vec<u64>,
 }
 
 #[derive(Deserialize)]
@@ -106,12 +117,34 @@ struct Prompt<'t> {
     tokens: TokenCount,
     /// Counts the text instead of the estimate, when given.
     tokenizer: Option<&'t dyn TextTokenizer>,
+    /// The server model's keys, under a profile.
+    model_keys: Option<TextKeys>,
 }
 
 impl Prompt<'_> {
     fn text(&mut self, s: &str) {
         self.hasher.update(s.as_bytes());
         self.tokens.text_with(s, self.tokenizer);
+        if let Some(keys) = &mut self.model_keys {
+            keys.text(s);
+        }
+    }
+
+    /// Framing: hashed into the blocks, no token.
+    fn frame(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        if let Some(keys) = &mut self.model_keys {
+            keys.frame(bytes);
+        }
+    }
+
+    /// Bytes counted at four to a token.
+    fn other(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        self.tokens.bytes(bytes.len() as u64);
+        if let Some(keys) = &mut self.model_keys {
+            keys.other(bytes);
+        }
     }
 
     /// Adds the JSON string `json` (quotes and escapes included).
@@ -173,8 +206,7 @@ fn completion_prompt(raw: &RawValue, prompt: &mut Prompt) -> Result<(), BadReque
         Some(b'[') => {
             if let Ok(ids) = serde_json::from_str::<Vec<u32>>(text) {
                 for id in ids {
-                    prompt.hasher.update(&id.to_le_bytes());
-                    prompt.tokens.bytes(4);
+                    prompt.other(&id.to_le_bytes());
                 }
             } else {
                 let mut texts: Vec<Text> = serde_json::from_str(text).map_err(|_| {
@@ -201,17 +233,21 @@ fn count(field: &'static str, value: i64) -> Result<u32, BadRequest> {
         .ok_or(BadRequest::Count { field, value })
 }
 
-/// Reads `body`; prompt text is counted with `tokenizer` when given.
+/// Reads `body`; prompt text is counted with `tokenizer` when given; the
+/// server model's block keys are computed in `model_block_size`-token
+/// blocks when given (under a profile).
 pub(crate) fn parse(
     endpoint: Endpoint,
     body: &[u8],
     tokenizer: Option<&dyn TextTokenizer>,
+    model_block_size: Option<u32>,
 ) -> Result<Parsed, BadRequest> {
     let raw: RawRequest = serde_json::from_slice(body).map_err(bad)?;
     let mut prompt = Prompt {
         hasher: BlockHasher::new(),
         tokens: TokenCount::default(),
         tokenizer,
+        model_keys: model_block_size.map(TextKeys::new),
     };
     match endpoint {
         Endpoint::Chat | Endpoint::Messages => {
@@ -220,19 +256,17 @@ pub(crate) fn parse(
                 .as_ref()
                 .ok_or_else(|| bad("`messages` is required"))?;
             if let Some(system) = raw.system.filter(|_| endpoint == Endpoint::Messages) {
-                prompt.hasher.update(b"system\n");
+                prompt.frame(b"system\n");
                 content(system, &mut prompt)?;
-                prompt.hasher.update(b"\n");
+                prompt.frame(b"\n");
             }
             for m in messages {
-                prompt
-                    .hasher
-                    .update(m.role.as_deref().unwrap_or("").as_bytes());
-                prompt.hasher.update(b"\n");
+                prompt.frame(m.role.as_deref().unwrap_or("").as_bytes());
+                prompt.frame(b"\n");
                 if let Some(c) = m.content {
                     content(c, &mut prompt)?;
                 }
-                prompt.hasher.update(b"\n");
+                prompt.frame(b"\n");
             }
         }
         Endpoint::Completions => {
@@ -257,7 +291,20 @@ pub(crate) fn parse(
         prompt_tokens,
         counted: prompt.tokens,
         blocks: prompt.hasher.finish(),
+        model_blocks: prompt.model_keys.map(TextKeys::finish).unwrap_or_default(),
     })
+}
+
+/// What the emulator under a profile of `block_size`-token blocks submits
+/// to its model for `body` sent to `path` (`/v1/chat/completions`,
+/// `/v1/completions` or `/v1/messages`): the prompt's tokens by the
+/// estimate and its block keys. None: another path, or a body it refuses.
+pub fn model_request_of(path: &str, body: &[u8], block_size: u32) -> Option<(u32, Vec<u64>)> {
+    let endpoint = [Endpoint::Chat, Endpoint::Completions, Endpoint::Messages]
+        .into_iter()
+        .find(|e| e.path() == path)?;
+    let parsed = parse(endpoint, body, None, Some(block_size)).ok()?;
+    Some((parsed.prompt_tokens, parsed.model_blocks))
 }
 
 #[cfg(test)]
@@ -266,7 +313,7 @@ mod tests {
 
     /// Parses with the estimate (no tokenizer).
     fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, BadRequest> {
-        super::parse(endpoint, body, None)
+        super::parse(endpoint, body, None, None)
     }
 
     #[test]

@@ -228,7 +228,10 @@ async fn completion(
         Err(_) => return body_timed_out(&shared, &mut guard, endpoint, body_limit),
     };
     let tokenizer = config.tokenizer.as_ref().map(|t| &*t.tokenizer);
-    let parsed = match body.and_then(|body| request::parse(endpoint, &body.to_bytes(), tokenizer)) {
+    let model_block_size = config.profile.as_ref().map(|p| p.engine.block_size);
+    let parsed = match body
+        .and_then(|body| request::parse(endpoint, &body.to_bytes(), tokenizer, model_block_size))
+    {
         Ok(p) => p,
         Err(e) => {
             return reject(
@@ -306,7 +309,7 @@ async fn completion(
     // the cached tokens; the request waits in its queue until then.
     let model = match &shared.engine {
         Some(engine) => {
-            let Some(submitted) = engine.submit(prompt_tokens, n, &[]) else {
+            let Some(submitted) = engine.submit(prompt_tokens, n, &parsed.model_blocks) else {
                 return reject(
                     &shared.stats.bad_requests,
                     &mut guard,

@@ -13,9 +13,8 @@
 //! prompt's tokens per counted byte ([`TokenCount::tokens_in`]), which is
 //! exactly 64 tokens a 256-byte block for text with no vocabulary words.
 //!
-//! A word is a space followed by a maximal run of ASCII lowercase letters;
-//! it is looked up in the vocabulary packed as integers (at most eight
-//! bytes each), so counting is one pass over the text with no allocation.
+//! Words and other bytes are told apart by `crate::token_rule` (the scan
+//! the server model's block keys walk too).
 //!
 //! With a [`PromptTokenizer`] (`arbor emulate --tokenizer FILE`, or `arbor
 //! run --tokenizer FILE` against the built-in emulator) every piece of
@@ -26,32 +25,9 @@
 //! Owns nothing else: reading the body is `request.rs`'s job.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use arbor_engine::prompt::VOCABULARY;
-
-/// Longest word (leading space included) that can be a vocabulary word.
-const MAX_WORD: usize = 8;
-
-/// The vocabulary, each word packed little-endian into a `u64`, sorted.
-fn packed_vocabulary() -> &'static [u64] {
-    static PACKED: OnceLock<Vec<u64>> = OnceLock::new();
-    PACKED.get_or_init(|| {
-        let mut words: Vec<u64> = VOCABULARY
-            .iter()
-            .filter(|w| w.len() <= MAX_WORD)
-            .map(|w| pack(w.as_bytes()))
-            .collect();
-        words.sort_unstable();
-        words
-    })
-}
-
-fn pack(word: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes[..word.len()].copy_from_slice(word);
-    u64::from_le_bytes(bytes)
-}
+use crate::token_rule::{scan, Run, OTHER_BYTES_PER_TOKEN};
 
 /// Counts the tokens of a piece of text exactly (a model's tokenizer).
 pub trait TextTokenizer: Send + Sync {
@@ -112,31 +88,13 @@ impl TokenCount {
     /// Counts the text `s` (one message's content, one content part, or a
     /// completion prompt).
     pub(crate) fn text(&mut self, s: &str) {
-        let vocabulary = packed_vocabulary();
-        let bytes = s.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i] == b' ' {
-                let end = bytes[i + 1..]
-                    .iter()
-                    .position(|b| !b.is_ascii_lowercase())
-                    .map_or(bytes.len(), |p| i + 1 + p);
-                let word = &bytes[i..end];
-                if word.len() > 1
-                    && word.len() <= MAX_WORD
-                    && vocabulary.binary_search(&pack(word)).is_ok()
-                {
-                    self.words += 1;
-                    self.words_bytes += word.len() as u64;
-                } else {
-                    self.other_bytes += word.len() as u64;
-                }
-                i = end;
-            } else {
-                self.other_bytes += 1;
-                i += 1;
+        scan(s.as_bytes(), |run| match run {
+            Run::Word(word) => {
+                self.words += 1;
+                self.words_bytes += word.len() as u64;
             }
-        }
+            Run::Other(bytes) => self.other_bytes += bytes.len() as u64,
+        });
     }
 
     /// Bytes counted at four to a token (token ids of a completion prompt
@@ -147,7 +105,8 @@ impl TokenCount {
 
     /// The prompt's tokens, saturating at `u32::MAX`.
     pub(crate) fn tokens(&self) -> u32 {
-        (self.words + self.other_bytes.div_ceil(4) + self.exact).min(u64::from(u32::MAX)) as u32
+        (self.words + self.other_bytes.div_ceil(u64::from(OTHER_BYTES_PER_TOKEN)) + self.exact)
+            .min(u64::from(u32::MAX)) as u32
     }
 
     /// The tokens of a prefix of `bytes` counted bytes (a cache hit):
@@ -166,6 +125,7 @@ impl TokenCount {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arbor_engine::prompt::VOCABULARY;
 
     fn count(s: &str) -> u32 {
         let mut c = TokenCount::default();

@@ -148,3 +148,29 @@ async fn two_requests_queue_when_one_sequence_runs_at_a_time() {
         .unwrap();
     assert!(waiting.ends_with(" 1"), "{waiting}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversations_prefix_hits_the_models_cache() {
+    let emu = start(config(4)).await;
+    let c = client();
+    // 40 vocabulary words: 40 tokens, two full blocks of 16.
+    let words = " the of and to in is that for".repeat(5);
+    let first = post(&c, &emu, "/v1/chat/completions", &chat(&words, 2), None).await;
+    let usage = first.usage().expect("usage");
+    assert_eq!(usage["prompt_tokens"], 40);
+    assert_eq!(usage["prompt_tokens_details"]["cached_tokens"], 0);
+    // The same message and more: its two full blocks are hits, and they
+    // are the keys of `server::keys` for that text.
+    let longer = format!("{words} it was");
+    let second = post(&c, &emu, "/v1/chat/completions", &chat(&longer, 2), None).await;
+    let usage = second.usage().expect("usage");
+    assert_eq!(usage["prompt_tokens"], 42);
+    assert_eq!(usage["prompt_tokens_details"]["cached_tokens"], 32);
+    let body = serde_json::to_vec(&chat(&longer, 2)).unwrap();
+    let (tokens, keys) =
+        arbor_sim::emulator::model_request_of("/v1/chat/completions", &body, 16).unwrap();
+    let mut expected = arbor_sim::server::keys::TextKeys::new(16);
+    expected.frame(b"user\n");
+    expected.text(&longer);
+    assert_eq!((tokens, keys), (42, expected.finish()));
+}
