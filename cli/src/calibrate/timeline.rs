@@ -6,14 +6,19 @@
 //! Owns the reconstruction, not the fit. A step is a gap between two
 //! output tokens of a decoding request (`(t0, t1]`, integer ns); its
 //! batch is read off every request in flight then, found by a sweep over
-//! the gaps sorted by their end:
+//! the gaps sorted by their end. Tokens one step produced for several
+//! requests reach the client at nearly the same instant, in any order,
+//! so the other requests' stamps are compared with the step's window
+//! `(a0, a1]`: each of the gap's ends moved later by half the next gap,
+//! at most [`STAMP_JITTER_NS`] (a first token stamped just after the
+//! owner's belongs to the same step, not the next):
 //!
-//! - decoding: its first token came by `t0` and its last after `t0`;
-//!   context = prompt + tokens received by `t0`;
-//! - prefill, last chunk: its first token came in `(t0, t1]`; the chunk is
+//! - decoding: its first token came by `a0` and its last after `a0`;
+//!   context = prompt + tokens received by `a0`;
+//! - prefill, last chunk: its first token came in `(a0, a1]`; the chunk is
 //!   what is left of its uncached prompt after full chunks of the step's
 //!   token budget;
-//! - prefill, a middle chunk: sent by `t0`, first token after `t1`, and
+//! - prefill, a middle chunk: sent by `a0`, first token after `a1`, and
 //!   too few steps left before its first token for the chunks it still
 //!   needs (otherwise it is waiting, and adds nothing);
 //!
@@ -26,6 +31,13 @@ use arbor_engine::time::Nanos;
 use arbor_sim::server::{StepCoefficients, StepFeatures};
 
 use super::runs::Observed;
+
+/// How far apart the client may stamp the tokens of one step: a step's
+/// window reaches this much past its owner's stamps (at most half the
+/// next gap). Measured against the real-time emulator: within 1 ms, a
+/// request's first token was stamped after the end of another's that
+/// came from the same step ten times as often as before it.
+pub const STAMP_JITTER_NS: Nanos = 1_000_000;
 
 /// Prompt tokens a request prefills: its prompt less what the server
 /// found cached, at least one (the last prompt token is always computed).
@@ -153,39 +165,57 @@ pub fn for_each_decode_step(
     budget: u32,
     mut each: impl FnMut(usize, &StepFeatures),
 ) {
-    // Every gap, by its end.
-    let mut gaps: Vec<(Nanos, Nanos, usize)> = Vec::new();
-    for (i, times) in tokens.times.iter().enumerate() {
-        gaps.extend(times.windows(2).map(|w| (w[1], w[0], i)));
+    // Every gap, by its end, with its window.
+    let mut gaps: Vec<Step> = Vec::new();
+    for (owner, times) in tokens.times.iter().enumerate() {
+        let shift = |k: usize| {
+            let next = match (times.get(k), times.get(k + 1)) {
+                (Some(&t), Some(&after)) => after - t,
+                _ => k.checked_sub(1).map_or(0, |j| times[k] - times[j]),
+            };
+            times[k] + (next / 2).min(STAMP_JITTER_NS)
+        };
+        gaps.extend((1..times.len()).map(|k| Step {
+            t0: times[k - 1],
+            t1: times[k],
+            a0: shift(k - 1),
+            a1: shift(k),
+            owner,
+            budget,
+        }));
     }
-    gaps.sort_unstable();
-    let longest = gaps.iter().map(|&(t1, t0, _)| t1 - t0).max().unwrap_or(0);
+    gaps.sort_unstable_by_key(|g| (g.t1, g.t0, g.owner));
+    let longest = gaps.iter().map(|g| g.t1 - g.t0).max().unwrap_or(0);
     let mut by_sent: Vec<usize> = (0..requests.len()).collect();
     by_sent.sort_by_key(|&i| (requests[i].sent, i));
     let mut next = 0;
     let mut active: Vec<usize> = Vec::new();
     let mut prefilling: Vec<usize> = Vec::new();
-    for &(t1, t0, owner) in &gaps {
-        while next < by_sent.len() && requests[by_sent[next]].sent < t1 {
+    for step in &gaps {
+        while next < by_sent.len() && requests[by_sent[next]].sent < step.t1 {
             active.push(by_sent[next]);
             next += 1;
         }
         // Nothing done before the earliest start a later gap can have
         // matters again.
-        let horizon = t1.saturating_sub(longest);
+        let horizon = step.t1.saturating_sub(longest);
         active.retain(|&i| requests[i].done > horizon);
-        let step = Step { t0, t1, budget };
         each(
-            owner,
+            step.owner,
             &step.batch(requests, tokens, &active, &mut prefilling),
         );
     }
 }
 
-/// One step: `(t0, t1]` and the token budget.
+/// One step: the gap `(t0, t1]` between two tokens of `owner`, the
+/// window `(a0, a1]` other requests' stamps are read in, and the token
+/// budget.
 struct Step {
     t0: Nanos,
     t1: Nanos,
+    a0: Nanos,
+    a1: Nanos,
+    owner: usize,
     budget: u32,
 }
 
@@ -199,7 +229,7 @@ impl Step {
         active: &[usize],
         prefilling: &mut Vec<usize>,
     ) -> StepFeatures {
-        let (t0, t1, budget) = (self.t0, self.t1, self.budget);
+        let (a0, a1, budget) = (self.a0, self.a1, self.budget);
         let mut f = StepFeatures {
             seqs: 0,
             tokens: 0,
@@ -209,16 +239,17 @@ impl Step {
         prefilling.clear();
         for &i in active {
             let r = &requests[i];
-            if r.first <= t0 && r.done > t0 && r.osl > 1 {
+            // The owner decodes in its own gap, even one of zero length.
+            if i == self.owner || (r.first <= a0 && r.done > a0 && r.osl > 1) {
                 f.seqs += 1;
                 f.tokens += 1;
-                f.decode_context_tokens += u64::from(r.isl) + u64::from(tokens.produced_by(i, t0));
-            } else if r.first > t0 && r.sent <= t1 {
+                f.decode_context_tokens += u64::from(r.isl) + u64::from(tokens.produced_by(i, a0));
+            } else if r.first > a0 && r.sent <= a1 {
                 prefilling.push(i);
             }
         }
         let mut left = budget.saturating_sub(f.tokens);
-        let step_len = (t1 - t0).max(1);
+        let step_len = (self.t1 - self.t0).max(1);
         for &i in prefilling.iter() {
             if left == 0 {
                 break;
@@ -226,16 +257,16 @@ impl Step {
             let r = &requests[i];
             let total = uncached(r);
             let cached = r.isl - total;
-            let (chunk, before) = if r.first <= t1 {
+            let (chunk, before) = if r.first <= a1 {
                 // The last chunk: what full chunks of `left` leave.
                 let last = total - (total - 1) / left * left;
                 (last.min(left), cached + total - last.min(left))
             } else {
-                if r.sent > t0 {
+                if r.sent > a0 {
                     continue;
                 }
                 let needed = u64::from(total.div_ceil(left));
-                let steps_left = (r.first - t1).div_ceil(step_len);
+                let steps_left = (r.first - a1).div_ceil(step_len);
                 if steps_left >= needed {
                     continue; // waiting, not yet scheduled
                 }
@@ -321,6 +352,23 @@ mod tests {
         assert_eq!(a_steps[2].decode_context_tokens, 53 + 31);
         // B's two decode steps follow.
         assert_eq!(steps_of(&rs, 1000, 1).len(), 2);
+    }
+
+    #[test]
+    fn a_first_token_stamped_just_after_belongs_to_the_same_step() {
+        // A's tokens at 1 ms steps from 10 ms; B's first token is stamped
+        // 0.2 ms after A's last (the same step's output, read later): its
+        // prefill is in A's last step. C's is stamped 0.2 ms after A's
+        // first: its prefill ran in A's prefill step, not in A's row.
+        let ms = 1_000_000;
+        let rs = [
+            request(0, 10 * ms, 13 * ms, 50, 4),
+            request(ms, 13 * ms + ms / 5, 20 * ms, 30, 2),
+            request(ms, 10 * ms + ms / 5, 20 * ms, 40, 2),
+        ];
+        let tokens: Vec<u32> = steps_of(&rs, 1000, 0).iter().map(|f| f.tokens).collect();
+        // (10,11]: A, C decoding; (11,12]: A, C; (12,13]: A, C, B's 30.
+        assert_eq!(tokens, [2, 2, 32]);
     }
 
     #[test]
