@@ -13,8 +13,15 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 const NONE: u32 = u32::MAX;
 
-/// Block keys are hashes already: the map hashes them with one multiply
-/// (Fibonacci hashing), not SipHash. Deterministic, and never iterated.
+/// The multiplier of the key hash (2^64 over the golden ratio, odd).
+const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Block keys are hashes already, or close to it: the map mixes them with
+/// one folded multiply (the 128-bit product's halves xored), not SipHash.
+/// The fold matters: the map picks a bucket from the low bits, and a
+/// plain multiply leaves those depending on the key's low bits only, so
+/// keys that differ in their high bits alone (a request number shifted
+/// up, say) would all probe one chain. Deterministic, and never iterated.
 #[derive(Debug, Default, Clone, Copy)]
 struct KeyHasher(u64);
 
@@ -25,12 +32,13 @@ impl Hasher for KeyHasher {
 
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(MIX);
         }
     }
 
     fn write_u64(&mut self, key: u64) {
-        self.0 = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let product = u128::from(key) * u128::from(MIX);
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
     }
 }
 
