@@ -8,6 +8,7 @@
 //! full prompt blocks get a key. Must not: decide who gets blocks (the
 //! batch does), iterate the key map.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -44,19 +45,27 @@ impl Hasher for KeyHasher {
 
 type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 
+/// A block's bookkeeping, 16 bytes (its key, read only when it is named
+/// or evicted, lives apart in `KvPool::keys`).
 #[derive(Debug, Clone)]
 struct Block {
     refs: u32,
-    key: Option<u64>,
     /// Free-queue links (NONE at the ends, or when not queued).
     prev: u32,
     next: u32,
+    /// It is named in the cache by `KvPool::keys[block]`.
+    keyed: bool,
 }
 
 /// A pool of `total` KV blocks.
+///
+/// The invariant the one-probe updates rely on: a block is `keyed` with
+/// key `k` exactly when `cached` maps `k` to it.
 #[derive(Debug, Clone)]
 pub struct KvPool {
     blocks: Vec<Block>,
+    /// Each block's key while it is `keyed`.
+    keys: Vec<u64>,
     /// Key to the block holding it (lookups only).
     cached: KeyMap,
     head: u32,
@@ -69,14 +78,16 @@ impl KvPool {
         let blocks = (0..total)
             .map(|i| Block {
                 refs: 0,
-                key: None,
                 prev: if i == 0 { NONE } else { i - 1 },
                 next: if i + 1 == total { NONE } else { i + 1 },
+                keyed: false,
             })
             .collect();
         KvPool {
             blocks,
-            cached: KeyMap::default(),
+            keys: vec![0; total as usize],
+            // Never more keys than blocks: the map never grows.
+            cached: KeyMap::with_capacity_and_hasher(total as usize, Default::default()),
             head: if total == 0 { NONE } else { 0 },
             tail: if total == 0 { NONE } else { total - 1 },
             free: total,
@@ -134,10 +145,9 @@ impl KvPool {
         self.unlink(block);
         let b = &mut self.blocks[block as usize];
         b.refs = 1;
-        if let Some(key) = b.key.take() {
-            if self.cached.get(&key) == Some(&block) {
-                self.cached.remove(&key);
-            }
+        if b.keyed {
+            b.keyed = false;
+            self.cached.remove(&self.keys[block as usize]);
         }
         Some(block)
     }
@@ -156,11 +166,15 @@ impl KvPool {
     /// Names `block` (full, computed) by `key`, unless the key is cached
     /// already (a twin computed at the same time stays anonymous).
     pub fn cache(&mut self, block: u32, key: u64) {
-        if self.blocks[block as usize].key.is_some() || self.cached.contains_key(&key) {
+        let b = &mut self.blocks[block as usize];
+        if b.keyed {
             return;
         }
-        self.blocks[block as usize].key = Some(key);
-        self.cached.insert(key, block);
+        if let Entry::Vacant(slot) = self.cached.entry(key) {
+            slot.insert(block);
+            b.keyed = true;
+            self.keys[block as usize] = key;
+        }
     }
 
     fn unlink(&mut self, block: u32) {
