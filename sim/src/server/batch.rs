@@ -42,36 +42,42 @@ enum Pass {
 }
 
 impl State {
-    /// Composes the next step; `None` when there is nothing to compute.
-    pub fn compose(&mut self, limits: &EngineLimits) -> Option<(Vec<(usize, u32)>, StepFeatures)> {
+    /// Composes the next step into `entries` (empty on entry): its
+    /// features and whether every entry decodes one token; `None` when
+    /// there is nothing to compute.
+    pub fn compose(
+        &mut self,
+        limits: &EngineLimits,
+        entries: &mut Vec<(usize, u32)>,
+    ) -> Option<(StepFeatures, bool)> {
         let mut budget = limits.max_num_batched_tokens;
-        let mut entries = Vec::new();
         match limits.policy {
             SchedulingPolicy::Vllm => {
-                let preempted = self.schedule_running(Pass::All, &mut budget, &mut entries);
+                let preempted = self.schedule_running(Pass::All, &mut budget, entries);
                 if !preempted {
-                    self.admit_waiting(limits, &mut budget, &mut entries);
+                    self.admit_waiting(limits, &mut budget, entries);
                 }
             }
             SchedulingPolicy::Sglang => {
-                let preempted = self.schedule_running(Pass::PrefillOnly, &mut budget, &mut entries);
+                let preempted = self.schedule_running(Pass::PrefillOnly, &mut budget, entries);
                 if !preempted {
-                    self.admit_waiting(limits, &mut budget, &mut entries);
+                    self.admit_waiting(limits, &mut budget, entries);
                 }
                 if entries.is_empty() {
-                    self.schedule_running(Pass::DecodeOnly, &mut budget, &mut entries);
+                    self.schedule_running(Pass::DecodeOnly, &mut budget, entries);
                 }
             }
         }
         if entries.is_empty() {
             return None;
         }
-        let features = self.features(&entries);
-        Some((entries, features))
+        Some(self.features(entries))
     }
 
-    fn features(&self, entries: &[(usize, u32)]) -> StepFeatures {
+    /// The step's features, and whether it is decode only.
+    fn features(&self, entries: &[(usize, u32)]) -> (StepFeatures, bool) {
         let mut f = StepFeatures::default();
+        let mut decode_only = true;
         for &(slot, new) in entries {
             let r = self.req(slot);
             f.seqs += 1;
@@ -79,11 +85,12 @@ impl State {
             if new == 1 && r.is_decoding() {
                 f.decode_context_tokens += u64::from(r.computed) + 1;
             } else {
+                decode_only = false;
                 f.prefill_attention +=
                     f64::from(new) * (f64::from(r.computed) + f64::from(new) / 2.0);
             }
         }
-        f
+        (f, decode_only)
     }
 
     /// Schedules running requests of `pass`; true if one was preempted.
@@ -151,7 +158,7 @@ impl State {
         budget: &mut u32,
         entries: &mut Vec<(usize, u32)>,
     ) {
-        let mut hits = Vec::new();
+        let mut hits = std::mem::take(&mut self.hits);
         while let Some(&slot) = self.waiting.front() {
             if self.running.len() as u32 >= limits.max_num_seqs || *budget == 0 {
                 break;
@@ -190,6 +197,7 @@ impl State {
             entries.push((slot, new));
             *budget -= new;
         }
+        self.hits = hits;
     }
 
     /// Applies a finished step at `end`: tokens computed, full prompt
@@ -202,7 +210,8 @@ impl State {
         out_at: Nanos,
         events: &mut Vec<ModelEvent>,
     ) {
-        let mut gone = Vec::new();
+        let mut gone = std::mem::take(&mut self.gone);
+        gone.clear();
         for &(slot, new) in entries {
             let bs = self.block_size;
             let r = self.req_mut(slot);
@@ -214,10 +223,10 @@ impl State {
             let full = ((r.computed / bs) as usize).min(r.keys.len());
             let from = r.keyed as usize;
             if full > from {
-                let named: Vec<(u32, u64)> =
-                    (from..full).map(|i| (r.blocks[i], r.keys[i])).collect();
                 r.keyed = full as u32;
-                for (block, key) in named {
+                for i in from..full {
+                    let r = self.req(slot);
+                    let (block, key) = (r.blocks[i], r.keys[i]);
                     self.pool.cache(block, key);
                 }
             }
@@ -242,15 +251,15 @@ impl State {
                 gone.push(slot);
             }
         }
-        if gone.is_empty() {
-            return;
+        if !gone.is_empty() {
+            for &slot in &gone {
+                self.release_blocks(slot);
+            }
+            self.running.retain(|s| !gone.contains(s));
+            for &slot in &gone {
+                self.remove(slot);
+            }
         }
-        for &slot in &gone {
-            self.release_blocks(slot);
-        }
-        self.running.retain(|s| !gone.contains(s));
-        for slot in gone {
-            self.remove(slot);
-        }
+        self.gone = gone;
     }
 }

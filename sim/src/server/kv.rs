@@ -8,13 +8,21 @@
 //! full prompt blocks get a key. Must not: decide who gets blocks (the
 //! batch does), iterate the key map.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 const NONE: u32 = u32::MAX;
 
-/// Block keys are hashes already: the map hashes them with one multiply
-/// (Fibonacci hashing), not SipHash. Deterministic, and never iterated.
+/// The multiplier of the key hash (2^64 over the golden ratio, odd).
+const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Block keys are hashes already, or close to it: the map mixes them with
+/// one folded multiply (the 128-bit product's halves xored), not SipHash.
+/// The fold matters: the map picks a bucket from the low bits, and a
+/// plain multiply leaves those depending on the key's low bits only, so
+/// keys that differ in their high bits alone (a request number shifted
+/// up, say) would all probe one chain. Deterministic, and never iterated.
 #[derive(Debug, Default, Clone, Copy)]
 struct KeyHasher(u64);
 
@@ -25,30 +33,39 @@ impl Hasher for KeyHasher {
 
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(MIX);
         }
     }
 
     fn write_u64(&mut self, key: u64) {
-        self.0 = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let product = u128::from(key) * u128::from(MIX);
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
     }
 }
 
 type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 
+/// A block's bookkeeping, 16 bytes (its key, read only when it is named
+/// or evicted, lives apart in `KvPool::keys`).
 #[derive(Debug, Clone)]
 struct Block {
     refs: u32,
-    key: Option<u64>,
     /// Free-queue links (NONE at the ends, or when not queued).
     prev: u32,
     next: u32,
+    /// It is named in the cache by `KvPool::keys[block]`.
+    keyed: bool,
 }
 
 /// A pool of `total` KV blocks.
+///
+/// The invariant the one-probe updates rely on: a block is `keyed` with
+/// key `k` exactly when `cached` maps `k` to it.
 #[derive(Debug, Clone)]
 pub struct KvPool {
     blocks: Vec<Block>,
+    /// Each block's key while it is `keyed`.
+    keys: Vec<u64>,
     /// Key to the block holding it (lookups only).
     cached: KeyMap,
     head: u32,
@@ -61,14 +78,16 @@ impl KvPool {
         let blocks = (0..total)
             .map(|i| Block {
                 refs: 0,
-                key: None,
                 prev: if i == 0 { NONE } else { i - 1 },
                 next: if i + 1 == total { NONE } else { i + 1 },
+                keyed: false,
             })
             .collect();
         KvPool {
             blocks,
-            cached: KeyMap::default(),
+            keys: vec![0; total as usize],
+            // Never more keys than blocks: the map never grows.
+            cached: KeyMap::with_capacity_and_hasher(total as usize, Default::default()),
             head: if total == 0 { NONE } else { 0 },
             tail: if total == 0 { NONE } else { total - 1 },
             free: total,
@@ -126,10 +145,9 @@ impl KvPool {
         self.unlink(block);
         let b = &mut self.blocks[block as usize];
         b.refs = 1;
-        if let Some(key) = b.key.take() {
-            if self.cached.get(&key) == Some(&block) {
-                self.cached.remove(&key);
-            }
+        if b.keyed {
+            b.keyed = false;
+            self.cached.remove(&self.keys[block as usize]);
         }
         Some(block)
     }
@@ -148,11 +166,15 @@ impl KvPool {
     /// Names `block` (full, computed) by `key`, unless the key is cached
     /// already (a twin computed at the same time stays anonymous).
     pub fn cache(&mut self, block: u32, key: u64) {
-        if self.blocks[block as usize].key.is_some() || self.cached.contains_key(&key) {
+        let b = &mut self.blocks[block as usize];
+        if b.keyed {
             return;
         }
-        self.blocks[block as usize].key = Some(key);
-        self.cached.insert(key, block);
+        if let Entry::Vacant(slot) = self.cached.entry(key) {
+            slot.insert(block);
+            b.keyed = true;
+            self.keys[block as usize] = key;
+        }
     }
 
     fn unlink(&mut self, block: u32) {

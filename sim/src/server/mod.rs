@@ -106,6 +106,14 @@ pub struct ServerModel {
     arrivals: VecDeque<(Nanos, usize)>,
     /// The step in flight.
     batch: Option<Batch>,
+    /// The jump the step in flight allows, worked out whenever the batch
+    /// or what it depends on changes (composing, a submission, a cancel),
+    /// so asking for the next event costs nothing.
+    jump: Option<Jump>,
+    /// The entries of the last finished step, kept for the next one's.
+    spare_entries: Vec<(usize, u32)>,
+    /// Scratch for a finished step's events.
+    finished: Vec<ModelEvent>,
     /// The end of the last step run (or of the last idle wait).
     clock: Nanos,
     /// Events not yet released, by (time, order).
@@ -125,6 +133,9 @@ impl ServerModel {
             state: State::new(profile.engine.block_size, profile.engine.num_gpu_blocks),
             arrivals: VecDeque::new(),
             batch: None,
+            jump: None,
+            spare_entries: Vec::new(),
+            finished: Vec::new(),
             clock: 0,
             outbox: BTreeMap::new(),
             sequence: 0,
@@ -156,14 +167,16 @@ impl ServerModel {
         let output = request.output_tokens.max(1);
         let bs = self.profile.engine.block_size.max(1);
         let keep = (prompt / bs) as usize;
+        let (mut keys, blocks) = self.state.spare_vectors();
+        keys.extend_from_slice(&request.blocks[..request.blocks.len().min(keep)]);
         let req = Req {
             id: request.id,
             prompt,
             output,
-            keys: request.blocks[..request.blocks.len().min(keep)].to_vec(),
+            keys,
             computed: 0,
             generated: 0,
-            blocks: Vec::new(),
+            blocks,
             keyed: 0,
             cached_tokens: None,
             first_token_sent: false,
@@ -187,6 +200,7 @@ impl ServerModel {
         // late one is placed by its time.
         let place = self.arrivals.partition_point(|&(at, _)| at <= visible);
         self.arrivals.insert(place, (visible, slot));
+        self.plan_jump();
     }
 
     /// The client gave up on `id` at `now`: its blocks are freed, no event
@@ -213,6 +227,7 @@ impl ServerModel {
             self.state.running.retain(|&s| s != slot);
         }
         self.state.remove(slot);
+        self.plan_jump();
         // Events already posted for it stand (they are in the past).
     }
 
@@ -222,7 +237,7 @@ impl ServerModel {
     pub fn next_event_at(&self) -> Option<Nanos> {
         let posted = self.outbox.keys().next().map(|&(at, _)| at);
         let work = match &self.batch {
-            Some(batch) => Some(match self.jump_of(batch) {
+            Some(batch) => Some(match self.jump {
                 Some(jump) => batch.start.saturating_add(jump.run.total(jump.steps)),
                 None => batch.end,
             }),
@@ -237,10 +252,9 @@ impl ServerModel {
     /// Runs the model up to and including `until`, pushing events in time
     /// order.
     pub fn advance(&mut self, until: Nanos, events: &mut Vec<ModelEvent>) {
-        let mut finished = Vec::new();
         loop {
             if let Some(batch) = self.batch.take() {
-                if let Some(jump) = self.jump_of(&batch) {
+                if let Some(jump) = self.jump {
                     let room = until.saturating_sub(batch.start);
                     let steps = jump.run.steps_within(room, jump.steps);
                     if until >= batch.start && steps >= 2 {
@@ -258,11 +272,13 @@ impl ServerModel {
                 self.clock = batch.end;
                 self.steps += 1;
                 let out_at = batch.end.saturating_add(self.profile.overhead.departure_ns);
-                finished.clear();
+                let mut finished = std::mem::take(&mut self.finished);
                 self.state.finish(&batch.entries, out_at, &mut finished);
                 for event in finished.drain(..) {
                     self.post(event);
                 }
+                self.finished = finished;
+                self.spare_entries = batch.entries;
                 self.compose_at(self.clock);
             } else if let Some(&(at, _)) = self.arrivals.front() {
                 let start = at.max(self.clock);
@@ -307,6 +323,11 @@ impl ServerModel {
         self.sequence += 1;
     }
 
+    /// Works out the jump the step in flight allows.
+    fn plan_jump(&mut self) {
+        self.jump = self.batch.as_ref().and_then(|batch| self.jump_of(batch));
+    }
+
     /// The jump the in-flight `batch` allows, if any.
     fn jump_of(&self, batch: &Batch) -> Option<Jump> {
         if !batch.decode_only || !self.jumps {
@@ -328,23 +349,21 @@ impl ServerModel {
             self.arrivals.pop_front();
             self.state.waiting.push_back(slot);
         }
-        self.batch = self
-            .state
-            .compose(&self.profile.engine)
-            .map(|(entries, features)| {
-                let decode_only = features.prefill_attention == 0.0
-                    && entries.len() as u32 == features.seqs
-                    && features.tokens == features.seqs
-                    && entries
-                        .iter()
-                        .all(|&(slot, new)| new == 1 && self.state.req(slot).is_decoding());
-                Batch {
-                    start: at,
-                    end: at.saturating_add(self.profile.step.step_ns(&features)),
-                    entries,
-                    features,
-                    decode_only,
-                }
-            });
+        let mut entries = std::mem::take(&mut self.spare_entries);
+        entries.clear();
+        self.batch = match self.state.compose(&self.profile.engine, &mut entries) {
+            Some((features, decode_only)) => Some(Batch {
+                start: at,
+                end: at.saturating_add(self.profile.step.step_ns(&features)),
+                entries,
+                features,
+                decode_only,
+            }),
+            None => {
+                self.spare_entries = entries;
+                None
+            }
+        };
+        self.plan_jump();
     }
 }

@@ -58,6 +58,13 @@ pub(super) struct State {
     pub prefix_hit_tokens: u64,
     pub prompt_tokens: u64,
     pub preemptions: u64,
+    /// Key and block vectors of requests gone, emptied, for new ones: no
+    /// allocation per request once the engine is warm.
+    spare: Vec<(Vec<u64>, Vec<u32>)>,
+    /// Scratch of a step's composition: a request's prefix-cache hits.
+    pub hits: Vec<u32>,
+    /// Scratch of a finished step: the requests that leave.
+    pub gone: Vec<usize>,
 }
 
 impl State {
@@ -73,6 +80,9 @@ impl State {
             prefix_hit_tokens: 0,
             prompt_tokens: 0,
             preemptions: 0,
+            spare: Vec::new(),
+            hits: Vec::new(),
+            gone: Vec::new(),
         }
     }
 
@@ -99,14 +109,24 @@ impl State {
         slot
     }
 
-    /// Forgets a request (its blocks must be released first).
+    /// Forgets a request (its blocks must be released first); its
+    /// vectors are kept for a later one.
     pub fn remove(&mut self, slot: usize) {
         if let Some(req) = self.slots.get_mut(slot).and_then(Option::take) {
             if self.by_id.get(&req.id) == Some(&slot) {
                 self.by_id.remove(&req.id);
             }
             self.free_slots.push(slot);
+            let (mut keys, mut blocks) = (req.keys, req.blocks);
+            keys.clear();
+            blocks.clear();
+            self.spare.push((keys, blocks));
         }
+    }
+
+    /// Empty key and block vectors for a new request (a gone one's).
+    pub fn spare_vectors(&mut self) -> (Vec<u64>, Vec<u32>) {
+        self.spare.pop().unwrap_or_default()
     }
 
     pub fn slot_of(&self, id: u64) -> Option<usize> {
@@ -128,9 +148,11 @@ impl State {
 
     /// Releases `slot`'s blocks (a preemption, a completion, a cancel).
     pub fn release_blocks(&mut self, slot: usize) {
-        let blocks = std::mem::take(&mut self.req_mut(slot).blocks);
+        let mut blocks = std::mem::take(&mut self.req_mut(slot).blocks);
         self.pool.release(&blocks);
+        blocks.clear();
         let req = self.req_mut(slot);
+        req.blocks = blocks;
         req.keyed = 0;
         req.computed = 0;
     }
