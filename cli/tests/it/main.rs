@@ -36,5 +36,6 @@ mod secrets;
 mod server_plan;
 mod shard;
 mod summarize;
+mod threads;
 mod tls;
 mod util;
