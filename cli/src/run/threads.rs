@@ -24,9 +24,7 @@ use std::time::{Duration, Instant};
 
 use arbor_backends::live::numbering::Numbering;
 use arbor_backends::live::record::RequestRecord;
-use arbor_backends::live::{
-    self, Among, LiveConfig, LiveError, Progress, RecordSink, RunOutcome,
-};
+use arbor_backends::live::{self, Among, LiveConfig, LiveError, Progress, RecordSink, RunOutcome};
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::policy::{Policy, Shard};
 use arbor_engine::scheduler::Scheduler;
@@ -81,7 +79,10 @@ pub fn count(
         eprintln!(
             "arbor run: {n} client thread{} rather than {wanted}: no more threads than {}",
             if n == 1 { "" } else { "s" },
-            if policy.max_inflight.is_some_and(|c| u64::from(c) == u64::from(n)) {
+            if policy
+                .max_inflight
+                .is_some_and(|c| u64::from(c) == u64::from(n))
+            {
                 "--max-inflight (each thread keeps a share of it)"
             } else {
                 "stripes of work (lanes, or plays)"
@@ -490,7 +491,13 @@ mod tests {
         let whole = Policy::default();
         let got = shards(&whole, 3);
         for (j, (s, _)) in got.iter().enumerate() {
-            assert_eq!(*s, Shard { index: j as u32, count: 3 });
+            assert_eq!(
+                *s,
+                Shard {
+                    index: j as u32,
+                    count: 3
+                }
+            );
         }
         let shard = Policy {
             shard: Some(Shard { index: 1, count: 4 }),

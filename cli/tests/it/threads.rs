@@ -33,7 +33,10 @@ fn run_with(out: &Path, threads: &str, extra: &[&str]) -> (Value, Vec<Value>) {
     args.extend_from_slice(&QUICK);
     args.extend_from_slice(extra);
     run_into(out, &args);
-    (json(&out.join("summary.json")), jsonl(&out.join("records.jsonl")))
+    (
+        json(&out.join("summary.json")),
+        jsonl(&out.join("records.jsonl")),
+    )
 }
 
 /// Who each request is in the workload, and its status.
@@ -103,7 +106,14 @@ fn same_requests(extra: &[&str], name: &str) {
     assert!(!one_records.is_empty());
     assert_eq!(ids(&one_records), ids(&two_records));
     assert_eq!(turns(&one_records), turns(&two_records));
-    for key in ["dispatched", "ok", "failed", "cancelled", "skipped", "warmups"] {
+    for key in [
+        "dispatched",
+        "ok",
+        "failed",
+        "cancelled",
+        "skipped",
+        "warmups",
+    ] {
         assert_eq!(one["counts"][key], two["counts"][key], "counts.{key}");
     }
     assert_eq!(two["counts"]["failed"], 0);
@@ -179,6 +189,12 @@ fn threads_compose_with_a_shard_and_split_max_inflight() {
         .iter()
         .map(|r| r["copy"].as_u64().unwrap())
         .collect();
-    assert_eq!(copies, one_records.iter().map(|r| r["copy"].as_u64().unwrap()).collect());
+    assert_eq!(
+        copies,
+        one_records
+            .iter()
+            .map(|r| r["copy"].as_u64().unwrap())
+            .collect()
+    );
     assert!(two["concurrency"]["observed_peak"].as_u64().unwrap() <= 3);
 }
