@@ -198,3 +198,51 @@ fn threads_compose_with_a_shard_and_split_max_inflight() {
     );
     assert!(two["concurrency"]["observed_peak"].as_u64().unwrap() <= 3);
 }
+
+/// SIGINT stops every thread: the grace, then the summary of what every
+/// thread recorded, exit 130.
+#[test]
+fn a_signal_stops_every_thread_and_keeps_their_records() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let dir = scratch("threads-sigint");
+    let out = dir.join("run");
+    let fixture = fixture("trace_0277.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["run", fixture.to_str().unwrap(), "--threads", "2"])
+        .args(["--tool-time", "zero", "--think-time-pct", "0"])
+        .args(["--ttft-ms", "5", "--itl-ms", "20", "--copies", "4"])
+        .args(["--grace", "0.5", "--no-progress", "--force", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("arbor run starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !fs::read(out.join("records.jsonl")).is_ok_and(|b| b.contains(&b'\n')) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before a signal"
+        );
+        assert!(Instant::now() < deadline, "the run never got going");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let done = child.wait_with_output().expect("the run ends");
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{err}");
+    let summary = json(&out.join("summary.json"));
+    assert_eq!(summary["cancelled"], true);
+    assert_eq!(summary["stopped_by"], "SIGINT");
+    let records = jsonl(&out.join("records.jsonl"));
+    ids(&records);
+    let counted = ["ok", "failed", "cancelled"]
+        .iter()
+        .map(|k| summary["counts"][*k].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(counted, records.len() as u64);
+    // Turns of the plan were left unsent: the run really stopped early.
+    assert!(summary["counts"]["skipped"].as_u64().unwrap() > 0);
+}
