@@ -18,6 +18,11 @@
 //! the console table; and the exit code: 128 + the signal that stopped the
 //! run, 3 when the client itself failed requests (error class `client`).
 //!
+//! With `--threads N` above 1 the driver's loop runs on N threads of
+//! their own ([`threads`]: each its stripe of the plan, its scheduler and
+//! its pool, one epoch, one `records.jsonl`); everything else here is the
+//! same for one thread or many.
+//!
 //! `--repeat N` runs the whole of it N times ([`repeat`]), each run in
 //! its own directory, then writes the aggregate ([`crate::aggregate`]).
 //!
