@@ -577,7 +577,7 @@ pub async fn run_against(
             let outcome: RunOutcome = result.map_err(stopped)?;
             RunEnd::new(&outcome, &scheduler, stopped_by)
         }
-        Driven::Threads(finished) => threads::end(&finished?, stopped_by).map_err(stopped)?,
+        Driven::Threads(finished) => threads::end(finished?, stopped_by).map_err(stopped)?,
     };
     let (collector, client_failures) = written?;
     let end = journal::write_json(&out_dir, journal::END_FILE, &run_end)?;

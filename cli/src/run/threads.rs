@@ -182,12 +182,12 @@ pub fn schedulers(
 /// The run's end from every thread's: counts add up, the elapsed time is
 /// the latest, the observed peaks add up (at most that many were in
 /// flight at once), lanes are each played by one thread.
-pub fn end(threads: &[Finished], stopped_by: Option<&'static str>) -> Result<RunEnd, LiveError> {
+pub fn end(threads: Vec<Finished>, stopped_by: Option<&'static str>) -> Result<RunEnd, LiveError> {
     let mut total: Option<RunEnd> = None;
     for t in threads {
-        let outcome = match &t.result {
-            Some(Ok(outcome)) => *outcome,
-            Some(Err(e)) => return Err(clone_error(e)),
+        let outcome = match t.result {
+            Some(Ok(outcome)) => outcome,
+            Some(Err(e)) => return Err(e),
             None => RunOutcome {
                 cancelled: true,
                 elapsed: 0,
@@ -202,17 +202,6 @@ pub fn end(threads: &[Finished], stopped_by: Option<&'static str>) -> Result<Run
         });
     }
     Ok(total.unwrap_or_default())
-}
-
-/// A thread's error, for the run's (the thread keeps its own).
-fn clone_error(e: &LiveError) -> LiveError {
-    match e {
-        LiveError::WarmupFailed { tree, message } => LiveError::WarmupFailed {
-            tree: tree.clone(),
-            message: message.clone(),
-        },
-        other => LiveError::Sink(std::io::Error::other(other.to_string())),
-    }
 }
 
 /// What every thread needs once the clock starts.
