@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Analysis of arbor's measurement harness (benches/harness/run.sh).
 
-Python 3 standard library only. Three reports, each printed as a markdown
+Python 3 standard library only. Four reports, each printed as a markdown
 table row set and also written as JSON (`--json FILE`):
 
 error RECORDS STAMPS
@@ -42,6 +42,15 @@ agree TIMELINE RECORDS [--stamps STAMPS]
     (client done - server last write) over the run, so the way out is
     measured from the fastest one (it is tens of microseconds) and the
     four parts add up to the turn's drift exactly.
+
+streams RECORDS USAGE BASE_USAGE [--fd-hard LIMIT]
+    Concurrent streams one client process holds. RECORDS and USAGE are the
+    run of N streams; BASE_USAGE the run of one stream against the same
+    emulator. Held: the peak of requests sent and not done, from the
+    records. Memory per stream: (peak RSS - the one-stream run's peak RSS)
+    / (held - 1), in kB (target <= 20). Errors by class (target: no
+    connect error). LIMIT is the hard fd limit the client could raise its
+    soft limit to.
 
 Percentiles are nearest-rank, as in arbor.
 """
@@ -275,6 +284,33 @@ def agree(timeline_path, records_path, usage_path=None, stamps_path=None):
     }
 
 
+def streams(records_path, usage_path, base_usage_path, fd_hard=None):
+    records = read_records(records_path)
+    usage = load_usage(usage_path)
+    base = load_usage(base_usage_path)
+    peak, _, _, t0, t1 = inflight_profile(records)
+    errors = {}
+    for r in records:
+        if r["status"] != "ok":
+            cls = (r.get("error") or {}).get("category", r["status"])
+            errors[cls] = errors.get(cls, 0) + 1
+    rss_kb, base_kb = usage["maxrss_kb"], base["maxrss_kb"]
+    per_stream = (rss_kb - base_kb) / (peak - 1) if peak > 1 else float("nan")
+    return {
+        "streams": len(records),
+        "held": peak,
+        "ok": sum(1 for r in records if r["status"] == "ok"),
+        "errors": errors,
+        "connect_errors": errors.get("connect", 0),
+        "window_s": t1 - t0,
+        "peak_rss_mb": rss_kb / 1024.0,
+        "one_stream_rss_mb": base_kb / 1024.0,
+        "kb_per_stream": per_stream,
+        "cpu_s": usage["user_s"] + usage["sys_s"],
+        "fd_hard_limit": fd_hard,
+    }
+
+
 def fmt(x, nd=3):
     if x is None:
         return "-"
@@ -303,6 +339,13 @@ def print_overhead(name, o):
           f"{fmt(o['other_cores'], 2)} |")
 
 
+def print_streams(name, s):
+    errors = ", ".join(f"{k} {v}" for k, v in sorted(s["errors"].items())) or "none"
+    print(f"| {name} | {s['streams']} | {s['held']} | {s['ok']} | {errors} | "
+          f"{fmt(s['peak_rss_mb'], 1)} | {fmt(s['one_stream_rss_mb'], 1)} | "
+          f"{fmt(s['kb_per_stream'], 1)} | {fmt(s['cpu_s'], 2)} | {s['fd_hard_limit'] or '-'} |")
+
+
 def print_agree(name, a):
     s, l, e = a["start_abs_diff_ms"], a["lateness_ms"], a["eligible_diff_ms"]
     print(f"| {name} | {a['matched']}/{a['planned_turns']} | {a['order_swaps']} | "
@@ -329,6 +372,9 @@ ERROR_HEADER = """\
 OVERHEAD_HEADER = """\
 | scenario | requests | tokens | window s | client CPU s (user+sys) | CPU/request µs | CPU/token µs | req/s | tok/s | in flight peak / mean / mean mid-80% | TTFT ms p50 / p99 | peak RSS MB | launch s | other load (cores) |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|"""
+STREAMS_HEADER = """\
+| scenario | streams | held at once | ok | errors | peak RSS MB | one stream's peak RSS MB | kB per stream (target <= 20) | client CPU s | hard fd limit |
+|---|---|---|---|---|---|---|---|---|---|"""
 AGREE_HEADER = """\
 | scenario | turns matched | order swaps | abs(live start - planned start) ms p50 / p99 / max | lateness ms p50 / p99 / max | makespan s planned / live | other load (cores) |
 |---|---|---|---|---|---|---|"""
@@ -355,9 +401,10 @@ def pop_flag(args, flag):
 def main(argv):
     if len(argv) == 3 and argv[1] == "header":
         print({"error": ERROR_HEADER, "overhead": OVERHEAD_HEADER,
-               "agree": AGREE_HEADER, "agree-parts": AGREE_PARTS_HEADER}[argv[2]])
+               "agree": AGREE_HEADER, "agree-parts": AGREE_PARTS_HEADER,
+               "streams": STREAMS_HEADER}[argv[2]])
         return 0
-    if len(argv) < 2 or argv[1] not in ("error", "overhead", "agree"):
+    if len(argv) < 2 or argv[1] not in ("error", "overhead", "agree", "streams"):
         print(__doc__)
         return 2
     args = argv[2:]
@@ -369,6 +416,12 @@ def main(argv):
         if header:
             print(ERROR_HEADER)
         print_error(name, out)
+    elif argv[1] == "streams":
+        fd_hard = pop_option(args, "--fd-hard")
+        out = streams(*args, fd_hard=fd_hard)
+        if header:
+            print(STREAMS_HEADER)
+        print_streams(name, out)
     elif argv[1] == "overhead":
         out = overhead(*args)
         if header:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # arbor's measurement harness: how much the benchmark client itself lies.
 #
-#   benches/harness/run.sh [all|error64|error512|overhead|agree|record]...
+#   benches/harness/run.sh [all|error64|error512|overhead|agree|record|streams|threads]...
 #
 # The client (`arbor run`) and the server (`arbor emulate`, the built-in
 # OpenAI-compatible emulator) run as two processes on this machine, on
@@ -53,6 +53,32 @@
 #                       whole Weka fixture directory, `--tool-time max:200
 #                       --think-time-pct 1`. Per turn: |live sent - planned
 #                       start| and the live lateness (sent - eligible).
+#   streams             Concurrent streams one client process holds
+#                       (docs/performance.md, "Scale"): N lanes
+#                       (HARNESS_STREAMS, default 10000) of one 1-turn tree
+#                       each, 30 output tokens at ITL 1 s (TTFT 50 ms), the
+#                       lanes started over 5 s (--arrival rate:N/5), so all
+#                       N streams are open together for about 25 s; one
+#                       client thread (--threads 1). The emulator is its own
+#                       process, so the client's peak RSS (wait4) is its
+#                       own: memory per stream = (peak RSS at N - peak RSS
+#                       of one stream) / (N - 1), target <= 20 kB. Errors by
+#                       class from the records (target: no connect error).
+#                       arbor raises its soft fd limit to the hard one
+#                       in-process; a hard limit below N + 128 cannot be
+#                       raised without privileges, so the scenario runs
+#                       what fits and says so. Not part of `all`.
+#   threads             `--threads 2` against `--threads 1` (one
+#                       process, docs/scale-out.md): the client's CPU per
+#                       short request (the overhead scenario's short-c64:
+#                       1920 trees x 32 turns of 16 tokens, 64 lanes,
+#                       zero-latency emulator) and the timing error (the
+#                       error64 spread load, stamps joined by request id).
+#                       HARNESS_SMALL=1 shrinks both to seconds (to prove
+#                       they run). Not part of `all`.
+#
+# Every scenario but `threads` runs the client with --threads 1 (one loop,
+# the figures this file has always measured); THREADS=N overrides it.
 #
 # Output: markdown tables on stdout; raw files (records, stamps, usage,
 # JSON reports) under $HARNESS_OUT (default /tmp/arbor-harness).
@@ -131,7 +157,7 @@ client() {
     rm -rf "$OUT/$name.run"
     python3 "$HERE/launch.py" --emulator "$URL" --emulator-pid "$EMU_PID" --usage "$OUT/$name.usage.json" \
         --stdout "$OUT/$name.client.log" "${stamps[@]}" "${TRUST[@]}" -- \
-        "$ARBOR" run "$@" --endpoint "${CLIENT_URL:-$URL}" "${TRUST[@]}" --no-progress --out "$OUT/$name.run"
+        "$ARBOR" run "$@" --threads "${THREADS:-1}" --endpoint "${CLIENT_URL:-$URL}" "${TRUST[@]}" --no-progress --out "$OUT/$name.run"
 }
 
 workload() { # NAME TREES TURNS OSL
@@ -193,6 +219,59 @@ overhead_scenario() {
             "$OUT/ovh-$name-polled.usage.json" --name "$name-polled" \
             --json "$OUT/ovh-$name-polled.report.json" >>"$OUT/overhead.rows.md"
         rm -f "$OUT/ovh-$name-polled.stamps.json"
+    done
+    stop_emulator
+}
+
+# streams_scenario: how many streams one client process holds, and its
+# memory per stream (see the header).
+streams_scenario() {
+    local n="${HARNESS_STREAMS:-10000}" osl=30 hard
+    hard="$(ulimit -Hn)"
+    if [[ "$hard" != unlimited ]] && (( hard < n + 128 )); then
+        log "streams: the hard fd limit is $hard: arbor raises its soft limit to it in-process and no further without privileges (ulimit -Hn as root, or LimitNOFILE=); running $((hard - 128)) streams instead of $n"
+        n=$((hard - 128))
+    fi
+    log "streams: $n streams at once, TTFT 50 ms, ITL 1 s, $osl tokens each, ~40 s"
+    workload streams-base 1 1 "$osl"
+    workload "streams-$n" "$n" 1 "$osl"
+    start_emulator streams --ttft-ms 50 --itl-ms 1000
+    client streams-base -- "$OUT/streams-base.jsonl" --format arbor --sessions 1 \
+        --duration 600 --grace 5
+    client "streams-$n" -- "$OUT/streams-$n.jsonl" --format arbor --sessions "$n" \
+        --arrival "rate:$(( (n + 4) / 5 ))" --duration 600 --grace 5
+    stop_emulator
+    python3 "$HERE/analyze.py" streams "$OUT/streams-$n.run/records.jsonl" \
+        "$OUT/streams-$n.usage.json" "$OUT/streams-base.usage.json" --fd-hard "$hard" \
+        --name "streams-$n" --json "$OUT/streams.report.json" >"$OUT/streams.row.md"
+}
+
+# threads_scenario: CPU per short request and timing error, --threads 1
+# against --threads 2 (see the header).
+threads_scenario() {
+    local trees=1920 duration=120 n=64
+    [[ "${HARNESS_SMALL:-0}" == 1 ]] && trees=64 && duration=8
+    workload thr-short "$trees" 32 16
+    : >"$OUT/threads.overhead.md"
+    : >"$OUT/threads.error.md"
+    for t in 1 2; do
+        log "threads $t: $((trees * 32)) short requests (16 tokens), 64 lanes, zero-latency emulator"
+        start_emulator "thr-short-t$t"
+        THREADS=$t client "thr-short-t$t" -- "$OUT/thr-short.jsonl" --format arbor \
+            --sessions 64 --duration "$duration" --grace 5
+        python3 "$HERE/analyze.py" overhead "$OUT/thr-short-t$t.run/records.jsonl" \
+            "$OUT/thr-short-t$t.usage.json" --name "short-c64 --threads $t" \
+            --json "$OUT/thr-short-t$t.report.json" >>"$OUT/threads.overhead.md"
+        log "threads $t: $n streams (spread), TTFT 50 ms, ITL 20 ms, 64-token outputs"
+        workload "thr-error-t$t" $((n * 5)) 4 64
+        start_emulator "thr-error-t$t" --ttft-ms 50 --itl-ms 20
+        THREADS=$t client "thr-error-t$t" --stamps -- "$OUT/thr-error-t$t.jsonl" --format arbor \
+            --sessions "$n" --arrival "rate:$((n * 3 / 4))" --duration "$duration" --grace 5
+        python3 "$HERE/analyze.py" error "$OUT/thr-error-t$t.run/records.jsonl" \
+            "$OUT/thr-error-t$t.stamps.json" "$OUT/thr-error-t$t.usage.json" \
+            --name "error64-spread --threads $t" \
+            --json "$OUT/thr-error-t$t.report.json" >>"$OUT/threads.error.md"
+        rm -f "$OUT/thr-short-t$t.stamps.json"; gzip -f "$OUT/thr-error-t$t.stamps.json"
     done
     stop_emulator
 }
@@ -283,6 +362,19 @@ print_tables() {
         python3 "$HERE/analyze.py" header agree-parts
         cat "$OUT/agree.parts.md"
     fi
+    if [[ -s "$OUT/streams.row.md" ]]; then
+        printf '\nConcurrent streams one client process holds (ITL 1 s; the emulator in its own process)\n\n'
+        python3 "$HERE/analyze.py" header streams
+        cat "$OUT/streams.row.md"
+    fi
+    if [[ -s "$OUT/threads.overhead.md" ]]; then
+        printf '\n--threads 2 against --threads 1: client CPU per short request\n\n'
+        python3 "$HERE/analyze.py" header overhead
+        cat "$OUT/threads.overhead.md"
+        printf '\n--threads 2 against --threads 1: client timing error\n\n'
+        python3 "$HERE/analyze.py" header error
+        cat "$OUT/threads.error.md"
+    fi
 }
 
 main() {
@@ -290,8 +382,8 @@ main() {
     [[ ${#scenarios[@]} -eq 0 || "${scenarios[0]}" == all ]] && scenarios=(error64 error512 overhead agree)
     for s in "${scenarios[@]}"; do
         case "$s" in
-            error64|error512|overhead|agree|record) ;;
-            *) echo "unknown scenario $s (error64, error512, overhead, agree, record, all)" >&2; exit 2 ;;
+            error64|error512|overhead|agree|record|streams|threads) ;;
+            *) echo "unknown scenario $s (error64, error512, overhead, agree, record, streams, threads, all)" >&2; exit 2 ;;
         esac
     done
     mkdir -p "$OUT"
@@ -305,6 +397,8 @@ main() {
             overhead) overhead_scenario ;;
             agree) agree_scenario ;;
             record) record_scenario ;;
+            streams) streams_scenario ;;
+            threads) threads_scenario ;;
         esac
     done
     log "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

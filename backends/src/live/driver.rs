@@ -8,7 +8,10 @@
 //! owns what a caller hands in and gets back: [`LiveConfig`],
 //! [`RecordSink`], [`Progress`], [`RunOutcome`], [`LiveError`].
 //!
-//! `now` is read from one monotonic clock (the run's epoch). The loop
+//! `now` is read from one monotonic clock (the run's epoch; [`run_among`]
+//! takes it from the caller, so that the loops of several threads share
+//! it, with their request and play numbers from one
+//! [`super::numbering::Numbering`]). The loop
 //! sends a request itself when a pooled connection is idle; each
 //! request's task (on the same thread) sends the rest, reads the answer
 //! and reports its final [`Response`] (and `sent`, when the task sent it)
@@ -44,6 +47,7 @@ use arbor_engine::time::Nanos;
 use arbor_engine::{EngineError, Workload};
 
 use super::exchange::{execute_into, Target};
+use super::numbering::{Numbering, Numbers};
 use super::prebuild::Bodies;
 use super::record::{ErrorCategory, RequestRecord, Response};
 use super::request::BodyConfig;
@@ -134,10 +138,40 @@ pub async fn run<S: RecordSink>(
     progress: &Progress,
     stop: impl Future<Output = ()>,
 ) -> Result<RunOutcome, LiveError> {
+    let alone = Among {
+        epoch: Instant::now(),
+        numbering: None,
+    };
+    run_among(alone, scheduler, workload, config, sink, progress, stop).await
+}
+
+/// Where a loop stands among the loops of one process.
+#[derive(Debug, Clone)]
+pub struct Among {
+    /// The run's clock origin, shared by every loop.
+    pub epoch: Instant,
+    /// The process's request and play numbers; `None`: the scheduler's
+    /// own (one loop).
+    pub numbering: Option<Arc<Numbering>>,
+}
+
+/// [`run`] as one of several loops of a process: from the shared epoch,
+/// with requests and plays numbered in the process (the ids sent in the
+/// request-id header and recorded).
+pub async fn run_among<S: RecordSink>(
+    among: Among,
+    scheduler: &mut Scheduler,
+    workload: Arc<Workload>,
+    config: &LiveConfig,
+    sink: &mut S,
+    progress: &Progress,
+    stop: impl Future<Output = ()>,
+) -> Result<RunOutcome, LiveError> {
     let (tx, rx) = mpsc::unbounded_channel();
     let bust_seed = config.cache_bust.then_some(config.seed);
     let live = LiveLoop {
-        epoch: Instant::now(),
+        epoch: among.epoch,
+        numbers: among.numbering.map(Numbers::new),
         scheduler,
         target: Arc::new(config.target.clone()),
         bodies: Bodies::new(workload, config.body.clone(), bust_seed),
@@ -177,6 +211,8 @@ struct InFlight {
 struct LiveLoop<'a, S> {
     /// The run's clock origin: every `now` and every stamp counts from it.
     epoch: Instant,
+    /// The process's numbers, when other loops share it.
+    numbers: Option<Numbers>,
     scheduler: &'a mut Scheduler,
     target: Arc<Target>,
     bodies: Bodies,
@@ -245,6 +281,11 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         })
     }
 
+    /// Request `id`'s numbers in the process, when other loops share it.
+    fn number(&mut self, id: RequestId) -> Option<super::numbering::Number> {
+        self.numbers.as_mut()?.of(self.scheduler, id)
+    }
+
     /// Nanoseconds since the epoch.
     fn now(&self) -> Nanos {
         self.epoch.elapsed().as_nanos() as Nanos
@@ -259,7 +300,8 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         };
         let body = self.bodies.take(id, &turn);
         let epoch = self.epoch;
-        let started = self.target.send_now(id, &body, epoch);
+        let wire = self.number(id).map_or(id, |n| n.request);
+        let started = self.target.send_now(wire, &body, epoch);
         let sent_now = started.as_ref().map(|s| s.sent());
         let tx = self.tx.clone();
         let target = Arc::clone(&self.target);
@@ -283,7 +325,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
                     &mut response,
                     &target,
                     &body,
-                    id,
+                    wire,
                     epoch,
                     osl,
                     started,
@@ -317,9 +359,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
             sent: sent_now,
         });
         self.outstanding += 1;
-        self.progress
-            .inflight
-            .store(self.outstanding, Ordering::Relaxed);
+        self.progress.inflight.fetch_add(1, Ordering::Relaxed);
         match sent_now {
             Some(at) => self.sent(id, at),
             None => Ok(()),
@@ -417,18 +457,20 @@ impl<S: RecordSink> LiveLoop<'_, S> {
             self.sent_not_done = self.sent_not_done.saturating_sub(1);
         }
         self.outstanding -= 1;
-        self.progress
-            .inflight
-            .store(self.outstanding, Ordering::Relaxed);
+        self.progress.inflight.fetch_sub(1, Ordering::Relaxed);
         Some(entry)
     }
 
     /// Hands request `id`'s record to the sink; false when the scheduler
     /// does not know the request (nothing recorded).
     fn record(&mut self, id: RequestId, response: &Response) -> Result<bool, LiveError> {
-        let Some(identity) = identity(self.scheduler, id) else {
+        let Some(mut identity) = identity(self.scheduler, id) else {
             return Ok(false);
         };
+        if let Some(number) = self.number(id) {
+            identity.request = number.request;
+            identity.play = number.play;
+        }
         self.sink
             .record(&RequestRecord::new(identity, response))
             .map_err(LiveError::Sink)?;

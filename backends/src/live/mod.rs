@@ -16,6 +16,8 @@
 //!   handshake failures in plain words;
 //! - [`sse`]: server-sent event lines and what an OpenAI `data:` payload
 //!   says; [`messages_sse`]: what an Anthropic Messages event says;
+//! - [`numbering`]: request and play numbers shared by the loops of one
+//!   process (`--threads`);
 //! - [`record`]: what a request records, and how errors are classed;
 //! - [`redact`]: the secrets among a target's headers, taken out of
 //!   recorded error messages.
@@ -27,6 +29,7 @@ pub mod exchange;
 pub mod framing;
 pub mod http;
 pub mod messages_sse;
+pub mod numbering;
 pub mod prebuild;
 pub mod record;
 pub mod redact;
@@ -36,4 +39,6 @@ pub mod stream;
 pub mod tls;
 mod turn;
 
-pub use driver::{run, warm_pool, LiveConfig, LiveError, Progress, RecordSink, RunOutcome};
+pub use driver::{
+    run, run_among, warm_pool, Among, LiveConfig, LiveError, Progress, RecordSink, RunOutcome,
+};

@@ -281,6 +281,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "MODEL", default_value = "recorded", help_heading = LOAD)]
     pub service: Service,
 
+    /// Client threads, each with its own scheduler and connection pool
+    /// over stripe j of N of the plan (docs/scale-out.md, "Every core of
+    /// one box"). Default: the available cores, minus the built-in
+    /// emulator's when it runs in-process; one with --idle-gap-cap or
+    /// --start-window (refused when given above 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = LOAD)]
+    pub threads: Option<u32>,
+
     #[command(flatten)]
     pub request: RequestArgs,
 

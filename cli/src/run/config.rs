@@ -74,7 +74,11 @@ pub struct RunConfig {
     pub insecure: bool,
     pub timeout_s: f64,
     pub retries: u32,
+    /// Connections opened before the clock starts (every thread's).
     pub warm_connections: usize,
+    /// Client threads (`--threads`), each over its stripe of the plan.
+    #[serde(default = "one_thread")]
+    pub threads: u32,
     pub out: String,
     pub force: bool,
     /// The server metrics scraped into `metrics.jsonl`; absent when none.
@@ -94,6 +98,11 @@ pub struct RunConfig {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardConfig>,
+}
+
+/// A run directory from before `--threads` ran on one.
+fn one_thread() -> u32 {
+    1
 }
 
 impl RunConfig {
@@ -158,6 +167,7 @@ impl RunConfig {
             timeout_s: requests.timeout.as_secs_f64(),
             retries: requests.retries,
             warm_connections: 0,
+            threads: 1,
             out: out.display().to_string(),
             force: args.force,
             metrics: None,

@@ -208,6 +208,45 @@ impl RunEnd {
     }
 }
 
+impl RunEnd {
+    /// Two threads' ends as one run's (`--threads`): counts add up, the
+    /// elapsed time is the later, peaks add up (at most that many at
+    /// once; the scheduler's peak time is the larger peak's), a lane is
+    /// played by one thread (plays add up).
+    pub fn add(self, other: RunEnd) -> RunEnd {
+        let peak_at = if other.scheduler_peak > self.scheduler_peak {
+            other.scheduler_peak_at_ns
+        } else {
+            self.scheduler_peak_at_ns
+        };
+        let mut lanes = self.lanes;
+        if lanes.len() < other.lanes.len() {
+            lanes.resize(other.lanes.len(), LaneEnd::default());
+        }
+        for (lane, theirs) in lanes.iter_mut().zip(other.lanes) {
+            lane.plays += theirs.plays;
+            lane.stalled |= theirs.stalled;
+        }
+        RunEnd {
+            schema_version: self.schema_version,
+            cancelled: self.cancelled || other.cancelled,
+            stopped_by: self.stopped_by.or(other.stopped_by),
+            elapsed_ns: self.elapsed_ns.max(other.elapsed_ns),
+            observed_peak: self.observed_peak + other.observed_peak,
+            profiling_start_ns: self.profiling_start_ns.max(other.profiling_start_ns),
+            skipped: self.skipped + other.skipped,
+            plays_started: self.plays_started + other.plays_started,
+            plays_done: self.plays_done + other.plays_done,
+            plays_not_started: self.plays_not_started + other.plays_not_started,
+            scheduler_peak: self.scheduler_peak.saturating_add(other.scheduler_peak),
+            scheduler_peak_at_ns: peak_at,
+            idle_shifts: self.idle_shifts + other.idle_shifts,
+            idle_skipped_ns: self.idle_skipped_ns + other.idle_skipped_ns,
+            lanes,
+        }
+    }
+}
+
 /// Writes `bytes` to `dir/name` atomically: `dir/.name.tmp`, then a
 /// rename over the old file.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Failure> {

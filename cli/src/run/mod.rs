@@ -18,6 +18,11 @@
 //! the console table; and the exit code: 128 + the signal that stopped the
 //! run, 3 when the client itself failed requests (error class `client`).
 //!
+//! With `--threads N` above 1 the driver's loop runs on N threads of
+//! their own ([`threads`]: each its stripe of the plan, its scheduler and
+//! its pool, one epoch, one `records.jsonl`); everything else here is the
+//! same for one thread or many.
+//!
 //! `--repeat N` runs the whole of it N times ([`repeat`]), each run in
 //! its own directory, then writes the aggregate ([`crate::aggregate`]).
 //!
@@ -37,10 +42,11 @@ mod repeat;
 mod signals;
 pub mod summary;
 mod table;
+mod threads;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use arbor_backends::live::exchange::Target;
 use arbor_backends::live::request::BodyConfig;
@@ -167,7 +173,7 @@ fn run_once(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<Ran
         plan_with_the_emulators_timing(&mut args, config, explicit);
     }
     let args = &args;
-    let mut prepared = prepare(args, applied)?;
+    let mut prepared = prepare(args, applied, emulator.is_some())?;
     let need = FdNeed {
         peak_inflight: u64::from(prepared.planned.peak_inflight),
         emulator: emulator.is_some(),
@@ -332,6 +338,7 @@ pub async fn run_against(
     let Prepared {
         workload,
         mut scheduler,
+        threads: thread_schedulers,
         planned,
         planned_load,
         planned_duration,
@@ -348,15 +355,19 @@ pub async fn run_against(
     let client = http_client(tls.as_ref())?;
     let headers = requests.auth.header_map();
     let url = at(endpoint, requests.api.path());
-    let mut target = Target::new(
-        &url,
-        &headers,
-        requests.timeout,
-        requests.retries,
-        tls.clone(),
-    )
-    .map_err(|e| Failure::other(e.replace(&url, &redact_url(&url))))?;
-    target.api = requests.api;
+    let new_target = || -> Result<Target, Failure> {
+        let mut target = Target::new(
+            &url,
+            &headers,
+            requests.timeout,
+            requests.retries,
+            tls.clone(),
+        )
+        .map_err(|e| Failure::other(e.replace(&url, &redact_url(&url))))?;
+        target.api = requests.api;
+        Ok(target)
+    };
+    let target = new_target()?;
     if tls.is_some() {
         // A certificate the client refuses stops the run here, in plain
         // words, before any request (the connection stays pooled).
@@ -373,7 +384,10 @@ pub async fn run_against(
         ),
     };
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
-    config.set_endpoint(endpoint, &url, &model, model_from, warm);
+    // With threads, each warms its share of the connections in its pool.
+    let thread_count = thread_schedulers.len().max(1);
+    let warm = warm.div_ceil(thread_count);
+    config.set_endpoint(endpoint, &url, &model, model_from, warm * thread_count);
     let metrics = server_metrics::choose(&metrics, endpoint, &headers, &client).await;
     config.metrics = metrics.as_ref().map(server_metrics::Settings::config);
     let live_config = LiveConfig {
@@ -395,6 +409,21 @@ pub async fn run_against(
     // Meet the other shards (`--start-at`, the barrier) once everything
     // but the pool is ready; until the start a signal ends the process.
     let met = barrier::meet(&together)?;
+    // The threads (with `--threads` above 1): each its own target and pool.
+    let mut crew = if thread_schedulers.is_empty() {
+        None
+    } else {
+        let configs = thread_schedulers
+            .iter()
+            .map(|_| {
+                Ok(LiveConfig {
+                    target: new_target()?,
+                    ..live_config.clone()
+                })
+            })
+            .collect::<Result<Vec<_>, Failure>>()?;
+        Some(threads::Crew::spawn(thread_schedulers, &workload, configs)?)
+    };
     // From here on SIGINT, SIGTERM and SIGHUP stop the run instead of
     // ending the process (one heard before the clock starts stops the run
     // as soon as it starts).
@@ -415,7 +444,10 @@ pub async fn run_against(
     crate::shape::write(&out_dir, scheduler.trees(), &workload.trees)?;
     // The plan's in-flight series, for the report to draw against.
     journal::write_json(&out_dir, crate::page::planned::PLANNED_FILE, &planned_load)?;
-    live::warm_pool(&live_config).await;
+    match &mut crew {
+        None => live::warm_pool(&live_config).await,
+        Some(crew) => crew.ready().await?,
+    }
     if let Some(met) = met {
         config.barrier = Some(met.wait()?);
     }
@@ -434,7 +466,12 @@ pub async fn run_against(
     // Warmups are recorded but measured nowhere; measurement starts at the
     // profiling start (0 without a start window).
     let collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
-    let mut sink = RecordsFile::create(&out_dir, collector)?;
+    let records = RecordsFile::create(&out_dir, collector)?;
+    // One thread writes to the file; several share it.
+    let (mut sink, shared) = match crew {
+        None => (Some(records), None),
+        Some(_) => (None, Some(Arc::new(Mutex::new(records)))),
+    };
     // The scraper takes its first scrape and starts its clock; the
     // driver's clock starts a few microseconds later, so a scrape is never
     // stamped earlier than it happened on the run's clock.
@@ -453,14 +490,31 @@ pub async fn run_against(
     let stopped_by: OnceLock<StopSignal> = OnceLock::new();
     let stop = tokio::sync::Notify::new();
     let ended = {
-        let driven = live::run(
-            &mut scheduler,
-            Arc::clone(&workload),
-            &live_config,
-            &mut sink,
-            &progress,
-            stop.notified(),
-        );
+        let driven = async {
+            match (&mut crew, &mut sink, &shared) {
+                (Some(crew), _, Some(records)) => {
+                    let go = threads::Go {
+                        epoch: Instant::now(),
+                        records: Arc::clone(records),
+                        progress: Arc::clone(&progress),
+                        numbering: Arc::default(),
+                    };
+                    Driven::Threads(crew.run(go, stop.notified()).await)
+                }
+                (_, Some(sink), _) => Driven::One(
+                    live::run(
+                        &mut scheduler,
+                        Arc::clone(&workload),
+                        &live_config,
+                        sink,
+                        &progress,
+                        stop.notified(),
+                    )
+                    .await,
+                ),
+                _ => Driven::Threads(Err(Failure::other("no records file"))),
+            }
+        };
         let listen = async {
             let first = signals.next().await;
             let _ = stopped_by.set(first);
@@ -488,7 +542,15 @@ pub async fn run_against(
             out_dir.join(server_metrics::METRICS_FILE).display()
         );
     }
-    let written = sink.finish().map_err(|e| {
+    if let Some(crew) = crew {
+        crew.join();
+    }
+    let records = match (sink, shared) {
+        (Some(records), _) => records,
+        (None, Some(shared)) => threads::records_back(shared)?,
+        (None, None) => return Err(Failure::other("no records file")),
+    };
+    let written = records.finish().map_err(|e| {
         Failure::other(format!(
             "{}: cannot write: {e}",
             out_dir.join(output::RECORDS_FILE).display()
@@ -502,19 +564,23 @@ pub async fn run_against(
             return abandoned(&out_dir, first.unwrap_or(second), second, rebuild);
         }
     };
-    let outcome: RunOutcome = result.map_err(|e| {
+    let stopped = |e: live::LiveError| {
         Failure::other(format!(
             "the run stopped: {e} (records so far are in {dir}; `arbor summarize {dir}` sums \
              them up)",
             dir = out_dir.display()
         ))
-    })?;
+    };
+    let stopped_by = first.map(StopSignal::name);
+    let run_end = match result {
+        Driven::One(result) => {
+            let outcome: RunOutcome = result.map_err(stopped)?;
+            RunEnd::new(&outcome, &scheduler, stopped_by)
+        }
+        Driven::Threads(finished) => threads::end(finished?, stopped_by).map_err(stopped)?,
+    };
     let (collector, client_failures) = written?;
-    let end = journal::write_json(
-        &out_dir,
-        journal::END_FILE,
-        &RunEnd::new(&outcome, &scheduler, first.map(StopSignal::name)),
-    )?;
+    let end = journal::write_json(&out_dir, journal::END_FILE, &run_end)?;
     let summary = output::Summary::build(
         &start,
         &end,
@@ -533,6 +599,12 @@ pub async fn run_against(
         client_failures,
         _claim: claim,
     })
+}
+
+/// What drove the run: one loop on this thread, or the threads'.
+enum Driven {
+    One(Result<RunOutcome, live::LiveError>),
+    Threads(Result<Vec<threads::Finished>, Failure>),
 }
 
 /// How the driver's loop ended.

@@ -149,7 +149,7 @@ fn not_empty(dir: &Path) -> Failure {
 }
 
 /// Serialized records held before a write is forced.
-const FLUSH_BYTES: usize = 1 << 20;
+pub const FLUSH_BYTES: usize = 1 << 20;
 
 /// The error class of a request the client itself failed (out of file
 /// descriptors, ...): its results measure no server.
@@ -216,10 +216,10 @@ impl Drop for RecordsFile {
     }
 }
 
-impl RecordSink for RecordsFile {
-    fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
-        serde_json::to_writer(&mut self.pending, record).map_err(io::Error::other)?;
-        self.pending.push(b'\n');
+impl RecordsFile {
+    /// Counts `record` in the summary's collector (and among the client's
+    /// failures); its line is written by whoever serialized it.
+    pub fn count(&mut self, record: &RequestRecord) {
         let facts = Facts::from(record);
         if facts.error_category == Some(CLIENT_CLASS) {
             let failures = &mut self.client_failures;
@@ -229,6 +229,27 @@ impl RecordSink for RecordsFile {
             }
         }
         self.collector.add(&facts);
+    }
+
+    /// Writes whole lines serialized elsewhere (another thread's records),
+    /// after what is pending.
+    pub fn write_lines(&mut self, lines: &[u8]) -> io::Result<()> {
+        self.write_pending()?;
+        self.file.write_all(lines)
+    }
+}
+
+/// Serializes `record` as one line of `records.jsonl` at the end of `out`.
+pub fn serialize_line(out: &mut Vec<u8>, record: &RequestRecord) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, record).map_err(io::Error::other)?;
+    out.push(b'\n');
+    Ok(())
+}
+
+impl RecordSink for RecordsFile {
+    fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
+        serialize_line(&mut self.pending, record)?;
+        self.count(record);
         if self.pending.len() >= FLUSH_BYTES {
             self.write_pending()?;
         }

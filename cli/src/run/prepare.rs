@@ -24,11 +24,16 @@ use crate::sharding::ShardConfig;
 use super::config::RunConfig;
 use super::journal::Planned;
 use super::output::{self, OutputDir};
+use super::threads;
 
 /// A run ready to go, whatever the endpoint.
 pub struct Prepared {
     pub workload: Arc<Workload>,
     pub scheduler: Scheduler,
+    /// With `--threads N` above 1: one scheduler a thread, each over its
+    /// stripe (`scheduler` then only describes the whole); empty
+    /// otherwise.
+    pub threads: Vec<Scheduler>,
     pub planned: Planned,
     /// The plan's requests in flight over time (`planned.json`).
     pub planned_load: PlannedLoad,
@@ -50,7 +55,11 @@ pub struct Prepared {
 
 /// Checks every flag, loads and compiles the workload, plans it on the
 /// virtual clock and checks the output directory. Touches no network.
-pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Failure> {
+pub fn prepare(
+    args: &RunArgs,
+    scenario: Option<Applied>,
+    emulator_in_process: bool,
+) -> Result<Prepared, Failure> {
     let requests = request_options(args)?;
     let policy = inputs::policy(&args.policy, &args.scenario)?;
     let options = inputs::derive_options(&args.input);
@@ -74,7 +83,15 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
     };
     let planned_duration = plan.slots().iter().map(|s| s.end).max().unwrap_or(0);
     let planned_load = PlannedLoad::of(&plan, &planned.service);
+    let thread_count = threads::count(
+        args.threads,
+        &compiled.policy,
+        emulator_in_process,
+        threads::items(&plan),
+    )?;
     drop(plan);
+    let thread_schedulers =
+        threads::schedulers(&compiled.compiled, &compiled.policy, thread_count)?;
 
     let mut config = RunConfig::new(
         args,
@@ -86,6 +103,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
         out.path(),
     );
     config.fit = compiled.loaded.fit;
+    config.threads = thread_count;
     config.corpus = compiled.loaded.corpus.clone();
     if let Some(fit) = &config.fit {
         eprintln!("arbor run: {}", describe_fit(fit));
@@ -100,6 +118,7 @@ pub fn prepare(args: &RunArgs, scenario: Option<Applied>) -> Result<Prepared, Fa
     Ok(Prepared {
         workload: Arc::new(loaded.workload),
         scheduler,
+        threads: thread_schedulers,
         planned,
         planned_load,
         planned_duration,

@@ -37,5 +37,6 @@ mod server_cache;
 mod server_plan;
 mod shard;
 mod summarize;
+mod threads;
 mod tls;
 mod util;
