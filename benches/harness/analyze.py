@@ -43,6 +43,18 @@ agree TIMELINE RECORDS [--stamps STAMPS]
     measured from the fastest one (it is tens of microseconds) and the
     four parts add up to the turn's drift exactly.
 
+record DIRECT_REPORT PROXY_REPORT --cpu-ticks T --hz HZ --requests N
+    The recording proxy's cost (`arbor record`). DIRECT_REPORT and
+    PROXY_REPORT are the `error --json` reports of the same load run
+    straight to the emulator and through the proxy. Each report's
+    error_ttft is client TTFT - server TTFT of the same request, so the
+    client's own error is in both and the proxy's added latency is in the
+    second only: the proxy adds PROXY - DIRECT at p50 and at p99 (the
+    runs' requests differ, so this is a difference of percentiles, not a
+    percentile of differences). CPU per request: the proxy process's
+    utime+stime (T clock ticks of HZ per second, from /proc/PID/stat)
+    over its N capture lines.
+
 Percentiles are nearest-rank, as in arbor.
 """
 
@@ -275,6 +287,38 @@ def agree(timeline_path, records_path, usage_path=None, stamps_path=None):
     }
 
 
+def record(direct_path, proxy_path, cpu_ticks, hz, requests):
+    with open(direct_path) as f:
+        direct = json.load(f)["ttft_error_ms"]
+    with open(proxy_path) as f:
+        proxy = json.load(f)["ttft_error_ms"]
+    cpu_s = int(cpu_ticks) / int(hz)
+    requests = int(requests)
+    return {
+        "streams_direct": direct["count"],
+        "streams_proxy": proxy["count"],
+        "ttft_error_direct_ms": {"p50": direct["p50"], "p99": direct["p99"]},
+        "ttft_error_proxy_ms": {"p50": proxy["p50"], "p99": proxy["p99"]},
+        "proxy_adds_ms": {"p50": proxy["p50"] - direct["p50"],
+                          "p99": proxy["p99"] - direct["p99"]},
+        "proxy_cpu_s": cpu_s,
+        "requests": requests,
+        "cpu_per_request_us": cpu_s / max(requests, 1) * 1e6,
+    }
+
+
+def print_record(r):
+    print("| TTFT (ms) | p50 | p99 |")
+    print("|---|---:|---:|")
+    for label, key in (("direct: client - server", "ttft_error_direct_ms"),
+                       ("through arbor record: client - server", "ttft_error_proxy_ms"),
+                       ("**the proxy adds** (through - direct)", "proxy_adds_ms")):
+        print(f"| {label} | {fmt(r[key]['p50'])} | {fmt(r[key]['p99'])} |")
+    print()
+    print(f"Proxy CPU (user+sys): {fmt(r['proxy_cpu_s'], 2)} s for {r['requests']} requests, "
+          f"{fmt(r['cpu_per_request_us'], 0)} us per request.")
+
+
 def fmt(x, nd=3):
     if x is None:
         return "-"
@@ -357,7 +401,7 @@ def main(argv):
         print({"error": ERROR_HEADER, "overhead": OVERHEAD_HEADER,
                "agree": AGREE_HEADER, "agree-parts": AGREE_PARTS_HEADER}[argv[2]])
         return 0
-    if len(argv) < 2 or argv[1] not in ("error", "overhead", "agree"):
+    if len(argv) < 2 or argv[1] not in ("error", "overhead", "agree", "record"):
         print(__doc__)
         return 2
     args = argv[2:]
@@ -369,6 +413,12 @@ def main(argv):
         if header:
             print(ERROR_HEADER)
         print_error(name, out)
+    elif argv[1] == "record":
+        ticks = pop_option(args, "--cpu-ticks")
+        hz = pop_option(args, "--hz")
+        requests = pop_option(args, "--requests")
+        out = record(*args, ticks, hz, requests)
+        print_record(out)
     elif argv[1] == "overhead":
         out = overhead(*args)
         if header:
