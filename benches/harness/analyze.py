@@ -53,7 +53,8 @@ record DIRECT_REPORT PROXY_REPORT --cpu-ticks T --hz HZ --requests N
     runs' requests differ, so this is a difference of percentiles, not a
     percentile of differences). CPU per request: the proxy process's
     utime+stime (T clock ticks of HZ per second, from /proc/PID/stat)
-    over its N capture lines.
+    over its N capture lines (run.sh counts the ticks from when the proxy
+    answers, so its start-up is left out).
 
 Percentiles are nearest-rank, as in arbor.
 """

@@ -220,12 +220,14 @@ record_scenario() {
         curl -sf "$proxy_url/health" >/dev/null 2>&1 && break
         sleep 0.05
     done
+    # utime + stime of the proxy process (all its threads), in clock ticks,
+    # counted from here (its start-up is not a request's).
+    local ticks ticks0
+    ticks0=$(awk '{print $14 + $15}' "/proc/$rec_pid/stat")
     log "record-proxy: $n streams through arbor record"
     CLIENT_URL="$proxy_url" client record-proxy --stamps -- "$OUT/record.jsonl" --format arbor \
         --sessions "$n" --arrival "rate:$((n * 3 / 4))" --duration 60 --grace 5
-    # utime + stime of the proxy process (all its threads), in clock ticks.
-    local ticks
-    ticks=$(awk '{print $14 + $15}' "/proc/$rec_pid/stat")
+    ticks=$(( $(awk '{print $14 + $15}' "/proc/$rec_pid/stat") - ticks0 ))
     kill -INT "$rec_pid" 2>/dev/null || true
     wait "$rec_pid" 2>/dev/null || true
     stop_emulator
