@@ -216,6 +216,33 @@ fn pending(proxy: &Proxy, parts: &Parts, body: &[u8], start_ns: u64) -> Option<P
     Some(Pending::new(proxy.clock, proxy.sink.clone(), exchange))
 }
 
+/// A request the capture has not read yet (it reads it once the request
+/// is on its way upstream). Dropped unread, when the client went away
+/// first, it reads it then: the exchange still gets its line.
+struct Unread<'a> {
+    proxy: &'a Proxy,
+    parts: &'a Parts,
+    body: &'a [u8],
+    start_ns: u64,
+    read: bool,
+}
+
+impl Unread<'_> {
+    fn read(mut self) -> Option<Pending> {
+        self.read = true;
+        pending(self.proxy, self.parts, self.body, self.start_ns)
+    }
+}
+
+impl Drop for Unread<'_> {
+    fn drop(&mut self) {
+        if !self.read {
+            // Its line says the client went away before the response head.
+            drop(pending(self.proxy, self.parts, self.body, self.start_ns));
+        }
+    }
+}
+
 /// The session a request names: the first of `names` it carries with a
 /// value that is not blank.
 fn session(names: &[HeaderName], headers: &HeaderMap) -> Option<String> {
@@ -277,10 +304,17 @@ pub async fn handle(
     *upstream.uri_mut() = uri;
     *upstream.headers_mut() = forwardable(&parts.headers, &proxy.host);
 
-    let (response, pending) = tokio::join!(link.send(upstream), async {
+    let unread = Unread {
+        proxy,
+        parts: &parts,
+        body: &body,
+        start_ns,
+        read: false,
+    };
+    let (response, pending) = tokio::join!(link.send(upstream), async move {
         // The upstream connection's task writes the request first.
         tokio::task::yield_now().await;
-        pending(proxy, &parts, &body, start_ns)
+        unread.read()
     });
     if pending.is_none() {
         proxy.forwarded.fetch_add(1, Relaxed);
