@@ -51,6 +51,18 @@ streams RECORDS USAGE BASE_USAGE [--fd-hard LIMIT]
     / (held - 1), in kB (target <= 20). Errors by class (target: no
     connect error). LIMIT is the hard fd limit the client could raise its
     soft limit to.
+record DIRECT_REPORT PROXY_REPORT --cpu-ticks T --hz HZ --requests N
+    The recording proxy's cost (`arbor record`). DIRECT_REPORT and
+    PROXY_REPORT are the `error --json` reports of the same load run
+    straight to the emulator and through the proxy. Each report's
+    error_ttft is client TTFT - server TTFT of the same request, so the
+    client's own error is in both and the proxy's added latency is in the
+    second only: the proxy adds PROXY - DIRECT at p50 and at p99 (the
+    runs' requests differ, so this is a difference of percentiles, not a
+    percentile of differences). CPU per request: the proxy process's
+    utime+stime (T clock ticks of HZ per second, from /proc/PID/stat)
+    over its N capture lines (run.sh counts the ticks from when the proxy
+    answers, so its start-up is left out).
 
 Percentiles are nearest-rank, as in arbor.
 """
@@ -311,6 +323,38 @@ def streams(records_path, usage_path, base_usage_path, fd_hard=None):
     }
 
 
+def record(direct_path, proxy_path, cpu_ticks, hz, requests):
+    with open(direct_path) as f:
+        direct = json.load(f)["ttft_error_ms"]
+    with open(proxy_path) as f:
+        proxy = json.load(f)["ttft_error_ms"]
+    cpu_s = int(cpu_ticks) / int(hz)
+    requests = int(requests)
+    return {
+        "streams_direct": direct["count"],
+        "streams_proxy": proxy["count"],
+        "ttft_error_direct_ms": {"p50": direct["p50"], "p99": direct["p99"]},
+        "ttft_error_proxy_ms": {"p50": proxy["p50"], "p99": proxy["p99"]},
+        "proxy_adds_ms": {"p50": proxy["p50"] - direct["p50"],
+                          "p99": proxy["p99"] - direct["p99"]},
+        "proxy_cpu_s": cpu_s,
+        "requests": requests,
+        "cpu_per_request_us": cpu_s / max(requests, 1) * 1e6,
+    }
+
+
+def print_record(r):
+    print("| TTFT (ms) | p50 | p99 |")
+    print("|---|---:|---:|")
+    for label, key in (("direct: client - server", "ttft_error_direct_ms"),
+                       ("through arbor record: client - server", "ttft_error_proxy_ms"),
+                       ("**the proxy adds** (through - direct)", "proxy_adds_ms")):
+        print(f"| {label} | {fmt(r[key]['p50'])} | {fmt(r[key]['p99'])} |")
+    print()
+    print(f"Proxy CPU (user+sys): {fmt(r['proxy_cpu_s'], 2)} s for {r['requests']} requests, "
+          f"{fmt(r['cpu_per_request_us'], 0)} us per request.")
+
+
 def fmt(x, nd=3):
     if x is None:
         return "-"
@@ -404,7 +448,7 @@ def main(argv):
                "agree": AGREE_HEADER, "agree-parts": AGREE_PARTS_HEADER,
                "streams": STREAMS_HEADER}[argv[2]])
         return 0
-    if len(argv) < 2 or argv[1] not in ("error", "overhead", "agree", "streams"):
+    if len(argv) < 2 or argv[1] not in ("error", "overhead", "agree", "streams", "record"):
         print(__doc__)
         return 2
     args = argv[2:]
@@ -422,6 +466,12 @@ def main(argv):
         if header:
             print(STREAMS_HEADER)
         print_streams(name, out)
+    elif argv[1] == "record":
+        ticks = pop_option(args, "--cpu-ticks")
+        hz = pop_option(args, "--hz")
+        requests = pop_option(args, "--requests")
+        out = record(*args, ticks, hz, requests)
+        print_record(out)
     elif argv[1] == "overhead":
         out = overhead(*args)
         if header:

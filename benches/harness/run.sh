@@ -45,7 +45,12 @@
 #                       same request, so the proxy adds the difference of
 #                       the two rows' p50 and p99 (target: p99 <= 1 ms).
 #                       Also the proxy's CPU (user+sys, /proc) per request.
-#                       Not part of `all`.
+#                       Prints one table for docs/performance.md ("The
+#                       recording proxy"): p50 and p99 direct, through the
+#                       proxy and their difference, and the CPU line.
+#                       HARNESS_RECORD_STREAMS (default 64) and
+#                       HARNESS_RECORD_TREES (trees per lane, default 5)
+#                       shrink it for a smoke run. Not part of `all`.
 #   agree               Virtual against live: `arbor plan --timeline` with
 #                       `--service fixed:20:1` against `arbor run` with
 #                       `arbor emulate --ttft-ms 20 --itl-ms 1` on the Weka
@@ -279,10 +284,11 @@ threads_scenario() {
 # record_scenario: the error64 spread load directly and through `arbor
 # record` (listening on PORT+1, its capture in $OUT/record.capture.jsonl).
 record_scenario() {
-    local n=64 proxy_url="http://127.0.0.1:$((PORT + 1))" rec_pid
-    workload record $((n * 5)) 4 64
+    local n="${HARNESS_RECORD_STREAMS:-64}" per="${HARNESS_RECORD_TREES:-5}"
+    local proxy_url="http://127.0.0.1:$((PORT + 1))" rec_pid
+    log "record: $n streams ($per trees each), TTFT 50 ms, ITL 20 ms, directly then through arbor record"
+    workload record $((n * per)) 4 64
     start_emulator record --ttft-ms 50 --itl-ms 20
-    : >"$OUT/record.rows.md"
     log "record-direct: $n streams straight to the emulator"
     client record-direct --stamps -- "$OUT/record.jsonl" --format arbor \
         --sessions "$n" --arrival "rate:$((n * 3 / 4))" --duration 60 --grace 5
@@ -293,24 +299,29 @@ record_scenario() {
         curl -sf "$proxy_url/health" >/dev/null 2>&1 && break
         sleep 0.05
     done
+    # utime + stime of the proxy process (all its threads), in clock ticks,
+    # counted from here (its start-up is not a request's).
+    local ticks ticks0
+    ticks0=$(awk '{print $14 + $15}' "/proc/$rec_pid/stat")
     log "record-proxy: $n streams through arbor record"
     CLIENT_URL="$proxy_url" client record-proxy --stamps -- "$OUT/record.jsonl" --format arbor \
         --sessions "$n" --arrival "rate:$((n * 3 / 4))" --duration 60 --grace 5
-    local ticks
-    ticks=$(awk '{print $14 + $15}' "/proc/$rec_pid/stat")
+    ticks=$(( $(awk '{print $14 + $15}' "/proc/$rec_pid/stat") - ticks0 ))
     kill -INT "$rec_pid" 2>/dev/null || true
     wait "$rec_pid" 2>/dev/null || true
     stop_emulator
     local lines
     lines=$(grep -c . "$OUT/record.capture.jsonl" || true)
-    python3 -c "import sys; t, hz, n = map(int, sys.argv[1:]); print(f'proxy CPU: {t / hz:.2f} s user+sys for {n} requests, {t / hz / max(n, 1) * 1e6:.0f} us per request')" \
-        "$ticks" "$(getconf CLK_TCK)" "$lines" >"$OUT/record.cpu.txt"
     for via in direct proxy; do
         python3 "$HERE/analyze.py" error "$OUT/record-$via.run/records.jsonl" "$OUT/record-$via.stamps.json" \
             "$OUT/record-$via.usage.json" --name "record-$via" \
-            --json "$OUT/record-$via.report.json" >>"$OUT/record.rows.md"
+            --json "$OUT/record-$via.report.json" >"$OUT/record-$via.row.md"
         rm -f "$OUT/record-$via.stamps.json.gz"; gzip -f "$OUT/record-$via.stamps.json"
     done
+    python3 "$HERE/analyze.py" record "$OUT/record-direct.report.json" "$OUT/record-proxy.report.json" \
+        --cpu-ticks "$ticks" --hz "$(getconf CLK_TCK)" --requests "$lines" \
+        --json "$OUT/record.report.json" >"$OUT/record.table.md"
+    cat "$OUT/record-direct.row.md" "$OUT/record-proxy.row.md" >"$OUT/record.rows.md"
 }
 
 agree_scenario() {
@@ -349,10 +360,11 @@ print_tables() {
         cat "$OUT/overhead.rows.md"
     fi
     if [[ -s "$OUT/record.rows.md" ]]; then
-        printf '\nThe recording proxy: TTFT error direct and through arbor record (the proxy adds the difference)\n\n'
+        printf '\nThe recording proxy: TTFT error direct and through arbor record\n\n'
         python3 "$HERE/analyze.py" header error
         cat "$OUT/record.rows.md"
-        printf '\n'; cat "$OUT/record.cpu.txt"
+        printf '\nThe recording proxy (docs/performance.md)\n\n'
+        cat "$OUT/record.table.md"
     fi
     if [[ -s "$OUT/agree.rows.md" ]]; then
         printf '\nVirtual (arbor plan) against live (arbor run + emulator)\n\n'

@@ -251,6 +251,11 @@ pub struct InspectArgs {
     /// Print one JSON object instead of the human summary.
     #[arg(long, help_heading = OUTPUT)]
     pub json: bool,
+
+    /// List every tree's agents, turns, spawns and joins (shown anyway
+    /// for inputs of at most 10 trees; with --json, as `tree_shapes`).
+    #[arg(long, help_heading = OUTPUT)]
+    pub trees: bool,
 }
 
 #[derive(Debug, Args)]

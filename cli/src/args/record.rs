@@ -28,6 +28,9 @@ pub struct RecordArgs {
 
     /// A request header that names the agent session: its value becomes
     /// the line's `session_id` (the header itself is never written).
+    /// Without it, the session headers of common agent clients are read
+    /// (Claude Code's `X-Claude-Code-Session-Id`, Codex's `session-id`,
+    /// ...; docs/record.md).
     #[arg(long, value_name = "NAME")]
     pub session_header: Option<String>,
 

@@ -2,8 +2,9 @@
 //! (docs/formats/openai-log.md), and the thread that writes it.
 //!
 //! Owns [`CaptureLine`] (what a line says) and [`CaptureFile`], whose
-//! writer thread redacts (`--redact`), serializes and appends each line as
-//! an exchange sends it, and flushes
+//! writer thread makes each line an exchange sends (the exchange's work
+//! that need not happen on its request's task: the response read to its
+//! end), redacts it (`--redact`), serializes and appends it, and flushes
 //! whenever it has nothing more waiting, so a line is on disk as soon as
 //! its response has ended and no request task ever waits on the disk.
 //! Knows no HTTP.
@@ -28,6 +29,9 @@ pub struct CaptureLine {
     pub start: f64,
     pub end: f64,
     pub start_ns: u64,
+    /// When the response's first body byte arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_byte_ns: Option<u64>,
     pub end_ns: u64,
     /// The session's name from `--session-header`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -57,8 +61,11 @@ pub fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
+/// A line, made on the writer thread.
+type MakeLine = Box<dyn FnOnce() -> CaptureLine + Send>;
+
 enum Message {
-    Line(Box<CaptureLine>),
+    Line(MakeLine),
     Stop,
 }
 
@@ -69,10 +76,11 @@ pub struct CaptureSink {
 }
 
 impl CaptureSink {
-    /// Queues `line` for the file (never waits on the disk, nor on its
-    /// redaction or serialization: the writer does both).
-    pub fn send(&self, line: CaptureLine) {
-        let _ = self.tx.send(Message::Line(Box::new(line)));
+    /// Queues the line `make` makes for the file: the writer thread calls
+    /// it, then redacts and serializes the line, so the sender never waits
+    /// on any of that, nor on the disk.
+    pub fn send_later(&self, make: impl FnOnce() -> CaptureLine + Send + 'static) {
+        let _ = self.tx.send(Message::Line(Box::new(make)));
     }
 }
 
@@ -118,7 +126,8 @@ fn write_lines(
 ) -> io::Result<u64> {
     let mut lines = 0u64;
     let mut failed: Option<io::Error> = None;
-    let mut write = |file: &mut BufWriter<File>, mut line: Box<CaptureLine>| {
+    let mut write = |file: &mut BufWriter<File>, make: MakeLine| {
+        let mut line = make();
         if let Some(r) = &redactor {
             redact(r, &mut line);
         }
@@ -176,10 +185,11 @@ mod tests {
         let file = CaptureFile::create(&path, None).expect("create");
         let sink = file.sink();
         for i in 0..3u64 {
-            sink.send(CaptureLine {
+            sink.send_later(move || CaptureLine {
                 start: seconds(i),
                 end: seconds(i + 1),
                 start_ns: i,
+                first_byte_ns: None,
                 end_ns: i + 1,
                 session_id: None,
                 infer: true,

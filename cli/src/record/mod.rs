@@ -66,15 +66,17 @@ pub fn run(args: &RecordArgs) -> Result<(), Failure> {
     };
     let host = HeaderValue::from_str(&endpoint.host)
         .map_err(|_| Failure::input(format!("--upstream {shown}: not a valid host")))?;
-    let session_header = args
-        .session_header
-        .as_deref()
-        .map(|name| {
+    let session_headers = match args.session_header.as_deref() {
+        Some(name) => vec![
             HeaderName::from_bytes(name.trim().to_ascii_lowercase().as_bytes()).map_err(|_| {
                 Failure::input(format!("--session-header `{name}` is not a header name"))
-            })
-        })
-        .transpose()?;
+            })?,
+        ],
+        None => proxy::KNOWN_SESSION_HEADERS
+            .iter()
+            .map(|name| HeaderName::from_static(name))
+            .collect(),
+    };
     let redactor = args.redact.then(redact::Redactor::new);
     let capture = CaptureFile::create(&args.out, redactor).map_err(|e| {
         Failure::other(format!(
@@ -88,7 +90,7 @@ pub fn run(args: &RecordArgs) -> Result<(), Failure> {
         prefix: endpoint.path.trim_end_matches('/').to_string(),
         clock: UtcClock::anchored_now(),
         sink: capture.sink(),
-        session_header,
+        session_headers,
         forwarded: AtomicU64::new(0),
     });
     let runtime = runtime::two_workers()?;

@@ -29,6 +29,7 @@ use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, HOST};
+use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 use serde::de::IgnoredAny;
@@ -37,8 +38,8 @@ use serde_json::value::RawValue;
 
 use super::capture::CaptureSink;
 use super::clock::UtcClock;
-use super::scan::{ResponseScan, Shape};
-use super::tap::{Pending, TapBody};
+use super::scan::Shape;
+use super::tap::{Exchange, Pending, TapBody};
 
 /// The largest request body forwarded (bytes).
 pub const MAX_REQUEST_BYTES: usize = 64 << 20;
@@ -60,6 +61,18 @@ const HOP_BY_HOP: [&str; 9] = [
     "upgrade",
 ];
 
+/// The session headers common agent clients send, read in this order
+/// when `--session-header` names none: Claude Code's (each process's
+/// session), Codex CLI's (newer and older spelling), OpenCode's, and the
+/// generic one.
+pub const KNOWN_SESSION_HEADERS: [&str; 5] = [
+    "x-claude-code-session-id",
+    "session-id",
+    "session_id",
+    "x-opencode-session",
+    "x-session-id",
+];
+
 /// Where requests go and what every exchange shares.
 pub struct Proxy {
     pub dial: Dial,
@@ -69,7 +82,9 @@ pub struct Proxy {
     pub prefix: String,
     pub clock: UtcClock,
     pub sink: CaptureSink,
-    pub session_header: Option<HeaderName>,
+    /// The headers that name a request's session, the first present
+    /// wins: `--session-header`'s, or [`KNOWN_SESSION_HEADERS`].
+    pub session_headers: Vec<HeaderName>,
     /// Exchanges forwarded without a capture line.
     pub forwarded: AtomicU64,
 }
@@ -179,8 +194,85 @@ fn proxy_error(status: StatusCode, message: &str) -> Response<ProxyBody> {
     r
 }
 
+/// The capture's exchange for a request the capture records (a chat or
+/// Messages request), with its session and the secrets of its headers;
+/// `None` for a request that is only forwarded.
+fn pending(proxy: &Proxy, parts: &Parts, body: &[u8], start_ns: u64) -> Option<Pending> {
+    let (request, stream) = recordable(&parts.method, body)?;
+    let mut exchange = Exchange::new(
+        start_ns,
+        parts.method.to_string(),
+        parts.uri.path().to_string(),
+        request,
+    );
+    exchange.stream = stream;
+    exchange.session_id = session(&proxy.session_headers, &parts.headers);
+    exchange.secrets = Secrets::of(
+        parts
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_bytes())),
+    );
+    Some(Pending::new(proxy.clock, proxy.sink.clone(), exchange))
+}
+
+/// A request the capture has not read yet (it reads it once the request
+/// is on its way upstream). Dropped unread, when the client went away
+/// first, it reads it then: the exchange still gets its line.
+struct Unread<'a> {
+    proxy: &'a Proxy,
+    parts: &'a Parts,
+    body: &'a [u8],
+    start_ns: u64,
+    read: bool,
+}
+
+impl Unread<'_> {
+    fn read(mut self) -> Option<Pending> {
+        self.read = true;
+        pending(self.proxy, self.parts, self.body, self.start_ns)
+    }
+}
+
+impl Drop for Unread<'_> {
+    fn drop(&mut self) {
+        if !self.read {
+            // Its line says the client went away before the response head.
+            drop(pending(self.proxy, self.parts, self.body, self.start_ns));
+        }
+    }
+}
+
+/// The session a request names: the first of `names` it carries with a
+/// value that is not blank.
+fn session(names: &[HeaderName], headers: &HeaderMap) -> Option<String> {
+    names
+        .iter()
+        .filter_map(|name| headers.get(name))
+        .filter_map(|v| v.to_str().ok())
+        .map(str::trim)
+        .find(|v| !v.is_empty())
+        .map(str::to_string)
+}
+
+/// The shape a response body is read in, from its head and the path.
+fn shape(head: &hyper::http::response::Parts, path: &str) -> Shape {
+    let event_stream = head
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    match (event_stream, path.ends_with("/messages")) {
+        (false, _) => Shape::Whole,
+        (true, true) => Shape::MessagesStream,
+        (true, false) => Shape::ChatStream,
+    }
+}
+
 /// Forwards one request and returns the upstream's answer, passed
-/// through.
+/// through. The request goes upstream before the proxy reads its body
+/// for the capture (is it a chat or Messages request, which session):
+/// that reading overlaps the upstream's work instead of delaying it.
 pub async fn handle(
     link: Arc<Link>,
     request: Request<Incoming>,
@@ -197,85 +289,49 @@ pub async fn handle(
             ))
         }
     };
-    let path = parts.uri.path().to_string();
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_string();
-    let recorded = recordable(&parts.method, &body);
-    let pending = recorded.map(|(request, stream)| {
-        let session_id = proxy
-            .session_header
-            .as_ref()
-            .and_then(|name| parts.headers.get(name))
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(str::to_string);
-        let secrets = Secrets::of(
-            parts
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_bytes())),
-        );
-        Pending {
-            clock: proxy.clock,
-            sink: proxy.sink.clone(),
-            start_ns,
-            session_id,
-            method: parts.method.to_string(),
-            path: path.clone(),
-            stream,
-            request: Some(request),
-            secrets,
-            status: None,
-            scan: ResponseScan::new(Shape::Whole),
-        }
-    });
-    if pending.is_none() {
-        proxy.forwarded.fetch_add(1, Relaxed);
-    }
-
-    let uri = format!("{}{path_and_query}", proxy.prefix);
-    let mut upstream = Request::new(Full::new(body));
-    *upstream.method_mut() = parts.method.clone();
-    *upstream.uri_mut() = match uri.parse::<Uri>() {
+    let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let uri = match format!("{}{path_and_query}", proxy.prefix).parse::<Uri>() {
         Ok(uri) => uri,
         Err(e) => {
-            if let Some(p) = pending {
-                p.finish(Some(format!("bad request path: {e}")));
+            if let Some(p) = pending(proxy, &parts, &body, start_ns) {
+                p.fail(None, format!("bad request path: {e}"));
             }
             return Ok(proxy_error(StatusCode::BAD_REQUEST, "bad request path"));
         }
     };
+    let mut upstream = Request::new(Full::new(body.clone()));
+    *upstream.method_mut() = parts.method.clone();
+    *upstream.uri_mut() = uri;
     *upstream.headers_mut() = forwardable(&parts.headers, &proxy.host);
 
-    let response = match link.send(upstream).await {
+    let unread = Unread {
+        proxy,
+        parts: &parts,
+        body: &body,
+        start_ns,
+        read: false,
+    };
+    let (response, pending) = tokio::join!(link.send(upstream), async move {
+        // The upstream connection's task writes the request first.
+        tokio::task::yield_now().await;
+        unread.read()
+    });
+    if pending.is_none() {
+        proxy.forwarded.fetch_add(1, Relaxed);
+    }
+    let response = match response {
         Ok(response) => response,
         Err(e) => {
             let message = format!("cannot reach the upstream: {e}");
-            if let Some(mut p) = pending {
-                p.status = Some(StatusCode::BAD_GATEWAY.as_u16());
-                p.finish(Some(message.clone()));
+            if let Some(p) = pending {
+                p.fail(Some(StatusCode::BAD_GATEWAY.as_u16()), message.clone());
             }
             return Ok(proxy_error(StatusCode::BAD_GATEWAY, &message));
         }
     };
     let (mut head, body) = response.into_parts();
     let pending = pending.map(|mut p| {
-        p.status = Some(head.status.as_u16());
-        let event_stream = head
-            .headers
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        let shape = match (event_stream, path.ends_with("/messages")) {
-            (false, _) => Shape::Whole,
-            (true, true) => Shape::MessagesStream,
-            (true, false) => Shape::ChatStream,
-        };
-        p.scan = ResponseScan::new(shape);
+        p.head(head.status.as_u16(), shape(&head, parts.uri.path()));
         p
     });
     for name in HOP_BY_HOP {
@@ -304,6 +360,25 @@ mod tests {
         assert!(recordable(&Method::POST, br#"{"prompt": "x"}"#).is_none());
         assert!(recordable(&Method::POST, br#"{"messages": "x"}"#).is_none());
         assert!(recordable(&Method::POST, b"not json").is_none());
+    }
+
+    #[test]
+    fn the_first_known_session_header_names_the_session() {
+        let known: Vec<HeaderName> = KNOWN_SESSION_HEADERS
+            .iter()
+            .map(|n| HeaderName::from_static(n))
+            .collect();
+        let mut h = HeaderMap::new();
+        assert_eq!(session(&known, &h), None);
+        h.insert("session_id", HeaderValue::from_static("codex-old"));
+        h.insert("x-session-id", HeaderValue::from_static("generic"));
+        assert_eq!(session(&known, &h).as_deref(), Some("codex-old"));
+        h.insert("x-claude-code-session-id", HeaderValue::from_static("  "));
+        assert_eq!(session(&known, &h).as_deref(), Some("codex-old"));
+        h.insert("X-Claude-Code-Session-Id", HeaderValue::from_static("cc-1"));
+        assert_eq!(session(&known, &h).as_deref(), Some("cc-1"));
+        let given = [HeaderName::from_static("x-agent-session")];
+        assert_eq!(session(&given, &h), None);
     }
 
     #[test]

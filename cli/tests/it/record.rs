@@ -341,6 +341,60 @@ fn assert_shape(tree: &Tree) {
     assert_eq!(joins, want_joins, "join edges");
 }
 
+/// `arbor inspect` lists the inferred tree: the root, and under it both
+/// subagents with the turn that spawned them and the turn they join (the
+/// two launched together reach the proxy in either order, so their names
+/// may swap); `--json --trees` gives the same as `tree_shapes`.
+fn assert_listing(capture: &Path) {
+    let path = capture.to_str().expect("utf-8");
+    let out = arbor(&["inspect", path]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = crate::util::stdout(&out);
+    let listing: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("  trees "))
+        .skip(1)
+        .collect();
+    assert_eq!(listing.len(), 4, "{text}");
+    assert_eq!(listing[0], "    fix-parser: 3 agents, 6 turns");
+    assert_eq!(listing[1], "      conv-1 (root, 3 turns)");
+    let mut children: Vec<&str> = listing[2..]
+        .iter()
+        .map(|l| {
+            let child = l
+                .strip_prefix("        conv-")
+                .unwrap_or_else(|| panic!("{l}"));
+            child.split_once(' ').map_or(child, |(_, rest)| rest)
+        })
+        .collect();
+    children.sort_unstable();
+    assert_eq!(
+        children,
+        [
+            "(blocking, 1 turn), spawned by turn 1, turn 0 joins turn 2",
+            "(blocking, 2 turns), spawned by turn 1, turn 1 joins turn 2",
+        ]
+    );
+    let out = arbor(&["inspect", "--json", "--trees", path]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let shapes = v["tree_shapes"].as_array().expect("tree_shapes");
+    assert_eq!(shapes.len(), 1);
+    assert_eq!(shapes[0]["agents"].as_array().map(Vec::len), Some(3));
+    let roles: Vec<&str> = shapes[0]["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .filter_map(|e| e["role"].as_str())
+        .collect();
+    assert_eq!(roles.iter().filter(|r| **r == "spawn").count(), 2);
+    assert_eq!(roles.iter().filter(|r| **r == "join").count(), 2);
+    // Without --trees the JSON report is unchanged.
+    let out = arbor(&["inspect", "--json", path]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(v.get("tree_shapes").is_none());
+}
+
 #[test]
 fn a_recorded_agent_loads_as_its_tree_and_replays_at_the_recorded_times() {
     let dir = scratch("record-e2e");
@@ -353,9 +407,17 @@ fn a_recorded_agent_loads_as_its_tree_and_replays_at_the_recorded_times() {
         assert_eq!(l["status"], 200, "{l}");
         assert!(l["response"].is_object(), "{l}");
         assert!(l["end_ns"].as_u64() >= l["start_ns"].as_u64());
+        // The first byte comes after the emulator's TTFT (100 ms).
+        let first = l["first_byte_ns"].as_u64().expect("first_byte_ns");
+        assert!(
+            first >= l["start_ns"].as_u64().unwrap_or(0) + 100_000_000,
+            "{l}"
+        );
+        assert!(first <= l["end_ns"].as_u64().unwrap_or(0), "{l}");
     }
     let tree = the_tree(&capture);
     assert_shape(&tree);
+    assert_listing(&capture);
 
     // The identity property: the plan sends every request at its
     // recorded time, to the nanosecond.

@@ -64,6 +64,10 @@ struct RawLine {
     start_ns: Option<u64>,
     #[serde(default)]
     end_ns: Option<u64>,
+    /// When the response's first byte arrived, unix nanoseconds (`arbor
+    /// record` writes it): the turn's recorded TTFT counts from `start`.
+    #[serde(default)]
+    first_byte_ns: Option<u64>,
     /// Agent and parent inferred from the traffic ([`infer`]) for a line
     /// without `agent_id`.
     #[serde(default)]
@@ -162,6 +166,8 @@ struct Entry {
     /// Unix nanoseconds.
     start: u64,
     end: Option<u64>,
+    /// Nanoseconds from the start to the response's first byte.
+    ttft: Option<u64>,
     parent: Option<String>,
     background: bool,
     messages: Vec<Message>,
@@ -424,10 +430,16 @@ fn into_entry(
         ),
         None => (None, None),
     };
+    // A first byte outside [start, end] is no TTFT (left out, not wrong).
+    let ttft = raw
+        .first_byte_ns
+        .filter(|&f| f >= start && end.is_none_or(|e| f <= e))
+        .map(|f| f - start);
     Ok(Entry {
         line,
         start,
         end,
+        ttft,
         parent: raw.parent_agent_id,
         background: raw.background.unwrap_or(false),
         messages,
@@ -817,7 +829,7 @@ fn into_turns(
             duration,
             isl,
             osl,
-            ttft: None,
+            ttft: e.ttft,
             model,
             input_kind,
             hash_ids: Default::default(),
@@ -1229,6 +1241,23 @@ mod tests {
             let msg = load_text(text).expect_err(text).to_string();
             assert_contains(&msg, parts);
         }
+    }
+
+    #[test]
+    fn the_first_byte_gives_the_recorded_ttft_when_inside_the_turn() {
+        let loaded = load_text(
+            r#"{"start": 1, "start_ns": 1000000000, "first_byte_ns": 1000000300, "end_ns": 1000000900, "request": {"messages": []}}
+{"start": 2, "start_ns": 2000000000, "first_byte_ns": 2000000950, "end_ns": 2000000900, "request": {"messages": []}}
+{"start": 3, "start_ns": 3000000000, "first_byte_ns": 2999999999, "request": {"messages": []}}
+{"start": 4, "start_ns": 4000000000, "request": {"messages": []}}"#,
+        )
+        .expect("loads");
+        let ttfts: Vec<Option<u64>> = loaded.trees[0].agents[0]
+            .turns
+            .iter()
+            .map(|t| t.ttft)
+            .collect();
+        assert_eq!(ttfts, [Some(300), None, None, None]);
     }
 
     #[test]
