@@ -36,8 +36,11 @@ use super::framing::Framing;
 use super::stream::{ConnectError, Dial, Stream};
 
 /// Bytes read from the socket at a time; also the size of a connection's
-/// read buffer unless a response head is larger.
-pub const READ_BUFFER: usize = 16 * 1024;
+/// read buffer unless a response head is larger. 8 KiB holds a burst of
+/// SSE chunks in one read and keeps a held stream's memory small (10,000
+/// streams: docs/performance.md, "Scale"); a larger body only takes more
+/// reads.
+pub const READ_BUFFER: usize = 8 * 1024;
 
 /// The largest response head accepted, in bytes; informational (1xx)
 /// heads before it may add up to as much again.
