@@ -83,10 +83,14 @@ fn three_shards_meet_and_start_within_a_few_ms() {
         assert!(rtt > 0 && rtt < 50_000_000, "{b}");
         assert!(offset <= rtt / 2 + 1_000_000, "{b}");
     }
-    // Each clock started within a few ms of the instant.
+    // Each clock started within a few ms of the instant: a timer's wake-up,
+    // which on a 2-core box running the rest of the suite beside three
+    // arbor processes and an emulator has been seen 8 ms late. 25 ms still
+    // tells a start at the instant from one that waited for anything else
+    // (the barrier's own round trips, a shard's plan, a missed instant).
     for b in &barriers {
         let late = b["late_ns"].as_u64().unwrap();
-        assert!(late < 5_000_000, "started {late} ns late: {b}");
+        assert!(late < 25_000_000, "started {late} ns late: {b}");
     }
 }
 
