@@ -53,7 +53,9 @@ fn next(state: &mut u64) -> u64 {
 
 /// Appends `words` words of the block identified by `seed` to `out`.
 fn push_words(seed: u64, words: u32, out: &mut String) {
-    piece_words(seed, words, |word| out.push_str(VOCABULARY[usize::from(word)]));
+    piece_words(seed, words, |word| {
+        out.push_str(VOCABULARY[usize::from(word)])
+    });
 }
 
 /// Calls `f` with the index in [`VOCABULARY`] of each of the `words` words
