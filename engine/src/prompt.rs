@@ -53,23 +53,28 @@ fn next(state: &mut u64) -> u64 {
 
 /// Appends `words` words of the block identified by `seed` to `out`.
 fn push_words(seed: u64, words: u32, out: &mut String) {
-    let mut state = seed;
-    let mut bits = 0u64;
-    for i in 0..words {
-        // Seven bits pick a word; one draw serves nine words.
-        if i % 9 == 0 {
-            bits = next(&mut state);
-        }
-        out.push_str(VOCABULARY[(bits & 127) as usize]);
-        bits >>= 7;
-    }
+    piece_words(seed, words, |word| {
+        out.push_str(VOCABULARY[usize::from(word)])
+    });
 }
 
-/// Appends the text of the piece `seed` of [`for_each_piece`], `words`
-/// words long (the server model's prefix keys hash it,
-/// `arbor_sim::server::keys`).
-pub fn push_piece(seed: u64, words: u32, out: &mut String) {
-    push_words(seed, words, out);
+/// Calls `f` with the index in [`VOCABULARY`] of each of the `words` words
+/// of the piece `seed` of [`for_each_piece`], in order: the words of its
+/// text, without the text (the server model's prefix keys hash them,
+/// `arbor_sim::server::keys`). Every index is below 128.
+pub fn piece_words(seed: u64, words: u32, mut f: impl FnMut(u8)) {
+    let mut state = seed;
+    let mut left = words;
+    while left > 0 {
+        // Seven bits pick a word; one draw serves nine words.
+        let mut bits = next(&mut state);
+        let take = left.min(9);
+        for _ in 0..take {
+            f((bits & 127) as u8);
+            bits >>= 7;
+        }
+        left -= take;
+    }
 }
 
 /// Where block ids live: per tree (local) or shared (global).

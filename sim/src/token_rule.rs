@@ -7,7 +7,8 @@
 //! models ([`arbor_engine::prompt::VOCABULARY`]). A word here is a space
 //! followed by a maximal run of ASCII lowercase letters; it is a
 //! vocabulary word when the list has it (looked up packed as an integer
-//! of at most eight bytes, so a scan is one pass with no allocation).
+//! of at most eight bytes, so a scan is one pass with no allocation), and
+//! the scan hands over its index in the list.
 //! Everything else (recorded text, punctuation, a cache-bust marker) is
 //! "other" bytes, four to a token.
 //!
@@ -25,14 +26,15 @@ const MAX_WORD: usize = 8;
 /// Bytes of other text per token.
 pub const OTHER_BYTES_PER_TOKEN: u32 = 4;
 
-/// The vocabulary, each word packed little-endian into a `u64`, sorted.
-fn packed_vocabulary() -> &'static [u64] {
-    static PACKED: OnceLock<Vec<u64>> = OnceLock::new();
+/// The vocabulary, each word packed little-endian into a `u64` beside its
+/// index in [`VOCABULARY`], sorted by the packed word.
+fn packed_vocabulary() -> &'static [(u64, u8)] {
+    static PACKED: OnceLock<Vec<(u64, u8)>> = OnceLock::new();
     PACKED.get_or_init(|| {
-        let mut words: Vec<u64> = VOCABULARY
-            .iter()
-            .filter(|w| w.len() <= MAX_WORD)
-            .map(|w| pack(w.as_bytes()))
+        let mut words: Vec<(u64, u8)> = (0..=u8::MAX)
+            .zip(VOCABULARY)
+            .filter(|(_, w)| w.len() <= MAX_WORD)
+            .map(|(i, w)| (pack(w.as_bytes()), i))
             .collect();
         words.sort_unstable();
         words
@@ -48,8 +50,9 @@ fn pack(word: &[u8]) -> u64 {
 /// A run of a scanned text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Run<'a> {
-    /// One vocabulary word (one token).
-    Word(&'a [u8]),
+    /// One vocabulary word (one token): its bytes and its index in
+    /// [`VOCABULARY`].
+    Word { bytes: &'a [u8], index: u8 },
     /// Bytes outside vocabulary words (four to a token).
     Other(&'a [u8]),
 }
@@ -71,12 +74,17 @@ pub fn scan<'a>(text: &'a [u8], mut f: impl FnMut(Run<'a>)) {
             .position(|b| !b.is_ascii_lowercase())
             .map_or(text.len(), |p| i + 1 + p);
         let word = &text[i..end];
-        if word.len() > 1 && word.len() <= MAX_WORD && vocabulary.binary_search(&pack(word)).is_ok()
-        {
+        let found = (word.len() > 1 && word.len() <= MAX_WORD)
+            .then(|| vocabulary.binary_search_by_key(&pack(word), |&(packed, _)| packed))
+            .and_then(Result::ok);
+        if let Some(at) = found {
             if other_from < i {
                 f(Run::Other(&text[other_from..i]));
             }
-            f(Run::Word(word));
+            f(Run::Word {
+                bytes: word,
+                index: vocabulary[at].1,
+            });
             other_from = end;
         }
         i = end;
@@ -102,16 +110,30 @@ mod tests {
             runs("ab the theoretical of,"),
             [
                 Run::Other(b"ab"),
-                Run::Word(b" the"),
+                Run::Word {
+                    bytes: b" the",
+                    index: 0
+                },
                 Run::Other(b" theoretical"),
-                Run::Word(b" of"),
+                Run::Word {
+                    bytes: b" of",
+                    index: 1
+                },
                 Run::Other(b","),
             ]
         );
         assert_eq!(runs(""), []);
         assert_eq!(runs(" "), [Run::Other(b" ")]);
         assert_eq!(runs(" The"), [Run::Other(b" The")]);
+        // Every word is found, as its own index (no word is listed twice).
         let all: String = VOCABULARY.concat();
-        assert_eq!(runs(&all).len(), VOCABULARY.len());
+        let indices: Vec<u8> = runs(&all)
+            .into_iter()
+            .filter_map(|r| match r {
+                Run::Word { index, .. } => Some(index),
+                Run::Other(_) => None,
+            })
+            .collect();
+        assert_eq!(indices, (0..=127).collect::<Vec<u8>>());
     }
 }

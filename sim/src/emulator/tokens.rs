@@ -89,9 +89,9 @@ impl TokenCount {
     /// completion prompt).
     pub(crate) fn text(&mut self, s: &str) {
         scan(s.as_bytes(), |run| match run {
-            Run::Word(word) => {
+            Run::Word { bytes, .. } => {
                 self.words += 1;
-                self.words_bytes += word.len() as u64;
+                self.words_bytes += bytes.len() as u64;
             }
             Run::Other(bytes) => self.other_bytes += bytes.len() as u64,
         });

@@ -7,39 +7,39 @@
 //! token) and text ([`TextKeys::text`]), cut into tokens by arbor's
 //! estimate (`crate::token_rule`: a vocabulary word is one token, other
 //! bytes four to a token, packed across the whole prompt as the
-//! emulator's count packs them). Every `block_size` tokens close a block:
-//! its content hash is FNV-1a 64 over the bytes that arrived in it, and
-//! its key is FNV-1a 64 over the previous key (0 before the first) and
-//! that content hash. So a key names the whole prefix up to its block,
-//! and a trailing partial block has no key.
+//! emulator's count packs them). Every `block_size` tokens close a block.
+//! Its content hash runs over what arrived in it, in order: a framing or
+//! other byte is one FNV-1a 64 step on the byte, a vocabulary word is one
+//! multiply step on its index in `arbor_engine::prompt::VOCABULARY` (not
+//! on its bytes: one step a token). Its key mixes the previous key (0
+//! before the first) with that content hash (SplitMix64's finalizer). So
+//! a key names the whole prefix up to its block, and a trailing partial
+//! block has no key.
 //!
 //! The emulator under `--profile` feeds a chat body as `role` `\n`
-//! content `\n` per message (`emulator/request.rs`). [`PromptKeys`] feeds
-//! the same for a turn of a workload, as `arbor run` sends it with the
-//! chat API: the recorded messages (wire roles, the cache-bust marker
-//! before the first user message's content), or one user message of the
-//! marker and the synthesized text. Synthesized text is not built: its
-//! pieces (`arbor_engine::prompt::for_each_piece`) are vocabulary words
-//! only, one token each, so a block's share of a piece is a known run of
-//! words, and its content hash after that run is remembered by (content
-//! hash before, seed, first word, words). Only the first time a run is
-//! seen are its words written out and hashed. `proptests`' `prefix_keys`
-//! property checks that this gives the keys of the live body exactly.
+//! content `\n` per message (`emulator/request.rs`); its scan finds each
+//! word's index as it looks the word up. [`PromptKeys`] feeds the same
+//! for a turn of a workload, as `arbor run` sends it with the chat API:
+//! the recorded messages (wire roles, the cache-bust marker before the
+//! first user message's content), or one user message of the marker and
+//! the synthesized text. Synthesized text is not built: its pieces
+//! (`arbor_engine::prompt::for_each_piece`) are vocabulary words only, and
+//! `arbor_engine::prompt::piece_words` gives their indices straight from
+//! each piece's seeded word stream. `proptests`' `prefix_keys` property
+//! checks that this gives the keys of the live body exactly.
 //!
-//! Must not: know about the scheduler, or keep anything between prompts
-//! that changes a key (the remembered runs only save work).
-
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+//! Must not: know about the scheduler, or keep anything between prompts.
 
 use arbor_engine::content::{fnv1a, prompt_messages, FNV_OFFSET};
 use arbor_engine::model::{Role, Tree};
-use arbor_engine::prompt::{for_each_piece, push_piece, wire_role};
+use arbor_engine::prompt::{for_each_piece, piece_words, wire_role};
 
 use crate::token_rule::{scan, Run, OTHER_BYTES_PER_TOKEN};
 
-/// Remembered runs past this many are forgotten (all at once).
-const MAX_REMEMBERED: usize = 1 << 20;
+/// The odd multiplier of a word's step in a block's content hash (the
+/// golden ratio in 64 bits: not FNV's prime, so a word and a byte of
+/// equal value step apart).
+const WORD_MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// A prompt's text in, chained block keys out (see the module doc).
 #[derive(Debug, Clone)]
@@ -47,7 +47,7 @@ pub struct TextKeys {
     block_size: u32,
     /// The last full block's key (0 before the first).
     prev: u64,
-    /// FNV-1a of the bytes of the block being filled.
+    /// The content hash of the block being filled.
     content: u64,
     /// Tokens in the block being filled.
     filled: u32,
@@ -86,12 +86,15 @@ impl TextKeys {
     /// Text, cut into tokens by the estimate.
     pub fn text(&mut self, text: &str) {
         scan(text.as_bytes(), |run| match run {
-            Run::Word(word) => {
-                self.content = fnv1a(self.content, word);
-                self.advance(1);
-            }
+            Run::Word { index, .. } => self.word(index),
             Run::Other(bytes) => self.other(bytes),
         });
+    }
+
+    /// The vocabulary word of index `index`: one token, one step.
+    fn word(&mut self, index: u8) {
+        self.content = (self.content ^ u64::from(index)).wrapping_mul(WORD_MULTIPLIER);
+        self.advance();
     }
 
     /// Bytes counted as other text, four to a token (a completion
@@ -104,26 +107,17 @@ impl TextKeys {
             bytes = &bytes[take..];
             if self.pending == OTHER_BYTES_PER_TOKEN {
                 self.pending = 0;
-                self.advance(1);
+                self.advance();
             }
         }
     }
 
-    /// Tokens the block being filled has room for.
-    fn room(&self) -> u32 {
-        self.block_size - self.filled
-    }
-
-    /// `n` tokens (at most [`TextKeys::room`]) joined the block being
-    /// filled, their bytes hashed already.
-    fn advance(&mut self, n: u32) {
-        self.filled += n;
-        self.tokens += u64::from(n);
+    /// A token joined the block being filled, its bytes hashed already.
+    fn advance(&mut self) {
+        self.filled += 1;
+        self.tokens += 1;
         if self.filled == self.block_size {
-            let key = fnv1a(
-                fnv1a(FNV_OFFSET, &self.prev.to_le_bytes()),
-                &self.content.to_le_bytes(),
-            );
+            let key = chain(self.prev, self.content);
             self.keys.push(key);
             self.prev = key;
             self.content = FNV_OFFSET;
@@ -148,52 +142,21 @@ impl TextKeys {
     }
 }
 
-/// A run of a synthesized piece inside one block: its words
-/// `first..first + words` of the piece `seed`, hashed after `before`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct PieceRun {
-    before: u64,
-    seed: u64,
-    first: u32,
-    words: u32,
-}
-
-/// The remembered runs' keys are hashes already: one multiply each.
-#[derive(Debug, Default, Clone, Copy)]
-struct RunHasher(u64);
-
-impl Hasher for RunHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.0 = (self.0.rotate_left(26) ^ value).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    fn write_u32(&mut self, value: u32) {
-        self.write_u64(u64::from(value));
-    }
+/// A block's key from the previous block's key and its own content hash:
+/// the two combined, then SplitMix64's finalizer (a bijection), so every
+/// bit of both reaches every bit of the key.
+fn chain(prev: u64, content: u64) -> u64 {
+    let mut z = prev.wrapping_mul(WORD_MULTIPLIER) ^ content;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The plan side: block keys of a workload's turns as the live client
-/// sends them (see the module doc). Reuse one for a whole run: it
-/// remembers the content hashes of the synthesized runs it has seen.
+/// sends them (see the module doc).
 #[derive(Debug, Clone)]
 pub struct PromptKeys {
     block_size: u32,
-    remembered: HashMap<PieceRun, u64, BuildHasherDefault<RunHasher>>,
-    /// The text of the piece last written out, and its seed.
-    text: String,
-    text_seed: Option<u64>,
-    /// Where each word of `text` starts, and its end.
-    starts: Vec<usize>,
 }
 
 impl PromptKeys {
@@ -201,10 +164,6 @@ impl PromptKeys {
     pub fn new(block_size: u32) -> PromptKeys {
         PromptKeys {
             block_size: block_size.max(1),
-            remembered: HashMap::default(),
-            text: String::new(),
-            text_seed: None,
-            starts: Vec::new(),
         }
     }
 
@@ -232,7 +191,7 @@ impl PromptKeys {
                     keys.text(marker);
                 }
                 for_each_piece(tree, agent, turn, |seed, words| {
-                    self.piece(&mut keys, seed, words)
+                    piece_words(seed, words, |word| keys.word(word))
                 });
                 keys.frame(b"\n");
             }
@@ -240,52 +199,6 @@ impl PromptKeys {
         let tokens = keys.tokens();
         *out = keys.finish();
         tokens
-    }
-
-    /// Feeds the `words` words of the piece `seed`, block by block.
-    fn piece(&mut self, keys: &mut TextKeys, seed: u64, words: u32) {
-        let mut first = 0;
-        while first < words {
-            let take = keys.room().min(words - first);
-            let run = PieceRun {
-                before: keys.content,
-                seed,
-                first,
-                words: take,
-            };
-            let after = match self.remembered.get(&run) {
-                Some(&after) => after,
-                None => {
-                    let after = fnv1a(keys.content, self.words_of(seed, words, first, take));
-                    if self.remembered.len() >= MAX_REMEMBERED {
-                        self.remembered.clear();
-                    }
-                    self.remembered.insert(run, after);
-                    after
-                }
-            };
-            keys.content = after;
-            keys.advance(take);
-            first += take;
-        }
-    }
-
-    /// The bytes of words `first..first + take` of the piece `seed` of
-    /// `words` words.
-    fn words_of(&mut self, seed: u64, words: u32, first: u32, take: u32) -> &[u8] {
-        if self.text_seed != Some(seed) || self.starts.len() <= (first + take) as usize {
-            self.text.clear();
-            push_piece(seed, words, &mut self.text);
-            self.starts.clear();
-            let bytes = self.text.as_bytes();
-            self.starts
-                .extend((0..bytes.len()).filter(|&i| bytes[i] == b' '));
-            self.starts.push(bytes.len());
-            self.text_seed = Some(seed);
-        }
-        let from = self.starts[first as usize];
-        let to = self.starts[(first + take) as usize];
-        &self.text.as_bytes()[from..to]
     }
 }
 
