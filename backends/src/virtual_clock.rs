@@ -269,7 +269,7 @@ pub fn run_server_observed(
     out: &mut Vec<Predicted>,
     mut observe: impl FnMut(Nanos, &Gauges),
 ) -> Result<Nanos, EngineError> {
-    let mut prompt_keys = PromptKeys::new(server.profile().engine.block_size);
+    let prompt_keys = PromptKeys::new(server.profile().engine.block_size);
     let seed = scheduler.policy().seed;
     // Request ids are dense slot indices: a Vec, never a hash map.
     let mut pending: Vec<Option<Pending>> = Vec::new();

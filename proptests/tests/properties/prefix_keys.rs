@@ -245,7 +245,7 @@ proptest! {
         let mut trees = synthetic(seed, hash_ids).trees;
         trees.push(recorded);
         let marker = marker.as_deref();
-        let mut plan = PromptKeys::new(block_size);
+        let plan = PromptKeys::new(block_size);
         let mut keys = Vec::new();
         for (t, a, turn) in turns(&trees) {
             let tree = &trees[t];
@@ -283,7 +283,7 @@ proptest! {
         all.sort_by_key(|&(t, a, turn)| {
             (order ^ ((t as u64) << 40 | (a as u64) << 20 | turn as u64)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
         });
-        let mut plan = PromptKeys::new(block_size);
+        let plan = PromptKeys::new(block_size);
         let mut planned = Vec::new();
         let mut served = Vec::new();
         for &(t, a, turn) in &all {

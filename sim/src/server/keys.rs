@@ -173,7 +173,7 @@ impl PromptKeys {
     /// tokens by the estimate (`TextKeys::tokens`). Nothing for a turn
     /// out of range.
     pub fn turn(
-        &mut self,
+        &self,
         tree: &Tree,
         agent: usize,
         turn: usize,
@@ -277,7 +277,7 @@ mod tests {
                 ..Turn::default()
             },
         ]);
-        let mut prompt = PromptKeys::new(5);
+        let prompt = PromptKeys::new(5);
         let mut out = Vec::new();
         for marker in [None, Some("[rid:0123456789ab]\n\n"), Some("odd")] {
             for turn in 0..3 {
