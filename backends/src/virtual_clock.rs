@@ -27,7 +27,7 @@
 //!            out: &mut Vec<Predicted>) -> Result<Nanos, EngineError>
 //! ```
 //!
-//! where `Prompts { workload: &Workload, cache_bust: bool }`, and a plain
+//! where `Prompts { workload: &Workload, cache_bust: Option<CacheBust> }`, and a plain
 //! `&Workload` is `Prompts` without the cache-bust marker.
 //!
 //! Block keys come from the workload's trees (`arbor_sim::server::keys`):
@@ -45,6 +45,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
 
+use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler, TurnState};
 use arbor_engine::time::Nanos;
 use arbor_engine::{EngineError, Workload};
@@ -228,15 +229,16 @@ pub struct Predicted {
 pub struct Prompts<'a> {
     /// The workload the scheduler's trees were compiled from (same order).
     pub workload: &'a Workload,
-    /// Each play's prompts carry its cache-bust marker (`--cache-bust`).
-    pub cache_bust: bool,
+    /// Each play's prompts carry its cache-bust marker (`--cache-bust`),
+    /// from this seed and salt; `None`: no markers.
+    pub cache_bust: Option<CacheBust>,
 }
 
 impl<'a> From<&'a Workload> for Prompts<'a> {
     fn from(workload: &'a Workload) -> Self {
         Prompts {
             workload,
-            cache_bust: false,
+            cache_bust: None,
         }
     }
 }
@@ -270,7 +272,6 @@ pub fn run_server_observed(
     mut observe: impl FnMut(Nanos, &Gauges),
 ) -> Result<Nanos, EngineError> {
     let prompt_keys = PromptKeys::new(server.profile().engine.block_size);
-    let seed = scheduler.policy().seed;
     // Request ids are dense slot indices: a Vec, never a hash map.
     let mut pending: Vec<Option<Pending>> = Vec::new();
     let mut keys: Vec<u64> = Vec::new();
@@ -289,9 +290,7 @@ pub fn run_server_observed(
                         .ok_or(EngineError::UnknownRequest(id))?;
                     let agent = tree.agent_of[turn as usize] as usize;
                     let index = tree.index_in_agent[turn as usize] as usize;
-                    let marker = prompts
-                        .cache_bust
-                        .then(|| arbor_engine::prompt::cache_bust_marker(seed, play));
+                    let marker = prompts.cache_bust.map(|bust| bust.marker(play));
                     match prompts.workload.trees.get(play.tree as usize) {
                         Some(recorded) => {
                             prompt_keys.turn(recorded, agent, index, marker.as_deref(), &mut keys);

@@ -16,6 +16,7 @@ use std::time::Duration;
 use arbor_backends::live::request::{Api, MaxTokensField, ANTHROPIC_VERSION};
 use arbor_backends::live::stream::ConnectError;
 use arbor_backends::live::tls::{client_config, ClientConfig, TlsOptions};
+use arbor_engine::prompt::CacheBust;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::{Map, Value};
 
@@ -50,8 +51,22 @@ pub struct RequestOptions {
     pub tls: TlsOptions,
     pub timeout: Duration,
     pub retries: u32,
-    /// Prepend each play's cache-bust marker to its prompts.
+    /// Prepend each play's cache-bust marker to its prompts (`--cache-bust`
+    /// or a recipe).
     pub cache_bust: bool,
+    /// `--cache-bust-salt`: moves every marker.
+    pub cache_bust_salt: u64,
+}
+
+impl RequestOptions {
+    /// Where the markers of a run of `seed` come from; `None` without
+    /// markers.
+    pub fn markers(&self, seed: u64) -> Option<CacheBust> {
+        self.cache_bust.then_some(CacheBust {
+            seed,
+            salt: self.cache_bust_salt,
+        })
+    }
 }
 
 /// Extra headers and the API key: what every request carries besides its

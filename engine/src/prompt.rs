@@ -196,26 +196,55 @@ pub fn write_synthesized(tree: &Tree, agent: usize, turn: usize, out: &mut Vec<u
     })
 }
 
-/// The cache-bust marker of a play: `[rid:<12 hex>]` and a blank line,
-/// prepended to the first user message of every turn of the play, so no
-/// two plays share a prefix while all turns of one play do. Derived from
-/// the seed and the play's place in its lane (or its tree and copy in an
-/// open loop), never from timing: a run's markers are reproducible.
-pub fn cache_bust_marker(seed: u64, play: &crate::scheduler::Play) -> String {
-    use rand::Rng;
-    let (a, b) = match play.lane {
-        Some(lane) => (u64::from(lane), u64::from(play.lane_play)),
-        None => (u64::from(play.tree) | 1 << 40, u64::from(play.copy)),
-    };
-    let mut rng = crate::rng::stream(
-        seed,
-        crate::rng::Purpose::CacheBust,
-        a,
-        b,
-        u64::from(play.tree),
-    );
-    let id: u64 = rng.random();
-    format!("[rid:{:012x}]\n\n", id & 0xFFFF_FFFF_FFFF)
+/// Where a run's cache-bust markers come from: its seed and a salt
+/// (`--cache-bust-salt`, 0 by default). Markers repeat across runs of the
+/// same seed and salt, and a server's prefix cache keeps what an earlier
+/// run sent: runs that must start cold against the same server take
+/// different salts (`arbor capacity` salts each live probe with its
+/// number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheBust {
+    pub seed: u64,
+    pub salt: u64,
+}
+
+impl CacheBust {
+    /// The cache-bust marker of a play: `[rid:<12 hex>]` and a blank line,
+    /// prepended to the first user message of every turn of the play, so
+    /// no two plays share a prefix while all turns of one play do. Derived
+    /// from the seed, the salt and the play's place in its lane (or its
+    /// tree and copy in an open loop), never from timing: a run's markers
+    /// are reproducible. Salt 0 gives the markers of the seed alone.
+    pub fn marker(&self, play: &crate::scheduler::Play) -> String {
+        use rand::Rng;
+        let (a, b) = match play.lane {
+            Some(lane) => (u64::from(lane), u64::from(play.lane_play)),
+            None => (u64::from(play.tree) | 1 << 40, u64::from(play.copy)),
+        };
+        let mut rng = crate::rng::stream(
+            self.stream_seed(),
+            crate::rng::Purpose::CacheBust,
+            a,
+            b,
+            u64::from(play.tree),
+        );
+        let id: u64 = rng.random();
+        format!("[rid:{:012x}]\n\n", id & 0xFFFF_FFFF_FFFF)
+    }
+
+    /// The seed of the marker streams: the run's seed, moved by a salt
+    /// other than 0 (an odd multiplier spreads consecutive salts apart).
+    fn stream_seed(&self) -> u64 {
+        if self.salt == 0 {
+            self.seed
+        } else {
+            self.seed
+                ^ self
+                    .salt
+                    .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                    .rotate_left(29)
+        }
+    }
 }
 
 /// The role name sent on the wire. Tool results are sent as user messages:
@@ -234,6 +263,33 @@ mod tests {
     use super::*;
     use crate::model::{Agent, AgentKind, BlockIds, Turn};
     use crate::synthetic::SyntheticSpec;
+
+    fn lane_play(lane: u32, k: u32, tree: u32) -> crate::scheduler::Play {
+        let mut play = crate::scheduler::Play::planned(tree, 0, Some(lane), 0);
+        play.lane_play = k;
+        play
+    }
+
+    #[test]
+    fn salt_zero_keeps_the_seeds_markers_and_other_salts_move_every_marker() {
+        let bust = |seed, salt| CacheBust { seed, salt };
+        // The markers runs have always sent: salt 0 must not change them.
+        assert_eq!(
+            bust(0, 0).marker(&lane_play(0, 0, 9)),
+            "[rid:ede9a40f2360]\n\n"
+        );
+        let plays: Vec<_> = (0..4)
+            .flat_map(|lane| (0..4).map(move |k| lane_play(lane, k, 3 * lane + k)))
+            .collect();
+        let markers = |b: CacheBust| plays.iter().map(|p| b.marker(p)).collect::<Vec<_>>();
+        assert_eq!(markers(bust(7, 2)), markers(bust(7, 2)), "reproducible");
+        let mut seen = std::collections::BTreeSet::new();
+        for salt in 0..8 {
+            for m in markers(bust(7, salt)) {
+                assert!(seen.insert(m.clone()), "{m} repeats across plays or salts");
+            }
+        }
+    }
 
     fn tree(id: &str, scope: HashScope, turns: Vec<(u32, Vec<u32>)>) -> Tree {
         Tree {

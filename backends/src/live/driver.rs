@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
+use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler};
 use arbor_engine::time::Nanos;
 use arbor_engine::{EngineError, Workload};
@@ -62,10 +63,9 @@ pub struct LiveConfig {
     pub warm_connections: usize,
     /// Base URL for warming (`http://host:port`).
     pub base_url: String,
-    /// Prepend each play's cache-bust marker to its prompts.
-    pub cache_bust: bool,
-    /// The run's seed (markers derive from it).
-    pub seed: u64,
+    /// Prepend each play's cache-bust marker to its prompts, from this
+    /// seed and salt; `None`: no markers.
+    pub cache_bust: Option<CacheBust>,
 }
 
 /// Where records go, as requests finish.
@@ -168,13 +168,12 @@ pub async fn run_among<S: RecordSink>(
     stop: impl Future<Output = ()>,
 ) -> Result<RunOutcome, LiveError> {
     let (tx, rx) = mpsc::unbounded_channel();
-    let bust_seed = config.cache_bust.then_some(config.seed);
     let live = LiveLoop {
         epoch: among.epoch,
         numbers: among.numbering.map(Numbers::new),
         scheduler,
         target: Arc::new(config.target.clone()),
-        bodies: Bodies::new(workload, config.body.clone(), bust_seed),
+        bodies: Bodies::new(workload, config.body.clone(), config.cache_bust),
         tx,
         inflight: Vec::new(),
         outstanding: 0,

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
+use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{RequestId, Scheduler, TurnState};
 use arbor_engine::Workload;
 
@@ -98,23 +99,24 @@ pub struct Bodies {
     store: Arc<Mutex<Prebuilt>>,
     workload: Arc<Workload>,
     config: Arc<BodyConfig>,
-    /// The run's seed when prompts carry their play's cache-bust marker.
-    bust_seed: Option<u64>,
+    /// Where the markers come from when prompts carry their play's
+    /// cache-bust marker.
+    bust: Option<CacheBust>,
 }
 
 impl Bodies {
-    pub fn new(workload: Arc<Workload>, config: BodyConfig, bust_seed: Option<u64>) -> Bodies {
+    pub fn new(workload: Arc<Workload>, config: BodyConfig, bust: Option<CacheBust>) -> Bodies {
         Bodies {
             store: Arc::new(Mutex::new(Prebuilt::default())),
             workload,
             config: Arc::new(config),
-            bust_seed,
+            bust,
         }
     }
 
     /// The recipe of request `id`'s body.
     pub fn turn(&self, scheduler: &Scheduler, id: RequestId) -> Option<TurnBody> {
-        TurnBody::of(scheduler, id, self.bust_seed)
+        TurnBody::of(scheduler, id, self.bust)
     }
 
     /// The body of dispatched request `id`: the one built ahead if it is

@@ -6,7 +6,7 @@
 //! Both are pure reads of the scheduler's compiled trees and slots; the
 //! body itself is built by `request.rs`.
 
-use arbor_engine::prompt;
+use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{RequestId, Scheduler};
 use arbor_engine::Workload;
 
@@ -28,9 +28,9 @@ pub struct TurnBody {
 }
 
 impl TurnBody {
-    /// The recipe of request `id`'s body; `bust_seed` is the run's seed
-    /// when prompts carry their play's cache-bust marker.
-    pub fn of(scheduler: &Scheduler, id: RequestId, bust_seed: Option<u64>) -> Option<TurnBody> {
+    /// The recipe of request `id`'s body; `bust` is where the markers
+    /// come from when prompts carry their play's cache-bust marker.
+    pub fn of(scheduler: &Scheduler, id: RequestId, bust: Option<CacheBust>) -> Option<TurnBody> {
         let (tree, play, turn) = scheduler.request_tree(id)?;
         let t = turn as usize;
         let warmup = scheduler.slot(id)?.warmup;
@@ -40,7 +40,7 @@ impl TurnBody {
             turn: tree.index_in_agent[t] as usize,
             osl: if warmup { 1 } else { tree.osl[t] },
             warmup,
-            marker: bust_seed.map(|seed| prompt::cache_bust_marker(seed, play)),
+            marker: bust.map(|bust| bust.marker(play)),
         })
     }
 

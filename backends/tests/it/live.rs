@@ -16,6 +16,7 @@ use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::load::weka;
 use arbor_engine::policy::{Arrival, GapTransform, Policy};
+use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::Workload;
 use arbor_sim::emulator::{serve, EmulatorConfig, FailStatus, ServerStamp};
@@ -137,8 +138,7 @@ pub(crate) fn drive(
         },
         warm_connections: warm,
         base_url: base_url.to_string(),
-        cache_bust,
-        seed: 0,
+        cache_bust: cache_bust.then_some(CacheBust { seed: 0, salt: 0 }),
     };
     let mut sink = VecSink(Vec::new());
     let outcome = client_runtime().block_on(async {

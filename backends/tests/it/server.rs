@@ -7,6 +7,7 @@ use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::model::HashScope;
 use arbor_engine::policy::Policy;
+use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::{Tree, Turn, Workload};
 use arbor_sim::server::{Profile, ServerModel};
@@ -41,6 +42,7 @@ fn plan(workload: &Workload, policy: Policy, cache_bust: bool) -> (Scheduler, Ve
         overlap_tolerance: 0,
     };
     let compiled = compile(workload, &policy, &options).expect("valid workload");
+    let policy_seed = policy.seed;
     let mut scheduler = Scheduler::new(compiled, policy).expect("valid policy");
     let mut model = ServerModel::new(&profile());
     let mut out = Vec::new();
@@ -48,7 +50,10 @@ fn plan(workload: &Workload, policy: Policy, cache_bust: bool) -> (Scheduler, Ve
         &mut scheduler,
         Prompts {
             workload,
-            cache_bust,
+            cache_bust: cache_bust.then_some(CacheBust {
+                seed: policy_seed,
+                salt: 0,
+            }),
         },
         &mut model,
         &mut out,

@@ -393,6 +393,13 @@ pub struct RequestArgs {
     /// play: plays never share a prefix, turns of one play do.
     #[arg(long, help_heading = SERVER)]
     pub cache_bust: bool,
+
+    /// Move every cache-bust marker by this salt (0: the seed's own
+    /// markers). Markers repeat across runs of the same seed and salt, and
+    /// the server's prefix cache keeps an earlier run's prompts: give runs
+    /// that must start cold different salts (or restart the server).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "cache_bust", help_heading = SERVER)]
+    pub cache_bust_salt: u64,
 }
 
 #[derive(Debug, Args)]

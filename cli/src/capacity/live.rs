@@ -21,19 +21,22 @@ use crate::scenario::Explicit;
 use super::knob::Knob;
 use super::observed::{Gaps, Observed, RequestSeen};
 
-/// Runs the point `knob = value` into `dir` and reads it back. A run that
-/// fails, is stopped, or whose client failed requests ends the search
-/// with its error (and exit code).
+/// Runs probe `k`, the point `knob = value`, into `dir` and reads it back.
+/// Its cache-bust markers are salted with `k` (added to
+/// `--cache-bust-salt`): a probe's prompts never hit what an earlier probe
+/// left in the server's prefix cache. A run that fails, is stopped, or
+/// whose client failed requests ends the search with its error (and exit
+/// code).
 pub fn point(
     args: &CapacityArgs,
     explicit: &Explicit,
     rebuild: Rebuild,
-    knob: Knob,
-    value: u64,
+    (k, knob, value): (usize, Knob, u64),
     dir: &Path,
 ) -> Result<Observed, Failure> {
     let mut one = args.run.clone();
     knob.apply(value, &mut one.policy);
+    one.request.cache_bust_salt = one.request.cache_bust_salt.wrapping_add(k as u64);
     one.out = Some(dir.to_path_buf());
     run::run(&one, explicit, rebuild)?;
     read(dir)

@@ -29,6 +29,7 @@ mod table;
 
 use std::path::{Path, PathBuf};
 
+use arbor_engine::prompt::CacheBust;
 use arbor_sim::{Service, ServiceModel};
 
 use crate::args::CapacityArgs;
@@ -190,11 +191,15 @@ fn claim_out(out: &Path, force: bool) -> Result<(), Failure> {
 fn bench(args: &CapacityArgs) -> Result<Bench, Failure> {
     let policy = inputs::policy(&args.run.policy, &args.run.scenario)?;
     let options = inputs::derive_options(&args.run.input);
+    let cache_bust = args.run.request.cache_bust.then_some(CacheBust {
+        seed: policy.seed,
+        salt: args.run.request.cache_bust_salt,
+    });
     let compiled = inputs::compile(&args.run.input, policy, &options, false)?;
     Ok(Bench {
         compiled: compiled.compiled,
         workload: compiled.loaded.workload,
-        cache_bust: args.run.request.cache_bust,
+        cache_bust,
         policy: args.run.policy.clone(),
         scenario: args.run.scenario.clone(),
         service: args.run.service.clone(),
@@ -254,7 +259,7 @@ fn search_live(
             space.knob.show(value),
             dir.display()
         );
-        let observed = live::point(args, explicit, rebuild, space.knob, value, &dir)?;
+        let observed = live::point(args, explicit, rebuild, (k, space.knob, value), &dir)?;
         let probe = probe(k, space.knob, value, observed.judge(slo));
         let pass = probe.verdict.pass;
         probes.push(probe);

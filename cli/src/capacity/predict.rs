@@ -14,6 +14,7 @@
 
 use arbor_backends::virtual_clock::{self, Prompts};
 use arbor_engine::dag::CompiledWorkload;
+use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::time::Nanos;
 use arbor_engine::Workload;
@@ -34,7 +35,7 @@ pub struct Bench {
     /// The trees as loaded (the server model's prompt block keys).
     pub workload: Workload,
     /// `--cache-bust`: each play's prompts share no prefix with another's.
-    pub cache_bust: bool,
+    pub cache_bust: Option<CacheBust>,
     pub policy: PolicyArgs,
     pub scenario: ScenarioArgs,
     pub service: Service,

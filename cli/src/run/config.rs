@@ -74,6 +74,11 @@ pub struct RunConfig {
     pub insecure: bool,
     pub timeout_s: f64,
     pub retries: u32,
+    /// When prompts carried cache-bust markers (`--cache-bust`, a recipe):
+    /// the salt they were moved by (`--cache-bust-salt`; a live capacity
+    /// probe adds its number). Absent without markers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_bust_salt: Option<u64>,
     /// Connections opened before the clock starts (every thread's).
     pub warm_connections: usize,
     /// Client threads (`--threads`), each over its stripe of the plan.
@@ -166,6 +171,7 @@ impl RunConfig {
             insecure: requests.tls.insecure,
             timeout_s: requests.timeout.as_secs_f64(),
             retries: requests.retries,
+            cache_bust_salt: requests.cache_bust.then_some(requests.cache_bust_salt),
             warm_connections: 0,
             threads: 1,
             out: out.display().to_string(),

@@ -186,7 +186,7 @@ fn run_once(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<Ran
         trees: prepared.workload.trees.len() as u64,
         planned: prepared.planned_duration,
         service: &prepared.planned.service,
-        cache_bust: prepared.requests.cache_bust || prepared.scenario.is_some(),
+        cache_bust: prepared.requests.cache_bust,
     };
     for line in notices::before_run(&shape) {
         eprintln!("{line}");
@@ -401,9 +401,7 @@ pub async fn run_against(
         },
         warm_connections: warm,
         base_url: endpoint.to_string(),
-        // The recipe always busts the cache; otherwise --cache-bust.
-        cache_bust: requests.cache_bust || scenario.is_some(),
-        seed: scheduler.policy().seed,
+        cache_bust: requests.markers(scheduler.policy().seed),
     };
 
     // Meet the other shards (`--start-at`, the barrier) once everything

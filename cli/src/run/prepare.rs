@@ -60,18 +60,21 @@ pub fn prepare(
     scenario: Option<Applied>,
     emulator_in_process: bool,
 ) -> Result<Prepared, Failure> {
-    let requests = request_options(args)?;
+    let mut requests = request_options(args)?;
+    // The recipe always busts the cache.
+    requests.cache_bust |= scenario.is_some();
     let policy = inputs::policy(&args.policy, &args.scenario)?;
     let options = inputs::derive_options(&args.input);
     let out = OutputDir::check(
         args.out.clone().unwrap_or_else(|| default_out(args)),
         args.force,
     )?;
+    let policy_seed = policy.seed;
     let compiled = inputs::compile(&args.input, policy, &options, scenario.is_some())?;
     let mut plan = compiled.schedule()?;
     let prompts = arbor_backends::virtual_clock::Prompts {
         workload: &compiled.loaded.workload,
-        cache_bust: requests.cache_bust || scenario.is_some(),
+        cache_bust: requests.markers(policy_seed),
     };
     crate::plan::run_service(&mut plan, &args.service, prompts, "engine (planning)")?;
     let stats = plan.stats();
@@ -150,6 +153,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions, Failure> {
         timeout: Duration::from_nanos(r.timeout),
         retries: r.retries,
         cache_bust: r.cache_bust,
+        cache_bust_salt: r.cache_bust_salt,
     })
 }
 

@@ -226,7 +226,15 @@ fn a_live_search_bisects_around_the_prediction() {
     let ran = live_search(
         &trees,
         &out,
-        &["--service", "fixed:50:5", "--search", "sessions:1..8"],
+        &[
+            "--service",
+            "fixed:50:5",
+            "--search",
+            "sessions:1..8",
+            "--cache-bust",
+            "--cache-bust-salt",
+            "10",
+        ],
     );
     let console = stdout(&ran);
     assert!(ran.status.success(), "{}{console}", stderr(&ran));
@@ -245,6 +253,13 @@ fn a_live_search_bisects_around_the_prediction() {
         .map(|p| p["load"].as_f64().unwrap())
         .collect();
     assert_eq!(loads, [1.0, 3.0, 2.0]);
+    // Each probe salts its cache-bust markers with its number, so no probe
+    // hits the prompts an earlier one left in the server's prefix cache.
+    for p in report["probes"].as_array().expect("probes") {
+        let run = read(&out.join(p["dir"].as_str().expect("dir")).join("run.json"));
+        let k = p["probe"].as_u64().expect("probe number");
+        assert_eq!(run["config"]["cache_bust_salt"], 10 + k, "{p}");
+    }
     // The prediction's own probes and capacity.json are kept beside.
     let predicted = read(&out.join("predicted").join("capacity.json"));
     assert_eq!(predicted["mode"], "virtual");

@@ -186,7 +186,7 @@ pub struct Play {
 
 impl Play {
     /// A play not started yet.
-    pub(super) fn planned(tree: u32, copy: u32, lane: Option<u32>, planned: Nanos) -> Play {
+    pub(crate) fn planned(tree: u32, copy: u32, lane: Option<u32>, planned: Nanos) -> Play {
         Play {
             tree,
             copy,
