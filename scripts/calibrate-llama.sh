@@ -64,7 +64,11 @@ curl -sf "$url/health" >/dev/null
 # turns, the server's /metrics scraped, and a cache-bust marker per play:
 # without it the synthetic first turns of different trees reach the server
 # as nearly the same text (474 of 480 tokens cached), while the plan's
-# prefix keys keep trees apart (docs/capacity.md, "A real server").
+# prefix keys keep trees apart (docs/capacity.md, "A real server"). Each run
+# takes its own --cache-bust-salt: llama-server keeps earlier prompts (every
+# slot's last one, and up to 8 GiB more in host RAM), so a run replaying
+# another's plays at the same seed and salt would find its first turns
+# cached (docs/run.md, "Cache-bust markers").
 server=(--endpoint "$url" --model smollm2-135m --api chat --cache-bust
   --extra-body '{"logit_bias": {"2": -100}}' --timeout 120
   --metrics-url "$url/metrics" --metrics-interval 500ms)
@@ -86,12 +90,13 @@ if [ "$mode" != knee ]; then
     -d '{"model":"smollm2-135m","messages":[{"role":"user","content":"hi"}],"max_tokens":4}' >/dev/null
   for s in 1 2 5; do
     boosted "$arbor" run --synthetic "$cal" "${shape[@]}" --sessions "$s" --loop \
-      --duration 40 "${server[@]}" --out "$out/load-$s" --no-progress >/dev/null
+      --duration 40 "${server[@]}" --cache-bust-salt "$s" --out "$out/load-$s" --no-progress >/dev/null
   done
   boosted "$arbor" calibrate "$out"/load-1 "$out"/load-2 "$out"/load-5 "${limits[@]}" \
     -o "$out/fitted.toml" | tee "$out/calibrate.txt"
   boosted "$arbor" run --synthetic "$other" "${shape[@]}" --sessions $other_load \
-    --loop --duration 60 "${server[@]}" --out "$out/other-$other_load" --no-progress >/dev/null
+    --loop --duration 60 "${server[@]}" --cache-bust-salt 100 --out "$out/other-$other_load" \
+    --no-progress >/dev/null
   # The plan of what the live run sent: the same workload, sessions, and
   # duration (the plan's --loop --duration cut the same way).
   "$arbor" plan --synthetic "$other" "${shape[@]}" --sessions $other_load --loop --duration 60 \
@@ -108,7 +113,7 @@ if [ "$mode" != calibrate ]; then
     --service "server:$out/fitted.toml" --slo "$slo" --search sessions:1..8 \
     -o "$out/knee-virtual" | tee "$out/knee-virtual.txt"
   boosted "$arbor" capacity --synthetic "$other" "${shape[@]}" --sessions 1 --loop --duration 30 \
-    "${server[@]}" --no-progress --service "server:$out/fitted.toml" --slo "$slo" \
+    "${server[@]}" --cache-bust-salt 200 --no-progress --service "server:$out/fitted.toml" --slo "$slo" \
     --search sessions:1..8 -o "$out/knee-live" | tee "$out/knee-live.txt"
 fi
 echo "outputs in $out"

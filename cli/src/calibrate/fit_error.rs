@@ -96,7 +96,7 @@ impl Samples {
             for (k, m) in Metric::ALL.into_iter().enumerate() {
                 if let (Some(a), Some(b)) = (
                     m.of(r.sent, r.first, r.done, r.osl),
-                    m.of(r.sent, p.first, p.done, r.osl),
+                    m.of(p.sent, p.first, p.done, r.osl),
                 ) {
                     self.measured[k].push(a);
                     self.predicted[k].push(b);
@@ -184,6 +184,7 @@ mod tests {
         let served: Vec<Served> = requests
             .iter()
             .map(|r| Served {
+                sent: r.sent,
                 first: r.first * 2,
                 done: r.first * 2 + 900,
                 cached_tokens: 0,

@@ -14,6 +14,7 @@
 //! stamp (for the label); it writes nothing into a run directory.
 
 mod fit_error;
+mod follows;
 mod limits;
 mod nnls;
 mod replay;

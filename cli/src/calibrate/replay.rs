@@ -10,10 +10,15 @@
 //! could have; the model must not find more).
 //!
 //! Owns the replay and what it predicts per request; decides nothing
-//! about fitting. Open loop: the recorded send times stand, whatever the
-//! model predicts for the requests before.
+//! about fitting. Sends follow the model as the client followed the
+//! server: a request sent on its own goes in at its recorded send, one
+//! sent after another's end (`follows`) goes in at the model's end of
+//! that one plus the recorded wait. (Replayed open loop, a model slower
+//! than the server piled a conversation's next turns onto its unfinished
+//! ones, and the queueing that made was fitted away.)
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 use arbor_engine::time::Nanos;
 
@@ -23,6 +28,9 @@ use arbor_sim::server::{ModelEvent, ModelRequest, Profile, ServerModel};
 /// One request as the model served it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Served {
+    /// When the replay sent it (its recorded send, or the model's end of
+    /// the request it followed plus the recorded wait).
+    pub sent: Nanos,
     pub first: Nanos,
     pub done: Nanos,
     pub cached_tokens: u32,
@@ -80,14 +88,24 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// The model's answer for every request of `requests`, in their order.
+/// A request sent on its own goes in at its recorded send; one that
+/// followed another (`Observed::after`) goes in when the model ends that
+/// one, plus the recorded wait.
 pub fn replay(profile: &Profile, requests: &[Observed]) -> Vec<Served> {
-    let mut order: Vec<usize> = (0..requests.len()).collect();
-    order.sort_by_key(|&i| (requests[i].sent, i));
+    let mut followers: Vec<Vec<usize>> = vec![Vec::new(); requests.len()];
+    let mut sends = Sends::new();
+    for (i, r) in requests.iter().enumerate() {
+        match r.after.filter(|a| a.request < requests.len()) {
+            Some(after) => followers[after.request].push(i),
+            None => sends.push(Reverse((r.sent, i))),
+        }
+    }
     let mut model = ServerModel::new(profile);
     let mut served = vec![Served::default(); requests.len()];
     let mut events = Vec::new();
     let mut conversations = Conversations::default();
-    let take = |events: &mut Vec<ModelEvent>, served: &mut [Served]| {
+    // Takes the model's events: ends send the requests that follow them.
+    let take = |events: &mut Vec<ModelEvent>, served: &mut [Served], sends: &mut Sends| {
         for event in events.drain(..) {
             match event {
                 ModelEvent::FirstToken {
@@ -101,20 +119,40 @@ pub fn replay(profile: &Profile, requests: &[Observed]) -> Vec<Served> {
                     }
                 }
                 ModelEvent::Done { id, at } => {
-                    if let Some(s) = served.get_mut(id as usize) {
+                    let id = id as usize;
+                    if let Some(s) = served.get_mut(id) {
                         s.done = at;
+                    }
+                    for &f in followers.get(id).map_or(&[][..], Vec::as_slice) {
+                        let wait = requests[f].after.map_or(0, |a| a.wait);
+                        sends.push(Reverse((at.saturating_add(wait), f)));
                     }
                 }
             }
         }
     };
-    for &i in &order {
+    loop {
+        let next_event = model.next_event_at();
+        let next_send = sends.peek().map(|Reverse((at, _))| *at);
+        // An event at the send's instant comes first: an end may free the
+        // slot the send takes, or send a follower at that instant.
+        if let Some(at) = next_event.filter(|&e| next_send.is_none_or(|s| e <= s)) {
+            model.advance(at, &mut events);
+            take(&mut events, &mut served, &mut sends);
+            continue;
+        }
+        let Some(Reverse((at, i))) = sends.pop() else {
+            break;
+        };
+        model.advance(at, &mut events);
+        take(&mut events, &mut served, &mut sends);
         let r = &requests[i];
-        model.advance(r.sent, &mut events);
-        take(&mut events, &mut served);
+        if let Some(s) = served.get_mut(i) {
+            s.sent = at;
+        }
         let blocks = conversations.keys(i, r, profile.engine.block_size);
         model.submit(
-            r.sent,
+            at,
             &ModelRequest {
                 id: i as u64,
                 prompt_tokens: r.isl,
@@ -123,16 +161,46 @@ pub fn replay(profile: &Profile, requests: &[Observed]) -> Vec<Served> {
             },
         );
     }
-    while let Some(at) = model.next_event_at() {
-        model.advance(at, &mut events);
-        take(&mut events, &mut served);
-    }
     served
 }
+
+/// Sends not made yet, earliest first (ties: the request's index).
+type Sends = BinaryHeap<Reverse<(Nanos, usize)>>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_follower_is_sent_at_the_models_end_of_the_request_before_it() {
+        let profile = Profile::from_toml_str(
+            include_str!("../../../profiles/example.toml"),
+            std::path::Path::new("example.toml"),
+        )
+        .expect("the example profile parses");
+        const MS: Nanos = 1_000_000;
+        // The server took a second over the first turn; the client sent
+        // the second 1 ms after its end. A third, on its own, at 5 ms.
+        let mut first = Observed::stamped(0, 900 * MS, 1_000 * MS, 100, 8);
+        first.thread = 1;
+        let mut second = Observed::stamped(1_001 * MS, 1_100 * MS, 1_200 * MS, 120, 8);
+        second.thread = 1;
+        second.after = Some(super::super::runs::After {
+            request: 0,
+            wait: MS,
+        });
+        let lone = Observed::stamped(5 * MS, 50 * MS, 90 * MS, 50, 4);
+        let served = replay(&profile, &[first, second, lone]);
+        assert_eq!(served[0].sent, 0);
+        assert!(served[0].done < 900 * MS, "the model is faster: {served:?}");
+        assert_eq!(served[1].sent, served[0].done + MS, "{served:?}");
+        assert!(served[1].first > served[1].sent);
+        assert_eq!(
+            served[2].sent,
+            5 * MS,
+            "a request on its own keeps its send"
+        );
+    }
 
     #[test]
     fn keys_are_per_conversation_and_position() {

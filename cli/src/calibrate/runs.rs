@@ -41,6 +41,20 @@ pub struct Observed {
     pub osl: u32,
     /// Prompt tokens the server said it found in its prefix cache.
     pub cached: Option<u32>,
+    /// What its send waited on: the lane of a closed loop, else the play
+    /// (`follows` links each request to the one it was sent after).
+    pub thread: u64,
+    /// The request of the same thread it was sent after, and how long
+    /// after that one's end (`follows::link`); `None`: sent on its own.
+    pub after: Option<After>,
+}
+
+/// A request's predecessor in its thread: its index in the run's
+/// requests, and the recorded wait from its end to the send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct After {
+    pub request: usize,
+    pub wait: Nanos,
 }
 
 impl Observed {
@@ -62,6 +76,8 @@ impl Observed {
             isl,
             osl,
             cached: None,
+            thread: 0,
+            after: None,
         }
     }
 }
@@ -97,6 +113,8 @@ struct Line {
     agent: String,
     copy: u32,
     play: u32,
+    #[serde(default)]
+    lane: Option<u32>,
     warmup: bool,
     status: String,
     sent_s: Option<f64>,
@@ -171,6 +189,7 @@ pub fn read(dir: &Path) -> Result<Run, Failure> {
             r.content.clear();
         }
     }
+    super::follows::link(&mut requests);
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -225,6 +244,11 @@ fn observed(line: &Line) -> Option<Observed> {
             .cached_tokens
             .and_then(|c| u32::try_from(c).ok())
             .map(|c| c.min(isl)),
+        thread: match line.lane {
+            Some(lane) => u64::from(lane),
+            None => 1 << 32 | u64::from(line.play),
+        },
+        after: None,
     })
 }
 
