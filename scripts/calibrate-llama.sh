@@ -11,7 +11,7 @@
 #   batch, 2048; block_size 16 and num_gpu_blocks = N_CTX / 16: llama.cpp's
 #   /metrics has no cache_config_info), then another workload at another
 #   load, live, against `arbor plan --service server:OUT/fitted.toml` of it:
-#   p50/p90 of TTFT, ITL and E2E. About 4 minutes.
+#   p50/p90 of TTFT, ITL and E2E. About 6 minutes.
 # knee: `arbor capacity` of the other workload on the virtual clock under
 #   OUT/fitted.toml (from calibrate), then live against the server from that
 #   prediction, with the same SLO ($SLO). About 3 minutes.
@@ -90,16 +90,16 @@ if [ "$mode" != knee ]; then
     -d '{"model":"smollm2-135m","messages":[{"role":"user","content":"hi"}],"max_tokens":4}' >/dev/null
   for s in 1 2 5; do
     boosted "$arbor" run --synthetic "$cal" "${shape[@]}" --sessions "$s" --loop \
-      --duration 40 "${server[@]}" --cache-bust-salt "$s" --out "$out/load-$s" --no-progress >/dev/null
+      --duration 60 "${server[@]}" --cache-bust-salt "$s" --out "$out/load-$s" --no-progress >/dev/null
   done
   boosted "$arbor" calibrate "$out"/load-1 "$out"/load-2 "$out"/load-5 "${limits[@]}" \
     -o "$out/fitted.toml" | tee "$out/calibrate.txt"
   boosted "$arbor" run --synthetic "$other" "${shape[@]}" --sessions $other_load \
-    --loop --duration 60 "${server[@]}" --cache-bust-salt 100 --out "$out/other-$other_load" \
+    --loop --duration 120 "${server[@]}" --cache-bust-salt 100 --out "$out/other-$other_load" \
     --no-progress >/dev/null
   # The plan of what the live run sent: the same workload, sessions, and
   # duration (the plan's --loop --duration cut the same way).
-  "$arbor" plan --synthetic "$other" "${shape[@]}" --sessions $other_load --loop --duration 60 \
+  "$arbor" plan --synthetic "$other" "${shape[@]}" --sessions $other_load --loop --duration 120 \
     --service "server:$out/fitted.toml" --json >"$out/plan-other.json"
   echo "the other workload at $other_load sessions: the fitted profile's plan against the live server"
   python3 "$here/calibrate-compare.py" "$out/other-$other_load" "$out/plan-other.json" 0.15 \
