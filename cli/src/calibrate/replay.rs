@@ -105,6 +105,8 @@ pub fn replay(profile: &Profile, requests: &[Observed]) -> Vec<Served> {
                         s.done = at;
                     }
                 }
+                // Not reported: this model has no token events.
+                ModelEvent::Token { .. } => {}
             }
         }
     };
