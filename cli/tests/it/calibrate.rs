@@ -431,14 +431,29 @@ fn calibration_identifies_through_late_stamps() {
 
 /// The same with every token stamped at its step's end, as the real-time
 /// emulator streams them (docs/capacity.md, "The emulator under a
-/// profile"): the gaps are steps, so the knee and the cost of a token
-/// come back too.
+/// profile"): the gaps are the steps themselves, so the knee comes back
+/// exactly and the per-token, decode-context and overhead costs within
+/// 5 %.
 #[test]
 fn calibration_identifies_more_from_stamped_tokens() {
+    let known = known();
     let fitted = identify("calibrate-identify-stamped", &[1, 3, 6, 12], 8, 0, true);
-    let (k, f) = (&known().step, &fitted.step);
+    let (k, f) = (&known.step, &fitted.step);
     assert_eq!(f.knee_tokens, k.knee_tokens);
     within("per_token_ns", f.per_token_ns, k.per_token_ns, 0.05);
+    within(
+        "per_decode_context_token_ns",
+        f.per_decode_context_token_ns,
+        k.per_decode_context_token_ns,
+        0.05,
+    );
+    let overhead = |p: &Profile| (p.overhead.arrival_ns + p.overhead.departure_ns) as f64;
+    within(
+        "arrival_ns + departure_ns",
+        overhead(&fitted),
+        overhead(&known),
+        0.05,
+    );
 }
 
 /// The figures of docs/capacity.md: more loads, longer conversations
