@@ -4,12 +4,11 @@
 //! Owns the rows and the knee search; solves with [`super::nnls`], reads
 //! the batches from [`super::timeline`]. Two kinds of row:
 //!
-//! - decode rows, each step's features from the timeline: one per gap of
-//!   a request whose record stamped every token (the gap is the step);
-//!   one per other request with more than one output token, the time from
-//!   its first token to its last being the sum of the steps that made its
-//!   other tokens (summing the steps, rather than one row per gap, keeps
-//!   the row exact when the records spread tokens evenly over a chunk);
+//! - a decode row per request with more than one output token: the time
+//!   from its first token to its last is the sum of the steps that made
+//!   its other tokens, and each step's features come from the timeline
+//!   (summing the steps, rather than one row per gap, keeps the rows exact
+//!   when the records spread tokens evenly over a chunk);
 //! - a prefill row per request that ran alone (nothing else in flight
 //!   from its send to its first token): its TTFT is the per-request
 //!   overhead (arrival and departure, one column) plus its prefill steps.
@@ -116,19 +115,7 @@ fn fit_once(runs: &[Run], tokens: &[Tokens], budget: u32) -> Result<Fit, NoRows>
     for (run, tokens) in runs.iter().zip(tokens) {
         let requests = &run.requests;
         let mut decode: Vec<Sums> = requests.iter().map(|_| Sums::new(knees.len())).collect();
-        timeline::for_each_decode_step(requests, tokens, budget, |i, f, gap| {
-            if tokens.recorded(i) {
-                let mut sums = Sums::new(knees.len());
-                sums.add(f, &knees);
-                rows.push(Row {
-                    sums,
-                    measured_ns: gap as f64,
-                    overhead: false,
-                });
-            } else {
-                decode[i].add(f, &knees);
-            }
-        });
+        timeline::for_each_decode_step(requests, tokens, budget, |i, f| decode[i].add(f, &knees));
         for (r, sums) in requests.iter().zip(decode) {
             if sums.steps > 0 {
                 rows.push(Row {

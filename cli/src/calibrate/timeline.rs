@@ -123,11 +123,6 @@ impl Tokens {
         }
     }
 
-    /// Whether request `i`'s record stamped each of its tokens.
-    pub fn recorded(&self, i: usize) -> bool {
-        self.recorded[i]
-    }
-
     /// Output tokens request `i` had by `t` (the first counts).
     fn produced_by(&self, i: usize, t: Nanos) -> u32 {
         self.times[i].partition_point(|&c| c <= t) as u32
@@ -140,7 +135,7 @@ impl Tokens {
     /// the same length as one alone).
     pub fn respace(&mut self, requests: &[Observed], budget: u32, coefficients: &StepCoefficients) {
         let mut predicted: Vec<Vec<u64>> = vec![Vec::new(); requests.len()];
-        for_each_decode_step(requests, self, budget, |i, f, _| {
+        for_each_decode_step(requests, self, budget, |i, f| {
             predicted[i].push(coefficients.step_ns(f).max(1));
         });
         for (i, steps) in predicted.iter().enumerate() {
@@ -160,16 +155,15 @@ impl Tokens {
     }
 }
 
-/// Calls `each(request, features, gap)` for every decode step of every
+/// Calls `each(request, features)` for every decode step of every
 /// request with more than one output token: the step that produced its
-/// token k (k ≥ 1), with the batch it ran in and the gap from token k − 1
-/// (ns); a request's steps come in order. `budget` is the engine's
-/// `max_num_batched_tokens`.
+/// token k (k ≥ 1), with the batch it ran in; a request's steps come in
+/// order. `budget` is the engine's `max_num_batched_tokens`.
 pub fn for_each_decode_step(
     requests: &[Observed],
     tokens: &Tokens,
     budget: u32,
-    mut each: impl FnMut(usize, &StepFeatures, Nanos),
+    mut each: impl FnMut(usize, &StepFeatures),
 ) {
     // Every gap, by its end, with its window.
     let mut gaps: Vec<Step> = Vec::new();
@@ -209,7 +203,6 @@ pub fn for_each_decode_step(
         each(
             step.owner,
             &step.batch(requests, tokens, &active, &mut prefilling),
-            step.t1 - step.t0,
         );
     }
 }
@@ -303,7 +296,7 @@ mod tests {
     /// The decode steps of `requests[owner]`, in order.
     fn steps_of(requests: &[Observed], budget: u32, owner: usize) -> Vec<StepFeatures> {
         let mut steps = Vec::new();
-        for_each_decode_step(requests, &Tokens::of(requests), budget, |i, f, _| {
+        for_each_decode_step(requests, &Tokens::of(requests), budget, |i, f| {
             if i == owner {
                 steps.push(*f);
             }
