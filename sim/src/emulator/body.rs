@@ -5,7 +5,8 @@
 //! A stream is a [`hyper::body::Body`] polled by hyper's connection task
 //! itself: no task or channel per stream. When hyper asks for the next
 //! frame the body checks the chunk's deadline (`receipt + ttft + k * itl`,
-//! plus the stall after the first chunk), waits on one reusable tokio
+//! plus the stall after the first chunk; under a profile, when the
+//! model's step made token `k`, `engine.rs`), waits on one reusable tokio
 //! timer if it is in the future, and otherwise builds the chunk from the
 //! request's pre-rendered prefix, the token number and a static suffix.
 //! Zero latency never touches a timer.
