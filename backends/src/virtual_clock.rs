@@ -381,6 +381,8 @@ pub fn run_server_observed(
                             cached_tokens,
                         });
                     }
+                    // Not reported: this model has no token events.
+                    ModelEvent::Token { .. } => {}
                 }
             }
             observe(now, &server.gauges());

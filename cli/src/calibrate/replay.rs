@@ -128,6 +128,8 @@ pub fn replay(profile: &Profile, requests: &[Observed]) -> Vec<Served> {
                         sends.push(Reverse((at.saturating_add(wait), f)));
                     }
                 }
+                // Not reported: this model has no token events.
+                ModelEvent::Token { .. } => {}
             }
         }
     };

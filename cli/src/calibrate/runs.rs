@@ -178,17 +178,6 @@ pub fn read(dir: &Path) -> Result<Run, Failure> {
             preemption_counter = Some((first, l.value));
         }
     })?;
-    // The built-in emulator paces the tokens between a request's first
-    // and its last evenly towards the end its model predicts when the
-    // first is sent, and holds the last until the model's real end
-    // (sim/src/emulator/engine.rs): its stamps are not steps (a request
-    // overtaken by arrivals shows one gap as long as all their prefills).
-    // Its runs are read as unstamped: the timeline places the tokens.
-    if run_json.config.emulator.is_some() {
-        for r in &mut requests {
-            r.content.clear();
-        }
-    }
     super::follows::link(&mut requests);
     let name = dir
         .file_name()

@@ -76,6 +76,8 @@ struct Served {
     isl: u32,
     osl: u32,
     cached: u32,
+    /// Each token after the first (served with token events), else empty.
+    tokens: Vec<u64>,
 }
 
 /// A small seeded generator (SplitMix64).
@@ -93,11 +95,15 @@ impl Draw {
 }
 
 /// Serves `w` with `profile` on the virtual clock; requests in the order
-/// they were sent.
-fn serve(profile: &Profile, w: &Workload) -> Vec<Served> {
+/// they were sent. `stamped`: every token's time is kept (the model's
+/// token events, as the real-time emulator streams them).
+fn serve(profile: &Profile, w: &Workload, stamped: bool) -> Vec<Served> {
     let bs = profile.engine.block_size;
     let mut draw = Draw(w.seed);
     let mut model = ServerModel::new(profile);
+    if stamped {
+        model = model.with_token_events();
+    }
     let mut prompt: Vec<u32> = (0..w.agents).map(|_| draw.within(w.first_prompt)).collect();
     let mut turn = vec![0u32; w.agents as usize];
     // (send time, agent) of the next turns.
@@ -163,6 +169,7 @@ fn serve(profile: &Profile, w: &Workload) -> Vec<Served> {
                         pending.insert((at + w.think_ns, s.agent), ());
                     }
                 }
+                ModelEvent::Token { id, at } => served[id as usize].tokens.push(at),
             }
         }
     }
@@ -172,7 +179,8 @@ fn serve(profile: &Profile, w: &Workload) -> Vec<Served> {
 /// Writes `served` as the records.jsonl of a run directory, each first
 /// token and end stamped up to `jitter_ns` late (a seeded draw per
 /// stamp: a client reads the tokens one step produced for several
-/// requests one after another, in any order).
+/// requests one after another, in any order); with every token's gap
+/// when it was served stamped.
 fn write_run(dir: &Path, served: &[Served], jitter_ns: u32) {
     std::fs::create_dir_all(dir).expect("run dir");
     let secs = |ns: u64| ns as f64 / 1e9;
@@ -182,6 +190,17 @@ fn write_run(dir: &Path, served: &[Served], jitter_ns: u32) {
         let mut s = s.clone();
         s.first += u64::from(late.within((0, jitter_ns)));
         s.done = (s.done + u64::from(late.within((0, jitter_ns)))).max(s.first);
+        let mut last = s.first;
+        let itl: Vec<f64> = s
+            .tokens
+            .iter()
+            .map(|&at| {
+                let at = at.clamp(last, s.done);
+                let gap = secs(at - last);
+                last = at;
+                gap
+            })
+            .collect();
         let line = json!({
             "request": i, "tree": format!("t{}", s.agent), "tree_index": s.agent,
             "agent": "main", "turn": s.turn, "copy": 0, "lane": null, "play": 0,
@@ -191,7 +210,7 @@ fn write_run(dir: &Path, served: &[Served], jitter_ns: u32) {
             "first_content_s": secs(s.first), "done_s": secs(s.done),
             "queue_wait_s": 0.0, "lateness_s": 0.0,
             "ttft_s": secs(s.first - s.sent), "e2e_s": secs(s.done - s.sent), "tpot_s": null,
-            "itl_s": [],
+            "itl_s": itl,
             "planned_input_tokens": s.isl, "planned_output_tokens": s.osl,
             "input_tokens": s.isl, "input_tokens_source": "usage",
             "output_tokens": s.osl, "output_tokens_source": "usage",
@@ -270,9 +289,10 @@ fn calibrate(dirs: &[PathBuf], out: &Path, extra: &[&str]) -> std::process::Outp
 }
 
 /// Calibrates from runs of the known profile at `loads` (agents) and
-/// checks what the records identify; returns the figures as Markdown
-/// tables (docs/capacity.md, "Identification").
-fn identify(name: &str, loads: &[u32], turns: u32, jitter_ns: u32) -> String {
+/// checks what the records identify (`stamped`: records with every
+/// token's gap); prints the figures as Markdown tables (docs/capacity.md,
+/// "Identification") and returns the fitted profile.
+fn identify(name: &str, loads: &[u32], turns: u32, jitter_ns: u32, stamped: bool) -> Profile {
     let known = known();
     let dir = scratch(name);
     let dirs: Vec<PathBuf> = loads
@@ -285,7 +305,7 @@ fn identify(name: &str, loads: &[u32], turns: u32, jitter_ns: u32) -> String {
                 turns: if agents == 1 { 4 * turns } else { turns },
                 ..calibration_workload(agents, 10 + u64::from(agents))
             };
-            write_run(&run, &serve(&known, &workload), jitter_ns);
+            write_run(&run, &serve(&known, &workload, stamped), jitter_ns);
             run
         })
         .collect();
@@ -368,8 +388,8 @@ fn identify(name: &str, loads: &[u32], turns: u32, jitter_ns: u32) -> String {
         stagger_ns: 3_000_000,
         seed: 99,
     };
-    let live = latencies(&serve(&known, &other));
-    let predicted = latencies(&serve(&fitted, &other));
+    let live = latencies(&serve(&known, &other, false));
+    let predicted = latencies(&serve(&fitted, &other, false));
     figures.push_str("\n| other workload | known profile ms | fitted profile ms | error |\n|---|---:|---:|---:|\n");
     for ((metric, want), (_, got)) in live.iter().zip(&predicted) {
         figures.push_str(&format!(
@@ -388,7 +408,7 @@ fn identify(name: &str, loads: &[u32], turns: u32, jitter_ns: u32) -> String {
     for ((metric, want), (_, got)) in live.iter().zip(&predicted) {
         within(metric, *got as f64, *want as f64, 0.10);
     }
-    figures
+    fitted
 }
 
 /// (got − want) / want, in percent.
@@ -398,7 +418,7 @@ fn error(got: f64, want: f64) -> f64 {
 
 #[test]
 fn calibration_identifies_a_known_profile() {
-    identify("calibrate-identify", &[1, 3, 6, 12], 8, 0);
+    identify("calibrate-identify", &[1, 3, 6, 12], 8, 0, false);
 }
 
 /// The same through a client's stamps: each first token and end read up
@@ -406,7 +426,34 @@ fn calibration_identifies_a_known_profile() {
 /// (as against the real-time emulator, docs/capacity.md).
 #[test]
 fn calibration_identifies_through_late_stamps() {
-    identify("calibrate-identify-late", &[1, 3, 6, 12], 8, 400_000);
+    identify("calibrate-identify-late", &[1, 3, 6, 12], 8, 400_000, false);
+}
+
+/// The same with every token stamped at its step's end, as the real-time
+/// emulator streams them (docs/capacity.md, "The emulator under a
+/// profile"): the gaps are the steps themselves, so the knee comes back
+/// exactly and the per-token, decode-context and overhead costs within
+/// 5 %.
+#[test]
+fn calibration_identifies_more_from_stamped_tokens() {
+    let known = known();
+    let fitted = identify("calibrate-identify-stamped", &[1, 3, 6, 12], 8, 0, true);
+    let (k, f) = (&known.step, &fitted.step);
+    assert_eq!(f.knee_tokens, k.knee_tokens);
+    within("per_token_ns", f.per_token_ns, k.per_token_ns, 0.05);
+    within(
+        "per_decode_context_token_ns",
+        f.per_decode_context_token_ns,
+        k.per_decode_context_token_ns,
+        0.05,
+    );
+    let overhead = |p: &Profile| (p.overhead.arrival_ns + p.overhead.departure_ns) as f64;
+    within(
+        "arrival_ns + departure_ns",
+        overhead(&fitted),
+        overhead(&known),
+        0.05,
+    );
 }
 
 /// The figures of docs/capacity.md: more loads, longer conversations
@@ -415,14 +462,24 @@ fn calibration_identifies_through_late_stamps() {
 #[test]
 #[ignore = "the full figures; about a second, run by hand for the docs"]
 fn calibrate_full_identification_figures() {
-    identify("calibrate-identify-full", &[1, 2, 4, 6, 9, 12, 16], 12, 0);
+    identify(
+        "calibrate-identify-full",
+        &[1, 2, 4, 6, 9, 12, 16],
+        12,
+        0,
+        false,
+    );
 }
 
 #[test]
 fn a_limit_neither_given_nor_scraped_names_its_flag() {
     let dir = scratch("calibrate-no-limit");
     let run = dir.join("run");
-    write_run(&run, &serve(&known(), &calibration_workload(2, 1)), 0);
+    write_run(
+        &run,
+        &serve(&known(), &calibration_workload(2, 1), false),
+        0,
+    );
     expect_exit_2(
         &[
             "calibrate",

@@ -5,7 +5,8 @@
 //! A stream is a [`hyper::body::Body`] polled by hyper's connection task
 //! itself: no task or channel per stream. When hyper asks for the next
 //! frame the body checks the chunk's deadline (`receipt + ttft + k * itl`,
-//! plus the stall after the first chunk), waits on one reusable tokio
+//! plus the stall after the first chunk; under a profile, when the
+//! model's step made token `k`, `engine.rs`), waits on one reusable tokio
 //! timer if it is in the future, and otherwise builds the chunk from the
 //! request's pre-rendered prefix, the token number and a static suffix.
 //! Zero latency never touches a timer.
@@ -322,12 +323,10 @@ pub(crate) struct StreamBody {
     /// When the previous content chunk was written.
     pub(crate) last_chunk: Option<Instant>,
     pub(crate) phase: Phase,
-    /// Under a profile: the request in the model. Its last token waits for
-    /// the model's end; dropped unfinished, it cancels the request.
+    /// Under a profile: the request in the model, which says when each
+    /// token and the end are due; dropped unfinished, it cancels the
+    /// request.
     pub(crate) model: Option<Submitted>,
-    /// Under a profile: the end is due with the last token (the model's
-    /// predicted end), not one ITL after it.
-    pub(crate) end_at: Option<Instant>,
 }
 
 impl StreamBody {
@@ -341,11 +340,6 @@ impl StreamBody {
     /// a client would read together, and still ends on time. The end
     /// stays on its deadline.
     fn deadline(&self, k: u32) -> Instant {
-        if k >= self.n {
-            if let Some(end) = self.end_at {
-                return end + self.stall;
-            }
-        }
         let mut d = self.first_at + self.itl * k;
         if k >= 1 {
             d += self.stall;
@@ -364,6 +358,30 @@ impl StreamBody {
             }
             _ => d,
         }
+    }
+
+    /// When content chunk `k` (or, with `k == n`, the end) is due. Under a
+    /// profile: when the model's step made token `k` (the end: when the
+    /// model finished the request), plus the stall after the first chunk;
+    /// pending (`cx` armed) until the model has made it. Otherwise
+    /// [`StreamBody::deadline`].
+    fn due(&self, k: u32, cx: &mut Context<'_>) -> Poll<Instant> {
+        let Some(model) = &self.model else {
+            return Poll::Ready(self.deadline(k));
+        };
+        let made = if k >= self.n {
+            model.ticket.poll_done(cx)
+        } else {
+            model.ticket.poll_token(cx, k)
+        };
+        made.map(|ns| {
+            let at = Instant::from_std(model.instant(ns));
+            if k >= 1 {
+                at + self.stall
+            } else {
+                at
+            }
+        })
     }
 
     /// True when `deadline` has passed; otherwise arms a wake-up.
@@ -427,15 +445,11 @@ impl StreamBody {
                     } else {
                         Wait::Tick
                     };
-                    if !self.ready(self.deadline(k), cx, wait) {
+                    let Poll::Ready(deadline) = self.due(k, cx) else {
                         return Poll::Pending;
-                    }
-                    if k + 1 == self.n {
-                        if let Some(model) = &self.model {
-                            if model.ticket.poll_done(cx).is_pending() {
-                                return Poll::Pending;
-                            }
-                        }
+                    };
+                    if !self.ready(deadline, cx, wait) {
+                        return Poll::Pending;
                     }
                     if self.disconnect_after == Some(k) {
                         self.start_abort();
@@ -465,7 +479,10 @@ impl StreamBody {
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));
                 }
                 Phase::Finish => {
-                    if !self.ready(self.deadline(self.n), cx, Wait::Spin) {
+                    let Poll::Ready(deadline) = self.due(self.n, cx) else {
+                        return Poll::Pending;
+                    };
+                    if !self.ready(deadline, cx, Wait::Spin) {
                         return Poll::Pending;
                     }
                     if self.disconnect_after.is_some_and(|d| d >= self.n) {

@@ -3,11 +3,13 @@
 //!
 //! One [`ServerModel`] is shared by every connection. A request is
 //! submitted at its arrival (monotonic ns since the emulator started) and
-//! gets a [`Ticket`]; one thread sleeps until the model's next event,
+//! gets a [`Ticket`]; one thread sleeps until the model's next event
+//! (the model reports every token: [`ServerModel::with_token_events`]),
 //! advances it to the wall clock and fills the tickets: the first token
-//! (with the model's `cached_tokens`, and when the request would end if
-//! nothing else arrived, so the stream can pace its tokens evenly), then
-//! the end. A stream that goes away unfinished cancels its request
+//! (with the model's `cached_tokens`), each later token at the end of the
+//! step that made it, then the end. So a stream writes each token when
+//! its step ends, and a client's stamps are steps, as a real server's
+//! are. A stream that goes away unfinished cancels its request
 //! ([`Submitted`]'s drop).
 //!
 //! Owns the model, its thread and the tickets. Must not: write response
@@ -21,20 +23,20 @@ use std::time::{Duration, Instant};
 
 use crate::server::{Gauges, ModelEvent, ModelRequest, Profile, ServerModel};
 
-/// What a request's stream learns from the model.
+/// What a request's stream learns from the model at its first token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FirstToken {
     /// When the first token reaches the client (ns since start).
     pub at_ns: u64,
     pub cached_tokens: u32,
-    /// When the last token would reach the client if no other request
-    /// arrived (ns since start): the stream paces its tokens to it.
-    pub predicted_done_ns: u64,
 }
 
 #[derive(Default)]
 struct TicketState {
     first: Option<FirstToken>,
+    /// When each output token reached the client (ns since start), the
+    /// first one's first.
+    tokens: Vec<u64>,
     /// When the last token reached the client (ns since start).
     done: Option<u64>,
     waker: Option<Waker>,
@@ -79,6 +81,13 @@ impl Ticket {
         self.poll(cx, |t| t.first)
     }
 
+    /// When output token `k` (from 0) reached the client, once the model
+    /// produced it; else arms `cx`. Once the request is done every token
+    /// has (a refused request's come with its end).
+    pub(crate) fn poll_token(&self, cx: &mut Context<'_>, k: u32) -> Poll<u64> {
+        self.poll(cx, |t| t.tokens.get(k as usize).copied().or(t.done))
+    }
+
     /// The end, once the model produced it; else arms `cx`.
     pub(crate) fn poll_done(&self, cx: &mut Context<'_>) -> Poll<u64> {
         self.poll(cx, |t| t.done)
@@ -105,6 +114,10 @@ impl Inner {
     fn now_ns(&self) -> u64 {
         self.start.elapsed().as_nanos() as u64
     }
+
+    fn instant(&self, ns: u64) -> Instant {
+        self.start + Duration::from_nanos(ns)
+    }
 }
 
 /// The shared model and its thread (see the module doc).
@@ -118,7 +131,7 @@ impl Engine {
         Engine {
             inner: Arc::new(Inner {
                 state: Mutex::new(ModelState {
-                    model: ServerModel::new(profile),
+                    model: ServerModel::new(profile).with_token_events(),
                     tickets: BTreeMap::new(),
                     next_id: 0,
                     running: false,
@@ -180,7 +193,7 @@ impl Engine {
 
     /// An instant `ns` after the model's start.
     pub(crate) fn instant(&self, ns: u64) -> Instant {
-        self.inner.start + Duration::from_nanos(ns)
+        self.inner.instant(ns)
     }
 }
 
@@ -208,6 +221,11 @@ impl Submitted {
     /// Waits for the end.
     pub(crate) fn done(&self) -> impl Future<Output = u64> + '_ {
         std::future::poll_fn(|cx| self.ticket.poll_done(cx))
+    }
+
+    /// An instant `ns` after the model's start.
+    pub(crate) fn instant(&self, ns: u64) -> Instant {
+        self.inner.instant(ns)
     }
 }
 
@@ -237,15 +255,20 @@ fn advance(state: &mut ModelState, now: u64) {
                 at,
                 cached_tokens,
             } => {
-                let Some(ticket) = state.tickets.get(&id) else {
-                    continue;
-                };
-                let first = FirstToken {
-                    at_ns: at,
-                    cached_tokens,
-                    predicted_done_ns: predicted_done(&state.model, id).unwrap_or(at).max(at),
-                };
-                ticket.update(|t| t.first = Some(first));
+                if let Some(ticket) = state.tickets.get(&id) {
+                    ticket.update(|t| {
+                        t.first = Some(FirstToken {
+                            at_ns: at,
+                            cached_tokens,
+                        });
+                        t.tokens.push(at);
+                    });
+                }
+            }
+            ModelEvent::Token { id, at } => {
+                if let Some(ticket) = state.tickets.get(&id) {
+                    ticket.update(|t| t.tokens.push(at));
+                }
             }
             ModelEvent::Done { id, at } => {
                 if let Some(ticket) = state.tickets.remove(&id) {
@@ -254,7 +277,6 @@ fn advance(state: &mut ModelState, now: u64) {
                             t.first = Some(FirstToken {
                                 at_ns: at,
                                 cached_tokens: 0,
-                                predicted_done_ns: at,
                             });
                         }
                         t.done = Some(at);
@@ -264,24 +286,6 @@ fn advance(state: &mut ModelState, now: u64) {
         }
     }
     state.events = events;
-}
-
-/// When `id` would end if nothing else arrived: a copy of the model run
-/// to its end. None when it ends in no further event.
-fn predicted_done(model: &ServerModel, id: u64) -> Option<u64> {
-    let mut copy = model.clone();
-    let mut events = Vec::new();
-    while let Some(at) = copy.next_event_at() {
-        copy.advance(at, &mut events);
-        for event in events.drain(..) {
-            if let ModelEvent::Done { id: done, at } = event {
-                if done == id {
-                    return Some(at);
-                }
-            }
-        }
-    }
-    None
 }
 
 /// The model's thread: advance to now, sleep until the next event.

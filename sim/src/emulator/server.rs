@@ -305,8 +305,9 @@ async fn completion(
         return r;
     }
 
-    // Under a profile the model decides the first token, the pace and
-    // the cached tokens; the request waits in its queue until then.
+    // Under a profile the model decides the first token, each token's
+    // step and the cached tokens; the request waits in its queue until
+    // its first token.
     let model = match &shared.engine {
         Some(engine) => {
             let Some(submitted) = engine.submit(prompt_tokens, n, &parsed.model_blocks) else {
@@ -325,15 +326,12 @@ async fn completion(
         None => None,
     };
     let stall = Duration::from_nanos(plan.stall.unwrap_or(0));
-    let (cached, ttft, itl, first_at, end_at) = match &model {
+    let (cached, ttft, itl, first_at) = match &model {
         Some((engine, _, first)) => {
             let first_at = Instant::from_std(engine.instant(first.at_ns));
-            let end_at = Instant::from_std(engine.instant(first.predicted_done_ns));
-            let itl = (end_at - first_at)
-                .checked_div(n.saturating_sub(1))
-                .unwrap_or_default();
             let ttft = first.at_ns.saturating_sub(shared.ns(t0));
-            (first.cached_tokens, ttft, itl, first_at, Some(end_at))
+            // No pace: each token is due when its step ends.
+            (first.cached_tokens, ttft, Duration::ZERO, first_at)
         }
         None => {
             let hit_blocks = shared.cache_lookup(&parsed.blocks);
@@ -342,7 +340,7 @@ async fn completion(
                 .tokens_in(hit_blocks as u64 * BLOCK_BYTES as u64);
             let ttft = config.timing.ttft_for(prompt_tokens - cached);
             let itl = Duration::from_nanos(config.timing.itl);
-            (cached, ttft, itl, t0 + Duration::from_nanos(ttft), None)
+            (cached, ttft, itl, t0 + Duration::from_nanos(ttft))
         }
     };
     guard.with_stamp(|s| s.cached_tokens = cached);
@@ -378,7 +376,6 @@ async fn completion(
             tail: Some(tail),
             blocks: model.is_none().then_some(parsed.blocks),
             model,
-            end_at,
             disconnect_after: plan.disconnect_after,
             malformed_at: plan.malformed.then_some(n / 2),
             sleep: None,

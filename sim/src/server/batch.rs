@@ -202,12 +202,13 @@ impl State {
 
     /// Applies a finished step at `end`: tokens computed, full prompt
     /// blocks named in the cache, tokens sampled; events (at `out_at`) for
-    /// first tokens and completions; finished and cancelled requests
-    /// leave.
+    /// first tokens, the tokens after them (with `tokens`) and
+    /// completions; finished and cancelled requests leave.
     pub fn finish(
         &mut self,
         entries: &[(usize, u32)],
         out_at: Nanos,
+        tokens: bool,
         events: &mut Vec<ModelEvent>,
     ) {
         let mut gone = std::mem::take(&mut self.gone);
@@ -241,6 +242,11 @@ impl State {
                     id: r.id,
                     at: out_at,
                     cached_tokens: r.cached_tokens.unwrap_or(0),
+                });
+            } else if tokens {
+                events.push(ModelEvent::Token {
+                    id: r.id,
+                    at: out_at,
                 });
             }
             if r.generated >= r.output {

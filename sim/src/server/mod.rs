@@ -4,7 +4,8 @@
 //! [`ServerModel`] takes requests ([`ServerModel::submit`]), runs steps
 //! (decode first, then chunked prefill first come first served, within
 //! the profile's limits), and reports [`ModelEvent`]s: a request's first
-//! token and its last. It reads no clock: the caller advances it to a
+//! token and its last (and, when asked, every token between: what the
+//! emulator streams, [`ServerModel::with_token_events`]). It reads no clock: the caller advances it to a
 //! time ([`ServerModel::advance`]) and asks when it next has something to
 //! say ([`ServerModel::next_event_at`]).
 //!
@@ -54,6 +55,10 @@ pub enum ModelEvent {
         at: Nanos,
         cached_tokens: u32,
     },
+    /// An output token after the first reached the client (only from a
+    /// model [`with_token_events`](ServerModel::with_token_events)); the
+    /// last one's comes just before its `Done`, at the same time.
+    Token { id: u64, at: Nanos },
     /// The last output token reached the client.
     Done { id: u64, at: Nanos },
 }
@@ -62,7 +67,9 @@ impl ModelEvent {
     /// When it happened.
     pub fn at(&self) -> Nanos {
         match *self {
-            ModelEvent::FirstToken { at, .. } | ModelEvent::Done { at, .. } => at,
+            ModelEvent::FirstToken { at, .. }
+            | ModelEvent::Token { at, .. }
+            | ModelEvent::Done { at, .. } => at,
         }
     }
 }
@@ -124,6 +131,9 @@ pub struct ServerModel {
     /// Jump over decode-only runs in closed form (off: step by step, the
     /// reference the jump is tested against).
     jumps: bool,
+    /// Report every token ([`ModelEvent::Token`]), and the end of the step
+    /// in flight as the next event.
+    token_events: bool,
 }
 
 impl ServerModel {
@@ -142,7 +152,20 @@ impl ServerModel {
             rejected: 0,
             steps: 0,
             jumps: true,
+            token_events: false,
         }
+    }
+
+    /// The same model reporting every output token at the end of the step
+    /// that made it (plus the departure): [`ModelEvent::Token`]s, and
+    /// [`next_event_at`](ServerModel::next_event_at) is never later than
+    /// the end of the step in flight. A jump over decode-only steps still
+    /// goes in closed form when the caller advances past several steps at
+    /// once, each step's tokens at its end (`DecodeRun::total`). What the
+    /// emulator runs; the virtual driver needs only first tokens and ends.
+    pub fn with_token_events(mut self) -> ServerModel {
+        self.token_events = true;
+        self
     }
 
     /// The same model stepping one step at a time: what the closed-form
@@ -238,8 +261,10 @@ impl ServerModel {
         let posted = self.outbox.keys().next().map(|&(at, _)| at);
         let work = match &self.batch {
             Some(batch) => Some(match self.jump {
-                Some(jump) => batch.start.saturating_add(jump.run.total(jump.steps)),
-                None => batch.end,
+                Some(jump) if !self.token_events => {
+                    batch.start.saturating_add(jump.run.total(jump.steps))
+                }
+                _ => batch.end,
             }),
             None => self.arrivals.front().map(|&(at, _)| at.max(self.clock)),
         };
@@ -259,6 +284,9 @@ impl ServerModel {
                     let steps = jump.run.steps_within(room, jump.steps);
                     if until >= batch.start && steps >= 2 {
                         self.state.apply_jump(steps);
+                        if self.token_events {
+                            self.post_jump_tokens(batch.start, jump.run, steps);
+                        }
                         self.steps += steps;
                         self.clock = batch.start.saturating_add(jump.run.total(steps));
                         self.compose_at(self.clock);
@@ -273,7 +301,8 @@ impl ServerModel {
                 self.steps += 1;
                 let out_at = batch.end.saturating_add(self.profile.overhead.departure_ns);
                 let mut finished = std::mem::take(&mut self.finished);
-                self.state.finish(&batch.entries, out_at, &mut finished);
+                self.state
+                    .finish(&batch.entries, out_at, self.token_events, &mut finished);
                 for event in finished.drain(..) {
                     self.post(event);
                 }
@@ -321,6 +350,21 @@ impl ServerModel {
     fn post(&mut self, event: ModelEvent) {
         self.outbox.insert((event.at(), self.sequence), event);
         self.sequence += 1;
+    }
+
+    /// The tokens of `steps` decode steps jumped from `start`: step `j`'s
+    /// (from 1) reach the client at the end of the first `j` steps of
+    /// `run`, one per running request in schedule order, as stepping
+    /// posts them.
+    fn post_jump_tokens(&mut self, start: Nanos, run: DecodeRun, steps: u64) {
+        let departure = self.profile.overhead.departure_ns;
+        for j in 1..=steps {
+            let at = start.saturating_add(run.total(j)).saturating_add(departure);
+            for i in 0..self.state.running.len() {
+                let id = self.state.req(self.state.running[i]).id;
+                self.post(ModelEvent::Token { id, at });
+            }
+        }
     }
 
     /// Works out the jump the step in flight allows.

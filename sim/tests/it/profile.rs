@@ -1,5 +1,6 @@
 //! The emulator under a profile (`--profile`): the batching server model
-//! in real time decides each request's first token, pace and queueing.
+//! in real time decides each request's first token, each token's step
+//! and queueing.
 
 use std::path::Path;
 
@@ -95,6 +96,49 @@ async fn a_requests_ttft_is_the_models() {
         (170 * MS..=230 * MS).contains(&span),
         "first token to end {span} ns"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_token_is_stamped_at_the_end_of_its_step() {
+    let _heavy = HEAVY.lock().await;
+    let emu = start(config(4)).await;
+    let c = client();
+    post(&c, &emu, "/v1/chat/completions", &chat("warm", 1), None).await;
+    // A decodes alone (20.1 ms a step); B's 400-token prompt arrives
+    // mid-stream and is prefilled in one of A's steps (about 60 ms).
+    let (body_a, body_b) = (chat("hello there", 12), chat(&" the".repeat(400), 2));
+    let (a, b) = tokio::join!(
+        post(&c, &emu, "/v1/chat/completions", &body_a, Some("s-a")),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+            post(&c, &emu, "/v1/chat/completions", &body_b, Some("s-b")).await
+        }
+    );
+    assert!(a.done && b.done);
+    let stamps = emu.stamps();
+    let stamp = |id: &str| stamps.iter().find(|s| s.request_id == id).unwrap();
+    let (a, b) = (stamp("s-a"), stamp("s-b"));
+    assert_eq!(a.chunk_ns.len(), 12);
+    let gaps: Vec<u64> = a.chunk_ns.windows(2).map(|w| w[1] - w[0]).collect();
+    // One long gap, the step of B's prefill: it ends with B's first token
+    // (the same step's output), not at A's last token. The others are
+    // decode steps.
+    let long: Vec<usize> = (0..gaps.len()).filter(|&i| gaps[i] > 40 * MS).collect();
+    assert_eq!(long.len(), 1, "gaps {gaps:?}");
+    let end = a.chunk_ns[long[0] + 1];
+    let b_first = b.first_chunk_ns.unwrap();
+    assert!(
+        end.abs_diff(b_first) <= 5 * MS,
+        "A's long gap ends at {end}, B's first token at {b_first}; gaps {gaps:?}"
+    );
+    for (i, gap) in gaps.iter().enumerate() {
+        if i != long[0] {
+            assert!(
+                (15 * MS..=30 * MS).contains(gap),
+                "gap {i} of {gaps:?} is not a 20 ms step"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

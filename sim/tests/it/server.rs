@@ -65,6 +65,28 @@ fn drive(model: &mut ServerModel, mut submits: Vec<Submit>) -> (Vec<ModelEvent>,
     (events, model.gauges())
 }
 
+/// Drives the model as the emulator's thread may when it wakes late:
+/// advanced only to each submission's time, then to the end, so decode-only
+/// runs are jumped whole or in part.
+fn drive_coarsely(model: &mut ServerModel, mut submits: Vec<Submit>) -> Vec<ModelEvent> {
+    submits.sort_by_key(|s| (s.at, s.id));
+    let mut events = Vec::new();
+    for r in &submits {
+        model.advance(r.at, &mut events);
+        model.submit(
+            r.at,
+            &ModelRequest {
+                id: r.id,
+                prompt_tokens: r.prompt,
+                output_tokens: r.output,
+                blocks: &r.keys,
+            },
+        );
+    }
+    model.advance(u64::MAX, &mut events);
+    events
+}
+
 fn first_token(events: &[ModelEvent], id: u64) -> (u64, u32) {
     events
         .iter()
@@ -278,6 +300,74 @@ proptest! {
         let completed = a.iter().filter(|e| matches!(e, ModelEvent::Done { .. })).count();
         prop_assert_eq!(completed, submits.len());
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn token_events_come_at_the_steps_ends_jumped_or_not((blocks, seqs, submits) in workload()) {
+        let mut profile = small_pool(blocks);
+        profile.engine.max_num_seqs = seqs;
+        let mut jumping = ServerModel::new(&profile).with_token_events();
+        let mut stepping = ServerModel::new(&profile).with_token_events().without_jumps();
+        let a = drive_coarsely(&mut jumping, submits.clone());
+        let (b, _) = drive(&mut stepping, submits.clone());
+        prop_assert_eq!(&a, &b);
+        // The model's results are those of the model without token events.
+        let (plain, _) = drive(&mut ServerModel::new(&profile), submits.clone());
+        let without: Vec<ModelEvent> = a
+            .iter()
+            .filter(|e| !matches!(e, ModelEvent::Token { .. }))
+            .copied()
+            .collect();
+        prop_assert_eq!(&without, &plain);
+        // Every output token after the first, once, in time order, the
+        // last at the request's end.
+        for r in &submits {
+            let times: Vec<u64> = a
+                .iter()
+                .filter_map(|e| match *e {
+                    ModelEvent::Token { id, at } if id == r.id => Some(at),
+                    _ => None,
+                })
+                .collect();
+            if u64::from(r.prompt + r.output) > u64::from(blocks) * 16 {
+                // Refused at once: no step, no token between.
+                prop_assert!(times.is_empty());
+                continue;
+            }
+            prop_assert_eq!(times.len() as u32, r.output - 1);
+            prop_assert!(times.windows(2).all(|w| w[0] < w[1]));
+            if let Some(&last) = times.last() {
+                prop_assert_eq!(last, done(&a, r.id));
+                prop_assert!(times[0] > first_token(&a, r.id).0);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_lone_requests_tokens_come_at_each_decode_steps_end() {
+    // The steps of `a_single_request_takes_the_formula_by_hand`, one token
+    // each, 0.5 ms after the step: jumped in one advance.
+    let mut model = ServerModel::new(&example()).with_token_events();
+    let events = drive_coarsely(&mut model, vec![submit(0, 1, 100, 5, vec![])]);
+    let tokens: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match *e {
+            ModelEvent::Token { at, .. } => Some(at),
+            _ => None,
+        })
+        .collect();
+    let mut end = 5_055_000;
+    let mut expected = Vec::new();
+    for step in [2_080_100, 2_080_200, 2_080_300, 2_080_400] {
+        end += step;
+        expected.push(end + 500_000);
+    }
+    assert_eq!(tokens, expected);
+    assert_eq!(model.gauges().steps, 5);
 }
 
 #[test]
