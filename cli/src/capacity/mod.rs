@@ -191,14 +191,14 @@ fn bench(args: &CapacityArgs) -> Result<Bench, Failure> {
     let policy = inputs::policy(&args.run.policy, &args.run.scenario)?;
     let options = inputs::derive_options(&args.run.input);
     let compiled = inputs::compile(&args.run.input, policy, &options, false)?;
-    Ok(Bench {
-        compiled: compiled.compiled,
-        workload: compiled.loaded.workload,
-        cache_bust: args.run.request.cache_bust,
-        policy: args.run.policy.clone(),
-        scenario: args.run.scenario.clone(),
-        service: args.run.service.clone(),
-    })
+    Ok(Bench::new(
+        compiled.compiled,
+        compiled.loaded.workload,
+        args.run.request.cache_bust,
+        args.run.policy.clone(),
+        args.run.scenario.clone(),
+        args.run.service.clone(),
+    ))
 }
 
 /// A search's end: what it found and its probes, or its error and the

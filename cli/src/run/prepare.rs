@@ -72,6 +72,7 @@ pub fn prepare(
     let prompts = arbor_backends::virtual_clock::Prompts {
         workload: &compiled.loaded.workload,
         cache_bust: requests.cache_bust || scenario.is_some(),
+        keys: None,
     };
     crate::plan::run_service(&mut plan, &args.service, prompts, "engine (planning)")?;
     let stats = plan.stats();

@@ -6,68 +6,33 @@
 //! from the head of the queue). Freed blocks go to the tail, a request's
 //! blocks last-first, so a prefix's tail is evicted before its head. Only
 //! full prompt blocks get a key. Must not: decide who gets blocks (the
-//! batch does), iterate the key map.
+//! batch does), iterate the key table (`key_table.rs`).
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use super::key_table::{KeyTable, Probe};
 
 const NONE: u32 = u32::MAX;
 
-/// The multiplier of the key hash (2^64 over the golden ratio, odd).
-const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// Block keys are hashes already, or close to it: the map mixes them with
-/// one folded multiply (the 128-bit product's halves xored), not SipHash.
-/// The fold matters: the map picks a bucket from the low bits, and a
-/// plain multiply leaves those depending on the key's low bits only, so
-/// keys that differ in their high bits alone (a request number shifted
-/// up, say) would all probe one chain. Deterministic, and never iterated.
-#[derive(Debug, Default, Clone, Copy)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(MIX);
-        }
-    }
-
-    fn write_u64(&mut self, key: u64) {
-        let product = u128::from(key) * u128::from(MIX);
-        self.0 = (product as u64) ^ ((product >> 64) as u64);
-    }
-}
-
-type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
-
-/// A block's bookkeeping, 16 bytes (its key, read only when it is named
-/// or evicted, lives apart in `KvPool::keys`).
+/// A block's bookkeeping, 16 bytes (its key lives in the table).
 #[derive(Debug, Clone)]
 struct Block {
     refs: u32,
     /// Free-queue links (NONE at the ends, or when not queued).
     prev: u32,
     next: u32,
-    /// It is named in the cache by `KvPool::keys[block]`.
-    keyed: bool,
+    /// Its entry in `KvPool::cached` while it is named there (NONE: not
+    /// named).
+    entry: u32,
 }
 
 /// A pool of `total` KV blocks.
 ///
-/// The invariant the one-probe updates rely on: a block is `keyed` with
-/// key `k` exactly when `cached` maps `k` to it.
+/// The invariant the updates rely on: a block's `entry` is the place in
+/// `cached` that maps its key to it, exactly while it is named.
 #[derive(Debug, Clone)]
 pub struct KvPool {
     blocks: Vec<Block>,
-    /// Each block's key while it is `keyed`.
-    keys: Vec<u64>,
-    /// Key to the block holding it (lookups only).
-    cached: KeyMap,
+    /// Key to the block holding it (never more keys than blocks).
+    cached: KeyTable,
     head: u32,
     tail: u32,
     free: u32,
@@ -80,14 +45,12 @@ impl KvPool {
                 refs: 0,
                 prev: if i == 0 { NONE } else { i - 1 },
                 next: if i + 1 == total { NONE } else { i + 1 },
-                keyed: false,
+                entry: NONE,
             })
             .collect();
         KvPool {
             blocks,
-            keys: vec![0; total as usize],
-            // Never more keys than blocks: the map never grows.
-            cached: KeyMap::with_capacity_and_hasher(total as usize, Default::default()),
+            cached: KeyTable::new(total),
             head: if total == 0 { NONE } else { 0 },
             tail: if total == 0 { NONE } else { total - 1 },
             free: total,
@@ -111,8 +74,8 @@ impl KvPool {
     pub fn hits(&self, keys: &[u64], out: &mut Vec<u32>) {
         out.clear();
         for key in keys {
-            match self.cached.get(key) {
-                Some(&block) => out.push(block),
+            match self.cached.get(*key) {
+                Some(block) => out.push(block),
                 None => break,
             }
         }
@@ -145,9 +108,11 @@ impl KvPool {
         self.unlink(block);
         let b = &mut self.blocks[block as usize];
         b.refs = 1;
-        if b.keyed {
-            b.keyed = false;
-            self.cached.remove(&self.keys[block as usize]);
+        let entry = std::mem::replace(&mut b.entry, NONE);
+        if entry != NONE {
+            let blocks = &mut self.blocks;
+            self.cached
+                .remove(entry, |moved, to| blocks[moved as usize].entry = to);
         }
         Some(block)
     }
@@ -167,13 +132,12 @@ impl KvPool {
     /// already (a twin computed at the same time stays anonymous).
     pub fn cache(&mut self, block: u32, key: u64) {
         let b = &mut self.blocks[block as usize];
-        if b.keyed {
+        if b.entry != NONE {
             return;
         }
-        if let Entry::Vacant(slot) = self.cached.entry(key) {
-            slot.insert(block);
-            b.keyed = true;
-            self.keys[block as usize] = key;
+        if let Probe::Vacant { at } = self.cached.probe(key) {
+            self.cached.fill(at, key, block);
+            b.entry = at;
         }
     }
 

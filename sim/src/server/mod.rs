@@ -14,10 +14,12 @@
 mod batch;
 mod jump;
 pub mod keys;
+mod key_table;
 mod kv;
 pub mod profile;
 mod state;
 pub mod step;
+pub mod workload_keys;
 
 use std::collections::{BTreeMap, VecDeque};
 
