@@ -159,7 +159,11 @@ fn keys_stored_once_predict_what_keys_computed_per_request_do() {
             let (computed, gauges) = run(None);
             assert!(!computed.is_empty());
             assert!(gauges.prefix_hit_tokens > 0, "{sessions} sessions");
-            assert_eq!(run(Some(&keys)), (computed, gauges), "{sessions} {cache_bust}");
+            assert_eq!(
+                run(Some(&keys)),
+                (computed, gauges),
+                "{sessions} {cache_bust}"
+            );
         }
     }
 }

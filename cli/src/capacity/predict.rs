@@ -17,9 +17,7 @@ use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::time::Nanos;
 use arbor_engine::Workload;
-use arbor_sim::{
-    ServerModel, ServerService, Service, ServiceModel, ServiceRequest, WorkloadKeys,
-};
+use arbor_sim::{ServerModel, ServerService, Service, ServiceModel, ServiceRequest, WorkloadKeys};
 
 use crate::args::{PolicyArgs, ScenarioArgs};
 use crate::failure::Failure;

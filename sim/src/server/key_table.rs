@@ -42,7 +42,10 @@ pub struct KeyTable {
 impl KeyTable {
     /// A table that holds up to `capacity` keys.
     pub fn new(capacity: u32) -> KeyTable {
-        let size = (capacity as usize).saturating_mul(2).max(2).next_power_of_two();
+        let size = (capacity as usize)
+            .saturating_mul(2)
+            .max(2)
+            .next_power_of_two();
         KeyTable {
             entries: vec![
                 Entry {

@@ -13,8 +13,8 @@
 
 mod batch;
 mod jump;
-pub mod keys;
 mod key_table;
+pub mod keys;
 mod kv;
 pub mod profile;
 mod state;

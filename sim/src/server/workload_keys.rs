@@ -164,6 +164,10 @@ mod tests {
         // Shared prefixes are stored once.
         assert!(turns > 40);
         let whole: usize = store.turns.iter().map(|s| s.len as usize).sum();
-        assert!(store.keys.len() * 2 < whole, "{} of {whole}", store.keys.len());
+        assert!(
+            store.keys.len() * 2 < whole,
+            "{} of {whole}",
+            store.keys.len()
+        );
     }
 }
