@@ -27,10 +27,14 @@
 //!            out: &mut Vec<Predicted>) -> Result<Nanos, EngineError>
 //! ```
 //!
-//! where `Prompts { workload: &Workload, cache_bust: Option<CacheBust> }`, and a plain
-//! `&Workload` is `Prompts` without the cache-bust marker.
+//! where `Prompts { workload: &Workload, cache_bust: Option<CacheBust>,
+//! keys: Option<&WorkloadKeys> }`, and a plain `&Workload` is `Prompts`
+//! without the cache-bust marker or stored keys.
 //!
-//! Block keys come from the workload's trees (`arbor_sim::server::keys`):
+//! Block keys come from the workload's trees (`arbor_sim::server::keys`),
+//! or, without the cache-bust marker, from `keys` when given (every
+//! turn's keys computed once for the workload: what a capacity search
+//! shares across its points; `arbor_sim::server::workload_keys`):
 //! the keys of the text the live client sends for the turn (synthesized
 //! from hash ids or virtual blocks, or recorded), exactly the keys the
 //! emulator computes from that body; with `cache_bust` the text carries
@@ -51,7 +55,7 @@ use arbor_engine::time::Nanos;
 use arbor_engine::{EngineError, Workload};
 use arbor_sim::server::keys::{marker_tokens, PromptKeys};
 use arbor_sim::server::{Gauges, ModelEvent, ModelRequest, ServerModel};
-use arbor_sim::{ServiceModel, ServiceRequest};
+use arbor_sim::{ServiceModel, ServiceRequest, WorkloadKeys};
 
 /// A request the loop has just sent: what a service function may look at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,6 +236,9 @@ pub struct Prompts<'a> {
     /// Each play's prompts carry its cache-bust marker (`--cache-bust`),
     /// from this seed and salt; `None`: no markers.
     pub cache_bust: Option<CacheBust>,
+    /// Every turn's keys, computed once for `workload` (used without the
+    /// marker, when their block size is the model's).
+    pub keys: Option<&'a WorkloadKeys>,
 }
 
 impl<'a> From<&'a Workload> for Prompts<'a> {
@@ -239,6 +246,7 @@ impl<'a> From<&'a Workload> for Prompts<'a> {
         Prompts {
             workload,
             cache_bust: None,
+            keys: None,
         }
     }
 }
@@ -271,7 +279,11 @@ pub fn run_server_observed(
     out: &mut Vec<Predicted>,
     mut observe: impl FnMut(Nanos, &Gauges),
 ) -> Result<Nanos, EngineError> {
-    let prompt_keys = PromptKeys::new(server.profile().engine.block_size);
+    let block_size = server.profile().engine.block_size;
+    let prompt_keys = PromptKeys::new(block_size);
+    let stored = prompts
+        .keys
+        .filter(|k| prompts.cache_bust.is_none() && k.block_size() == block_size.max(1));
     // Request ids are dense slot indices: a Vec, never a hash map.
     let mut pending: Vec<Option<Pending>> = Vec::new();
     let mut keys: Vec<u64> = Vec::new();
@@ -291,11 +303,14 @@ pub fn run_server_observed(
                     let agent = tree.agent_of[turn as usize] as usize;
                     let index = tree.index_in_agent[turn as usize] as usize;
                     let marker = prompts.cache_bust.map(|bust| bust.marker(play));
-                    match prompts.workload.trees.get(play.tree as usize) {
-                        Some(recorded) => {
+                    match (stored, prompts.workload.trees.get(play.tree as usize)) {
+                        (Some(stored), _) => {
+                            stored.turn(play.tree as usize, agent, index, &mut keys);
+                        }
+                        (None, Some(recorded)) => {
                             prompt_keys.turn(recorded, agent, index, marker.as_deref(), &mut keys);
                         }
-                        None => keys.clear(),
+                        (None, None) => keys.clear(),
                     }
                     server.submit(
                         now,

@@ -2,18 +2,21 @@
 //! 1,000 sessions) of a 1,000-tree workload, each planned on the virtual
 //! clock with the batching server model and its TTFTs sorted for a
 //! percentile, as `arbor capacity --service server:PROFILE.toml` does per
-//! probe. Target (issue 15): under 10 s for the 20 points.
+//! probe: every turn's prompt block keys computed once for the search
+//! (`WorkloadKeys`, timed) and shared by the points. Not timed: writing
+//! each probe's directory, which the command also does. Target (issue
+//! 15): under 10 s for the 20 points.
 //! `cargo bench -p arbor-benches --bench capacity`
 
 use std::path::Path;
 
-use arbor_backends::virtual_clock::{self, Predicted};
+use arbor_backends::virtual_clock::{self, Predicted, Prompts};
 use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::synthetic::SyntheticSpec;
-use arbor_sim::{Profile, ServerModel};
+use arbor_sim::{Profile, ServerModel, WorkloadKeys};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 const SPEC: &str = "trees=1000,turns=10,depth=1,spawn=0.1,hash_ids=true,seed=5";
@@ -37,6 +40,12 @@ fn bench_capacity(c: &mut Criterion) {
         b.iter_batched(
             || compiled.clone(),
             |compiled| {
+                let keys = WorkloadKeys::new(&workload, profile.engine.block_size);
+                let prompts = Prompts {
+                    workload: &workload,
+                    cache_bust: None,
+                    keys: Some(&keys),
+                };
                 let mut p99 = 0;
                 for &sessions in &points {
                     let policy = Policy {
@@ -47,13 +56,8 @@ fn bench_capacity(c: &mut Criterion) {
                         Scheduler::new(compiled.clone(), policy).expect("bench policy is valid");
                     let mut model = ServerModel::new(&profile);
                     let mut predicted: Vec<Predicted> = Vec::new();
-                    virtual_clock::run_server(
-                        &mut scheduler,
-                        &workload,
-                        &mut model,
-                        &mut predicted,
-                    )
-                    .expect("engine run");
+                    virtual_clock::run_server(&mut scheduler, prompts, &mut model, &mut predicted)
+                        .expect("engine run");
                     let mut ttft: Vec<u64> =
                         predicted.iter().map(|p| p.first_token - p.sent).collect();
                     ttft.sort_unstable();

@@ -14,5 +14,6 @@ pub mod server;
 pub mod service;
 pub mod token_rule;
 
+pub use server::workload_keys::WorkloadKeys;
 pub use server::{ModelEvent, ModelRequest, Profile, ServerModel};
 pub use service::{ServerService, Service, ServiceModel, ServiceRequest};

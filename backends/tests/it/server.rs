@@ -11,6 +11,7 @@ use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::{Tree, Turn, Workload};
 use arbor_sim::server::{Profile, ServerModel};
+use arbor_sim::WorkloadKeys;
 
 use crate::build::{root, tool, tree};
 
@@ -54,6 +55,7 @@ fn plan(workload: &Workload, policy: Policy, cache_bust: bool) -> (Scheduler, Ve
                 seed: policy_seed,
                 salt: 0,
             }),
+            keys: None,
         },
         &mut model,
         &mut out,
@@ -124,5 +126,49 @@ fn trees_share_hash_ids_only_in_a_global_scope() {
         let (_, out) = plan(&workload, Policy::default(), false);
         // Tree b's one turn repeats tree a's: 64 tokens, 3 blocks may hit.
         assert_eq!(cached(&out), [0, second_tree_hits], "{scope:?}");
+    }
+}
+
+#[test]
+fn keys_stored_once_predict_what_keys_computed_per_request_do() {
+    // Closed loops over a workload of branching trees, at loads from
+    // light to evicting: the stored keys change nothing, and with the
+    // cache-bust marker they are not used.
+    let spec: arbor_engine::synthetic::SyntheticSpec =
+        "trees=40,turns=8,depth=1,spawn=0.2,hash_ids=true,seed=9"
+            .parse()
+            .expect("spec");
+    let workload = spec.generate();
+    let profile = profile();
+    let keys = WorkloadKeys::new(&workload, profile.engine.block_size);
+    let compiled =
+        compile(&workload, &Policy::default(), &DeriveOptions::default()).expect("compiles");
+    for sessions in [1, 8, 40] {
+        for cache_bust in [false, true] {
+            let run = |keys: Option<&WorkloadKeys>| {
+                let policy = Policy {
+                    sessions: Some(sessions),
+                    ..Policy::default()
+                };
+                let mut scheduler = Scheduler::new(compiled.clone(), policy).expect("policy");
+                let mut model = ServerModel::new(&profile);
+                let mut out = Vec::new();
+                let prompts = Prompts {
+                    workload: &workload,
+                    cache_bust: cache_bust.then_some(CacheBust { seed: 0, salt: 0 }),
+                    keys,
+                };
+                run_server(&mut scheduler, prompts, &mut model, &mut out).expect("runs");
+                (out, model.gauges())
+            };
+            let (computed, gauges) = run(None);
+            assert!(!computed.is_empty());
+            assert!(gauges.prefix_hit_tokens > 0, "{sessions} sessions");
+            assert_eq!(
+                run(Some(&keys)),
+                (computed, gauges),
+                "{sessions} {cache_bust}"
+            );
+        }
     }
 }

@@ -196,14 +196,14 @@ fn bench(args: &CapacityArgs) -> Result<Bench, Failure> {
         salt: args.run.request.cache_bust_salt,
     });
     let compiled = inputs::compile(&args.run.input, policy, &options, false)?;
-    Ok(Bench {
-        compiled: compiled.compiled,
-        workload: compiled.loaded.workload,
+    Ok(Bench::new(
+        compiled.compiled,
+        compiled.loaded.workload,
         cache_bust,
-        policy: args.run.policy.clone(),
-        scenario: args.run.scenario.clone(),
-        service: args.run.service.clone(),
-    })
+        args.run.policy.clone(),
+        args.run.scenario.clone(),
+        args.run.service.clone(),
+    ))
 }
 
 /// A search's end: what it found and its probes, or its error and the

@@ -18,7 +18,7 @@ use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::time::Nanos;
 use arbor_engine::Workload;
-use arbor_sim::{ServerModel, ServerService, Service, ServiceModel, ServiceRequest};
+use arbor_sim::{ServerModel, ServerService, Service, ServiceModel, ServiceRequest, WorkloadKeys};
 
 use crate::args::{PolicyArgs, ScenarioArgs};
 use crate::failure::Failure;
@@ -36,6 +36,9 @@ pub struct Bench {
     pub workload: Workload,
     /// `--cache-bust`: each play's prompts share no prefix with another's.
     pub cache_bust: Option<CacheBust>,
+    /// Every turn's block keys, computed once for every point (the
+    /// server model without `--cache-bust`: [`Bench::new`]).
+    pub keys: Option<WorkloadKeys>,
     pub policy: PolicyArgs,
     pub scenario: ScenarioArgs,
     pub service: Service,
@@ -50,6 +53,34 @@ pub struct Prediction {
 }
 
 impl Bench {
+    /// What the points share; with the server model and no cache-bust
+    /// marker, every turn's block keys computed once.
+    pub fn new(
+        compiled: CompiledWorkload,
+        workload: Workload,
+        cache_bust: Option<CacheBust>,
+        policy: PolicyArgs,
+        scenario: ScenarioArgs,
+        service: Service,
+    ) -> Bench {
+        let keys = match &service {
+            Service::Server(server) if cache_bust.is_none() => Some(WorkloadKeys::new(
+                &workload,
+                server.profile.engine.block_size,
+            )),
+            _ => None,
+        };
+        Bench {
+            compiled,
+            workload,
+            cache_bust,
+            keys,
+            policy,
+            scenario,
+            service,
+        }
+    }
+
     /// A note when the sessions found reach the workload's (tree, copy)
     /// plays: lanes beyond them hold nothing, so higher loads look the
     /// same.
@@ -100,6 +131,7 @@ impl Bench {
         let prompts = Prompts {
             workload: &self.workload,
             cache_bust: self.cache_bust,
+            keys: self.keys.as_ref(),
         };
         virtual_clock::run_server(scheduler, prompts, &mut model, &mut predicted)
             .map_err(|e| Failure::other(format!("engine (capacity point): {e}")))?;

@@ -75,6 +75,7 @@ pub fn prepare(
     let prompts = arbor_backends::virtual_clock::Prompts {
         workload: &compiled.loaded.workload,
         cache_bust: requests.markers(policy_seed),
+        keys: None,
     };
     crate::plan::run_service(&mut plan, &args.service, prompts, "engine (planning)")?;
     let stats = plan.stats();

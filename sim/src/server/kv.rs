@@ -6,90 +6,62 @@
 //! from the head of the queue). Freed blocks go to the tail, a request's
 //! blocks last-first, so a prefix's tail is evicted before its head. Only
 //! full prompt blocks get a key. Must not: decide who gets blocks (the
-//! batch does), iterate the key map.
+//! batch does), iterate the key table (`key_table.rs`).
+//!
+//! The free queue is a ring of (block, the block's free count when it
+//! was queued). Taking a free block back by a cache hit leaves its entry
+//! in place: the entry is stale once the block has a reference again or
+//! was queued anew, and the head skips stale entries. So handing out a
+//! block reads the ring in order instead of following links from block
+//! to block, and the blocks it hands out next are known ahead.
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
+
+use super::key_table::{KeyTable, Probe};
 
 const NONE: u32 = u32::MAX;
 
-/// The multiplier of the key hash (2^64 over the golden ratio, odd).
-const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// Block keys are hashes already, or close to it: the map mixes them with
-/// one folded multiply (the 128-bit product's halves xored), not SipHash.
-/// The fold matters: the map picks a bucket from the low bits, and a
-/// plain multiply leaves those depending on the key's low bits only, so
-/// keys that differ in their high bits alone (a request number shifted
-/// up, say) would all probe one chain. Deterministic, and never iterated.
-#[derive(Debug, Default, Clone, Copy)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(MIX);
-        }
-    }
-
-    fn write_u64(&mut self, key: u64) {
-        let product = u128::from(key) * u128::from(MIX);
-        self.0 = (product as u64) ^ ((product >> 64) as u64);
-    }
-}
-
-type KeyMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
-
-/// A block's bookkeeping, 16 bytes (its key, read only when it is named
-/// or evicted, lives apart in `KvPool::keys`).
+/// A block's bookkeeping, 12 bytes (its key lives in the table).
 #[derive(Debug, Clone)]
 struct Block {
     refs: u32,
-    /// Free-queue links (NONE at the ends, or when not queued).
-    prev: u32,
-    next: u32,
-    /// It is named in the cache by `KvPool::keys[block]`.
-    keyed: bool,
+    /// Times it was freed: its live entry in the queue carries this.
+    freed: u32,
+    /// Its entry in `KvPool::cached` while it is named there (NONE: not
+    /// named).
+    entry: u32,
 }
 
 /// A pool of `total` KV blocks.
 ///
-/// The invariant the one-probe updates rely on: a block is `keyed` with
-/// key `k` exactly when `cached` maps `k` to it.
+/// The invariants the updates rely on: a block's `entry` is the place in
+/// `cached` that maps its key to it, exactly while it is named; a block
+/// with no reference has exactly one live entry in `queue`, `(block,
+/// freed)`, in the order it was freed.
 #[derive(Debug, Clone)]
 pub struct KvPool {
     blocks: Vec<Block>,
-    /// Each block's key while it is `keyed`.
-    keys: Vec<u64>,
-    /// Key to the block holding it (lookups only).
-    cached: KeyMap,
-    head: u32,
-    tail: u32,
+    /// Key to the block holding it (never more keys than blocks).
+    cached: KeyTable,
+    /// The free queue, least recently freed first, stale entries among
+    /// the live ones (see the module doc).
+    queue: VecDeque<(u32, u32)>,
     free: u32,
 }
 
 impl KvPool {
     pub fn new(total: u32) -> KvPool {
-        let blocks = (0..total)
-            .map(|i| Block {
-                refs: 0,
-                prev: if i == 0 { NONE } else { i - 1 },
-                next: if i + 1 == total { NONE } else { i + 1 },
-                keyed: false,
-            })
-            .collect();
         KvPool {
-            blocks,
-            keys: vec![0; total as usize],
-            // Never more keys than blocks: the map never grows.
-            cached: KeyMap::with_capacity_and_hasher(total as usize, Default::default()),
-            head: if total == 0 { NONE } else { 0 },
-            tail: if total == 0 { NONE } else { total - 1 },
+            blocks: vec![
+                Block {
+                    refs: 0,
+                    freed: 0,
+                    entry: NONE,
+                };
+                total as usize
+            ],
+            cached: KeyTable::new(total),
+            queue: (0..total).map(|block| (block, 0)).collect(),
             free: total,
         }
     }
@@ -111,8 +83,8 @@ impl KvPool {
     pub fn hits(&self, keys: &[u64], out: &mut Vec<u32>) {
         out.clear();
         for key in keys {
-            match self.cached.get(key) {
-                Some(&block) => out.push(block),
+            match self.cached.get(*key) {
+                Some(block) => out.push(block),
                 None => break,
             }
         }
@@ -127,39 +99,59 @@ impl KvPool {
             .count() as u32
     }
 
-    /// Takes a reference to a block found by [`KvPool::hits`].
+    /// Takes a reference to a block found by [`KvPool::hits`] (its queue
+    /// entry goes stale).
     pub fn touch(&mut self, block: u32) {
-        if self.blocks[block as usize].refs == 0 {
-            self.unlink(block);
+        let b = &mut self.blocks[block as usize];
+        if b.refs == 0 {
+            self.free -= 1;
         }
-        self.blocks[block as usize].refs += 1;
+        b.refs += 1;
     }
 
     /// Hands out the least recently freed block, evicting its key; `None`
     /// when every block is referenced.
     pub fn allocate(&mut self) -> Option<u32> {
-        let block = self.head;
-        if block == NONE {
-            return None;
+        while let Some((block, freed)) = self.queue.pop_front() {
+            let b = &mut self.blocks[block as usize];
+            if b.refs != 0 || b.freed != freed {
+                continue;
+            }
+            b.refs = 1;
+            self.free -= 1;
+            let entry = std::mem::replace(&mut b.entry, NONE);
+            if entry != NONE {
+                let blocks = &mut self.blocks;
+                self.cached
+                    .remove(entry, |moved, to| blocks[moved as usize].entry = to);
+            }
+            return Some(block);
         }
-        self.unlink(block);
-        let b = &mut self.blocks[block as usize];
-        b.refs = 1;
-        if b.keyed {
-            b.keyed = false;
-            self.cached.remove(&self.keys[block as usize]);
-        }
-        Some(block)
+        None
     }
 
     /// Drops one reference to each of `blocks`, last first.
     pub fn release(&mut self, blocks: &[u32]) {
         for &block in blocks.iter().rev() {
             let b = &mut self.blocks[block as usize];
-            b.refs = b.refs.saturating_sub(1);
             if b.refs == 0 {
-                self.push_tail(block);
+                continue;
             }
+            b.refs -= 1;
+            if b.refs == 0 {
+                b.freed = b.freed.wrapping_add(1);
+                self.queue.push_back((block, b.freed));
+                self.free += 1;
+            }
+        }
+        // Stale entries are dropped once they outnumber the blocks, so
+        // the ring stays within a few times the pool.
+        if self.queue.len() > 2 * self.blocks.len() + 64 {
+            let blocks = &self.blocks;
+            self.queue.retain(|&(block, freed)| {
+                let b = &blocks[block as usize];
+                b.refs == 0 && b.freed == freed
+            });
         }
     }
 
@@ -167,50 +159,12 @@ impl KvPool {
     /// already (a twin computed at the same time stays anonymous).
     pub fn cache(&mut self, block: u32, key: u64) {
         let b = &mut self.blocks[block as usize];
-        if b.keyed {
+        if b.entry != NONE {
             return;
         }
-        if let Entry::Vacant(slot) = self.cached.entry(key) {
-            slot.insert(block);
-            b.keyed = true;
-            self.keys[block as usize] = key;
+        if let Probe::Vacant { at } = self.cached.probe(key) {
+            self.cached.fill(at, key, block);
+            b.entry = at;
         }
-    }
-
-    fn unlink(&mut self, block: u32) {
-        let (prev, next) = {
-            let b = &self.blocks[block as usize];
-            (b.prev, b.next)
-        };
-        if prev == NONE {
-            self.head = next;
-        } else {
-            self.blocks[prev as usize].next = next;
-        }
-        if next == NONE {
-            self.tail = prev;
-        } else {
-            self.blocks[next as usize].prev = prev;
-        }
-        let b = &mut self.blocks[block as usize];
-        b.prev = NONE;
-        b.next = NONE;
-        self.free -= 1;
-    }
-
-    fn push_tail(&mut self, block: u32) {
-        let tail = self.tail;
-        {
-            let b = &mut self.blocks[block as usize];
-            b.prev = tail;
-            b.next = NONE;
-        }
-        if tail == NONE {
-            self.head = block;
-        } else {
-            self.blocks[tail as usize].next = block;
-        }
-        self.tail = block;
-        self.free += 1;
     }
 }

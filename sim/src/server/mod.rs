@@ -14,11 +14,13 @@
 
 mod batch;
 mod jump;
+mod key_table;
 pub mod keys;
 mod kv;
 pub mod profile;
 mod state;
 pub mod step;
+pub mod workload_keys;
 
 use std::collections::{BTreeMap, VecDeque};
 
