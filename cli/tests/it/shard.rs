@@ -176,12 +176,6 @@ fn identity(r: &Value) -> (u64, u64, u64, String, u64) {
     )
 }
 
-/// The nearest-rank quantile of sorted values: the ⌈p·n⌉-th.
-fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
 #[test]
 fn merged_shard_runs_are_the_union_of_their_records() {
     let (_emulator, url) = emulator();

@@ -63,6 +63,13 @@ pub fn jsonl(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The nearest-rank quantile `q` (a fraction) of sorted values: the
+/// ⌈q·n⌉-th, as the summary takes its percentiles.
+pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> T {
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
 pub fn secs_to_ns(v: &serde_json::Value) -> u64 {
     (v.as_f64().expect("a number") * 1e9).round() as u64
 }
