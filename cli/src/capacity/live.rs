@@ -31,7 +31,9 @@ pub fn point(
     args: &CapacityArgs,
     explicit: &Explicit,
     rebuild: Rebuild,
-    (k, knob, value): (usize, Knob, u64),
+    k: usize,
+    knob: Knob,
+    value: u64,
     dir: &Path,
 ) -> Result<Observed, Failure> {
     let mut one = args.run.clone();

@@ -259,7 +259,7 @@ fn search_live(
             space.knob.show(value),
             dir.display()
         );
-        let observed = live::point(args, explicit, rebuild, (k, space.knob, value), &dir)?;
+        let observed = live::point(args, explicit, rebuild, k, space.knob, value, &dir)?;
         let probe = probe(k, space.knob, value, observed.judge(slo));
         let pass = probe.verdict.pass;
         probes.push(probe);

@@ -53,6 +53,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Ticket {
+    /// A ticket with room for `output_tokens` stamps: the model's thread
+    /// records each token without growing the list.
+    fn for_output(output_tokens: u32) -> Ticket {
+        Ticket {
+            state: Mutex::new(TicketState {
+                tokens: Vec::with_capacity(output_tokens as usize),
+                ..TicketState::default()
+            }),
+        }
+    }
+
     fn update(&self, f: impl FnOnce(&mut TicketState)) {
         let waker = {
             let mut state = lock(&self.state);
@@ -166,7 +177,7 @@ impl Engine {
         advance(&mut state, now);
         let id = state.next_id;
         state.next_id += 1;
-        let ticket = Arc::new(Ticket::default());
+        let ticket = Arc::new(Ticket::for_output(output_tokens));
         state.tickets.insert(id, Arc::clone(&ticket));
         state.model.submit(
             now,
