@@ -85,7 +85,8 @@ impl OutputDir {
     /// Creates the directory (and its parents) and claims it: an exclusive
     /// `flock` on its [`LOCK_FILE`], held until the [`Claimed`] is dropped.
     /// A directory another run holds is refused (exit 2) naming that run's
-    /// pid; so is one that filled up since [`OutputDir::check`] (a run that
+    /// pid (when it has written it: it does so just after taking the lock);
+    /// so is one that filled up since [`OutputDir::check`] (a run that
     /// finished in it meanwhile), unless `--force`.
     pub fn create(self) -> Result<Claimed, Failure> {
         let path = self.path;

@@ -53,8 +53,10 @@ fn four_runs_into_one_out_directory_one_writes_it_the_others_are_refused() {
         let err = stderr(refused);
         assert_eq!(refused.status.code(), Some(2), "{err}");
         assert!(err.contains(out_text), "{err}");
+        // The holder writes its pid just after it takes the lock, so a run
+        // refused in between names no pid.
         assert!(
-            err.contains("another arbor run (pid ") || err.contains("not empty"),
+            err.contains("another arbor run") || err.contains("not empty"),
             "{err}"
         );
     }
