@@ -225,11 +225,7 @@ impl State {
             let from = r.keyed as usize;
             if full > from {
                 r.keyed = full as u32;
-                for i in from..full {
-                    let r = self.req(slot);
-                    let (block, key) = (r.blocks[i], r.keys[i]);
-                    self.pool.cache(block, key);
-                }
+                self.name_blocks(slot, from..full);
             }
             let r = self.req_mut(slot);
             if r.computed < r.known() {

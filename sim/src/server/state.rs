@@ -61,7 +61,8 @@ pub(super) struct State {
     /// Key and block vectors of requests gone, emptied, for new ones: no
     /// allocation per request once the engine is warm.
     spare: Vec<(Vec<u64>, Vec<u32>)>,
-    /// Scratch of a step's composition: a request's prefix-cache hits.
+    /// The prefix-cache hits of the last request looked at for admission
+    /// (kept between steps: the next lookup's guess, `KvPool::hits`).
     pub hits: Vec<u32>,
     /// Scratch of a finished step: the requests that leave.
     pub gone: Vec<usize>,
@@ -157,14 +158,23 @@ impl State {
         req.computed = 0;
     }
 
+    /// Names `slot`'s blocks in `range` by its prompt keys there (full,
+    /// computed prompt blocks).
+    pub fn name_blocks(&mut self, slot: usize, range: std::ops::Range<usize>) {
+        if let Some(req) = self.slots[slot].as_ref() {
+            self.pool
+                .cache_all(&req.blocks[range.clone()], &req.keys[range]);
+        }
+    }
+
     /// Gives `slot` blocks up to `count` (the caller checked there are).
     pub fn grow_blocks(&mut self, slot: usize, count: u32) {
-        let have = self.req(slot).blocks.len() as u32;
-        for _ in have..count {
-            match self.pool.allocate() {
-                Some(block) => self.req_mut(slot).blocks.push(block),
-                None => break,
-            }
+        let Some(req) = self.slots[slot].as_mut() else {
+            return;
+        };
+        // Most calls (a decode step's) need no new block.
+        if req.blocks.len() < count as usize {
+            self.pool.allocate_into(&mut req.blocks, count as usize);
         }
     }
 }
