@@ -4,8 +4,10 @@
 //! clock, as fast as the CPU allows (the one virtual loop: `arbor plan` and
 //! the property tests, through its hooks, run it); `live` runs it against a
 //! real server over HTTP on tokio. Both only decide where `now` and
-//! completions come from.
+//! completions come from. `side_by_side` runs independent virtual plans
+//! (a capacity sweep's points) on the machine's cores.
 #![forbid(unsafe_code)]
 
 pub mod live;
+pub mod side_by_side;
 pub mod virtual_clock;

@@ -35,6 +35,14 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "STEP", help_heading = CAPACITY)]
     pub step: Option<String>,
 
+    /// Plan every load of the range, LO, LO+STEP, ... HI, instead of
+    /// searching: the whole goodput curve, one probe directory per load.
+    /// Virtual only; the loads are planned side by side on the machine's
+    /// cores (the output is the same on any number). The answer is the
+    /// largest load below the first one that fails.
+    #[arg(long, help_heading = CAPACITY)]
+    pub sweep: bool,
+
     /// Search live: each load is a real `arbor run` against --endpoint, or
     /// the built-in emulator without it (needs --duration). --endpoint
     /// implies it. An explicit --service then gives the virtual prediction

@@ -29,6 +29,7 @@ mod table;
 
 use std::path::{Path, PathBuf};
 
+use arbor_backends::side_by_side;
 use arbor_engine::prompt::CacheBust;
 use arbor_sim::{Service, ServiceModel};
 
@@ -45,6 +46,9 @@ use predict::Bench;
 use search::{Bounds, Knee, Start};
 use slo::Slo;
 
+/// The most loads a `--sweep` plans (each writes a probe directory).
+const MAX_SWEEP_LOADS: usize = 10_000;
+
 /// `arbor capacity`.
 pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Failure> {
     let slo = Slo::parse(&args.slo).map_err(|e| Failure::input(format!("--slo {e}")))?;
@@ -56,17 +60,27 @@ pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result
     .map_err(Failure::input)?;
     let live = args.live || args.run.request.endpoint.is_some();
     check_flags(args, explicit, live)?;
+    let bounds = Bounds {
+        lo: space.lo,
+        hi: space.hi,
+        step: space.step,
+    };
+    let sweep_loads = search::grid(bounds).len();
+    if args.sweep && sweep_loads > MAX_SWEEP_LOADS {
+        return Err(Failure::input(format!(
+            "--sweep: {sweep_loads} loads from {} to {} at {}; at most {MAX_SWEEP_LOADS}: give a \
+             coarser --step or a narrower --search",
+            space.knob.show(space.lo),
+            space.knob.show(space.hi),
+            space.knob.show(space.step),
+        )));
+    }
     let predicting = !live || explicit.has("service");
     if predicting {
         refuse_without_first_token(&slo, &args.run.service)?;
     }
     let out = args.run.out.clone().unwrap_or_else(default_out);
     claim_out(&out, args.run.force)?;
-    let bounds = Bounds {
-        lo: space.lo,
-        hi: space.hi,
-        step: space.step,
-    };
     let bench = predicting.then(|| bench(args)).transpose()?;
     let service = args.run.service.to_string();
 
@@ -78,7 +92,11 @@ pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result
         } else {
             out.clone()
         };
-        let found = search_virtual(bench, &space, bounds, &slo, &dir, args.run.policy.seed);
+        let found = if args.sweep {
+            sweep_virtual(bench, &space, bounds, &slo, &dir, args.run.policy.seed)
+        } else {
+            search_virtual(bench, &space, bounds, &slo, &dir, args.run.policy.seed)
+        };
         let (knee, probes) = finish(found, &dir, &space, &slo, "virtual", &service, None)?;
         if live {
             eprintln!(
@@ -132,6 +150,12 @@ fn check_flags(args: &CapacityArgs, explicit: &Explicit, live: bool) -> Result<(
     if args.run.scenario.scenario.is_some() {
         return Err(Failure::input(
             "--scenario: a recipe locks the load; capacity changes it on purpose",
+        ));
+    }
+    if live && args.sweep {
+        return Err(Failure::input(
+            "--sweep: virtual only (a live sweep would run every load for --duration); drop \
+             --live and --endpoint, or drop --sweep to search live",
         ));
     }
     if live && args.run.policy.duration.is_none() {
@@ -235,6 +259,41 @@ fn search_virtual(
         Ok(pass)
     });
     (knee, probes)
+}
+
+/// Plans every load of the range side by side ([`side_by_side`]), each
+/// probe's directory written in `dir` by the worker that planned it;
+/// probes are numbered in load order, whatever the cores.
+fn sweep_virtual(
+    bench: &Bench,
+    space: &Space,
+    bounds: Bounds,
+    slo: &Slo,
+    dir: &Path,
+    seed: u64,
+) -> Found {
+    let loads = search::grid(bounds);
+    let service = bench.service.to_string();
+    let planned = side_by_side::plan_each(loads.len(), side_by_side::cores(), |i| {
+        let value = loads[i];
+        let prediction = bench.point(space.knob, value)?;
+        let probe = probe(i + 1, space.knob, value, prediction.observed.judge(slo));
+        output::write_virtual_probe(dir, &probe, space.knob, &prediction, &service, seed)?;
+        Ok::<_, Failure>(probe)
+    });
+    let mut probes = Vec::with_capacity(planned.len());
+    for result in planned {
+        match result {
+            Ok(probe) => probes.push(probe),
+            Err(e) => return (Err(e), probes),
+        }
+    }
+    let passes: Vec<(u64, bool)> = loads
+        .iter()
+        .zip(&probes)
+        .map(|(&load, probe)| (load, probe.verdict.pass))
+        .collect();
+    (Ok(search::first_failure(&passes)), probes)
 }
 
 /// Searches live: each probe a run in its own directory under `out`.

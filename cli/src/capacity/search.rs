@@ -12,6 +12,9 @@
 //!
 //! Then bisection between the largest passing and the smallest failing
 //! load until they are at most one step apart.
+//!
+//! A sweep (`--sweep`) probes every load of the [`grid`] instead; its
+//! answer is the [`first_failure`] and the load before it.
 
 use std::collections::BTreeMap;
 
@@ -153,6 +156,31 @@ impl<E, F: FnMut(u64) -> Result<bool, E>> Walk<F> {
     }
 }
 
+/// Every load of the range at the step: lo, lo + step, ... and hi.
+pub fn grid(bounds: Bounds) -> Vec<u64> {
+    let step = bounds.step.max(1);
+    let mut loads: Vec<u64> = (0..)
+        .map_while(|k: u64| {
+            let load = bounds.lo.checked_add(k.checked_mul(step)?)?;
+            (load < bounds.hi).then_some(load)
+        })
+        .collect();
+    if bounds.lo <= bounds.hi {
+        loads.push(bounds.hi);
+    }
+    loads
+}
+
+/// A sweep's answer from its loads in order, each with whether it
+/// passed: the first failure, and the load before it.
+pub fn first_failure(passes: &[(u64, bool)]) -> Knee {
+    match passes.iter().position(|&(_, pass)| !pass) {
+        Some(0) => knee(None, Some(passes[0].0)),
+        Some(at) => knee(Some(passes[at - 1].0), Some(passes[at].0)),
+        None => knee(passes.last().map(|&(load, _)| load), None),
+    }
+}
+
 fn knee(passing: Option<u64>, failing: Option<u64>) -> Knee {
     Knee { passing, failing }
 }
@@ -193,6 +221,31 @@ mod tests {
             assert_eq!(unique.len(), probed.len(), "no value twice");
             assert!(probed.len() <= 17, "{threshold}: {probed:?}");
         }
+    }
+
+    #[test]
+    fn a_sweep_covers_the_grid_and_stops_at_the_first_failure() {
+        let b = Bounds {
+            lo: 50,
+            hi: 1000,
+            step: 50,
+        };
+        let loads = grid(b);
+        assert_eq!(loads.len(), 20);
+        assert_eq!((loads[0], loads[19]), (50, 1000));
+        // An uneven range ends at its top.
+        assert_eq!(grid(Bounds { hi: 120, ..b }), [50, 100, 120]);
+        assert_eq!(grid(Bounds { hi: 50, ..b }), [50]);
+        let judged = |threshold: u64| -> Vec<(u64, bool)> {
+            loads.iter().map(|&l| (l, l <= threshold)).collect()
+        };
+        assert_eq!(first_failure(&judged(20)), knee(None, Some(50)));
+        assert_eq!(first_failure(&judged(420)), knee(Some(400), Some(450)));
+        assert_eq!(first_failure(&judged(5000)), knee(Some(1000), None));
+        // Not monotone: the first failure bounds the answer.
+        let mut bumpy = judged(420);
+        bumpy[2].1 = false;
+        assert_eq!(first_failure(&bumpy), knee(Some(100), Some(150)));
     }
 
     #[test]
