@@ -7,5 +7,6 @@
 //! completions come from.
 #![forbid(unsafe_code)]
 
+mod agent_keys;
 pub mod live;
 pub mod virtual_clock;
