@@ -39,7 +39,11 @@
 //! from hash ids or virtual blocks, or recorded), exactly the keys the
 //! emulator computes from that body; with `cache_bust` the text carries
 //! each play's cache-bust marker (and the model counts its tokens), as
-//! the live client's marker keeps plays apart. [`run_server_observed`] is
+//! the live client's marker keeps plays apart. Computed per request, a
+//! turn's keys extend those of its agent's previous turn in the same play
+//! when that was the agent's last dispatched turn (`crate::agent_keys`:
+//! only the words past their shared blocks are hashed; the same keys).
+//! [`run_server_observed`] is
 //! the same loop with a view of the model's gauges after every step (what
 //! `plan`'s series are built from).
 //!

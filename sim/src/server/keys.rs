@@ -28,7 +28,23 @@
 //! each piece's seeded word stream. `proptests`' `prefix_keys` property
 //! checks that this gives the keys of the live body exactly.
 //!
-//! Must not: know about the scheduler, or keep anything between prompts.
+//! An agent's turn mostly extends its previous turn's prompt (the same
+//! leading pieces, the last one perhaps longer: a piece of the same seed
+//! draws the same words). [`PromptKeys::next_turn`] takes the previous
+//! turn's keys (same marker, same block size) and keeps those of the
+//! blocks wholly inside the shared leading tokens (the marker's and the
+//! shared words'), provided they end past the marker's bytes; it resumes
+//! [`TextKeys`] at that block boundary and feeds only the words after it
+//! (`arbor_engine::prompt::piece_words_from` skips the words before). The
+//! keys are [`PromptKeys::turn`]'s exactly; a turn with recorded text, or
+//! after one, is keyed whole.
+//!
+//! Must not: know about the scheduler. What is kept between prompts is
+//! the caller's: [`PromptKeys`] keeps only scratch piece lists (no
+//! allocation per turn once warm); the previous turn's keys are kept by
+//! whoever walks an agent's turns in order (`WorkloadKeys::new`, and per
+//! live agent of a play `arbor_backends`' `agent_keys` for the virtual
+//! replay).
 
 use arbor_engine::content::{fnv1a, prompt_messages, FNV_OFFSET};
 use arbor_engine::model::{Role, Tree};
