@@ -8,6 +8,7 @@
 //! (a capacity sweep's points) on the machine's cores.
 #![forbid(unsafe_code)]
 
+mod agent_keys;
 pub mod live;
 pub mod side_by_side;
 pub mod virtual_clock;

@@ -39,7 +39,11 @@
 //! from hash ids or virtual blocks, or recorded), exactly the keys the
 //! emulator computes from that body; with `cache_bust` the text carries
 //! each play's cache-bust marker (and the model counts its tokens), as
-//! the live client's marker keeps plays apart. [`run_server_observed`] is
+//! the live client's marker keeps plays apart. Computed per request, a
+//! turn's keys extend those of its agent's previous turn in the same play
+//! when that was the agent's last dispatched turn (`crate::agent_keys`:
+//! only the words past their shared blocks are hashed; the same keys).
+//! [`run_server_observed`] is
 //! the same loop with a view of the model's gauges after every step (what
 //! `plan`'s series are built from).
 //!
@@ -53,9 +57,11 @@ use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler, TurnState};
 use arbor_engine::time::Nanos;
 use arbor_engine::{EngineError, Workload};
-use arbor_sim::server::keys::{marker_tokens, PromptKeys};
+use arbor_sim::server::keys::marker_tokens;
 use arbor_sim::server::{Gauges, ModelEvent, ModelRequest, ServerModel};
 use arbor_sim::{ServiceModel, ServiceRequest, WorkloadKeys};
+
+use crate::agent_keys::AgentKeys;
 
 /// A request the loop has just sent: what a service function may look at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,13 +286,13 @@ pub fn run_server_observed(
     mut observe: impl FnMut(Nanos, &Gauges),
 ) -> Result<Nanos, EngineError> {
     let block_size = server.profile().engine.block_size;
-    let prompt_keys = PromptKeys::new(block_size);
+    let mut agent_keys = AgentKeys::new(block_size);
     let stored = prompts
         .keys
         .filter(|k| prompts.cache_bust.is_none() && k.block_size() == block_size.max(1));
     // Request ids are dense slot indices: a Vec, never a hash map.
     let mut pending: Vec<Option<Pending>> = Vec::new();
-    let mut keys: Vec<u64> = Vec::new();
+    let mut stored_keys: Vec<u64> = Vec::new();
     let mut events: Vec<ModelEvent> = Vec::new();
     let mut now: Nanos = 0;
     loop {
@@ -303,15 +309,19 @@ pub fn run_server_observed(
                     let agent = tree.agent_of[turn as usize] as usize;
                     let index = tree.index_in_agent[turn as usize] as usize;
                     let marker = prompts.cache_bust.map(|bust| bust.marker(play));
-                    match (stored, prompts.workload.trees.get(play.tree as usize)) {
-                        (Some(stored), _) => {
-                            stored.turn(play.tree as usize, agent, index, &mut keys);
-                        }
-                        (None, Some(recorded)) => {
-                            prompt_keys.turn(recorded, agent, index, marker.as_deref(), &mut keys);
-                        }
-                        (None, None) => keys.clear(),
-                    }
+                    let keys: &[u64] =
+                        match (stored, prompts.workload.trees.get(play.tree as usize)) {
+                            (Some(stored), _) => {
+                                stored.turn(play.tree as usize, agent, index, &mut stored_keys);
+                                &stored_keys
+                            }
+                            (None, Some(recorded)) => {
+                                let play_index = scheduler.slot(id).map_or(0, |s| s.play);
+                                let marker = marker.as_deref();
+                                agent_keys.turn(play_index, recorded, agent, index, marker)
+                            }
+                            (None, None) => &[],
+                        };
                     server.submit(
                         now,
                         &ModelRequest {
@@ -322,7 +332,7 @@ pub fn run_server_observed(
                                 .isl
                                 .saturating_add(marker.as_deref().map_or(0, marker_tokens)),
                             output_tokens: sent.service.osl,
-                            blocks: &keys,
+                            blocks: keys,
                         },
                     );
                     let slot = id as usize;

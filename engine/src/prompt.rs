@@ -42,9 +42,12 @@ pub const VOCABULARY: [&str; 128] = [
     " day", " same", " another", " know", " while", " last", " might", " great", " old",
 ];
 
+/// SplitMix64's increment: its state moves by this much a draw.
+const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// SplitMix64 step.
 fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    *state = state.wrapping_add(GOLDEN_GAMMA);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -62,18 +65,34 @@ fn push_words(seed: u64, words: u32, out: &mut String) {
 /// of the piece `seed` of [`for_each_piece`], in order: the words of its
 /// text, without the text (the server model's prefix keys hash them,
 /// `arbor_sim::server::keys`). Every index is below 128.
-pub fn piece_words(seed: u64, words: u32, mut f: impl FnMut(u8)) {
-    let mut state = seed;
-    let mut left = words;
+pub fn piece_words(seed: u64, words: u32, f: impl FnMut(u8)) {
+    piece_words_from(seed, words, 0, f);
+}
+
+/// Words a draw of a piece's stream serves (seven bits each).
+const WORDS_PER_DRAW: u32 = 9;
+
+/// As [`piece_words`], from word `skip` of the piece on (nothing when
+/// `skip >= words`): the words a piece of `words` words has after the
+/// first `skip`, so a longer piece of the same seed continues a shorter
+/// one. Whole draws skipped cost nothing (the stream's state moves by a
+/// constant a draw).
+pub fn piece_words_from(seed: u64, words: u32, skip: u32, mut f: impl FnMut(u8)) {
+    let skip = skip.min(words);
+    let mut state = seed.wrapping_add(u64::from(skip / WORDS_PER_DRAW).wrapping_mul(GOLDEN_GAMMA));
+    let mut left = words - skip;
+    // Words of the first draw already taken.
+    let mut taken = skip % WORDS_PER_DRAW;
     while left > 0 {
         // Seven bits pick a word; one draw serves nine words.
-        let mut bits = next(&mut state);
-        let take = left.min(9);
+        let mut bits = next(&mut state) >> (7 * taken);
+        let take = left.min(WORDS_PER_DRAW - taken);
         for _ in 0..take {
             f((bits & 127) as u8);
             bits >>= 7;
         }
         left -= take;
+        taken = 0;
     }
 }
 
@@ -434,6 +453,27 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pieces_words_from_a_skip_are_the_tail_of_its_words() {
+        for seed in [0, 7, u64::MAX] {
+            for words in [0, 1, 8, 9, 10, 27, 40] {
+                let mut all = Vec::new();
+                piece_words(seed, words, |w| all.push(w));
+                assert_eq!(all.len(), words as usize);
+                for skip in 0..=words + 2 {
+                    let mut tail = Vec::new();
+                    piece_words_from(seed, words, skip, |w| tail.push(w));
+                    let from = (skip as usize).min(all.len());
+                    assert_eq!(tail, all[from..], "seed {seed} words {words} skip {skip}");
+                }
+                // A longer piece of the same seed continues a shorter one.
+                let mut longer = Vec::new();
+                piece_words(seed, words + 5, |w| longer.push(w));
+                assert_eq!(longer[..all.len()], all[..]);
             }
         }
     }

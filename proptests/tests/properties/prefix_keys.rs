@@ -233,7 +233,10 @@ proptest! {
     /// under a profile reads from the body the live client sends for it:
     /// synthesized prompts (hash ids or virtual blocks) and recorded
     /// messages, with or without a cache-bust marker, in any block size;
-    /// a synthesized prompt is its planned tokens plus the marker's.
+    /// a synthesized prompt is its planned tokens plus the marker's. The
+    /// keys computed from the agent's previous turn's keys
+    /// (`PromptKeys::next_turn`, what the virtual replay does) are the
+    /// same.
     #[test]
     fn plan_keys_are_the_keys_of_the_live_body(
         seed in 0u64..1000,
@@ -245,14 +248,20 @@ proptest! {
         let mut trees = synthetic(seed, hash_ids).trees;
         trees.push(recorded);
         let marker = marker.as_deref();
-        let plan = PromptKeys::new(block_size);
-        let mut keys = Vec::new();
+        let mut plan = PromptKeys::new(block_size);
+        let (mut keys, mut previous, mut extended) = (Vec::new(), Vec::new(), Vec::new());
         for (t, a, turn) in turns(&trees) {
             let tree = &trees[t];
             let tokens = plan.turn(tree, a, turn, marker, &mut keys);
             let (served, expected) = emulator_side(tree, a, turn, marker, Api::Chat, block_size);
             prop_assert_eq!(&keys, &expected, "tree {} agent {} turn {}", t, a, turn);
             prop_assert_eq!(tokens, u64::from(served));
+            if turn > 0 {
+                let again = plan.next_turn(tree, a, turn, marker, &previous, &mut extended);
+                prop_assert_eq!(&extended, &expected, "from turn {}", turn - 1);
+                prop_assert_eq!(again, tokens);
+            }
+            previous.clone_from(&keys);
             let isl = tree.agents[a].turns[turn].isl;
             if tree.agents[a].turns[turn].text.is_none() {
                 prop_assert_eq!(served, isl + marker.map_or(0, marker_tokens));

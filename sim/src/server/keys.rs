@@ -28,11 +28,27 @@
 //! each piece's seeded word stream. `proptests`' `prefix_keys` property
 //! checks that this gives the keys of the live body exactly.
 //!
-//! Must not: know about the scheduler, or keep anything between prompts.
+//! An agent's turn mostly extends its previous turn's prompt (the same
+//! leading pieces, the last one perhaps longer: a piece of the same seed
+//! draws the same words). [`PromptKeys::next_turn`] takes the previous
+//! turn's keys (same marker, same block size) and keeps those of the
+//! blocks wholly inside the shared leading tokens (the marker's and the
+//! shared words'), provided they end past the marker's bytes; it resumes
+//! [`TextKeys`] at that block boundary and feeds only the words after it
+//! (`arbor_engine::prompt::piece_words_from` skips the words before). The
+//! keys are [`PromptKeys::turn`]'s exactly; a turn with recorded text, or
+//! after one, is keyed whole.
+//!
+//! Must not: know about the scheduler. What is kept between prompts is
+//! the caller's: [`PromptKeys`] keeps only scratch piece lists (no
+//! allocation per turn once warm); the previous turn's keys are kept by
+//! whoever walks an agent's turns in order (`WorkloadKeys::new`, and per
+//! live agent of a play `arbor_backends`' `agent_keys` for the virtual
+//! replay).
 
 use arbor_engine::content::{fnv1a, prompt_messages, FNV_OFFSET};
 use arbor_engine::model::{Role, Tree};
-use arbor_engine::prompt::{for_each_piece, piece_words, wire_role};
+use arbor_engine::prompt::{for_each_piece, piece_words, piece_words_from, wire_role};
 
 use crate::token_rule::{scan, Run, OTHER_BYTES_PER_TOKEN};
 
@@ -75,6 +91,18 @@ impl TextKeys {
             tokens: 0,
             keys: buffer,
         }
+    }
+
+    /// The state after the full blocks `keys` of a prompt whose other
+    /// bytes left `pending` of a token incomplete: the next token opens
+    /// block `keys.len()`. Writes into `buffer` (cleared).
+    fn resumed(block_size: u32, keys: &[u64], pending: u32, buffer: Vec<u64>) -> TextKeys {
+        let mut resumed = TextKeys::with_buffer(block_size, buffer);
+        resumed.keys.extend_from_slice(keys);
+        resumed.prev = keys.last().copied().unwrap_or(0);
+        resumed.pending = pending;
+        resumed.tokens = keys.len() as u64 * u64::from(resumed.block_size);
+        resumed
     }
 
     /// Bytes that name the block they fall in but hold no token (a role,
@@ -157,6 +185,11 @@ fn chain(prev: u64, content: u64) -> u64 {
 #[derive(Debug, Clone)]
 pub struct PromptKeys {
     block_size: u32,
+    /// The pieces (seed, words) of the previous turn and of this one in
+    /// [`PromptKeys::next_turn`]: buffers kept warm, no allocation per
+    /// turn.
+    previous: Vec<(u64, u32)>,
+    current: Vec<(u64, u32)>,
 }
 
 impl PromptKeys {
@@ -164,6 +197,8 @@ impl PromptKeys {
     pub fn new(block_size: u32) -> PromptKeys {
         PromptKeys {
             block_size: block_size.max(1),
+            previous: Vec::new(),
+            current: Vec::new(),
         }
     }
 
@@ -200,6 +235,87 @@ impl PromptKeys {
         *out = keys.finish();
         tokens
     }
+
+    /// As [`PromptKeys::turn`] (the same keys and tokens), given
+    /// `previous`: the keys [`PromptKeys::turn`] gives, in this block
+    /// size and with the same `marker`, for turn `turn - 1` of the same
+    /// agent. When both turns are synthesized, the blocks wholly inside
+    /// their shared leading text (the marker and the words of their
+    /// common leading pieces) are `previous`' first keys, and only the
+    /// words after them are hashed; otherwise (recorded text, no shared
+    /// full block past the marker, turn 0) the keys are computed whole.
+    pub fn next_turn(
+        &mut self,
+        tree: &Tree,
+        agent: usize,
+        turn: usize,
+        marker: Option<&str>,
+        previous: &[u64],
+        out: &mut Vec<u64>,
+    ) -> u64 {
+        let (marker_done, pending) = marker_state(marker);
+        let Some(shared) = self.shared_words(tree, agent, turn) else {
+            return self.turn(tree, agent, turn, marker, out);
+        };
+        // Full blocks of the shared tokens, not past what `previous` has.
+        let block = u64::from(self.block_size);
+        let full = ((marker_done + shared) / block).min(previous.len() as u64);
+        let marker_all = marker_done + u64::from(pending > 0);
+        if full == 0 || full * block < marker_all {
+            return self.turn(tree, agent, turn, marker, out);
+        }
+        let mut keys = TextKeys::resumed(
+            self.block_size,
+            &previous[..full as usize],
+            pending,
+            std::mem::take(out),
+        );
+        // Words already in the resumed blocks.
+        let mut skip = full * block - marker_done;
+        for &(seed, words) in &self.current {
+            if skip >= u64::from(words) {
+                skip -= u64::from(words);
+                continue;
+            }
+            piece_words_from(seed, words, skip as u32, |word| keys.word(word));
+            skip = 0;
+        }
+        keys.frame(b"\n");
+        let tokens = keys.tokens();
+        *out = keys.finish();
+        tokens
+    }
+
+    /// Words of the synthesized text of turn `turn` that the previous
+    /// turn of the agent starts with too, by their pieces (a piece of the
+    /// same seed draws the same words, so a longer one extends a shorter
+    /// one); the turn's pieces left in `self.current`. None when either
+    /// turn has recorded text, for turn 0 and for a turn out of range.
+    fn shared_words(&mut self, tree: &Tree, agent: usize, turn: usize) -> Option<u64> {
+        let before = turn.checked_sub(1)?;
+        tree.agents.get(agent).filter(|a| turn < a.turns.len())?;
+        let (previous, current) = (&mut self.previous, &mut self.current);
+        previous.clear();
+        current.clear();
+        let synthesized =
+            for_each_piece(tree, agent, before, |seed, words| {
+                previous.push((seed, words))
+            }) && for_each_piece(tree, agent, turn, |seed, words| current.push((seed, words)));
+        if !synthesized {
+            return None;
+        }
+        let mut shared = 0;
+        for (&(was, had), &(seed, words)) in previous.iter().zip(current.iter()) {
+            if was != seed {
+                break;
+            }
+            shared += u64::from(had.min(words));
+            if had != words {
+                break;
+            }
+        }
+        Some(shared)
+    }
 }
 
 /// Recorded messages as a chat body carries them: each `role` `\n`
@@ -224,9 +340,19 @@ fn recorded(
 /// Tokens a cache-bust marker adds to a prompt by the estimate. arbor's
 /// marker is 20 bytes of other text: five tokens, whatever follows it.
 pub fn marker_tokens(marker: &str) -> u32 {
-    let mut keys = TextKeys::new(1);
-    keys.text(marker);
-    keys.tokens().min(u64::from(u32::MAX)) as u32
+    let (done, pending) = marker_state(Some(marker));
+    (done + u64::from(pending > 0)).min(u64::from(u32::MAX)) as u32
+}
+
+/// The tokens a marker completes and the other bytes it leaves pending
+/// (of a token the words after it do not complete).
+fn marker_state(marker: Option<&str>) -> (u64, u32) {
+    // No block closes: no key is pushed, nothing allocated.
+    let mut keys = TextKeys::new(u32::MAX);
+    if let Some(marker) = marker {
+        keys.text(marker);
+    }
+    (keys.tokens, keys.pending)
 }
 
 #[cfg(test)]
@@ -297,6 +423,117 @@ mod tests {
         prompt.turn(&t, 0, 1, None, &mut out);
         assert_eq!(first.len(), 7);
         assert_eq!(out[..7], first[..]);
+    }
+
+    /// Every turn of every agent of `trees` keyed whole and from the
+    /// agent's previous turn's keys: the same keys and tokens. Returns the
+    /// turns whose keys reused a block of the previous turn's.
+    fn incremental_equals_whole(trees: &[Tree], marker: Option<&str>, block_size: u32) -> usize {
+        let mut prompt = PromptKeys::new(block_size);
+        let (mut previous, mut whole, mut next, mut poisoned) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut reused = 0;
+        for (i, tree) in trees.iter().enumerate() {
+            for (a, agent) in tree.agents.iter().enumerate() {
+                for t in 0..agent.turns.len() + 1 {
+                    let at = format!("tree {i} agent {a} turn {t} {marker:?} {block_size}");
+                    let tokens = prompt.turn(tree, a, t, marker, &mut whole);
+                    let again = prompt.next_turn(tree, a, t, marker, &previous, &mut next);
+                    assert_eq!((again, &next), (tokens, &whole), "{at}");
+                    // Keys not recomputed are `previous`' own: poison them
+                    // (the keys after chain from the poisoned ones).
+                    poisoned.clear();
+                    poisoned.extend(previous.iter().map(|k| !k));
+                    prompt.next_turn(tree, a, t, marker, &poisoned, &mut next);
+                    let from_previous = next.iter().zip(&poisoned).take_while(|(n, p)| n == p);
+                    reused += usize::from(from_previous.count() > 0);
+                    std::mem::swap(&mut previous, &mut whole);
+                }
+                previous.clear();
+            }
+        }
+        reused
+    }
+
+    #[test]
+    fn a_turns_keys_from_the_previous_turns_are_its_whole_keys() {
+        let markers = [
+            None,
+            Some("[rid:0123456789ab]\n\n"),
+            Some("odd"),
+            Some(" the of x"),
+        ];
+        for spec in [
+            "trees=3,turns=6,child_turns=3,depth=1,spawn=0.4,hash_ids=true,isl=150,isl_growth=90,max_isl=700,seed=4",
+            "trees=3,turns=6,child_turns=3,depth=1,spawn=0.4,isl=150,isl_growth=90,max_isl=700,seed=4",
+        ] {
+            let spec: arbor_engine::synthetic::SyntheticSpec = spec.parse().expect("spec");
+            let trees = spec.generate().trees;
+            for marker in markers {
+                for block_size in [1, 3, 16, 64] {
+                    let reused = incremental_equals_whole(&trees, marker, block_size);
+                    assert!(reused > 10, "{spec:?} {marker:?} {block_size}: {reused}");
+                }
+            }
+        }
+        // Hash ids: a turn shorter than the last inside a shared block, a
+        // turn sharing nothing (the marker's blocks alone in common: where
+        // its pending bytes fall decides), a turn extending it.
+        let ids = |isl, ids: Vec<u32>| Turn {
+            isl,
+            hash_ids: BlockIds::from(ids),
+            ..Turn::default()
+        };
+        let t = tree(vec![
+            ids(20, vec![1, 2, 3]),
+            ids(19, vec![1, 2, 3]),
+            ids(16, vec![5, 6]),
+            ids(30, vec![5, 6, 7, 8]),
+        ]);
+        for marker in markers {
+            for block_size in [1, 2, 3, 16] {
+                incremental_equals_whole(std::slice::from_ref(&t), marker, block_size);
+            }
+        }
+        // Recorded text before, after or between synthesized turns: keyed
+        // whole, never from the other turn's keys.
+        let mut t = tree(vec![
+            Turn {
+                isl: 40,
+                ..Turn::default()
+            },
+            Turn {
+                isl: 30,
+                text: Some(Box::new(TurnText {
+                    extends_previous: false,
+                    messages: vec![Message {
+                        role: Role::User,
+                        content: " the of and to in is that for it as was".into(),
+                    }],
+                    response: None,
+                })),
+                ..Turn::default()
+            },
+            Turn {
+                isl: 90,
+                ..Turn::default()
+            },
+            Turn {
+                isl: 130,
+                ..Turn::default()
+            },
+        ]);
+        for marker in markers {
+            for block_size in [1, 3, 16, 64] {
+                let reused = incremental_equals_whole(std::slice::from_ref(&t), marker, block_size);
+                // Only turn 3 extends a synthesized turn.
+                assert_eq!(reused, 1, "{marker:?} {block_size}");
+            }
+        }
+        // Recorded, synthesized, recorded, synthesized: nothing reused.
+        t.agents[0].turns.swap(0, 1);
+        t.agents[0].turns[2].text = t.agents[0].turns[0].text.clone();
+        assert_eq!(incremental_equals_whole(&[t], None, 8), 0);
     }
 
     #[test]

@@ -4,10 +4,13 @@
 //! turn's prompt (without a cache-bust marker) depend only on the
 //! workload, so [`WorkloadKeys`] computes them once with
 //! [`PromptKeys`](super::keys::PromptKeys) and every plan reads them. An
-//! agent's turns mostly extend its previous turn's prompt, so a turn is
-//! stored as the length of the prefix it shares with the agent's previous
-//! turn and its own keys after it: the store is about the size of the
-//! agents' longest prompts, not of every prompt.
+//! agent's turns mostly extend its previous turn's prompt, so a turn's
+//! keys are computed from the previous turn's
+//! ([`PromptKeys::next_turn`](super::keys::PromptKeys::next_turn): only
+//! the words past their shared blocks are hashed), and a turn is stored
+//! as the length of the prefix it shares with the agent's previous turn
+//! and its own keys after it: the store is about the size of the agents'
+//! longest prompts, not of every prompt.
 //!
 //! Must not: know about the scheduler or plays (a cache-bust marker is a
 //! play's, so marked prompts are not stored here).
@@ -47,7 +50,7 @@ impl WorkloadKeys {
     /// turn of `workload`, as [`PromptKeys::turn`] gives them with no
     /// marker.
     pub fn new(workload: &Workload, block_size: u32) -> WorkloadKeys {
-        let prompt = PromptKeys::new(block_size);
+        let mut prompt = PromptKeys::new(block_size);
         let mut store = WorkloadKeys {
             block_size: block_size.max(1),
             trees: Vec::with_capacity(workload.trees.len()),
@@ -62,7 +65,7 @@ impl WorkloadKeys {
                 store.agents.push(store.turns.len() as u32);
                 previous.clear();
                 for t in 0..agent.turns.len() {
-                    prompt.turn(tree, a, t, None, &mut current);
+                    prompt.next_turn(tree, a, t, None, &previous, &mut current);
                     let shared = previous
                         .iter()
                         .zip(&current)
