@@ -157,6 +157,75 @@ fn the_same_flags_give_the_same_table() {
     assert_eq!(probes("a"), probes("b"));
 }
 
+#[test]
+fn a_sweep_plans_every_load_and_agrees_with_the_search() {
+    let dir = scratch("capacity-sweep");
+    let search_out = dir.join("search");
+    assert!(virtual_search(&search_out).status.success());
+    let trees = identical_trees(&dir, 12);
+    let sweep_out = dir.join("sweep");
+    let flags = |search: &'static str, out: &Path| -> Vec<String> {
+        [
+            "capacity",
+            text(&trees),
+            "--service",
+            "fixed:100:10",
+            "--max-inflight",
+            "4",
+            "--arrival",
+            "immediate",
+            "--slo",
+            "ttft_p99<=100ms,itl_p50<=10ms,job_p99<=600ms",
+            "--search",
+            search,
+            "--sweep",
+            "-o",
+            text(out),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let args = flags("sessions:1..8", &sweep_out);
+    let ran = arbor(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let console = stdout(&ran);
+    assert!(ran.status.success(), "{}{console}", stderr(&ran));
+    assert!(
+        console.contains("largest load meeting every SLO: sessions=4 (sessions=5 fails"),
+        "{console}"
+    );
+    let report = read(&sweep_out.join("capacity.json"));
+    let probes = report["probes"].as_array().expect("probes");
+    let loads: Vec<f64> = probes.iter().map(|p| p["load"].as_f64().unwrap()).collect();
+    assert_eq!(loads, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    for (k, p) in probes.iter().enumerate() {
+        assert_eq!(p["probe"], k + 1);
+        assert_eq!(p["pass"], k < 4, "{p}");
+    }
+    // A load both probed is the same prediction, file for file.
+    for (searched, swept) in [
+        ("probe-3-sessions-4", "probe-4-sessions-4"),
+        ("probe-6-sessions-5", "probe-5-sessions-5"),
+    ] {
+        for file in ["summary.json", "records.jsonl"] {
+            let a = std::fs::read(search_out.join(searched).join(file)).expect("search probe");
+            let b = std::fs::read(sweep_out.join(swept).join(file)).expect("sweep probe");
+            assert!(a == b, "{searched} and {swept} differ in {file}");
+        }
+    }
+    // Live is refused, and so is a sweep of more than 10,000 loads.
+    let mut live = flags("sessions:1..8", &dir.join("live"));
+    live.extend(["--live", "--duration", "5"].map(String::from));
+    expect_exit_2(
+        &live.iter().map(String::as_str).collect::<Vec<_>>(),
+        &["--sweep: virtual only"],
+    );
+    let huge = flags("sessions:1..20000", &dir.join("huge"));
+    expect_exit_2(
+        &huge.iter().map(String::as_str).collect::<Vec<_>>(),
+        &["--sweep: 20000 loads from 1 to 20000 at 1; at most 10000"],
+    );
+}
+
 /// A live search against the built-in emulator at 50 ms TTFT and 5 ms
 /// ITL (about 95 ms a request) with at most 2 requests in flight, under
 /// `job_p99<=340ms`: one or two sessions never wait (jobs of about 290
