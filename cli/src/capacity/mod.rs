@@ -92,10 +92,18 @@ pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result
         } else {
             out.clone()
         };
+        let probes_of = VirtualProbes {
+            bench,
+            knob: space.knob,
+            slo: &slo,
+            dir: &dir,
+            service: bench.service.to_string(),
+            seed: args.run.policy.seed,
+        };
         let found = if args.sweep {
-            sweep_virtual(bench, &space, bounds, &slo, &dir, args.run.policy.seed)
+            sweep_virtual(&probes_of, bounds)
         } else {
-            search_virtual(bench, &space, bounds, &slo, &dir, args.run.policy.seed)
+            search_virtual(&probes_of, bounds, space.start)
         };
         let (knee, probes) = finish(found, &dir, &space, &slo, "virtual", &service, None)?;
         if live {
@@ -234,26 +242,39 @@ fn bench(args: &CapacityArgs) -> Result<Bench, Failure> {
 /// probes made before it.
 type Found = (Result<Knee, Failure>, Vec<Probe>);
 
-/// Searches on the virtual clock, writing each probe's directory in `dir`.
-fn search_virtual(
-    bench: &Bench,
-    space: &Space,
-    bounds: Bounds,
-    slo: &Slo,
-    dir: &Path,
+/// What a virtual probe needs besides its number and load.
+struct VirtualProbes<'a> {
+    bench: &'a Bench,
+    knob: Knob,
+    slo: &'a Slo,
+    /// Where probe directories go.
+    dir: &'a Path,
+    service: String,
     seed: u64,
-) -> Found {
+}
+
+impl VirtualProbes<'_> {
+    /// Plans probe `k` at `value`, judges it and writes its directory.
+    fn probe(&self, k: usize, value: u64) -> Result<Probe, Failure> {
+        let prediction = self.bench.point(self.knob, value)?;
+        let probe = probe(k, self.knob, value, prediction.observed.judge(self.slo));
+        output::write_virtual_probe(
+            self.dir,
+            &probe,
+            self.knob,
+            &prediction,
+            &self.service,
+            self.seed,
+        )?;
+        Ok(probe)
+    }
+}
+
+/// Searches on the virtual clock from `start`.
+fn search_virtual(probes_of: &VirtualProbes, bounds: Bounds, start: u64) -> Found {
     let mut probes = Vec::new();
-    let service = bench.service.to_string();
-    let knee = search::search(bounds, Start::At(space.start), |value| {
-        let prediction = bench.point(space.knob, value)?;
-        let probe = probe(
-            probes.len() + 1,
-            space.knob,
-            value,
-            prediction.observed.judge(slo),
-        );
-        output::write_virtual_probe(dir, &probe, space.knob, &prediction, &service, seed)?;
+    let knee = search::search(bounds, Start::At(start), |value| {
+        let probe = probes_of.probe(probes.len() + 1, value)?;
         let pass = probe.verdict.pass;
         probes.push(probe);
         Ok(pass)
@@ -262,24 +283,12 @@ fn search_virtual(
 }
 
 /// Plans every load of the range side by side ([`side_by_side`]), each
-/// probe's directory written in `dir` by the worker that planned it;
-/// probes are numbered in load order, whatever the cores.
-fn sweep_virtual(
-    bench: &Bench,
-    space: &Space,
-    bounds: Bounds,
-    slo: &Slo,
-    dir: &Path,
-    seed: u64,
-) -> Found {
+/// probe's directory written by the worker that planned it; probes are
+/// numbered in load order, whatever the cores.
+fn sweep_virtual(probes_of: &VirtualProbes, bounds: Bounds) -> Found {
     let loads = search::grid(bounds);
-    let service = bench.service.to_string();
     let planned = side_by_side::plan_each(loads.len(), side_by_side::cores(), |i| {
-        let value = loads[i];
-        let prediction = bench.point(space.knob, value)?;
-        let probe = probe(i + 1, space.knob, value, prediction.observed.judge(slo));
-        output::write_virtual_probe(dir, &probe, space.knob, &prediction, &service, seed)?;
-        Ok::<_, Failure>(probe)
+        probes_of.probe(i + 1, loads[i])
     });
     let mut probes = Vec::with_capacity(planned.len());
     for result in planned {

@@ -72,12 +72,11 @@ fn slo_and_search_errors_name_the_clause() {
 /// Identical trees, a cap of 4 requests in flight and `fixed:100:10`
 /// (200 ms a turn): up to 4 sessions no request waits and every job takes
 /// exactly 600 ms; at 5 one waits, so the largest job exceeds 600 ms.
-/// The knee is 4.
-fn virtual_search(out: &Path) -> std::process::Output {
-    let trees = identical_trees(out.parent().expect("a parent"), 12);
-    arbor(&[
+/// The knee is 4. The flags of that capacity run over `search`.
+fn by_hand(trees: &Path, search: &str, out: &Path) -> Vec<String> {
+    [
         "capacity",
-        text(&trees),
+        text(trees),
         "--service",
         "fixed:100:10",
         "--max-inflight",
@@ -87,10 +86,22 @@ fn virtual_search(out: &Path) -> std::process::Output {
         "--slo",
         "ttft_p99<=100ms,itl_p50<=10ms,job_p99<=600ms",
         "--search",
-        "sessions:1..64",
+        search,
         "-o",
         text(out),
-    ])
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn arbor_owned(args: &[String]) -> std::process::Output {
+    arbor(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The search by hand over 12 trees and sessions 1..64.
+fn virtual_search(out: &Path) -> std::process::Output {
+    let trees = identical_trees(out.parent().expect("a parent"), 12);
+    arbor_owned(&by_hand(&trees, "sessions:1..64", out))
 }
 
 #[test]
@@ -164,29 +175,12 @@ fn a_sweep_plans_every_load_and_agrees_with_the_search() {
     assert!(virtual_search(&search_out).status.success());
     let trees = identical_trees(&dir, 12);
     let sweep_out = dir.join("sweep");
-    let flags = |search: &'static str, out: &Path| -> Vec<String> {
-        [
-            "capacity",
-            text(&trees),
-            "--service",
-            "fixed:100:10",
-            "--max-inflight",
-            "4",
-            "--arrival",
-            "immediate",
-            "--slo",
-            "ttft_p99<=100ms,itl_p50<=10ms,job_p99<=600ms",
-            "--search",
-            search,
-            "--sweep",
-            "-o",
-            text(out),
-        ]
-        .map(String::from)
-        .to_vec()
+    let flags = |search: &str, out: &Path| -> Vec<String> {
+        let mut args = by_hand(&trees, search, out);
+        args.push("--sweep".into());
+        args
     };
-    let args = flags("sessions:1..8", &sweep_out);
-    let ran = arbor(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let ran = arbor_owned(&flags("sessions:1..8", &sweep_out));
     let console = stdout(&ran);
     assert!(ran.status.success(), "{}{console}", stderr(&ran));
     assert!(
@@ -215,15 +209,19 @@ fn a_sweep_plans_every_load_and_agrees_with_the_search() {
     // Live is refused, and so is a sweep of more than 10,000 loads.
     let mut live = flags("sessions:1..8", &dir.join("live"));
     live.extend(["--live", "--duration", "5"].map(String::from));
-    expect_exit_2(
-        &live.iter().map(String::as_str).collect::<Vec<_>>(),
-        &["--sweep: virtual only"],
-    );
     let huge = flags("sessions:1..20000", &dir.join("huge"));
-    expect_exit_2(
-        &huge.iter().map(String::as_str).collect::<Vec<_>>(),
-        &["--sweep: 20000 loads from 1 to 20000 at 1; at most 10000"],
-    );
+    for (args, needle) in [
+        (live, "--sweep: virtual only"),
+        (
+            huge,
+            "--sweep: 20000 loads from 1 to 20000 at 1; at most 10000",
+        ),
+    ] {
+        expect_exit_2(
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            &[needle],
+        );
+    }
 }
 
 /// A live search against the built-in emulator at 50 ms TTFT and 5 ms
