@@ -1,8 +1,10 @@
 //! The shards' `records.jsonl` merged into one, streaming: one reader per
 //! shard and a heap of their next lines, keyed by the time each request
 //! ended (its `done_s`, else its last stamp), ties by shard index. A shard
-//! writes its records as its requests end, so each file is in that order
-//! and the merge is too; never more than one line per shard is held.
+//! writes its records as its driver handles their ends, so each file is
+//! in that order (to within the microseconds two ends on different
+//! connections can swap) and the merge is too; never more than one line
+//! per shard is held.
 //!
 //! Owns the merged file's ids: a shard numbers its requests and plays from
 //! 0, so two shards' ids collide. Request `r` and play `p` of shard `I` of
