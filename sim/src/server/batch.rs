@@ -115,6 +115,15 @@ impl State {
                 continue;
             }
             let new = (r.known() - r.computed).min(*budget);
+            // Most entries (a decode token) fit the blocks they hold: no
+            // division to count blocks.
+            if u64::from(r.computed + new) <= r.blocks.len() as u64 * u64::from(self.block_size)
+            {
+                entries.push((slot, new));
+                *budget -= new;
+                i += 1;
+                continue;
+            }
             let target = self.blocks_for(r.computed + new);
             let mut scheduled = true;
             loop {
@@ -221,8 +230,12 @@ impl State {
                 gone.push(slot);
                 continue;
             }
-            let full = ((r.computed / bs) as usize).min(r.keys.len());
             let from = r.keyed as usize;
+            let full = if from < r.keys.len() {
+                ((r.computed / bs) as usize).min(r.keys.len())
+            } else {
+                from
+            };
             if full > from {
                 r.keyed = full as u32;
                 self.name_blocks(slot, from..full);

@@ -126,6 +126,7 @@ impl KeyTable {
     /// Empties entry `at`. Entries after it that would no longer be found
     /// shift back into the gap; `moved(block, at)` is told each one's new
     /// place.
+    #[inline]
     pub fn remove(&mut self, at: u32, mut moved: impl FnMut(u32, u32)) {
         let mut hole = at as usize & self.mask;
         let mut next = hole;
