@@ -117,8 +117,7 @@ impl State {
             let new = (r.known() - r.computed).min(*budget);
             // Most entries (a decode token) fit the blocks they hold: no
             // division to count blocks.
-            if u64::from(r.computed + new) <= r.blocks.len() as u64 * u64::from(self.block_size)
-            {
+            if u64::from(r.computed + new) <= r.blocks.len() as u64 * u64::from(self.block_size) {
                 entries.push((slot, new));
                 *budget -= new;
                 i += 1;

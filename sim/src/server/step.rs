@@ -62,7 +62,21 @@ impl StepCoefficients {
 
 /// Femtoseconds to the nearest nanosecond (halves up), saturating.
 fn to_ns(fs: u128) -> u64 {
-    ((fs + FS_PER_NS / 2) / FS_PER_NS).min(u64::MAX as u128) as u64
+    div(fs + FS_PER_NS / 2, FS_PER_NS).min(u64::MAX as u128) as u64
+}
+
+/// `x / y` (y > 0) and `x % y`: in 64 bits when both fit (nearly
+/// always: a step is far below 2^64 fs), as the 128-bit division is a
+/// library call many times slower.
+fn div_rem(x: u128, y: u128) -> (u128, u128) {
+    match (u64::try_from(x), u64::try_from(y)) {
+        (Ok(x), Ok(y)) => (u128::from(x / y), u128::from(x % y)),
+        _ => (x / y, x % y),
+    }
+}
+
+fn div(x: u128, y: u128) -> u128 {
+    div_rem(x, y).0
 }
 
 /// A run of decode-only steps of `seqs` sequences: step `j` (from 0) has
@@ -90,7 +104,7 @@ impl DecodeRun {
 
     /// Duration of step `j`.
     pub fn step(&self, j: u64) -> u64 {
-        ((self.base + self.slope * j as u128) / FS_PER_NS).min(u64::MAX as u128) as u64
+        div(self.base + self.slope * j as u128, FS_PER_NS).min(u64::MAX as u128) as u64
     }
 
     /// Total duration of the first `k` steps: Σ_{j<k} ⌊(base + slope·j) / S⌋.
@@ -123,20 +137,21 @@ fn floor_sum(mut n: u128, mut m: u128, mut a: u128, mut b: u128) -> u128 {
             return sum;
         }
         if a >= m {
+            let (whole, rest) = div_rem(a, m);
             sum = sum
-                .saturating_add((n.saturating_mul(n.saturating_sub(1)) / 2).saturating_mul(a / m));
-            a %= m;
+                .saturating_add((n.saturating_mul(n.saturating_sub(1)) / 2).saturating_mul(whole));
+            a = rest;
         }
         if b >= m {
-            sum = sum.saturating_add(n.saturating_mul(b / m));
-            b %= m;
+            let (whole, rest) = div_rem(b, m);
+            sum = sum.saturating_add(n.saturating_mul(whole));
+            b = rest;
         }
         let y_max = a.saturating_mul(n).saturating_add(b);
         if y_max < m {
             return sum;
         }
-        n = y_max / m;
-        b = y_max % m;
+        (n, b) = div_rem(y_max, m);
         std::mem::swap(&mut m, &mut a);
     }
 }
