@@ -43,9 +43,8 @@
 //! turn's keys extend those of its agent's previous turn in the same play
 //! when that was the agent's last dispatched turn (`crate::agent_keys`:
 //! only the words past their shared blocks are hashed; the same keys).
-//! [`run_server_observed`] is
-//! the same loop with a view of the model's gauges after every step (what
-//! `plan`'s series are built from).
+//! [`run_server_observed`] is the same loop with a view of the model's
+//! gauges after every step (what `plan`'s series are built from).
 //!
 //! Must not: read a clock, or decide anything the scheduler decides.
 

@@ -158,13 +158,15 @@ impl<E, F: FnMut(u64) -> Result<bool, E>> Walk<F> {
 
 /// Every load of the range at the step: lo, lo + step, ... and hi.
 pub fn grid(bounds: Bounds) -> Vec<u64> {
-    let step = bounds.step.max(1);
-    let mut loads: Vec<u64> = (0..)
-        .map_while(|k: u64| {
-            let load = bounds.lo.checked_add(k.checked_mul(step)?)?;
-            (load < bounds.hi).then_some(load)
-        })
-        .collect();
+    let mut loads = Vec::new();
+    let mut load = bounds.lo;
+    while load < bounds.hi {
+        loads.push(load);
+        match load.checked_add(bounds.step.max(1)) {
+            Some(next) => load = next,
+            None => break,
+        }
+    }
     if bounds.lo <= bounds.hi {
         loads.push(bounds.hi);
     }

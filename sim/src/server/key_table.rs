@@ -9,11 +9,10 @@
 //! which blocks moved so their owner can follow them.
 //!
 //! The table is bigger than a core's cache, so a lookup, a naming or a
-//! removal may wait on memory. Callers that know a run of keys or places
-//! ahead read their entries first ([`KeyTable::warm_key`]): independent
-//! reads the core sends out together,
-//! instead of one after another as each probe waits on the last.
-//! (Measured: 8-byte entries, a 32-bit tag with the full keys kept per
+//! removal may wait on memory. Callers that know a run of keys ahead
+//! read their entries first ([`KeyTable::warm_key`]): independent reads
+//! the core sends out together, instead of one after another as each
+//! probe waits on the last. (Measured: 8-byte entries, a 32-bit tag with the full keys kept per
 //! block, were slower on the capacity bench than these 16-byte ones.)
 //!
 //! Must not: know what a block holds, or iterate its entries for anything

@@ -216,7 +216,7 @@ impl KvPool {
 
     /// Names `block` (full, computed) by `key`, unless the key is cached
     /// already (a twin computed at the same time stays anonymous).
-    pub fn cache(&mut self, block: u32, key: u64) {
+    fn cache(&mut self, block: u32, key: u64) {
         let b = &mut self.blocks[block as usize];
         if b.entry != NONE {
             return;
