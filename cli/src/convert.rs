@@ -9,16 +9,16 @@ use std::path::Path;
 use arbor_engine::load::{self, arbor::write_tree};
 
 use crate::args::ConvertArgs;
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// `--to arbor` (the only output format so far; clap checks the name).
-pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
+pub fn run(args: &ConvertArgs) -> Result<(), Error> {
     let format = args.traces.format;
     let output = &args.output;
     let inputs = crate::data::resolve_inputs(&args.traces.inputs)?;
     for input in &inputs {
         if same_file(input, output) {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "{}: the output would overwrite this input; expected a different -o FILE",
                 input.display()
             )));
@@ -26,11 +26,11 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
     }
     let name = output.display().to_string();
     let file =
-        File::create(output).map_err(|e| Failure::other(format!("{name}: cannot create: {e}")))?;
+        File::create(output).map_err(|e| Error::other(format!("{name}: cannot create: {e}")))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let result = write_all(&inputs, format, &mut out, &name).and_then(|trees| {
         out.flush()
-            .map_err(|e| Failure::other(format!("{name}: cannot write: {e}")))?;
+            .map_err(|e| Error::other(format!("{name}: cannot write: {e}")))?;
         Ok(trees)
     });
     match result {
@@ -52,18 +52,18 @@ fn write_all(
     format: Option<arbor_engine::input::Format>,
     out: &mut impl Write,
     name: &str,
-) -> Result<u64, Failure> {
+) -> Result<u64, Error> {
     let mut trees = 0u64;
     for input in inputs {
-        let loaded = load::load_path(input, format).map_err(Failure::input)?;
+        let loaded = load::load_path(input, format).map_err(Error::input)?;
         for tree in &loaded.trees {
             write_tree(tree, out)
-                .map_err(|e| Failure::other(format!("{name}: cannot write: {e}")))?;
+                .map_err(|e| Error::other(format!("{name}: cannot write: {e}")))?;
             trees += 1;
         }
     }
     if trees == 0 {
-        return Err(Failure::input(
+        return Err(Error::input(
             "the inputs hold no trees: expected at least one trace",
         ));
     }

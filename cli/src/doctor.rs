@@ -37,9 +37,9 @@ use serde_json::Value;
 
 use crate::args::DoctorArgs;
 use crate::endpoint::{self, Auth};
-use crate::failure::Failure;
 use crate::fit_advice::{self, WorkloadSize};
 use crate::{runtime, stdout};
+use arbor_error::Error;
 
 /// Output length asked of the streaming probe.
 pub const STREAM_PROBE_TOKENS: u32 = 8;
@@ -188,7 +188,7 @@ struct Options {
 }
 
 /// `arbor doctor`.
-pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
+pub fn run(args: &DoctorArgs) -> Result<(), Error> {
     let options = options(args)?;
     let runtime = runtime::two_workers()?;
     let mut report = runtime.block_on(diagnose(&options));
@@ -197,21 +197,21 @@ pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
 
     let text = if args.json {
         serde_json::to_string_pretty(&report)
-            .map_err(|e| Failure::other(format!("cannot write the report: {e}")))?
+            .map_err(|e| Error::other(format!("cannot write the report: {e}")))?
     } else {
         human(&report)
     };
     stdout::print(|out| writeln!(out, "{text}"))?;
     match report.failed() {
         None => Ok(()),
-        Some(f) => Err(Failure::other(format!(
+        Some(f) => Err(Error::other(format!(
             "{} cannot be benchmarked: {}",
             report.endpoint, f.seen
         ))),
     }
 }
 
-fn options(args: &DoctorArgs) -> Result<Options, Failure> {
+fn options(args: &DoctorArgs) -> Result<Options, Error> {
     // The chat and completions probes send the OpenAI-style APIs' key, the
     // messages probe the Messages API's (each API's default variable unless
     // --api-key-env or --api-key-file names one key for both).
@@ -253,7 +253,7 @@ fn options(args: &DoctorArgs) -> Result<Options, Failure> {
         None
     } else {
         let mut w = Workload::default();
-        for loaded in load::load_all(&args.inputs, args.format).map_err(Failure::input)? {
+        for loaded in load::load_all(&args.inputs, args.format).map_err(Error::input)? {
             w.trees.extend(loaded.trees);
         }
         Some(WorkloadSize::of(&w))

@@ -13,9 +13,9 @@ use arbor_sim::server::Profile;
 use clap::{Args, Command};
 
 use crate::args::{EmulateArgs, EmulatorArgs};
-use crate::failure::Failure;
 use crate::scenario::Explicit;
 use crate::{runtime, stdout};
+use arbor_error::Error;
 
 /// The emulator configuration the flags describe, with the fault seed and
 /// the tokenizer that counts prompt text (none: the estimate).
@@ -23,7 +23,7 @@ pub fn config(
     args: &EmulatorArgs,
     seed: u64,
     tokenizer: Option<&Path>,
-) -> Result<EmulatorConfig, Failure> {
+) -> Result<EmulatorConfig, Error> {
     let mut config = EmulatorFlags {
         ttft_ms: args.ttft_ms,
         itl_ms: args.itl_ms,
@@ -43,14 +43,14 @@ pub fn config(
         seed: Some(seed),
     }
     .into_config()
-    .map_err(Failure::input)?;
+    .map_err(Error::input)?;
     config.tokenizer = tokenizer.map(crate::tokenizer::for_emulator).transpose()?;
     config.profile = args
         .profile
         .as_deref()
         .map(Profile::from_toml_path)
         .transpose()
-        .map_err(Failure::input)?;
+        .map_err(Error::input)?;
     Ok(config)
 }
 
@@ -65,21 +65,21 @@ pub fn flags_given(explicit: &Explicit) -> Vec<String> {
 
 /// The TLS `arbor emulate` serves with, if any. A self-signed certificate
 /// is written where the user is told, for `--cacert`.
-fn tls(args: &EmulateArgs) -> Result<Option<EmulatorTls>, Failure> {
+fn tls(args: &EmulateArgs) -> Result<Option<EmulatorTls>, Error> {
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         return EmulatorTls::from_pem_files(cert, key)
             .map(Some)
-            .map_err(Failure::input);
+            .map_err(Error::input);
     }
     if !args.tls_self_signed {
         return Ok(None);
     }
-    let made = EmulatorTls::self_signed().map_err(Failure::other)?;
+    let made = EmulatorTls::self_signed().map_err(Error::other)?;
     let path = args.tls_cert_out.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("arbor-emulate-{}-cert.pem", args.port))
     });
     std::fs::write(&path, &made.cert_pem)
-        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))?;
     eprintln!(
         "arbor emulate: self-signed certificate for {} written to {} (arbor run --cacert {})",
         arbor_sim::emulator::SELF_SIGNED_NAMES.join(", "),
@@ -91,7 +91,7 @@ fn tls(args: &EmulateArgs) -> Result<Option<EmulatorTls>, Failure> {
 
 /// `arbor emulate`: serve until Ctrl+C. The soft file-descriptor limit is
 /// raised to the hard one first: every client connection is a descriptor.
-pub fn run(args: &EmulateArgs) -> Result<(), Failure> {
+pub fn run(args: &EmulateArgs) -> Result<(), Error> {
     runtime::raise_fd_limit();
     let config = config(&args.emulator, args.seed, args.tokenizer.as_deref())?;
     let tls = tls(args)?;
@@ -111,8 +111,7 @@ pub fn run(args: &EmulateArgs) -> Result<(), Failure> {
             Some(tls) => serve_tls(config, addr, tls).await,
             None => serve(config, addr).await,
         };
-        let emulator =
-            served.map_err(|e| Failure::other(format!("cannot listen on {addr}: {e}")))?;
+        let emulator = served.map_err(|e| Error::other(format!("cannot listen on {addr}: {e}")))?;
         stdout::print(|out| {
             writeln!(
                 out,

@@ -20,7 +20,7 @@ use arbor_engine::prompt::CacheBust;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::{Map, Value};
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// The environment variable the key of `api` is read from without
 /// `--api-key-env` (never written anywhere): `ANTHROPIC_API_KEY` for the
@@ -109,7 +109,7 @@ impl Auth {
         api_key_env: Option<&str>,
         api_key_file: Option<&std::path::Path>,
         api: Api,
-    ) -> Result<Auth, Failure> {
+    ) -> Result<Auth, Error> {
         let headers = headers
             .iter()
             .map(|h| parse_header(h))
@@ -122,7 +122,7 @@ impl Auth {
             (None, Some(name)) => match env_key(name) {
                 Some(key) => (Some(key), Some(format!("env {name}"))),
                 None => {
-                    return Err(Failure::input(format!(
+                    return Err(Error::input(format!(
                         "--api-key-env: the environment variable {name} is not set (or empty)"
                     )))
                 }
@@ -187,23 +187,23 @@ fn env_key(name: &str) -> Option<String> {
 
 /// The first line of `path`, trimmed. Errors name the file, never what it
 /// holds.
-fn key_from_file(path: &std::path::Path) -> Result<String, Failure> {
+fn key_from_file(path: &std::path::Path) -> Result<String, Error> {
     let text = std::fs::read(path).map_err(|e| {
-        Failure::input(format!(
+        Error::input(format!(
             "--api-key-file {}: cannot read: {}",
             path.display(),
             e.kind()
         ))
     })?;
     let text = String::from_utf8(text).map_err(|_| {
-        Failure::input(format!(
+        Error::input(format!(
             "--api-key-file {}: is not UTF-8 text",
             path.display()
         ))
     })?;
     let key = text.lines().next().unwrap_or("").trim();
     if key.is_empty() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "--api-key-file {}: the first line holds no key",
             path.display()
         )));
@@ -218,7 +218,7 @@ fn key_from_file(path: &std::path::Path) -> Result<String, Failure> {
 pub fn tls_config(
     endpoint: &str,
     options: &TlsOptions,
-) -> Result<Option<Arc<ClientConfig>>, Failure> {
+) -> Result<Option<Arc<ClientConfig>>, Error> {
     if !endpoint.starts_with("https://") {
         if options.cacert.is_some() || options.insecure {
             eprintln!(
@@ -227,7 +227,7 @@ pub fn tls_config(
         }
         return Ok(None);
     }
-    let config = client_config(options).map_err(|e| Failure::input(format!("--cacert: {e}")))?;
+    let config = client_config(options).map_err(|e| Error::input(format!("--cacert: {e}")))?;
     if options.insecure {
         eprintln!("{INSECURE_WARNING}");
     }
@@ -253,12 +253,12 @@ pub fn reqwest_builder(tls: Option<&Arc<ClientConfig>>) -> reqwest::ClientBuilde
 
 /// A connection that could not be made, as a failure (exit 1) that says
 /// what to do about a certificate.
-pub fn connect_failure(endpoint: &str, e: &ConnectError) -> Failure {
+pub fn connect_failure(endpoint: &str, e: &ConnectError) -> Error {
     match e {
         ConnectError::Tls {
             certificate: true, ..
-        } => Failure::other(format!("{}: {e}; {CERTIFICATE_HINT}", redact_url(endpoint))),
-        _ => Failure::other(format!("{}: {e}", redact_url(endpoint))),
+        } => Error::other(format!("{}: {e}; {CERTIFICATE_HINT}", redact_url(endpoint))),
+        _ => Error::other(format!("{}: {e}", redact_url(endpoint))),
     }
 }
 
@@ -317,21 +317,21 @@ pub fn at(base: &str, path: &str) -> String {
 
 /// `--header K=V`. Parsed here rather than by clap so that an error never
 /// shows a value (it may be a credential).
-pub fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), Failure> {
+pub fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), Error> {
     let Some((name, value)) = text.split_once('=') else {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "--header: expected NAME=VALUE, got `{}`",
             redact_header_text(text)
         )));
     };
     let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
-        Failure::input(format!(
+        Error::input(format!(
             "--header: `{}` is not a valid header name",
             name.trim()
         ))
     })?;
     let mut value = HeaderValue::from_str(value.trim()).map_err(|_| {
-        Failure::input(format!(
+        Error::input(format!(
             "--header {name}: the value is not a valid header value"
         ))
     })?;
@@ -518,7 +518,7 @@ mod tests {
         let (_, value) = parse_header("X-Trace=1").ok().unwrap();
         assert!(!value.is_sensitive());
         let failure = parse_header("Authorization: Bearer sk-123").err().unwrap();
-        assert_eq!(failure.code, 2);
+        assert_eq!(crate::exit::code(&failure), 2);
         assert!(!failure.message.contains("sk-123"), "{}", failure.message);
         assert!(parse_header("bad name=1").is_err());
     }
@@ -591,7 +591,7 @@ mod tests {
         );
         let unset = Some("ARBOR_TEST_SURELY_UNSET_KEY");
         let failure = Auth::from_flags(&[], unset, None, Api::Chat).err().unwrap();
-        assert_eq!(failure.code, 2);
+        assert_eq!(crate::exit::code(&failure), 2);
         assert!(failure.message.contains("ARBOR_TEST_SURELY_UNSET_KEY"));
         assert_eq!(default_api_key_env(Api::Chat), "OPENAI_API_KEY");
         assert!(!format!("{auth:?}").contains("sk-from-file-123"));

@@ -5,7 +5,7 @@
 //! (naming the flags), refuse a workload or plan too large for this
 //! machine before allocating it (estimated from counts and sizes), compile,
 //! and build schedulers. Every input or
-//! policy failure becomes an exit-code-2 [`Failure`].
+//! policy failure becomes an exit-code-2 [`Error`].
 
 use std::path::Path;
 
@@ -23,8 +23,8 @@ use arbor_sim::ServiceModel;
 
 use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
 use crate::data::manifest::Corpus;
-use crate::failure::Failure;
 use crate::{data, sample, scenario};
+use arbor_error::Error;
 
 /// What the inputs were, for reports.
 pub struct LoadedInput {
@@ -37,7 +37,7 @@ pub struct LoadedInput {
     pub corpus: Option<Corpus>,
 }
 
-pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
+pub fn load(args: &InputArgs) -> Result<LoadedInput, Error> {
     let mut parts = Vec::new();
     let paths = data::resolve_inputs(&args.inputs)?;
     let corpus = if paths.is_empty() && args.synthetic.is_some() {
@@ -47,10 +47,10 @@ pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
     };
     let mut workload = if paths.is_empty() && args.synthetic.is_none() {
         parts.push("bundled sample (4 Weka traces)".to_string());
-        sample::workload().map_err(Failure::input)?
+        sample::workload().map_err(Error::input)?
     } else {
         let mut w = Workload::default();
-        for loaded in load::load_all(&paths, args.format).map_err(Failure::input)? {
+        for loaded in load::load_all(&paths, args.format).map_err(Error::input)? {
             let name = loaded.format.map_or("?", |f| f.name());
             parts.push(format!("{} ({name})", loaded.path));
             w.trees.extend(loaded.trees);
@@ -98,14 +98,14 @@ pub fn load(args: &InputArgs) -> Result<LoadedInput, Failure> {
 }
 
 /// A spec string, or a path to a .toml/.json spec file.
-fn synthetic_spec(text: &str) -> Result<SyntheticSpec, Failure> {
+fn synthetic_spec(text: &str) -> Result<SyntheticSpec, Error> {
     let looks_like_file =
         text.ends_with(".toml") || text.ends_with(".json") || Path::new(text).is_file();
     if looks_like_file && !text.contains('=') {
-        SyntheticSpec::from_file(Path::new(text)).map_err(Failure::input)
+        SyntheticSpec::from_file(Path::new(text)).map_err(Error::input)
     } else {
         text.parse()
-            .map_err(|e: PolicyError| Failure::input(format!("--synthetic: {e}")))
+            .map_err(|e: PolicyError| Error::input(format!("--synthetic: {e}")))
     }
 }
 
@@ -116,7 +116,7 @@ pub fn derive_options(args: &InputArgs) -> DeriveOptions {
 }
 
 /// The policy the flags describe, its combinations checked.
-pub fn policy(args: &PolicyArgs, agentx: &ScenarioArgs) -> Result<Policy, Failure> {
+pub fn policy(args: &PolicyArgs, agentx: &ScenarioArgs) -> Result<Policy, Error> {
     let policy = Policy {
         tool_time: args.tool_time,
         think_time: args.think_time_pct.unwrap_or(GapTransform::Recorded),
@@ -146,11 +146,11 @@ pub fn policy(args: &PolicyArgs, agentx: &ScenarioArgs) -> Result<Policy, Failur
 }
 
 /// A policy error in the words of the flags.
-fn policy_failure(error: PolicyError) -> Failure {
+fn policy_failure(error: PolicyError) -> Error {
     let PolicyError::Conflict(conflict) = error else {
-        return Failure::input(error);
+        return Error::input(error);
     };
-    Failure::input(match conflict {
+    Error::input(match conflict {
         PolicyConflict::NoCopies => "--copies: expected at least 1",
         PolicyConflict::NoInflight => "--max-inflight: expected at least 1",
         PolicyConflict::NoSessions => "--sessions: expected at least 1",
@@ -197,17 +197,17 @@ pub fn compile(
     mut policy: Policy,
     options: &DeriveOptions,
     recipe: bool,
-) -> Result<Compiled, Failure> {
+) -> Result<Compiled, Error> {
     let loaded = load(input)?;
     if loaded.workload.trees.is_empty() {
-        return Err(Failure::input(
+        return Err(Error::input(
             "the inputs hold no trees: expected at least one trace",
         ));
     }
     if recipe {
         scenario::fit_lanes(&mut policy, loaded.workload.trees.len());
     }
-    let compiled = dag::compile(&loaded.workload, &policy, options).map_err(Failure::input)?;
+    let compiled = dag::compile(&loaded.workload, &policy, options).map_err(Error::input)?;
     check_plan(&compiled, &policy)?;
     Ok(Compiled {
         loaded,
@@ -220,7 +220,7 @@ pub fn compile(
 /// more plays or requests than its `u32` ids number, or an estimate of its
 /// arrays ([`Scheduler::footprint`]) over [`memory_limit`]. Notes lanes
 /// that would hold no tree (they are not made).
-fn check_plan(compiled: &CompiledWorkload, policy: &Policy) -> Result<(), Failure> {
+fn check_plan(compiled: &CompiledWorkload, policy: &Policy) -> Result<(), Error> {
     let what = || {
         if policy.copies > 1 {
             format!("--copies {} would plan", policy.copies)
@@ -229,7 +229,7 @@ fn check_plan(compiled: &CompiledWorkload, policy: &Policy) -> Result<(), Failur
         }
     };
     let Some(footprint) = Scheduler::footprint(compiled, policy) else {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{} more requests than can be counted: expected fewer",
             what()
         )));
@@ -238,7 +238,7 @@ fn check_plan(compiled: &CompiledWorkload, policy: &Policy) -> Result<(), Failur
         format!("{} {:.1e} turns", what(), footprint.turns as f64)
     })?;
     if !footprint.fits_ids() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{} {} plays of {} requests: expected at most {} of each (arbor numbers them in 32 bits)",
             what(),
             footprint.plays,
@@ -261,12 +261,12 @@ fn check_plan(compiled: &CompiledWorkload, policy: &Policy) -> Result<(), Failur
 
 /// Refuses `bytes` over [`memory_limit`], in the words `what` gives
 /// (`--copies N would plan 2.4e9 turns`).
-fn check_memory(bytes: f64, what: impl Fn() -> String) -> Result<(), Failure> {
+fn check_memory(bytes: f64, what: impl Fn() -> String) -> Result<(), Error> {
     let (limit, why) = memory_limit();
     if bytes <= limit as f64 {
         return Ok(());
     }
-    Err(Failure::input(format!(
+    Err(Error::input(format!(
         "{}, about {}; the limit is {} ({why}): expected a smaller workload (see docs/reliability.md)",
         what(),
         show_gb(bytes),
@@ -303,13 +303,13 @@ fn memory_limit() -> (u64, &'static str) {
 
 impl Compiled {
     /// A scheduler of (a copy of) the compiled workload.
-    pub fn schedule(&self) -> Result<Scheduler, Failure> {
+    pub fn schedule(&self) -> Result<Scheduler, Error> {
         scheduler(self.compiled.clone(), self.policy.clone())
     }
 }
 
 /// A scheduler of `compiled` under `policy`.
-pub fn scheduler(compiled: CompiledWorkload, policy: Policy) -> Result<Scheduler, Failure> {
+pub fn scheduler(compiled: CompiledWorkload, policy: Policy) -> Result<Scheduler, Error> {
     Scheduler::new(compiled, policy).map_err(policy_failure)
 }
 
@@ -319,8 +319,8 @@ pub fn run_virtual(
     scheduler: &mut Scheduler,
     service: &ServiceModel,
     what: &str,
-) -> Result<(), Failure> {
+) -> Result<(), Error> {
     virtual_clock::run(scheduler, service)
         .map(|_| ())
-        .map_err(|e| Failure::other(format!("{what}: {e}")))
+        .map_err(|e| Error::other(format!("{what}: {e}")))
 }

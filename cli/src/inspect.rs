@@ -18,10 +18,10 @@ use arbor_engine::policy::Policy;
 use serde::Serialize;
 
 use crate::args::InspectArgs;
-use crate::failure::Failure;
 use crate::report::describe_fit;
 use crate::shape::{EdgeRole, TreeShape};
 use crate::stdout;
+use arbor_error::Error;
 
 /// Inputs of at most this many trees list them without `--trees`.
 pub const LISTED_BY_DEFAULT: usize = 10;
@@ -34,12 +34,12 @@ struct WithShapes<'a> {
     tree_shapes: &'a [TreeShape],
 }
 
-pub fn run(args: &InspectArgs) -> Result<(), Failure> {
+pub fn run(args: &InspectArgs) -> Result<(), Error> {
     let options = DeriveOptions {
         overlap_tolerance: args.overlap_tolerance,
     };
     let paths = crate::data::resolve_inputs(&args.traces.inputs)?;
-    let mut loaded = load::load_all(&paths, args.traces.format).map_err(Failure::input)?;
+    let mut loaded = load::load_all(&paths, args.traces.format).map_err(Error::input)?;
     let fit = args.fit.fit();
     if !fit.is_identity() {
         let report = apply_trees(loaded.iter_mut().flat_map(|l| l.trees.iter_mut()), &fit);

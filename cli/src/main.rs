@@ -3,8 +3,8 @@
 //! (2 for bad input or flags, 3 when a run's client failed requests,
 //! 128 + the signal that stopped a run, 1 for anything else).
 //!
-//! Modules, each used only by those after it (no cycles): `failure`
-//! (the error and its exit code); `args` (every clap struct and value
+//! Modules, each used only by those after it (no cycles): `exit`
+//! (an error's exit code: the one mapping); `args` (every clap struct and value
 //! parser; uses `endpoint`'s URL parser); `endpoint` (base URL, headers,
 //! API key, request options, redaction: shared by `run` and `doctor`);
 //! `runtime` (tokio runtimes); `stdout` (reports, quiet on a closed pipe);
@@ -31,8 +31,8 @@ mod data;
 mod doctor;
 mod emulate;
 mod endpoint;
+mod exit;
 mod export;
-mod failure;
 mod fit_advice;
 mod inputs;
 mod inspect;
@@ -61,7 +61,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::args::{Cli, Command};
-use crate::failure::Failure;
+use arbor_error::Error;
 
 fn main() -> ExitCode {
     // Parsed in two steps so a recipe can tell flags the user gave from
@@ -73,7 +73,7 @@ fn main() -> ExitCode {
         .unwrap_or_else(|e| args::peer::without_far_tips(e, &command).exit());
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let Some(message) = cli.command.peer_flags().and_then(|p| p.refused()) {
-        return fail(Failure::input(message));
+        return fail(Error::input(message));
     }
     let explicit = scenario::Explicit::of_subcommand(&matches);
     let result = match cli.command {
@@ -103,11 +103,11 @@ fn main() -> ExitCode {
 
 /// `summarize`'s rebuild of a run directory's summary, handed to `run`
 /// (and `capacity`'s runs) for a second stop signal.
-fn rebuild_summary(dir: &std::path::Path) -> Result<run::output::Summary, Failure> {
+fn rebuild_summary(dir: &std::path::Path) -> Result<run::output::Summary, Error> {
     summarize::rebuild(dir).map(|rebuilt| rebuilt.summary)
 }
 
-fn fail(failure: Failure) -> ExitCode {
-    eprintln!("error: {}", failure.message);
-    ExitCode::from(failure.code)
+fn fail(error: Error) -> ExitCode {
+    eprintln!("error: {}", error.message);
+    ExitCode::from(exit::code(&error))
 }

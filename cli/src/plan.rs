@@ -11,14 +11,14 @@ use arbor_engine::scheduler::Scheduler;
 use arbor_sim::{ServerModel, Service};
 
 use crate::args::PlanArgs;
-use crate::failure::Failure;
 use crate::report::server::{Sample, ServerPrediction};
 use crate::report::{write_timeline, PlanReport, PlannedSubmission};
 use crate::scenario::{self, Explicit};
 use crate::shard_manifest::ShardManifest;
 use crate::{inputs, stdout};
+use arbor_error::Error;
 
-pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
+pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Error> {
     let mut policy_args = args.policy.clone();
     let mut agentx = args.scenario.clone();
     let applied = scenario::apply(&mut agentx, &args.input, &mut policy_args, explicit)?;
@@ -45,11 +45,11 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Failure> {
 
     if let Some(path) = &args.timeline {
         let file = File::create(path)
-            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
+            .map_err(|e| Error::other(format!("{}: cannot create: {e}", path.display())))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         write_timeline(&scheduler, by_request.as_deref(), &mut out)
             .and_then(|_| out.flush())
-            .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
+            .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))?;
         if let Some(shard) = scheduler.policy().shard {
             let blocks = arbor_engine::shard::blocks(&scheduler);
             ShardManifest::new(shard, scheduler.trees(), scheduler.policy(), &blocks)
@@ -93,7 +93,7 @@ pub fn run_service(
     service: &Service,
     prompts: Prompts<'_>,
     what: &str,
-) -> Result<Option<ServerPrediction>, Failure> {
+) -> Result<Option<ServerPrediction>, Error> {
     let profile = match service {
         Service::Model(model) => {
             inputs::run_virtual(scheduler, model, what)?;
@@ -116,7 +116,7 @@ pub fn run_service(
             })
         },
     )
-    .map_err(|e| Failure::other(format!("{what}: {e}")))?;
+    .map_err(|e| Error::other(format!("{what}: {e}")))?;
     Ok(Some(ServerPrediction::new(
         profile, scheduler, &predicted, &samples,
     )))
@@ -124,9 +124,9 @@ pub fn run_service(
 
 /// Refuses a `--report` path that cannot be a new file before planning
 /// (exit 2): a directory, or a file in a directory that does not exist.
-fn check_report_path(path: &Path) -> Result<(), Failure> {
+fn check_report_path(path: &Path) -> Result<(), Error> {
     if path.is_dir() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "--report {}: is a directory, expected a file to write",
             path.display()
         )));
@@ -136,7 +136,7 @@ fn check_report_path(path: &Path) -> Result<(), Failure> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     if !parent.is_dir() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "--report {}: no such directory {}",
             path.display(),
             parent.display()

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// The file's name in a run directory.
 pub const RECORDS_FILE: &str = "records.jsonl";
@@ -39,7 +39,7 @@ pub struct Lines {
 pub fn for_each_line(
     path: &Path,
     mut each: impl FnMut(u64, &str) -> Result<(), String>,
-) -> Result<Lines, Failure> {
+) -> Result<Lines, Error> {
     let mut reader = Reader::open(path)?;
     while reader.next(&mut each)?.is_some() {}
     Ok(reader.found)
@@ -57,13 +57,13 @@ pub struct Reader {
 }
 
 impl Reader {
-    pub fn open(path: &Path) -> Result<Reader, Failure> {
+    pub fn open(path: &Path) -> Result<Reader, Error> {
         let file = File::open(path).map_err(|e| {
             let why = match e.kind() {
                 std::io::ErrorKind::NotFound => "missing".to_string(),
                 _ => format!("cannot read ({e})"),
             };
-            Failure::input(format!(
+            Error::input(format!(
                 "{}: {why}; expected the records `arbor run` writes",
                 path.display()
             ))
@@ -82,15 +82,16 @@ impl Reader {
     pub fn next<T>(
         &mut self,
         mut take: impl FnMut(u64, &str) -> Result<T, String>,
-    ) -> Result<Option<T>, Failure> {
+    ) -> Result<Option<T>, Error> {
         if self.found.torn.is_some() {
             return Ok(None);
         }
         loop {
             self.buf.clear();
-            let n = self.reader.read_until(b'\n', &mut self.buf).map_err(|e| {
-                Failure::input(format!("{}: cannot read: {e}", self.path.display()))
-            })?;
+            let n = self
+                .reader
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|e| Error::input(format!("{}: cannot read: {e}", self.path.display())))?;
             if n == 0 {
                 return Ok(None);
             }
@@ -114,7 +115,7 @@ impl Reader {
                     });
                     Ok(None)
                 }
-                Err(why) => Err(Failure::input(format!(
+                Err(why) => Err(Error::input(format!(
                     "{} line {}: {why}",
                     self.path.display(),
                     self.number
@@ -142,7 +143,7 @@ mod tests {
         path
     }
 
-    fn numbers(path: &Path) -> Result<(Vec<u64>, Lines), Failure> {
+    fn numbers(path: &Path) -> Result<(Vec<u64>, Lines), Error> {
         let mut seen = Vec::new();
         let lines = for_each_line(path, |n, text| {
             serde_json::from_str::<serde_json::Value>(text)
@@ -169,7 +170,7 @@ mod tests {
         let Err(err) = numbers(&path) else {
             panic!("a bad line is an error")
         };
-        assert_eq!(err.code, 2);
+        assert_eq!(crate::exit::code(&err), 2);
         assert!(
             err.message
                 .contains("line 2: expected a record of `arbor run`"),

@@ -3,20 +3,20 @@
 //! `arbor doctor`'s; and the file-descriptor limit those runtimes' sockets
 //! count against ([`raise_fd_limit`]).
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// A runtime with `workers` threads (the in-process emulator).
-pub fn with_workers(workers: usize) -> Result<tokio::runtime::Runtime, Failure> {
+pub fn with_workers(workers: usize) -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("arbor")
         .enable_all()
         .build()
-        .map_err(|e| Failure::other(format!("cannot start the async runtime: {e}")))
+        .map_err(|e| Error::other(format!("cannot start the async runtime: {e}")))
 }
 
 /// A two-worker runtime (`arbor emulate`, `arbor doctor`).
-pub fn two_workers() -> Result<tokio::runtime::Runtime, Failure> {
+pub fn two_workers() -> Result<tokio::runtime::Runtime, Error> {
     with_workers(2)
 }
 
@@ -25,11 +25,11 @@ pub fn two_workers() -> Result<tokio::runtime::Runtime, Failure> {
 /// another thread to wake: cross-thread wake-ups (futex calls, a spawn
 /// unparking a worker, a completion unparking the loop) were half the CPU
 /// of a short request. One core carries 2 M streamed tokens per second.
-pub fn client() -> Result<tokio::runtime::Runtime, Failure> {
+pub fn client() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::other(format!("cannot start the async runtime: {e}")))
+        .map_err(|e| Error::other(format!("cannot start the async runtime: {e}")))
 }
 
 /// The file-descriptor limit (`RLIMIT_NOFILE`) of this process.

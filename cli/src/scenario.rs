@@ -16,7 +16,7 @@ use clap::ArgMatches;
 
 use crate::args::values::seconds_text;
 use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// The InferenceX AgentX recipe.
 pub const AGENTX_MVP: &str = "agentx-mvp";
@@ -136,17 +136,17 @@ pub fn apply(
     input: &InputArgs,
     policy: &mut PolicyArgs,
     explicit: &Explicit,
-) -> Result<Option<Applied>, Failure> {
+) -> Result<Option<Applied>, Error> {
     let Some(name) = scenario.scenario.clone() else {
         if scenario.unsafe_override {
-            return Err(Failure::input(
+            return Err(Error::input(
                 "--unsafe-override: applies only with --scenario NAME",
             ));
         }
         return Ok(None);
     };
     if name != AGENTX_MVP {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "--scenario: unknown recipe `{name}` (known: {AGENTX_MVP})"
         )));
     }
@@ -300,7 +300,7 @@ pub fn apply(
             message.push_str("\n  ");
             message.push_str(&c.text);
         }
-        return Err(Failure::input(message));
+        return Err(Error::input(message));
     }
     let overridden: Vec<String> = conflicts.into_iter().map(|c| c.text).collect();
     for text in &overridden {
@@ -399,7 +399,7 @@ mod tests {
         scenario: ScenarioArgs,
     }
 
-    fn applied(args: &[&str]) -> Result<(Option<Applied>, PolicyArgs, ScenarioArgs), Failure> {
+    fn applied(args: &[&str]) -> Result<(Option<Applied>, PolicyArgs, ScenarioArgs), Error> {
         use clap::{CommandFactory, FromArgMatches};
         let matches = Flags::command()
             .try_get_matches_from(std::iter::once("x").chain(args.iter().copied()))
@@ -483,7 +483,7 @@ mod tests {
         ])
         .err()
         .unwrap();
-        assert_eq!(failure.code, 2);
+        assert_eq!(crate::exit::code(&failure), 2);
         for flag in [
             "--tool-time",
             "--think-time-pct",

@@ -17,10 +17,10 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 
 use crate::args::SchemaArgs;
-use crate::failure::Failure;
 use crate::report::{PlanReport, PLAN_SCHEMA};
 use crate::run::output::{Summary, SUMMARY_SCHEMA};
 use crate::stdout;
+use arbor_error::Error;
 
 /// One schema file: its name in the output directory, the output it
 /// describes, and the schema version that output names.
@@ -63,16 +63,16 @@ fn schema_of<T: JsonSchema>() -> Schema {
 
 impl SchemaFile {
     /// The file's bytes: pretty JSON with a final newline.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, Failure> {
+    pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
         let mut text = serde_json::to_vec_pretty(&(self.generate)())
-            .map_err(|e| Failure::other(format!("{}: cannot serialize: {e}", self.name)))?;
+            .map_err(|e| Error::other(format!("{}: cannot serialize: {e}", self.name)))?;
         text.push(b'\n');
         Ok(text)
     }
 }
 
 /// `arbor schema`: writes every file of [`FILES`] into `--out`.
-pub fn run(args: &SchemaArgs) -> Result<(), Failure> {
+pub fn run(args: &SchemaArgs) -> Result<(), Error> {
     write_all(&args.out)?;
     stdout::print(|out| {
         for file in &FILES {
@@ -88,13 +88,13 @@ pub fn run(args: &SchemaArgs) -> Result<(), Failure> {
     })
 }
 
-fn write_all(dir: &Path) -> Result<(), Failure> {
+fn write_all(dir: &Path) -> Result<(), Error> {
     fs::create_dir_all(dir)
-        .map_err(|e| Failure::input(format!("--out {}: cannot create: {e}", dir.display())))?;
+        .map_err(|e| Error::input(format!("--out {}: cannot create: {e}", dir.display())))?;
     for file in &FILES {
         let path = dir.join(file.name);
         fs::write(&path, file.to_bytes()?)
-            .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
+            .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))?;
     }
     Ok(())
 }

@@ -22,7 +22,7 @@ use arbor_engine::model::{Anchor, Tree};
 use arbor_engine::time::nanos_to_secs;
 use serde::{Deserialize, Serialize};
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 pub const TREES_FILE: &str = "trees.jsonl";
 
@@ -149,7 +149,7 @@ impl TreeShape {
 }
 
 /// Writes `dir/trees.jsonl` for the compiled trees of a run.
-pub fn write(dir: &Path, trees: &[CompiledTree], recorded: &[Tree]) -> Result<(), Failure> {
+pub fn write(dir: &Path, trees: &[CompiledTree], recorded: &[Tree]) -> Result<(), Error> {
     let path = dir.join(TREES_FILE);
     let write = || -> io::Result<()> {
         let mut out = BufWriter::new(File::create(&path)?);
@@ -160,19 +160,19 @@ pub fn write(dir: &Path, trees: &[CompiledTree], recorded: &[Tree]) -> Result<()
         }
         out.flush()
     };
-    write().map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))
+    write().map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))
 }
 
 /// Reads `dir/trees.jsonl`: `Ok(None)` when the run has none (written by
 /// an arbor older than the file); a line that is not a tree's shape is an
 /// input error naming the file and line.
-pub fn read(dir: &Path) -> Result<Option<Vec<TreeShape>>, Failure> {
+pub fn read(dir: &Path) -> Result<Option<Vec<TreeShape>>, Error> {
     let path = dir.join(TREES_FILE);
     let file = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "{}: cannot read: {e}",
                 path.display()
             )))
@@ -181,12 +181,12 @@ pub fn read(dir: &Path) -> Result<Option<Vec<TreeShape>>, Failure> {
     let mut shapes = Vec::new();
     for (i, line) in BufReader::new(file).lines().enumerate() {
         let line =
-            line.map_err(|e| Failure::input(format!("{}: cannot read: {e}", path.display())))?;
+            line.map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
         if line.trim().is_empty() {
             continue;
         }
         let shape = serde_json::from_str(&line).map_err(|e| {
-            Failure::input(format!(
+            Error::input(format!(
                 "{}:{}: expected a tree's shape: {e}",
                 path.display(),
                 i + 1
@@ -273,7 +273,7 @@ mod tests {
         assert_eq!(shapes, vec![TreeShape::of(0, &tree(), None)]);
         std::fs::write(dir.join(TREES_FILE), "{\"tree\":1}\n").unwrap();
         let err = read(&dir).err().unwrap();
-        assert_eq!(err.code, 2);
+        assert_eq!(crate::exit::code(&err), 2);
         assert!(err.message.contains("trees.jsonl:1:"), "{}", err.message);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -15,7 +15,7 @@ use arbor_engine::policy::{Policy, Shard};
 use arbor_engine::shard::{Block, Cause};
 use serde::{Deserialize, Serialize};
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// The manifest's `kind`.
 const KIND: &str = "arbor-plan-shard";
@@ -80,26 +80,26 @@ impl ShardManifest {
         PathBuf::from(name)
     }
 
-    pub fn write(&self, timeline: &Path) -> Result<(), Failure> {
+    pub fn write(&self, timeline: &Path) -> Result<(), Error> {
         let path = Self::path_of(timeline);
-        let text = serde_json::to_string(self).map_err(Failure::other)?;
+        let text = serde_json::to_string(self).map_err(Error::other)?;
         std::fs::write(&path, text + "\n")
-            .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))
+            .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))
     }
 
-    pub fn read(timeline: &Path) -> Result<Self, Failure> {
+    pub fn read(timeline: &Path) -> Result<Self, Error> {
         let path = Self::path_of(timeline);
         let text = std::fs::read_to_string(&path).map_err(|e| {
-            Failure::input(format!(
+            Error::input(format!(
                 "{}: cannot read the shard manifest {} ({e}); was it written by `arbor plan --shard I/N --timeline FILE`?",
                 timeline.display(),
                 path.display()
             ))
         })?;
         let manifest: ShardManifest = serde_json::from_str(&text)
-            .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
         if manifest.kind != KIND {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "{}: kind `{}`, expected `{KIND}`",
                 path.display(),
                 manifest.kind

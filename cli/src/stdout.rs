@@ -6,15 +6,15 @@ use std::io::{self, ErrorKind, Write};
 
 use serde::Serialize;
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// Runs `write` on a locked stdout and flushes; a closed pipe ends it
 /// quietly.
-pub fn print(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), Failure> {
+pub fn print(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), Error> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match write(&mut out).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(Failure::other(format!("stdout: {e}"))),
+        Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(Error::other(format!("stdout: {e}"))),
         _ => Ok(()),
     }
 }
@@ -24,7 +24,7 @@ pub fn json_or_human<T: Serialize>(
     json: bool,
     value: &T,
     human: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<(), Failure> {
+) -> Result<(), Error> {
     print(|out| {
         if json {
             serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::from)?;

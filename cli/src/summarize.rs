@@ -20,16 +20,16 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use crate::args::SummarizeArgs;
-use crate::failure::Failure;
 use crate::run::journal::{self, LaneEnd, RunEnd, RunStart};
 use crate::run::output::{Completeness, Summary, RECORDS_FILE, SUMMARY_FILE};
 use crate::run::records::{self, RecordLine};
 use crate::run::summary::{ns, Collector};
 use crate::server_metrics::ServerMetrics;
 use crate::stdout;
+use arbor_error::Error;
 
 /// `arbor summarize`.
-pub fn run(args: &SummarizeArgs) -> Result<(), Failure> {
+pub fn run(args: &SummarizeArgs) -> Result<(), Error> {
     let dir = &args.run_dir;
     let rebuilt = rebuild(dir)?;
     let bytes = rebuilt.summary.to_bytes()?;
@@ -76,9 +76,9 @@ pub struct Rebuilt {
 }
 
 /// The summary of the run in `dir`, from its files alone.
-pub fn rebuild(dir: &Path) -> Result<Rebuilt, Failure> {
+pub fn rebuild(dir: &Path) -> Result<Rebuilt, Error> {
     if !dir.is_dir() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{}: {}",
             dir.display(),
             if dir.exists() {
@@ -98,13 +98,13 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Failure> {
             "this is not the output directory of `arbor run`, or the run was stopped before \
              its clock started"
         };
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{}: missing: {why}",
             start_path.display()
         )));
     }
     if !records_path.is_file() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{}: missing (run.json is there: the records were moved or deleted)",
             records_path.display()
         )));
@@ -162,18 +162,18 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Failure> {
 }
 
 /// Reads a JSON file of the run, checking its schema version first.
-pub(crate) fn read_json<T: DeserializeOwned>(path: &Path, schema: &str) -> Result<T, Failure> {
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path, schema: &str) -> Result<T, Error> {
     #[derive(Deserialize)]
     struct Versioned {
         schema_version: Option<String>,
     }
     let bytes = fs::read(path)
-        .map_err(|e| Failure::input(format!("{}: cannot read: {e}", path.display())))?;
-    let bad = |e: serde_json::Error| Failure::input(format!("{}: {e}", path.display()));
+        .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
+    let bad = |e: serde_json::Error| Error::input(format!("{}: {e}", path.display()));
     let versioned: Versioned = serde_json::from_slice(&bytes).map_err(bad)?;
     match versioned.schema_version.as_deref() {
         Some(v) if v == schema => serde_json::from_slice(&bytes).map_err(bad),
-        v => Err(Failure::input(format!(
+        v => Err(Error::input(format!(
             "{}: schema version {}, this arbor reads {schema} (was it written by another \
              version of arbor?)",
             path.display(),
@@ -280,7 +280,7 @@ enum Kept {
 
 /// Writes `bytes` as `dir/summary.json`, keeping a different one that was
 /// there as `summary.json.orig` (`.orig.2`, ... if taken).
-fn write_keeping_old(dir: &Path, bytes: &[u8]) -> Result<Kept, Failure> {
+fn write_keeping_old(dir: &Path, bytes: &[u8]) -> Result<Kept, Error> {
     let path = dir.join(SUMMARY_FILE);
     let kept = match fs::read(&path) {
         Ok(old) if old == bytes => return Ok(Kept::Unchanged),
@@ -293,7 +293,7 @@ fn write_keeping_old(dir: &Path, bytes: &[u8]) -> Result<Kept, Failure> {
                 .find(|p| !p.exists())
                 .unwrap_or_else(|| dir.join(format!("{SUMMARY_FILE}.orig")));
             fs::rename(&path, &old).map_err(|e| {
-                Failure::other(format!(
+                Error::other(format!(
                     "{}: cannot keep the old summary as {}: {e}",
                     path.display(),
                     old.display()

@@ -20,7 +20,7 @@ use arbor_engine::Workload;
 use arbor_sim::emulator::{PromptTokenizer, TextTokenizer};
 use tokenizers::Tokenizer;
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// What applying a tokenizer did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -31,9 +31,9 @@ pub struct Recount {
     pub multi_token_words: Vec<&'static str>,
 }
 
-pub fn load(path: &Path) -> Result<Tokenizer, Failure> {
+pub fn load(path: &Path) -> Result<Tokenizer, Error> {
     Tokenizer::from_file(path).map_err(|e| {
-        Failure::input(format!(
+        Error::input(format!(
             "{}: expected a tokenizer.json (Hugging Face tokenizers format): {e}",
             path.display()
         ))
@@ -56,7 +56,7 @@ impl TextTokenizer for Exact {
 }
 
 /// The tokenizer at `path`, for the built-in emulator's prompt counts.
-pub fn for_emulator(path: &Path) -> Result<PromptTokenizer, Failure> {
+pub fn for_emulator(path: &Path) -> Result<PromptTokenizer, Error> {
     Ok(PromptTokenizer {
         name: path.display().to_string(),
         tokenizer: Arc::new(Exact(load(path)?)),
@@ -177,7 +177,7 @@ mod tests {
         let Err(err) = load(Path::new("Cargo.toml")) else {
             panic!("Cargo.toml is not a tokenizer")
         };
-        assert_eq!(err.code, 2);
+        assert_eq!(crate::exit::code(&err), 2);
         assert!(err.message.contains("Cargo.toml"));
     }
 }

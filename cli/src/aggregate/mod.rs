@@ -24,8 +24,8 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::failure::Failure;
 use crate::stdout;
+use arbor_error::Error;
 
 use runs::{RunSeen, RunState};
 use stats::Spread;
@@ -94,15 +94,15 @@ pub struct MetricSpread {
 }
 
 /// Writes `repeat.json` into `out` (created if needed).
-pub fn write_plan(out: &Path, plan: &RepeatPlan) -> Result<(), Failure> {
+pub fn write_plan(out: &Path, plan: &RepeatPlan) -> Result<(), Error> {
     std::fs::create_dir_all(out)
-        .map_err(|e| Failure::other(format!("{}: cannot create: {e}", out.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot create: {e}", out.display())))?;
     write_json(out, REPEAT_FILE, plan)
 }
 
 /// Rebuilds `aggregate.json` in `out` from its run directories, writes
 /// it, and returns it.
-pub fn rebuild(out: &Path) -> Result<Aggregate, Failure> {
+pub fn rebuild(out: &Path) -> Result<Aggregate, Error> {
     let aggregate = resolve(out)?;
     write_json(out, AGGREGATE_FILE, &aggregate)?;
     Ok(aggregate)
@@ -117,9 +117,9 @@ pub fn is_repeat_dir(dir: &Path) -> bool {
 /// The aggregate of `out` re-resolved from `repeat.json` and its run
 /// directories by the rules of [`rebuild`], without writing anything
 /// (`arbor export --aiperf` reads a repeat directory this way).
-pub fn resolve(out: &Path) -> Result<Aggregate, Failure> {
+pub fn resolve(out: &Path) -> Result<Aggregate, Error> {
     if !out.is_dir() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{}: not a directory of `arbor run --repeat`",
             out.display()
         )));
@@ -171,13 +171,13 @@ pub fn resolve(out: &Path) -> Result<Aggregate, Failure> {
 
 /// `arbor aggregate OUT` (`main` passes `OUT`: this module uses no
 /// flags, so `args` may name [`RepeatOf`]).
-pub fn run(dir: &Path) -> Result<(), Failure> {
+pub fn run(dir: &Path) -> Result<(), Error> {
     let aggregate = rebuild(dir)?;
     print(&aggregate, dir)
 }
 
 /// The aggregate on stdout: the spread table, the validity line, the file.
-pub fn print(aggregate: &Aggregate, dir: &Path) -> Result<(), Failure> {
+pub fn print(aggregate: &Aggregate, dir: &Path) -> Result<(), Error> {
     stdout::print(|out| {
         if let Some(table) = table::spread_table(aggregate) {
             writeln!(out, "{table}")?;
@@ -230,15 +230,15 @@ fn count_run_dirs(out: &Path) -> u32 {
 
 /// Writes `value` as pretty JSON to `dir/name`, through a temporary file
 /// renamed into place (a reader never sees half a file).
-fn write_json<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<(), Failure> {
+fn write_json<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<(), Error> {
     let path = dir.join(name);
     let mut bytes = serde_json::to_vec_pretty(value)
-        .map_err(|e| Failure::other(format!("{}: cannot encode: {e}", path.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot encode: {e}", path.display())))?;
     bytes.push(b'\n');
     let temporary = dir.join(format!(".{name}.tmp"));
     std::fs::write(&temporary, &bytes)
         .and_then(|()| std::fs::rename(&temporary, &path))
-        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))
+        .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// The summary file of a run directory (as `arbor run` names it).
 const SUMMARY_FILE: &str = "summary.json";
@@ -58,7 +58,7 @@ pub struct RunSeen {
 impl RunSeen {
     /// Reads run `k` under `out`. A summary that is not JSON is a fault
     /// (exit 2, naming the file): the aggregate is not guessed.
-    pub fn read(out: &Path, k: u32) -> Result<RunSeen, Failure> {
+    pub fn read(out: &Path, k: u32) -> Result<RunSeen, Error> {
         let dir = dir_name(k);
         let path = out.join(&dir);
         let mut seen = RunSeen {
@@ -82,14 +82,14 @@ impl RunSeen {
                 return Ok(seen);
             }
             Err(e) => {
-                return Err(Failure::other(format!(
+                return Err(Error::other(format!(
                     "{}: cannot read: {e}",
                     file.display()
                 )))
             }
         };
         let summary: Value = serde_json::from_str(&text)
-            .map_err(|e| Failure::input(format!("{}: not JSON: {e}", file.display())))?;
+            .map_err(|e| Error::input(format!("{}: not JSON: {e}", file.display())))?;
         seen.state = if summary["cancelled"] == Value::Bool(true) {
             RunState::Cancelled
         } else if summary["complete"] == Value::Bool(true) {

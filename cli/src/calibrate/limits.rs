@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use arbor_sim::server::{EngineLimits, SchedulingPolicy};
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 use super::runs::Run;
 
@@ -36,7 +36,7 @@ pub fn resolve(
     flags: &LimitFlags,
     runs: &[Run],
     policy: SchedulingPolicy,
-) -> Result<EngineLimits, Failure> {
+) -> Result<EngineLimits, Error> {
     let given = [
         flags.max_num_seqs,
         flags.max_num_batched_tokens,
@@ -48,7 +48,7 @@ pub fn resolve(
         values[i] = match given[i] {
             Some(v) => v,
             None => found(runs, label)?.ok_or_else(|| {
-                Failure::input(format!(
+                Error::input(format!(
                     "calibrate: the engine's {label} is not known: give {flag} N (no run's \
                      metrics.jsonl carries it; vLLM's cache_config_info states block_size and \
                      num_gpu_blocks when the run scraped with --metrics-all)"
@@ -56,7 +56,7 @@ pub fn resolve(
             })?,
         };
         if values[i] == 0 {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "calibrate: {flag} must be at least 1"
             )));
         }
@@ -71,7 +71,7 @@ pub fn resolve(
 }
 
 /// The value of `label` the runs' metrics agree on.
-fn found(runs: &[Run], label: &str) -> Result<Option<u32>, Failure> {
+fn found(runs: &[Run], label: &str) -> Result<Option<u32>, Error> {
     let seen: BTreeMap<u32, &str> = runs
         .iter()
         .filter_map(|r| r.engine_labels.get(label).map(|v| (*v, r.name.as_str())))
@@ -79,7 +79,7 @@ fn found(runs: &[Run], label: &str) -> Result<Option<u32>, Failure> {
     match seen.len() {
         0 => Ok(None),
         1 => Ok(seen.keys().next().copied()),
-        _ => Err(Failure::input(format!(
+        _ => Err(Error::input(format!(
             "calibrate: the runs' servers differ in {label} ({}): calibrate one server \
              configuration at a time",
             seen.iter()

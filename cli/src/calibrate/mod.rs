@@ -28,8 +28,8 @@ use std::io::{self, Write};
 use arbor_sim::server::{Overheads, Profile, ProfileOrigin, SchedulingPolicy};
 
 use crate::args::CalibrateArgs;
-use crate::failure::Failure;
 use crate::stdout;
+use arbor_error::Error;
 
 use fit_error::{Compared, Samples};
 use limits::LimitFlags;
@@ -37,15 +37,15 @@ use runs::Run;
 use stage_b::Factors;
 
 /// Runs `arbor calibrate`.
-pub fn run(args: &CalibrateArgs) -> Result<(), Failure> {
+pub fn run(args: &CalibrateArgs) -> Result<(), Error> {
     let runs = args
         .run_dirs
         .iter()
         .map(|dir| runs::read(dir))
-        .collect::<Result<Vec<Run>, Failure>>()?;
+        .collect::<Result<Vec<Run>, Error>>()?;
     let requests: usize = runs.iter().map(|r| r.requests.len()).sum();
     if requests == 0 {
-        return Err(Failure::input(
+        return Err(Error::input(
             "calibrate: no finished request in the runs' records.jsonl: nothing to fit",
         ));
     }
@@ -57,7 +57,7 @@ pub fn run(args: &CalibrateArgs) -> Result<(), Failure> {
     };
     let engine = limits::resolve(&flags, &runs, SchedulingPolicy::Vllm)?;
     let fit = stage_a::fit(&runs, engine.max_num_batched_tokens).map_err(|_| {
-        Failure::input(
+        Error::input(
             "calibrate: no request with two output tokens or more, and none that ran alone: \
              nothing to fit the step time on",
         )
@@ -83,7 +83,7 @@ pub fn run(args: &CalibrateArgs) -> Result<(), Failure> {
     };
     let blocks = compare(&profile, &runs);
     std::fs::write(&args.out, profile.to_toml())
-        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", args.out.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot write: {e}", args.out.display())))?;
     stdout::print(|out| {
         write_report(out, &runs, &profile, &fit, correction.as_ref(), &blocks)?;
         writeln!(out, "wrote {}", args.out.display())

@@ -15,10 +15,10 @@ use std::path::Path;
 use arbor_engine::time::{secs_to_nanos, Nanos};
 use serde::Deserialize;
 
-use crate::failure::Failure;
 use crate::records_file::{self, RECORDS_FILE};
 use crate::server_metrics::line;
 use crate::server_metrics::names::Metric;
+use arbor_error::Error;
 
 /// One request of a live run, as the client measured it.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,7 +143,7 @@ struct RunJsonConfig {
 
 /// Reads `dir`: its records (required), `run.json` and `metrics.jsonl`
 /// when present.
-pub fn read(dir: &Path) -> Result<Run, Failure> {
+pub fn read(dir: &Path) -> Result<Run, Error> {
     let mut requests = Vec::new();
     let mut skipped = 0u64;
     records_file::for_each_line(&dir.join(RECORDS_FILE), |_, text| {
@@ -156,7 +156,7 @@ pub fn read(dir: &Path) -> Result<Run, Failure> {
     })?;
     let run_json: RunJson = match std::fs::read_to_string(dir.join("run.json")) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| {
-            Failure::input(format!(
+            Error::input(format!(
                 "{}: not the run.json of `arbor run`: {e}",
                 dir.join("run.json").display()
             ))

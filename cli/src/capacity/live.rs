@@ -13,10 +13,10 @@ use arbor_engine::time::Nanos;
 use serde::Deserialize;
 
 use crate::args::CapacityArgs;
-use crate::failure::Failure;
 use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 use crate::run::{self, Rebuild};
 use crate::scenario::Explicit;
+use arbor_error::Error;
 
 use super::knob::Knob;
 use super::observed::{Gaps, Observed, RequestSeen};
@@ -35,7 +35,7 @@ pub fn point(
     knob: Knob,
     value: u64,
     dir: &Path,
-) -> Result<Observed, Failure> {
+) -> Result<Observed, Error> {
     let mut one = args.run.clone();
     knob.apply(value, &mut one.policy);
     one.request.cache_bust_salt = one.request.cache_bust_salt.wrapping_add(k as u64);
@@ -77,7 +77,7 @@ fn ns(secs: f64) -> Nanos {
 }
 
 /// The observations of a run directory `arbor run` wrote.
-pub fn read(dir: &Path) -> Result<Observed, Failure> {
+pub fn read(dir: &Path) -> Result<Observed, Error> {
     let tree_turns = tree_turns(dir)?;
     let mut observed = Observed::default();
     let mut plays: BTreeMap<u32, Span> = BTreeMap::new();
@@ -123,12 +123,12 @@ pub fn read(dir: &Path) -> Result<Observed, Failure> {
 }
 
 /// `run.json`'s turns per tree (a play with fewer records did not finish).
-fn tree_turns(dir: &Path) -> Result<Vec<u32>, Failure> {
+fn tree_turns(dir: &Path) -> Result<Vec<u32>, Error> {
     let path = dir.join(run::journal::RUN_FILE);
     let text = std::fs::read_to_string(&path)
-        .map_err(|e| Failure::other(format!("{}: cannot read: {e}", path.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot read: {e}", path.display())))?;
     let start: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Failure::other(format!("{}: not JSON: {e}", path.display())))?;
+        .map_err(|e| Error::other(format!("{}: not JSON: {e}", path.display())))?;
     Ok(start["tree_turns"]
         .as_array()
         .map(|turns| {

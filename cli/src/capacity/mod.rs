@@ -34,10 +34,10 @@ use arbor_engine::prompt::CacheBust;
 use arbor_sim::{Service, ServiceModel};
 
 use crate::args::CapacityArgs;
-use crate::failure::Failure;
 use crate::run::Rebuild;
 use crate::scenario::Explicit;
 use crate::{emulate, inputs, stdout};
+use arbor_error::Error;
 
 use knob::{Knob, Space};
 use observed::Verdict;
@@ -50,14 +50,14 @@ use slo::Slo;
 const MAX_SWEEP_LOADS: usize = 10_000;
 
 /// `arbor capacity`.
-pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Failure> {
-    let slo = Slo::parse(&args.slo).map_err(|e| Failure::input(format!("--slo {e}")))?;
+pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Error> {
+    let slo = Slo::parse(&args.slo).map_err(|e| Error::input(format!("--slo {e}")))?;
     let space = Space::of(
         args.search.as_deref(),
         args.step.as_deref(),
         &args.run.policy,
     )
-    .map_err(Failure::input)?;
+    .map_err(Error::input)?;
     let live = args.live || args.run.request.endpoint.is_some();
     check_flags(args, explicit, live)?;
     let bounds = Bounds {
@@ -67,7 +67,7 @@ pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result
     };
     let sweep_loads = search::grid(bounds).len();
     if args.sweep && sweep_loads > MAX_SWEEP_LOADS {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "--sweep: {sweep_loads} loads from {} to {} at {}; at most {MAX_SWEEP_LOADS}: give a \
              coarser --step or a narrower --search",
             space.knob.show(space.lo),
@@ -128,7 +128,7 @@ pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result
         searches.push((knee, probes));
     }
     let Some((knee, probes)) = searches.pop() else {
-        return Err(Failure::other("no search was made"));
+        return Err(Error::other("no search was made"));
     };
     let slo_text = slo.to_string();
     stdout::print(|mut text| {
@@ -148,33 +148,33 @@ pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result
 }
 
 /// Refuses flags a capacity search cannot honour (exit 2).
-fn check_flags(args: &CapacityArgs, explicit: &Explicit, live: bool) -> Result<(), Failure> {
+fn check_flags(args: &CapacityArgs, explicit: &Explicit, live: bool) -> Result<(), Error> {
     if args.run.repeat.is_some() {
-        return Err(Failure::input(
+        return Err(Error::input(
             "--repeat: not with capacity (each load is one run); run `arbor run --repeat N` at \
              the load it finds",
         ));
     }
     if args.run.scenario.scenario.is_some() {
-        return Err(Failure::input(
+        return Err(Error::input(
             "--scenario: a recipe locks the load; capacity changes it on purpose",
         ));
     }
     if live && args.sweep {
-        return Err(Failure::input(
+        return Err(Error::input(
             "--sweep: virtual only (a live sweep would run every load for --duration); drop \
              --live and --endpoint, or drop --sweep to search live",
         ));
     }
     if live && args.run.policy.duration.is_none() {
-        return Err(Failure::input(
+        return Err(Error::input(
             "--duration: a live search needs it, to bound each probe (e.g. --duration 60)",
         ));
     }
     if !live {
         let given = emulate::flags_given(explicit);
         if !given.is_empty() {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "{}: the built-in emulator's, used only by a live search: add --live, or drop them",
                 given.join(", ")
             )));
@@ -185,13 +185,13 @@ fn check_flags(args: &CapacityArgs, explicit: &Explicit, live: bool) -> Result<(
 
 /// A recorded service time has no first token: TTFT, ITL and TPOT bounds
 /// would judge nothing.
-fn refuse_without_first_token(slo: &Slo, service: &Service) -> Result<(), Failure> {
+fn refuse_without_first_token(slo: &Slo, service: &Service) -> Result<(), Error> {
     if *service != Service::Model(ServiceModel::Recorded) {
         return Ok(());
     }
     match slo.bounds.iter().find(|b| b.metric.needs_first_token()) {
         None => Ok(()),
-        Some(bound) => Err(Failure::input(format!(
+        Some(bound) => Err(Error::input(format!(
             "--slo {bound}: --service recorded predicts no first token, so only e2e and job \
              bounds mean anything; give --service fixed:TTFT_MS:ITL_MS or \
              throughput:PREFILL_TOK_S:DECODE_TOK_S, or drop {}",
@@ -207,20 +207,20 @@ fn default_out() -> PathBuf {
 }
 
 /// Creates OUT; one that holds files already needs `--force`.
-fn claim_out(out: &Path, force: bool) -> Result<(), Failure> {
+fn claim_out(out: &Path, force: bool) -> Result<(), Error> {
     let used = std::fs::read_dir(out).is_ok_and(|mut entries| entries.next().is_some());
     if used && !force {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "--out {}: not empty; expected a new or empty directory (or --force)",
             out.display()
         )));
     }
     std::fs::create_dir_all(out)
-        .map_err(|e| Failure::other(format!("{}: cannot create: {e}", out.display())))
+        .map_err(|e| Error::other(format!("{}: cannot create: {e}", out.display())))
 }
 
 /// The workload loaded and compiled once, for every virtual point.
-fn bench(args: &CapacityArgs) -> Result<Bench, Failure> {
+fn bench(args: &CapacityArgs) -> Result<Bench, Error> {
     let policy = inputs::policy(&args.run.policy, &args.run.scenario)?;
     let options = inputs::derive_options(&args.run.input);
     let cache_bust = args.run.request.cache_bust.then_some(CacheBust {
@@ -240,7 +240,7 @@ fn bench(args: &CapacityArgs) -> Result<Bench, Failure> {
 
 /// A search's end: what it found and its probes, or its error and the
 /// probes made before it.
-type Found = (Result<Knee, Failure>, Vec<Probe>);
+type Found = (Result<Knee, Error>, Vec<Probe>);
 
 /// What a virtual probe needs besides its number and load.
 struct VirtualProbes<'a> {
@@ -255,7 +255,7 @@ struct VirtualProbes<'a> {
 
 impl VirtualProbes<'_> {
     /// Plans probe `k` at `value`, judges it and writes its directory.
-    fn probe(&self, k: usize, value: u64) -> Result<Probe, Failure> {
+    fn probe(&self, k: usize, value: u64) -> Result<Probe, Error> {
         let prediction = self.bench.point(self.knob, value)?;
         let probe = probe(k, self.knob, value, prediction.observed.judge(self.slo));
         output::write_virtual_probe(
@@ -362,7 +362,7 @@ fn finish(
     mode: &'static str,
     service: &str,
     predicted: Option<Answer>,
-) -> Result<(Knee, Vec<Probe>), Failure> {
+) -> Result<(Knee, Vec<Probe>), Error> {
     let (knee, probes) = found;
     let knob = space.knob;
     let report = Report {

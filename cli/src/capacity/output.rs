@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use arbor_engine::time::Nanos;
 use serde::Serialize;
 
-use crate::failure::Failure;
 use crate::run::summary::Latency;
+use arbor_error::Error;
 
 use super::knob::Knob;
 use super::observed::Verdict;
@@ -80,12 +80,12 @@ pub struct Answer {
 }
 
 /// Writes `OUT/capacity.json`.
-pub fn write_report(out: &Path, report: &Report) -> Result<PathBuf, Failure> {
+pub fn write_report(out: &Path, report: &Report) -> Result<PathBuf, Error> {
     let path = out.join(CAPACITY_FILE);
     let bytes = serde_json::to_vec_pretty(report)
-        .map_err(|e| Failure::other(format!("cannot encode {CAPACITY_FILE}: {e}")))?;
+        .map_err(|e| Error::other(format!("cannot encode {CAPACITY_FILE}: {e}")))?;
     std::fs::write(&path, bytes)
-        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))?;
     Ok(path)
 }
 
@@ -148,10 +148,10 @@ pub fn write_virtual_probe(
     prediction: &Prediction,
     service: &str,
     seed: u64,
-) -> Result<(), Failure> {
+) -> Result<(), Error> {
     let dir = out.join(&probe.dir);
     let fail = |path: &Path, e: std::io::Error| {
-        Failure::other(format!("{}: cannot write: {e}", path.display()))
+        Error::other(format!("{}: cannot write: {e}", path.display()))
     };
     std::fs::create_dir_all(&dir).map_err(|e| fail(&dir, e))?;
     let records = dir.join(crate::records_file::RECORDS_FILE);
@@ -221,6 +221,6 @@ pub fn write_virtual_probe(
     };
     let path = dir.join("summary.json");
     let bytes = serde_json::to_vec_pretty(&summary)
-        .map_err(|e| Failure::other(format!("cannot encode {}: {e}", path.display())))?;
+        .map_err(|e| Error::other(format!("cannot encode {}: {e}", path.display())))?;
     std::fs::write(&path, bytes).map_err(|e| fail(&path, e))
 }

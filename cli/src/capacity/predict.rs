@@ -21,8 +21,8 @@ use arbor_engine::Workload;
 use arbor_sim::{ServerModel, ServerService, Service, ServiceModel, ServiceRequest, WorkloadKeys};
 
 use crate::args::{PolicyArgs, ScenarioArgs};
-use crate::failure::Failure;
 use crate::inputs;
+use arbor_error::Error;
 
 use super::knob::Knob;
 use super::observed::Observed;
@@ -97,7 +97,7 @@ impl Bench {
     }
 
     /// Plans the point `knob = value`.
-    pub fn point(&self, knob: Knob, value: u64) -> Result<Prediction, Failure> {
+    pub fn point(&self, knob: Knob, value: u64) -> Result<Prediction, Error> {
         let mut policy = self.policy.clone();
         knob.apply(value, &mut policy);
         let policy = inputs::policy(&policy, &self.scenario)?;
@@ -125,7 +125,7 @@ impl Bench {
         &self,
         scheduler: &mut Scheduler,
         server: &ServerService,
-    ) -> Result<Vec<Served>, Failure> {
+    ) -> Result<Vec<Served>, Error> {
         let mut model = ServerModel::new(&server.profile);
         let mut predicted = Vec::new();
         let prompts = Prompts {
@@ -134,7 +134,7 @@ impl Bench {
             keys: self.keys.as_ref(),
         };
         virtual_clock::run_server(scheduler, prompts, &mut model, &mut predicted)
-            .map_err(|e| Failure::other(format!("engine (capacity point): {e}")))?;
+            .map_err(|e| Error::other(format!("engine (capacity point): {e}")))?;
         let mut served = Vec::with_capacity(predicted.len());
         for p in predicted.iter().filter(|p| !p.warmup) {
             let (Some(slot), Some(play)) =
@@ -168,7 +168,7 @@ impl Bench {
 
 /// A shipped service-time model: the plan's completions, with TTFT and
 /// the gap by the model's formula.
-fn by_formula(scheduler: &mut Scheduler, model: &ServiceModel) -> Result<Vec<Served>, Failure> {
+fn by_formula(scheduler: &mut Scheduler, model: &ServiceModel) -> Result<Vec<Served>, Error> {
     inputs::run_virtual(scheduler, model, "engine (capacity point)")?;
     let time = |isl, osl| {
         model.service_time(&ServiceRequest {

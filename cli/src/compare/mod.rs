@@ -15,12 +15,12 @@ mod rows;
 mod run_dir;
 
 use crate::args::CompareArgs;
-use crate::failure::Failure;
 use crate::stdout;
+use arbor_error::Error;
 
 use run_dir::RunDir;
 
-pub fn run(args: &CompareArgs) -> Result<(), Failure> {
+pub fn run(args: &CompareArgs) -> Result<(), Error> {
     let base = RunDir::read(&args.base)?;
     let news = args
         .new
@@ -54,7 +54,7 @@ pub fn run(args: &CompareArgs) -> Result<(), Failure> {
     }
     match crossed.len() {
         0 => Ok(()),
-        n => Err(Failure::other(format!(
+        n => Err(Error::other(format!(
             "{n} threshold{} crossed: {}",
             if n == 1 { "" } else { "s" },
             crossed

@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::args::compare::{Latency, Metric, Stat};
-use crate::failure::Failure;
 use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
+use arbor_error::Error;
 
 /// The fields of a `records.jsonl` line compare reads.
 #[derive(Deserialize)]
@@ -111,10 +111,10 @@ fn ns(seconds: f64) -> u64 {
 
 impl RunDir {
     /// Reads `dir/records.jsonl` and `dir/summary.json`.
-    pub fn read(dir: &Path) -> Result<RunDir, Failure> {
+    pub fn read(dir: &Path) -> Result<RunDir, Error> {
         let shown = dir.display();
         if !dir.is_dir() {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "{shown}: not a run directory (expected a directory written by `arbor run`, with records.jsonl and summary.json)"
             )));
         }
@@ -175,7 +175,7 @@ fn stat_ms(sorted: &[u64], stat: Stat) -> Option<f64> {
     })
 }
 
-fn read_records(path: &Path) -> Result<(Samples, Counts), Failure> {
+fn read_records(path: &Path) -> Result<(Samples, Counts), Error> {
     let mut samples = Samples::default();
     let mut counts = Counts::default();
     for_each_line(path, |_, text| {
@@ -212,16 +212,16 @@ fn read_records(path: &Path) -> Result<(Samples, Counts), Failure> {
     Ok((samples, counts))
 }
 
-fn read_summary(path: &Path) -> Result<SummaryFigures, Failure> {
+fn read_summary(path: &Path) -> Result<SummaryFigures, Error> {
     let shown = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| {
-        Failure::input(format!(
+        Error::input(format!(
             "{shown}: cannot read ({e}); expected the summary.json `arbor run` writes"
         ))
     })?;
-    let json: Value = serde_json::from_str(&text)
-        .map_err(|e| Failure::input(format!("{shown}: not JSON: {e}")))?;
-    let number = |pointer: &str| -> Result<Option<f64>, Failure> {
+    let json: Value =
+        serde_json::from_str(&text).map_err(|e| Error::input(format!("{shown}: not JSON: {e}")))?;
+    let number = |pointer: &str| -> Result<Option<f64>, Error> {
         match json.pointer(pointer) {
             Some(Value::Null) => Ok(None),
             Some(v) => v.as_f64().map(Some).ok_or_else(|| missing(&shown, pointer)),
@@ -245,9 +245,9 @@ fn read_summary(path: &Path) -> Result<SummaryFigures, Failure> {
     })
 }
 
-fn missing(file: &impl std::fmt::Display, pointer: &str) -> Failure {
+fn missing(file: &impl std::fmt::Display, pointer: &str) -> Error {
     let key = pointer.trim_start_matches('/').replace('/', ".");
-    Failure::input(format!(
+    Error::input(format!(
         "{file}: expected a number at `{key}` (a summary.json written by `arbor run`)"
     ))
 }

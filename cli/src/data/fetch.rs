@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use super::manifest::{hash_file, hex};
 use super::registry::{Dataset, DatasetFile};
 use crate::endpoint;
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// What happened to one file.
 #[derive(Debug, PartialEq, Eq)]
@@ -32,9 +32,9 @@ pub enum Fetched {
 
 /// Fetches every file of `dataset` into `dir`: exit 2 for an unpinned
 /// entry, 1 for a transfer or verification failure (naming the file).
-pub fn fetch(dataset: &Dataset, dir: &Path) -> Result<(), Failure> {
+pub fn fetch(dataset: &Dataset, dir: &Path) -> Result<(), Error> {
     if dataset.file_hashes().is_none() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "dataset {}: unpinned ({}): nothing to verify a download against; \
              fetch it yourself and run `arbor data pin DIR --name {}`",
             dataset.name,
@@ -43,11 +43,11 @@ pub fn fetch(dataset: &Dataset, dir: &Path) -> Result<(), Failure> {
         )));
     }
     std::fs::create_dir_all(dir)
-        .map_err(|e| Failure::other(format!("{}: cannot create: {e}", dir.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot create: {e}", dir.display())))?;
     let tls = endpoint::tls_config(&dataset.base_url, &TlsOptions::default())?;
     let client = endpoint::reqwest_builder(tls.as_ref())
         .build()
-        .map_err(|e| Failure::other(format!("cannot build the HTTP client: {e}")))?;
+        .map_err(|e| Error::other(format!("cannot build the HTTP client: {e}")))?;
     let runtime = crate::runtime::client()?;
     let bar = progress_bar(dataset.total_size());
     for file in &dataset.files {
@@ -79,8 +79,8 @@ fn progress_bar(total: u64) -> ProgressBar {
     bar
 }
 
-fn io_failure(path: &Path, what: &str, e: std::io::Error) -> Failure {
-    Failure::other(format!("{}: cannot {what}: {e}", path.display()))
+fn io_failure(path: &Path, what: &str, e: std::io::Error) -> Error {
+    Error::other(format!("{}: cannot {what}: {e}", path.display()))
 }
 
 /// `dir/NAME.part`.
@@ -99,7 +99,7 @@ async fn fetch_file(
     file: &DatasetFile,
     dir: &Path,
     bar: &ProgressBar,
-) -> Result<Fetched, Failure> {
+) -> Result<Fetched, Error> {
     let dest = dir.join(&file.name);
     let expected = expected_hash(file);
     if dest.is_file() {
@@ -134,7 +134,7 @@ async fn fetch_file(
         let mut response = request
             .send()
             .await
-            .map_err(|e| Failure::other(format!("{}: {url}: {e}", file.name)))?;
+            .map_err(|e| Error::other(format!("{}: {url}: {e}", file.name)))?;
         let status = response.status();
         let start = match status {
             StatusCode::PARTIAL_CONTENT if have > 0 => {
@@ -150,16 +150,13 @@ async fn fetch_file(
                 if have > 0 {
                     let _ = std::fs::remove_file(&part);
                 }
-                return Err(Failure::other(format!(
-                    "{}: {url}: HTTP {other}",
-                    file.name
-                )));
+                return Err(Error::other(format!("{}: {url}: HTTP {other}", file.name)));
             }
         };
         if let Some(announced) = header_u64(&response, CONTENT_LENGTH.as_str()) {
             if let Some(size) = file.size {
                 if start + announced != size {
-                    return Err(Failure::other(format!(
+                    return Err(Error::other(format!(
                         "{}: the server announces {} bytes from byte {start} ({} in all), the registry says {size}: refusing the file",
                         file.name,
                         announced,
@@ -173,7 +170,7 @@ async fn fetch_file(
         let mut written = start;
         loop {
             let chunk = response.chunk().await.map_err(|e| {
-                Failure::other(format!(
+                Error::other(format!(
                     "{}: download interrupted at byte {written} ({e}); run `arbor data fetch` again to resume",
                     file.name
                 ))
@@ -183,7 +180,7 @@ async fn fetch_file(
             if file.size.is_some_and(|size| written > size) {
                 drop(out);
                 let _ = std::fs::remove_file(&part);
-                return Err(Failure::other(format!(
+                return Err(Error::other(format!(
                     "{}: the server sent more than the registry's {} bytes: refusing the file",
                     file.name,
                     file.size.unwrap_or_default()
@@ -196,7 +193,7 @@ async fn fetch_file(
         }
         out.sync_all().map_err(|e| io_failure(&part, "write", e))?;
         if let Some(size) = file.size.filter(|s| *s != written) {
-            return Err(Failure::other(format!(
+            return Err(Error::other(format!(
                 "{}: the server sent {written} bytes, the registry says {size}; run `arbor data fetch` again to resume",
                 file.name
             )));
@@ -205,7 +202,7 @@ async fn fetch_file(
     let got = hex(&hasher.finalize());
     if got != expected {
         let _ = std::fs::remove_file(&part);
-        return Err(Failure::other(format!(
+        return Err(Error::other(format!(
             "{}: SHA-256 mismatch: expected {expected}, got {got}; the download is discarded",
             file.name
         )));
@@ -215,7 +212,7 @@ async fn fetch_file(
 }
 
 /// Feeds the first `len` bytes of `path` to `hasher`.
-fn hash_prefix(path: &Path, len: u64, hasher: &mut Sha256) -> Result<(), Failure> {
+fn hash_prefix(path: &Path, len: u64, hasher: &mut Sha256) -> Result<(), Error> {
     use std::io::Read;
     let file = File::open(path).map_err(|e| io_failure(path, "read", e))?;
     let mut limited = file.take(len);
@@ -232,7 +229,7 @@ fn hash_prefix(path: &Path, len: u64, hasher: &mut Sha256) -> Result<(), Failure
 }
 
 /// The `.part` file, cut to `start` bytes, for appending.
-fn open_part(part: &Path, start: u64) -> Result<File, Failure> {
+fn open_part(part: &Path, start: u64) -> Result<File, Error> {
     let out = OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -261,7 +258,7 @@ fn header_u64(response: &reqwest::Response, name: &str) -> Option<u64> {
 
 /// A `206` must start where the `.part` ends (`Content-Range: bytes
 /// START-END/TOTAL`) and its total must be the registry's size.
-fn check_range(response: &reqwest::Response, have: u64, file: &DatasetFile) -> Result<(), Failure> {
+fn check_range(response: &reqwest::Response, have: u64, file: &DatasetFile) -> Result<(), Error> {
     let text = response
         .headers()
         .get(CONTENT_RANGE)
@@ -276,7 +273,7 @@ fn check_range(response: &reqwest::Response, have: u64, file: &DatasetFile) -> R
         Some((start, total)) if start == have => {
             if let (Some(total), Some(size)) = (total, file.size) {
                 if total != size {
-                    return Err(Failure::other(format!(
+                    return Err(Error::other(format!(
                         "{}: the server announces {total} bytes in all, the registry says {size}: refusing the file",
                         file.name
                     )));
@@ -284,7 +281,7 @@ fn check_range(response: &reqwest::Response, have: u64, file: &DatasetFile) -> R
             }
             Ok(())
         }
-        _ => Err(Failure::other(format!(
+        _ => Err(Error::other(format!(
             "{}: asked for bytes {have}- and got Content-Range `{text}`",
             file.name
         ))),

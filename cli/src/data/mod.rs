@@ -14,7 +14,7 @@ pub mod registry;
 use std::path::{Path, PathBuf};
 
 use crate::args::{DataArgs, DataCommand};
-use crate::failure::Failure;
+use arbor_error::Error;
 use manifest::{Corpus, FileHash};
 use registry::{Dataset, Registry};
 use sha2::Digest;
@@ -22,16 +22,16 @@ use sha2::Digest;
 /// The prefix of an input that names a dataset.
 pub const PREFIX: &str = "data:";
 
-pub fn run(args: &DataArgs) -> Result<(), Failure> {
-    let registry = Registry::load().map_err(Failure::input)?;
+pub fn run(args: &DataArgs) -> Result<(), Error> {
+    let registry = Registry::load().map_err(Error::input)?;
     match &args.command {
         DataCommand::List => crate::stdout::print(|out| out.write_all(list(&registry).as_bytes())),
         DataCommand::Info { name } => {
-            let text = info(registry.get(name).map_err(Failure::input)?);
+            let text = info(registry.get(name).map_err(Error::input)?);
             crate::stdout::print(|out| out.write_all(text.as_bytes()))
         }
         DataCommand::Fetch { name, dir } => {
-            let dataset = registry.get(name).map_err(Failure::input)?;
+            let dataset = registry.get(name).map_err(Error::input)?;
             let dir = match dir {
                 Some(d) => d.clone(),
                 None => default_dir(name)?,
@@ -48,9 +48,9 @@ pub fn run(args: &DataArgs) -> Result<(), Failure> {
     }
 }
 
-fn default_dir(name: &str) -> Result<PathBuf, Failure> {
+fn default_dir(name: &str) -> Result<PathBuf, Error> {
     registry::cache_dir(name).ok_or_else(|| {
-        Failure::input("no home directory (HOME and XDG_CACHE_HOME unset): give --dir DIR")
+        Error::input("no home directory (HOME and XDG_CACHE_HOME unset): give --dir DIR")
     })
 }
 
@@ -123,7 +123,7 @@ fn local_dir(d: &Dataset) -> Option<PathBuf> {
 
 /// Input paths with every `data:NAME` replaced by the dataset's fetched
 /// directory: exit 2 for an unknown name or one not fetched yet.
-pub fn resolve_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+pub fn resolve_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
     let named = |p: &PathBuf| {
         p.to_str()
             .and_then(|s| s.strip_prefix(PREFIX))
@@ -132,7 +132,7 @@ pub fn resolve_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     if !inputs.iter().any(|p| named(p).is_some()) {
         return Ok(inputs.to_vec());
     }
-    let registry = Registry::load().map_err(Failure::input)?;
+    let registry = Registry::load().map_err(Error::input)?;
     inputs
         .iter()
         .map(|p| match named(p) {
@@ -140,9 +140,9 @@ pub fn resolve_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
             Some(name) => {
                 let d = registry
                     .get(&name)
-                    .map_err(|e| Failure::input(format!("{PREFIX}{name}: {e}")))?;
+                    .map_err(|e| Error::input(format!("{PREFIX}{name}: {e}")))?;
                 local_dir(d).ok_or_else(|| {
-                    Failure::input(format!(
+                    Error::input(format!(
                         "{PREFIX}{name}: not fetched yet: run `arbor data fetch {name}` first"
                     ))
                 })
@@ -153,11 +153,11 @@ pub fn resolve_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
 
 /// The corpus identity of trace inputs (already resolved): the bundled
 /// sample's when there are none, `None` when an input is a stream.
-pub fn corpus_of(inputs: &[PathBuf]) -> Result<Option<Corpus>, Failure> {
+pub fn corpus_of(inputs: &[PathBuf]) -> Result<Option<Corpus>, Error> {
     Ok(file_hashes_of(inputs)?.map(|files| manifest::corpus(&files)))
 }
 
-fn file_hashes_of(inputs: &[PathBuf]) -> Result<Option<Vec<FileHash>>, Failure> {
+fn file_hashes_of(inputs: &[PathBuf]) -> Result<Option<Vec<FileHash>>, Error> {
     if inputs.is_empty() {
         return Ok(Some(
             crate::sample::TRACES
@@ -169,17 +169,15 @@ fn file_hashes_of(inputs: &[PathBuf]) -> Result<Option<Vec<FileHash>>, Failure> 
                 .collect(),
         ));
     }
-    let Some(files) = manifest::trace_files(inputs).map_err(Failure::input)? else {
+    let Some(files) = manifest::trace_files(inputs).map_err(Error::input)? else {
         return Ok(None);
     };
-    manifest::hash_files(&files)
-        .map(Some)
-        .map_err(Failure::input)
+    manifest::hash_files(&files).map(Some).map_err(Error::input)
 }
 
 /// Why inputs are not a pinned registry corpus, naming both manifests;
 /// `None` when they are.
-pub fn unpinned(inputs: &[PathBuf]) -> Result<Option<String>, Failure> {
+pub fn unpinned(inputs: &[PathBuf]) -> Result<Option<String>, Error> {
     let inputs = resolve_inputs(inputs)?;
     let Some(corpus) = corpus_of(&inputs)? else {
         return Ok(Some(
@@ -187,7 +185,7 @@ pub fn unpinned(inputs: &[PathBuf]) -> Result<Option<String>, Failure> {
                 .to_string(),
         ));
     };
-    let registry = Registry::load().map_err(Failure::input)?;
+    let registry = Registry::load().map_err(Error::input)?;
     if registry.pinned_with(&corpus.manifest_sha256).is_some() {
         return Ok(None);
     }

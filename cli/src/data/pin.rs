@@ -8,18 +8,18 @@ use std::path::Path;
 
 use super::manifest::{self, FileHash};
 use super::registry::{self, Dataset, DatasetFile, Registry, RegistryFile};
-use crate::failure::Failure;
+use arbor_error::Error;
 
-pub fn pin(dir: &Path, name: &str) -> Result<(), Failure> {
-    registry::check_name(name).map_err(|e| Failure::input(format!("--name: {e}")))?;
-    let files = arbor_engine::load::directory_files(dir).map_err(Failure::input)?;
-    let hashes = manifest::hash_files(&files).map_err(Failure::other)?;
+pub fn pin(dir: &Path, name: &str) -> Result<(), Error> {
+    registry::check_name(name).map_err(|e| Error::input(format!("--name: {e}")))?;
+    let files = arbor_engine::load::directory_files(dir).map_err(Error::input)?;
+    let hashes = manifest::hash_files(&files).map_err(Error::other)?;
     let found = manifest::manifest_hash(&hashes);
-    let registry = Registry::load().map_err(Failure::input)?;
+    let registry = Registry::load().map_err(Error::input)?;
     let known = registry.get(name).ok().cloned();
     if let Some(expected) = known.as_ref().and_then(Dataset::manifest) {
         if expected != found {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "{}: manifest {found} differs from dataset {name}'s pinned manifest {expected}: refusing to re-pin it",
                 dir.display()
             )));
@@ -48,12 +48,12 @@ pub fn pin(dir: &Path, name: &str) -> Result<(), Failure> {
         })
         .collect();
     let Some(path) = registry::user_registry_path() else {
-        return Err(Failure::other(
+        return Err(Error::other(
             "no home directory (HOME and XDG_CONFIG_HOME unset): nowhere to write the user registry",
         ));
     };
     let mut user = if path.exists() {
-        RegistryFile::read(&path).map_err(Failure::input)?
+        RegistryFile::read(&path).map_err(Error::input)?
     } else {
         RegistryFile::default()
     };
@@ -61,13 +61,13 @@ pub fn pin(dir: &Path, name: &str) -> Result<(), Failure> {
     user.datasets.push(entry);
     user.datasets.sort_by(|a, b| a.name.cmp(&b.name));
     let text = toml::to_string(&user)
-        .map_err(|e| Failure::other(format!("cannot write the user registry: {e}")))?;
+        .map_err(|e| Error::other(format!("cannot write the user registry: {e}")))?;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
-            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", parent.display())))?;
+            .map_err(|e| Error::other(format!("{}: cannot create: {e}", parent.display())))?;
     }
     std::fs::write(&path, text)
-        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))?;
     eprintln!(
         "arbor data: pinned {name}: {} files, manifest {found}, in {}",
         hashes.len(),

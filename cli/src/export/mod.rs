@@ -30,13 +30,13 @@ use std::io;
 use std::path::Path;
 
 use crate::args::ExportArgs;
-use crate::failure::Failure;
 use crate::{shape, stdout};
+use arbor_error::Error;
 use output::Output;
 use records::Record;
 
 /// `arbor export`.
-pub fn run(args: &ExportArgs) -> Result<(), Failure> {
+pub fn run(args: &ExportArgs) -> Result<(), Error> {
     let repeat = crate::aggregate::is_repeat_dir(&args.run_dir);
     if !repeat || args.perfetto.is_some() || args.csv.is_some() {
         records::check_dir(&args.run_dir)?;
@@ -61,7 +61,7 @@ pub fn run(args: &ExportArgs) -> Result<(), Failure> {
 }
 
 /// `--perfetto` and `--csv`: one read of the records; the report's lines.
-fn trace_and_rows(args: &ExportArgs) -> Result<Vec<String>, Failure> {
+fn trace_and_rows(args: &ExportArgs) -> Result<Vec<String>, Error> {
     let mut csv_out = args.csv.as_deref().map(Output::create).transpose()?;
     let report = match export(args, csv_out.as_mut()) {
         Ok(report) => report,
@@ -80,7 +80,7 @@ fn trace_and_rows(args: &ExportArgs) -> Result<Vec<String>, Failure> {
 
 /// Reads the records once, writing the CSV rows as they come, then the
 /// trace; the report's lines.
-fn export(args: &ExportArgs, mut csv_out: Option<&mut Output>) -> Result<Vec<String>, Failure> {
+fn export(args: &ExportArgs, mut csv_out: Option<&mut Output>) -> Result<Vec<String>, Error> {
     if let Some(out) = csv_out.as_deref_mut() {
         csv::write_header(out.writer()).map_err(|e| out.fail(e))?;
     }
@@ -121,7 +121,7 @@ fn export(args: &ExportArgs, mut csv_out: Option<&mut Output>) -> Result<Vec<Str
 }
 
 /// Writes the trace of `records` to `path`; the report's line.
-fn trace(dir: &Path, path: &Path, records: &[Record]) -> Result<String, Failure> {
+fn trace(dir: &Path, path: &Path, records: &[Record]) -> Result<String, Error> {
     let shapes = shape::read(dir)?;
     if shapes.is_none() {
         eprintln!(

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 const BUFFER: usize = 1 << 16;
 
@@ -28,7 +28,7 @@ enum Sink {
 
 impl Output {
     /// Creates `path` (exit 1 when it cannot be).
-    pub fn create(path: &Path) -> Result<Output, Failure> {
+    pub fn create(path: &Path) -> Result<Output, Error> {
         let file = File::create(path).map_err(|e| cannot_write(path, &e))?;
         let sink = if path.extension().is_some_and(|e| e == "gz") {
             let gzip = GzEncoder::new(file, Compression::default());
@@ -54,12 +54,12 @@ impl Output {
     }
 
     /// A write to this file failed: exit 1, naming it.
-    pub fn fail(&self, e: io::Error) -> Failure {
+    pub fn fail(&self, e: io::Error) -> Error {
         cannot_write(&self.path, &e)
     }
 
     /// Ends the file (the gzip trailer) and flushes it.
-    pub fn finish(self) -> Result<(), Failure> {
+    pub fn finish(self) -> Result<(), Error> {
         let done = match self.sink {
             Sink::Plain(mut w) => w.flush(),
             Sink::Gzip(w) => w
@@ -81,6 +81,6 @@ impl Output {
     }
 }
 
-fn cannot_write(path: &Path, e: &io::Error) -> Failure {
-    Failure::other(format!("{}: cannot write: {e}", path.display()))
+fn cannot_write(path: &Path, e: &io::Error) -> Error {
+    Error::other(format!("{}: cannot write: {e}", path.display()))
 }

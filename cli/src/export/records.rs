@@ -16,8 +16,8 @@ use arbor_engine::time::{secs_to_nanos, Nanos};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::failure::Failure;
 use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
+use arbor_error::Error;
 
 /// One line of `records.jsonl`.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
@@ -203,11 +203,11 @@ impl Record {
 }
 
 /// A missing directory is an input error (exit 2) naming it.
-pub fn check_dir(dir: &Path) -> Result<(), Failure> {
+pub fn check_dir(dir: &Path) -> Result<(), Error> {
     if dir.is_dir() {
         return Ok(());
     }
-    Err(Failure::input(format!(
+    Err(Error::input(format!(
         "{}: not a run directory (expected the --out DIR of arbor run)",
         dir.display()
     )))
@@ -220,7 +220,7 @@ pub fn check_dir(dir: &Path) -> Result<(), Failure> {
 pub fn for_each(
     dir: &Path,
     mut each: impl FnMut(Record) -> Result<(), String>,
-) -> Result<(), Failure> {
+) -> Result<(), Error> {
     check_dir(dir)?;
     for_each_line(&dir.join(RECORDS_FILE), |_, text| {
         each(serde_json::from_str(text).map_err(|e| not_a_record(&e))?)

@@ -14,15 +14,15 @@ mod shards;
 mod timeline;
 
 use crate::args::MergeArgs;
-use crate::failure::Failure;
+use arbor_error::Error;
 
-pub fn run(args: &MergeArgs) -> Result<(), Failure> {
+pub fn run(args: &MergeArgs) -> Result<(), Error> {
     let dirs = args.inputs.iter().filter(|p| p.is_dir()).count();
     if dirs == args.inputs.len() {
         return run_dirs(args);
     }
     if dirs > 0 {
-        return Err(Failure::input(
+        return Err(Error::input(
             "give the run directories of `arbor run --shard I/N`, or the --timeline files of \
              `arbor plan --shard I/N`, not both",
         ));
@@ -45,7 +45,7 @@ pub fn run(args: &MergeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn run_dirs(args: &MergeArgs) -> Result<(), Failure> {
+fn run_dirs(args: &MergeArgs) -> Result<(), Error> {
     let written = run_dir::merge(&args.inputs, &args.out, args.force)?;
     eprintln!(
         "arbor merge: {} shards, {} records in {}{}",

@@ -25,11 +25,11 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::failure::Failure;
 use crate::records_file::{not_a_record, Lines, Reader, RECORDS_FILE};
 use crate::run::records::RecordLine;
 use crate::run::summary::ns;
 use crate::summarize::Derived;
+use arbor_error::Error;
 
 /// A shard's position and the shard count: how its ids become global.
 #[derive(Debug, Clone, Copy)]
@@ -59,24 +59,24 @@ struct Next {
 
 /// Merges the records of `dirs` (shard `i` of `dirs.len()` at position
 /// `i`) into `out`, feeding `derived`; returns what each reader found.
-pub fn merge(dirs: &[&Path], out: &Path, derived: &mut Derived) -> Result<Vec<Lines>, Failure> {
+pub fn merge(dirs: &[&Path], out: &Path, derived: &mut Derived) -> Result<Vec<Lines>, Error> {
     let count = dirs.len() as u32;
     let mut readers = Vec::with_capacity(dirs.len());
     for dir in dirs {
         readers.push(Reader::open(&dir.join(RECORDS_FILE))?);
     }
     let file = File::create(out)
-        .map_err(|e| Failure::other(format!("{}: cannot create: {e}", out.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot create: {e}", out.display())))?;
     let mut writer = BufWriter::with_capacity(1 << 20, file);
     let write_err =
-        |e: std::io::Error| Failure::other(format!("{}: cannot write: {e}", out.display()));
+        |e: std::io::Error| Error::other(format!("{}: cannot write: {e}", out.display()));
     let mut pending: Vec<Option<String>> = vec![None; dirs.len()];
     let mut heap = BinaryHeap::with_capacity(dirs.len());
     let mut pull = |shard: usize,
                     readers: &mut Vec<Reader>,
                     pending: &mut Vec<Option<String>>,
                     heap: &mut BinaryHeap<Reverse<(u64, usize)>>|
-     -> Result<(), Failure> {
+     -> Result<(), Error> {
         let stripe = Stripe {
             index: shard as u32,
             count,

@@ -18,7 +18,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::failure::Failure;
 use crate::page::planned::PLANNED_FILE;
 use crate::records_file::{Lines, RECORDS_FILE};
 use crate::run::journal::{self, RunEnd, RunStart};
@@ -27,6 +26,7 @@ use crate::server_metrics::METRICS_FILE;
 use crate::shape::TREES_FILE;
 use crate::sharding::{MergedShard, ShardConfig};
 use crate::summarize::{self, Derived};
+use arbor_error::Error;
 
 use super::shards::{self, Identity};
 
@@ -51,11 +51,11 @@ struct Shard {
 
 /// Merges the shard run directories `inputs` into the new (or empty,
 /// or with `force` any) directory `out`.
-pub fn merge(inputs: &[PathBuf], out: &Path, force: bool) -> Result<Written, Failure> {
+pub fn merge(inputs: &[PathBuf], out: &Path, force: bool) -> Result<Written, Error> {
     let mut read = Vec::with_capacity(inputs.len());
     for dir in inputs {
         if same_dir(dir, out) {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "-o {}: one of the shards; write the merged run elsewhere",
                 out.display()
             )));
@@ -96,7 +96,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, force: bool) -> Result<Written, Fai
     let trees = shards[0].dir.join(TREES_FILE);
     if trees.is_file() {
         std::fs::copy(&trees, out.join(TREES_FILE))
-            .map_err(|e| Failure::other(format!("{}: cannot copy: {e}", trees.display())))?;
+            .map_err(|e| Error::other(format!("{}: cannot copy: {e}", trees.display())))?;
     } else {
         remove_stale(&out.join(TREES_FILE))?;
     }
@@ -128,9 +128,9 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 }
 
 /// Removes `path` if it is there.
-fn remove_stale(path: &Path) -> Result<(), Failure> {
+fn remove_stale(path: &Path) -> Result<(), Error> {
     match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Failure::other(format!(
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::other(format!(
             "{}: cannot remove: {e}",
             path.display()
         ))),
@@ -140,10 +140,10 @@ fn remove_stale(path: &Path) -> Result<(), Failure> {
 
 /// A shard's `run.json`, `end.json` (if it ended cleanly) and its
 /// `config.shard`.
-fn shard(dir: &Path) -> Result<Shard, Failure> {
+fn shard(dir: &Path) -> Result<Shard, Error> {
     let path = dir.join(journal::RUN_FILE);
     if !path.is_file() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{}: missing: not the output directory of `arbor run --shard I/N`, or the run \
              stopped before its clock started",
             path.display()
@@ -151,13 +151,13 @@ fn shard(dir: &Path) -> Result<Shard, Failure> {
     }
     let start: RunStart = summarize::read_json(&path, journal::RUN_SCHEMA)?;
     let Some(config) = start.config.shard.clone() else {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{}: not a shard: its run.json has no config.shard (run with --shard I/N)",
             dir.display()
         )));
     };
     if config.index.is_none() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{}: already a merged run (merge the shards' own directories)",
             dir.display()
         )));

@@ -5,7 +5,7 @@
 //! differs); both merges (`timeline`, `run_dir`) give it each input's
 //! [`Identity`]. Reads no file.
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// What a shard says of itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,9 +23,9 @@ pub struct Identity {
 
 /// The positions of `shards` in shard-index order, once they are shown
 /// to be the N shards of one plan.
-pub fn in_index_order(shards: &[Identity]) -> Result<Vec<usize>, Failure> {
+pub fn in_index_order(shards: &[Identity]) -> Result<Vec<usize>, Error> {
     let Some(first) = shards.first() else {
-        return Err(Failure::input("expected every shard, got none"));
+        return Err(Error::input("expected every shard, got none"));
     };
     for s in shards {
         let differs = if s.count != first.count {
@@ -43,7 +43,7 @@ pub fn in_index_order(shards: &[Identity]) -> Result<Vec<usize>, Failure> {
             None
         };
         if let Some(differs) = differs {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "{}: not a shard of the same plan as {}: {differs}",
                 s.name, first.name
             )));
@@ -54,14 +54,14 @@ pub fn in_index_order(shards: &[Identity]) -> Result<Vec<usize>, Failure> {
     for (i, s) in shards.iter().enumerate() {
         match by_index.get_mut(s.index as usize) {
             Some(Some(other)) => {
-                return Err(Failure::input(format!(
+                return Err(Error::input(format!(
                     "{} and {}: both are shard {}/{count}",
                     shards[*other].name, s.name, s.index
                 )))
             }
             Some(slot) => *slot = Some(i),
             None => {
-                return Err(Failure::input(format!(
+                return Err(Error::input(format!(
                     "{}: shard {}/{count} is out of range",
                     s.name, s.index
                 )))
@@ -73,7 +73,7 @@ pub fn in_index_order(shards: &[Identity]) -> Result<Vec<usize>, Failure> {
         .map(|k| format!("{k}/{count}"))
         .collect();
     if !missing.is_empty() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "missing shard {}: every index from 0 to {} must be given once",
             missing.join(", "),
             count - 1
@@ -101,7 +101,7 @@ mod tests {
         match in_index_order(shards) {
             Ok(order) => panic!("accepted as {order:?}"),
             Err(f) => {
-                assert_eq!(f.code, 2);
+                assert_eq!(crate::exit::code(&f), 2);
                 f.message
             }
         }

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use arbor_engine::shard;
 
 use super::shards::{self, Identity};
-use crate::failure::Failure;
 use crate::shard_manifest::ShardManifest;
+use arbor_error::Error;
 
 /// What a merge wrote.
 #[derive(Debug)]
@@ -26,7 +26,7 @@ pub struct Written {
 }
 
 /// Merges the timelines at `inputs` (each with its manifest) into `out`.
-pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Written, Failure> {
+pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Written, Error> {
     let mut manifests = Vec::with_capacity(inputs.len());
     for path in inputs {
         manifests.push(ShardManifest::read(path)?);
@@ -46,19 +46,19 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Written, Failure> {
     let order = shards::in_index_order(&identities)?;
     // Shards in index order from here on.
     let blocks: Vec<Vec<shard::Block>> = order.iter().map(|&i| manifests[i].blocks()).collect();
-    let merged = shard::merge(&blocks).map_err(Failure::input)?;
+    let merged = shard::merge(&blocks).map_err(Error::input)?;
     let mut readers = Vec::with_capacity(order.len());
     for &i in &order {
         let path = &inputs[i];
         let file = File::open(path)
-            .map_err(|e| Failure::input(format!("{}: cannot open: {e}", path.display())))?;
+            .map_err(|e| Error::input(format!("{}: cannot open: {e}", path.display())))?;
         readers.push((path, BufReader::with_capacity(1 << 20, file).lines()));
     }
     let file = File::create(out)
-        .map_err(|e| Failure::other(format!("{}: cannot create: {e}", out.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot create: {e}", out.display())))?;
     let mut writer = BufWriter::with_capacity(1 << 20, file);
     let write_err =
-        |e: std::io::Error| Failure::other(format!("{}: cannot write: {e}", out.display()));
+        |e: std::io::Error| Error::other(format!("{}: cannot write: {e}", out.display()));
     let mut lines = 0u64;
     for (s, b) in merged.order {
         let (path, reader) = &mut readers[s];
@@ -66,13 +66,13 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Written, Failure> {
             let line = match reader.next() {
                 Some(Ok(line)) => line,
                 Some(Err(e)) => {
-                    return Err(Failure::input(format!(
+                    return Err(Error::input(format!(
                         "{}: cannot read: {e}",
                         path.display()
                     )))
                 }
                 None => {
-                    return Err(Failure::input(format!(
+                    return Err(Error::input(format!(
                         "{}: ends before its manifest's plays do (a truncated or edited timeline)",
                         path.display()
                     )))
@@ -84,7 +84,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Written, Failure> {
     }
     for (path, reader) in &mut readers {
         if reader.next().is_some() {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "{}: holds more lines than its manifest's plays",
                 path.display()
             )));

@@ -40,8 +40,8 @@ use serde::Serialize;
 
 use crate::aggregate::{self, Aggregate};
 use crate::args::ReportArgs;
-use crate::failure::Failure;
 use crate::report::PlanReport;
+use arbor_error::Error;
 
 use data::RunPage;
 use spread::SpreadPage;
@@ -59,7 +59,7 @@ struct PageData<'a> {
 }
 
 /// `arbor report`.
-pub fn run(args: &ReportArgs) -> Result<(), Failure> {
+pub fn run(args: &ReportArgs) -> Result<(), Error> {
     let out = match (&args.out, args.run_dirs.as_slice()) {
         (Some(out), _) => out.clone(),
         (None, [one]) => one.join(REPORT_FILE),
@@ -99,14 +99,14 @@ pub fn run(args: &ReportArgs) -> Result<(), Failure> {
 /// Writes the page of `run_dir` (a run just finished) to
 /// `run_dir/report.html` and prints where it is (the console's last line).
 /// Any failure is one of writing the run's output (exit 1).
-pub fn write_for_run(run_dir: &Path) -> Result<(), Failure> {
+pub fn write_for_run(run_dir: &Path) -> Result<(), Error> {
     let out = run_dir.join(REPORT_FILE);
-    write(&[run_dir.to_path_buf()], &out).map_err(|f| Failure::other(f.message))?;
+    write(&[run_dir.to_path_buf()], &out).map_err(|f| Error::other(f.message))?;
     crate::stdout::print(|text| writeln!(text, "report in {}", out.display()))
 }
 
 /// Writes the page of `run_dirs` to `out`; returns its size in bytes.
-pub fn write(run_dirs: &[PathBuf], out: &Path) -> Result<u64, Failure> {
+pub fn write(run_dirs: &[PathBuf], out: &Path) -> Result<u64, Error> {
     let runs = run_dirs
         .iter()
         .map(|dir| run_dir::read(dir))
@@ -114,7 +114,7 @@ pub fn write(run_dirs: &[PathBuf], out: &Path) -> Result<u64, Failure> {
     let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
     let page = render(&format!("arbor report: {}", names.join(", ")), &runs, None)?;
     std::fs::write(out, &page)
-        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", out.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot write: {e}", out.display())))?;
     Ok(page.len() as u64)
 }
 
@@ -126,7 +126,7 @@ pub fn write_for_repeat(
     dir: &Path,
     aggregate: &Aggregate,
     out: &Path,
-) -> Result<(u64, usize), Failure> {
+) -> Result<(u64, usize), Error> {
     let dirs: Vec<String> = aggregate
         .runs
         .iter()
@@ -134,7 +134,7 @@ pub fn write_for_repeat(
         .map(|r| r.dir.clone())
         .collect();
     if dirs.is_empty() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{}: no run of the sequence wrote a summary: nothing to draw",
             dir.display()
         )));
@@ -147,7 +147,7 @@ pub fn write_for_repeat(
     let title = format!("arbor report: {} ({} runs)", dir.display(), runs.len());
     let page = render(&title, &runs, Some(&spread))?;
     std::fs::write(out, &page)
-        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", out.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot write: {e}", out.display())))?;
     Ok((page.len() as u64, runs.len()))
 }
 
@@ -160,23 +160,23 @@ pub fn write_for_plan(
     recorded: &[Tree],
     report: &PlanReport,
     out: &Path,
-) -> Result<u64, Failure> {
+) -> Result<u64, Error> {
     let summary = serde_json::to_value(report)
-        .map_err(|e| Failure::other(format!("cannot encode the plan: {e}")))?;
+        .map_err(|e| Error::other(format!("cannot encode the plan: {e}")))?;
     let plan = plan::page(scheduler, recorded, summary, &report.inputs);
     let page = render(&format!("arbor plan: {}", report.inputs), &[plan], None)?;
     std::fs::write(out, &page)
-        .map_err(|e| Failure::input(format!("--report {}: cannot write: {e}", out.display())))?;
+        .map_err(|e| Error::input(format!("--report {}: cannot write: {e}", out.display())))?;
     Ok(page.len() as u64)
 }
 
 /// The page of `runs` (and a repeat's `spread`), titled `title`.
-fn render(title: &str, runs: &[RunPage], spread: Option<&SpreadPage>) -> Result<String, Failure> {
+fn render(title: &str, runs: &[RunPage], spread: Option<&SpreadPage>) -> Result<String, Error> {
     let data = serde_json::to_string(&PageData {
         arbor_version: env!("CARGO_PKG_VERSION"),
         runs,
         spread,
     })
-    .map_err(|e| Failure::other(format!("cannot encode the report's data: {e}")))?;
+    .map_err(|e| Error::other(format!("cannot encode the report's data: {e}")))?;
     Ok(html::page(title, &data))
 }

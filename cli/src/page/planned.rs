@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::plan_turns;
 use super::series;
-use crate::failure::Failure;
+use arbor_error::Error;
 
 pub const PLANNED_FILE: &str = "planned.json";
 /// The schema of `planned.json`.
@@ -67,20 +67,20 @@ impl PlannedLoad {
 /// Reads `dir/planned.json`: `Ok(None)` when the run has none (written by
 /// an arbor older than the file); anything else unreadable is an input
 /// error naming the file.
-pub fn read(dir: &Path) -> Result<Option<PlannedLoad>, Failure> {
+pub fn read(dir: &Path) -> Result<Option<PlannedLoad>, Error> {
     let path = dir.join(PLANNED_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "{}: cannot read: {e}",
                 path.display()
             )))
         }
     };
     serde_json::from_str(&text).map(Some).map_err(|e| {
-        Failure::input(format!(
+        Error::input(format!(
             "{}: expected the plan's load ({PLANNED_SCHEMA}): {e}",
             path.display()
         ))

@@ -11,8 +11,8 @@ use std::path::Path;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
-use crate::failure::Failure;
 use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
+use arbor_error::Error;
 
 use super::cdf::Cdf;
 use super::data::{RunPage, Source};
@@ -36,24 +36,24 @@ struct Values {
 
 /// Reads `dir` (a directory `arbor run` wrote). A missing directory or
 /// file, or a line that is not a record, is bad input (exit 2).
-pub fn read(dir: &Path) -> Result<RunPage, Failure> {
+pub fn read(dir: &Path) -> Result<RunPage, Error> {
     if !dir.is_dir() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{}: no such run directory",
             dir.display()
         )));
     }
     let summary_path = dir.join(SUMMARY_FILE);
     let summary_text = std::fs::read_to_string(&summary_path).map_err(|e| {
-        Failure::input(format!(
+        Error::input(format!(
             "{}: not a finished run directory: cannot read {SUMMARY_FILE} ({e})",
             dir.display()
         ))
     })?;
     let summary: Value = serde_json::from_str(&summary_text)
-        .map_err(|e| Failure::input(format!("{}: {e}", summary_path.display())))?;
+        .map_err(|e| Error::input(format!("{}: {e}", summary_path.display())))?;
     if !summary.is_object() {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "{}: expected a JSON object",
             summary_path.display()
         )));
@@ -61,7 +61,7 @@ pub fn read(dir: &Path) -> Result<RunPage, Failure> {
 
     let mut values = Values::default();
     let mut itl = Histogram::<u64>::new(3)
-        .map_err(|e| Failure::other(format!("cannot make a histogram: {e}")))?;
+        .map_err(|e| Error::other(format!("cannot make a histogram: {e}")))?;
     let mut lanes = LaneBuilder::default();
     for_each_line(&dir.join(RECORDS_FILE), |_, line| {
         let record: Record = serde_json::from_str(line).map_err(|e| not_a_record(&e))?;

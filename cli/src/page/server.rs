@@ -9,10 +9,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::failure::Failure;
 use crate::server_metrics::line;
 use crate::server_metrics::names::Metric;
 use crate::server_metrics::tally::PerScrape;
+use arbor_error::Error;
 
 /// The gauges the page draws.
 const DRAWN: [Metric; 3] = [Metric::Running, Metric::Waiting, Metric::KvUsage];
@@ -27,7 +27,7 @@ pub struct ServerSeries {
 }
 
 /// The series of the run in `dir`.
-pub fn read(dir: &Path) -> Result<Option<ServerSeries>, Failure> {
+pub fn read(dir: &Path) -> Result<Option<ServerSeries>, Error> {
     let mut per_scrape = PerScrape::default();
     let mut scrapes = Vec::new();
     line::read(dir, |l| {

@@ -34,8 +34,8 @@ use tokio::net::TcpListener;
 
 use crate::args::RecordArgs;
 use crate::endpoint::{redact_url, tls_config};
-use crate::failure::Failure;
 use crate::{runtime, stdout};
+use arbor_error::Error;
 
 use capture::CaptureFile;
 use clock::UtcClock;
@@ -48,28 +48,28 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 /// The longest a client may take to send a request head.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub fn run(args: &RecordArgs) -> Result<(), Failure> {
+pub fn run(args: &RecordArgs) -> Result<(), Error> {
     runtime::raise_fd_limit();
     let shown = redact_url(&args.upstream);
     let endpoint = Endpoint::parse(&args.upstream)
-        .map_err(|e| Failure::input(format!("--upstream: {}", redact_url(&e))))?;
+        .map_err(|e| Error::input(format!("--upstream: {}", redact_url(&e))))?;
     if endpoint.path.contains('?') {
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "--upstream {shown}: a query string is not forwarded; give the key in the \
              agent's own headers"
         )));
     }
     let dial = match tls_config(&args.upstream, &args.tls())? {
         Some(config) => Dial::tls(endpoint.addr, &endpoint.server_name, config)
-            .map_err(|e| Failure::input(format!("--upstream: {e}")))?,
+            .map_err(|e| Error::input(format!("--upstream: {e}")))?,
         None => Dial::plain(endpoint.addr),
     };
     let host = HeaderValue::from_str(&endpoint.host)
-        .map_err(|_| Failure::input(format!("--upstream {shown}: not a valid host")))?;
+        .map_err(|_| Error::input(format!("--upstream {shown}: not a valid host")))?;
     let session_headers = match args.session_header.as_deref() {
         Some(name) => vec![
             HeaderName::from_bytes(name.trim().to_ascii_lowercase().as_bytes()).map_err(|_| {
-                Failure::input(format!("--session-header `{name}` is not a header name"))
+                Error::input(format!("--session-header `{name}` is not a header name"))
             })?,
         ],
         None => proxy::KNOWN_SESSION_HEADERS
@@ -79,7 +79,7 @@ pub fn run(args: &RecordArgs) -> Result<(), Failure> {
     };
     let redactor = args.redact.then(redact::Redactor::new);
     let capture = CaptureFile::create(&args.out, redactor).map_err(|e| {
-        Failure::other(format!(
+        Error::other(format!(
             "{}: cannot create the capture: {e}",
             args.out.display()
         ))
@@ -97,10 +97,10 @@ pub fn run(args: &RecordArgs) -> Result<(), Failure> {
     let served = runtime.block_on(async {
         let listener = TcpListener::bind(args.listen)
             .await
-            .map_err(|e| Failure::other(format!("cannot listen on {}: {e}", args.listen)))?;
+            .map_err(|e| Error::other(format!("cannot listen on {}: {e}", args.listen)))?;
         let addr = listener
             .local_addr()
-            .map_err(|e| Failure::other(format!("cannot listen on {}: {e}", args.listen)))?;
+            .map_err(|e| Error::other(format!("cannot listen on {}: {e}", args.listen)))?;
         stdout::print(|out| {
             writeln!(
                 out,
@@ -110,13 +110,13 @@ pub fn run(args: &RecordArgs) -> Result<(), Failure> {
             )
         })?;
         serve(listener, addr, proxy.clone()).await;
-        Ok::<(), Failure>(())
+        Ok::<(), Error>(())
     });
     // Exchanges still open after the grace are dropped with the runtime:
     // each sends its line (marked cut) before the file is closed.
     runtime.shutdown_timeout(Duration::from_secs(1));
     let lines = capture.finish().map_err(|e| {
-        Failure::other(format!(
+        Error::other(format!(
             "{}: writing the capture failed: {e}",
             args.out.display()
         ))

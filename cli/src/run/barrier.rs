@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 use arbor_engine::time::{nanos_to_secs, Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 
 use crate::args::{StartArgs, UtcNanos};
-use crate::failure::Failure;
+use arbor_error::Error;
 
 use super::config::BarrierRecord;
 use super::output::utc_stamps;
@@ -92,7 +92,7 @@ pub struct Met {
 /// Agrees on the start instant: at once for `--start-at` (refused if it
 /// has passed), by the barrier otherwise; `None` for a run on its own.
 /// Blocks until the barrier is met or missed.
-pub fn meet(together: &Together) -> Result<Option<Met>, Failure> {
+pub fn meet(together: &Together) -> Result<Option<Met>, Error> {
     match together {
         Together::Alone => Ok(None),
         Together::At(at) => {
@@ -122,7 +122,7 @@ impl Met {
     /// Sleeps until the start instant and says how late the clock starts;
     /// fails if the instant has already passed (the pool's warming took
     /// longer than the margin).
-    pub fn wait(self) -> Result<BarrierRecord, Failure> {
+    pub fn wait(self) -> Result<BarrierRecord, Error> {
         let Met {
             start_local,
             mut record,
@@ -155,9 +155,9 @@ impl Met {
 }
 
 /// Rank 0: waits for `size − 1` shards, then announces the start.
-fn lead(addr: SocketAddr, size: u32, timeout: Nanos) -> Result<Met, Failure> {
+fn lead(addr: SocketAddr, size: u32, timeout: Nanos) -> Result<Met, Error> {
     let listener = TcpListener::bind(addr)
-        .map_err(|e| Failure::other(format!("barrier: cannot listen on {addr}: {e}")))?;
+        .map_err(|e| Error::other(format!("barrier: cannot listen on {addr}: {e}")))?;
     let shown = listener.local_addr().map_or(addr, |a| a);
     let others = size.saturating_sub(1) as usize;
     eprintln!(
@@ -168,7 +168,7 @@ fn lead(addr: SocketAddr, size: u32, timeout: Nanos) -> Result<Met, Failure> {
     let deadline = Instant::now() + Duration::from_nanos(timeout);
     listener
         .set_nonblocking(true)
-        .map_err(|e| Failure::other(format!("barrier: {shown}: {e}")))?;
+        .map_err(|e| Error::other(format!("barrier: {shown}: {e}")))?;
     let (ready_tx, ready_rx) = mpsc::channel::<TcpStream>();
     let mut ready = Vec::new();
     while ready.len() < others {
@@ -184,7 +184,7 @@ fn lead(addr: SocketAddr, size: u32, timeout: Nanos) -> Result<Met, Failure> {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 thread::sleep(Duration::from_millis(1));
             }
-            Err(e) => return Err(Failure::other(format!("barrier: {shown}: {e}"))),
+            Err(e) => return Err(Error::other(format!("barrier: {shown}: {e}"))),
         }
         while let Ok(stream) = ready_rx.try_recv() {
             ready.push(stream);
@@ -259,7 +259,7 @@ fn tell_late(listener: TcpListener, start: UtcNanos) {
 
 /// Any shard but rank 0: reaches rank 0, measures the offset, waits for
 /// the start.
-fn join(addr: &str, timeout: Nanos) -> Result<Met, Failure> {
+fn join(addr: &str, timeout: Nanos) -> Result<Met, Error> {
     let deadline = Instant::now() + Duration::from_nanos(timeout);
     eprintln!(
         "arbor run: barrier: meeting rank 0 at {addr} (up to {} s)",
@@ -396,7 +396,7 @@ fn bad_line(line: &str) -> std::io::Error {
     )
 }
 
-fn late(start: UtcNanos) -> Failure {
+fn late(start: UtcNanos) -> Error {
     missed(format!(
         "this shard arrived after the others had started (at {})",
         rfc3339(start)
@@ -404,8 +404,8 @@ fn late(start: UtcNanos) -> Failure {
 }
 
 /// A missed start: the run fails (exit 1) and does not start.
-fn missed(why: String) -> Failure {
-    Failure::other(format!("barrier missed: {why}; this run does not start"))
+fn missed(why: String) -> Error {
+    Error::other(format!("barrier missed: {why}; this run does not start"))
 }
 
 fn record(
@@ -480,7 +480,7 @@ mod tests {
     #[test]
     fn a_start_at_in_the_past_is_missed() {
         let e = meet(&Together::At(now_ns() - NANOS_PER_SEC as i64)).unwrap_err();
-        assert_eq!(e.code, 1);
+        assert_eq!(crate::exit::code(&e), 1);
         assert!(e.message.contains("passed"), "{}", e.message);
     }
 }

@@ -18,7 +18,7 @@ use arbor_engine::time::Nanos;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 use super::config::RunConfig;
 use super::summary::Warmups;
@@ -249,12 +249,12 @@ impl RunEnd {
 
 /// Writes `bytes` to `dir/name` atomically: `dir/.name.tmp`, then a
 /// rename over the old file.
-pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Failure> {
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {
     let path = dir.join(name);
     let temp = dir.join(format!(".{name}.tmp"));
     fs::write(&temp, bytes)
         .and_then(|()| fs::rename(&temp, &path))
-        .map_err(|e| Failure::other(format!("{}: cannot write: {e}", path.display())))
+        .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))
 }
 
 /// `value` as pretty JSON with a final newline, written atomically, and
@@ -264,12 +264,12 @@ pub fn write_json<T: Serialize + DeserializeOwned>(
     dir: &Path,
     name: &str,
     value: &T,
-) -> Result<T, Failure> {
+) -> Result<T, Error> {
     let path = dir.join(name);
     let mut text = serde_json::to_vec_pretty(value)
-        .map_err(|e| Failure::other(format!("{}: cannot serialize: {e}", path.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot serialize: {e}", path.display())))?;
     text.push(b'\n');
     write_atomic(dir, name, &text)?;
     serde_json::from_slice(&text)
-        .map_err(|e| Failure::other(format!("{}: cannot read back: {e}", path.display())))
+        .map_err(|e| Error::other(format!("{}: cannot read back: {e}", path.display())))
 }

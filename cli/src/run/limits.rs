@@ -7,8 +7,8 @@
 //! Owns that arithmetic and its words; raising the limit is
 //! `crate::runtime::raise_fd_limit`'s.
 
-use crate::failure::Failure;
 use crate::runtime::FdLimit;
+use arbor_error::Error;
 
 /// Descriptors kept for everything but connections: stdio, the output
 /// files, the runtime's epoll and wake-up pipes, the metrics scraper, a
@@ -64,7 +64,7 @@ impl FdNeed {
 /// `Err` (exit 2) when the run needs more descriptors than `limit`;
 /// `Ok(Some(warning))` when it needs more than three quarters of them;
 /// `Ok(None)` otherwise, or when the limit is unknown.
-pub fn check(need: FdNeed, limit: Option<FdLimit>) -> Result<Option<String>, Failure> {
+pub fn check(need: FdNeed, limit: Option<FdLimit>) -> Result<Option<String>, Error> {
     let Some(limit) = limit else {
         return Ok(None);
     };
@@ -76,7 +76,7 @@ pub fn check(need: FdNeed, limit: Option<FdLimit>) -> Result<Option<String>, Fai
         } else {
             String::new()
         };
-        return Err(Failure::input(format!(
+        return Err(Error::input(format!(
             "the plan's peak of {} requests in flight needs about {total} file descriptors ({}), \
              but this process may open {} (RLIMIT_NOFILE; hard limit {}): raise the limit \
              (`ulimit -n {}` in the shell, or the hard limit of your system or container){or_cap}",
@@ -116,7 +116,7 @@ mod tests {
         };
         assert_eq!(need.total(), 464);
         let refused = check(need, limit(256)).err().unwrap();
-        assert_eq!(refused.code, 2);
+        assert_eq!(crate::exit::code(&refused), 2);
         for number in [
             "200 requests",
             "464 file descriptors",

@@ -57,11 +57,11 @@ use arbor_engine::time::{nanos_to_secs, NANOS_PER_MS};
 
 use crate::args::RunArgs;
 use crate::endpoint::{at, redact_url};
-use crate::failure::Failure;
 use crate::progress::{Span, Ticker};
 use crate::scenario::{self, Explicit};
 use crate::server_metrics::{self, Scraper, ServerMetrics};
 use crate::{emulate, runtime, stdout};
+use arbor_error::{Error, Kind};
 
 use journal::{RunEnd, RunStart};
 use limits::FdNeed;
@@ -88,7 +88,7 @@ pub struct RunReport {
 /// `arbor summarize`'s rebuild of a run directory's summary (from
 /// `run.json` and `records.jsonl`): what a second signal writes. Passed in
 /// by `main`, since `summarize` reads what this module writes.
-pub type Rebuild = fn(&Path) -> Result<output::Summary, Failure>;
+pub type Rebuild = fn(&Path) -> Result<output::Summary, Error>;
 
 /// Emulator timing of the default run (no `--endpoint`) when no emulator
 /// flag says otherwise: a fast server, so the demo takes seconds.
@@ -133,7 +133,7 @@ fn demo_args(args: &RunArgs) -> RunArgs {
 }
 
 /// `arbor run`: one run, or with `--repeat N` a sequence ([`repeat`]).
-pub fn run(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Failure> {
+pub fn run(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Error> {
     if let Some(runs) = args.repeat {
         return repeat::run(args, runs, explicit, rebuild);
     }
@@ -149,7 +149,7 @@ struct Ran {
 }
 
 /// One run, from flags to its console table and page.
-fn run_once(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<Ran, Failure> {
+fn run_once(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<Ran, Error> {
     let fd_limit = runtime::raise_fd_limit();
     let demo = is_demo(args);
     let mut args = if demo { demo_args(args) } else { args.clone() };
@@ -203,7 +203,7 @@ fn run_once(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<Ran
             client.shutdown_timeout(Duration::from_millis(200));
             report?
         }
-        (None, None) => return Err(Failure::other("no endpoint and no emulator")),
+        (None, None) => return Err(Error::other("no endpoint and no emulator")),
         (None, Some(config)) => {
             let mut settings = config.describe();
             if demo {
@@ -217,7 +217,7 @@ fn run_once(args: &RunArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<Ran
             let loopback = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0));
             let emulator = server
                 .block_on(arbor_sim::emulator::serve(config, loopback))
-                .map_err(|e| Failure::other(format!("cannot start the built-in emulator: {e}")))?;
+                .map_err(|e| Error::other(format!("cannot start the built-in emulator: {e}")))?;
             let report = client.block_on(run_against(&emulator.base_url(), prepared, rebuild));
             // The client's tasks (and connections) go first: the emulator
             // waits for its connections to close.
@@ -250,7 +250,7 @@ fn exit_of(
     stopped_by: Option<StopSignal>,
     client: &ClientFailures,
     out: &Path,
-) -> Result<(), Failure> {
+) -> Result<(), Error> {
     let client_words = (client.count > 0).then(|| {
         format!(
             "{} request{} failed in arbor itself, not at the server (error class `client`; the \
@@ -265,8 +265,10 @@ fn exit_of(
         if let Some(words) = &client_words {
             eprintln!("error: {words}");
         }
-        return Err(Failure {
-            code: signal.exit_code(),
+        return Err(Error {
+            kind: Kind::Stopped {
+                signal: signal.number(),
+            },
             message: format!(
                 "stopped by {}; what ran is in {}",
                 signal.spoken(),
@@ -275,16 +277,13 @@ fn exit_of(
         });
     }
     match client_words {
-        Some(message) => Err(Failure {
-            code: CLIENT_FAILED,
+        Some(message) => Err(Error {
+            kind: Kind::ClientFailed,
             message,
         }),
         None => Ok(()),
     }
 }
-
-/// The exit code of a run whose client failed requests.
-pub const CLIENT_FAILED: u8 = 3;
 
 /// Without `--service`, a run against the built-in emulator is planned
 /// with the emulator's own timing (`fixed:TTFT:ITL`, the same formula),
@@ -309,12 +308,12 @@ fn plan_with_the_emulators_timing(
 /// The in-process emulator's flags do nothing against a server of one's
 /// own: refused (exit 2), naming the ones given, so that a benchmark never
 /// runs believing it injects faults or latency it does not.
-fn refuse_emulator_flags(explicit: &Explicit) -> Result<(), Failure> {
+fn refuse_emulator_flags(explicit: &Explicit) -> Result<(), Error> {
     let given = emulate::flags_given(explicit);
     if given.is_empty() {
         return Ok(());
     }
-    Err(Failure::input(format!(
+    Err(Error::input(format!(
         "{} {} the built-in emulator's and {} no effect with --endpoint: drop {}, or drop \
          --endpoint to run against the built-in emulator",
         given.join(", "),
@@ -334,7 +333,7 @@ pub async fn run_against(
     endpoint: &str,
     prepared: Prepared,
     rebuild: Rebuild,
-) -> Result<RunReport, Failure> {
+) -> Result<RunReport, Error> {
     let Prepared {
         workload,
         mut scheduler,
@@ -355,7 +354,7 @@ pub async fn run_against(
     let client = http_client(tls.as_ref())?;
     let headers = requests.auth.header_map();
     let url = at(endpoint, requests.api.path());
-    let new_target = || -> Result<Target, Failure> {
+    let new_target = || -> Result<Target, Error> {
         let mut target = Target::new(
             &url,
             &headers,
@@ -363,7 +362,7 @@ pub async fn run_against(
             requests.retries,
             tls.clone(),
         )
-        .map_err(|e| Failure::other(e.replace(&url, &redact_url(&url))))?;
+        .map_err(|e| Error::other(e.replace(&url, &redact_url(&url))))?;
         target.api = requests.api;
         Ok(target)
     };
@@ -419,7 +418,7 @@ pub async fn run_against(
                     ..live_config.clone()
                 })
             })
-            .collect::<Result<Vec<_>, Failure>>()?;
+            .collect::<Result<Vec<_>, Error>>()?;
         Some(threads::Crew::spawn(thread_schedulers, &workload, configs)?)
     };
     // From here on SIGINT, SIGTERM and SIGHUP stop the run instead of
@@ -510,7 +509,7 @@ pub async fn run_against(
                     )
                     .await,
                 ),
-                _ => Driven::Threads(Err(Failure::other("no records file"))),
+                _ => Driven::Threads(Err(Error::other("no records file"))),
             }
         };
         let listen = async {
@@ -546,10 +545,10 @@ pub async fn run_against(
     let records = match (sink, shared) {
         (Some(records), _) => records,
         (None, Some(shared)) => threads::records_back(shared)?,
-        (None, None) => return Err(Failure::other("no records file")),
+        (None, None) => return Err(Error::other("no records file")),
     };
     let written = records.finish().map_err(|e| {
-        Failure::other(format!(
+        Error::other(format!(
             "{}: cannot write: {e}",
             out_dir.join(output::RECORDS_FILE).display()
         ))
@@ -563,7 +562,7 @@ pub async fn run_against(
         }
     };
     let stopped = |e: live::LiveError| {
-        Failure::other(format!(
+        Error::other(format!(
             "the run stopped: {e} (records so far are in {dir}; `arbor summarize {dir}` sums \
              them up)",
             dir = out_dir.display()
@@ -602,7 +601,7 @@ pub async fn run_against(
 /// What drove the run: one loop on this thread, or the threads'.
 enum Driven {
     One(Result<RunOutcome, live::LiveError>),
-    Threads(Result<Vec<threads::Finished>, Failure>),
+    Threads(Result<Vec<threads::Finished>, Error>),
 }
 
 /// How the driver's loop ended.
@@ -622,9 +621,11 @@ fn abandoned(
     first: StopSignal,
     second: StopSignal,
     rebuild: Rebuild,
-) -> Result<RunReport, Failure> {
-    let quit = |how: String| Failure {
-        code: first.exit_code(),
+) -> Result<RunReport, Error> {
+    let quit = |how: String| Error {
+        kind: Kind::Stopped {
+            signal: first.number(),
+        },
         message: format!(
             "stopped by {}, then quit by a second {} during the grace: {how}",
             first.spoken(),
@@ -662,17 +663,17 @@ fn abandoned(
 
 /// The client of everything but the requests: model discovery and the
 /// server-metrics probe, and (one of its own) the scraper's thread.
-fn http_client(tls: Option<&Arc<ClientConfig>>) -> Result<reqwest::Client, Failure> {
+fn http_client(tls: Option<&Arc<ClientConfig>>) -> Result<reqwest::Client, Error> {
     crate::endpoint::reqwest_builder(tls)
         .pool_max_idle_per_host(usize::MAX)
         .build()
-        .map_err(|e| Failure::other(format!("cannot build the HTTP client: {e}")))
+        .map_err(|e| Error::other(format!("cannot build the HTTP client: {e}")))
 }
 
 /// Removes a file left by an earlier run, if there is one.
-fn remove_stale(path: &std::path::Path) -> Result<(), Failure> {
+fn remove_stale(path: &std::path::Path) -> Result<(), Error> {
     match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Failure::other(format!(
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::other(format!(
             "{}: cannot remove the earlier run's file: {e}",
             path.display()
         ))),
@@ -694,7 +695,7 @@ mod tests {
             first: Some("connect: Too many open files (os error 24)".into()),
         };
         let failure = exit_of(None, &failed, out).err().unwrap();
-        assert_eq!(failure.code, CLIENT_FAILED);
+        assert_eq!(crate::exit::code(&failure), crate::exit::CLIENT_FAILED);
         for words in [
             "7 requests failed in arbor itself",
             "Too many open files",
@@ -707,13 +708,13 @@ mod tests {
             );
         }
         let failure = exit_of(Some(StopSignal::Term), &failed, out).err().unwrap();
-        assert_eq!(failure.code, 143);
+        assert_eq!(crate::exit::code(&failure), 143);
         assert!(
             failure.message.contains("stopped by SIGTERM"),
             "{}",
             failure.message
         );
         let failure = exit_of(Some(StopSignal::Hup), &none, out).err().unwrap();
-        assert_eq!(failure.code, 129);
+        assert_eq!(crate::exit::code(&failure), 129);
     }
 }

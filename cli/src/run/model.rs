@@ -13,14 +13,14 @@ use serde_json::Value;
 use crate::endpoint::{
     at, first_model_id, read_capped, redact_url, without_url, MODELS_BODY_CAP, MODEL_ID_CAP,
 };
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// The first model id the server lists at `/v1/models`.
 pub async fn discover(
     client: &reqwest::Client,
     endpoint: &str,
     headers: &HeaderMap,
-) -> Result<String, Failure> {
+) -> Result<String, Error> {
     let url = at(endpoint, "/v1/models");
     let shown = redact_url(&url);
     let response = client
@@ -30,33 +30,33 @@ pub async fn discover(
         .send()
         .await
         .map_err(|e| {
-            Failure::other(format!(
+            Error::other(format!(
                 "cannot ask {shown} for the model (pass --model to skip): {}",
                 without_url(&e)
             ))
         })?;
     let status = response.status();
     if !status.is_success() {
-        return Err(Failure::other(format!(
+        return Err(Error::other(format!(
             "{shown} answered HTTP {}: pass --model M",
             status.as_u16()
         )));
     }
     let body = read_capped(response, MODELS_BODY_CAP)
         .await
-        .map_err(|why| Failure::other(format!("{shown}: {why}: pass --model M")))?;
+        .map_err(|why| Error::other(format!("{shown}: {why}: pass --model M")))?;
     let body: Value = serde_json::from_slice(&body).map_err(|e| {
-        Failure::other(format!(
+        Error::other(format!(
             "{shown} did not answer with JSON ({e}): pass --model M"
         ))
     })?;
     let id = first_model_id(&body).ok_or_else(|| {
-        Failure::other(format!(
+        Error::other(format!(
             "{shown} lists no models (expected {{\"data\":[{{\"id\":...}}]}}): pass --model M"
         ))
     })?;
     if id.len() > MODEL_ID_CAP {
-        return Err(Failure::other(format!(
+        return Err(Error::other(format!(
             "{shown}: the first model id is {} bytes, over the {MODEL_ID_CAP}-byte cap on a \
              model id: pass --model M",
             id.len()
@@ -92,7 +92,7 @@ mod tests {
         format!("http://{addr}")
     }
 
-    fn discover_from(base: &str) -> Result<String, Failure> {
+    fn discover_from(base: &str) -> Result<String, Error> {
         let runtime = crate::runtime::client().ok().unwrap();
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
         runtime.block_on(discover(&client, base, &HeaderMap::new()))

@@ -28,8 +28,8 @@ use nix::fcntl::{Flock, FlockArg};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::failure::Failure;
 use crate::server_metrics::ServerMetrics;
+use arbor_error::Error;
 
 use super::config::RunConfig;
 use super::journal::{RunEnd, RunStart};
@@ -63,10 +63,10 @@ pub struct Claimed {
 impl OutputDir {
     /// Refuses a path that is a file, or a directory with anything in it
     /// (unless `force`). Creates nothing.
-    pub fn check(path: PathBuf, force: bool) -> Result<OutputDir, Failure> {
+    pub fn check(path: PathBuf, force: bool) -> Result<OutputDir, Error> {
         if path.exists() {
             if !path.is_dir() {
-                return Err(Failure::input(format!(
+                return Err(Error::input(format!(
                     "--out {}: exists and is not a directory",
                     path.display()
                 )));
@@ -88,10 +88,10 @@ impl OutputDir {
     /// pid (when it has written it: it does so just after taking the lock);
     /// so is one that filled up since [`OutputDir::check`] (a run that
     /// finished in it meanwhile), unless `--force`.
-    pub fn create(self) -> Result<Claimed, Failure> {
+    pub fn create(self) -> Result<Claimed, Error> {
         let path = self.path;
         fs::create_dir_all(&path)
-            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
+            .map_err(|e| Error::other(format!("{}: cannot create: {e}", path.display())))?;
         let lock_path = path.join(LOCK_FILE);
         let file = OpenOptions::new()
             .create(true)
@@ -99,7 +99,7 @@ impl OutputDir {
             .read(true)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", lock_path.display())))?;
+            .map_err(|e| Error::other(format!("{}: cannot create: {e}", lock_path.display())))?;
         let mut lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(lock) => lock,
             Err((mut file, Errno::EAGAIN)) => {
@@ -109,14 +109,14 @@ impl OutputDir {
                     .trim()
                     .parse::<u32>()
                     .map_or_else(|_| String::new(), |pid| format!(" (pid {pid})"));
-                return Err(Failure::input(format!(
+                return Err(Error::input(format!(
                     "--out {}: another arbor run{pid} is writing this directory (it holds \
                      {LOCK_FILE}); choose another --out, or wait for that run to end",
                     path.display()
                 )));
             }
             Err((_, e)) => {
-                return Err(Failure::other(format!(
+                return Err(Error::other(format!(
                     "{}: cannot lock: {e}",
                     lock_path.display()
                 )))
@@ -127,22 +127,22 @@ impl OutputDir {
         }
         lock.set_len(0)
             .and_then(|()| lock.write_all(format!("{}\n", std::process::id()).as_bytes()))
-            .map_err(|e| Failure::other(format!("{}: cannot write: {e}", lock_path.display())))?;
+            .map_err(|e| Error::other(format!("{}: cannot write: {e}", lock_path.display())))?;
         Ok(Claimed { path, _lock: lock })
     }
 }
 
 /// Whether `dir` holds anything but its [`LOCK_FILE`].
-fn has_content(dir: &Path) -> Result<bool, Failure> {
+fn has_content(dir: &Path) -> Result<bool, Error> {
     let entries = fs::read_dir(dir)
-        .map_err(|e| Failure::input(format!("--out {}: cannot read: {e}", dir.display())))?;
+        .map_err(|e| Error::input(format!("--out {}: cannot read: {e}", dir.display())))?;
     Ok(entries
         .flatten()
         .any(|entry| entry.file_name() != LOCK_FILE))
 }
 
-fn not_empty(dir: &Path) -> Failure {
-    Failure::input(format!(
+fn not_empty(dir: &Path) -> Error {
+    Error::input(format!(
         "--out {}: exists and is not empty (choose another directory, or --force to overwrite \
          arbor's files in it)",
         dir.display()
@@ -175,14 +175,14 @@ pub struct RecordsFile {
 }
 
 impl RecordsFile {
-    pub fn create(dir: &Path, collector: Collector) -> Result<RecordsFile, Failure> {
+    pub fn create(dir: &Path, collector: Collector) -> Result<RecordsFile, Error> {
         let path = dir.join(RECORDS_FILE);
         let file = OpenOptions::new()
             .create(true)
             .write(true)
             .truncate(true)
             .open(&path)
-            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
+            .map_err(|e| Error::other(format!("{}: cannot create: {e}", path.display())))?;
         Ok(RecordsFile {
             file,
             pending: Vec::with_capacity(64 * 1024),
@@ -488,9 +488,9 @@ impl Summary {
     }
 
     /// Pretty JSON with a final newline: the bytes of `summary.json`.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, Failure> {
+    pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
         let mut text = serde_json::to_vec_pretty(self)
-            .map_err(|e| Failure::other(format!("{SUMMARY_FILE}: cannot serialize: {e}")))?;
+            .map_err(|e| Error::other(format!("{SUMMARY_FILE}: cannot serialize: {e}")))?;
         text.push(b'\n');
         Ok(text)
     }
@@ -560,12 +560,19 @@ mod tests {
         );
         fs::write(dir.join("x"), "x").unwrap();
         assert_eq!(
-            OutputDir::check(dir.clone(), false).err().map(|f| f.code),
+            OutputDir::check(dir.clone(), false)
+                .err()
+                .map(|f| crate::exit::code(&f)),
             Some(2)
         );
         assert!(OutputDir::check(dir.clone(), true).is_ok());
         let file = dir.join("x");
-        assert_eq!(OutputDir::check(file, true).err().map(|f| f.code), Some(2));
+        assert_eq!(
+            OutputDir::check(file, true)
+                .err()
+                .map(|f| crate::exit::code(&f)),
+            Some(2)
+        );
         let _ = fs::remove_dir_all(&dir);
     }
 
@@ -581,7 +588,7 @@ mod tests {
             std::process::id().to_string()
         );
         let refused = second.clone().create().err().unwrap();
-        assert_eq!(refused.code, 2);
+        assert_eq!(crate::exit::code(&refused), 2);
         assert!(
             refused
                 .message

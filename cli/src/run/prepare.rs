@@ -13,13 +13,13 @@ use arbor_engine::Workload;
 
 use crate::args::{MetricsArgs, RunArgs};
 use crate::endpoint::{Auth, RequestOptions};
-use crate::failure::Failure;
 use crate::inputs;
 use crate::page::planned::PlannedLoad;
 use crate::progress;
 use crate::report::describe_fit;
 use crate::scenario::Applied;
 use crate::sharding::ShardConfig;
+use arbor_error::Error;
 
 use super::config::RunConfig;
 use super::journal::Planned;
@@ -59,7 +59,7 @@ pub fn prepare(
     args: &RunArgs,
     scenario: Option<Applied>,
     emulator_in_process: bool,
-) -> Result<Prepared, Failure> {
+) -> Result<Prepared, Error> {
     let mut requests = request_options(args)?;
     // The recipe always busts the cache.
     requests.cache_bust |= scenario.is_some();
@@ -136,7 +136,7 @@ pub fn prepare(
     })
 }
 
-fn request_options(args: &RunArgs) -> Result<RequestOptions, Failure> {
+fn request_options(args: &RunArgs) -> Result<RequestOptions, Error> {
     let r = &args.request;
     Ok(RequestOptions {
         model: r.model.clone().filter(|m| !m.is_empty()),

@@ -11,8 +11,8 @@ use arbor_backends::live::record::TokenSource;
 use serde::Deserialize;
 
 use super::summary::Facts;
-use crate::failure::Failure;
 use crate::records_file::{for_each_line, not_a_record, Lines};
+use arbor_error::Error;
 
 /// What a line of `records.jsonl` says, as far as a summary reads it.
 #[derive(Debug, Clone, Deserialize)]
@@ -99,7 +99,7 @@ impl RecordLine {
 /// Reads `path`, handing every record to `each` in file order (the
 /// shared rules of [`crate::records_file`]: an error names the file and
 /// the line; a torn last line is skipped and reported).
-pub fn read(path: &Path, mut each: impl FnMut(&RecordLine)) -> Result<Lines, Failure> {
+pub fn read(path: &Path, mut each: impl FnMut(&RecordLine)) -> Result<Lines, Error> {
     for_each_line(path, |_, text| {
         let line: RecordLine = serde_json::from_str(text).map_err(|e| not_a_record(&e))?;
         each(&line);

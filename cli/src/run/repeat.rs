@@ -11,20 +11,15 @@ use std::path::Path;
 
 use crate::aggregate::{self, RepeatOf, RepeatPlan};
 use crate::args::RunArgs;
-use crate::failure::Failure;
 use crate::scenario::Explicit;
 use crate::stdout;
+use arbor_error::Error;
 
 use super::output::OutputDir;
 use super::{exit_of, prepare, run_once, Rebuild};
 
 /// The sequence of `runs` runs.
-pub fn run(
-    args: &RunArgs,
-    runs: u32,
-    explicit: &Explicit,
-    rebuild: Rebuild,
-) -> Result<(), Failure> {
+pub fn run(args: &RunArgs, runs: u32, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Error> {
     let out = args
         .out
         .clone()
@@ -78,7 +73,7 @@ fn global_seed(args: &RunArgs, explicit: &Explicit) -> u64 {
 /// `OUT/report.html`: the runs that wrote a summary overlaid on one page
 /// under the aggregate's spread (`arbor report OUT`'s). A page that cannot
 /// be written is a warning: the runs and the aggregate are what count.
-fn overlay_page(aggregate: &aggregate::Aggregate, out: &Path) -> Result<(), Failure> {
+fn overlay_page(aggregate: &aggregate::Aggregate, out: &Path) -> Result<(), Error> {
     if aggregate.runs.iter().all(|r| r.summary.is_none()) {
         return Ok(());
     }

@@ -10,7 +10,7 @@
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 /// A signal that stops a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,12 +39,6 @@ impl StopSignal {
         }
     }
 
-    /// 128 + the number: what a shell reports for a process the signal
-    /// ended (130, 143, 129).
-    pub fn exit_code(self) -> u8 {
-        128 + self.number()
-    }
-
     /// How a user says it in a sentence.
     pub fn spoken(self) -> &'static str {
         match self {
@@ -66,10 +60,9 @@ pub struct Signals {
 
 impl Signals {
     /// Installs the handlers (on the current tokio runtime).
-    pub fn install() -> Result<Signals, Failure> {
+    pub fn install() -> Result<Signals, Error> {
         let handler = |kind: SignalKind| {
-            signal(kind)
-                .map_err(|e| Failure::other(format!("cannot install a signal handler: {e}")))
+            signal(kind).map_err(|e| Error::other(format!("cannot install a signal handler: {e}")))
         };
         Ok(Signals {
             int: handler(SignalKind::interrupt())?,
@@ -94,10 +87,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exit_codes_follow_the_shell() {
-        assert_eq!(StopSignal::Int.exit_code(), 130);
-        assert_eq!(StopSignal::Term.exit_code(), 143);
-        assert_eq!(StopSignal::Hup.exit_code(), 129);
+    fn numbers_are_the_unix_ones() {
+        assert_eq!(StopSignal::Int.number(), 2);
+        assert_eq!(StopSignal::Term.number(), 15);
+        assert_eq!(StopSignal::Hup.number(), 1);
         assert_eq!(StopSignal::Hup.name(), "SIGHUP");
     }
 }

@@ -31,9 +31,9 @@ use arbor_engine::scheduler::Scheduler;
 use arbor_engine::Workload;
 use tokio::sync::{oneshot, watch};
 
-use crate::failure::Failure;
 use crate::inputs;
 use crate::runtime;
+use arbor_error::Error;
 
 use super::journal::RunEnd;
 use super::output::{self, RecordsFile};
@@ -50,7 +50,7 @@ pub fn count(
     policy: &Policy,
     emulator_in_process: bool,
     items: u64,
-) -> Result<u32, Failure> {
+) -> Result<u32, Error> {
     let wanted = match flag {
         Some(n) => n,
         None => available().saturating_sub(u32::from(emulator_in_process)),
@@ -61,7 +61,7 @@ pub fn count(
     }
     if let Some(words) = unsplittable(policy) {
         if flag.is_some() {
-            return Err(Failure::input(format!(
+            return Err(Error::input(format!(
                 "{words} with --threads {wanted}: {}; give --threads 1, or leave --threads out \
                  (then the run takes one thread)",
                 why(policy)
@@ -135,12 +135,12 @@ pub fn items(scheduler: &Scheduler) -> u64 {
 /// Thread `j` of `n`'s policy: stripe `j/n` of the plan (of this shard's
 /// stripe under `--shard I/M`: `I + M·j` of `M·n`, whose union over `j` is
 /// the shard), and its share of `--max-inflight`.
-pub fn policy_of(policy: &Policy, j: u32, n: u32) -> Result<Policy, Failure> {
+pub fn policy_of(policy: &Policy, j: u32, n: u32) -> Result<Policy, Error> {
     let shard = match policy.shard {
         None => Shard { index: j, count: n },
         Some(s) => {
             let too_many = || {
-                Failure::input(format!(
+                Error::input(format!(
                     "--shard {s} with --threads {n}: {} stripes are more than can be counted",
                     u64::from(s.count) * u64::from(n)
                 ))
@@ -170,7 +170,7 @@ pub fn schedulers(
     compiled: &CompiledWorkload,
     policy: &Policy,
     n: u32,
-) -> Result<Vec<Scheduler>, Failure> {
+) -> Result<Vec<Scheduler>, Error> {
     if n <= 1 {
         return Ok(Vec::new());
     }
@@ -246,7 +246,7 @@ impl Crew {
         schedulers: Vec<Scheduler>,
         workload: &Arc<Workload>,
         configs: Vec<LiveConfig>,
-    ) -> Result<Crew, Failure> {
+    ) -> Result<Crew, Error> {
         let (halt, halted) = watch::channel(Halt::Run);
         let mut crew = Crew {
             handles: Vec::new(),
@@ -271,7 +271,7 @@ impl Crew {
             let handle = std::thread::Builder::new()
                 .name(format!("arbor-client-{j}"))
                 .spawn(move || thread.run())
-                .map_err(|e| Failure::other(format!("cannot start client thread {j}: {e}")))?;
+                .map_err(|e| Error::other(format!("cannot start client thread {j}: {e}")))?;
             crew.handles.push(handle);
             crew.ready.push(ready_rx);
             crew.go.push(go_tx);
@@ -281,12 +281,12 @@ impl Crew {
     }
 
     /// Waits until every thread has warmed its pool.
-    pub async fn ready(&mut self) -> Result<(), Failure> {
+    pub async fn ready(&mut self) -> Result<(), Error> {
         for (j, ready) in self.ready.drain(..).enumerate() {
             match ready.await {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(Failure::other(format!("client thread {j}: {e}"))),
-                Err(_) => return Err(Failure::other(format!("client thread {j} ended early"))),
+                Ok(Err(e)) => return Err(Error::other(format!("client thread {j}: {e}"))),
+                Err(_) => return Err(Error::other(format!("client thread {j} ended early"))),
             }
         }
         Ok(())
@@ -298,7 +298,7 @@ impl Crew {
         &mut self,
         go: Go,
         stop: impl std::future::Future<Output = ()>,
-    ) -> Result<Vec<Finished>, Failure> {
+    ) -> Result<Vec<Finished>, Error> {
         for tx in self.go.drain(..) {
             let _ = tx.send(go.clone());
         }
@@ -309,7 +309,7 @@ impl Crew {
             for (j, rx) in receivers.into_iter().enumerate() {
                 finished.push(
                     rx.await
-                        .map_err(|_| Failure::other(format!("client thread {j} failed")))?,
+                        .map_err(|_| Error::other(format!("client thread {j} failed")))?,
                 );
             }
             Ok(finished)
@@ -456,10 +456,10 @@ impl RecordSink for ThreadSink {
 }
 
 /// The shared file back, once every thread is done with it.
-pub fn records_back(shared: Arc<Mutex<RecordsFile>>) -> Result<RecordsFile, Failure> {
+pub fn records_back(shared: Arc<Mutex<RecordsFile>>) -> Result<RecordsFile, Error> {
     Arc::try_unwrap(shared)
         .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
-        .map_err(|_| Failure::other("a client thread still holds records.jsonl"))
+        .map_err(|_| Error::other("a client thread still holds records.jsonl"))
 }
 
 #[cfg(test)]
@@ -532,7 +532,7 @@ mod tests {
             ..Policy::default()
         };
         let refused = count(Some(2), &idle, false, 100).err().unwrap();
-        assert_eq!(refused.code, 2);
+        assert_eq!(crate::exit::code(&refused), 2);
         assert!(refused.message.contains("--idle-gap-cap with --threads 2"));
         assert_eq!(count(None, &idle, false, 100).unwrap(), 1);
         assert_eq!(count(Some(1), &idle, false, 100).unwrap(), 1);

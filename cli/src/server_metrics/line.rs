@@ -21,7 +21,7 @@ use std::path::Path;
 use arbor_engine::time::Nanos;
 use serde::{Deserialize, Serialize};
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 pub const METRICS_FILE: &str = "metrics.jsonl";
 
@@ -76,10 +76,9 @@ impl Line {
 
 /// Calls `f` with every line of `dir/metrics.jsonl`, in order. `Ok(false)`
 /// when there is no such file (the run scraped nothing).
-pub fn read(dir: &Path, mut f: impl FnMut(Line)) -> Result<bool, Failure> {
+pub fn read(dir: &Path, mut f: impl FnMut(Line)) -> Result<bool, Error> {
     let path = dir.join(METRICS_FILE);
-    let cannot =
-        |e: std::io::Error| Failure::input(format!("{}: cannot read: {e}", path.display()));
+    let cannot = |e: std::io::Error| Error::input(format!("{}: cannot read: {e}", path.display()));
     let file = match std::fs::File::open(&path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
@@ -98,7 +97,7 @@ pub fn read(dir: &Path, mut f: impl FnMut(Line)) -> Result<bool, Failure> {
             continue;
         }
         let line: Line = serde_json::from_str(&raw).map_err(|e| {
-            Failure::input(format!(
+            Error::input(format!(
                 "{} line {number}: not a metrics line: {e}",
                 path.display()
             ))

@@ -24,7 +24,7 @@ use tokio::sync::oneshot;
 use tokio::time::MissedTickBehavior;
 
 use crate::endpoint::without_url;
-use crate::failure::Failure;
+use arbor_error::Error;
 
 use super::exposition::{self, Sample};
 use super::line::{Line, METRICS_FILE};
@@ -65,10 +65,10 @@ impl Scraper {
         settings: Settings,
         client: reqwest::Client,
         dir: &Path,
-    ) -> Result<Scraper, Failure> {
+    ) -> Result<Scraper, Error> {
         let path = dir.join(METRICS_FILE);
         let file = File::create(&path)
-            .map_err(|e| Failure::other(format!("{}: cannot create: {e}", path.display())))?;
+            .map_err(|e| Error::other(format!("{}: cannot create: {e}", path.display())))?;
         let (stop, stopped) = oneshot::channel();
         let (ready, started) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -85,7 +85,7 @@ impl Scraper {
                     stopped,
                 ))
             })
-            .map_err(|e| Failure::other(format!("cannot start the metrics scraper: {e}")))?;
+            .map_err(|e| Error::other(format!("cannot start the metrics scraper: {e}")))?;
         let mut scraper = Scraper {
             stop: Some(stop),
             thread: Some(thread),
@@ -96,7 +96,7 @@ impl Scraper {
                 .stop_and_join()
                 .err()
                 .map_or_else(|| "it stopped".to_string(), |e| e.to_string());
-            return Err(Failure::other(format!(
+            return Err(Error::other(format!(
                 "{}: the metrics scraper could not start: {why}",
                 path.display()
             )));

@@ -19,7 +19,7 @@ use arbor_engine::time::Nanos;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::failure::Failure;
+use arbor_error::Error;
 
 use super::line::{self, Line, Outcome};
 use super::names::{Combine, Kind, Metric};
@@ -203,7 +203,7 @@ impl Tally {
 impl ServerMetrics {
     /// The section of the run in `dir`, from its `metrics.jsonl`; `None`
     /// when the run scraped nothing (no such file).
-    pub fn of_run_dir(dir: &Path) -> Result<Option<ServerMetrics>, Failure> {
+    pub fn of_run_dir(dir: &Path) -> Result<Option<ServerMetrics>, Error> {
         let mut tally = Tally::default();
         let found = line::read(dir, |l| tally.add(l))?;
         Ok(found.then(|| tally.finish()))

@@ -28,8 +28,8 @@ use std::path::Path;
 use super::output::Output;
 use super::records;
 use crate::aggregate::runs::RunState;
-use crate::failure::Failure;
 use aggregate::{AggregateProfile, AGGREGATE_FILE};
+use arbor_error::Error;
 use profile::{Measured, Profile};
 use request::Request;
 use run_summary::RunSummary;
@@ -39,12 +39,12 @@ pub const PROFILE_FILE: &str = "profile_export_aiperf.json";
 pub const RECORDS_FILE: &str = "profile_export.jsonl";
 
 /// Writes both files into `dir` (created if missing); the report's line.
-pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Failure> {
+pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Error> {
     records::check_dir(run_dir)?;
     let summary = RunSummary::read(run_dir)?;
     let epoch_ns = summary.epoch_unix_ns().unwrap_or(0);
     std::fs::create_dir_all(dir)
-        .map_err(|e| Failure::other(format!("{}: cannot create: {e}", dir.display())))?;
+        .map_err(|e| Error::other(format!("{}: cannot create: {e}", dir.display())))?;
     let mut lines_out = Output::create(&dir.join(RECORDS_FILE))?;
     let mut measured = Measured::default();
     let mut lines = 0usize;
@@ -90,7 +90,7 @@ pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Failure> {
 /// Writes the aggregate of the `--repeat` directory `repeat_dir` into
 /// `dir`, and each run that wrote a summary into `dir/run-k`; the
 /// report's lines. Writes nothing into `repeat_dir`.
-pub fn write_repeat(repeat_dir: &Path, dir: &Path) -> Result<Vec<String>, Failure> {
+pub fn write_repeat(repeat_dir: &Path, dir: &Path) -> Result<Vec<String>, Error> {
     let aggregate = crate::aggregate::resolve(repeat_dir)?;
     let mut report = Vec::new();
     for run in &aggregate.runs {
@@ -119,7 +119,7 @@ pub fn write_repeat(repeat_dir: &Path, dir: &Path) -> Result<Vec<String>, Failur
 
 /// Writes `value` as pretty JSON to `path`; nothing is left behind on
 /// failure.
-fn write_pretty<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Failure> {
+fn write_pretty<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Error> {
     let mut out = Output::create(path)?;
     match serde_json::to_writer_pretty(out.writer(), value) {
         Ok(()) => out.finish(),

@@ -11,8 +11,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::failure::Failure;
 use crate::run::output::SUMMARY_FILE;
+use arbor_error::Error;
 
 /// What the export reads of `summary.json`.
 #[derive(Debug, Clone, Deserialize)]
@@ -62,10 +62,10 @@ pub struct Throughput {
 impl RunSummary {
     /// Reads `dir/summary.json`: missing or not a summary is an input
     /// error (exit 2) naming the file.
-    pub fn read(dir: &Path) -> Result<RunSummary, Failure> {
+    pub fn read(dir: &Path) -> Result<RunSummary, Error> {
         let path = dir.join(SUMMARY_FILE);
         let text = std::fs::read_to_string(&path).map_err(|e| {
-            Failure::input(format!(
+            Error::input(format!(
                 "{}: cannot read ({e}); --aiperf needs the summary.json `arbor run` writes \
                  (`arbor summarize {}` rebuilds it)",
                 path.display(),
@@ -73,7 +73,7 @@ impl RunSummary {
             ))
         })?;
         let bad = |e: serde_json::Error| {
-            Failure::input(format!(
+            Error::input(format!(
                 "{}: expected the summary.json of `arbor run` (docs/run.md): {e}",
                 path.display()
             ))

@@ -1,0 +1,38 @@
+//! The one mapping from an [`Error`]'s kind to `arbor`'s exit code
+//! (docs/cli.md): 2 bad flags or inputs, 1 anything else, 3 a run that
+//! finished but whose client failed requests, 128 + the signal that
+//! stopped a run (what a shell reports: 130 for SIGINT, 143 for SIGTERM).
+
+use arbor_error::{Error, Kind};
+
+/// The exit code of a run whose client failed requests.
+pub const CLIENT_FAILED: u8 = 3;
+
+/// The exit code `error` deserves.
+pub fn code(error: &Error) -> u8 {
+    match error.kind {
+        Kind::Input => 2,
+        Kind::Other => 1,
+        Kind::ClientFailed => CLIENT_FAILED,
+        Kind::Stopped { signal } => 128u8.saturating_add(signal),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_the_docs_and_the_shell() {
+        let with = |kind| Error {
+            kind,
+            message: String::new(),
+        };
+        assert_eq!(code(&Error::input("x")), 2);
+        assert_eq!(code(&Error::other("x")), 1);
+        assert_eq!(code(&with(Kind::ClientFailed)), 3);
+        assert_eq!(code(&with(Kind::Stopped { signal: 2 })), 130);
+        assert_eq!(code(&with(Kind::Stopped { signal: 15 })), 143);
+        assert_eq!(code(&with(Kind::Stopped { signal: 1 })), 129);
+    }
+}
