@@ -1140,11 +1140,15 @@ fn cli_problems(
     let mut problems = Vec::new();
     for (name, places) in &used {
         if !target.contains(name) && !moving.contains(name) {
-            let places: Vec<&str> = places.iter().map(String::as_str).collect();
+            let mut shown: Vec<&str> = places.iter().take(3).map(String::as_str).collect();
+            let more = format!("and {} more", places.len().saturating_sub(3));
+            if places.len() > 3 {
+                shown.push(&more);
+            }
             problems.push(format!(
                 "cli uses `{name}` ({}): cli may use only the facade `arbor`, {} and std \
                  (CLI_MAY_USE); reach the domain through the facade",
-                places.join(", "),
+                shown.join(", "),
                 may_use
                     .iter()
                     .filter(|c| **c != "arbor")
