@@ -13,7 +13,7 @@ use arbor_engine::stats::nearest_rank;
 use arbor_engine::time::Nanos;
 
 use super::replay::Served;
-use super::runs::Observed;
+use super::request::Observed;
 
 /// A latency metric calibration compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

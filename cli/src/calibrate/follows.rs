@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use super::runs::{After, Observed};
+use super::request::{After, Observed};
 
 /// Sets every request's `after` from the requests of its thread. One
 /// sort by end and one by send per thread, then a single sweep: a

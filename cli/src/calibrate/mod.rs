@@ -2,14 +2,16 @@
 //! from live runs' records (docs/capacity.md, "Calibration").
 //!
 //! Modules, each used only by those after it: [`nnls`] (the
-//! Lawson–Hanson solver), [`runs`] (run directories read into requests),
-//! [`limits`] (the engine limits: flags, or the server's scraped
-//! `cache_config_info`), [`timeline`] (each step's batch rebuilt from the
-//! records), [`stage_a`] (least squares over decode and lone-prefill
-//! rows, the knee search), [`replay`] (the runs replayed through the
-//! server model), [`fit_error`] (p50/p90 of TTFT, ITL, E2E, predicted
-//! against measured) and [`stage_b`] (bounded correction factors by
-//! replay). This module runs them in order, prints what each found and
+//! Lawson–Hanson solver), [`request`] (a request as the client measured
+//! it), [`follows`] (which request each was sent after), [`runs`] (run
+//! directories read into requests), [`limits`] (the engine limits:
+//! flags, or the server's scraped `cache_config_info`), [`timeline`]
+//! (each step's batch rebuilt from the records), [`stage_a`] (least
+//! squares over decode and lone-prefill rows, the knee search),
+//! [`replay`] (the runs replayed through the server model),
+//! [`fit_error`] (p50/p90 of TTFT, ITL, E2E, predicted against measured)
+//! and [`stage_b`] (bounded correction factors by replay). This module
+//! runs them in order, prints what each found and
 //! writes the profile. Of the other commands it uses only `run`'s UTC
 //! stamp (for the label); it writes nothing into a run directory.
 
@@ -18,6 +20,7 @@ mod follows;
 mod limits;
 mod nnls;
 mod replay;
+mod request;
 mod runs;
 mod stage_a;
 mod stage_b;

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use arbor_engine::time::Nanos;
 
-use super::runs::Observed;
+use super::request::Observed;
 use arbor_sim::server::{ModelEvent, ModelRequest, Profile, ServerModel};
 
 /// One request as the model served it.
@@ -187,7 +187,7 @@ mod tests {
         first.thread = 1;
         let mut second = Observed::stamped(1_001 * MS, 1_100 * MS, 1_200 * MS, 120, 8);
         second.thread = 1;
-        second.after = Some(super::super::runs::After {
+        second.after = Some(super::super::request::After {
             request: 0,
             wait: MS,
         });

@@ -4,15 +4,16 @@
 //! counter) and of the run
 //! (`run.json`'s model and server, for the profile's label).
 //!
-//! Owns the calibration's view of a record; reads `records.jsonl` through
-//! `records_file`, the only reader of that file, and `metrics.jsonl`
-//! through `server_metrics::line`. Times become integer nanoseconds here,
-//! once.
+//! Owns turning a record into the calibration's view of it (the type is
+//! `request`'s); reads `records.jsonl` through `records_file`, the only
+//! reader of that file, and `metrics.jsonl` through `server_metrics::line`.
+//! Times become integer nanoseconds here, once; `follows` then links the
+//! requests.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use arbor_engine::time::{secs_to_nanos, Nanos};
+use arbor_engine::time::secs_to_nanos;
 use serde::Deserialize;
 
 use crate::records_file::{self, RECORDS_FILE};
@@ -20,67 +21,7 @@ use crate::server_metrics::line;
 use crate::server_metrics::names::Metric;
 use arbor_error::Error;
 
-/// One request of a live run, as the client measured it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Observed {
-    /// The conversation it continues: turns of one agent of one play
-    /// share it, and the prompt of a later turn extends an earlier one's
-    /// (the replay's prefix keys are built from it).
-    pub chain: u64,
-    /// A warmup (served, so part of the load; never measured).
-    pub warmup: bool,
-    pub sent: Nanos,
-    /// The first content chunk.
-    pub first: Nanos,
-    pub done: Nanos,
-    /// Every content chunk's arrival, when the run recorded one chunk per
-    /// output token; empty otherwise (the timeline then places the tokens
-    /// between `first` and `done`).
-    pub content: Vec<Nanos>,
-    pub isl: u32,
-    pub osl: u32,
-    /// Prompt tokens the server said it found in its prefix cache.
-    pub cached: Option<u32>,
-    /// What its send waited on: the lane of a closed loop, else the play
-    /// (`follows` links each request to the one it was sent after).
-    pub thread: u64,
-    /// The request of the same thread it was sent after, and how long
-    /// after that one's end (`follows::link`); `None`: sent on its own.
-    pub after: Option<After>,
-}
-
-/// A request's predecessor in its thread: its index in the run's
-/// requests, and the recorded wait from its end to the send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct After {
-    pub request: usize,
-    pub wait: Nanos,
-}
-
-impl Observed {
-    pub fn ttft(&self) -> Nanos {
-        self.first - self.sent
-    }
-
-    /// A request of one conversation with no stamped chunks and nothing
-    /// cached (the modules' tests).
-    #[cfg(test)]
-    pub fn stamped(sent: Nanos, first: Nanos, done: Nanos, isl: u32, osl: u32) -> Observed {
-        Observed {
-            chain: 0,
-            warmup: false,
-            sent,
-            first,
-            done,
-            content: Vec::new(),
-            isl,
-            osl,
-            cached: None,
-            thread: 0,
-            after: None,
-        }
-    }
-}
+use super::request::Observed;
 
 /// One run directory, read.
 #[derive(Debug, Clone)]

@@ -30,7 +30,7 @@
 use arbor_engine::time::Nanos;
 use arbor_sim::server::{StepCoefficients, StepFeatures};
 
-use super::runs::Observed;
+use super::request::Observed;
 
 /// How far apart the client may stamp the tokens of one step: a step's
 /// window reaches this much past its owner's stamps (at most half the
