@@ -24,13 +24,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arbor_backends::live::exchange::{execute, Target};
-use arbor_backends::live::record::{ErrorCategory, RequestError, Response};
 use arbor_backends::live::request::{build_body, Api, BodyConfig, MaxTokensField};
 use arbor_backends::live::stream::ConnectError;
 use arbor_backends::live::tls::ClientConfig;
 use arbor_engine::load;
 use arbor_engine::prompt::Prompt;
 use arbor_engine::Workload;
+use arbor_runs::record::{ErrorCategory, RequestError, Response};
 use reqwest::header::HeaderMap;
 use serde::Serialize;
 use serde_json::Value;

@@ -22,9 +22,9 @@ use arbor_engine::Workload;
 use arbor_sim::ServiceModel;
 
 use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
-use crate::data::manifest::Corpus;
 use crate::{data, sample, scenario};
 use arbor_error::Error;
+use arbor_formats::manifest::Corpus;
 
 /// What the inputs were, for reports.
 pub struct LoadedInput {

@@ -19,9 +19,9 @@ use serde::Serialize;
 
 use crate::args::InspectArgs;
 use crate::report::describe_fit;
-use crate::shape::{EdgeRole, TreeShape};
 use crate::stdout;
 use arbor_error::Error;
+use arbor_runs::shape::{EdgeRole, TreeShape};
 
 /// Inputs of at most this many trees list them without `--trees`.
 pub const LISTED_BY_DEFAULT: usize = 10;
@@ -175,7 +175,7 @@ fn agent_line(shape: &TreeShape, a: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shape::{AgentShape, EdgeShape};
+    use arbor_runs::shape::{AgentShape, EdgeShape};
 
     fn agent(id: &str, parent: Option<u32>, kind: &str, turns: u32) -> AgentShape {
         AgentShape {

@@ -41,7 +41,6 @@ mod page;
 mod plan;
 mod progress;
 mod record;
-mod records_file;
 mod report;
 mod run;
 mod runtime;
@@ -49,9 +48,6 @@ mod sample;
 mod scenario;
 mod schema;
 mod server_metrics;
-mod shape;
-mod shard_manifest;
-mod sharding;
 mod stdout;
 mod summarize;
 mod tokenizer;
@@ -103,8 +99,8 @@ fn main() -> ExitCode {
 
 /// `summarize`'s rebuild of a run directory's summary, handed to `run`
 /// (and `capacity`'s runs) for a second stop signal.
-fn rebuild_summary(dir: &std::path::Path) -> Result<run::output::Summary, Error> {
-    summarize::rebuild(dir).map(|rebuilt| rebuilt.summary)
+fn rebuild_summary(dir: &std::path::Path) -> Result<arbor_runs::output::Summary, Error> {
+    arbor_runs::summarize::rebuild(dir).map(|rebuilt| rebuilt.summary)
 }
 
 fn fail(error: Error) -> ExitCode {

@@ -14,9 +14,9 @@ use crate::args::PlanArgs;
 use crate::report::server::{Sample, ServerPrediction};
 use crate::report::{write_timeline, PlanReport, PlannedSubmission};
 use crate::scenario::{self, Explicit};
-use crate::shard_manifest::ShardManifest;
 use crate::{inputs, stdout};
 use arbor_error::Error;
+use arbor_runs::shard_manifest::ShardManifest;
 
 pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Error> {
     let mut policy_args = args.policy.clone();

@@ -1,9 +1,9 @@
 //! The plan report: what `arbor plan` prints (human or JSON) and the
 //! per-turn timeline it writes. Owns the numbers' definitions; computes
 //! them from the finished scheduler, never from the wall clock, so the same
-//! inputs and seed give the same bytes. Also owns the two parts `arbor
-//! run`'s summary shares with it: [`PolicySummary`] and [`Work`] (requests
-//! and tokens over a window, and their rates). The batching server
+//! inputs and seed give the same bytes. The two parts `arbor run`'s
+//! summary shares with it, [`PolicySummary`] and [`Work`], are
+//! `arbor_runs`'. The batching server
 //! model's predictions (`--service server:`) are [`server`]'s.
 
 use std::io::{self, Write};
@@ -13,13 +13,15 @@ use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::derive::Adjustments;
 use arbor_engine::fit::FitReport;
 use arbor_engine::inspect::AdjustmentSummary;
-use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::stats::{Distribution, Seconds};
 use arbor_engine::time::{nanos_to_secs, Nanos};
 use arbor_engine::{AgentKind, Workload};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+use arbor_runs::policy::PolicySummary;
+use arbor_runs::work::Work;
 
 use crate::breakdown::TimeBreakdown;
 
@@ -32,39 +34,6 @@ pub struct AgentCounts {
     pub root: u64,
     pub blocking: u64,
     pub background: u64,
-}
-
-/// Requests and tokens over a window, and their rates: the load a plan
-/// puts on a server (`demand`), or what a run's server did (`throughput`).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct Work {
-    pub requests: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub requests_per_s: f64,
-    pub input_tokens_per_s: f64,
-    pub output_tokens_per_s: f64,
-}
-
-impl Work {
-    /// The counts over `window` nanoseconds (rates 0 for an empty window).
-    pub fn over(window: Nanos, requests: u64, input_tokens: u64, output_tokens: u64) -> Work {
-        let per_s = |x: u64| {
-            if window == 0 {
-                0.0
-            } else {
-                x as f64 / nanos_to_secs(window)
-            }
-        };
-        Work {
-            requests,
-            input_tokens,
-            output_tokens,
-            requests_per_s: per_s(requests),
-            input_tokens_per_s: per_s(input_tokens),
-            output_tokens_per_s: per_s(output_tokens),
-        }
-    }
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -104,14 +73,14 @@ pub struct PlanReport {
     /// Under `--shard I/N`: the stripe and the rule each global policy
     /// followed (the `config.shard` of a run's summary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::sharding::ShardConfig>,
+    pub shard: Option<arbor_runs::sharding::ShardConfig>,
     /// `--isl-scale`/`--max-context`, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitReport>,
     /// The trace inputs' identity (docs/data.md, "Manifest"): absent for a
     /// synthetic workload alone or a stream (stdin, a FIFO).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub corpus: Option<crate::data::manifest::Corpus>,
+    pub corpus: Option<arbor_formats::manifest::Corpus>,
     /// Under `--scenario`: the validity stamp a run of this plan gets if
     /// it completes (docs/agentx.md, "Validity").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,75 +135,11 @@ pub struct PlannedSubmission {
 }
 
 impl PlannedSubmission {
-    pub fn of(applied: &crate::scenario::Applied) -> Self {
+    pub fn of(applied: &arbor_runs::recipe::Applied) -> Self {
         let invalid_reasons = applied.invalid_reasons();
         PlannedSubmission {
             valid_if_completed: invalid_reasons.is_empty(),
             invalid_reasons,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct PolicySummary {
-    pub tool_time: String,
-    pub think_time: String,
-    /// Absent from summaries written before the flag existed: as recorded.
-    #[serde(default = "recorded")]
-    pub other_time: String,
-    #[serde(default = "recorded")]
-    pub spawn_time: String,
-    #[serde(default = "recorded")]
-    pub join_time: String,
-    #[serde(default = "identity_scale")]
-    pub gap_scale: f64,
-    pub arrival: String,
-    pub copies: u32,
-    pub stagger: String,
-    pub max_inflight: Option<u32>,
-    pub sessions: Option<u32>,
-    #[serde(rename = "loop")]
-    pub loop_lanes: bool,
-    pub idle_gap_cap_s: Option<f64>,
-    pub duration_s: Option<f64>,
-    pub grace_s: f64,
-    pub overlap_tolerance_s: f64,
-    /// `--warmup-requests-per-lane K` (the accelerated cache warmup by
-    /// count); absent when 0.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub warmup_requests_per_lane: u32,
-    /// `--cache-warmup-duration` (the accelerated cache warmup by time);
-    /// absent when not given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_warmup_duration_s: Option<f64>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-impl PolicySummary {
-    /// The policy as `plan --json` and `summary.json` show it.
-    pub fn new(policy: &Policy, overlap_tolerance: Nanos) -> Self {
-        PolicySummary {
-            tool_time: policy.tool_time.to_string(),
-            think_time: policy.think_time.to_string(),
-            other_time: policy.other_time.to_string(),
-            spawn_time: policy.spawn_time.to_string(),
-            join_time: policy.join_time.to_string(),
-            gap_scale: policy.gap_scale.ppm as f64 / 1e6,
-            arrival: policy.arrival.to_string(),
-            copies: policy.copies,
-            stagger: policy.stagger.to_string(),
-            max_inflight: policy.max_inflight,
-            sessions: policy.sessions,
-            loop_lanes: policy.loop_lanes,
-            idle_gap_cap_s: policy.idle_gap_cap.map(nanos_to_secs),
-            duration_s: policy.duration.map(nanos_to_secs),
-            grace_s: nanos_to_secs(policy.grace),
-            overlap_tolerance_s: nanos_to_secs(overlap_tolerance),
-            warmup_requests_per_lane: policy.warmup_requests_per_lane,
-            cache_warmup_duration_s: policy.cache_warmup_duration.map(nanos_to_secs),
         }
     }
 }
@@ -258,14 +163,6 @@ pub fn describe_fit(fit: &FitReport) -> String {
         fit.largest_prompt_before,
         fit.largest_prompt_after
     )
-}
-
-fn recorded() -> String {
-    "recorded".into()
-}
-
-fn identity_scale() -> f64 {
-    1.0
 }
 
 fn agent_counts(workload: &Workload) -> AgentCounts {
@@ -339,7 +236,7 @@ impl PlanReport {
             seed: policy.seed,
             service,
             policy: PolicySummary::new(policy, overlap_tolerance),
-            shard: crate::sharding::ShardConfig::of(policy, scheduler.trees()).map(|s| {
+            shard: arbor_runs::sharding::ShardConfig::of(policy, scheduler.trees()).map(|s| {
                 // A turn waited for the cap (or still does).
                 let waited = scheduler
                     .slots()

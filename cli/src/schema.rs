@@ -12,15 +12,15 @@
 use std::fs;
 use std::path::Path;
 
-use arbor_backends::live::record::{RequestRecord, RECORDS_SCHEMA};
+use arbor_runs::record::{RequestRecord, RECORDS_SCHEMA};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 
 use crate::args::SchemaArgs;
 use crate::report::{PlanReport, PLAN_SCHEMA};
-use crate::run::output::{Summary, SUMMARY_SCHEMA};
 use crate::stdout;
 use arbor_error::Error;
+use arbor_runs::output::{Summary, SUMMARY_SCHEMA};
 
 /// One schema file: its name in the output directory, the output it
 /// describes, and the schema version that output names.

@@ -50,9 +50,10 @@ use arbor_engine::{EngineError, Workload};
 use super::exchange::{execute_into, Target};
 use super::numbering::{Numbering, Numbers};
 use super::prebuild::Bodies;
-use super::record::{ErrorCategory, RequestRecord, Response};
 use super::request::BodyConfig;
 use super::turn::identity;
+use arbor_runs::journal::Driven;
+use arbor_runs::record::{ErrorCategory, RecordSink, RequestRecord, Response};
 
 /// Everything the live driver needs besides the scheduler and workload.
 #[derive(Debug, Clone)]
@@ -66,17 +67,6 @@ pub struct LiveConfig {
     /// Prepend each play's cache-bust marker to its prompts, from this
     /// seed and salt; `None`: no markers.
     pub cache_bust: Option<CacheBust>,
-}
-
-/// Where records go, as requests finish.
-pub trait RecordSink {
-    fn record(&mut self, record: &RequestRecord) -> std::io::Result<()>;
-
-    /// The loop has no more events at hand: records held so far should be
-    /// written now (a sink may batch the records of one burst).
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Counters a progress display can read at its own pace (no redraw here).
@@ -99,6 +89,17 @@ pub struct RunOutcome {
     pub observed_peak_inflight: u64,
     /// Requests whose body was built ahead, while a predecessor ran.
     pub prebuilt_bodies: u64,
+}
+
+impl RunOutcome {
+    /// What `end.json` keeps of it.
+    pub fn driven(&self) -> Driven {
+        Driven {
+            cancelled: self.cancelled,
+            elapsed: self.elapsed,
+            observed_peak: self.observed_peak_inflight,
+        }
+    }
 }
 
 /// Why a live run stopped before its end.

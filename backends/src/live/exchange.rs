@@ -42,12 +42,13 @@ use super::http::{
     WriteError,
 };
 use super::messages_sse::{self, MessagesUsage};
-use super::record::{classify_message, ErrorCategory, RequestError, Response, OVERLOADED_STATUS};
+use super::record::{classify_message, OVERLOADED_STATUS};
 use super::redact::Secrets;
 use super::request::Api;
 use super::sse::{classify, data_of, LineSplitter};
 use super::stream::{ConnectError, Dial};
 use super::tls::{ClientConfig, Negotiated};
+use arbor_runs::record::{ErrorCategory, RequestError, Response};
 
 /// The most of an error body kept in a record, in bytes.
 pub const ERROR_BODY_BYTES: usize = 2048;

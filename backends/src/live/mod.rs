@@ -39,6 +39,4 @@ pub mod stream;
 pub mod tls;
 mod turn;
 
-pub use driver::{
-    run, run_among, warm_pool, Among, LiveConfig, LiveError, Progress, RecordSink, RunOutcome,
-};
+pub use driver::{run, run_among, warm_pool, Among, LiveConfig, LiveError, Progress, RunOutcome};

@@ -10,8 +10,8 @@ use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{RequestId, Scheduler};
 use arbor_engine::Workload;
 
-use super::record::RequestIdentity;
 use super::request::{build_turn_body, BodyConfig};
+use arbor_runs::record::RequestIdentity;
 
 /// What a request's body is made of.
 #[derive(Debug, Clone)]

@@ -15,8 +15,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use arbor_backends::live::exchange::{execute, Target};
-use arbor_backends::live::record::{ErrorCategory, Response};
 use arbor_backends::live::tls::{client_config, ClientConfig, TlsOptions};
+use arbor_runs::record::{ErrorCategory, Response};
 use arbor_sim::emulator::EmulatorTls;
 
 #[derive(Clone, Copy, Debug)]

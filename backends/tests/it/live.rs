@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_backends::live::exchange::Target;
-use arbor_backends::live::record::{ErrorCategory, RequestRecord};
 use arbor_backends::live::request::BodyConfig;
-use arbor_backends::live::{run, warm_pool, LiveConfig, Progress, RecordSink, RunOutcome};
+use arbor_backends::live::{run, warm_pool, LiveConfig, Progress, RunOutcome};
 use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::load::weka;
@@ -19,6 +18,8 @@ use arbor_engine::policy::{Arrival, GapTransform, Policy};
 use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::Workload;
+use arbor_runs::record::RecordSink;
+use arbor_runs::record::{ErrorCategory, RequestRecord};
 use arbor_sim::emulator::{serve, EmulatorConfig, FailStatus, ServerStamp};
 
 use crate::build::*;
@@ -198,7 +199,7 @@ fn measured_ttft_and_itl_agree_with_the_emulator() {
         assert_eq!(r.output_tokens, 20);
         assert_eq!(
             r.input_tokens_source,
-            arbor_backends::live::record::TokenSource::Usage
+            arbor_runs::record::TokenSource::Usage
         );
     }
 }

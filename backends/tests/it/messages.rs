@@ -5,8 +5,8 @@
 //! `http.rs` from `testdata/messages/`.
 
 use arbor_backends::live::exchange::Target;
-use arbor_backends::live::record::{ErrorCategory, Response};
 use arbor_backends::live::request::Api;
+use arbor_runs::record::{ErrorCategory, Response};
 
 use crate::http::{runtime, scripted, send, Step, WIRES};
 

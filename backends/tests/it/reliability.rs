@@ -7,9 +7,9 @@
 use std::time::Duration;
 
 use arbor_backends::live::exchange::{Target, ERROR_BODY_BYTES};
-use arbor_backends::live::record::{ErrorCategory, RequestRecord, Response};
 use arbor_backends::live::redact::REDACTED;
 use arbor_engine::policy::Policy;
+use arbor_runs::record::{ErrorCategory, RequestRecord, Response};
 
 use crate::http::{runtime, send};
 use crate::live::{drive, immediate, one_turn_trees};

@@ -322,7 +322,7 @@ pub struct RunArgs {
 
     /// Set by `--repeat` for each of its runs: which run this is.
     #[arg(skip)]
-    pub repeat_of: Option<crate::aggregate::RepeatOf>,
+    pub repeat_of: Option<arbor_runs::aggregate::RepeatOf>,
 
     #[command(flatten)]
     pub scenario: ScenarioArgs,

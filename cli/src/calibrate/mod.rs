@@ -100,7 +100,7 @@ fn label(runs: &[Run]) -> String {
     let first = |f: fn(&Run) -> Option<&String>| runs.iter().find_map(f).cloned();
     let model = first(|r| r.model.as_ref()).unwrap_or_else(|| "an unnamed model".into());
     let server = first(|r| r.server.as_ref()).unwrap_or_else(|| "an unrecorded server".into());
-    let when = crate::run::output::utc_stamps(std::time::SystemTime::now()).1;
+    let when = arbor_runs::output::utc_stamps(std::time::SystemTime::now()).1;
     format!(
         "fitted here by arbor calibrate on {when} against {model} served by {server}, from runs {}",
         names.join(", ")

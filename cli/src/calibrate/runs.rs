@@ -16,10 +16,10 @@ use std::path::Path;
 use arbor_engine::time::secs_to_nanos;
 use serde::Deserialize;
 
-use crate::records_file::{self, RECORDS_FILE};
-use crate::server_metrics::line;
-use crate::server_metrics::names::Metric;
 use arbor_error::Error;
+use arbor_runs::records_file::{self, RECORDS_FILE};
+use arbor_runs::server_metrics::line;
+use arbor_runs::server_metrics::names::Metric;
 
 use super::request::Observed;
 

@@ -13,10 +13,10 @@ use arbor_engine::time::Nanos;
 use serde::Deserialize;
 
 use crate::args::CapacityArgs;
-use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 use crate::run::{self, Rebuild};
 use crate::scenario::Explicit;
 use arbor_error::Error;
+use arbor_runs::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 
 use super::knob::Knob;
 use super::observed::{Gaps, Observed, RequestSeen};
@@ -124,7 +124,7 @@ pub fn read(dir: &Path) -> Result<Observed, Error> {
 
 /// `run.json`'s turns per tree (a play with fewer records did not finish).
 fn tree_turns(dir: &Path) -> Result<Vec<u32>, Error> {
-    let path = dir.join(run::journal::RUN_FILE);
+    let path = dir.join(arbor_runs::journal::RUN_FILE);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Error::other(format!("{}: cannot read: {e}", path.display())))?;
     let start: serde_json::Value = serde_json::from_str(&text)

@@ -202,7 +202,7 @@ fn refuse_without_first_token(slo: &Slo, service: &Service) -> Result<(), Error>
 
 /// `arbor-results/<UTC time>-capacity`.
 fn default_out() -> PathBuf {
-    let (compact, _) = crate::run::output::utc_stamps(std::time::SystemTime::now());
+    let (compact, _) = arbor_runs::output::utc_stamps(std::time::SystemTime::now());
     PathBuf::from("arbor-results").join(format!("{compact}-capacity-{}", std::process::id()))
 }
 

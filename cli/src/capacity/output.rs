@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use arbor_engine::time::Nanos;
 use serde::Serialize;
 
-use crate::run::summary::Latency;
 use arbor_error::Error;
+use arbor_runs::collector::Latency;
 
 use super::knob::Knob;
 use super::observed::Verdict;
@@ -154,7 +154,7 @@ pub fn write_virtual_probe(
         Error::other(format!("{}: cannot write: {e}", path.display()))
     };
     std::fs::create_dir_all(&dir).map_err(|e| fail(&dir, e))?;
-    let records = dir.join(crate::records_file::RECORDS_FILE);
+    let records = dir.join(arbor_runs::records_file::RECORDS_FILE);
     let file = File::create(&records).map_err(|e| fail(&records, e))?;
     let mut lines = BufWriter::with_capacity(1 << 16, file);
     let trees = prediction.scheduler.trees();

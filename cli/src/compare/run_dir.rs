@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::args::compare::{Latency, Metric, Stat};
-use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 use arbor_error::Error;
+use arbor_runs::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 
 /// The fields of a `records.jsonl` line compare reads.
 #[derive(Deserialize)]

@@ -16,10 +16,10 @@ use reqwest::header::{CONTENT_LENGTH, CONTENT_RANGE, RANGE};
 use reqwest::StatusCode;
 use sha2::{Digest, Sha256};
 
-use super::manifest::{hash_file, hex};
 use super::registry::{Dataset, DatasetFile};
 use crate::endpoint;
 use arbor_error::Error;
+use arbor_formats::manifest::{hash_file, hex};
 
 /// What happened to one file.
 #[derive(Debug, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! Datasets by name (docs/data.md): the registry (`registry`), a corpus's
-//! identity (`manifest`), downloading (`fetch`) and recording a local
+//! identity (`arbor_formats::manifest`), downloading (`fetch`) and recording a local
 //! directory's hashes (`pin`); here the `arbor data` command, `data:NAME`
 //! inputs resolved to their fetched directory, the `corpus` a plan or
 //! run records, and whether inputs are a pinned corpus (the scenario's
@@ -7,7 +7,6 @@
 //! but through these functions.
 
 mod fetch;
-pub mod manifest;
 mod pin;
 pub mod registry;
 
@@ -15,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::args::{DataArgs, DataCommand};
 use arbor_error::Error;
-use manifest::{Corpus, FileHash};
+use arbor_formats::manifest::{self, Corpus, FileHash};
 use registry::{Dataset, Registry};
 use sha2::Digest;
 

@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use super::manifest::{self, FileHash};
 use super::registry::{self, Dataset, DatasetFile, Registry, RegistryFile};
 use arbor_error::Error;
+use arbor_formats::manifest::{self, FileHash};
 
 pub fn pin(dir: &Path, name: &str) -> Result<(), Error> {
     registry::check_name(name).map_err(|e| Error::input(format!("--name: {e}")))?;

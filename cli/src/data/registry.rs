@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest::{self, FileHash};
+use arbor_formats::manifest::{self, FileHash};
 
 /// The registry shipped with arbor.
 const BUILT_IN: &str = include_str!("../../../datasets/registry.toml");

@@ -15,7 +15,7 @@
 //! `records.jsonl` once ([`records`]), writing each CSV row as its line is
 //! read; the trace, written in time order, keeps the records (not their
 //! events) until the last one is read. Reads `trees.jsonl`
-//! ([`crate::shape`]) for the trace; writes only the files it is asked
+//! ([`arbor_runs::shape`]) for the trace; writes only the files it is asked
 //! for. A missing directory or file, or a bad line, is an input error
 //! (exit 2) naming the file and line, and leaves no output file behind; a
 //! file that cannot be written exits 1.
@@ -30,14 +30,16 @@ use std::io;
 use std::path::Path;
 
 use crate::args::ExportArgs;
-use crate::{shape, stdout};
+use arbor_runs::shape;
+
+use crate::stdout;
 use arbor_error::Error;
 use output::Output;
 use records::Record;
 
 /// `arbor export`.
 pub fn run(args: &ExportArgs) -> Result<(), Error> {
-    let repeat = crate::aggregate::is_repeat_dir(&args.run_dir);
+    let repeat = arbor_runs::aggregate::is_repeat_dir(&args.run_dir);
     if !repeat || args.perfetto.is_some() || args.csv.is_some() {
         records::check_dir(&args.run_dir)?;
     }

@@ -7,7 +7,7 @@
 //!
 //! Owns the exports' view of a record: fields a later arbor adds are
 //! ignored, and the few an older one lacked default. The reading rules
-//! (line numbers, blank and torn last lines) are [`crate::records_file`]'s.
+//! (line numbers, blank and torn last lines) are [`arbor_runs::records_file`]'s.
 
 use std::path::Path;
 
@@ -16,8 +16,8 @@ use arbor_engine::time::{secs_to_nanos, Nanos};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 use arbor_error::Error;
+use arbor_runs::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 
 /// One line of `records.jsonl`.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]

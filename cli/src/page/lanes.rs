@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::record::{Record, Status, Turn};
-use crate::shape::{EdgeRole, TreeShape};
+use arbor_runs::shape::{EdgeRole, TreeShape};
 
 /// One row: an agent of one play.
 #[derive(Debug, Serialize)]

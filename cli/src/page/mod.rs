@@ -38,10 +38,10 @@ use arbor_engine::model::Tree;
 use arbor_engine::scheduler::Scheduler;
 use serde::Serialize;
 
-use crate::aggregate::{self, Aggregate};
 use crate::args::ReportArgs;
 use crate::report::PlanReport;
 use arbor_error::Error;
+use arbor_runs::aggregate::{self, Aggregate};
 
 use data::RunPage;
 use spread::SpreadPage;

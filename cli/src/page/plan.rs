@@ -14,7 +14,7 @@ use super::data::{RunPage, Source};
 use super::lanes::LaneBuilder;
 use super::plan_turns::turns;
 use super::series;
-use crate::shape::TreeShape;
+use arbor_runs::shape::TreeShape;
 
 /// The page of a finished plan: `summary` is its `plan --json` object,
 /// `inputs` what it read; `recorded` (the trees as loaded) gives the

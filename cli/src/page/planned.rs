@@ -19,7 +19,7 @@ use super::plan_turns;
 use super::series;
 use arbor_error::Error;
 
-pub const PLANNED_FILE: &str = "planned.json";
+pub use arbor_runs::output::PLANNED_FILE;
 /// The schema of `planned.json`.
 pub const PLANNED_SCHEMA: &str = "arbor.planned/1";
 

@@ -1,5 +1,5 @@
 //! One run directory read into the page's data: `summary.json` as written,
-//! `records.jsonl` streamed once through [`crate::records_file`] (a
+//! `records.jsonl` streamed once through [`arbor_runs::records_file`] (a
 //! record's strings are borrowed from its line) into the CDFs, the time
 //! series and the swim lanes, the plan's in-flight series
 //! (`planned.json`) when the run wrote one, and the server's gauges
@@ -11,8 +11,8 @@ use std::path::Path;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
-use crate::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 use arbor_error::Error;
+use arbor_runs::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 
 use super::cdf::Cdf;
 use super::data::{RunPage, Source};
@@ -90,7 +90,7 @@ pub fn read(dir: &Path) -> Result<RunPage, Error> {
     let series = series::build(lanes.turns(), &lanes.classes());
     let records = lanes.turns().count() as u64;
     let lanes = lanes.finish();
-    let edges = crate::shape::read(dir)?.map(|trees| lanes.arrows(&trees));
+    let edges = arbor_runs::shape::read(dir)?.map(|trees| lanes.arrows(&trees));
     let mut cdf = BTreeMap::new();
     cdf.insert("ttft", Cdf::of_values(values.ttft));
     cdf.insert("itl", Cdf::of_histogram(&itl));

@@ -9,10 +9,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::server_metrics::line;
-use crate::server_metrics::names::Metric;
-use crate::server_metrics::tally::PerScrape;
 use arbor_error::Error;
+use arbor_runs::server_metrics::line;
+use arbor_runs::server_metrics::names::Metric;
+use arbor_runs::server_metrics::tally::PerScrape;
 
 /// The gauges the page draws.
 const DRAWN: [Metric; 3] = [Metric::Running, Metric::Waiting, Metric::KvUsage];

@@ -10,10 +10,10 @@
 
 use serde::Serialize;
 
-use crate::aggregate::metrics::{LATENCIES, RATES};
-use crate::aggregate::runs::RunState;
-use crate::aggregate::stats::Spread;
-use crate::aggregate::Aggregate;
+use arbor_runs::aggregate::metrics::{LATENCIES, RATES};
+use arbor_runs::aggregate::runs::RunState;
+use arbor_runs::aggregate::stats::Spread;
+use arbor_runs::aggregate::Aggregate;
 
 /// What the page's spread section draws.
 #[derive(Debug, Serialize)]

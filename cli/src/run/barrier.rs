@@ -33,8 +33,8 @@ use arbor_engine::time::{nanos_to_secs, Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 use crate::args::{StartArgs, UtcNanos};
 use arbor_error::Error;
 
-use super::config::BarrierRecord;
-use super::output::utc_stamps;
+use arbor_runs::config::BarrierRecord;
+use arbor_runs::output::utc_stamps;
 
 /// Rank 0 announces the start this long ahead: the shards receive it and
 /// warm their connection pools within it.

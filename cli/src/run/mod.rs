@@ -30,17 +30,13 @@
 //! emulator can be started in-process and passed in (see [`run`]).
 
 pub mod barrier;
-mod config;
-pub mod journal;
+pub mod config;
 mod limits;
 mod model;
 mod notices;
-pub mod output;
 mod prepare;
-pub mod records;
 mod repeat;
 mod signals;
-pub mod summary;
 mod table;
 mod threads;
 
@@ -59,16 +55,17 @@ use crate::args::RunArgs;
 use crate::endpoint::{at, redact_url};
 use crate::progress::{Span, Ticker};
 use crate::scenario::{self, Explicit};
-use crate::server_metrics::{self, Scraper, ServerMetrics};
+use crate::server_metrics::{self, Scraper};
 use crate::{emulate, runtime, stdout};
 use arbor_error::{Error, Kind};
+use arbor_runs::server_metrics::{ServerMetrics, METRICS_FILE};
 
-use journal::{RunEnd, RunStart};
+use arbor_runs::collector::Collector;
+use arbor_runs::journal::{self, RunEnd, RunStart};
+use arbor_runs::output::{self, ClientFailures, Completeness, RecordsFile};
 use limits::FdNeed;
-use output::{ClientFailures, Completeness, RecordsFile};
 use prepare::{prepare, Prepared};
 use signals::{Signals, StopSignal};
-use summary::Collector;
 
 /// Most connections opened before the clock starts.
 pub const MAX_WARM_CONNECTIONS: usize = 512;
@@ -386,7 +383,14 @@ pub async fn run_against(
     // With threads, each warms its share of the connections in its pool.
     let thread_count = thread_schedulers.len().max(1);
     let warm = warm.div_ceil(thread_count);
-    config.set_endpoint(endpoint, &url, &model, model_from, warm * thread_count);
+    config::set_endpoint(
+        &mut config,
+        endpoint,
+        &url,
+        &model,
+        model_from,
+        warm * thread_count,
+    );
     let metrics = server_metrics::choose(&metrics, endpoint, &headers, &client).await;
     config.metrics = metrics.as_ref().map(server_metrics::Settings::config);
     let live_config = LiveConfig {
@@ -429,16 +433,12 @@ pub async fn run_against(
     let out_dir = claim.path.clone();
     // A --force run leaves no end or summary of an earlier run behind: a
     // run killed now must not be read with another run's end.
-    for stale in [
-        journal::END_FILE,
-        output::SUMMARY_FILE,
-        server_metrics::METRICS_FILE,
-    ] {
+    for stale in [journal::END_FILE, output::SUMMARY_FILE, METRICS_FILE] {
         remove_stale(&out_dir.join(stale))?;
     }
     // How the trees' agents relate, for whoever draws the run (before the
     // clock starts: nothing on the request path).
-    crate::shape::write(&out_dir, scheduler.trees(), &workload.trees)?;
+    arbor_runs::shape::write(&out_dir, scheduler.trees(), &workload.trees)?;
     // The plan's in-flight series, for the report to draw against.
     journal::write_json(&out_dir, crate::page::planned::PLANNED_FILE, &planned_load)?;
     match &mut crew {
@@ -536,7 +536,7 @@ pub async fn run_against(
     if let Some(Err(e)) = scraper.map(Scraper::finish) {
         eprintln!(
             "warning: {}: {e} (server metrics stopped there; the run went on)",
-            out_dir.join(server_metrics::METRICS_FILE).display()
+            out_dir.join(METRICS_FILE).display()
         );
     }
     if let Some(crew) = crew {
@@ -572,7 +572,7 @@ pub async fn run_against(
     let run_end = match result {
         Driven::One(result) => {
             let outcome: RunOutcome = result.map_err(stopped)?;
-            RunEnd::new(&outcome, &scheduler, stopped_by)
+            RunEnd::new(&outcome.driven(), &scheduler, stopped_by)
         }
         Driven::Threads(finished) => threads::end(finished?, stopped_by).map_err(stopped)?,
     };

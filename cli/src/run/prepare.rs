@@ -17,14 +17,14 @@ use crate::inputs;
 use crate::page::planned::PlannedLoad;
 use crate::progress;
 use crate::report::describe_fit;
-use crate::scenario::Applied;
-use crate::sharding::ShardConfig;
 use arbor_error::Error;
+use arbor_runs::recipe::Applied;
+use arbor_runs::sharding::ShardConfig;
 
-use super::config::RunConfig;
-use super::journal::Planned;
-use super::output::{self, OutputDir};
 use super::threads;
+use arbor_runs::config::RunConfig;
+use arbor_runs::journal::Planned;
+use arbor_runs::output::{self, OutputDir};
 
 /// A run ready to go, whatever the endpoint.
 pub struct Prepared {
@@ -97,7 +97,7 @@ pub fn prepare(
     let thread_schedulers =
         threads::schedulers(&compiled.compiled, &compiled.policy, thread_count)?;
 
-    let mut config = RunConfig::new(
+    let mut config = super::config::new(
         args,
         &compiled.loaded.description,
         &compiled.policy,

@@ -9,14 +9,14 @@
 
 use std::path::Path;
 
-use crate::aggregate::{self, RepeatOf, RepeatPlan};
 use crate::args::RunArgs;
 use crate::scenario::Explicit;
 use crate::stdout;
 use arbor_error::Error;
+use arbor_runs::aggregate::{self, RepeatOf, RepeatPlan};
 
-use super::output::OutputDir;
 use super::{exit_of, prepare, run_once, Rebuild};
+use arbor_runs::output::OutputDir;
 
 /// The sequence of `runs` runs.
 pub fn run(args: &RunArgs, runs: u32, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Error> {
@@ -54,7 +54,7 @@ pub fn run(args: &RunArgs, runs: u32, explicit: &Explicit, rebuild: Rebuild) -> 
         }
     }
     let aggregate = aggregate::rebuild(&out)?;
-    aggregate::print(&aggregate, &out)?;
+    crate::aggregate::print(&aggregate, &out)?;
     overlay_page(&aggregate, &out)?;
     ended
 }

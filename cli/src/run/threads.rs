@@ -23,20 +23,21 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use arbor_backends::live::numbering::Numbering;
-use arbor_backends::live::record::RequestRecord;
-use arbor_backends::live::{self, Among, LiveConfig, LiveError, Progress, RecordSink, RunOutcome};
+use arbor_backends::live::{self, Among, LiveConfig, LiveError, Progress, RunOutcome};
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::policy::{Policy, Shard};
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::Workload;
+use arbor_runs::record::RecordSink;
+use arbor_runs::record::RequestRecord;
 use tokio::sync::{oneshot, watch};
 
 use crate::inputs;
 use crate::runtime;
 use arbor_error::Error;
 
-use super::journal::RunEnd;
-use super::output::{self, RecordsFile};
+use arbor_runs::journal::RunEnd;
+use arbor_runs::output::{self, RecordsFile};
 
 /// The threads a run takes: `--threads`, or by default the available
 /// cores, less one for the built-in emulator when it runs in this
@@ -195,10 +196,10 @@ pub fn end(threads: Vec<Finished>, stopped_by: Option<&'static str>) -> Result<R
                 prebuilt_bodies: 0,
             },
         };
-        let one = RunEnd::new(&outcome, &t.scheduler, stopped_by);
+        let one = RunEnd::new(&outcome.driven(), &t.scheduler, stopped_by);
         total = Some(match total {
             None => one,
-            Some(sum) => sum.add(one),
+            Some(sum) => sum.with(one),
         });
     }
     Ok(total.unwrap_or_default())

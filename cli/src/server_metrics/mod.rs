@@ -2,46 +2,29 @@
 //! and waiting, KV-cache use, prefix-cache hits, preemptions), scraped
 //! from its Prometheus `/metrics` beside the client's measurements.
 //!
-//! Modules: [`names`] (the one table of recognised names and their common
-//! names), [`exposition`] (Prometheus text to samples, with the
-//! `prometheus-parse` crate), [`line`] (`metrics.jsonl`'s lines and their
-//! reader), [`scraper`] (the scraping thread, which writes the file) and
-//! [`tally`] (what the file adds up to: `summary.json`'s
-//! `server_metrics`). This module decides what to scrape ([`choose`]).
-//! Uses no command: `run`, `summarize` and `page` use it.
+//! Modules: [`exposition`] (Prometheus text to samples, with the
+//! `prometheus-parse` crate) and [`scraper`] (the scraping thread, which
+//! writes the file). The file's side (the one table of recognised names,
+//! `metrics.jsonl`'s lines and what they add up to) is
+//! `arbor_runs::server_metrics`'. This module decides what to scrape
+//! ([`choose`]). Uses no command: `run` uses it.
 
 pub mod exposition;
-pub mod line;
-pub mod names;
 pub mod scraper;
-pub mod tally;
 
 use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 use reqwest::Url;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::args::MetricsArgs;
 use crate::endpoint::redact_url;
 
-pub use line::METRICS_FILE;
+use arbor_runs::server_metrics::MetricsConfig;
 pub use scraper::{Scraper, Settings};
-pub use tally::ServerMetrics;
 
 /// How long the default URL has to answer before the run starts.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// What `run.json` (and the summary's `config`) says of the scraping.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct MetricsConfig {
-    /// The URL scraped, redacted.
-    pub url: String,
-    pub interval_s: f64,
-    /// Every sample written (`--metrics-all`), not only the recognised.
-    pub all: bool,
-}
 
 impl Settings {
     pub fn config(&self) -> MetricsConfig {
@@ -116,9 +99,10 @@ fn same_origin(a: &str, b: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::names::{recognise, Metric};
-    use super::tally::Tally;
     use super::*;
+    use arbor_runs::server_metrics::names::{recognise, Metric};
+    use arbor_runs::server_metrics::tally::Tally;
+    use arbor_runs::server_metrics::ServerMetrics;
 
     fn sample(name: &str) -> String {
         let path = format!("{}/../testdata/metrics/{name}", env!("CARGO_MANIFEST_DIR"));

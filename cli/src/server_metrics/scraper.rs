@@ -27,8 +27,8 @@ use crate::endpoint::without_url;
 use arbor_error::Error;
 
 use super::exposition::{self, Sample};
-use super::line::{Line, METRICS_FILE};
-use super::names;
+use arbor_runs::server_metrics::line::{Line, METRICS_FILE};
+use arbor_runs::server_metrics::names;
 
 /// What to scrape, and how often.
 #[derive(Debug, Clone)]

@@ -11,7 +11,7 @@
 //! ms as the single-run export does (its `inter_token_latency` is arbor's
 //! TPOT); rows AIPerf has no tag for (arbor's ITL gaps, job time, the
 //! cache-hit ratio) only in the extension. Computes no
-//! statistic of its own beyond `se` and `cv` (`crate::aggregate::stats`
+//! statistic of its own beyond `se` and `cv` (`arbor_runs::aggregate::stats`
 //! made the rest). Reads and writes no file.
 
 use std::collections::BTreeMap;
@@ -20,8 +20,8 @@ use serde::Serialize;
 
 use super::metric::{MS, REQUESTS_PER_SEC, TOKENS_PER_SEC};
 use super::profile::{aiperf_scenario, AIPERF_VERSION};
-use crate::aggregate::runs::RunState;
-use crate::aggregate::{Aggregate, MetricSpread};
+use arbor_runs::aggregate::runs::RunState;
+use arbor_runs::aggregate::{Aggregate, MetricSpread};
 
 /// The file name AIPerf writes for `--num-profile-runs`.
 pub const AGGREGATE_FILE: &str = "profile_export_aiperf_aggregate.json";
@@ -244,7 +244,7 @@ fn state_name(state: RunState) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::stats::Spread;
+    use arbor_runs::aggregate::stats::Spread;
 
     #[test]
     fn keys_are_aiperfs_tag_and_stat() {

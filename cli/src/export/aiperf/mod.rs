@@ -27,9 +27,9 @@ use std::path::Path;
 
 use super::output::Output;
 use super::records;
-use crate::aggregate::runs::RunState;
 use aggregate::{AggregateProfile, AGGREGATE_FILE};
 use arbor_error::Error;
+use arbor_runs::aggregate::runs::RunState;
 use profile::{Measured, Profile};
 use request::Request;
 use run_summary::RunSummary;
@@ -91,7 +91,7 @@ pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Error> {
 /// `dir`, and each run that wrote a summary into `dir/run-k`; the
 /// report's lines. Writes nothing into `repeat_dir`.
 pub fn write_repeat(repeat_dir: &Path, dir: &Path) -> Result<Vec<String>, Error> {
-    let aggregate = crate::aggregate::resolve(repeat_dir)?;
+    let aggregate = arbor_runs::aggregate::resolve(repeat_dir)?;
     let mut report = Vec::new();
     for run in &aggregate.runs {
         if matches!(run.state, RunState::Failed | RunState::Missing) {

@@ -176,7 +176,7 @@ impl Profile {
 /// AIPerf's name of an arbor scenario: `agentx-mvp` is AIPerf's
 /// `inferencex-agentx-mvp`; another name passes as it is.
 pub(super) fn aiperf_scenario(name: &str) -> String {
-    if name == crate::scenario::AGENTX_MVP {
+    if name == arbor_runs::recipe::AGENTX_MVP {
         AIPERF_AGENTX.to_string()
     } else {
         name.to_string()

@@ -11,8 +11,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::run::output::SUMMARY_FILE;
 use arbor_error::Error;
+use arbor_runs::output::SUMMARY_FILE;
 
 /// What the export reads of `summary.json`.
 #[derive(Debug, Clone, Deserialize)]

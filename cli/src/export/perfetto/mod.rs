@@ -35,7 +35,7 @@ mod placed;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::shape::{EdgeRole, TreeShape};
+use arbor_runs::shape::{EdgeRole, TreeShape};
 
 use super::records::Record;
 use event::{Event, Micros, HALF_US};
@@ -513,7 +513,7 @@ mod tests {
 
     #[test]
     fn a_flow_starts_inside_its_source_and_before_its_target_begins() {
-        use crate::shape::{AgentShape, EdgeShape};
+        use arbor_runs::shape::{AgentShape, EdgeShape};
         let agent = |id: &str, parent| AgentShape {
             agent: id.into(),
             parent,

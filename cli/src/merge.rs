@@ -1,20 +1,11 @@
-//! `arbor merge`: shards of one plan or run joined into the unsharded
-//! result.
-//!
-//! `shards.rs` the check that the inputs belong together, `timeline.rs`
-//! the streaming merge of plan timelines (their manifests are
-//! `crate::shard_manifest`'s, which `plan` writes), `run_dir.rs` the
-//! merge of run directories and `records.rs` their records' streaming
-//! merge. Uses `summarize` (the merged summary is its rebuild) and no
-//! other command.
+//! `arbor merge`: the shards of one plan or run joined into the unsharded
+//! result (`arbor_runs::merge`), what was merged said on stderr, and a
+//! merged run's report page.
 
-mod records;
-mod run_dir;
-mod shards;
-mod timeline;
+use arbor_error::Error;
+use arbor_runs::merge;
 
 use crate::args::MergeArgs;
-use arbor_error::Error;
 
 pub fn run(args: &MergeArgs) -> Result<(), Error> {
     let dirs = args.inputs.iter().filter(|p| p.is_dir()).count();
@@ -27,7 +18,7 @@ pub fn run(args: &MergeArgs) -> Result<(), Error> {
              `arbor plan --shard I/N`, not both",
         ));
     }
-    let written = timeline::merge(&args.inputs, &args.out)?;
+    let written = merge::timeline::merge(&args.inputs, &args.out)?;
     eprintln!(
         "arbor merge: {} shards, {} timeline lines in {}",
         written.shards,
@@ -46,7 +37,8 @@ pub fn run(args: &MergeArgs) -> Result<(), Error> {
 }
 
 fn run_dirs(args: &MergeArgs) -> Result<(), Error> {
-    let written = run_dir::merge(&args.inputs, &args.out, args.force)?;
+    let written = merge::run_dir::merge(&args.inputs, &args.out, args.force)?;
+    crate::page::write_for_run(&args.out)?;
     eprintln!(
         "arbor merge: {} shards, {} records in {}{}",
         written.shards,

@@ -18,13 +18,13 @@
 
 use std::collections::BTreeMap;
 
-use arbor_backends::live::record::{RequestRecord, TokenSource};
+use crate::record::{RequestRecord, TokenSource};
 use arbor_engine::stats::{Distribution, Seconds};
 use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::report::Work;
+use crate::work::Work;
 
 /// Seconds (as a record holds them) to integer nanoseconds.
 pub fn ns(seconds: f64) -> u64 {
@@ -551,9 +551,7 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_backends::live::record::{
-        ErrorCategory, RequestError, RequestIdentity, Response, Stamps,
-    };
+    use crate::record::{ErrorCategory, RequestError, RequestIdentity, Response, Stamps};
 
     const MS: u64 = 1_000_000;
 

@@ -7,10 +7,10 @@
 
 use std::path::Path;
 
-use arbor_backends::live::record::TokenSource;
+use crate::record::TokenSource;
 use serde::Deserialize;
 
-use super::summary::Facts;
+use crate::collector::Facts;
 use crate::records_file::{for_each_line, not_a_record, Lines};
 use arbor_error::Error;
 
@@ -110,7 +110,7 @@ pub fn read(path: &Path, mut each: impl FnMut(&RecordLine)) -> Result<Lines, Err
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_backends::live::record::{RequestIdentity, RequestRecord, Response, Stamps};
+    use crate::record::{RequestIdentity, RequestRecord, Response, Stamps};
 
     fn record(request: u64) -> RequestRecord {
         let id = RequestIdentity {

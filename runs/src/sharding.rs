@@ -165,7 +165,7 @@ fn digest(value: &impl fmt::Debug) -> String {
     }
     let mut h = Hashing(Sha256::new());
     let _ = write!(h, "{value:?}");
-    crate::data::manifest::hex(&h.0.finalize())
+    arbor_formats::manifest::hex(&h.0.finalize())
 }
 
 #[cfg(test)]

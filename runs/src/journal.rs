@@ -12,7 +12,6 @@
 use std::fs;
 use std::path::Path;
 
-use arbor_backends::live::RunOutcome;
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::Nanos;
 use serde::de::DeserializeOwned;
@@ -20,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use arbor_error::Error;
 
-use super::config::RunConfig;
-use super::summary::Warmups;
+use crate::collector::Warmups;
+use crate::config::RunConfig;
 
 pub const RUN_FILE: &str = "run.json";
 pub const END_FILE: &str = "end.json";
@@ -31,7 +30,7 @@ pub const RUN_SCHEMA: &str = "arbor.run/1";
 pub const END_SCHEMA: &str = "arbor.end/1";
 /// The schema of a line of `records.jsonl` (named in `run.json`, not on
 /// every line), owned by the record's type.
-pub use arbor_backends::live::record::RECORDS_SCHEMA;
+pub use crate::record::RECORDS_SCHEMA;
 
 /// What the planned side (the same workload on the virtual clock) says.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -91,7 +90,7 @@ impl RunStart {
     /// What `scheduler` (not yet run) and the run's setup say.
     pub fn new(
         scheduler: &Scheduler,
-        scenario: Option<&crate::scenario::Applied>,
+        scenario: Option<&crate::recipe::Applied>,
         started_at: String,
         trees: u64,
         planned: Planned,
@@ -172,11 +171,22 @@ pub struct RunEnd {
     pub lanes: Vec<LaneEnd>,
 }
 
+/// What a driver says of a run once it is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Driven {
+    /// Stopped by the caller's stop signal (e.g. Ctrl+C).
+    pub cancelled: bool,
+    /// Run duration, from the epoch to the last event.
+    pub elapsed: Nanos,
+    /// Most requests in flight at once, as observed (sent, not done).
+    pub observed_peak: u64,
+}
+
 impl RunEnd {
-    /// What the driver and the scheduler say once the run is over, and
-    /// the signal that stopped it, if one did.
+    /// What the driver (`driven`) and the scheduler say once the run is
+    /// over, and the signal that stopped it, if one did.
     pub fn new(
-        outcome: &RunOutcome,
+        outcome: &Driven,
         scheduler: &Scheduler,
         stopped_by: Option<&'static str>,
     ) -> RunEnd {
@@ -186,7 +196,7 @@ impl RunEnd {
             cancelled: outcome.cancelled,
             stopped_by: stopped_by.map(str::to_string),
             elapsed_ns: outcome.elapsed,
-            observed_peak: outcome.observed_peak_inflight,
+            observed_peak: outcome.observed_peak,
             profiling_start_ns: scheduler.profiling_start(),
             skipped: stats.skipped,
             plays_started: stats.plays_started,
@@ -213,7 +223,7 @@ impl RunEnd {
     /// elapsed time is the later, peaks add up (at most that many at
     /// once; the scheduler's peak time is the larger peak's), a lane is
     /// played by one thread (plays add up).
-    pub fn add(self, other: RunEnd) -> RunEnd {
+    pub fn with(self, other: RunEnd) -> RunEnd {
         let peak_at = if other.scheduler_peak > self.scheduler_peak {
             other.scheduler_peak_at_ns
         } else {

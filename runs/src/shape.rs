@@ -273,7 +273,7 @@ mod tests {
         assert_eq!(shapes, vec![TreeShape::of(0, &tree(), None)]);
         std::fs::write(dir.join(TREES_FILE), "{\"tree\":1}\n").unwrap();
         let err = read(&dir).err().unwrap();
-        assert_eq!(crate::exit::code(&err), 2);
+        assert!(err.is_input(), "{}", err.message);
         assert!(err.message.contains("trees.jsonl:1:"), "{}", err.message);
         let _ = std::fs::remove_dir_all(&dir);
     }

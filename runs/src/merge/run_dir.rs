@@ -18,10 +18,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::page::planned::PLANNED_FILE;
+use crate::journal::{self, RunEnd, RunStart};
+use crate::output::{OutputDir, PLANNED_FILE, SUMMARY_FILE};
 use crate::records_file::{Lines, RECORDS_FILE};
-use crate::run::journal::{self, RunEnd, RunStart};
-use crate::run::output::{OutputDir, SUMMARY_FILE};
 use crate::server_metrics::METRICS_FILE;
 use crate::shape::TREES_FILE;
 use crate::sharding::{MergedShard, ShardConfig};
@@ -105,7 +104,6 @@ pub fn merge(inputs: &[PathBuf], out: &Path, force: bool) -> Result<Written, Err
     remove_stale(&out.join(METRICS_FILE))?;
     let rebuilt = summarize::rebuild(out)?;
     journal::write_atomic(out, SUMMARY_FILE, &rebuilt.summary.to_bytes()?)?;
-    crate::page::write_for_run(out)?;
     Ok(Written {
         shards: shards.len() as u32,
         records: rebuilt.records,

@@ -25,9 +25,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::collector::ns;
+use crate::record_line::RecordLine;
 use crate::records_file::{not_a_record, Lines, Reader, RECORDS_FILE};
-use crate::run::records::RecordLine;
-use crate::run::summary::ns;
 use crate::summarize::Derived;
 use arbor_error::Error;
 

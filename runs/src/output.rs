@@ -20,8 +20,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use arbor_backends::live::record::RequestRecord;
-use arbor_backends::live::RecordSink;
+use crate::record::{RecordSink, RequestRecord};
 use arbor_engine::time::nanos_to_secs;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -31,12 +30,17 @@ use serde::Serialize;
 use crate::server_metrics::ServerMetrics;
 use arbor_error::Error;
 
-use super::config::RunConfig;
-use super::journal::{RunEnd, RunStart};
-use super::summary::{CacheReport, Collector, Facts, Latencies, Measured, Throughput, TokenReport};
+use crate::collector::{
+    CacheReport, Collector, Facts, Latencies, Measured, Throughput, TokenReport,
+};
+use crate::config::RunConfig;
+use crate::journal::{RunEnd, RunStart};
 
 pub use crate::records_file::RECORDS_FILE;
 pub const SUMMARY_FILE: &str = "summary.json";
+/// The plan's requests in flight over time, written beside `run.json`
+/// before the clock starts (its shape is the report's, which draws it).
+pub const PLANNED_FILE: &str = "planned.json";
 
 /// The lock file of an output directory: `flock`ed for the whole run, it
 /// holds the pid of the run that claimed the directory last. Not counted
@@ -394,8 +398,8 @@ impl Summary {
         completeness: Completeness,
     ) -> Summary {
         let reasons = start.scenario.as_ref().map(|s| {
-            let applied = crate::scenario::Applied {
-                name: crate::scenario::AGENTX_MVP,
+            let applied = crate::recipe::Applied {
+                name: crate::recipe::AGENTX_MVP,
                 overridden: s.overridden.clone(),
             };
             let overflows = measured
@@ -403,7 +407,7 @@ impl Summary {
                 .get("context_overflow")
                 .copied()
                 .unwrap_or(0);
-            let mut reasons = crate::scenario::invalid_reasons(
+            let mut reasons = crate::recipe::invalid_reasons(
                 &applied,
                 overflows,
                 measured.requests.dispatched,
@@ -528,6 +532,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arbor_error::Kind;
     use std::time::Duration;
 
     #[test]
@@ -560,18 +565,14 @@ mod tests {
         );
         fs::write(dir.join("x"), "x").unwrap();
         assert_eq!(
-            OutputDir::check(dir.clone(), false)
-                .err()
-                .map(|f| crate::exit::code(&f)),
-            Some(2)
+            OutputDir::check(dir.clone(), false).err().map(|f| f.kind),
+            Some(Kind::Input)
         );
         assert!(OutputDir::check(dir.clone(), true).is_ok());
         let file = dir.join("x");
         assert_eq!(
-            OutputDir::check(file, true)
-                .err()
-                .map(|f| crate::exit::code(&f)),
-            Some(2)
+            OutputDir::check(file, true).err().map(|f| f.kind),
+            Some(Kind::Input)
         );
         let _ = fs::remove_dir_all(&dir);
     }
@@ -588,7 +589,7 @@ mod tests {
             std::process::id().to_string()
         );
         let refused = second.clone().create().err().unwrap();
-        assert_eq!(crate::exit::code(&refused), 2);
+        assert!(refused.is_input(), "{}", refused.message);
         assert!(
             refused
                 .message

@@ -1,0 +1,106 @@
+//! The `config` section of `summary.json`: what produced a run, with every
+//! secret left out.
+//!
+//! What it stores is redacted by whoever fills it in (the `arbor` front
+//! end's endpoint rules): the API key is never stored (only whether one
+//! was set); a header whose name looks like a credential keeps its name
+//! and loses its value; user info and credential-looking query parameters
+//! are taken out of the endpoint URL.
+
+use std::collections::BTreeMap;
+
+use arbor_engine::fit::FitReport;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::aggregate::RepeatOf;
+use crate::policy::PolicySummary;
+use crate::server_metrics::MetricsConfig;
+pub use crate::sharding::BarrierRecord;
+use crate::sharding::ShardConfig;
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RunConfig {
+    pub arbor_version: String,
+    /// The inputs as `arbor plan` describes them.
+    pub inputs: String,
+    pub input_paths: Vec<String>,
+    pub format: Option<String>,
+    pub synthetic: Option<String>,
+    pub seed: u64,
+    pub policy: PolicySummary,
+    /// `--isl-scale`/`--max-context`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitReport>,
+    /// The trace inputs' identity (docs/data.md, "Manifest"): absent for a
+    /// synthetic workload alone or a stream (stdin, a FIFO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<arbor_formats::manifest::Corpus>,
+    /// Service model of the planned side.
+    pub service: String,
+    /// Base URL, redacted.
+    pub endpoint: Option<String>,
+    /// The URL every request went to, redacted.
+    pub url: Option<String>,
+    /// The built-in emulator's settings as flags, when it served the run
+    /// (`null` against `--endpoint`).
+    #[serde(default)]
+    pub emulator: Option<String>,
+    pub api: String,
+    pub model: Option<String>,
+    /// `flag` (--model) or `server` (first id of /v1/models).
+    pub model_from: Option<String>,
+    pub max_tokens_field: String,
+    pub ignore_eos: bool,
+    pub extra_body: Option<Map<String, Value>>,
+    /// `--header` names and values; credential values redacted.
+    pub headers: BTreeMap<String, String>,
+    /// Whether an API key was found (the key itself is never stored).
+    pub api_key_set: bool,
+    /// Where it came from: `env NAME` or `file PATH`.
+    #[serde(default)]
+    pub api_key_from: Option<String>,
+    /// `--cacert`: the PEM file whose CAs alone were trusted over https.
+    #[serde(default)]
+    pub cacert: Option<String>,
+    /// `--insecure`: the server's TLS certificate was not verified.
+    #[serde(default)]
+    pub insecure: bool,
+    pub timeout_s: f64,
+    pub retries: u32,
+    /// When prompts carried cache-bust markers (`--cache-bust`, a recipe):
+    /// the salt they were moved by (`--cache-bust-salt`; a live capacity
+    /// probe adds its number). Absent without markers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_bust_salt: Option<u64>,
+    /// Connections opened before the clock starts (every thread's).
+    pub warm_connections: usize,
+    /// Client threads (`--threads`), each over its stripe of the plan.
+    #[serde(default = "one_thread")]
+    pub threads: u32,
+    pub out: String,
+    pub force: bool,
+    /// The server metrics scraped into `metrics.jsonl`; absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricsConfig>,
+    /// Under `--repeat N`: which run of the sequence this is, and the
+    /// global seed its `seed` derives from; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<RepeatOf>,
+    /// How the clock's start was agreed with the other shards
+    /// (`--start-at` or the start barrier); absent for a run that started
+    /// on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier: Option<BarrierRecord>,
+    /// Under `--shard I/N`, and in a run `arbor merge` joined: the stripe
+    /// and the rule each global policy followed (`crate::sharding`);
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardConfig>,
+}
+
+/// A run directory from before `--threads` ran on one.
+fn one_thread() -> u32 {
+    1
+}

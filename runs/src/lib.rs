@@ -1,0 +1,36 @@
+//! arbor-runs: the run directory, the one owner of what a run leaves on
+//! disk and what it adds up to.
+//!
+//! A run directory holds `run.json` at the start and `end.json` at the end
+//! ([`journal`]), `records.jsonl` as requests finish ([`record`], the line;
+//! [`records_file`], reading it back; [`record_line`], a summary's view of
+//! a line), `summary.json` ([`output`]: the directory's rules and the
+//! summary; [`collector`], the figures the records add up to), `trees.jsonl`
+//! ([`shape`]), `metrics.jsonl` ([`server_metrics`]) and `planned.json`.
+//! Around them: [`summarize`] (the summary rebuilt from the files),
+//! [`merge`] (shards joined), [`aggregate`] (repeated runs and their
+//! spread), [`sharding`] and [`shard_manifest`] (a shard's identity),
+//! [`recipe`] (the validity stamp), and the shapes the plan report shares
+//! ([`policy`], [`work`]).
+//!
+//! Reads and writes files, never the network or a clock; prints nothing
+//! (the front end words what happened).
+#![forbid(unsafe_code)]
+
+pub mod aggregate;
+pub mod collector;
+pub mod config;
+pub mod journal;
+pub mod merge;
+pub mod output;
+pub mod policy;
+pub mod recipe;
+pub mod record;
+pub mod record_line;
+pub mod records_file;
+pub mod server_metrics;
+pub mod shape;
+pub mod shard_manifest;
+pub mod sharding;
+pub mod summarize;
+pub mod work;

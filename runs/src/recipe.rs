@@ -1,0 +1,98 @@
+//! A benchmark recipe's fixed values and the validity stamp a run carries
+//! (docs/agentx.md): what the `agentx-mvp` recipe sets, the reasons a run
+//! is not a valid submission, and the rule that stamps them.
+//!
+//! Owns the rules only; applying a recipe to the flags (which flags the
+//! user gave, which conflict) is the front end's.
+
+use arbor_engine::policy::StartWindow;
+use arbor_engine::time::{Nanos, NANOS_PER_SEC};
+
+/// The InferenceX AgentX recipe.
+pub const AGENTX_MVP: &str = "agentx-mvp";
+
+/// Shortest duration the recipe accepts, and its default.
+pub const MIN_DURATION: Nanos = 900 * NANOS_PER_SEC;
+pub const DEFAULT_DURATION: Nanos = 1800 * NANOS_PER_SEC;
+pub const IDLE_GAP_CAP: Nanos = 10 * NANOS_PER_SEC;
+pub const GRACE: Nanos = 30 * NANOS_PER_SEC;
+/// The whole recorded span (`0:1`).
+pub const START_WINDOW: StartWindow = StartWindow {
+    min_ppm: 0,
+    max_ppm: 1_000_000,
+};
+
+/// Invalidity reasons stamped on `summary.json`.
+pub const UNSAFE_OVERRIDE: &str = "unsafe_override";
+pub const CONTEXT_OVERFLOW_RATE_EXCEEDED: &str = "context_overflow_rate_exceeded";
+pub const RUN_CANCELLED: &str = "run_cancelled";
+/// The inputs are not a pinned registry corpus (docs/data.md).
+pub const UNPINNED_DATASET: &str = "unpinned_dataset";
+
+/// How the unpinned-dataset conflict's text starts: an overridden conflict
+/// with this text stamps [`UNPINNED_DATASET`], any other
+/// [`UNSAFE_OVERRIDE`] (`run.json` keeps only the texts).
+pub const UNPINNED_TEXT: &str = "inputs: not a pinned corpus: ";
+
+/// Above this fraction of requests, context overflows invalidate a run.
+pub const CONTEXT_OVERFLOW_LIMIT: f64 = 0.01;
+
+/// A recipe applied to the flags.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub name: &'static str,
+    /// Conflicting flags run anyway with `--unsafe-override`.
+    pub overridden: Vec<String>,
+}
+
+impl Applied {
+    /// Reasons known before the run (the run adds its own).
+    pub fn invalid_reasons(&self) -> Vec<String> {
+        let unpinned = |t: &String| t.starts_with(UNPINNED_TEXT);
+        let mut reasons = Vec::new();
+        if self.overridden.iter().any(|t| !unpinned(t)) {
+            reasons.push(UNSAFE_OVERRIDE.to_string());
+        }
+        if self.overridden.iter().any(unpinned) {
+            reasons.push(UNPINNED_DATASET.to_string());
+        }
+        reasons
+    }
+}
+
+/// The validity stamp of a finished run: reasons known before it, plus a
+/// context-overflow rate strictly above 1 % of `requests` (every measured
+/// request: ok, failed and cancelled), plus cancellation.
+pub fn invalid_reasons(
+    applied: &Applied,
+    context_overflows: u64,
+    requests: u64,
+    cancelled: bool,
+) -> Vec<String> {
+    let mut reasons = applied.invalid_reasons();
+    if requests > 0 && context_overflows as f64 > CONTEXT_OVERFLOW_LIMIT * requests as f64 {
+        reasons.push(CONTEXT_OVERFLOW_RATE_EXCEEDED.to_string());
+    }
+    if cancelled {
+        reasons.push(RUN_CANCELLED.to_string());
+    }
+    reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflow_rate_is_strictly_above_one_percent() {
+        let a = Applied {
+            name: AGENTX_MVP,
+            overridden: vec![],
+        };
+        assert!(invalid_reasons(&a, 1, 100, false).is_empty());
+        assert_eq!(
+            invalid_reasons(&a, 2, 100, true),
+            vec![CONTEXT_OVERFLOW_RATE_EXCEEDED, RUN_CANCELLED]
+        );
+    }
+}

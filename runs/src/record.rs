@@ -1,0 +1,354 @@
+//! The line of `records.jsonl` (docs/run.md): one [`RequestRecord`] per
+//! request, written as it completes, with its error class
+//! ([`ErrorCategory`]) and where its token counts came from
+//! ([`TokenSource`]); what the client stamped while it ran ([`Stamps`],
+//! [`Response`]); and where finished records go ([`RecordSink`]).
+//!
+//! Times are nanoseconds since the run's epoch (a monotonic clock),
+//! stamped when bytes arrive, before any parsing. Derived figures (TTFT,
+//! ITL, TPOT, E2E, lateness) are computed here from those stamps, once
+//! ([`RequestRecord::new`]), so the summary and the records agree. Also
+//! owns the records' schema version ([`RECORDS_SCHEMA`]); the JSON Schema
+//! of a line is derived from [`RequestRecord`]. Readers read the lines
+//! back through [`crate::records_file`].
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use arbor_engine::time::Nanos;
+
+/// The schema of a line of `records.jsonl` (named in `run.json`, not on
+/// every line; the title of docs/schema/records.schema.json).
+pub const RECORDS_SCHEMA: &str = "arbor.records/1";
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCategory {
+    /// No connection could be made (refused, reset before a response).
+    Connect,
+    /// The request took longer than `--timeout`.
+    Timeout,
+    /// The server answered with a non-success status.
+    HttpStatus,
+    /// The stream ended before `[DONE]` (connection closed or cut).
+    StreamCut,
+    /// A line of the stream was not valid SSE/JSON.
+    MalformedSse,
+    /// The prompt was longer than the model's context.
+    ContextOverflow,
+    /// The stream carried an error object.
+    ServerError,
+    /// The server said it is overloaded: HTTP 529, or an error of type
+    /// `overloaded_error` (the Anthropic Messages API's way), in the
+    /// status's body or in the stream.
+    Overloaded,
+    /// Cancelled at the end of the grace period.
+    Cancelled,
+    /// The client's own failure, not the server's: it ran out of file
+    /// descriptors (EMFILE, ENFILE), buffers (ENOBUFS), memory (ENOMEM) or
+    /// ephemeral ports (EADDRNOTAVAIL) opening a connection.
+    Client,
+    /// The server sent more than a cap allows (a response head, an SSE
+    /// line, a chunk-size line; docs/reliability.md lists the caps); the
+    /// message names the cap.
+    Oversized,
+}
+
+impl ErrorCategory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::Connect => "connect",
+            ErrorCategory::Timeout => "timeout",
+            ErrorCategory::HttpStatus => "http_status",
+            ErrorCategory::StreamCut => "stream_cut",
+            ErrorCategory::MalformedSse => "malformed_sse",
+            ErrorCategory::ContextOverflow => "context_overflow",
+            ErrorCategory::ServerError => "server_error",
+            ErrorCategory::Overloaded => "overloaded",
+            ErrorCategory::Cancelled => "cancelled",
+            ErrorCategory::Client => "client",
+            ErrorCategory::Oversized => "oversized",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RequestError {
+    pub category: ErrorCategory,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<f64>,
+}
+
+/// Where a token count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// The server's `usage`.
+    Usage,
+    /// Counted content chunks (no usage in the stream).
+    Counted,
+    /// What the plan intended (no usage, nothing counted).
+    Planned,
+}
+
+/// Stamps taken while a request ran, ns since the run epoch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stamps {
+    pub sent: Option<Nanos>,
+    pub headers: Option<Nanos>,
+    pub first_byte: Option<Nanos>,
+    pub first_content: Option<Nanos>,
+    /// Arrival of every chunk that carried content.
+    pub content: Vec<Nanos>,
+    pub done: Option<Nanos>,
+}
+
+/// What the server said about a finished request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Response {
+    pub stamps: Stamps,
+    pub http_status: Option<u16>,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub cached_tokens: Option<u64>,
+    pub error: Option<RequestError>,
+    /// Times the request was tried: the first try, each connect retry
+    /// (`--retries`) and the one resend.
+    pub attempts: u32,
+    /// Times the request was sent again because it provably never left
+    /// (0 or 1; see `exchange`).
+    pub resends: u32,
+}
+
+/// The message of a request cancelled at the end of the grace period.
+pub const CANCELLED_MESSAGE: &str = "cancelled at the end of the grace period";
+
+impl Response {
+    /// Ends a request still running at `at`, when the grace period ran out:
+    /// what was measured so far stays; the request is `cancelled`.
+    pub fn cancel(&mut self, at: Nanos) {
+        self.stamps.done = Some(at);
+        self.error = Some(RequestError {
+            category: ErrorCategory::Cancelled,
+            message: CANCELLED_MESSAGE.into(),
+            http_status: None,
+            retry_after_s: None,
+        });
+    }
+}
+
+fn secs(ns: Option<Nanos>) -> Option<f64> {
+    ns.map(|n| n as f64 / 1e9)
+}
+
+fn span(from: Option<Nanos>, to: Option<Nanos>) -> Option<f64> {
+    match (from, to) {
+        (Some(a), Some(b)) if b >= a => Some((b - a) as f64 / 1e9),
+        _ => None,
+    }
+}
+
+/// One line of `records.jsonl`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(title = RECORDS_SCHEMA)]
+pub struct RequestRecord {
+    pub request: u64,
+    pub tree: String,
+    pub tree_index: u32,
+    pub agent: String,
+    pub turn: u32,
+    pub copy: u32,
+    pub lane: Option<u32>,
+    pub play: u32,
+    /// A warmup request (one output token, full prefix): recorded, never
+    /// counted in metrics.
+    pub warmup: bool,
+    #[schemars(extend("enum" = ["ok", "error", "cancelled"]))]
+    pub status: &'static str,
+    pub eligible_s: f64,
+    pub dispatched_s: f64,
+    pub sent_s: Option<f64>,
+    pub headers_s: Option<f64>,
+    pub first_byte_s: Option<f64>,
+    pub first_content_s: Option<f64>,
+    pub done_s: Option<f64>,
+    pub queue_wait_s: f64,
+    pub lateness_s: Option<f64>,
+    pub ttft_s: Option<f64>,
+    pub e2e_s: Option<f64>,
+    pub tpot_s: Option<f64>,
+    /// Gaps between content chunks, in seconds.
+    pub itl_s: Vec<f64>,
+    pub planned_input_tokens: u32,
+    pub planned_output_tokens: u32,
+    pub input_tokens: u64,
+    pub input_tokens_source: TokenSource,
+    pub output_tokens: u64,
+    pub output_tokens_source: TokenSource,
+    pub cached_tokens: Option<u64>,
+    pub http_status: Option<u16>,
+    /// Times the request was tried (connect retries and the resend
+    /// included).
+    pub attempts: u32,
+    /// Times it was sent again because it provably never left the client
+    /// (0 or 1): a failed write with nothing written.
+    pub resends: u32,
+    pub error: Option<RequestError>,
+}
+
+/// Identity of a request in the workload.
+#[derive(Debug, Clone)]
+pub struct RequestIdentity {
+    pub request: u64,
+    pub tree: String,
+    pub tree_index: u32,
+    pub agent: String,
+    pub turn: u32,
+    pub copy: u32,
+    pub lane: Option<u32>,
+    pub play: u32,
+    pub eligible: Nanos,
+    pub dispatched: Nanos,
+    pub queue_wait: Nanos,
+    /// A warmup (one token, not measured).
+    pub warmup: bool,
+    pub planned_input_tokens: u32,
+    pub planned_output_tokens: u32,
+}
+
+impl RequestRecord {
+    pub fn new(id: RequestIdentity, response: &Response) -> RequestRecord {
+        let s = &response.stamps;
+        let counted = s.content.len() as u64;
+        let (output_tokens, output_tokens_source) = match response.completion_tokens {
+            Some(n) => (n, TokenSource::Usage),
+            None if counted > 0 || s.done.is_some() => (counted, TokenSource::Counted),
+            None => (u64::from(id.planned_output_tokens), TokenSource::Planned),
+        };
+        let (input_tokens, input_tokens_source) = match response.prompt_tokens {
+            Some(n) => (n, TokenSource::Usage),
+            None => (u64::from(id.planned_input_tokens), TokenSource::Planned),
+        };
+        let itl_s = s
+            .content
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64 / 1e9)
+            .collect();
+        let tpot_s = match (s.first_content, s.done) {
+            (Some(first), Some(done)) if output_tokens > 1 && done >= first => {
+                Some((done - first) as f64 / 1e9 / (output_tokens - 1) as f64)
+            }
+            _ => None,
+        };
+        let status = match &response.error {
+            None => "ok",
+            Some(e) if e.category == ErrorCategory::Cancelled => "cancelled",
+            Some(_) => "error",
+        };
+        RequestRecord {
+            request: id.request,
+            tree: id.tree,
+            tree_index: id.tree_index,
+            agent: id.agent,
+            turn: id.turn,
+            copy: id.copy,
+            lane: id.lane,
+            play: id.play,
+            warmup: id.warmup,
+            status,
+            eligible_s: id.eligible as f64 / 1e9,
+            dispatched_s: id.dispatched as f64 / 1e9,
+            sent_s: secs(s.sent),
+            headers_s: secs(s.headers),
+            first_byte_s: secs(s.first_byte),
+            first_content_s: secs(s.first_content),
+            done_s: secs(s.done),
+            queue_wait_s: id.queue_wait as f64 / 1e9,
+            lateness_s: span(Some(id.eligible), s.sent),
+            ttft_s: span(s.sent, s.first_content),
+            e2e_s: span(s.sent, s.done),
+            tpot_s,
+            itl_s,
+            planned_input_tokens: id.planned_input_tokens,
+            planned_output_tokens: id.planned_output_tokens,
+            input_tokens,
+            input_tokens_source,
+            output_tokens,
+            output_tokens_source,
+            cached_tokens: response.cached_tokens,
+            http_status: response.http_status,
+            attempts: response.attempts,
+            resends: response.resends,
+            error: response.error.clone(),
+        }
+    }
+}
+
+/// Where records go, as requests finish.
+pub trait RecordSink {
+    fn record(&mut self, record: &RequestRecord) -> std::io::Result<()>;
+
+    /// The loop has no more events at hand: records held so far should be
+    /// written now (a sink may batch the records of one burst).
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity() -> RequestIdentity {
+        RequestIdentity {
+            request: 3,
+            tree: "t".into(),
+            tree_index: 0,
+            agent: "a".into(),
+            turn: 1,
+            copy: 0,
+            lane: None,
+            play: 0,
+            eligible: 1_000,
+            dispatched: 1_500,
+            queue_wait: 500,
+            warmup: false,
+            planned_input_tokens: 100,
+            planned_output_tokens: 4,
+        }
+    }
+
+    #[test]
+    fn derived_figures_follow_the_semantics() {
+        let response = Response {
+            stamps: Stamps {
+                sent: Some(2_000),
+                headers: Some(2_500),
+                first_byte: Some(2_600),
+                first_content: Some(3_000),
+                content: vec![3_000, 4_000, 6_000],
+                done: Some(7_000),
+            },
+            http_status: Some(200),
+            ..Response::default()
+        };
+        let r = RequestRecord::new(identity(), &response);
+        assert_eq!(r.ttft_s, Some(1e-6));
+        assert_eq!(r.e2e_s, Some(5e-6));
+        assert_eq!(r.lateness_s, Some(1e-6));
+        assert_eq!(r.queue_wait_s, 5e-7);
+        assert_eq!(r.itl_s, vec![1e-6, 2e-6]);
+        // No usage: three counted chunks; TPOT = (7000 - 3000) / 2.
+        assert_eq!(
+            (r.output_tokens, r.output_tokens_source),
+            (3, TokenSource::Counted)
+        );
+        assert_eq!(r.tpot_s, Some(2e-6));
+        assert_eq!(r.input_tokens_source, TokenSource::Planned);
+        assert_eq!(r.status, "ok");
+    }
+}
