@@ -383,11 +383,11 @@ mod tests {
 
     #[test]
     fn turns_without_ids_grow_as_a_prefix_within_an_agent() {
-        let w = "trees=1,turns=4,depth=0,seed=3"
-            .parse::<SyntheticSpec>()
-            .unwrap()
-            .generate();
-        let t = &w.trees[0];
+        let t = &tree(
+            "v",
+            HashScope::Local,
+            vec![(150, vec![]), (230, vec![]), (300, vec![])],
+        );
         let first = text(build(t, 0, 0));
         let second = text(build(t, 0, 1));
         let full =
@@ -429,13 +429,29 @@ mod tests {
 
     #[test]
     fn written_text_is_the_built_text_without_reallocating() {
-        let w = "trees=2,turns=5,depth=1,isl=300,isl_growth=90,hash_ids=true,seed=5"
-            .parse::<SyntheticSpec>()
-            .unwrap()
-            .generate();
+        // Hash ids with a tail past the last block (turn 0) and with the
+        // last block cut (turn 1), a child agent sharing its parent's first
+        // blocks, virtual ids, and recorded text.
+        let mut hashed = tree(
+            "h",
+            HashScope::Local,
+            vec![(300, (1..=3).collect()), (390, (1..=7).collect())],
+        );
+        hashed.block_size = 64;
+        let mut child = hashed.agents[0].clone();
+        child.id = "child".into();
+        child.parent = Some(0);
+        child.kind = AgentKind::Blocking;
+        child.turns[1].hash_ids = BlockIds::from((1..=3).chain(90..=95).collect::<Vec<u32>>());
+        hashed.agents.push(child);
+        let virtual_ids = tree(
+            "v",
+            HashScope::Global,
+            vec![(70, vec![]), (200, vec![]), (64, vec![])],
+        );
         let mut recorded = tree("r", HashScope::Local, vec![(10, vec![1]), (12, vec![])]);
         recorded.agents[0].turns[0].text = Some(Box::default());
-        for t in w.trees.iter().chain([&recorded]) {
+        for t in [&hashed, &virtual_ids, &recorded] {
             for (a, agent) in t.agents.iter().enumerate() {
                 for turn in 0..=agent.turns.len() {
                     let room = synthesized_room(t, a, turn);
