@@ -14,11 +14,11 @@ use arbor_backends::live::request::BodyConfig;
 use arbor_backends::live::{run, warm_pool, LiveConfig, Progress, RecordSink, RunOutcome};
 use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
-use arbor_engine::load::weka;
 use arbor_engine::policy::{Arrival, GapTransform, Policy};
 use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::Workload;
+use arbor_formats::load::weka;
 use arbor_sim::emulator::{serve, EmulatorConfig, FailStatus, ServerStamp};
 
 use crate::build::*;

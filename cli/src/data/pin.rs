@@ -12,7 +12,7 @@ use crate::failure::Failure;
 
 pub fn pin(dir: &Path, name: &str) -> Result<(), Failure> {
     registry::check_name(name).map_err(|e| Failure::input(format!("--name: {e}")))?;
-    let files = arbor_engine::load::directory_files(dir).map_err(Failure::input)?;
+    let files = arbor_formats::load::directory_files(dir).map_err(Failure::input)?;
     let hashes = manifest::hash_files(&files).map_err(Failure::other)?;
     let found = manifest::manifest_hash(&hashes);
     let registry = Registry::load().map_err(Failure::input)?;

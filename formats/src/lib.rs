@@ -1,0 +1,20 @@
+//! arbor-formats: workloads from and to files.
+//!
+//! Owns every trace reader and writer and format detection ([`load`]: the
+//! `FORMATS` table, the one JSON-lines reader, the field types, the input
+//! caps), what an input held ([`input`]: `Format`, `Loaded`, `Problem`),
+//! what `arbor inspect` reports, as data ([`inspect`]), and the synthetic
+//! workload generator ([`synthetic`]). Everything here produces or reads
+//! the engine's [`arbor_engine::Workload`] and reports bad input as an
+//! [`arbor_engine::InputError`].
+//!
+//! Must not touch: scheduling, service models, drivers, the network, the
+//! console or the CLI's flags. It depends on `arbor-engine` only for the
+//! model, times, errors and the pure helpers `inspect` uses (derive, dag
+//! validation, content hashes, stats); the engine never depends on it.
+#![forbid(unsafe_code)]
+
+pub mod input;
+pub mod inspect;
+pub mod load;
+pub mod synthetic;
