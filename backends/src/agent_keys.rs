@@ -104,7 +104,7 @@ impl AgentKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_engine::synthetic::SyntheticSpec;
+    use arbor_formats::synthetic::SyntheticSpec;
 
     #[test]
     fn kept_keys_give_every_turns_whole_keys_and_go_with_the_agent() {

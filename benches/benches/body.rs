@@ -9,7 +9,7 @@
 
 use arbor_backends::live::request::{build_body, build_turn_body, BodyConfig};
 use arbor_engine::prompt;
-use arbor_engine::synthetic::SyntheticSpec;
+use arbor_formats::synthetic::SyntheticSpec;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 const MARKER: &str = "[rid:0123456789ab]\n\n";

@@ -18,7 +18,7 @@ use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::Scheduler;
-use arbor_engine::synthetic::SyntheticSpec;
+use arbor_formats::synthetic::SyntheticSpec;
 use arbor_sim::{Profile, ServerModel, WorkloadKeys};
 use criterion::{criterion_group, criterion_main, Criterion};
 

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use arbor_engine::load::{agentic_mooncake, load_path, Format};
+use arbor_formats::load::{agentic_mooncake, load_path, Format};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn bench_agentic_mooncake(c: &mut Criterion) {

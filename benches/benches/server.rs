@@ -16,8 +16,8 @@ use arbor_engine::dag::{compile, CompiledWorkload};
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::Scheduler;
-use arbor_engine::synthetic::SyntheticSpec;
 use arbor_engine::Workload;
+use arbor_formats::synthetic::SyntheticSpec;
 use arbor_sim::server::{ModelEvent, ModelRequest, Profile, ServerModel};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 

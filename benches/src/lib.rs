@@ -11,7 +11,7 @@ use arbor_engine::dag::{compile, CompiledWorkload};
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::Scheduler;
-use arbor_engine::synthetic::SyntheticSpec;
+use arbor_formats::synthetic::SyntheticSpec;
 use arbor_sim::ServiceModel;
 
 /// A compiled synthetic workload for the given spec string.

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use arbor_engine::load::{self, arbor::write_tree};
+use arbor_formats::load::{self, arbor::write_tree};
 
 use crate::args::ConvertArgs;
 use arbor_error::Error;
@@ -49,7 +49,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), Error> {
 
 fn write_all(
     inputs: &[std::path::PathBuf],
-    format: Option<arbor_engine::input::Format>,
+    format: Option<arbor_formats::input::Format>,
     out: &mut impl Write,
     name: &str,
 ) -> Result<u64, Error> {

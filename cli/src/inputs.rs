@@ -14,11 +14,11 @@ use arbor_engine::dag::{self, CompiledWorkload};
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::error::{PolicyConflict, PolicyError};
 use arbor_engine::fit::FitReport;
-use arbor_engine::load;
 use arbor_engine::policy::{GapTransform, Policy};
 use arbor_engine::scheduler::{Footprint, Scheduler};
-use arbor_engine::synthetic::SyntheticSpec;
 use arbor_engine::Workload;
+use arbor_formats::load;
+use arbor_formats::synthetic::SyntheticSpec;
 use arbor_sim::ServiceModel;
 
 use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};

@@ -11,10 +11,10 @@ use std::io::{self, Write};
 use arbor_engine::dag::compile_tree;
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::fit::apply_trees;
-use arbor_engine::inspect::{inspect, Inspection};
-use arbor_engine::load;
 use arbor_engine::model::Tree;
 use arbor_engine::policy::Policy;
+use arbor_formats::inspect::{inspect, Inspection};
+use arbor_formats::load;
 use serde::Serialize;
 
 use crate::args::InspectArgs;

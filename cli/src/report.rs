@@ -12,11 +12,11 @@ use arbor_engine::breakdown::breakdown;
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::derive::Adjustments;
 use arbor_engine::fit::FitReport;
-use arbor_engine::inspect::AdjustmentSummary;
 use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::stats::{Distribution, Seconds};
 use arbor_engine::time::{nanos_to_secs, Nanos};
 use arbor_engine::{AgentKind, Workload};
+use arbor_formats::inspect::AdjustmentSummary;
 use schemars::JsonSchema;
 use serde::Serialize;
 

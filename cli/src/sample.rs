@@ -2,8 +2,8 @@
 //! `testdata/weka-kv-cache-tester/` (Apache-2.0, see the README there),
 //! compiled into the binary so `arbor plan` works with no input at all.
 
-use arbor_engine::load::weka;
 use arbor_engine::{InputError, Workload};
+use arbor_formats::load::weka;
 
 /// `(sample:NAME, text)` of each bundled trace.
 pub const TRACES: [(&str, &str); 4] = [

@@ -133,7 +133,7 @@ mod tests {
         );
         // And a synthesized prompt has exactly its recorded tokens.
         let w = "trees=1,turns=2,depth=0,isl=500,hash_ids=true,seed=2"
-            .parse::<arbor_engine::synthetic::SyntheticSpec>()
+            .parse::<arbor_formats::synthetic::SyntheticSpec>()
             .unwrap()
             .generate();
         let t = &w.trees[0];
@@ -151,7 +151,7 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../testdata/abench/sample.jsonl"
         );
-        let loaded = arbor_engine::load::load_path(Path::new(path), None).unwrap();
+        let loaded = arbor_formats::load::load_path(Path::new(path), None).unwrap();
         let mut workload = Workload {
             trees: loaded.trees,
         };

@@ -430,8 +430,7 @@ fn char_ceil(text: &str, at: usize) -> usize {
 mod tests {
     use super::*;
     use crate::content::prompt_messages;
-    use crate::model::{AgentKind, Turn};
-    use crate::synthetic::SyntheticSpec;
+    use crate::model::{AgentKind, BlockIds, Turn};
 
     fn text_turn(isl: u32, extends: bool, messages: &[(Role, &str)]) -> Turn {
         Turn {
@@ -467,12 +466,34 @@ mod tests {
         }
     }
 
+    /// Turns of `isl` tokens with no ids and no text (virtual blocks).
+    fn plain_turns(isls: &[u32]) -> Vec<Turn> {
+        isls.iter()
+            .map(|&isl| Turn {
+                isl,
+                ..Turn::default()
+            })
+            .collect()
+    }
+
     #[test]
     fn nothing_changes_without_settings() {
-        let w = "trees=2,turns=4,depth=1,hash_ids=true,seed=1"
-            .parse::<SyntheticSpec>()
-            .unwrap()
-            .generate();
+        // Hash ids in a root and a child, recorded text, virtual blocks.
+        let mut w = one_agent(plain_turns(&[600, 900]));
+        let mut hashed = w.trees[0].clone();
+        hashed.id = "h".into();
+        hashed.block_size = 64;
+        for (k, turn) in hashed.agents[0].turns.iter_mut().enumerate() {
+            turn.hash_ids = BlockIds::from((1..=(9 + 5 * k as u32)).collect::<Vec<u32>>());
+        }
+        let mut child = hashed.agents[0].clone();
+        child.id = "child".into();
+        child.parent = Some(0);
+        child.kind = AgentKind::Blocking;
+        hashed.agents.push(child);
+        w.trees.push(hashed);
+        w.trees
+            .extend(one_agent(vec![text_turn(10, false, &[(Role::User, "hello there")])]).trees);
         let mut same = w.clone();
         let report = apply(&mut same, &Fit::default());
         assert_eq!(same, w);
@@ -542,10 +563,7 @@ mod tests {
 
     #[test]
     fn virtual_blocks_lose_their_oldest_blocks_under_the_cap() {
-        let mut w = "trees=1,turns=5,depth=0,isl=600,isl_growth=300,seed=4"
-            .parse::<SyntheticSpec>()
-            .unwrap()
-            .generate();
+        let mut w = one_agent(plain_turns(&[600, 1010, 1325, 1790, 2203]));
         assert!(largest_prompt(&w) > 700);
         let original = w.clone();
         let report = apply(

@@ -281,7 +281,6 @@ pub fn wire_role(role: Role) -> &'static str {
 mod tests {
     use super::*;
     use crate::model::{Agent, AgentKind, BlockIds, Turn};
-    use crate::synthetic::SyntheticSpec;
 
     fn lane_play(lane: u32, k: u32, tree: u32) -> crate::scheduler::Play {
         let mut play = crate::scheduler::Play::planned(tree, 0, Some(lane), 0);
@@ -383,11 +382,11 @@ mod tests {
 
     #[test]
     fn turns_without_ids_grow_as_a_prefix_within_an_agent() {
-        let w = "trees=1,turns=4,depth=0,seed=3"
-            .parse::<SyntheticSpec>()
-            .unwrap()
-            .generate();
-        let t = &w.trees[0];
+        let t = &tree(
+            "v",
+            HashScope::Local,
+            vec![(150, vec![]), (230, vec![]), (300, vec![])],
+        );
         let first = text(build(t, 0, 0));
         let second = text(build(t, 0, 1));
         let full =
@@ -401,41 +400,31 @@ mod tests {
         );
     }
 
-    /// FNV-1a of every synthesized prompt of `spec`'s workload, and their
-    /// total length.
-    fn digest(spec: &str) -> (u64, usize) {
-        let w = spec.parse::<SyntheticSpec>().unwrap().generate();
-        let (mut hash, mut len) = (FNV_OFFSET, 0);
-        for t in &w.trees {
-            for (a, agent) in t.agents.iter().enumerate() {
-                for turn in 0..agent.turns.len() {
-                    let s = text(build(t, a, turn));
-                    hash = fnv1a(hash, s.as_bytes());
-                    len += s.len();
-                }
-            }
-        }
-        (hash, len)
-    }
-
-    #[test]
-    fn synthesized_prompts_are_pinned() {
-        // A change here changes what every run sends: do it on purpose.
-        let with_ids = digest("trees=2,turns=6,depth=1,isl=300,isl_growth=90,hash_ids=true,seed=5");
-        let virtual_ids = digest("trees=2,turns=6,depth=1,isl=300,isl_growth=90,seed=5");
-        assert_eq!(with_ids, (14305428957652541643, 426014));
-        assert_eq!(virtual_ids, (1701982982332860686, 424564));
-    }
-
     #[test]
     fn written_text_is_the_built_text_without_reallocating() {
-        let w = "trees=2,turns=5,depth=1,isl=300,isl_growth=90,hash_ids=true,seed=5"
-            .parse::<SyntheticSpec>()
-            .unwrap()
-            .generate();
+        // Hash ids with a tail past the last block (turn 0) and with the
+        // last block cut (turn 1), a child agent sharing its parent's first
+        // blocks, virtual ids, and recorded text.
+        let mut hashed = tree(
+            "h",
+            HashScope::Local,
+            vec![(300, (1..=3).collect()), (390, (1..=7).collect())],
+        );
+        hashed.block_size = 64;
+        let mut child = hashed.agents[0].clone();
+        child.id = "child".into();
+        child.parent = Some(0);
+        child.kind = AgentKind::Blocking;
+        child.turns[1].hash_ids = BlockIds::from((1..=3).chain(90..=95).collect::<Vec<u32>>());
+        hashed.agents.push(child);
+        let virtual_ids = tree(
+            "v",
+            HashScope::Global,
+            vec![(70, vec![]), (200, vec![]), (64, vec![])],
+        );
         let mut recorded = tree("r", HashScope::Local, vec![(10, vec![1]), (12, vec![])]);
         recorded.agents[0].turns[0].text = Some(Box::default());
-        for t in w.trees.iter().chain([&recorded]) {
+        for t in [&hashed, &virtual_ids, &recorded] {
             for (a, agent) in t.agents.iter().enumerate() {
                 for turn in 0..=agent.turns.len() {
                     let room = synthesized_room(t, a, turn);

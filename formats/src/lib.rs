@@ -1,8 +1,23 @@
-//! arbor-formats: every trace format arbor reads and writes, and the
-//! identity of a corpus.
+//! arbor-formats: workloads from and to files, and a corpus's identity.
 //!
-//! Modules: [`manifest`] (a corpus's identity: each file's SHA-256 and the
-//! manifest hash over them).
+//! Owns every trace reader and writer and format detection ([`load`]: the
+//! `FORMATS` table, the one JSON-lines reader, the field types, the input
+//! caps), what an input held ([`input`]: `Format`, `Loaded`, `Problem`),
+//! what `arbor inspect` reports, as data ([`inspect`]), the synthetic
+//! workload generator ([`synthetic`]), and a corpus's identity
+//! ([`manifest`]: each file's SHA-256 and the manifest hash over them).
+//! Everything here produces or reads the engine's
+//! [`arbor_engine::Workload`] and reports bad input as an
+//! [`arbor_engine::InputError`].
+//!
+//! Must not touch: scheduling, service models, drivers, the network, the
+//! console or the CLI's flags. It depends on `arbor-engine` only for the
+//! model, times, errors and the pure helpers `inspect` uses (derive, dag
+//! validation, content hashes, stats); the engine never depends on it.
 #![forbid(unsafe_code)]
 
+pub mod input;
+pub mod inspect;
+pub mod load;
 pub mod manifest;
+pub mod synthetic;

@@ -88,7 +88,7 @@ pub fn trace_files(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>, String> {
             return Ok(None);
         }
         if meta.is_dir() {
-            let listed = arbor_engine::load::directory_files(input).map_err(|e| e.to_string())?;
+            let listed = crate::load::directory_files(input).map_err(|e| e.to_string())?;
             files.extend(listed);
         } else {
             files.push(input.clone());

@@ -137,7 +137,7 @@ pub fn fixtures() -> Vec<(std::path::PathBuf, Workload)> {
             .collect();
         files.sort();
         for file in files {
-            let loaded = arbor_engine::load::load_path(&file, None)
+            let loaded = arbor_formats::load::load_path(&file, None)
                 .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             let w = Workload {
                 trees: loaded.trees,

@@ -6,11 +6,11 @@
 use std::path::Path;
 
 use arbor_backends::live::request::{build_body, build_turn_body, Api, BodyConfig, MaxTokensField};
-use arbor_engine::load::load_path;
 use arbor_engine::model::BlockIds;
 use arbor_engine::prompt::{self, Prompt};
-use arbor_engine::synthetic::SyntheticSpec;
 use arbor_engine::{Agent, AgentKind, HashScope, Tree, Turn, Workload};
+use arbor_formats::load::load_path;
+use arbor_formats::synthetic::SyntheticSpec;
 
 const MARKERS: [Option<&str>; 3] = [
     None,

@@ -134,7 +134,7 @@ fn keys_stored_once_predict_what_keys_computed_per_request_do() {
     // Closed loops over a workload of branching trees, at loads from
     // light to evicting: the stored keys change nothing, and with the
     // cache-bust marker they are not used.
-    let spec: arbor_engine::synthetic::SyntheticSpec =
+    let spec: arbor_formats::synthetic::SyntheticSpec =
         "trees=40,turns=8,depth=1,spawn=0.2,hash_ids=true,seed=9"
             .parse()
             .expect("spec");

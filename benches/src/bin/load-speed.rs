@@ -10,8 +10,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use arbor_engine::input::Format;
-use arbor_engine::load::load_path;
+use arbor_formats::input::Format;
+use arbor_formats::load::load_path;
 
 fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

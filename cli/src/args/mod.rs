@@ -27,8 +27,8 @@ mod workload;
 use std::path::PathBuf;
 
 use arbor_backends::live::request::{Api, MaxTokensField};
-use arbor_engine::input::Format;
 use arbor_engine::time::Nanos;
+use arbor_formats::input::Format;
 use arbor_sim::Service;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};

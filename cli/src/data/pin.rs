@@ -12,7 +12,7 @@ use arbor_formats::manifest::{self, FileHash};
 
 pub fn pin(dir: &Path, name: &str) -> Result<(), Error> {
     registry::check_name(name).map_err(|e| Error::input(format!("--name: {e}")))?;
-    let files = arbor_engine::load::directory_files(dir).map_err(Error::input)?;
+    let files = arbor_formats::load::directory_files(dir).map_err(Error::input)?;
     let hashes = manifest::hash_files(&files).map_err(Error::other)?;
     let found = manifest::manifest_hash(&hashes);
     let registry = Registry::load().map_err(Error::input)?;

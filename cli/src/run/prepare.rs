@@ -185,7 +185,7 @@ fn default_name(now: std::time::SystemTime, name: &str, pid: u32) -> String {
 }
 
 fn stem(path: &std::path::Path) -> String {
-    if path == std::path::Path::new(arbor_engine::load::STDIN) {
+    if path == std::path::Path::new(arbor_formats::load::STDIN) {
         return "stdin".to_string();
     }
     let raw = path

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use arbor_engine::load::arbor::write_tree;
-use arbor_engine::synthetic::SyntheticSpec;
+use arbor_formats::load::arbor::write_tree;
+use arbor_formats::synthetic::SyntheticSpec;
 use serde_json::Value;
 
 use crate::util::*;

@@ -49,7 +49,7 @@ const STILL_TO_MOVE: &[(&str, &str)] = &[
     ),
     (
         "arbor-formats",
-        "corpus identity (data), named directly: through the facade",
+        "trace readers, inspect, synthetic workloads, corpus identity, named directly: through the facade",
     ),
     (
         "arbor-error",

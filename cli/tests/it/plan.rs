@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use arbor_engine::synthetic::SyntheticSpec;
+use arbor_formats::synthetic::SyntheticSpec;
 use serde_json::Value;
 
 use crate::util::*;

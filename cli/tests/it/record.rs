@@ -10,8 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use arbor_engine::derive::{derive_edges, DeriveOptions};
-use arbor_engine::load::load_path;
 use arbor_engine::model::{AgentKind, EdgeKind, Tree};
+use arbor_formats::load::load_path;
 use arbor_sim::emulator::{
     serve, serve_tls, EmulatorConfig, EmulatorHandle, EmulatorTls, TimingModel,
 };

@@ -3,12 +3,10 @@
 //! warmups, when they go, and the hand-off to profiling.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::error::{PolicyConflict, PolicyError};
-use arbor_engine::load::load_path;
 use arbor_engine::model::{Agent, AgentKind, Tree, Turn, Workload};
 use arbor_engine::policy::{Policy, StartWindow};
 use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler, Slot};
@@ -305,64 +303,4 @@ fn a_count_and_a_duration_conflict_and_both_need_a_start_window() {
             PolicyConflict::CacheWarmupWithoutStartWindow
         ))
     );
-}
-
-#[test]
-fn on_a_recorded_trace_each_lane_warms_k_and_profiling_follows_them_all() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../testdata/weka-kv-cache-tester/trace_0277.json"
-    );
-    let workload = Workload {
-        trees: load_path(Path::new(path), None).unwrap().trees,
-    };
-    let mut p = policy(3, 0, 10);
-    p.start_window = Some("0.25:0.75".parse().unwrap());
-    p.seed = 42;
-    let s = drive(scheduler(&workload, p), one_second);
-    let profiling = s.profiling_start();
-    for lane in 0..3 {
-        // K, or every live turn when fewer remain after t*.
-        let live = s
-            .slots()
-            .iter()
-            .filter(|slot| {
-                let play = s.plays()[slot.play as usize];
-                play.lane == Some(lane)
-                    && play.lane_play == 0
-                    && slot.state.as_str() != "history"
-                    && (slot.accelerated || !slot.warmup)
-            })
-            .count();
-        assert_eq!(
-            accelerated_turns(&s, lane).len(),
-            live.min(10),
-            "lane {lane}"
-        );
-        assert!(live > 0);
-    }
-    assert!((0..3).any(|lane| accelerated_turns(&s, lane).len() == 10));
-    for slot in s.slots() {
-        if slot.warmup {
-            assert!(slot.end <= profiling);
-        } else if slot.state.as_str() == "ok" {
-            assert!(slot.sent >= profiling);
-        }
-    }
-    // Every accelerated request went after its tree's predecessors: a
-    // join after its children's ends.
-    for (id, slot) in s.slots().iter().enumerate() {
-        if !slot.accelerated {
-            continue;
-        }
-        let (tree, play, turn) = s.request_tree(id as RequestId).unwrap();
-        for from in 0..tree.turn_count() {
-            for e in tree.out(from) {
-                let pred = s.slot(play.request(from).unwrap()).unwrap();
-                if e.to == turn && pred.state.as_str() == "ok" {
-                    assert!(pred.sent <= slot.sent);
-                }
-            }
-        }
-    }
 }

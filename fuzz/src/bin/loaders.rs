@@ -1,4 +1,4 @@
-//! Fuzz target: every input loader (`arbor_engine::load`) on arbitrary
+//! Fuzz target: every input loader (`arbor_formats::load`) on arbitrary
 //! bytes. The first byte picks the reader (`FORMATS[i]`, or detection by
 //! content when it is past the table); the rest is the file. Loaders read
 //! paths only, so each input is written to one scratch file first (in
@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use arbor_engine::load::{load_path, FORMATS};
+use arbor_formats::load::{load_path, FORMATS};
 
 fn scratch_file() -> PathBuf {
     let dir = PathBuf::from("/dev/shm");

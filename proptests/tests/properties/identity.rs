@@ -4,8 +4,8 @@
 
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::{Scheduler, TurnState};
-use arbor_engine::synthetic::SyntheticSpec;
 use arbor_engine::Workload;
+use arbor_formats::synthetic::SyntheticSpec;
 use arbor_proptests::gen::{self, MEDIUM};
 use arbor_proptests::{fixtures, plan, show, Service};
 use arbor_sim::ServiceModel;

@@ -8,10 +8,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use arbor_engine::input::Format;
-use arbor_engine::load::arbor::{parse_line, write_tree};
-use arbor_engine::load::load_path;
 use arbor_engine::{Tree, Workload};
+use arbor_formats::input::Format;
+use arbor_formats::load::arbor::{parse_line, write_tree};
+use arbor_formats::load::load_path;
 use arbor_proptests::gen::{self, MEDIUM};
 use arbor_proptests::{run, show};
 use proptest::prelude::*;

@@ -8,8 +8,8 @@ use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
 use arbor_engine::policy::Policy;
 use arbor_engine::scheduler::Scheduler;
-use arbor_engine::synthetic::SyntheticSpec;
 use arbor_engine::Workload;
+use arbor_formats::synthetic::SyntheticSpec;
 use arbor_sim::server::{Profile, ServerModel};
 use proptest::prelude::*;
 

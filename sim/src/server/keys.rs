@@ -467,7 +467,7 @@ mod tests {
             "trees=3,turns=6,child_turns=3,depth=1,spawn=0.4,hash_ids=true,isl=150,isl_growth=90,max_isl=700,seed=4",
             "trees=3,turns=6,child_turns=3,depth=1,spawn=0.4,isl=150,isl_growth=90,max_isl=700,seed=4",
         ] {
-            let spec: arbor_engine::synthetic::SyntheticSpec = spec.parse().expect("spec");
+            let spec: arbor_formats::synthetic::SyntheticSpec = spec.parse().expect("spec");
             let trees = spec.generate().trees;
             for marker in markers {
                 for block_size in [1, 3, 16, 64] {

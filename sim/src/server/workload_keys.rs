@@ -138,7 +138,7 @@ impl WorkloadKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_engine::synthetic::SyntheticSpec;
+    use arbor_formats::synthetic::SyntheticSpec;
 
     #[test]
     fn every_turn_reads_back_as_computed() {

@@ -16,16 +16,17 @@
 
 use std::collections::{BinaryHeap, HashMap};
 
+use arbor_engine::error::InputError;
+use arbor_engine::model::{Agent, AgentKind, Edge, EdgeKind, InputKind, Tree, Turn};
+use arbor_engine::time::{Nanos, MAX_SECONDS};
+
 use super::fields::{Count, HashIds, Id, Millis, MAX_NANOS};
 use super::json::Lines;
 use super::mooncake::{is_mooncake_row, new_tree, PromptChecks};
 use super::sniff::{first_row, has_key};
 use super::source::Source;
 use super::tally::Tally;
-use crate::error::InputError;
 use crate::input::{Loaded, Problem};
-use crate::model::{Agent, AgentKind, Edge, EdgeKind, InputKind, Tree, Turn};
-use crate::time::{Nanos, MAX_SECONDS};
 
 /// Does this start of a file look like agentic Mooncake rows (Mooncake rows
 /// with `request_id` or `wait_for`)?
@@ -641,7 +642,7 @@ impl Graph<'_> {
                     edges.push(Edge {
                         from: flat[&d],
                         to: flat[&r],
-                        anchor: crate::model::Anchor::End,
+                        anchor: arbor_engine::model::Anchor::End,
                         gap: rows[r as usize].gap,
                         kind,
                     });
@@ -715,8 +716,8 @@ fn spans(children: &[Vec<usize>], root: usize) -> (Vec<u32>, Vec<u32>) {
 mod tests {
     use super::*;
     use crate::load::mooncake::tests::{recorded_starts, replay, temp_file, OTHER_FORMATS};
-    use crate::model::Anchor;
-    use crate::time::NANOS_PER_MS;
+    use arbor_engine::model::Anchor;
+    use arbor_engine::time::NANOS_PER_MS;
 
     /// A root session `main` (m1, m2, m3); a blocking child `sub` spawned
     /// from m1 and joined by m3; a background child `bg` spawned from m2;
@@ -755,7 +756,7 @@ mod tests {
         assert_eq!(tree.arrival, ms(1000));
         assert_eq!(
             (tree.block_size, tree.hash_scope),
-            (512, crate::model::HashScope::Global)
+            (512, arbor_engine::model::HashScope::Global)
         );
         let agents: Vec<(&str, Option<u32>, AgentKind, usize)> = tree
             .agents

@@ -13,8 +13,8 @@ use std::marker::PhantomData;
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
 
-use crate::model::{BlockIds, BlockIdsBuilder, InputKind, Message, Role};
-use crate::time::{millis_to_nanos, secs_to_nanos, Nanos, MAX_SECONDS, NANOS_PER_SEC};
+use arbor_engine::model::{BlockIds, BlockIdsBuilder, InputKind, Message, Role};
+use arbor_engine::time::{millis_to_nanos, secs_to_nanos, Nanos, MAX_SECONDS, NANOS_PER_SEC};
 
 /// The largest time a trace may state, in nanoseconds (every format).
 pub(super) const MAX_NANOS: Nanos = (MAX_SECONDS as u64) * NANOS_PER_SEC;

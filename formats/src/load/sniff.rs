@@ -13,7 +13,7 @@ use std::path::Path;
 use ruzstd::frame::ReadFrameHeaderError;
 use ruzstd::frame_decoder::{BlockDecodingStrategy, FrameDecoder, FrameDecoderError};
 
-use crate::error::InputError;
+use arbor_engine::error::InputError;
 
 /// How many bytes of a file are read to recognise its format.
 pub const SNIFF_BYTES: u64 = 64 * 1024;

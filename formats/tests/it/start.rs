@@ -5,10 +5,10 @@ use std::path::Path;
 
 use arbor_engine::dag::{compile, CompiledTree};
 use arbor_engine::derive::DeriveOptions;
-use arbor_engine::load::load_path;
 use arbor_engine::policy::{Policy, StartWindow};
 use arbor_engine::start::{mid_start, t_star};
 use arbor_engine::Workload;
+use arbor_formats::load::load_path;
 
 fn trace_0277() -> CompiledTree {
     let path = concat!(

@@ -39,9 +39,10 @@ use std::io::{self, BufRead};
 use serde::de::{Deserialize, DeserializeOwned};
 use serde_json::error::Category;
 
+use arbor_engine::error::InputError;
+
 use super::sniff;
 use super::source::{show_bytes, Source, MAX_INPUT_BYTES, MAX_LINE_BYTES};
-use crate::error::InputError;
 
 /// A failure within one JSON text, before a file name is attached.
 #[derive(Debug)]

@@ -17,14 +17,15 @@
 
 use std::path::Path;
 
+use arbor_engine::error::InputError;
+use arbor_engine::model::{Agent, AgentKind, BlockIds, HashScope, InputKind, Tree, Turn};
+use arbor_engine::time::{Nanos, NANOS_PER_SEC};
+
 use super::fields::{show_number, Count, HashIds, InputTypes, Millis, Secs, Text};
 use super::json::{self, Fault, Lines};
 use super::sniff::{self, has_key};
 use super::source::Source;
-use crate::error::InputError;
 use crate::input::Loaded;
-use crate::model::{Agent, AgentKind, BlockIds, HashScope, InputKind, Tree, Turn};
-use crate::time::{Nanos, NANOS_PER_SEC};
 
 /// Tokens per hash block when a trace does not say (the Weka format's value).
 pub const DEFAULT_BLOCK_SIZE: u32 = 64;
@@ -663,7 +664,7 @@ impl Builder {
 mod tests {
     use super::super::test_support::{assert_contains, scratch_path, testdata};
     use super::*;
-    use crate::time::NANOS_PER_MS;
+    use arbor_engine::time::NANOS_PER_MS;
     use std::path::PathBuf;
 
     /// Reads a file or directory as Weka, through the loader's table.

@@ -14,14 +14,15 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use arbor_engine::error::InputError;
+use arbor_engine::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
+use arbor_engine::time::{Nanos, MAX_SECONDS};
+
 use super::fields::{estimate_tokens, show_number, NonEmpty, UnixMicros};
 use super::json::Lines;
 use super::sniff::TopKeys;
 use super::source::Source;
-use crate::error::InputError;
 use crate::input::{Loaded, Problem};
-use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
-use crate::time::{Nanos, MAX_SECONDS};
 
 /// The longest span a file may cover, in microseconds (the engine's limit).
 const MAX_SPAN_MICROS: u64 = (MAX_SECONDS as u64) * 1_000_000;
@@ -217,7 +218,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
 mod tests {
     use super::super::test_support::{scratch_file, testdata};
     use super::*;
-    use crate::time::NANOS_PER_SEC;
+    use arbor_engine::time::NANOS_PER_SEC;
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {

@@ -13,8 +13,9 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
 
+use arbor_engine::error::InputError;
+
 use super::sniff::{Prefix, SNIFF_BYTES};
-use crate::error::InputError;
 
 /// The largest input arbor reads: 4 GiB of text (after zstd decoding).
 /// The largest real corpora are a few hundred MB.

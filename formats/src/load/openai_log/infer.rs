@@ -26,8 +26,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use arbor_engine::model::Role;
+
 use super::{delta_after, Entry, Placed};
-use crate::model::Role;
 
 /// What was inferred, for `inspect`'s conventions.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -211,7 +212,7 @@ mod tests {
     use super::super::super::test_support::scratch_file;
     use super::super::load;
     use crate::input::Loaded;
-    use crate::model::AgentKind;
+    use arbor_engine::model::AgentKind;
     use serde_json::{json, Value};
 
     const S: u64 = 1_800_000_000_000_000_000;

@@ -18,17 +18,18 @@
 
 use std::collections::HashMap;
 
+use arbor_engine::error::InputError;
+use arbor_engine::model::{
+    Agent, AgentKind, BlockIds, HashScope, InputKind, Message, Role, Tree, Turn, TurnText,
+};
+use arbor_engine::time::{Nanos, MAX_SECONDS, NANOS_PER_MS};
+
 use super::fields::{estimate_tokens, show_number, Count, HashIds, Id, Millis, MAX_NANOS};
 use super::json::Lines;
 use super::sniff::{first_row, has_key};
 use super::source::Source;
 use super::tally::Tally;
-use crate::error::InputError;
 use crate::input::{Loaded, Problem};
-use crate::model::{
-    Agent, AgentKind, BlockIds, HashScope, InputKind, Message, Role, Tree, Turn, TurnText,
-};
-use crate::time::{Nanos, MAX_SECONDS, NANOS_PER_MS};
 
 /// Tokens per hash block: Mooncake's, not stated in the files.
 pub const BLOCK_SIZE: u32 = 512;
@@ -399,12 +400,12 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
 pub(super) mod tests {
     use super::super::tally::PROBLEM_CAP;
     use super::*;
-    use crate::dag::compile;
-    use crate::derive::DeriveOptions;
-    use crate::model::Workload;
-    use crate::policy::Policy;
-    use crate::scheduler::{Command, Outcome, Scheduler};
-    use crate::time::NANOS_PER_MS;
+    use arbor_engine::dag::compile;
+    use arbor_engine::derive::DeriveOptions;
+    use arbor_engine::model::Workload;
+    use arbor_engine::policy::Policy;
+    use arbor_engine::scheduler::{Command, Outcome, Scheduler};
+    use arbor_engine::time::NANOS_PER_MS;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     use std::path::Path;

@@ -19,6 +19,10 @@ use serde::Deserialize;
 
 mod infer;
 
+use arbor_engine::error::InputError;
+use arbor_engine::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
+use arbor_engine::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
+
 use super::fields::{
     show_number, tokens_for_bytes, Content, Count, RawMessage, UnixSecs, MAX_NANOS,
 };
@@ -26,10 +30,7 @@ use super::json::Lines;
 use super::sniff::TopKeys;
 use super::source::Source;
 use super::tally::Tally;
-use crate::error::InputError;
 use crate::input::{Loaded, Problem};
-use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
-use crate::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
 
 /// The latest unix time accepted, in seconds (year 2286): anything later is
 /// corrupt input, and f64 seconds lose sub-microsecond precision beyond it.
@@ -865,7 +866,7 @@ fn delta_after<'m>(
 mod tests {
     use super::super::test_support::{assert_contains, scratch_file, testdata};
     use super::*;
-    use crate::time::{NANOS_PER_MS, NANOS_PER_SEC};
+    use arbor_engine::time::{NANOS_PER_MS, NANOS_PER_SEC};
     use std::path::PathBuf;
 
     fn sample(name: &str) -> PathBuf {

@@ -8,8 +8,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::PolicyError;
-use crate::model::Tree;
+use arbor_engine::error::PolicyError;
+use arbor_engine::model::Tree;
 
 /// The formats arbor reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

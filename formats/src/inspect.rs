@@ -18,13 +18,14 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::content::TextBlockHasher;
-use crate::dag::validate;
-use crate::derive::{derive_edges, Adjustments, DeriveOptions};
+use arbor_engine::content::TextBlockHasher;
+use arbor_engine::dag::validate;
+use arbor_engine::derive::{derive_edges, Adjustments, DeriveOptions};
+use arbor_engine::model::{AgentKind, Anchor, Edge, HashScope, Role, Tree};
+use arbor_engine::stats::{Count, Distribution, Seconds};
+use arbor_engine::time::{nanos_to_secs, Nanos};
+
 use crate::input::Loaded;
-use crate::model::{AgentKind, Anchor, Edge, HashScope, Role, Tree};
-use crate::stats::{Count, Distribution, Seconds};
-use crate::time::{nanos_to_secs, Nanos};
 
 /// Everything `arbor inspect` reports (JSON field names are the public
 /// contract; see `docs/inspect.md`).
@@ -349,7 +350,7 @@ struct AgentTextBlocks {
 }
 
 impl AgentTextBlocks {
-    fn of(agent: &crate::model::Agent) -> Self {
+    fn of(agent: &arbor_engine::model::Agent) -> Self {
         let mut out = AgentTextBlocks::default();
         let mut hasher: Option<TextBlockHasher> = None;
         for (i, turn) in agent.turns.iter().enumerate() {
@@ -560,8 +561,8 @@ impl Inspection {
 mod tests {
     use super::*;
     use crate::input::{Format, Problem};
-    use crate::model::{Agent, Message, Turn, TurnText};
-    use crate::time::NANOS_PER_SEC;
+    use arbor_engine::model::{Agent, Message, Turn, TurnText};
+    use arbor_engine::time::NANOS_PER_SEC;
 
     const S: Nanos = NANOS_PER_SEC;
 
@@ -881,8 +882,9 @@ mod tests {
         let a = agent("r", None, AgentKind::Root, turns);
         let blocks = AgentTextBlocks::of(&a);
         for i in 0..a.turns.len() {
-            let expected =
-                crate::content::text_block_hashes(&crate::content::prompt_messages(&a, i));
+            let expected = arbor_engine::content::text_block_hashes(
+                &arbor_engine::content::prompt_messages(&a, i),
+            );
             let got = blocks.turns[i].map(|(chain, full, partial)| {
                 let mut v = blocks.chains[chain as usize][..full as usize].to_vec();
                 v.extend(partial);
@@ -929,7 +931,7 @@ mod tests {
             to,
             anchor: Anchor::End,
             gap: 0,
-            kind: crate::model::EdgeKind::Sequence,
+            kind: arbor_engine::model::EdgeKind::Sequence,
         };
         t.explicit_edges = Some(vec![e(0, 1), e(1, 0)]);
         let i = inspect(&[loaded(vec![t])], &TOL0);

@@ -16,15 +16,16 @@ use std::collections::BTreeSet;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+use arbor_engine::error::InputError;
+use arbor_engine::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
+use arbor_engine::time::{Nanos, MAX_SECONDS};
+
 use super::fields::{show_number, tokens_for_bytes, Count, Millis, RawMessage, MAX_NANOS};
 use super::json::Lines;
 use super::sniff::TopKeys;
 use super::source::Source;
 use super::tally::Tally;
-use crate::error::InputError;
 use crate::input::{Loaded, Problem};
-use crate::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
-use crate::time::{Nanos, MAX_SECONDS};
 
 /// What an abench session is, in messages.
 const SESSION: &str = "an abench session (a JSON object with `session_id` and `turns`)";

@@ -12,8 +12,8 @@
 
 use std::io::{self, Write};
 
-use crate::model::{Agent, AgentKind, InputKind, Tree, Turn};
-use crate::time::Nanos;
+use arbor_engine::model::{Agent, AgentKind, InputKind, Tree, Turn};
+use arbor_engine::time::Nanos;
 
 /// Seconds with nine decimals, trailing zeros trimmed (exact for ns).
 fn write_secs(out: &mut impl Write, ns: Nanos) -> io::Result<()> {

@@ -57,9 +57,10 @@ pub mod weka_writer;
 
 use std::path::{Path, PathBuf};
 
-use crate::error::InputError;
+use arbor_engine::error::InputError;
+use arbor_engine::model::Workload;
+
 pub use crate::input::{Format, Loaded, Problem};
-use crate::model::Workload;
 pub use fields::estimate_tokens;
 pub use sniff::{Prefix, SNIFF_BYTES, ZSTD_MAGIC};
 pub use source::{show_bytes, Source, MAX_INPUT_BYTES, MAX_LINE_BYTES, STDIN};

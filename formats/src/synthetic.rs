@@ -76,10 +76,10 @@ use rand::{Rng, RngCore};
 use rand_distr::Exp1;
 use rand_pcg::Pcg64;
 
-use crate::error::{InputError, PolicyError};
-use crate::model::{Agent, AgentKind, BlockIds, HashScope, InputKind, Tree, Turn, Workload};
-use crate::rng::{self, Purpose};
-use crate::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
+use arbor_engine::error::{InputError, PolicyError};
+use arbor_engine::model::{Agent, AgentKind, BlockIds, HashScope, InputKind, Tree, Turn, Workload};
+use arbor_engine::rng::{self, Purpose};
+use arbor_engine::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 
 /// Tokens per hash block when `hash_ids` is on.
 const BLOCK_SIZE: u32 = 64;
@@ -1179,7 +1179,7 @@ mod tests {
         assert!(missing.to_string().contains("missing.toml"));
     }
 
-    /// `cargo test --release -p arbor-engine --lib synthetic -- --ignored`
+    /// `cargo test --release -p arbor-formats --lib synthetic -- --ignored`
     #[test]
     #[ignore = "timing: meaningful in release mode only"]
     fn a_million_turns_generate_quickly() {

@@ -26,15 +26,16 @@ use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 
-use super::fields::{Count, HashIds, Ns};
-use super::json::{self, Lines};
-use super::source::Source;
-use crate::error::InputError;
-use crate::input::Loaded;
-use crate::model::{
+use arbor_engine::error::InputError;
+use arbor_engine::model::{
     Agent, AgentKind, Anchor, Edge, EdgeKind, HashScope, InputKind, Message, Role, Tree, Turn,
     TurnText,
 };
+
+use super::fields::{Count, HashIds, Ns};
+use super::json::{self, Lines};
+use super::source::Source;
+use crate::input::Loaded;
 
 pub const VERSION: u32 = 1;
 
@@ -594,8 +595,8 @@ mod tests {
             2,
         )
         .unwrap();
-        let err =
-            crate::dag::compile_tree(&tree, &Default::default(), &Default::default()).unwrap_err();
+        let err = arbor_engine::dag::compile_tree(&tree, &Default::default(), &Default::default())
+            .unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("f.jsonl:line 2: tree `t`: the edges form a cycle"),
