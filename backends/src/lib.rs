@@ -5,10 +5,15 @@
 //! the property tests, through its hooks, run it); `live` runs it against a
 //! real server over HTTP on tokio. Both only decide where `now` and
 //! completions come from. `side_by_side` runs independent virtual plans
-//! (a capacity sweep's points) on the machine's cores.
+//! (a capacity sweep's points) on the machine's cores. Beside the drivers:
+//! `endpoint` (the server's base URL, headers, key, TLS trust, request
+//! options and redaction) and `scrape` (the server's Prometheus metrics
+//! during a live run).
 #![forbid(unsafe_code)]
 
 mod agent_keys;
+pub mod endpoint;
 pub mod live;
+pub mod scrape;
 pub mod side_by_side;
 pub mod virtual_clock;

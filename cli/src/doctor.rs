@@ -36,7 +36,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::args::DoctorArgs;
-use crate::endpoint::{self, Auth};
+use arbor_backends::endpoint::{self, Auth};
 use crate::fit_advice::{self, WorkloadSize};
 use crate::{runtime, stdout};
 use arbor_error::Error;

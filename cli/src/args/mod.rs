@@ -345,7 +345,7 @@ pub struct RequestArgs {
     /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`);
     /// requests go to URL/v1/chat/completions (or /v1/completions).
     /// Without it, the built-in emulator is started in-process.
-    #[arg(long, visible_alias = "url", value_name = "URL", value_parser = crate::endpoint::normalize_endpoint, help_heading = SERVER)]
+    #[arg(long, visible_alias = "url", value_name = "URL", value_parser = arbor_backends::endpoint::normalize_endpoint, help_heading = SERVER)]
     pub endpoint: Option<String>,
 
     /// Model name sent in every request. Default: the first model the
@@ -461,7 +461,7 @@ pub struct DoctorArgs {
     pub format: Option<Format>,
 
     /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`).
-    #[arg(long, visible_alias = "url", value_name = "URL", value_parser = crate::endpoint::normalize_endpoint, help_heading = SERVER)]
+    #[arg(long, visible_alias = "url", value_name = "URL", value_parser = arbor_backends::endpoint::normalize_endpoint, help_heading = SERVER)]
     pub endpoint: String,
 
     /// Model to probe. Default: the first model the server lists at

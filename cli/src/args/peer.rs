@@ -13,7 +13,7 @@ use arbor_backends::live::request::Api;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::Args;
 
-use crate::endpoint::default_api_key_env;
+use arbor_backends::endpoint::default_api_key_env;
 
 /// What `--concurrency` and `-c` mean elsewhere, and arbor's nearest flags.
 const CONCURRENCY: &str = "arbor has no single concurrency flag: AIPerf's --concurrency and \

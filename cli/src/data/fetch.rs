@@ -17,7 +17,7 @@ use reqwest::StatusCode;
 use sha2::{Digest, Sha256};
 
 use super::registry::{Dataset, DatasetFile};
-use crate::endpoint;
+use arbor_backends::endpoint;
 use arbor_error::Error;
 use arbor_formats::manifest::{hash_file, hex};
 

@@ -33,7 +33,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use crate::args::RecordArgs;
-use crate::endpoint::{redact_url, tls_config};
+use arbor_backends::endpoint::{redact_url, tls_config};
 use crate::{runtime, stdout};
 use arbor_error::Error;
 

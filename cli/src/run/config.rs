@@ -2,7 +2,7 @@
 //! (`arbor_runs::config::RunConfig`) filled in from `arbor run`'s flags,
 //! with every secret left out.
 //!
-//! What it stores is redacted (the rules live in `crate::endpoint`): the
+//! What it stores is redacted (the rules live in `arbor_backends::endpoint`): the
 //! API key is never stored (only whether one was set); a header whose name
 //! looks like a credential keeps its name and loses its value; user info
 //! and credential-looking query parameters are taken out of the endpoint
@@ -17,7 +17,7 @@ use arbor_runs::config::RunConfig;
 use arbor_runs::policy::PolicySummary;
 
 use crate::args::{values, RunArgs};
-use crate::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
+use arbor_backends::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
 
 /// The configuration of a run from its flags, before the endpoint is known.
 pub fn new(

@@ -9,7 +9,7 @@
 //! directory claimed for the whole run ([`output::OutputDir::create`]),
 //! the stop signals ([`signals`]: SIGINT, SIGTERM, SIGHUP), the
 //! file-descriptor check ([`limits`]), the progress ticker, the server-metrics scraper
-//! ([`crate::server_metrics`], `metrics.jsonl`, on a thread of its own),
+//! (`arbor_backends::scrape`, `metrics.jsonl`, on a thread of its own),
 //! the start agreed with the other shards ([`barrier`]: `--start-at` or
 //! the start barrier, met before the pool is warmed, waited for where the
 //! clock starts), `run.json` when the clock starts,
@@ -52,10 +52,10 @@ use arbor_engine::policy::GapTransform;
 use arbor_engine::time::{nanos_to_secs, NANOS_PER_MS};
 
 use crate::args::RunArgs;
-use crate::endpoint::{at, redact_url};
+use arbor_backends::endpoint::{at, redact_url};
 use crate::progress::{Span, Ticker};
 use crate::scenario::{self, Explicit};
-use crate::server_metrics::{self, Scraper};
+use arbor_backends::scrape::{self, Scraper};
 use crate::{emulate, runtime, stdout};
 use arbor_error::{Error, Kind};
 use arbor_runs::server_metrics::{ServerMetrics, METRICS_FILE};
@@ -322,7 +322,7 @@ fn refuse_emulator_flags(explicit: &Explicit) -> Result<(), Error> {
 
 /// Runs a prepared workload against `endpoint` (a base URL such as
 /// `http://127.0.0.1:8000`, already normalized by
-/// [`crate::endpoint::normalize_endpoint`]), writes `records.jsonl` and
+/// [`arbor_backends::endpoint::normalize_endpoint`]), writes `records.jsonl` and
 /// `summary.json`, and returns the summary. Runs on the client's runtime
 /// ([`runtime::client`]). A second stop signal during the grace ends it
 /// early: the summary is then `rebuild`'s, from what was recorded.
@@ -347,7 +347,7 @@ pub async fn run_against(
         together,
     } = prepared;
 
-    let tls = crate::endpoint::tls_config(endpoint, &requests.tls)?;
+    let tls = arbor_backends::endpoint::tls_config(endpoint, &requests.tls)?;
     let client = http_client(tls.as_ref())?;
     let headers = requests.auth.header_map();
     let url = at(endpoint, requests.api.path());
@@ -370,7 +370,7 @@ pub async fn run_against(
         target
             .handshake()
             .await
-            .map_err(|e| crate::endpoint::connect_failure(endpoint, &e))?;
+            .map_err(|e| arbor_backends::endpoint::connect_failure(endpoint, &e))?;
     }
     let (model, model_from) = match &requests.model {
         Some(m) => (m.clone(), "flag"),
@@ -391,8 +391,18 @@ pub async fn run_against(
         model_from,
         warm * thread_count,
     );
-    let metrics = server_metrics::choose(&metrics, endpoint, &headers, &client).await;
-    config.metrics = metrics.as_ref().map(server_metrics::Settings::config);
+    let wanted = scrape::Wanted {
+        none: metrics.no_metrics,
+        url: metrics.metrics_url.clone(),
+        interval: metrics.metrics_interval,
+        all: metrics.metrics_all,
+    };
+    let chosen = scrape::choose(&wanted, endpoint, &headers, &client).await;
+    if let Some(notice) = &chosen.notice {
+        eprintln!("{notice}");
+    }
+    let metrics = chosen.settings;
+    config.metrics = metrics.as_ref().map(scrape::Settings::config);
     let live_config = LiveConfig {
         target,
         body: BodyConfig {
@@ -664,7 +674,7 @@ fn abandoned(
 /// The client of everything but the requests: model discovery and the
 /// server-metrics probe, and (one of its own) the scraper's thread.
 fn http_client(tls: Option<&Arc<ClientConfig>>) -> Result<reqwest::Client, Error> {
-    crate::endpoint::reqwest_builder(tls)
+    arbor_backends::endpoint::reqwest_builder(tls)
         .pool_max_idle_per_host(usize::MAX)
         .build()
         .map_err(|e| Error::other(format!("cannot build the HTTP client: {e}")))

@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::endpoint::{
+use arbor_backends::endpoint::{
     at, first_model_id, read_capped, redact_url, without_url, MODELS_BODY_CAP, MODEL_ID_CAP,
 };
 use arbor_error::Error;

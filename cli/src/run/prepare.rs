@@ -12,7 +12,7 @@ use arbor_engine::time::Nanos;
 use arbor_engine::Workload;
 
 use crate::args::{MetricsArgs, RunArgs};
-use crate::endpoint::{Auth, RequestOptions};
+use arbor_backends::endpoint::{Auth, RequestOptions};
 use crate::inputs;
 use crate::page::planned::PlannedLoad;
 use crate::progress;

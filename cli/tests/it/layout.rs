@@ -82,7 +82,6 @@ const STILL_TO_MOVE: &[(&str, &str)] = &[
     ("schemars", "the schemas of cli's outputs: to `runs`"),
     ("tokio", "live runs, doctor, emulate, record: to the facade"),
     ("reqwest", "endpoints, data fetch, scraping: to `backends`"),
-    ("prometheus-parse", "server-metrics parsing: to `backends`"),
     ("hdrhistogram", "latency histograms: to `runs` and `report`"),
     ("sha2", "dataset digests, redaction: to `formats`"),
     ("toml", "the dataset registry and pins: to `formats`"),

@@ -7,20 +7,21 @@
 //! writes the file). The file's side (the one table of recognised names,
 //! `metrics.jsonl`'s lines and what they add up to) is
 //! `arbor_runs::server_metrics`'. This module decides what to scrape
-//! ([`choose`]). Uses no command: `run` uses it.
+//! ([`choose`]) and prints nothing: the notice of a default URL that did
+//! not answer is returned.
 
 pub mod exposition;
 pub mod scraper;
 
 use std::time::Duration;
 
+use arbor_engine::time::Nanos;
+use arbor_runs::server_metrics::MetricsConfig;
 use reqwest::header::HeaderMap;
 use reqwest::Url;
 
-use crate::args::MetricsArgs;
 use crate::endpoint::redact_url;
 
-use arbor_runs::server_metrics::MetricsConfig;
 pub use scraper::{Scraper, Settings};
 
 /// How long the default URL has to answer before the run starts.
@@ -43,16 +44,17 @@ impl Settings {
 /// stderr says when it does not). `headers` (the endpoint's, the API key
 /// among them) go only to a URL of the endpoint's own origin.
 pub async fn choose(
-    args: &MetricsArgs,
+    wanted: &Wanted,
     endpoint: &str,
     headers: &HeaderMap,
     client: &reqwest::Client,
-) -> Option<Settings> {
-    if args.no_metrics {
-        return None;
+) -> Chosen {
+    let chosen = |settings, notice| Chosen { settings, notice };
+    if wanted.none {
+        return chosen(None, None);
     }
-    let url = args
-        .metrics_url
+    let url = wanted
+        .url
         .clone()
         .unwrap_or_else(|| crate::endpoint::at(endpoint, "/metrics"));
     let settings = Settings {
@@ -62,23 +64,46 @@ pub async fn choose(
             HeaderMap::new()
         },
         url,
-        interval: Duration::from_nanos(args.metrics_interval),
-        all: args.metrics_all,
+        interval: Duration::from_nanos(wanted.interval),
+        all: wanted.all,
     };
-    if args.metrics_url.is_some() {
-        return Some(settings);
+    if wanted.url.is_some() {
+        return chosen(Some(settings), None);
     }
     match probe(client, &settings).await {
-        Ok(()) => Some(settings),
+        Ok(()) => chosen(Some(settings), None),
         Err(why) => {
-            eprintln!(
+            let notice = format!(
                 "arbor run: server metrics not scraped: GET {}: {why} (--metrics-url URL names \
                  another; --no-metrics silences this)",
                 redact_url(&settings.url)
             );
-            None
+            chosen(None, Some(notice))
         }
     }
+}
+
+/// What the user asked to scrape (`--no-metrics`, `--metrics-url`,
+/// `--metrics-interval`, `--metrics-all`).
+#[derive(Debug, Clone)]
+pub struct Wanted {
+    /// Scrape nothing.
+    pub none: bool,
+    /// The URL to scrape whatever it answers; `None`: the endpoint's
+    /// `/metrics` when it answers at the start.
+    pub url: Option<String>,
+    /// Nanoseconds between scrapes.
+    pub interval: Nanos,
+    /// Every sample, not only the recognised ones.
+    pub all: bool,
+}
+
+/// What [`choose`] decided: the scraping, if any, and the notice to show
+/// when the default URL did not answer.
+#[derive(Debug)]
+pub struct Chosen {
+    pub settings: Option<Settings>,
+    pub notice: Option<String>,
 }
 
 /// Whether `url` answers with Prometheus text now.

@@ -1,5 +1,5 @@
-//! The server side of the command line, shared by `arbor run` and `arbor
-//! doctor`: the endpoint's base URL, request headers and the API key (from
+//! The server side of a live run, shared by `arbor run`, `arbor doctor`
+//! and `arbor record`: the endpoint's base URL, request headers and the API key (from
 //! the environment or a file), TLS trust for `https://`, the request
 //! options a run sends with, `/v1/models` answers (read under a cap), the
 //! URL of a path on the endpoint ([`at`]: a query string stays last), and
@@ -8,14 +8,14 @@
 //! never written to any output, log or error message: errors about it name
 //! the variable or the file, never the value.
 //!
-//! Imports no command: `run` and `doctor` import it.
+//! Reads no flag: the front end hands in what the user gave.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_backends::live::request::{Api, MaxTokensField, ANTHROPIC_VERSION};
-use arbor_backends::live::stream::ConnectError;
-use arbor_backends::live::tls::{client_config, ClientConfig, TlsOptions};
+use crate::live::request::{Api, MaxTokensField, ANTHROPIC_VERSION};
+use crate::live::stream::ConnectError;
+use crate::live::tls::{client_config, ClientConfig, TlsOptions};
 use arbor_engine::prompt::CacheBust;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::{Map, Value};
@@ -342,10 +342,10 @@ pub fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), Error> {
 }
 
 /// Does a header (or query parameter) name look like it carries a secret?
-/// The live client's rule ([`arbor_backends::live::redact::is_secret_name`]),
+/// The live client's rule ([`crate::live::redact::is_secret_name`]),
 /// so what is hidden on the way out and in recorded errors is the same.
 pub fn is_secret_header(name: &str) -> bool {
-    arbor_backends::live::redact::is_secret_name(name)
+    crate::live::redact::is_secret_name(name)
 }
 
 /// What of an unparseable `--header` can be shown: the part before any
@@ -518,7 +518,7 @@ mod tests {
         let (_, value) = parse_header("X-Trace=1").ok().unwrap();
         assert!(!value.is_sensitive());
         let failure = parse_header("Authorization: Bearer sk-123").err().unwrap();
-        assert_eq!(crate::exit::code(&failure), 2);
+        assert!(failure.is_input(), "{}", failure.message);
         assert!(!failure.message.contains("sk-123"), "{}", failure.message);
         assert!(parse_header("bad name=1").is_err());
     }
@@ -591,7 +591,7 @@ mod tests {
         );
         let unset = Some("ARBOR_TEST_SURELY_UNSET_KEY");
         let failure = Auth::from_flags(&[], unset, None, Api::Chat).err().unwrap();
-        assert_eq!(crate::exit::code(&failure), 2);
+        assert!(failure.is_input(), "{}", failure.message);
         assert!(failure.message.contains("ARBOR_TEST_SURELY_UNSET_KEY"));
         assert_eq!(default_api_key_env(Api::Chat), "OPENAI_API_KEY");
         assert!(!format!("{auth:?}").contains("sk-from-file-123"));
