@@ -36,9 +36,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::args::DoctorArgs;
-use arbor_backends::endpoint::{self, Auth};
 use crate::fit_advice::{self, WorkloadSize};
 use crate::{runtime, stdout};
+use arbor_backends::endpoint::{self, Auth};
 use arbor_error::Error;
 
 /// Output length asked of the streaming probe.

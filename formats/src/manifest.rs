@@ -74,29 +74,6 @@ pub fn corpus(files: &[FileHash]) -> Corpus {
     }
 }
 
-/// The trace files of input paths, as the loader reads them: a file as
-/// given, a directory's trace files (engine `directory_files`). `None`
-/// when an input is stdin (`-`) or a stream: nothing to hash twice.
-pub fn trace_files(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>, String> {
-    let mut files = Vec::new();
-    for input in inputs {
-        if input == Path::new("-") {
-            return Ok(None);
-        }
-        let meta = std::fs::metadata(input).map_err(|e| format!("{}: {e}", input.display()))?;
-        if !(meta.is_file() || meta.is_dir()) {
-            return Ok(None);
-        }
-        if meta.is_dir() {
-            let listed = crate::load::directory_files(input).map_err(|e| e.to_string())?;
-            files.extend(listed);
-        } else {
-            files.push(input.clone());
-        }
-    }
-    Ok(Some(files))
-}
-
 /// Each file's base name and SHA-256.
 pub fn hash_files(files: &[PathBuf]) -> Result<Vec<FileHash>, String> {
     files

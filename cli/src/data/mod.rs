@@ -168,7 +168,7 @@ fn file_hashes_of(inputs: &[PathBuf]) -> Result<Option<Vec<FileHash>>, Error> {
                 .collect(),
         ));
     }
-    let Some(files) = manifest::trace_files(inputs).map_err(Error::input)? else {
+    let Some(files) = arbor_formats::load::trace_files(inputs).map_err(Error::input)? else {
         return Ok(None);
     };
     manifest::hash_files(&files).map(Some).map_err(Error::input)

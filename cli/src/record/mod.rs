@@ -33,8 +33,8 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use crate::args::RecordArgs;
-use arbor_backends::endpoint::{redact_url, tls_config};
 use crate::{runtime, stdout};
+use arbor_backends::endpoint::{redact_url, tls_config};
 use arbor_error::Error;
 
 use capture::CaptureFile;

@@ -52,11 +52,11 @@ use arbor_engine::policy::GapTransform;
 use arbor_engine::time::{nanos_to_secs, NANOS_PER_MS};
 
 use crate::args::RunArgs;
-use arbor_backends::endpoint::{at, redact_url};
 use crate::progress::{Span, Ticker};
 use crate::scenario::{self, Explicit};
-use arbor_backends::scrape::{self, Scraper};
 use crate::{emulate, runtime, stdout};
+use arbor_backends::endpoint::{at, redact_url};
+use arbor_backends::scrape::{self, Scraper};
 use arbor_error::{Error, Kind};
 use arbor_runs::server_metrics::{ServerMetrics, METRICS_FILE};
 

@@ -12,11 +12,11 @@ use arbor_engine::time::Nanos;
 use arbor_engine::Workload;
 
 use crate::args::{MetricsArgs, RunArgs};
-use arbor_backends::endpoint::{Auth, RequestOptions};
 use crate::inputs;
 use crate::page::planned::PlannedLoad;
 use crate::progress;
 use crate::report::describe_fit;
+use arbor_backends::endpoint::{Auth, RequestOptions};
 use arbor_error::Error;
 use arbor_runs::recipe::Applied;
 use arbor_runs::sharding::ShardConfig;

@@ -163,6 +163,29 @@ pub fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     Ok(files)
 }
 
+/// The trace files of input paths, as the loader reads them: a file as
+/// given, a directory's trace files ([`directory_files`]). `None`
+/// when an input is stdin (`-`) or a stream: nothing to hash twice.
+pub fn trace_files(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>, String> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if input == Path::new("-") {
+            return Ok(None);
+        }
+        let meta = std::fs::metadata(input).map_err(|e| format!("{}: {e}", input.display()))?;
+        if !(meta.is_file() || meta.is_dir()) {
+            return Ok(None);
+        }
+        if meta.is_dir() {
+            let listed = directory_files(input).map_err(|e| e.to_string())?;
+            files.extend(listed);
+        } else {
+            files.push(input.clone());
+        }
+    }
+    Ok(Some(files))
+}
+
 /// Whether `path` names a directory (never stdin's `-`).
 fn is_directory(path: &Path) -> bool {
     path != Path::new(STDIN) && std::fs::metadata(path).is_ok_and(|m| m.is_dir())
