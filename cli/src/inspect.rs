@@ -18,9 +18,9 @@ use arbor_formats::load;
 use serde::Serialize;
 
 use crate::args::InspectArgs;
-use crate::report::describe_fit;
 use crate::stdout;
 use arbor_error::Error;
+use arbor_report::plan::describe_fit;
 use arbor_runs::shape::{EdgeRole, TreeShape};
 
 /// Inputs of at most this many trees list them without `--trees`.

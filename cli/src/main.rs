@@ -22,7 +22,6 @@
 
 mod aggregate;
 mod args;
-mod breakdown;
 mod calibrate;
 mod capacity;
 mod compare;
@@ -40,7 +39,6 @@ mod page;
 mod plan;
 mod progress;
 mod record;
-mod report;
 mod run;
 mod runtime;
 mod sample;

@@ -11,11 +11,11 @@ use arbor_engine::scheduler::Scheduler;
 use arbor_sim::{ServerModel, Service};
 
 use crate::args::PlanArgs;
-use crate::report::server::{Sample, ServerPrediction};
-use crate::report::{write_timeline, PlanReport, PlannedSubmission};
 use crate::scenario::{self, Explicit};
 use crate::{inputs, stdout};
 use arbor_error::Error;
+use arbor_report::plan::server::{Sample, ServerPrediction};
+use arbor_report::plan::{write_timeline, PlanReport, PlannedSubmission};
 use arbor_runs::shard_manifest::ShardManifest;
 
 pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Error> {
@@ -74,7 +74,8 @@ pub fn run(args: &PlanArgs, explicit: &Explicit) -> Result<(), Error> {
     report.submission = submission;
     report.server = server;
     if let Some(path) = &args.report {
-        let bytes = crate::page::write_for_plan(&scheduler, &loaded.workload.trees, &report, path)?;
+        let bytes =
+            arbor_report::page::write_for_plan(&scheduler, &loaded.workload.trees, &report, path)?;
         eprintln!(
             "arbor plan: report in {} ({:.1} MB)",
             path.display(),

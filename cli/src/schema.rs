@@ -17,9 +17,9 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 
 use crate::args::SchemaArgs;
-use crate::report::{PlanReport, PLAN_SCHEMA};
 use crate::stdout;
 use arbor_error::Error;
+use arbor_report::plan::{PlanReport, PLAN_SCHEMA};
 use arbor_runs::output::{Summary, SUMMARY_SCHEMA};
 
 /// One schema file: its name in the output directory, the output it

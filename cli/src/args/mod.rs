@@ -13,7 +13,6 @@
 mod access;
 mod calibrate;
 mod capacity;
-pub mod compare;
 mod data;
 mod emulator;
 mod heading;
@@ -29,6 +28,7 @@ use std::path::PathBuf;
 use arbor_backends::live::request::{Api, MaxTokensField};
 use arbor_engine::time::Nanos;
 use arbor_formats::input::Format;
+use arbor_report::compare::metric::{fail_on, Thresholds};
 use arbor_sim::Service;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};
@@ -38,7 +38,6 @@ use heading::{INPUT, LOAD, OUTPUT, SERVER};
 pub use access::AccessArgs;
 pub use calibrate::CalibrateArgs;
 pub use capacity::CapacityArgs;
-pub use compare::CompareArgs;
 pub use data::{DataArgs, DataCommand};
 pub use emulator::EmulatorArgs;
 pub use metrics::MetricsArgs;
@@ -488,6 +487,38 @@ pub struct DoctorArgs {
 
     #[command(flatten)]
     pub peer: PeerFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run directory written by `arbor run`
+    /// (records.jsonl, summary.json).
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+
+    /// One or more run directories compared with BASE.
+    #[arg(value_name = "NEW", required = true)]
+    pub new: Vec<PathBuf>,
+
+    /// Exit 1 when NEW is worse than BASE by more than allowed, e.g.
+    /// 'ttft_p99=+10%,itl_p50=+5%,errors=+0' (+N% relative, +N absolute in
+    /// the metric's unit: ms, a count, req/s, tok/s, percentage points).
+    /// Repeatable. Names: docs/compare.md.
+    #[arg(long, value_name = "THRESHOLDS", value_parser = fail_on)]
+    pub fail_on: Vec<Thresholds>,
+
+    /// Seed of the bootstrap resamples (same inputs and seed: same bytes).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+
+    /// Bootstrap resamples per percentile.
+    #[arg(long, value_name = "N", default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(10..=1_000_000))]
+    pub resamples: u32,
+
+    /// Print one JSON object instead of the table.
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -450,7 +450,11 @@ pub async fn run_against(
     // clock starts: nothing on the request path).
     arbor_runs::shape::write(&out_dir, scheduler.trees(), &workload.trees)?;
     // The plan's in-flight series, for the report to draw against.
-    journal::write_json(&out_dir, crate::page::planned::PLANNED_FILE, &planned_load)?;
+    journal::write_json(
+        &out_dir,
+        arbor_report::page::planned::PLANNED_FILE,
+        &planned_load,
+    )?;
     match &mut crew {
         None => live::warm_pool(&live_config).await,
         Some(crew) => crew.ready().await?,

@@ -13,11 +13,11 @@ use arbor_engine::Workload;
 
 use crate::args::{MetricsArgs, RunArgs};
 use crate::inputs;
-use crate::page::planned::PlannedLoad;
 use crate::progress;
-use crate::report::describe_fit;
 use arbor_backends::endpoint::{Auth, RequestOptions};
 use arbor_error::Error;
+use arbor_report::page::planned::PlannedLoad;
+use arbor_report::plan::describe_fit;
 use arbor_runs::recipe::Applied;
 use arbor_runs::sharding::ShardConfig;
 

@@ -77,8 +77,8 @@ fn overlay_page(aggregate: &aggregate::Aggregate, out: &Path) -> Result<(), Erro
     if aggregate.runs.iter().all(|r| r.summary.is_none()) {
         return Ok(());
     }
-    let file = out.join(crate::page::REPORT_FILE);
-    match crate::page::write_for_repeat(out, aggregate, &file) {
+    let file = out.join(arbor_report::page::REPORT_FILE);
+    match arbor_report::page::write_for_repeat(out, aggregate, &file) {
         Ok(_) => {
             stdout::print(|text| writeln!(text, "runs and their spread in {}", file.display()))
         }

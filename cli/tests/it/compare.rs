@@ -1,10 +1,11 @@
 //! `arbor compare`: two real runs against the built-in emulator (10 ms
 //! and 40 ms TTFT, one Weka trace, a few seconds each), made once and
-//! shared by the tests; hand-made run directories for faults and speed.
+//! shared by the tests, through the process (its table, its exit codes).
+//! Faults on hand-made run directories and speed are tested in-process in
+//! `report/tests/it/compare.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -159,17 +160,10 @@ fn the_same_inputs_and_seed_print_the_same_bytes() {
     assert_ne!(a.stdout, b.stdout);
 }
 
-/// A copy of the fast run with its records replaced.
-fn doctored(name: &str, records: &str) -> PathBuf {
-    let (fast, _) = runs();
-    let dir = scratch(name);
-    std::fs::copy(fast.join("summary.json"), dir.join("summary.json")).unwrap();
-    std::fs::write(dir.join("records.jsonl"), records).unwrap();
-    dir
-}
-
+/// The process's side of a bad run directory (the faults' words are
+/// `report/tests/it/compare.rs`'): exit 2, the fault on stderr.
 #[test]
-fn bad_run_directories_exit_2_naming_the_file_and_line() {
+fn a_bad_run_directory_exits_2_naming_it() {
     let (fast, _) = runs();
     let missing = scratch("compare-missing").join("nope");
     expect_exit_2(
@@ -179,43 +173,6 @@ fn bad_run_directories_exit_2_naming_the_file_and_line() {
             "records.jsonl and summary.json",
         ],
     );
-    let empty = scratch("compare-empty-dir");
-    expect_exit_2(
-        &["compare", s(&empty), s(fast)],
-        &["records.jsonl: missing", "`arbor run` writes"],
-    );
-    let lines = std::fs::read_to_string(fast.join("records.jsonl")).unwrap();
-    let mut broken: Vec<&str> = lines.lines().collect();
-    broken[2] = "{\"status\": \"ok\", \"ttft_s\": \"fast\"}";
-    let bad = doctored("compare-bad-line", &broken.join("\n"));
-    expect_exit_2(
-        &["compare", s(fast), s(&bad)],
-        &["records.jsonl line 3: expected a record of `arbor run`"],
-    );
-    let bad = doctored("compare-not-json", "{\"status\":\"ok\"}\nnot json\n");
-    expect_exit_2(&["compare", s(&bad), s(fast)], &["records.jsonl line 2"]);
-    let bad = doctored("compare-bad-status", "{\"status\":\"maybe\"}\n");
-    expect_exit_2(
-        &["compare", s(&bad), s(fast)],
-        &["line 1: expected status ok, error or cancelled, got `maybe`"],
-    );
-    let no_summary = scratch("compare-no-summary");
-    std::fs::copy(fast.join("records.jsonl"), no_summary.join("records.jsonl")).unwrap();
-    expect_exit_2(
-        &["compare", s(fast), s(&no_summary)],
-        &["summary.json: cannot read"],
-    );
-    std::fs::write(no_summary.join("summary.json"), "{\"counts\": {}}").unwrap();
-    expect_exit_2(
-        &["compare", s(fast), s(&no_summary)],
-        &["summary.json: expected a number at `latency.job_time.count`"],
-    );
-
-    // No records at all is a comparison with empty distributions, not a fault.
-    let none = doctored("compare-no-records", "");
-    let out = arbor(&["compare", s(fast), s(&none), "--fail-on", "ttft_p50=+0"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).contains("not judged"), "{}", stdout(&out));
 }
 
 #[test]
@@ -237,28 +194,4 @@ fn a_bad_fail_on_exits_2_saying_what_was_expected() {
         &["expected METRIC=+N% or METRIC=+N"],
     );
     expect_exit_2(&["compare", s(fast)], &["<NEW>"]);
-}
-
-/// 100k records (ten ITL gaps each) compare in a few seconds.
-#[test]
-fn a_hundred_thousand_records_compare_quickly() {
-    let mut records = String::new();
-    for i in 0..100_000u64 {
-        let t = 0.01 + (i % 997) as f64 * 1e-5;
-        records.push_str(&format!(
-            "{{\"status\":\"ok\",\"warmup\":false,\"ttft_s\":{t},\"e2e_s\":{},\"tpot_s\":0.0002,\
-             \"itl_s\":[0.0002,0.0002,0.0001,0.0003,0.0002,0.0002,0.0002,0.0001,0.0003,{}],\
-             \"lateness_s\":0.0001,\"queue_wait_s\":0.0}}\n",
-            t * 3.0,
-            t / 10.0
-        ));
-    }
-    let big = doctored("compare-big", &records);
-    let start = Instant::now();
-    let out = arbor(&["compare", s(&big), s(&big), "--json"]);
-    let took = start.elapsed();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(took < Duration::from_secs(10), "took {took:?}");
-    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(metric(&json, "dispatched")["base"], 100_000.0);
 }

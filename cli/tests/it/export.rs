@@ -433,8 +433,12 @@ fn a_run_dir_without_trees_jsonl_exports_without_flows() {
     assert_eq!(turns, records.len());
 }
 
+/// The process's side of a bad export (the faults' words and what is
+/// left behind are `report/tests/it/export.rs`'): a bad run directory
+/// exits 2, no format is clap's exit 2, an output that cannot be written
+/// exits 1.
 #[test]
-fn bad_run_dirs_exit_2_naming_the_file_and_line() {
+fn bad_run_dirs_exit_2_and_unwritable_outputs_exit_1() {
     let dir = scratch("export-bad");
     let out_file = dir.join("t.json");
     let out = out_file.to_str().unwrap();
@@ -444,23 +448,8 @@ fn bad_run_dirs_exit_2_naming_the_file_and_line() {
         &["export", missing.to_str().unwrap(), "--perfetto", out],
         &["nowhere", "not a run directory"],
     );
-    let empty = dir.join("empty");
-    std::fs::create_dir_all(&empty).unwrap();
-    expect_exit_2(
-        &["export", empty.to_str().unwrap(), "--csv", out],
-        &["records.jsonl", "missing"],
-    );
     let bad = dir.join("bad");
     std::fs::create_dir_all(&bad).unwrap();
-    std::fs::write(
-        bad.join("records.jsonl"),
-        "{\"request\":0}\n", // not a whole record
-    )
-    .unwrap();
-    expect_exit_2(
-        &["export", bad.to_str().unwrap(), "--perfetto", out],
-        &["records.jsonl line 1:", "expected a record of `arbor run`"],
-    );
     std::fs::write(bad.join("records.jsonl"), "\nnot json\n").unwrap();
     expect_exit_2(
         &["export", bad.to_str().unwrap(), "--csv", out],
@@ -681,36 +670,4 @@ fn aiperf_export_of_a_run_without_a_scenario_has_no_metadata_block() {
     assert!(lines
         .iter()
         .all(|l| l["metadata"]["benchmark_phase"] == "profiling"));
-}
-
-#[test]
-fn aiperf_export_of_a_bad_run_dir_exits_2_naming_it() {
-    let dir = scratch("export-aiperf-bad");
-    let missing = dir.join("no-such-run");
-    let out_dir = dir.join("aiperf");
-    expect_exit_2(
-        &[
-            "export",
-            missing.to_str().unwrap(),
-            "--aiperf",
-            out_dir.to_str().unwrap(),
-        ],
-        &[missing.to_str().unwrap(), "not a run directory"],
-    );
-    assert!(!out_dir.exists(), "nothing written");
-    // Records but no summary.json: named, with the way to rebuild it.
-    let run_dir = dir.join("run");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    std::fs::write(run_dir.join("records.jsonl"), "").unwrap();
-    let summary = run_dir.join("summary.json");
-    expect_exit_2(
-        &[
-            "export",
-            run_dir.to_str().unwrap(),
-            "--aiperf",
-            out_dir.to_str().unwrap(),
-        ],
-        &[summary.to_str().unwrap(), "arbor summarize"],
-    );
-    assert!(!out_dir.join("profile_export.jsonl").exists());
 }

@@ -11,6 +11,11 @@
 //!   read of its own); of a `--repeat` directory, also AIPerf's
 //!   `profile_export_aiperf_aggregate.json`, each run under `DIR/run-k/`.
 //!
+//! [`export`] writes what [`ExportOptions`] asks for and returns the lines
+//! that say what was written; the notes along the way (a run directory
+//! without `trees.jsonl`, records with no usable time) go to the caller's
+//! `note` as they arise, so a front end says them in order.
+//!
 //! A file whose name ends in `.gz` is gzipped ([`output`]). Reads
 //! `records.jsonl` once ([`records`]), writing each CSV row as its line is
 //! read; the trace, written in time order, keeps the records (not their
@@ -27,45 +32,56 @@ mod perfetto;
 mod records;
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::args::ExportArgs;
 use arbor_runs::shape;
 
-use crate::stdout;
 use arbor_error::Error;
 use output::Output;
 use records::Record;
 
-/// `arbor export`.
-pub fn run(args: &ExportArgs) -> Result<(), Error> {
-    let repeat = arbor_runs::aggregate::is_repeat_dir(&args.run_dir);
-    if !repeat || args.perfetto.is_some() || args.csv.is_some() {
-        records::check_dir(&args.run_dir)?;
+/// What `arbor export` writes, of which run directory.
+#[derive(Debug, Clone, Default)]
+pub struct ExportOptions {
+    /// A run directory, or a `--repeat` directory (for `aiperf`).
+    pub run_dir: PathBuf,
+    /// The Chrome trace-event file (gzipped when its name ends in `.gz`).
+    pub perfetto: Option<PathBuf>,
+    /// One CSV row per request (gzipped when its name ends in `.gz`).
+    pub csv: Option<PathBuf>,
+    /// The directory of AIPerf's result files (created if missing).
+    pub aiperf: Option<PathBuf>,
+}
+
+/// `arbor export`: writes every file `options` asks for; the lines that
+/// say what was written, in order. `note` hears each note as it arises
+/// (`note: ...`, said before the lines).
+pub fn export(options: &ExportOptions, note: &mut dyn FnMut(&str)) -> Result<Vec<String>, Error> {
+    let repeat = arbor_runs::aggregate::is_repeat_dir(&options.run_dir);
+    if !repeat || options.perfetto.is_some() || options.csv.is_some() {
+        records::check_dir(&options.run_dir)?;
     }
     let mut report = Vec::new();
-    if args.perfetto.is_some() || args.csv.is_some() {
-        report = trace_and_rows(args)?;
+    if options.perfetto.is_some() || options.csv.is_some() {
+        report = trace_and_rows(options, note)?;
     }
-    if let Some(dir) = &args.aiperf {
+    if let Some(dir) = &options.aiperf {
         if repeat {
-            report.extend(aiperf::write_repeat(&args.run_dir, dir)?);
+            report.extend(aiperf::write_repeat(&options.run_dir, dir)?);
         } else {
-            report.push(aiperf::write(&args.run_dir, dir)?);
+            report.push(aiperf::write(&options.run_dir, dir)?);
         }
     }
-    stdout::print(|out| {
-        for line in &report {
-            writeln!(out, "{line}")?;
-        }
-        Ok(())
-    })
+    Ok(report)
 }
 
 /// `--perfetto` and `--csv`: one read of the records; the report's lines.
-fn trace_and_rows(args: &ExportArgs) -> Result<Vec<String>, Error> {
-    let mut csv_out = args.csv.as_deref().map(Output::create).transpose()?;
-    let report = match export(args, csv_out.as_mut()) {
+fn trace_and_rows(
+    options: &ExportOptions,
+    note: &mut dyn FnMut(&str),
+) -> Result<Vec<String>, Error> {
+    let mut csv_out = options.csv.as_deref().map(Output::create).transpose()?;
+    let report = match trace_and_csv(options, csv_out.as_mut(), note) {
         Ok(report) => report,
         Err(failure) => {
             if let Some(out) = csv_out {
@@ -82,16 +98,20 @@ fn trace_and_rows(args: &ExportArgs) -> Result<Vec<String>, Error> {
 
 /// Reads the records once, writing the CSV rows as they come, then the
 /// trace; the report's lines.
-fn export(args: &ExportArgs, mut csv_out: Option<&mut Output>) -> Result<Vec<String>, Error> {
+fn trace_and_csv(
+    options: &ExportOptions,
+    mut csv_out: Option<&mut Output>,
+    note: &mut dyn FnMut(&str),
+) -> Result<Vec<String>, Error> {
     if let Some(out) = csv_out.as_deref_mut() {
         csv::write_header(out.writer()).map_err(|e| out.fail(e))?;
     }
     // The trace needs every record; the CSV none.
-    let keep = args.perfetto.is_some();
+    let keep = options.perfetto.is_some();
     let mut records: Vec<Record> = Vec::new();
     let mut rows = 0usize;
     let mut write_error: Option<io::Error> = None;
-    let read = records::for_each(&args.run_dir, |record| {
+    let read = records::for_each(&options.run_dir, |record| {
         if let Some(out) = csv_out.as_deref_mut() {
             csv::write_row(out.writer(), &record).map_err(|e| {
                 let why = e.to_string();
@@ -110,8 +130,8 @@ fn export(args: &ExportArgs, mut csv_out: Option<&mut Output>) -> Result<Vec<Str
     }
     read?;
     let mut report = Vec::new();
-    if let Some(path) = &args.perfetto {
-        report.push(trace(&args.run_dir, path, &records)?);
+    if let Some(path) = &options.perfetto {
+        report.push(trace(&options.run_dir, path, &records, note)?);
     }
     if let Some(out) = csv_out {
         report.push(format!(
@@ -123,15 +143,20 @@ fn export(args: &ExportArgs, mut csv_out: Option<&mut Output>) -> Result<Vec<Str
 }
 
 /// Writes the trace of `records` to `path`; the report's line.
-fn trace(dir: &Path, path: &Path, records: &[Record]) -> Result<String, Error> {
+fn trace(
+    dir: &Path,
+    path: &Path,
+    records: &[Record],
+    note: &mut dyn FnMut(&str),
+) -> Result<String, Error> {
     let shapes = shape::read(dir)?;
     if shapes.is_none() {
-        eprintln!(
+        note(&format!(
             "note: {} has no {} (written by arbor run since it draws spawns and joins): \
              the trace has no spawn or join flows",
             dir.display(),
             shape::TREES_FILE
-        );
+        ));
     }
     let mut out = Output::create(path)?;
     let written = match perfetto::write(out.writer(), records, shapes.as_deref()) {
@@ -144,10 +169,10 @@ fn trace(dir: &Path, path: &Path, records: &[Record]) -> Result<String, Error> {
     };
     out.finish()?;
     if written.undrawn > 0 {
-        eprintln!(
+        note(&format!(
             "note: {} records have no usable time and are not drawn",
             written.undrawn
-        );
+        ));
     }
     Ok(format!(
         "wrote {}: {} turns in {} plays, {} spawn/join flows (open it at ui.perfetto.dev or chrome://tracing)",

@@ -1,47 +1,17 @@
-//! `arbor compare`'s flags, and the vocabulary of `--fail-on`: every
-//! metric compare shows ([`Metric`]: its name, unit and which way is
-//! worse) and a threshold on one ([`Threshold`]). Parsing only: how a
-//! metric is read from a run directory and how a threshold is judged
-//! belong to the `compare` command.
+//! The vocabulary of `compare` and of `--fail-on`: every metric compare
+//! shows ([`Metric`]: its name, unit and which way is worse) and a
+//! threshold on one ([`Threshold`], [`fail_on`] parsing one `--fail-on`
+//! value; the front end hands it to its argument parser). Names and
+//! parsing only: how a metric is read from a run directory is
+//! `run_dir`'s, how a threshold is judged `gate`'s.
+//!
+//! These names are compare's own (`ttft_p99`, `requests_per_s`,
+//! `errors`, ...), in milliseconds and counts; the aggregate's headline
+//! metrics (`arbor_runs::aggregate::metrics`) name a smaller set in
+//! seconds (`request_throughput`, ...) for `aggregate.json`. Both are
+//! published output, so each keeps its own list.
 
 use std::fmt;
-use std::path::PathBuf;
-
-use clap::Args;
-
-use super::heading::OUTPUT;
-
-#[derive(Debug, Args)]
-pub struct CompareArgs {
-    /// The baseline: a run directory written by `arbor run`
-    /// (records.jsonl, summary.json).
-    #[arg(value_name = "BASE")]
-    pub base: PathBuf,
-
-    /// One or more run directories compared with BASE.
-    #[arg(value_name = "NEW", required = true)]
-    pub new: Vec<PathBuf>,
-
-    /// Exit 1 when NEW is worse than BASE by more than allowed, e.g.
-    /// 'ttft_p99=+10%,itl_p50=+5%,errors=+0' (+N% relative, +N absolute in
-    /// the metric's unit: ms, a count, req/s, tok/s, percentage points).
-    /// Repeatable. Names: docs/compare.md.
-    #[arg(long, value_name = "THRESHOLDS", value_parser = fail_on)]
-    pub fail_on: Vec<Thresholds>,
-
-    /// Seed of the bootstrap resamples (same inputs and seed: same bytes).
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub seed: u64,
-
-    /// Bootstrap resamples per percentile.
-    #[arg(long, value_name = "N", default_value_t = 1000,
-          value_parser = clap::value_parser!(u32).range(10..=1_000_000))]
-    pub resamples: u32,
-
-    /// Print one JSON object instead of the table.
-    #[arg(long, help_heading = OUTPUT)]
-    pub json: bool,
-}
 
 /// A latency distribution of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,7 @@
-//! The plan report: what `arbor plan` prints (human or JSON) and the
-//! per-turn timeline it writes. Owns the numbers' definitions; computes
+//! The plan report: what `arbor plan` shows (its human lines, written
+//! into the writer given, or `plan --json`'s object, [`PlanReport`]) and
+//! the per-turn timeline it writes ([`write_timeline`]), with
+//! `plan --json`'s schema version. Owns the numbers' definitions; computes
 //! them from the finished scheduler, never from the wall clock, so the same
 //! inputs and seed give the same bytes. The two parts `arbor run`'s
 //! summary shares with it, [`PolicySummary`] and [`Work`], are

@@ -1,7 +1,7 @@
 //! The page itself: one HTML file with everything inlined (styles, the
 //! vendored uPlot, arbor's own script, and the data as one JSON blob in a
 //! `<script type="application/json">`), so it opens from disk with no
-//! network. The assets live in `cli/assets/` and are compiled in.
+//! network. The assets live in `report/assets/` and are compiled in.
 
 const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");

@@ -4,7 +4,7 @@
 //! Owns which record counts where: warmups nowhere; server latencies
 //! (TTFT, ITL, TPOT, E2E) over `ok` records only; lateness and queue wait
 //! over every record that has them; counts over every record. Every fault
-//! names the file (and the line) and exits 2.
+//! names the file (and the line) and is an input error (exit 2).
 
 use std::path::Path;
 
@@ -13,7 +13,7 @@ use arbor_engine::time::secs_to_nanos;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::args::compare::{Latency, Metric, Stat};
+use super::metric::{Latency, Metric, Stat};
 use arbor_error::Error;
 use arbor_runs::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 

@@ -1,6 +1,7 @@
-//! What `compare` prints: the side-by-side table and the thresholds for
-//! people, or one JSON object (`--json`) holding the same figures. Owns
-//! formatting only; the same rows always print the same bytes.
+//! What `compare` shows: the side-by-side table and the thresholds for
+//! people, or one JSON object (`--json`) holding the same figures, each
+//! written into the writer it is given, and one crossed threshold's line.
+//! Owns formatting only; the same rows always give the same bytes.
 
 use std::io::{self, Write};
 
@@ -8,8 +9,8 @@ use comfy_table::{presets, CellAlignment, Table};
 use serde::Serialize;
 
 use super::gate::Verdict;
+use super::metric::Unit;
 use super::rows::{Cell, Row};
-use crate::args::compare::Unit;
 
 /// Shown for a figure a run does not have.
 const NONE: &str = "–";

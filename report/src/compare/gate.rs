@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
+use super::metric::{Allowance, Metric, Threshold};
 use super::rows::{worsening, Cell, Row};
-use crate::args::compare::{Allowance, Metric, Threshold};
 
 /// One threshold judged against one NEW run.
 #[derive(Debug, Clone, Serialize)]
@@ -59,7 +59,7 @@ fn limit(allowance: Allowance, base: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::compare::{fail_on, Latency, Stat};
+    use crate::compare::metric::{fail_on, Latency, Stat};
 
     fn row(metric: Metric, base: f64, new: f64) -> Row {
         Row {

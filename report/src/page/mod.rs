@@ -1,11 +1,13 @@
-//! `arbor report RUN_DIR... [-o FILE]`: one self-contained HTML page of
-//! one or more run directories (configuration, summary, CDFs, time
-//! series, swim lanes; several runs overlaid, with a table of deltas).
-//! `arbor run` writes the same page into its output directory
-//! ([`write_for_run`]), and `arbor plan --report FILE` writes it for a
-//! plan ([`write_for_plan`]). The directory of `arbor run --repeat N`
-//! gets the multi-run page ([`write_for_repeat`], and `arbor report OUT`):
-//! its runs overlaid and, on top, the aggregate's spread.
+//! `arbor report RUN_DIR... [-o FILE]` ([`report`]): one self-contained
+//! HTML page of one or more run directories (configuration, summary,
+//! CDFs, time series, swim lanes; several runs overlaid, with a table of
+//! deltas). `arbor run`, `arbor summarize` and `arbor merge` write the
+//! same page into a run directory ([`write_for_run`]), and `arbor plan
+//! --report FILE` writes it for a plan ([`write_for_plan`]). The directory
+//! of `arbor run --repeat N` gets the multi-run page ([`write_for_repeat`],
+//! and `arbor report OUT`): its runs overlaid and, on top, the
+//! aggregate's spread. Each returns what it wrote (the line to say, or the
+//! page's size); the front end prints it.
 //!
 //! Modules: [`data`] (what one source gives the page), [`record`] (a line
 //! of `records.jsonl`), [`cdf`], [`series`] and [`lanes`] (what is drawn,
@@ -16,8 +18,8 @@
 //! (the server's scraped gauges, from `metrics.jsonl`), [`spread`] (an
 //! aggregate's stamp, means, intervals and run values), [`html`] (the
 //! page). Reads only the files a run wrote, or a finished scheduler;
-//! never touches `run`'s types, so a run directory from any arbor version
-//! with the same record fields reads the same.
+//! never the types a run writes with, so a run directory from any arbor
+//! version with the same record fields reads the same.
 
 mod cdf;
 mod data;
@@ -38,8 +40,7 @@ use arbor_engine::model::Tree;
 use arbor_engine::scheduler::Scheduler;
 use serde::Serialize;
 
-use crate::args::ReportArgs;
-use crate::report::PlanReport;
+use crate::plan::PlanReport;
 use arbor_error::Error;
 use arbor_runs::aggregate::{self, Aggregate};
 
@@ -58,51 +59,58 @@ struct PageData<'a> {
     spread: Option<&'a SpreadPage>,
 }
 
-/// `arbor report`.
-pub fn run(args: &ReportArgs) -> Result<(), Error> {
-    let out = match (&args.out, args.run_dirs.as_slice()) {
+/// What `arbor report` draws, and where.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// Run directories (several are overlaid); one `--repeat` directory
+    /// gives its multi-run page.
+    pub run_dirs: Vec<PathBuf>,
+    /// The page's path. Default: `RUN_DIR/report.html` for one run
+    /// directory, `report.html` in the current directory for several.
+    pub out: Option<PathBuf>,
+}
+
+/// `arbor report`: writes the page; the line that says where it is and
+/// what it holds.
+pub fn report(options: &ReportOptions) -> Result<String, Error> {
+    let out = match (&options.out, options.run_dirs.as_slice()) {
         (Some(out), _) => out.clone(),
         (None, [one]) => one.join(REPORT_FILE),
         (None, _) => PathBuf::from(REPORT_FILE),
     };
-    if let [one] = args.run_dirs.as_slice() {
+    if let [one] = options.run_dirs.as_slice() {
         if aggregate::is_repeat_dir(one) {
             // Re-resolved from the run directories, as `arbor aggregate`
             // does, without rewriting aggregate.json.
             let aggregate = aggregate::resolve(one)?;
             let (bytes, runs) = write_for_repeat(one, &aggregate, &out)?;
-            return crate::stdout::print(|text| {
-                writeln!(
-                    text,
-                    "report in {} (the spread of {}: {runs} run{} drawn, {:.1} MB)",
-                    out.display(),
-                    one.display(),
-                    if runs == 1 { "" } else { "s" },
-                    bytes as f64 / 1e6
-                )
-            });
+            return Ok(format!(
+                "report in {} (the spread of {}: {runs} run{} drawn, {:.1} MB)",
+                out.display(),
+                one.display(),
+                if runs == 1 { "" } else { "s" },
+                bytes as f64 / 1e6
+            ));
         }
     }
-    let bytes = write(&args.run_dirs, &out)?;
-    crate::stdout::print(|text| {
-        writeln!(
-            text,
-            "report in {} ({} run{}, {:.1} MB)",
-            out.display(),
-            args.run_dirs.len(),
-            if args.run_dirs.len() == 1 { "" } else { "s" },
-            bytes as f64 / 1e6
-        )
-    })
+    let bytes = write(&options.run_dirs, &out)?;
+    Ok(format!(
+        "report in {} ({} run{}, {:.1} MB)",
+        out.display(),
+        options.run_dirs.len(),
+        if options.run_dirs.len() == 1 { "" } else { "s" },
+        bytes as f64 / 1e6
+    ))
 }
 
-/// Writes the page of `run_dir` (a run just finished) to
-/// `run_dir/report.html` and prints where it is (the console's last line).
-/// Any failure is one of writing the run's output (exit 1).
-pub fn write_for_run(run_dir: &Path) -> Result<(), Error> {
+/// Writes the page of `run_dir` (a run just finished, rebuilt or merged)
+/// to `run_dir/report.html`; the line that says where it is (the
+/// console's last line). Any failure is one of writing the run's output
+/// (exit 1).
+pub fn write_for_run(run_dir: &Path) -> Result<String, Error> {
     let out = run_dir.join(REPORT_FILE);
     write(&[run_dir.to_path_buf()], &out).map_err(|f| Error::other(f.message))?;
-    crate::stdout::print(|text| writeln!(text, "report in {}", out.display()))
+    Ok(format!("report in {}", out.display()))
 }
 
 /// Writes the page of `run_dirs` to `out`; returns its size in bytes.

@@ -6,8 +6,8 @@
 use serde::Serialize;
 
 use super::bootstrap;
+use super::metric::{Metric, Worse};
 use super::run_dir::RunDir;
-use crate::args::compare::{Metric, Worse};
 
 /// One NEW run's figures for one metric.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

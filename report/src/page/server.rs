@@ -1,6 +1,6 @@
 //! The server's own gauges over time, for the page: one point per
 //! successful scrape of the run's `metrics.jsonl` (requests running and
-//! waiting, KV-cache use), read through `arbor_runs::server_metrics` so the
+//! waiting, KV-cache use), read through [`arbor_runs::server_metrics`] so the
 //! series of one scrape combine as in the summary. `None` when the run
 //! scraped nothing, or no scrape succeeded: the page then draws no chart.
 

@@ -1,0 +1,31 @@
+//! `arbor compare BASE NEW...`: the flags to [`arbor_report::compare`]'s
+//! options, its table (or `--json`) on stdout, each crossed threshold on
+//! stderr, and the gate's fault (exit 1) when one was crossed.
+
+use arbor_error::Error;
+use arbor_report::compare::{self, CompareOptions};
+
+use crate::args::CompareArgs;
+use crate::stdout;
+
+pub fn run(args: &CompareArgs) -> Result<(), Error> {
+    let options = CompareOptions {
+        base: args.base.clone(),
+        new: args.new.clone(),
+        fail_on: args.fail_on.iter().flat_map(|t| t.0.clone()).collect(),
+        seed: args.seed,
+        resamples: args.resamples,
+    };
+    let comparison = compare::compare(&options)?;
+    stdout::print(|out| {
+        if args.json {
+            comparison.write_json(out)
+        } else {
+            comparison.write_human(out)
+        }
+    })?;
+    for line in comparison.crossed() {
+        eprintln!("arbor compare: threshold crossed: {line}");
+    }
+    comparison.gate()
+}
