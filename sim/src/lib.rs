@@ -7,8 +7,12 @@
 //! model is a batching engine with a queue, a KV pool and a prefix cache,
 //! advanced by its caller on a virtual clock. The [`emulator`] serves an
 //! OpenAI-compatible streaming endpoint with such timings in real time.
+//! [`calibrate`] fits a server model's profile to a real server from the
+//! run directories of live runs against it (read through `arbor-runs`,
+//! never written); it prints nothing and reads no clock.
 #![forbid(unsafe_code)]
 
+pub mod calibrate;
 pub mod emulator;
 pub mod server;
 pub mod service;

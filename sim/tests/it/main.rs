@@ -1,8 +1,10 @@
 //! Integration tests of the emulator over loopback (127.0.0.1 only; at
-//! most a few hundred streams, seconds each).
+//! most a few hundred streams, seconds each), of the server model, and of
+//! calibration in process (run directories under cargo's target tmp dir).
 
 mod api;
 mod cache;
+mod calibrate;
 mod faults;
 mod load;
 mod messages;

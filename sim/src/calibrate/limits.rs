@@ -1,29 +1,32 @@
-//! The engine limits a fitted profile carries: from the flags, or from
-//! what the server's metrics said (`cache_config_info`'s labels in a
+//! The engine limits a fitted profile carries: given by the caller, or
+//! from what the server's metrics said (`cache_config_info`'s labels in a
 //! run's `metrics.jsonl`; vLLM exposes `block_size` and `num_gpu_blocks`
 //! there, and the scrape keeps them with `arbor run --metrics-all`).
 //!
-//! Owns the rule (a flag wins; runs must agree; a limit neither given
-//! nor found is an error naming its flag). Fits nothing.
+//! Owns the rule (a given limit wins; runs must agree; a limit neither
+//! given nor found is an error naming the `arbor calibrate` flag that
+//! gives it, the user's name for it). Fits nothing.
 
 use std::collections::BTreeMap;
 
-use arbor_sim::server::{EngineLimits, SchedulingPolicy};
+use crate::server::{EngineLimits, SchedulingPolicy};
 
 use arbor_error::Error;
 
 use super::runs::Run;
 
-/// The limits the flags gave (`None`: not given).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LimitFlags {
+/// The engine limits a caller gives (`None`: not given; read from the
+/// runs' metrics), vLLM's flags of the same names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GivenLimits {
     pub max_num_seqs: Option<u32>,
     pub max_num_batched_tokens: Option<u32>,
     pub block_size: Option<u32>,
     pub num_gpu_blocks: Option<u32>,
 }
 
-/// Each limit: its flag, and the metric label that may state it.
+/// Each limit: its `arbor calibrate` flag, and the metric label that may
+/// state it.
 const LIMITS: [(&str, &str); 4] = [
     ("--max-num-seqs", "max_num_seqs"),
     ("--max-num-batched-tokens", "max_num_batched_tokens"),
@@ -33,15 +36,15 @@ const LIMITS: [(&str, &str); 4] = [
 
 /// The engine limits of `runs`' server.
 pub fn resolve(
-    flags: &LimitFlags,
+    given: &GivenLimits,
     runs: &[Run],
     policy: SchedulingPolicy,
 ) -> Result<EngineLimits, Error> {
     let given = [
-        flags.max_num_seqs,
-        flags.max_num_batched_tokens,
-        flags.block_size,
-        flags.num_gpu_blocks,
+        given.max_num_seqs,
+        given.max_num_batched_tokens,
+        given.block_size,
+        given.num_gpu_blocks,
     ];
     let mut values = [0u32; 4];
     for (i, (flag, label)) in LIMITS.iter().enumerate() {
@@ -107,8 +110,8 @@ mod tests {
     }
 
     #[test]
-    fn flags_win_and_metrics_fill_in() {
-        let flags = LimitFlags {
+    fn given_limits_win_and_metrics_fill_in() {
+        let flags = GivenLimits {
             max_num_seqs: Some(64),
             max_num_batched_tokens: Some(2048),
             block_size: Some(32),
@@ -131,11 +134,11 @@ mod tests {
 
     #[test]
     fn a_missing_or_disputed_limit_names_its_flag() {
-        let flags = LimitFlags {
+        let flags = GivenLimits {
             max_num_seqs: Some(64),
             block_size: Some(16),
             num_gpu_blocks: Some(100),
-            ..LimitFlags::default()
+            ..GivenLimits::default()
         };
         let Err(e) = resolve(&flags, &[run("a", &[])], SchedulingPolicy::Vllm) else {
             panic!("missing")
@@ -145,7 +148,7 @@ mod tests {
             "{}",
             e.message
         );
-        let flags = LimitFlags {
+        let flags = GivenLimits {
             max_num_batched_tokens: Some(512),
             ..flags
         };
@@ -153,7 +156,7 @@ mod tests {
             run("a", &[("num_gpu_blocks", 1)]),
             run("b", &[("num_gpu_blocks", 2)]),
         ];
-        let flags = LimitFlags {
+        let flags = GivenLimits {
             num_gpu_blocks: None,
             ..flags
         };

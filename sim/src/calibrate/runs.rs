@@ -5,8 +5,9 @@
 //! (`run.json`'s model and server, for the profile's label).
 //!
 //! Owns turning a record into the calibration's view of it (the type is
-//! `request`'s); reads `records.jsonl` through `records_file`, the only
-//! reader of that file, and `metrics.jsonl` through `server_metrics::line`.
+//! `request`'s); reads `records.jsonl` through `arbor_runs::records_file`,
+//! the only reader of that file, and `metrics.jsonl` through
+//! `arbor_runs::server_metrics::line`.
 //! Times become integer nanoseconds here, once; `follows` then links the
 //! requests.
 

@@ -27,8 +27,8 @@
 //! uncached prompt is the prompt less the cached tokens the server
 //! reported (none reported: none cached).
 
+use crate::server::{StepCoefficients, StepFeatures};
 use arbor_engine::time::Nanos;
-use arbor_sim::server::{StepCoefficients, StepFeatures};
 
 use super::request::Observed;
 

@@ -17,7 +17,7 @@
 //! step whatever its length. The knee is the candidate (eighths of the
 //! token budget, and the budget itself: no knee) with the least residual.
 
-use arbor_sim::server::{StepCoefficients, StepFeatures};
+use crate::server::{StepCoefficients, StepFeatures};
 
 use super::nnls::Normal;
 use super::runs::Run;

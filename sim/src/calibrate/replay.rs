@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use arbor_engine::time::Nanos;
 
 use super::request::Observed;
-use arbor_sim::server::{ModelEvent, ModelRequest, Profile, ServerModel};
+use crate::server::{ModelEvent, ModelRequest, Profile, ServerModel};
 
 /// One request as the model served it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

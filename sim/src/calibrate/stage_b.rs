@@ -14,7 +14,7 @@
 use super::fit_error::{self, Samples};
 use super::replay;
 use super::runs::Run;
-use arbor_sim::server::Profile;
+use crate::server::Profile;
 
 pub const LOW: f64 = 0.5;
 pub const HIGH: f64 = 2.0;
@@ -79,6 +79,11 @@ pub fn loss(profile: &Profile, runs: &[Run]) -> f64 {
 }
 
 impl Factors {
+    /// Each group's name ([`GROUPS`]) and its factor, in order.
+    pub fn by_group(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
+        GROUPS.iter().copied().zip(self.0)
+    }
+
     /// The pull towards 1.
     fn pull(&self) -> f64 {
         PULL * self.0.iter().map(|f| f.ln().powi(2)).sum::<f64>()

@@ -5,9 +5,8 @@
 //! Owns the metrics' definitions as calibration compares them (those of
 //! the server model's predictions: TTFT = first token − sent, ITL =
 //! (done − first token) / (output tokens − 1) per request, E2E = done −
-//! sent; warmups never count) and the table. Replays nothing itself.
-
-use std::io::{self, Write};
+//! sent; warmups never count); the table is the front end's. Replays
+//! nothing itself.
 
 use arbor_engine::stats::nearest_rank;
 use arbor_engine::time::Nanos;
@@ -138,40 +137,6 @@ pub fn loss(compared: &[Compared]) -> f64 {
     compared.iter().map(Compared::loss).sum::<f64>() / compared.len() as f64
 }
 
-fn ms(ns: Nanos) -> String {
-    format!("{:.2}", ns as f64 / 1e6)
-}
-
-/// The table: one block per source (a run's name, or `all`), a line per
-/// metric and quantile.
-pub fn write_table(out: &mut dyn Write, blocks: &[(String, Vec<Compared>)]) -> io::Result<()> {
-    let width = blocks
-        .iter()
-        .map(|(n, _)| n.len())
-        .max()
-        .unwrap_or(3)
-        .max(3);
-    writeln!(
-        out,
-        "{:width$}  {:6} {:>14} {:>14} {:>8}",
-        "run", "metric", "measured ms", "predicted ms", "error"
-    )?;
-    for (name, compared) in blocks {
-        for c in compared {
-            writeln!(
-                out,
-                "{:width$}  {:6} {:>14} {:>14} {:>7.1}%",
-                name,
-                format!("{} {}", c.metric.name(), c.quantile),
-                ms(c.measured),
-                ms(c.predicted),
-                c.error_pct()
-            )?;
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,10 +165,5 @@ mod tests {
         assert_eq!((c[2].measured, c[2].predicted), (100, 100));
         assert_eq!(c[2].loss(), 0.0);
         assert!((c[0].loss() - 2f64.ln().powi(2)).abs() < 1e-12);
-        let mut text = Vec::new();
-        write_table(&mut text, &[("all".into(), c)]).unwrap();
-        let text = String::from_utf8(text).unwrap();
-        assert!(text.contains("TTFT p50"), "{text}");
-        assert!(text.contains("100.0%"), "{text}");
     }
 }
