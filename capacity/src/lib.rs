@@ -13,8 +13,9 @@
 //!
 //! A search sees loads only through a [`Probe`]: anything that can
 //! measure a point implements it (the virtual probe here; the binary's
-//! live probe, which runs `arbor run` per point; a caller's own), and
-//! [`search()`] or [`sweep()`] turn it into points and an answer.
+//! live probe, which runs `arbor run` per point; a caller's own, as in
+//! `examples/custom_probe.rs`), and [`search()`] or [`sweep()`] turn it
+//! into points and an answer.
 //!
 //! Must not touch: a clock, the network, the console (prints nothing: a
 //! front end words progress and tables), nor how a run runs (a live
