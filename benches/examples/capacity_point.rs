@@ -5,6 +5,13 @@
 //! and a checksum of every predicted first token and end: two builds
 //! that predict the same print the same.
 //!
+//! The loop is the server arm of `arbor_capacity::predict::Bench::point`
+//! written out, not a call to it (the capacity bench calls it): it needs
+//! the model's counters (steps, hits, preemptions), which a point does not
+//! hand back, and it counts the scheduler and the model alone (no served
+//! requests, no observations), the loop the instruction counts of
+//! docs/performance.md were taken on.
+//!
 //! `cargo build --release -p arbor-benches --example capacity_point`, then
 //! `valgrind --tool=cachegrind --cache-sim=no
 //! target/release/examples/capacity_point 1000` (loads in sessions; no

@@ -146,7 +146,7 @@ pub fn policy(args: &PolicyArgs, agentx: &ScenarioArgs) -> Result<Policy, Error>
 }
 
 /// A policy error in the words of the flags.
-fn policy_failure(error: PolicyError) -> Error {
+pub fn policy_failure(error: PolicyError) -> Error {
     let PolicyError::Conflict(conflict) = error else {
         return Error::input(error);
     };

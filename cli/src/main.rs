@@ -13,7 +13,8 @@
 //! `shape` (`trees.jsonl`: written by `run`, read by `export`); then the
 //! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
 //! `compare`, `summarize` (reads back what `run` wrote), `capacity`
-//! (the SLO capacity search: plans, or runs through `run`'s entry point), `aggregate`
+//! (the SLO capacity search of `arbor-capacity`: its virtual probe, or a
+//! live one that runs through `run`'s entry point), `aggregate`
 //! (the aggregate of `run --repeat`: used by `run`, uses no command), `export`,
 //! `page` (`arbor report`, also written by `run`), `record` (the
 //! recording proxy), `schema` (the JSON Schemas of `run`'s and `plan`'s

@@ -2,9 +2,10 @@
 //! policy, `--service` with the batching server model, the server, the
 //! emulator, server metrics, the output directory), plus the SLOs, the
 //! knob's range and resolution, and `--live`. The SLO and range texts are
-//! parsed by the command (`crate::capacity`), whose errors name the
-//! clause. A live probe is the `arbor run` of [`CapacityArgs::run`] with
-//! the knob and its directory set.
+//! parsed by the capacity library (`arbor_capacity::Slo`,
+//! `arbor_capacity::Space`), whose errors name the clause. A live probe is
+//! the `arbor run` of [`CapacityArgs::run`] with the knob and its
+//! directory set.
 
 use clap::Args;
 

@@ -1,182 +1,54 @@
-//! A live load point: one real `arbor run` (the run command's own entry
-//! point, [`crate::run::run`], against `--endpoint` or the in-process
-//! emulator) with the knob set and its own run directory (`--out`), then the
-//! observations read back from what it wrote (`records.jsonl`, and
-//! `run.json` for how many turns each tree has). Owns reading a run
-//! directory into [`Observed`]; never changes how a run runs.
+//! The live probe: a load point as one real `arbor run` (the run
+//! command's own entry point, [`crate::run::run`], against `--endpoint`
+//! or the in-process emulator) with the knob set and its own run
+//! directory (`--out`), read back by the library
+//! ([`arbor_capacity::run_dir::read`]). An implementation of the library's
+//! [`Probe`], kept in the binary for now because it re-runs the command
+//! (workload reloaded and recompiled every point); it moves to the facade,
+//! which runs the compiled workload again instead (issue 25, item 4).
+//! Prints one line before each probe; never changes how a run runs.
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use arbor_engine::time::Nanos;
-use serde::Deserialize;
+use arbor_capacity::output::probe_dir;
+use arbor_capacity::{run_dir, Knob, Observed, Probe};
+use arbor_error::Error;
 
 use crate::args::CapacityArgs;
 use crate::run::{self, Rebuild};
 use crate::scenario::Explicit;
-use arbor_error::Error;
-use arbor_runs::records_file::{for_each_line, not_a_record, RECORDS_FILE};
 
-use super::knob::Knob;
-use super::observed::{Gaps, Observed, RequestSeen};
-
-/// Runs probe `k`, the point `knob = value`, into `dir` and reads it back.
-/// Its cache-bust markers are salted with `k` (added to
-/// `--cache-bust-salt`): a probe's prompts never hit what an earlier probe
-/// left in the server's prefix cache. A run that fails, is stopped, or
-/// whose client failed requests ends the search with its error (and exit
-/// code).
-pub fn point(
-    args: &CapacityArgs,
-    explicit: &Explicit,
-    rebuild: Rebuild,
-    k: usize,
-    knob: Knob,
-    value: u64,
-    dir: &Path,
-) -> Result<Observed, Error> {
-    let mut one = args.run.clone();
-    knob.apply(value, &mut one.policy);
-    one.request.cache_bust_salt = one.request.cache_bust_salt.wrapping_add(k as u64);
-    one.out = Some(dir.to_path_buf());
-    run::run(&one, explicit, rebuild)?;
-    read(dir)
+/// Probes that are runs of `args` with the knob set, each in its own
+/// directory under `out`.
+pub struct LiveProbe<'a> {
+    pub args: &'a CapacityArgs,
+    pub explicit: &'a Explicit,
+    pub rebuild: Rebuild,
+    pub knob: Knob,
+    pub out: &'a Path,
 }
 
-/// What a capacity search reads of a record.
-#[derive(Deserialize)]
-struct Line<'a> {
-    tree_index: u32,
-    play: u32,
-    #[serde(default)]
-    warmup: bool,
-    #[serde(borrow)]
-    status: Cow<'a, str>,
-    sent_s: Option<f64>,
-    done_s: Option<f64>,
-    ttft_s: Option<f64>,
-    e2e_s: Option<f64>,
-    tpot_s: Option<f64>,
-    #[serde(default)]
-    itl_s: Vec<f64>,
-}
-
-/// A play's records so far.
-#[derive(Default)]
-struct Span {
-    tree_index: u32,
-    records: u32,
-    cancelled: bool,
-    first_sent: Option<Nanos>,
-    last_done: Option<Nanos>,
-}
-
-fn ns(secs: f64) -> Nanos {
-    (secs * 1e9).round().max(0.0) as Nanos
-}
-
-/// The observations of a run directory `arbor run` wrote.
-pub fn read(dir: &Path) -> Result<Observed, Error> {
-    let tree_turns = tree_turns(dir)?;
-    let mut observed = Observed::default();
-    let mut plays: BTreeMap<u32, Span> = BTreeMap::new();
-    for_each_line(&dir.join(RECORDS_FILE), |_, text| {
-        let line: Line = serde_json::from_str(text).map_err(|e| not_a_record(&e))?;
-        if line.warmup {
-            return Ok(());
-        }
-        let span = plays.entry(line.play).or_default();
-        span.tree_index = line.tree_index;
-        span.records += 1;
-        let sent = line.sent_s.map(ns);
-        let done = line.done_s.map(ns);
-        span.first_sent = match (span.first_sent, sent) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        span.last_done = span.last_done.max(done);
-        match line.status.as_ref() {
-            "cancelled" => span.cancelled = true,
-            "ok" => observed.requests.push(RequestSeen {
-                ok: true,
-                ttft: line.ttft_s.map(ns),
-                e2e: line.e2e_s.map_or(0, ns),
-                tpot: line.tpot_s.map(ns),
-                gaps: Gaps::Listed(line.itl_s.iter().map(|&g| ns(g)).collect()),
-            }),
-            _ => observed.requests.push(RequestSeen::failed()),
-        }
-        Ok(())
-    })?;
-    for span in plays.values() {
-        let all_there = tree_turns
-            .get(span.tree_index as usize)
-            .is_none_or(|&t| span.records >= t);
-        if let (Some(s), Some(d), true, false) =
-            (span.first_sent, span.last_done, all_there, span.cancelled)
-        {
-            observed.jobs.push(d.saturating_sub(s));
-        }
-    }
-    Ok(observed)
-}
-
-/// `run.json`'s turns per tree (a play with fewer records did not finish).
-fn tree_turns(dir: &Path) -> Result<Vec<u32>, Error> {
-    let path = dir.join(arbor_runs::journal::RUN_FILE);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Error::other(format!("{}: cannot read: {e}", path.display())))?;
-    let start: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::other(format!("{}: not JSON: {e}", path.display())))?;
-    Ok(start["tree_turns"]
-        .as_array()
-        .map(|turns| {
-            turns
-                .iter()
-                .map(|t| t.as_u64().map_or(0, |t| t as u32))
-                .collect()
-        })
-        .unwrap_or_default())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MS: u64 = 1_000_000;
-
-    #[test]
-    fn a_run_directory_reads_into_requests_and_jobs() {
-        let dir = std::env::temp_dir().join(format!("arbor-capacity-live-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("run.json"), r#"{"tree_turns": [2, 2, 1]}"#).unwrap();
-        let line = |play: u32, tree: u32, status: &str, sent: f64, done: f64| {
-            format!(
-                r#"{{"tree_index": {tree}, "play": {play}, "warmup": false, "status": "{status}", "sent_s": {sent}, "done_s": {done}, "ttft_s": 0.1, "e2e_s": {}, "tpot_s": 0.01, "itl_s": [0.01, 0.02]}}"#,
-                done - sent
-            )
-        };
-        let lines = [
-            // Play 0: both turns, a job of 1.5 s.
-            line(0, 0, "ok", 0.5, 1.0),
-            line(0, 0, "ok", 1.0, 2.0),
-            // Play 1: one of two turns, then cancelled: no job.
-            line(1, 1, "ok", 0.0, 1.0),
-            line(1, 1, "cancelled", 1.0, 3.0),
-            // Play 2: one turn, failed: a job, and a failed request.
-            line(2, 2, "error", 0.0, 0.25),
-            r#"{"tree_index": 0, "play": 9, "warmup": true, "status": "ok"}"#.to_string(),
-        ];
-        std::fs::write(dir.join("records.jsonl"), lines.join("\n") + "\n").unwrap();
-        let observed = read(&dir).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(observed.requests.len(), 4);
-        assert_eq!(observed.requests.iter().filter(|r| !r.ok).count(), 1);
-        let first = &observed.requests[0];
-        assert_eq!(first.ttft, Some(100 * MS));
-        assert_eq!(first.e2e, 500 * MS);
-        assert_eq!(first.gaps, Gaps::Listed(vec![10 * MS, 20 * MS]));
-        assert_eq!(observed.jobs, [1500 * MS, 250 * MS]);
+impl Probe for LiveProbe<'_> {
+    /// Runs probe `k`, the point `knob = value`, into its directory and
+    /// reads it back. Its cache-bust markers are salted with `k` (added to
+    /// `--cache-bust-salt`): a probe's prompts never hit what an earlier
+    /// probe left in the server's prefix cache. A run that fails, is
+    /// stopped, or whose client failed requests ends the search with its
+    /// error (and exit code).
+    fn measure(&mut self, k: usize, value: u64) -> Result<Observed, Error> {
+        let dir = self.out.join(probe_dir(k, self.knob, value));
+        eprintln!(
+            "arbor capacity: probe {k}: {}={} live, in {}",
+            self.knob.name(),
+            self.knob.show(value),
+            dir.display()
+        );
+        let mut one = self.args.run.clone();
+        self.knob
+            .set(value, &mut one.policy.sessions, &mut one.policy.arrival);
+        one.request.cache_bust_salt = one.request.cache_bust_salt.wrapping_add(k as u64);
+        one.out = Some(dir.clone());
+        run::run(&one, self.explicit, self.rebuild)?;
+        run_dir::read(&dir)
     }
 }

@@ -4,14 +4,10 @@
 
 use std::io::{self, Write};
 
-use arbor_engine::time::Nanos;
-
-use super::knob::Knob;
-use super::observed::Reading;
-use super::output::{Answer, Probe};
+use arbor_capacity::{Answer, Knob, Point, Reading};
 
 /// `80.0 ms`, `1.250 s`.
-fn show(ns: Nanos) -> String {
+fn show(ns: u64) -> String {
     if ns < 1_000_000_000 {
         format!("{:.1} ms", ns as f64 / 1e6)
     } else {
@@ -27,11 +23,11 @@ fn percent(share: Option<f64>) -> String {
 pub fn print(
     out: &mut impl Write,
     knob: Knob,
-    probes: &[Probe],
+    probes: &[Point],
     answer: &Answer,
     slo_text: &str,
 ) -> io::Result<()> {
-    let mut rows: Vec<&Probe> = probes.iter().collect();
+    let mut rows: Vec<&Point> = probes.iter().collect();
     rows.sort_by(|a, b| a.load.total_cmp(&b.load).then(a.probe.cmp(&b.probe)));
     let names: Vec<String> = probes
         .first()

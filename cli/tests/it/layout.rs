@@ -72,6 +72,11 @@ const STILL_TO_MOVE: &[(&str, &str)] = &[
         "pages, plan report, exports, compare, named directly: through the facade",
     ),
     (
+        "arbor-capacity",
+        "the capacity search, named directly (and the live probe, which re-runs `run`): \
+         through the facade",
+    ),
+    (
         "tokenizers",
         "exact token counts (--tokenizer): to `formats`",
     ),

@@ -1,5 +1,5 @@
 //! One request as a virtual load point served it, whichever model decided
-//! its times: the shape every arm of [`super::predict`] produces, the
+//! its times: the shape every arm of [`crate::predict`] produces, the
 //! observations judged from it, and the record line a virtual probe
 //! directory holds for it (the fields `arbor report` reads of a
 //! `records.jsonl` line). Integer nanoseconds from the point's time 0.
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use arbor_engine::time::Nanos;
 use serde::Serialize;
 
-use super::observed::{Gaps, Observed, RequestSeen};
+use crate::observed::{Gaps, Observed, RequestSeen};
 
 /// One request served on the virtual clock (warmups left out).
 #[derive(Debug, Clone, PartialEq)]

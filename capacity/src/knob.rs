@@ -4,10 +4,13 @@
 //! resolution (`--step`). Owns the knob's units (sessions; a rate in
 //! milli-trees per second, so the search is integer arithmetic and
 //! deterministic), how a value is shown and how it is set on a policy.
+//! The grammar's errors name the flags they come from (`--search`,
+//! `--step`), as the command shows them.
 
-use arbor_engine::policy::Arrival;
+use arbor_engine::policy::{Arrival, Policy};
+use arbor_error::Error;
 
-use crate::args::PolicyArgs;
+use crate::search::{grid, Bounds, MAX_SWEEP_LOADS};
 
 /// What the search turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,14 +57,22 @@ impl Knob {
     }
 
     /// Sets the knob to `value` on `policy`.
-    pub fn apply(self, value: u64, policy: &mut PolicyArgs) {
+    pub fn apply(self, value: u64, policy: &mut Policy) {
+        self.set(value, &mut policy.sessions, &mut policy.arrival);
+    }
+
+    /// Sets the knob to `value` on a policy's two load settings, wherever
+    /// they are held (a [`Policy`], or a front end's flags): sessions for
+    /// the closed loop; no sessions and an even tree rate for the open
+    /// loop.
+    pub fn set(self, value: u64, sessions: &mut Option<u32>, arrival: &mut Arrival) {
         match self {
             Knob::Sessions => {
-                policy.sessions = Some(u32::try_from(value).unwrap_or(u32::MAX));
+                *sessions = Some(u32::try_from(value).unwrap_or(u32::MAX));
             }
             Knob::Rate => {
-                policy.sessions = None;
-                policy.arrival = Arrival::Rate(self.number(value));
+                *sessions = None;
+                *arrival = Arrival::Rate(self.number(value));
             }
         }
     }
@@ -113,23 +124,24 @@ pub struct Space {
 impl Space {
     /// The space the flags describe: `--search KNOB[:LO..HI]` (else the
     /// knob whose flag was given, else sessions), `--step` (else 1 session
-    /// or 0.1 trees/s), started at `--sessions N` or `--arrival rate:R`
-    /// when given.
+    /// or 0.1 trees/s), started at the `sessions` (`--sessions N`) or the
+    /// `arrival` rate (`--arrival rate:R`) given.
     pub fn of(
         search: Option<&str>,
         step: Option<&str>,
-        policy: &PolicyArgs,
+        sessions: Option<u32>,
+        arrival: Arrival,
     ) -> Result<Space, String> {
-        let given_rate = match policy.arrival {
+        let given_rate = match arrival {
             Arrival::Rate(r) => Some(r),
             _ => None,
         };
         let (knob, range) = match search {
             Some(text) => parse_search(text)?,
-            None if given_rate.is_some() && policy.sessions.is_none() => (Knob::Rate, None),
+            None if given_rate.is_some() && sessions.is_none() => (Knob::Rate, None),
             None => (Knob::Sessions, None),
         };
-        if knob == Knob::Rate && policy.sessions.is_some() {
+        if knob == Knob::Rate && sessions.is_some() {
             return Err(
                 "--search rate: an open-loop search; drop --sessions (a closed loop)".to_string(),
             );
@@ -142,7 +154,7 @@ impl Space {
             resolution = knob.parse_value(text, "--step")?;
         }
         let given = match knob {
-            Knob::Sessions => policy.sessions.map(u64::from),
+            Knob::Sessions => sessions.map(u64::from),
             Knob::Rate => given_rate.map(|r| (r * MILLI as f64).round() as u64),
         };
         let start = given.filter(|v| (lo..=hi).contains(v)).unwrap_or(lo);
@@ -153,6 +165,31 @@ impl Space {
             start,
             step: resolution,
         })
+    }
+
+    /// The range and resolution, as the search walks them.
+    pub fn bounds(&self) -> Bounds {
+        Bounds {
+            lo: self.lo,
+            hi: self.hi,
+            step: self.step,
+        }
+    }
+
+    /// Refuses a sweep of more than [`MAX_SWEEP_LOADS`] loads (each writes
+    /// a probe directory), naming the flags that set them.
+    pub fn check_sweep(&self) -> Result<(), Error> {
+        let loads = grid(self.bounds()).len();
+        if loads <= MAX_SWEEP_LOADS {
+            return Ok(());
+        }
+        Err(Error::input(format!(
+            "--sweep: {loads} loads from {} to {} at {}; at most {MAX_SWEEP_LOADS}: give a \
+             coarser --step or a narrower --search",
+            self.knob.show(self.lo),
+            self.knob.show(self.hi),
+            self.knob.show(self.step),
+        )))
     }
 }
 
@@ -198,54 +235,66 @@ fn parse_search(text: &str) -> Result<(Knob, Option<(u64, u64)>), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct Flags {
-        #[command(flatten)]
-        policy: PolicyArgs,
-    }
-
-    fn policy(args: &[&str]) -> PolicyArgs {
-        let mut all = vec!["x"];
-        all.extend_from_slice(args);
-        Flags::parse_from(all).policy
+    /// `Space::of` with no `--sessions` and the default arrival.
+    fn of(search: Option<&str>, step: Option<&str>) -> Result<Space, String> {
+        Space::of(search, step, None, Arrival::Recorded)
     }
 
     #[test]
     fn the_knob_comes_from_search_or_the_flag_given() {
-        let s = Space::of(Some("sessions:2..64"), None, &policy(&[])).unwrap();
+        let s = of(Some("sessions:2..64"), None).unwrap();
         assert_eq!(
             (s.knob, s.lo, s.hi, s.start, s.step),
             (Knob::Sessions, 2, 64, 2, 1)
         );
-        let s = Space::of(None, None, &policy(&["--sessions", "8"])).unwrap();
+        let s = Space::of(None, None, Some(8), Arrival::Recorded).unwrap();
         assert_eq!((s.knob, s.start), (Knob::Sessions, 8));
-        let s = Space::of(None, Some("0.5"), &policy(&["--arrival", "rate:2"])).unwrap();
+        let s = Space::of(None, Some("0.5"), None, Arrival::Rate(2.0)).unwrap();
         assert_eq!((s.knob, s.start, s.step), (Knob::Rate, 2000, 500));
         assert_eq!(s.knob.show(1500), "1.5");
-        let s = Space::of(Some("rate:0.1..20"), None, &policy(&[])).unwrap();
+        let s = of(Some("rate:0.1..20"), None).unwrap();
         assert_eq!((s.lo, s.hi, s.start), (100, 20_000, 100));
     }
 
     #[test]
     fn bad_searches_say_what_was_expected() {
-        for (search, step, flags, needle) in [
-            (Some("lanes:1..4"), None, &[][..], "unknown knob `lanes`"),
-            (Some("sessions:8"), None, &[], "expected a range LO..HI"),
-            (Some("sessions:9..4"), None, &[], "low end is above"),
-            (Some("sessions:0..4"), None, &[], "at least 1"),
-            (Some("rate:1..x"), None, &[], "the high end `x`"),
-            (None, Some("0"), &[], "--step `0`"),
-            (
-                Some("rate"),
-                None,
-                &["--sessions", "4"][..],
-                "drop --sessions",
-            ),
+        for (search, step, needle) in [
+            (Some("lanes:1..4"), None, "unknown knob `lanes`"),
+            (Some("sessions:8"), None, "expected a range LO..HI"),
+            (Some("sessions:9..4"), None, "low end is above"),
+            (Some("sessions:0..4"), None, "at least 1"),
+            (Some("rate:1..x"), None, "the high end `x`"),
+            (None, Some("0"), "--step `0`"),
         ] {
-            let e = Space::of(search, step, &policy(flags)).unwrap_err();
+            let e = of(search, step).unwrap_err();
             assert!(e.contains(needle), "{search:?}: {e}");
         }
+        let e = Space::of(Some("rate"), None, Some(4), Arrival::Recorded).unwrap_err();
+        assert!(e.contains("drop --sessions"), "{e}");
+    }
+
+    #[test]
+    fn the_knob_sets_the_policy_and_a_sweep_is_capped() {
+        let mut policy = Policy::default();
+        Knob::Sessions.apply(24, &mut policy);
+        assert_eq!(policy.sessions, Some(24));
+        Knob::Rate.apply(1500, &mut policy);
+        assert_eq!(
+            (policy.sessions, policy.arrival),
+            (None, Arrival::Rate(1.5))
+        );
+        let space = of(Some("sessions:1..10000"), None).unwrap();
+        assert!(space.check_sweep().is_ok());
+        let e = of(Some("sessions:1..20000"), None)
+            .unwrap()
+            .check_sweep()
+            .unwrap_err();
+        assert!(e.is_input());
+        assert_eq!(
+            e.to_string(),
+            "--sweep: 20000 loads from 1 to 20000 at 1; at most 10000: give a coarser --step or \
+             a narrower --search"
+        );
     }
 }

@@ -5,22 +5,24 @@
 //! where the report reads it (`latency.*`, `throughput.*`, `counts`,
 //! `config`) and a `records.jsonl` of the predicted requests, so `arbor
 //! report OUT/probe-*` overlays the points like runs. A live probe's
-//! directory is the run's own.
+//! directory is the run's own. Owns the files' shapes and names, and the
+//! rule that OUT is new or empty; decides nothing about the search.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::Nanos;
-use serde::Serialize;
-
 use arbor_error::Error;
 use arbor_runs::collector::Latency;
+use serde::Serialize;
 
-use super::knob::Knob;
-use super::observed::Verdict;
-use super::predict::{makespan, Prediction};
-use super::served::Served;
+use crate::knob::{Knob, Space};
+use crate::observed::Verdict;
+use crate::search::Knee;
+use crate::served::Served;
+use crate::slo::Slo;
 
 pub const CAPACITY_FILE: &str = "capacity.json";
 pub const SCHEMA_VERSION: &str = "arbor.capacity/1";
@@ -32,9 +34,10 @@ pub fn probe_dir(k: usize, knob: Knob, value: u64) -> String {
     format!("probe-{k}-{}-{}", knob.name(), knob.show(value))
 }
 
-/// One probed point.
+/// One probed point: a row of the console's table, an entry of
+/// `capacity.json`'s `probes`.
 #[derive(Debug, Clone, Serialize)]
-pub struct Probe {
+pub struct Point {
     /// 1-based, in the order probed.
     pub probe: usize,
     /// The knob's value (sessions, or trees per second).
@@ -50,8 +53,7 @@ pub struct Probe {
 pub struct Report {
     pub schema_version: &'static str,
     pub arbor_version: &'static str,
-    /// `virtual` or `live`.
-    pub mode: &'static str,
+    pub mode: Mode,
     /// False: a probe failed and ended the search (the probes before it
     /// are listed; the answer is empty).
     pub complete: bool,
@@ -67,16 +69,105 @@ pub struct Report {
     /// A live search's start: the virtual knee it bisected around.
     pub predicted: Option<Answer>,
     pub answer: Answer,
-    pub probes: Vec<Probe>,
+    pub probes: Vec<Point>,
 }
 
-/// Where the knee is.
-#[derive(Debug, Clone, Copy, Serialize)]
+/// How the points were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Plans on the virtual clock.
+    Virtual,
+    /// Real runs.
+    Live,
+}
+
+/// Where the knee is, in the knob's own unit (sessions, trees/s).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Answer {
     /// The largest load that passed.
     pub passing: Option<f64>,
     /// The smallest load above it that failed.
     pub failing: Option<f64>,
+}
+
+impl Answer {
+    /// `knee` in the knob's own unit.
+    pub fn of(knob: Knob, knee: Knee) -> Answer {
+        Answer {
+            passing: knee.passing.map(|v| knob.number(v)),
+            failing: knee.failing.map(|v| knob.number(v)),
+        }
+    }
+}
+
+/// A search's end: its points in the order probed, and what it found, or
+/// the error that ended it after those points.
+#[derive(Debug)]
+pub struct Outcome {
+    pub points: Vec<Point>,
+    pub found: Result<Knee, Error>,
+}
+
+/// What `capacity.json` says of a search besides its points and answer.
+#[derive(Debug, Clone, Copy)]
+pub struct About<'a> {
+    pub mode: Mode,
+    pub space: &'a Space,
+    pub slo: &'a Slo,
+    /// The service model of the virtual points (and of a live search's
+    /// prediction), as `--service` names it.
+    pub service: &'a str,
+    /// A live search's start: the virtual knee it bisected around.
+    pub predicted: Option<Answer>,
+}
+
+impl Outcome {
+    /// Writes `capacity.json` of the search into `dir` (also after an
+    /// error, with the points made before it: `"complete": false`) and
+    /// hands back what it found, or the error.
+    pub fn finish(self, dir: &Path, about: About) -> Result<(Knee, Vec<Point>), Error> {
+        let Outcome { points, found } = self;
+        let knob = about.space.knob;
+        let report = Report {
+            schema_version: SCHEMA_VERSION,
+            arbor_version: env!("CARGO_PKG_VERSION"),
+            mode: about.mode,
+            complete: found.is_ok(),
+            slo: about.slo.to_string(),
+            goodput_threshold: about.slo.goodput,
+            knob: knob.name(),
+            range: [knob.number(about.space.lo), knob.number(about.space.hi)],
+            step: knob.number(about.space.step),
+            service: about.service.to_string(),
+            predicted: about.predicted,
+            answer: Answer::of(
+                knob,
+                *found.as_ref().unwrap_or(&Knee {
+                    passing: None,
+                    failing: None,
+                }),
+            ),
+            probes: points,
+        };
+        write_report(dir, &report)?;
+        let knee = found?;
+        Ok((knee, report.probes))
+    }
+}
+
+/// Creates OUT, the search's directory; one that holds files already
+/// needs `force` (`--force`).
+pub fn claim(out: &Path, force: bool) -> Result<(), Error> {
+    let used = std::fs::read_dir(out).is_ok_and(|mut entries| entries.next().is_some());
+    if used && !force {
+        return Err(Error::input(format!(
+            "--out {}: not empty; expected a new or empty directory (or --force)",
+            out.display()
+        )));
+    }
+    std::fs::create_dir_all(out)
+        .map_err(|e| Error::other(format!("{}: cannot create: {e}", out.display())))
 }
 
 /// Writes `OUT/capacity.json`.
@@ -140,16 +231,27 @@ struct Config<'a> {
     seed: u64,
 }
 
-/// Writes a virtual probe's directory under `out`.
+/// What a virtual probe's directory holds besides its verdict: the plan
+/// as the scheduler left it, its requests and jobs, and the settings
+/// `summary.json`'s `config` names.
+pub struct Planned<'a> {
+    pub scheduler: &'a Scheduler,
+    pub served: &'a [Served],
+    /// The times of the plays that ran every turn.
+    pub jobs: &'a [Nanos],
+    /// The service model, as `--service` names it.
+    pub service: &'a str,
+    pub seed: u64,
+}
+
+/// Writes a virtual probe's directory, `point.dir` under `out`.
 pub fn write_virtual_probe(
     out: &Path,
-    probe: &Probe,
+    point: &Point,
     knob: Knob,
-    prediction: &Prediction,
-    service: &str,
-    seed: u64,
+    planned: &Planned,
 ) -> Result<(), Error> {
-    let dir = out.join(&probe.dir);
+    let dir = out.join(&point.dir);
     let fail = |path: &Path, e: std::io::Error| {
         Error::other(format!("{}: cannot write: {e}", path.display()))
     };
@@ -157,8 +259,8 @@ pub fn write_virtual_probe(
     let records = dir.join(arbor_runs::records_file::RECORDS_FILE);
     let file = File::create(&records).map_err(|e| fail(&records, e))?;
     let mut lines = BufWriter::with_capacity(1 << 16, file);
-    let trees = prediction.scheduler.trees();
-    for s in &prediction.served {
+    let trees = planned.scheduler.trees();
+    for s in planned.served {
         let Some(tree) = trees.get(s.tree as usize) else {
             continue;
         };
@@ -174,7 +276,7 @@ pub fn write_virtual_probe(
     }
     lines.flush().map_err(|e| fail(&records, e))?;
 
-    let window = makespan(&prediction.scheduler);
+    let window = makespan(planned.scheduler);
     let per_s = |n: u64| {
         if window == 0 {
             0.0
@@ -182,7 +284,7 @@ pub fn write_virtual_probe(
             n as f64 / (window as f64 / 1e9)
         }
     };
-    let served = &prediction.served;
+    let served = planned.served;
     let values = |f: &dyn Fn(&Served) -> Option<Nanos>| -> Latency {
         let mut v: Vec<Nanos> = served.iter().filter_map(f).collect();
         Latency::of(&mut v)
@@ -192,7 +294,7 @@ pub fn write_virtual_probe(
         itl: values(&|s| s.gap.filter(|_| s.osl > 1)),
         tpot: values(&|s| s.gap.filter(|_| s.osl > 1)),
         e2e: values(&|s| Some(s.done - s.sent)),
-        job_time: Latency::of(&mut prediction.observed.jobs.clone()),
+        job_time: Latency::of(&mut planned.jobs.to_vec()),
     };
     let summary = ProbeSummary {
         schema_version: PROBE_SCHEMA_VERSION,
@@ -201,8 +303,8 @@ pub fn write_virtual_probe(
         complete: true,
         cancelled: false,
         knob: knob.name(),
-        load: probe.load,
-        verdict: &probe.verdict,
+        load: point.load,
+        verdict: &point.verdict,
         elapsed_s: window as f64 / 1e9,
         counts: Counts {
             dispatched: served.len() as u64,
@@ -217,10 +319,18 @@ pub fn write_virtual_probe(
             input_tokens_per_s: per_s(served.iter().map(|s| u64::from(s.isl)).sum()),
             output_tokens_per_s: per_s(served.iter().map(|s| u64::from(s.osl)).sum()),
         },
-        config: Config { service, seed },
+        config: Config {
+            service: planned.service,
+            seed: planned.seed,
+        },
     };
     let path = dir.join("summary.json");
     let bytes = serde_json::to_vec_pretty(&summary)
         .map_err(|e| Error::other(format!("cannot encode {}: {e}", path.display())))?;
     std::fs::write(&path, bytes).map_err(|e| fail(&path, e))
+}
+
+/// The makespan of a finished plan.
+fn makespan(scheduler: &Scheduler) -> Nanos {
+    scheduler.slots().iter().map(|s| s.end).max().unwrap_or(0)
 }

@@ -13,7 +13,7 @@ use arbor_engine::stats::nearest_rank_index;
 use arbor_engine::time::Nanos;
 use serde::Serialize;
 
-use super::slo::{Bound, Metric, Slo};
+use crate::slo::{Bound, Metric, Slo};
 
 /// The inter-token gaps of one request.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,24 +10,30 @@
 //! | `recorded` | none | none (only `e2e` and `job` bounds mean anything) |
 //! | `server:PROFILE.toml` | the batching model's first token | (done − first token) / (osl − 1) |
 //!
-//! No I/O, no clock: the same flags give the same points on every machine.
+//! [`VirtualProbe`] is the search's probe of such points: each one
+//! planned, then its directory written ([`crate::output`]) once judged.
+//! Planning has no I/O and no clock: the same settings give the same
+//! points on every machine.
+
+use std::path::Path;
 
 use arbor_backends::virtual_clock::{self, Prompts};
 use arbor_engine::dag::CompiledWorkload;
+use arbor_engine::error::PolicyError;
+use arbor_engine::policy::Policy;
 use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{Scheduler, TurnState};
-use arbor_engine::time::Nanos;
 use arbor_engine::Workload;
+use arbor_error::Error;
 use arbor_sim::{ServerModel, ServerService, Service, ServiceModel, ServiceRequest, WorkloadKeys};
 
-use crate::args::{PolicyArgs, ScenarioArgs};
-use crate::inputs;
-use arbor_error::Error;
-
-use super::knob::Knob;
-use super::observed::Observed;
-use super::search::Knee;
-use super::served::{self, Served};
+use crate::knob::Knob;
+use crate::observed::Observed;
+use crate::output::{write_virtual_probe, Planned, Point};
+use crate::probe::Probe;
+use crate::search::Knee;
+use crate::served::{self, Served};
+use crate::slo::Slo;
 
 /// What every virtual point shares.
 pub struct Bench {
@@ -39,9 +45,12 @@ pub struct Bench {
     /// Every turn's block keys, computed once for every point (the
     /// server model without `--cache-bust`: [`Bench::new`]).
     pub keys: Option<WorkloadKeys>,
-    pub policy: PolicyArgs,
-    pub scenario: ScenarioArgs,
+    /// The policy of every point, but for the knob's setting.
+    pub policy: Policy,
     pub service: Service,
+    /// How an error of the policy with the knob set is worded (a front end
+    /// names its flags); by default, the engine's words as an input error.
+    pub policy_error: fn(PolicyError) -> Error,
 }
 
 /// One virtual point, planned.
@@ -59,8 +68,7 @@ impl Bench {
         compiled: CompiledWorkload,
         workload: Workload,
         cache_bust: Option<CacheBust>,
-        policy: PolicyArgs,
-        scenario: ScenarioArgs,
+        policy: Policy,
         service: Service,
     ) -> Bench {
         let keys = match &service {
@@ -76,8 +84,16 @@ impl Bench {
             cache_bust,
             keys,
             policy,
-            scenario,
             service,
+            policy_error: Error::input,
+        }
+    }
+
+    /// The bench with a policy's errors worded by `words`.
+    pub fn with_policy_error(self, words: fn(PolicyError) -> Error) -> Bench {
+        Bench {
+            policy_error: words,
+            ..self
         }
     }
 
@@ -100,8 +116,8 @@ impl Bench {
     pub fn point(&self, knob: Knob, value: u64) -> Result<Prediction, Error> {
         let mut policy = self.policy.clone();
         knob.apply(value, &mut policy);
-        let policy = inputs::policy(&policy, &self.scenario)?;
-        let mut scheduler = inputs::scheduler(self.compiled.clone(), policy)?;
+        let mut scheduler =
+            Scheduler::new(self.compiled.clone(), policy).map_err(self.policy_error)?;
         let served = match &self.service {
             Service::Model(model) => by_formula(&mut scheduler, model)?,
             Service::Server(server) => self.by_server(&mut scheduler, server)?,
@@ -169,7 +185,8 @@ impl Bench {
 /// A shipped service-time model: the plan's completions, with TTFT and
 /// the gap by the model's formula.
 fn by_formula(scheduler: &mut Scheduler, model: &ServiceModel) -> Result<Vec<Served>, Error> {
-    inputs::run_virtual(scheduler, model, "engine (capacity point)")?;
+    virtual_clock::run(scheduler, model)
+        .map_err(|e| Error::other(format!("engine (capacity point): {e}")))?;
     let time = |isl, osl| {
         model.service_time(&ServiceRequest {
             isl,
@@ -231,7 +248,88 @@ fn complete_plays(scheduler: &Scheduler) -> Vec<bool> {
     complete
 }
 
-/// The makespan of a finished plan.
-pub fn makespan(scheduler: &Scheduler) -> Nanos {
-    scheduler.slots().iter().map(|s| s.end).max().unwrap_or(0)
+/// A recorded service time has no first token: TTFT, ITL and TPOT bounds
+/// would judge nothing, so they are refused with it (naming the flags).
+pub fn refuse_without_first_token(slo: &Slo, service: &Service) -> Result<(), Error> {
+    if *service != Service::Model(ServiceModel::Recorded) {
+        return Ok(());
+    }
+    match slo.bounds.iter().find(|b| b.metric.needs_first_token()) {
+        None => Ok(()),
+        Some(bound) => Err(Error::input(format!(
+            "--slo {bound}: --service recorded predicts no first token, so only e2e and job \
+             bounds mean anything; give --service fixed:TTFT_MS:ITL_MS or \
+             throughput:PREFILL_TOK_S:DECODE_TOK_S, or drop {}",
+            bound.name()
+        ))),
+    }
+}
+
+/// The search's probe of virtual points: each planned by the
+/// [`Bench`], and once judged its directory written under `dir`
+/// (`summary.json` with the verdict, `records.jsonl` of the predicted
+/// requests). A copy is cheap (references), so a sweep gives one to each
+/// worker.
+pub struct VirtualProbe<'a> {
+    bench: &'a Bench,
+    knob: Knob,
+    dir: &'a Path,
+    /// `--service` as `summary.json`'s `config` names it.
+    service: String,
+    /// The plan of the point measured last, until it is kept.
+    planned: Option<(Scheduler, Vec<Served>)>,
+}
+
+impl<'a> VirtualProbe<'a> {
+    /// Probes of `knob`'s points of `bench`, their directories under
+    /// `dir`.
+    pub fn new(bench: &'a Bench, knob: Knob, dir: &'a Path) -> VirtualProbe<'a> {
+        VirtualProbe {
+            bench,
+            knob,
+            dir,
+            service: bench.service.to_string(),
+            planned: None,
+        }
+    }
+}
+
+impl Clone for VirtualProbe<'_> {
+    /// The same probe, without the point in hand.
+    fn clone(&self) -> Self {
+        VirtualProbe {
+            service: self.service.clone(),
+            planned: None,
+            ..*self
+        }
+    }
+}
+
+impl Probe for VirtualProbe<'_> {
+    fn measure(&mut self, _k: usize, value: u64) -> Result<Observed, Error> {
+        let Prediction {
+            scheduler,
+            served,
+            observed,
+        } = self.bench.point(self.knob, value)?;
+        self.planned = Some((scheduler, served));
+        Ok(observed)
+    }
+
+    fn keep(&mut self, point: &Point, observed: &Observed) -> Result<(), Error> {
+        let Some((scheduler, served)) = self.planned.take() else {
+            return Err(Error::other(format!(
+                "capacity: probe {} was kept before it was planned",
+                point.probe
+            )));
+        };
+        let planned = Planned {
+            scheduler: &scheduler,
+            served: &served,
+            jobs: &observed.jobs,
+            service: &self.service,
+            seed: self.bench.policy.seed,
+        };
+        write_virtual_probe(self.dir, point, self.knob, &planned)
+    }
 }

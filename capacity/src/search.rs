@@ -1,7 +1,8 @@
 //! The search for the largest load that passes: bracket the knee, then
 //! bisect to the resolution. Pure and deterministic: it sees loads only
-//! through the caller's probe (which runs and judges a point) and never
-//! probes a value twice. Owns the order of probes, nothing else.
+//! through the caller's function (which measures and judges a point:
+//! [`crate::probe`]) and never probes a value twice. Owns the order of
+//! probes, nothing else.
 //!
 //! - From a start value ([`Start::At`]): probe it; while it passes,
 //!   double the load (at least one step more) up to the first failure or
@@ -18,11 +19,26 @@
 
 use std::collections::BTreeMap;
 
+/// The most loads a sweep plans (each writes a probe directory).
+pub const MAX_SWEEP_LOADS: usize = 10_000;
+
 /// Where the search begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
     At(u64),
     Around(u64),
+}
+
+impl Start {
+    /// Where a search starts after a prediction: around the predicted
+    /// knee's passing load (its failing one when even the range's bottom
+    /// failed), or at `start` without one.
+    pub fn after(predicted: Option<Knee>, start: u64) -> Start {
+        match predicted {
+            Some(knee) => Start::Around(knee.passing.or(knee.failing).unwrap_or(start)),
+            None => Start::At(start),
+        }
+    }
 }
 
 /// The range and resolution, in the knob's units.
@@ -258,6 +274,17 @@ mod tests {
         let (found, probed) = run(B, Start::At(64), 10);
         assert_eq!(found, knee(Some(10), Some(11)));
         assert_eq!(&probed[..3], [64, 32, 16]);
+    }
+
+    #[test]
+    fn a_search_after_a_prediction_starts_around_its_knee() {
+        assert_eq!(Start::after(None, 8), Start::At(8));
+        assert_eq!(
+            Start::after(Some(knee(Some(24), Some(25))), 8),
+            Start::Around(24)
+        );
+        assert_eq!(Start::after(Some(knee(None, Some(1))), 8), Start::Around(1));
+        assert_eq!(Start::after(Some(knee(None, None)), 8), Start::Around(8));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! (metrics `ttft`, `itl`, `tpot`, `e2e`, `job`; percentiles `p50` to
 //! `p99.9`) and at most one `goodput>=SHARE`. Owns parsing and the words
 //! of its errors (each names the clause and what was expected); judges
-//! nothing (that is [`super::observed`]).
+//! nothing (that is [`crate::observed`]).
 
 use std::fmt;
 

@@ -1,0 +1,8 @@
+//! arbor-capacity's integration tests, in process (no binary, no port):
+//! the search over a caller's own probe (the `custom_probe` example), and
+//! virtual searches and sweeps whose knees are known by hand, with what
+//! they write. The command's own tests (its flags, console, live probes)
+//! are the CLI's (`cli/tests/it/capacity.rs`).
+
+mod custom_probe;
+mod virtual_search;
