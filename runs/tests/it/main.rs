@@ -1,0 +1,3 @@
+//! arbor-runs' integration tests: the library as a user calls it.
+
+mod read_run;
