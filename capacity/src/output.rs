@@ -92,6 +92,27 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// "largest load meeting every SLO: sessions=24 (sessions=25 fails)".
+    pub fn sentence(&self, knob: Knob, slo_text: &str) -> String {
+        let at = |v: f64| format!("{}={}", knob.name(), knob.show_number(v));
+        match (self.passing, self.failing) {
+            (Some(p), Some(f)) => format!(
+                "largest load meeting every SLO: {} ({} fails; SLO {slo_text})",
+                at(p),
+                at(f)
+            ),
+            (Some(p), None) => format!(
+                "every load probed meets every SLO, up to the range's top {}: raise --search's high end",
+                at(p)
+            ),
+            (None, Some(f)) => format!(
+                "no load meets every SLO: even {} fails (SLO {slo_text}); lower --search's low end",
+                at(f)
+            ),
+            (None, None) => "no load was probed".to_string(),
+        }
+    }
+
     /// `knee` in the knob's own unit.
     pub fn of(knob: Knob, knee: Knee) -> Answer {
         Answer {

@@ -37,7 +37,8 @@ use serde_json::Value;
 
 use crate::args::DoctorArgs;
 use crate::fit_advice::{self, WorkloadSize};
-use crate::{runtime, stdout};
+use crate::stdout;
+use arbor::runtime;
 use arbor_backends::endpoint::{self, Auth};
 use arbor_error::Error;
 

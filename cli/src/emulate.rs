@@ -1,126 +1,13 @@
-//! `arbor emulate`, and the built-in emulator's configuration from its
-//! flags, which `arbor run` also uses when it starts the emulator
-//! in-process (no `--endpoint`; run's `--tokenizer` then counts the
-//! emulator's prompt tokens too). `--profile PROFILE.toml` serves under
-//! the batching server model (`arbor emulate --profile`, and `arbor run
-//! --profile` for the in-process emulator).
+//! `arbor emulate`: the flags to the library's emulator
+//! ([`arbor::emulate::serve_until_interrupted`]), served until Ctrl+C.
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
+use arbor::Error;
 
-use arbor_sim::emulator::{serve, serve_tls, EmulatorConfig, EmulatorFlags, EmulatorTls};
-use arbor_sim::server::Profile;
-use clap::{Args, Command};
+use crate::args::EmulateArgs;
+use crate::console::Console;
+use crate::options;
 
-use crate::args::{EmulateArgs, EmulatorArgs};
-use crate::scenario::Explicit;
-use crate::{runtime, stdout};
-use arbor_error::Error;
-
-/// The emulator configuration the flags describe, with the fault seed and
-/// the tokenizer that counts prompt text (none: the estimate).
-pub fn config(
-    args: &EmulatorArgs,
-    seed: u64,
-    tokenizer: Option<&Path>,
-) -> Result<EmulatorConfig, Error> {
-    let mut config = EmulatorFlags {
-        ttft_ms: args.ttft_ms,
-        itl_ms: args.itl_ms,
-        prefill_tok_s: args.prefill_tok_s,
-        decode_tok_s: args.decode_tok_s,
-        max_model_len: args.max_model_len,
-        model_name: args.model_name.clone(),
-        cache_blocks: args.cache_blocks,
-        fail_rate: args.fail_rate,
-        fail_status: args.fail_status,
-        retry_after_s: args.retry_after_s,
-        disconnect_rate: args.disconnect_rate,
-        disconnect_after: args.disconnect_after,
-        stall_rate: args.stall_rate,
-        stall_s: args.stall_s,
-        malformed_rate: args.malformed_rate,
-        seed: Some(seed),
-    }
-    .into_config()
-    .map_err(Error::input)?;
-    config.tokenizer = tokenizer.map(crate::tokenizer::for_emulator).transpose()?;
-    config.profile = args
-        .profile
-        .as_deref()
-        .map(Profile::from_toml_path)
-        .transpose()
-        .map_err(Error::input)?;
-    Ok(config)
-}
-
-/// The emulator flags given on the command line, as `--name`.
-pub fn flags_given(explicit: &Explicit) -> Vec<String> {
-    EmulatorArgs::augment_args(Command::new("emulator"))
-        .get_arguments()
-        .filter(|arg| explicit.has(arg.get_id().as_str()))
-        .filter_map(|arg| arg.get_long().map(|long| format!("--{long}")))
-        .collect()
-}
-
-/// The TLS `arbor emulate` serves with, if any. A self-signed certificate
-/// is written where the user is told, for `--cacert`.
-fn tls(args: &EmulateArgs) -> Result<Option<EmulatorTls>, Error> {
-    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-        return EmulatorTls::from_pem_files(cert, key)
-            .map(Some)
-            .map_err(Error::input);
-    }
-    if !args.tls_self_signed {
-        return Ok(None);
-    }
-    let made = EmulatorTls::self_signed().map_err(Error::other)?;
-    let path = args.tls_cert_out.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("arbor-emulate-{}-cert.pem", args.port))
-    });
-    std::fs::write(&path, &made.cert_pem)
-        .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))?;
-    eprintln!(
-        "arbor emulate: self-signed certificate for {} written to {} (arbor run --cacert {})",
-        arbor_sim::emulator::SELF_SIGNED_NAMES.join(", "),
-        path.display(),
-        path.display()
-    );
-    Ok(Some(made.tls))
-}
-
-/// `arbor emulate`: serve until Ctrl+C. The soft file-descriptor limit is
-/// raised to the hard one first: every client connection is a descriptor.
+/// `arbor emulate`.
 pub fn run(args: &EmulateArgs) -> Result<(), Error> {
-    runtime::raise_fd_limit();
-    let config = config(&args.emulator, args.seed, args.tokenizer.as_deref())?;
-    let tls = tls(args)?;
-    let runtime = runtime::two_workers()?;
-    runtime.block_on(async move {
-        if args.busy_poll {
-            // Yielding forever keeps this worker out of its sleep: it polls
-            // the sockets between yields.
-            tokio::spawn(async {
-                loop {
-                    tokio::task::yield_now().await;
-                }
-            });
-        }
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
-        let served = match tls {
-            Some(tls) => serve_tls(config, addr, tls).await,
-            None => serve(config, addr).await,
-        };
-        let emulator = served.map_err(|e| Error::other(format!("cannot listen on {addr}: {e}")))?;
-        stdout::print(|out| {
-            writeln!(
-                out,
-                "arbor emulate: listening on {} (Ctrl+C stops)",
-                emulator.base_url()
-            )
-        })?;
-        let _ = tokio::signal::ctrl_c().await;
-        emulator.shutdown().await;
-        Ok(())
-    })
+    arbor::emulate::serve_until_interrupted(&options::emulate(args), &Console::default())
 }

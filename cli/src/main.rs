@@ -1,24 +1,19 @@
-//! `arbor`: the command-line front end. Thin: parses flags, wires the
-//! library crates together, writes outputs, maps errors to exit codes
-//! (2 for bad input or flags, 3 when a run's client failed requests,
-//! 128 + the signal that stopped a run, 1 for anything else).
+//! `arbor`: the command-line front end over the `arbor` library. Thin:
+//! parses flags, converts them into the library's options, dispatches,
+//! and shows what comes back (reports, tables, the progress bar); maps an
+//! error's kind to the exit code (2 for bad input or flags, 3 when a
+//! run's client failed requests, 128 + the signal that stopped a run, 1
+//! for anything else).
 //!
-//! Modules, each used only by those after it (no cycles): `exit`
-//! (an error's exit code: the one mapping); `args` (every clap struct and value
-//! parser; uses `endpoint`'s URL parser); `endpoint` (base URL, headers,
-//! API key, request options, redaction: shared by `run` and `doctor`);
-//! `runtime` (tokio runtimes); `stdout` (reports, quiet on a closed pipe);
-//! `sample`, `data` (datasets by name, corpus identity), `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
-//! (flags to a compiled workload and policy), `report` and `progress`;
-//! `shape` (`trees.jsonl`: written by `run`, read by `export`); then the
-//! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
-//! `compare`, `summarize` (reads back what `run` wrote), `capacity`
-//! (the SLO capacity search of `arbor-capacity`: its virtual probe, or a
-//! live one that runs through `run`'s entry point), `aggregate`
-//! (the aggregate of `run --repeat`: used by `run`, uses no command), `export`,
-//! `page` (`arbor report`, also written by `run`), `record` (the
-//! recording proxy), `schema` (the JSON Schemas of `run`'s and `plan`'s
-//! outputs) and `calibrate` (a server profile fitted from run directories).
+//! Modules: `exit` (an error's exit code: the one mapping); `args` (every
+//! clap struct and value parser); `options` (flags to the library's
+//! options, and which flags were given); `stdout` (reports, quiet on a
+//! closed pipe); `progress` (the ticker while a run's clock runs);
+//! `console` (the library's observer: stderr, stdout, the ticker, the
+//! tables); then one module per command: `plan`, `inspect`, `convert`,
+//! `emulate`, `run`, `doctor`, `compare`, `summarize`, `capacity`,
+//! `aggregate`, `export`, `page` (`arbor report`), `record`, `schema`,
+//! `data` and `calibrate`.
 #![forbid(unsafe_code)]
 
 mod aggregate;
@@ -26,6 +21,7 @@ mod args;
 mod calibrate;
 mod capacity;
 mod compare;
+mod console;
 mod convert;
 mod data;
 mod doctor;
@@ -33,28 +29,24 @@ mod emulate;
 mod exit;
 mod export;
 mod fit_advice;
-mod inputs;
 mod inspect;
 mod merge;
+mod options;
 mod page;
 mod plan;
 mod progress;
 mod record;
 mod run;
-mod runtime;
-mod sample;
-mod scenario;
 mod schema;
 mod stdout;
 mod summarize;
-mod tokenizer;
 
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::args::{Cli, Command};
-use arbor_error::Error;
+use arbor::Error;
 
 fn main() -> ExitCode {
     // Parsed in two steps so a recipe can tell flags the user gave from
@@ -68,14 +60,14 @@ fn main() -> ExitCode {
     if let Some(message) = cli.command.peer_flags().and_then(|p| p.refused()) {
         return fail(Error::input(message));
     }
-    let explicit = scenario::Explicit::of_subcommand(&matches);
+    let given = options::Given::of_subcommand(&matches);
     let result = match cli.command {
-        Command::Plan(args) => plan::run(&args, &explicit),
+        Command::Plan(args) => plan::run(&args, &given),
         Command::Inspect(args) => inspect::run(&args),
         Command::Convert(args) => convert::run(&args),
-        Command::Run(args) => run::run(&args, &explicit, rebuild_summary),
+        Command::Run(args) => run::run(&args, &given),
         Command::Emulate(args) => emulate::run(&args),
-        Command::Capacity(args) => capacity::run(&args, &explicit, rebuild_summary),
+        Command::Capacity(args) => capacity::run(&args, &given),
         Command::Doctor(args) => doctor::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Summarize(args) => summarize::run(&args),
@@ -92,12 +84,6 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => fail(failure),
     }
-}
-
-/// `summarize`'s rebuild of a run directory's summary, handed to `run`
-/// (and `capacity`'s runs) for a second stop signal.
-fn rebuild_summary(dir: &std::path::Path) -> Result<arbor_runs::output::Summary, Error> {
-    arbor_runs::summarize::rebuild(dir).map(|rebuilt| rebuilt.summary)
 }
 
 fn fail(error: Error) -> ExitCode {

@@ -29,12 +29,6 @@ pub const STATUS_EVERY: Duration = Duration::from_secs(10);
 /// [`STATUS_EVERY`], so a short run can print several lines.
 pub const STATUS_INTERVAL_ENV: &str = "ARBOR_STATUS_INTERVAL_MS";
 
-/// Is progress shown at all (`--no-progress` not given)? Whether as a bar
-/// or as status lines is decided when the ticker starts.
-pub fn wanted(no_progress: bool) -> bool {
-    !no_progress
-}
-
 /// What the bar measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Span {

@@ -16,8 +16,11 @@
 //! validation, content hashes, stats); the engine never depends on it.
 #![forbid(unsafe_code)]
 
+pub mod data;
+pub mod files;
 pub mod input;
 pub mod inspect;
 pub mod load;
 pub mod manifest;
+pub mod sample;
 pub mod synthetic;

@@ -33,6 +33,15 @@ impl Api {
             Api::Messages => "/v1/messages",
         }
     }
+
+    /// Its name, as `--api` takes it: `chat`, `completions` or `messages`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+            Api::Messages => "messages",
+        }
+    }
 }
 
 /// The version header the Messages API requires, and its value.

@@ -43,7 +43,7 @@ pub use emulator::EmulatorArgs;
 pub use metrics::MetricsArgs;
 pub use peer::PeerFlags;
 pub use record::RecordArgs;
-pub use start::{StartArgs, UtcNanos};
+pub use start::StartArgs;
 pub use workload::{FitArgs, InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
 
 /// Every flag that takes a value takes `-5` as that value, so a negative
@@ -318,10 +318,6 @@ pub struct RunArgs {
     /// 95 % t-interval per headline metric, valid only if every run is.
     #[arg(long, visible_alias = "num-profile-runs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = OUTPUT)]
     pub repeat: Option<u32>,
-
-    /// Set by `--repeat` for each of its runs: which run this is.
-    #[arg(skip)]
-    pub repeat_of: Option<arbor_runs::aggregate::RepeatOf>,
 
     #[command(flatten)]
     pub scenario: ScenarioArgs,

@@ -57,15 +57,6 @@ pub fn api(text: &str) -> Result<Api, String> {
     }
 }
 
-/// The name of an [`Api`], as `--api` takes it.
-pub fn api_name(api: Api) -> &'static str {
-    match api {
-        Api::Chat => "chat",
-        Api::Completions => "completions",
-        Api::Messages => "messages",
-    }
-}
-
 /// `max_tokens` or `max_completion_tokens`.
 pub fn max_tokens_field(text: &str) -> Result<MaxTokensField, String> {
     [
@@ -130,11 +121,6 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// Seconds as a flag shows them (`30`, `0.25`), for messages.
-pub fn seconds_text(ns: Nanos) -> String {
-    arbor_engine::time::nanos_to_secs(ns).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,7 +158,7 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for api_text in ["chat", "completions"] {
-            assert_eq!(api_name(api(api_text).unwrap()), api_text);
+            assert_eq!(api(api_text).unwrap().name(), api_text);
         }
         for field in ["max_tokens", "max_completion_tokens"] {
             assert_eq!(max_tokens_field(field).unwrap().name(), field);

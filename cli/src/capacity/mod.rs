@@ -1,185 +1,32 @@
-//! `arbor capacity INPUT... --slo '...'`: the largest load that meets
-//! latency SLOs (docs/capacity.md, "Capacity search").
-//!
-//! The command only: the flags turned into the library's options
-//! (`arbor_capacity`: the SLOs, the space, the virtual bench), the flags
-//! a search cannot honour refused, the library's search called with its
-//! virtual probe or the live one ([`live`]: a point as a real `arbor
-//! run`), then the console: progress lines on stderr and the table
-//! ([`table`]). The search, the judging and `capacity.json` are the
-//! library's.
-//!
-//! Modes: virtual (the default: every point a plan under `--service`),
-//! or live (`--live` or `--endpoint`: every point a run of `--duration`).
-//! A live search with an explicit `--service` first searches virtually
-//! and then bisects live around the predicted knee.
+//! `arbor capacity INPUT... --slo '...'`: the flags to the library's
+//! capacity search ([`arbor::capacity::capacity`]), then the console: its
+//! progress lines on stderr and the table ([`table`]) on stdout.
 
-mod live;
 mod table;
 
-use std::path::PathBuf;
-
-use arbor_backends::side_by_side;
-use arbor_capacity::predict::{self, Bench, VirtualProbe};
-use arbor_capacity::{output, About, Answer, Mode, Slo, Space, Start};
-use arbor_engine::prompt::CacheBust;
+use arbor::capacity_search::output::CAPACITY_FILE;
+use arbor::Error;
 
 use crate::args::CapacityArgs;
-use crate::run::Rebuild;
-use crate::scenario::Explicit;
-use crate::{emulate, inputs, stdout};
-use arbor_error::Error;
-
-use live::LiveProbe;
+use crate::console::Console;
+use crate::options::{self, Given};
+use crate::stdout;
 
 /// `arbor capacity`.
-pub fn run(args: &CapacityArgs, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Error> {
-    let slo = Slo::parse(&args.slo).map_err(|e| Error::input(format!("--slo {e}")))?;
-    let space = Space::of(
-        args.search.as_deref(),
-        args.step.as_deref(),
-        args.run.policy.sessions,
-        args.run.policy.arrival,
-    )
-    .map_err(Error::input)?;
-    let live = args.live || args.run.request.endpoint.is_some();
-    check_flags(args, explicit, live)?;
-    if args.sweep {
-        space.check_sweep()?;
-    }
-    let predicting = !live || explicit.has("service");
-    if predicting {
-        predict::refuse_without_first_token(&slo, &args.run.service)?;
-    }
-    let out = args.run.out.clone().unwrap_or_else(default_out);
-    output::claim(&out, args.run.force)?;
-    let bench = predicting.then(|| bench(args)).transpose()?;
-    let service = args.run.service.to_string();
-    let about = |mode, predicted| About {
-        mode,
-        space: &space,
-        slo: &slo,
-        service: &service,
-        predicted,
-    };
-
-    let mut predicted = None;
-    let mut searches = Vec::new();
-    if let Some(bench) = &bench {
-        let dir = if live {
-            out.join("predicted")
-        } else {
-            out.clone()
-        };
-        let mut probe = VirtualProbe::new(bench, space.knob, &dir);
-        let outcome = if args.sweep {
-            arbor_capacity::sweep(&probe, &space, &slo, side_by_side::cores())
-        } else {
-            arbor_capacity::search(&mut probe, &space, Start::At(space.start), &slo)
-        };
-        let (knee, points) = outcome.finish(&dir, about(Mode::Virtual, None))?;
-        if live {
-            eprintln!(
-                "arbor capacity: predicted on the virtual clock ({service}): {}",
-                table::answer_line(space.knob, &Answer::of(space.knob, knee), &slo.to_string())
-            );
-        }
-        if let Some(note) = bench.lanes_note(space.knob, knee) {
-            eprintln!("{note}");
-        }
-        predicted = Some(Answer::of(space.knob, knee));
-        searches.push((knee, points));
-    }
-    if live {
-        let start = Start::after(searches.first().map(|(knee, _)| *knee), space.start);
-        let mut probe = LiveProbe {
-            args,
-            explicit,
-            rebuild,
-            knob: space.knob,
-            out: &out,
-        };
-        let outcome = arbor_capacity::search(&mut probe, &space, start, &slo);
-        searches.push(outcome.finish(&out, about(Mode::Live, predicted))?);
-    }
-    let Some((knee, points)) = searches.pop() else {
-        return Err(Error::other("no search was made"));
-    };
-    let slo_text = slo.to_string();
+pub fn run(args: &CapacityArgs, given: &Given) -> Result<(), Error> {
+    let found = arbor::capacity::capacity(&options::capacity(args, given), &Console::default())?;
     stdout::print(|mut text| {
         table::print(
             &mut text,
-            space.knob,
-            &points,
-            &Answer::of(space.knob, knee),
-            &slo_text,
+            found.knob,
+            &found.points,
+            &found.answer,
+            &found.slo,
         )?;
         writeln!(
             text,
             "capacity in {}",
-            out.join(output::CAPACITY_FILE).display()
+            found.out.join(CAPACITY_FILE).display()
         )
     })
-}
-
-/// Refuses flags a capacity search cannot honour (exit 2).
-fn check_flags(args: &CapacityArgs, explicit: &Explicit, live: bool) -> Result<(), Error> {
-    if args.run.repeat.is_some() {
-        return Err(Error::input(
-            "--repeat: not with capacity (each load is one run); run `arbor run --repeat N` at \
-             the load it finds",
-        ));
-    }
-    if args.run.scenario.scenario.is_some() {
-        return Err(Error::input(
-            "--scenario: a recipe locks the load; capacity changes it on purpose",
-        ));
-    }
-    if live && args.sweep {
-        return Err(Error::input(
-            "--sweep: virtual only (a live sweep would run every load for --duration); drop \
-             --live and --endpoint, or drop --sweep to search live",
-        ));
-    }
-    if live && args.run.policy.duration.is_none() {
-        return Err(Error::input(
-            "--duration: a live search needs it, to bound each probe (e.g. --duration 60)",
-        ));
-    }
-    if !live {
-        let given = emulate::flags_given(explicit);
-        if !given.is_empty() {
-            return Err(Error::input(format!(
-                "{}: the built-in emulator's, used only by a live search: add --live, or drop them",
-                given.join(", ")
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// `arbor-results/<UTC time>-capacity`.
-fn default_out() -> PathBuf {
-    let (compact, _) = arbor_runs::output::utc_stamps(std::time::SystemTime::now());
-    PathBuf::from("arbor-results").join(format!("{compact}-capacity-{}", std::process::id()))
-}
-
-/// The workload loaded and compiled once, for every virtual point, under
-/// the policy the flags describe (a policy error worded by flag).
-fn bench(args: &CapacityArgs) -> Result<Bench, Error> {
-    let policy = inputs::policy(&args.run.policy, &args.run.scenario)?;
-    let options = inputs::derive_options(&args.run.input);
-    let cache_bust = args.run.request.cache_bust.then_some(CacheBust {
-        seed: policy.seed,
-        salt: args.run.request.cache_bust_salt,
-    });
-    let compiled = inputs::compile(&args.run.input, policy, &options, false)?;
-    Ok(Bench::new(
-        compiled.compiled,
-        compiled.loaded.workload,
-        cache_bust,
-        compiled.policy,
-        args.run.service.clone(),
-    )
-    .with_policy_error(inputs::policy_failure))
 }

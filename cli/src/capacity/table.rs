@@ -73,26 +73,5 @@ pub fn print(
             .collect();
         writeln!(out, "{}", cells.join("  ").trim_end())?;
     }
-    writeln!(out, "{}", answer_line(knob, answer, slo_text))
-}
-
-/// "largest load meeting every SLO: sessions=24 (sessions=25 fails)".
-pub fn answer_line(knob: Knob, answer: &Answer, slo_text: &str) -> String {
-    let at = |v: f64| format!("{}={}", knob.name(), knob.show_number(v));
-    match (answer.passing, answer.failing) {
-        (Some(p), Some(f)) => format!(
-            "largest load meeting every SLO: {} ({} fails; SLO {slo_text})",
-            at(p),
-            at(f)
-        ),
-        (Some(p), None) => format!(
-            "every load probed meets every SLO, up to the range's top {}: raise --search's high end",
-            at(p)
-        ),
-        (None, Some(f)) => format!(
-            "no load meets every SLO: even {} fails (SLO {slo_text}); lower --search's low end",
-            at(f)
-        ),
-        (None, None) => "no load was probed".to_string(),
-    }
+    writeln!(out, "{}", answer.sentence(knob, slo_text))
 }

@@ -48,7 +48,7 @@ pub fn fetch(dataset: &Dataset, dir: &Path) -> Result<(), Error> {
     let client = endpoint::reqwest_builder(tls.as_ref())
         .build()
         .map_err(|e| Error::other(format!("cannot build the HTTP client: {e}")))?;
-    let runtime = crate::runtime::client()?;
+    let runtime = arbor::runtime::client()?;
     let bar = progress_bar(dataset.total_size());
     for file in &dataset.files {
         let url = format!("{}{}", dataset.base_url, file.name);

@@ -159,7 +159,7 @@ pub fn corpus_of(inputs: &[PathBuf]) -> Result<Option<Corpus>, Error> {
 fn file_hashes_of(inputs: &[PathBuf]) -> Result<Option<Vec<FileHash>>, Error> {
     if inputs.is_empty() {
         return Ok(Some(
-            crate::sample::TRACES
+            arbor_formats::sample::TRACES
                 .iter()
                 .map(|(source, text)| FileHash {
                     name: source.trim_start_matches("sample:").to_string(),

@@ -33,7 +33,8 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use crate::args::RecordArgs;
-use crate::{runtime, stdout};
+use crate::stdout;
+use arbor::runtime;
 use arbor_backends::endpoint::{redact_url, tls_config};
 use arbor_error::Error;
 

@@ -1,66 +1,27 @@
 //! `--scenario`: named benchmark recipes and their locks (docs/agentx.md).
 //!
-//! Owns applying a recipe to the flags (closed loop, start window,
+//! Owns applying a recipe to the options (closed loop, start window,
 //! idle-gap cap, duration, grace, seed, `ignore_eos`, cache-bust) and
-//! which explicitly given flags conflict with it; the recipe's values and
-//! the validity stamp a run carries are `arbor_runs::recipe`'s. Works on
-//! the parsed flags before they become a policy, so `plan` and `run` read a
-//! recipe the same way. Whether a flag was given is read from clap's value
-//! sources ([`Explicit`]), never guessed from its value.
-
-use std::collections::BTreeSet;
+//! which given options conflict with it; the recipe's values and the
+//! validity stamp a run carries are `arbor_runs::recipe`'s. Works on the
+//! options before they become a policy, so `plan` and `run` read a recipe
+//! the same way. Whether an option was given is its `Option` being `Some`
+//! ([`crate::options`]), never guessed from its value. Messages name the
+//! CLI's flags, the recipe's vocabulary (docs/agentx.md).
 
 use arbor_engine::policy::GapTransform;
-use clap::parser::ValueSource;
-use clap::ArgMatches;
 
-use crate::args::values::seconds_text;
-use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
+use crate::options::{InputOptions, PolicyOptions, ScenarioOptions};
+use crate::Observer;
 use arbor_error::Error;
 use arbor_runs::recipe::{
     Applied, AGENTX_MVP, DEFAULT_DURATION, GRACE, IDLE_GAP_CAP, MIN_DURATION, START_WINDOW,
     UNPINNED_TEXT,
 };
 
-/// Argument ids the user gave on the command line (or in the
-/// environment), as opposed to defaults.
-#[derive(Debug, Clone, Default)]
-pub struct Explicit(BTreeSet<String>);
-
-impl Explicit {
-    /// The explicit arguments of the subcommand in `matches`.
-    pub fn of_subcommand(matches: &ArgMatches) -> Explicit {
-        matches
-            .subcommand()
-            .map_or_else(Explicit::default, |(_, m)| Explicit::of(m))
-    }
-
-    pub fn of(matches: &ArgMatches) -> Explicit {
-        Explicit(
-            matches
-                .ids()
-                .filter(|id| {
-                    matches!(
-                        matches.value_source(id.as_str()),
-                        Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-                    )
-                })
-                .map(|id| id.as_str().to_string())
-                .collect(),
-        )
-    }
-
-    pub fn has(&self, id: &str) -> bool {
-        self.0.contains(id)
-    }
-
-    /// These arguments and `id`, as if the user had given it (`--repeat`
-    /// sets each run's seed).
-    pub fn with(&self, id: &str) -> Explicit {
-        let mut ids = self.0.clone();
-        ids.insert(id.to_string());
-        Explicit(ids)
-    }
+/// Seconds as a flag shows them (`30`, `0.25`), for messages.
+fn seconds_text(ns: arbor_engine::time::Nanos) -> String {
+    arbor_engine::time::nanos_to_secs(ns).to_string()
 }
 
 /// One conflict: the flag as given, why the recipe refuses it, and
@@ -84,10 +45,10 @@ fn percent_text(transform: GapTransform) -> String {
 /// `--unsafe-override` (the synthetic-dataset conflict is never
 /// overridable). `None` without a scenario.
 pub fn apply(
-    scenario: &mut ScenarioArgs,
-    input: &InputArgs,
-    policy: &mut PolicyArgs,
-    explicit: &Explicit,
+    scenario: &mut ScenarioOptions,
+    input: &InputOptions,
+    policy: &mut PolicyOptions,
+    observer: &dyn Observer,
 ) -> Result<Option<Applied>, Error> {
     let Some(name) = scenario.scenario.clone() else {
         if scenario.unsafe_override {
@@ -119,23 +80,17 @@ pub fn apply(
         );
     }
     if input.synthetic.is_none() {
-        if let Some(why) = crate::data::unpinned(&input.inputs)? {
+        if let Some(why) = arbor_formats::data::unpinned(&input.inputs)? {
             conflict(format!("{UNPINNED_TEXT}{why}"), true);
         }
     }
-    if explicit.has("tool_time") && policy.tool_time != GapTransform::Recorded {
+    if let Some(tool_time) = policy.tool_time.filter(|t| *t != GapTransform::Recorded) {
         conflict(
-            format!(
-                "--tool-time {}: tool gaps are replayed as recorded",
-                policy.tool_time
-            ),
+            format!("--tool-time {tool_time}: tool gaps are replayed as recorded"),
             true,
         );
     }
-    if let Some(p) = policy
-        .think_time_pct
-        .filter(|_| explicit.has("think_time_pct"))
-    {
+    if let Some(p) = policy.think_time_pct {
         conflict(
             format!(
                 "--think-time-pct {}: think gaps are replayed as recorded",
@@ -144,28 +99,25 @@ pub fn apply(
             true,
         );
     }
-    for (id, flag, transform) in [
-        ("other_time", "--other-time", policy.other_time),
-        ("spawn_time", "--spawn-time", policy.spawn_time),
-        ("join_time", "--join-time", policy.join_time),
+    for (flag, transform) in [
+        ("--other-time", policy.other_time),
+        ("--spawn-time", policy.spawn_time),
+        ("--join-time", policy.join_time),
     ] {
-        if explicit.has(id) && !transform.is_identity() {
+        if let Some(transform) = transform.filter(|t| !t.is_identity()) {
             conflict(
                 format!("{flag} {transform}: every gap is replayed as recorded"),
                 true,
             );
         }
     }
-    if explicit.has("gap_scale") && !policy.gap_scale.is_identity() {
+    if let Some(scale) = policy.gap_scale.filter(|s| !s.is_identity()) {
         conflict(
-            format!(
-                "--gap-scale {}: every gap is replayed as recorded",
-                policy.gap_scale
-            ),
+            format!("--gap-scale {scale}: every gap is replayed as recorded"),
             true,
         );
     }
-    if let Some(cap) = policy.idle_gap_cap.filter(|_| explicit.has("idle_gap_cap")) {
+    if let Some(cap) = policy.idle_gap_cap {
         if cap != IDLE_GAP_CAP {
             conflict(
                 format!(
@@ -177,7 +129,7 @@ pub fn apply(
             );
         }
     }
-    if let Some(d) = policy.duration.filter(|_| explicit.has("duration")) {
+    if let Some(d) = policy.duration {
         if d < MIN_DURATION {
             conflict(
                 format!(
@@ -189,46 +141,37 @@ pub fn apply(
             );
         }
     }
-    if explicit.has("grace") && policy.grace != GRACE {
+    if let Some(grace) = policy.grace.filter(|g| *g != GRACE) {
         conflict(
             format!(
                 "--grace {}: the grace is locked at {} s",
-                seconds_text(policy.grace),
+                seconds_text(grace),
                 seconds_text(GRACE)
             ),
             true,
         );
     }
-    if explicit.has("arrival") {
+    if let Some(arrival) = policy.arrival {
         conflict(
-            format!(
-                "--arrival {}: lanes start together at their t* (no arrival process)",
-                policy.arrival
-            ),
+            format!("--arrival {arrival}: lanes start together at their t* (no arrival process)"),
             true,
         );
     }
-    if explicit.has("copies") && policy.copies != 1 {
+    if let Some(copies) = policy.copies.filter(|c| *c != 1) {
         conflict(
-            format!(
-                "--copies {}: each tree is played once per lane sequence",
-                policy.copies
-            ),
+            format!("--copies {copies}: each tree is played once per lane sequence"),
             true,
         );
     }
-    if let Some(m) = policy.max_inflight.filter(|_| explicit.has("max_inflight")) {
+    if let Some(m) = policy.max_inflight {
         conflict(
             format!("--max-inflight {m}: concurrency is the number of lanes (no request cap)"),
             true,
         );
     }
-    if explicit.has("stagger") {
+    if let Some(stagger) = policy.stagger {
         conflict(
-            format!(
-                "--stagger {}: lanes start together at their t*",
-                policy.stagger
-            ),
+            format!("--stagger {stagger}: lanes start together at their t*"),
             true,
         );
     }
@@ -256,7 +199,9 @@ pub fn apply(
     }
     let overridden: Vec<String> = conflicts.into_iter().map(|c| c.text).collect();
     for text in &overridden {
-        eprintln!("warning: --unsafe-override: {text} (the run is stamped invalid)");
+        observer.notice(&format!(
+            "warning: --unsafe-override: {text} (the run is stamped invalid)"
+        ));
     }
 
     // The recipe's values where the user gave none.
@@ -270,15 +215,15 @@ pub fn apply(
     if policy.duration.is_none() {
         policy.duration = Some(DEFAULT_DURATION);
     }
-    if !explicit.has("grace") {
-        policy.grace = GRACE;
+    if policy.grace.is_none() {
+        policy.grace = Some(GRACE);
     }
-    if !explicit.has("seed") {
-        policy.seed = generated_seed();
-        eprintln!(
-            "arbor: --scenario {name}: seed {} (generated; pass --seed {} to repeat)",
-            policy.seed, policy.seed
-        );
+    if policy.seed.is_none() {
+        let seed = generated_seed();
+        policy.seed = Some(seed);
+        observer.notice(&format!(
+            "arbor: --scenario {name}: seed {seed} (generated; pass --seed {seed} to repeat)"
+        ));
     }
     Ok(Some(Applied {
         name: AGENTX_MVP,
@@ -320,104 +265,77 @@ pub fn generated_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Quiet;
+    use arbor_engine::policy::{Arrival, GapScale};
     use arbor_engine::time::NANOS_PER_SEC;
-    use clap::Parser;
 
-    #[derive(Debug, Parser)]
-    struct Flags {
-        #[command(flatten)]
-        input: InputArgs,
-        #[command(flatten)]
-        policy: PolicyArgs,
-        #[command(flatten)]
-        scenario: ScenarioArgs,
+    const S: u64 = NANOS_PER_SEC;
+
+    fn recipe(sessions: u32) -> (ScenarioOptions, PolicyOptions) {
+        let scenario = ScenarioOptions {
+            scenario: Some(AGENTX_MVP.to_string()),
+            ..ScenarioOptions::default()
+        };
+        let policy = PolicyOptions {
+            sessions: Some(sessions),
+            ..PolicyOptions::default()
+        };
+        (scenario, policy)
     }
 
-    fn applied(args: &[&str]) -> Result<(Option<Applied>, PolicyArgs, ScenarioArgs), Error> {
-        use clap::{CommandFactory, FromArgMatches};
-        let matches = Flags::command()
-            .try_get_matches_from(std::iter::once("x").chain(args.iter().copied()))
-            .unwrap();
-        let mut flags = Flags::from_arg_matches(&matches).unwrap();
-        let explicit = Explicit::of(&matches);
-        let a = apply(
-            &mut flags.scenario,
-            &flags.input,
-            &mut flags.policy,
-            &explicit,
-        )?;
-        Ok((a, flags.policy, flags.scenario))
+    fn applied(
+        mut scenario: ScenarioOptions,
+        mut policy: PolicyOptions,
+    ) -> Result<(Option<Applied>, PolicyOptions, ScenarioOptions), Error> {
+        // The bundled sample: no inputs, so no unpinned corpus.
+        let a = apply(&mut scenario, &InputOptions::default(), &mut policy, &Quiet)?;
+        Ok((a, policy, scenario))
     }
 
     #[test]
     fn the_recipe_fills_in_its_values() {
-        let (a, p, s) = applied(&["--scenario", "agentx-mvp", "--sessions", "4", "--seed", "0"])
-            .ok()
-            .unwrap();
+        let (scenario, mut policy) = recipe(4);
+        policy.seed = Some(0);
+        let (a, p, s) = applied(scenario, policy).ok().unwrap();
         let a = a.unwrap();
         assert!(a.overridden.is_empty());
         assert!(p.loop_lanes);
-        assert_eq!(p.seed, 0, "an explicit --seed 0 is kept");
+        assert_eq!(p.seed, Some(0), "an explicit seed 0 is kept");
         assert_eq!(s.start_window, Some("0:1".parse().unwrap()));
-        assert_eq!(p.idle_gap_cap, Some(10 * NANOS_PER_SEC));
-        assert_eq!(p.duration, Some(1800 * NANOS_PER_SEC));
-        assert_eq!(p.grace, 30 * NANOS_PER_SEC);
+        assert_eq!(p.idle_gap_cap, Some(10 * S));
+        assert_eq!(p.duration, Some(1800 * S));
+        assert_eq!(p.grace, Some(30 * S));
     }
 
     #[test]
     fn values_equal_to_the_locks_are_not_conflicts() {
-        let (a, p, s) = applied(&[
-            "--scenario",
-            "agentx-mvp",
-            "--sessions",
-            "4",
-            "--idle-gap-cap",
-            "10s",
-            "--grace",
-            "30",
-            "--duration",
-            "900",
-            "--copies",
-            "1",
-            "--tool-time",
-            "recorded",
-            "--start-window",
-            "0.25:0.75",
-        ])
-        .ok()
-        .unwrap();
+        let (mut scenario, mut policy) = recipe(4);
+        policy.idle_gap_cap = Some(10 * S);
+        policy.grace = Some(30 * S);
+        policy.duration = Some(900 * S);
+        policy.copies = Some(1);
+        policy.tool_time = Some(GapTransform::Recorded);
+        policy.gap_scale = Some(GapScale::default());
+        scenario.start_window = Some("0.25:0.75".parse().unwrap());
+        let (a, p, s) = applied(scenario, policy).ok().unwrap();
         assert!(a.unwrap().overridden.is_empty());
-        assert_ne!(p.seed, 0, "a seed is generated");
+        assert!(p.seed.is_some(), "a seed is generated");
         assert_eq!(s.start_window, Some("0.25:0.75".parse().unwrap()));
     }
 
     #[test]
     fn every_conflict_is_named_at_once() {
-        let failure = applied(&[
-            "--scenario",
-            "agentx-mvp",
-            "--sessions",
-            "4",
-            "--tool-time",
-            "zero",
-            "--think-time-pct",
-            "50",
-            "--idle-gap-cap",
-            "1",
-            "--duration",
-            "10",
-            "--grace",
-            "0",
-            "--arrival",
-            "immediate",
-            "--copies",
-            "2",
-            "--max-inflight",
-            "3",
-        ])
-        .err()
-        .unwrap();
-        assert_eq!(crate::exit::code(&failure), 2);
+        let (scenario, mut policy) = recipe(4);
+        policy.tool_time = Some(GapTransform::Zero);
+        policy.think_time_pct = Some(GapTransform::Scale { ppm: 500_000 });
+        policy.idle_gap_cap = Some(S);
+        policy.duration = Some(10 * S);
+        policy.grace = Some(0);
+        policy.arrival = Some(Arrival::Immediate);
+        policy.copies = Some(2);
+        policy.max_inflight = Some(3);
+        let failure = applied(scenario, policy).err().unwrap();
+        assert!(failure.is_input());
         for flag in [
             "--tool-time",
             "--think-time-pct",
@@ -435,6 +353,17 @@ mod tests {
             );
         }
         assert!(failure.message.contains("8 flags conflict"));
+    }
+
+    #[test]
+    fn an_override_runs_and_lists_what_it_let_through() {
+        let (mut scenario, mut policy) = recipe(4);
+        scenario.unsafe_override = true;
+        policy.copies = Some(2);
+        let (a, _, _) = applied(scenario, policy).ok().unwrap();
+        let overridden = a.unwrap().overridden;
+        assert_eq!(overridden.len(), 1, "{overridden:?}");
+        assert!(overridden[0].contains("--copies 2"), "{overridden:?}");
     }
 
     #[test]

@@ -4,86 +4,89 @@
 //! `OUT/aggregate.json` and `OUT/report.html` (the runs overlaid). A run
 //! stopped by a signal, a run that fails, or one whose client failed
 //! requests ends the sequence: the aggregate is still written (invalid,
-//! the reasons listed) and the exit code is that run's. Owns the sequence only; each run is [`super::run_once`], the
-//! aggregate is [`aggregate::rebuild`]'s.
+//! the reasons listed) and the error is that run's. Owns the sequence
+//! only; each run is [`super::run_once`], the aggregate is
+//! [`aggregate::rebuild`]'s, its table the observer's.
 
 use std::path::Path;
 
-use crate::args::RunArgs;
-use crate::scenario::Explicit;
-use crate::stdout;
+use crate::options::RunOptions;
+use crate::Observer;
 use arbor_error::Error;
 use arbor_runs::aggregate::{self, RepeatOf, RepeatPlan};
 
-use super::{exit_of, prepare, run_once, Rebuild};
+use super::{exit_of, prepare, run_once};
 use arbor_runs::output::OutputDir;
 
 /// The sequence of `runs` runs.
-pub fn run(args: &RunArgs, runs: u32, explicit: &Explicit, rebuild: Rebuild) -> Result<(), Error> {
+pub fn run(args: &RunOptions, runs: u32, observer: &dyn Observer) -> Result<(), Error> {
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| prepare::default_out(args));
     // OUT itself must be empty (or --force): its run directories are new.
     OutputDir::check(out.clone(), args.force)?;
-    let seed = global_seed(args, explicit);
     // Each run's seed is set here, never generated again by a recipe.
-    let explicit = explicit.with("seed");
+    let seed = global_seed(args, observer);
     aggregate::write_plan(&out, &RepeatPlan { runs, seed })?;
     let mut ended = Ok(());
     for k in 1..=runs {
         let mut one = args.clone();
         one.repeat = None;
         one.out = Some(out.join(aggregate::runs::dir_name(k)));
-        one.policy.seed = aggregate::seed_of(seed, k);
+        let run_seed = aggregate::seed_of(seed, k);
+        one.policy.seed = Some(run_seed);
         one.repeat_of = Some(RepeatOf { run: k, runs, seed });
-        eprintln!(
-            "arbor run --repeat {runs}: run {k} of {runs}, seed {}, in {}",
-            one.policy.seed,
+        observer.notice(&format!(
+            "arbor run --repeat {runs}: run {k} of {runs}, seed {run_seed}, in {}",
             out.join(aggregate::runs::dir_name(k)).display()
-        );
-        ended = run_once(&one, &explicit, rebuild)
-            .and_then(|ran| exit_of(ran.stopped_by, &ran.client_failures, &ran.out));
+        ));
+        ended = run_once(&one, observer)
+            .and_then(|ran| exit_of(ran.stopped_by, &ran.client_failures, &ran.out, observer));
         if ended.is_err() {
-            eprintln!(
+            observer.notice(&format!(
                 "arbor run --repeat {runs}: run {k} did not end cleanly; runs {} to {runs} are \
                  not made",
                 k + 1
-            );
+            ));
             break;
         }
     }
     let aggregate = aggregate::rebuild(&out)?;
-    crate::aggregate::print(&aggregate, &out)?;
-    overlay_page(&aggregate, &out)?;
+    observer.aggregate(&aggregate, &out)?;
+    overlay_page(&aggregate, &out, observer)?;
     ended
 }
 
 /// The sequence's seed: `--seed` (or its default 0); under a recipe
 /// without `--seed`, one generated and printed, as a single run does.
-fn global_seed(args: &RunArgs, explicit: &Explicit) -> u64 {
-    if explicit.has("seed") || args.scenario.scenario.is_none() {
-        return args.policy.seed;
+fn global_seed(args: &RunOptions, observer: &dyn Observer) -> u64 {
+    if args.policy.seed.is_some() || args.scenario.scenario.is_none() {
+        return args.policy.seed();
     }
     let seed = crate::scenario::generated_seed();
-    eprintln!("arbor run --repeat: seed {seed} (generated; pass --seed {seed} to repeat)");
+    observer.notice(&format!(
+        "arbor run --repeat: seed {seed} (generated; pass --seed {seed} to repeat)"
+    ));
     seed
 }
 
 /// `OUT/report.html`: the runs that wrote a summary overlaid on one page
 /// under the aggregate's spread (`arbor report OUT`'s). A page that cannot
 /// be written is a warning: the runs and the aggregate are what count.
-fn overlay_page(aggregate: &aggregate::Aggregate, out: &Path) -> Result<(), Error> {
+fn overlay_page(
+    aggregate: &aggregate::Aggregate,
+    out: &Path,
+    observer: &dyn Observer,
+) -> Result<(), Error> {
     if aggregate.runs.iter().all(|r| r.summary.is_none()) {
         return Ok(());
     }
     let file = out.join(arbor_report::page::REPORT_FILE);
     match arbor_report::page::write_for_repeat(out, aggregate, &file) {
-        Ok(_) => {
-            stdout::print(|text| writeln!(text, "runs and their spread in {}", file.display()))
-        }
+        Ok(_) => observer.output(&format!("runs and their spread in {}", file.display())),
         Err(e) => {
-            eprintln!("warning: {}: {}", file.display(), e.message);
+            observer.notice(&format!("warning: {}: {}", file.display(), e.message));
             Ok(())
         }
     }

@@ -1,5 +1,5 @@
 //! The `config` section of `run.json` and `summary.json`
-//! (`arbor_runs::config::RunConfig`) filled in from `arbor run`'s flags,
+//! (`arbor_runs::config::RunConfig`) filled in from `arbor run`'s options,
 //! with every secret left out.
 //!
 //! What it stores is redacted (the rules live in `arbor_backends::endpoint`): the
@@ -16,12 +16,12 @@ use arbor_engine::time::Nanos;
 use arbor_runs::config::RunConfig;
 use arbor_runs::policy::PolicySummary;
 
-use crate::args::{values, RunArgs};
+use crate::options::RunOptions;
 use arbor_backends::endpoint::{is_secret_header, redact_url, RequestOptions, REDACTED};
 
-/// The configuration of a run from its flags, before the endpoint is known.
+/// The configuration of a run from its options, before the endpoint is known.
 pub fn new(
-    args: &RunArgs,
+    args: &RunOptions,
     description: &str,
     policy: &Policy,
     overlap_tolerance: Nanos,
@@ -63,7 +63,7 @@ pub fn new(
         endpoint: None,
         url: None,
         emulator: None,
-        api: values::api_name(requests.api).to_string(),
+        api: requests.api.name().to_string(),
         model: requests.model.clone(),
         model_from: requests.model.as_ref().map(|_| "flag".to_string()),
         max_tokens_field: requests.max_tokens_field.name().to_string(),

@@ -1,4 +1,4 @@
-//! Turns the input and policy flags into a compiled workload and a
+//! Turns the input and policy options into a compiled workload and a
 //! policy, the same way for `plan` and `run`: load (traces, synthetic or
 //! the bundled sample), recount tokens, fit prompts to the server
 //! (`--isl-scale`, `--max-context`), check the policy's combinations
@@ -21,12 +21,15 @@ use arbor_formats::load;
 use arbor_formats::synthetic::SyntheticSpec;
 use arbor_sim::ServiceModel;
 
-use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
-use crate::{data, sample, scenario};
+use crate::options::{InputOptions, PolicyOptions, ScenarioOptions};
+use crate::{scenario, Observer};
 use arbor_error::Error;
+use arbor_formats::data;
+use arbor_formats::load::sample;
 use arbor_formats::manifest::Corpus;
 
 /// What the inputs were, for reports.
+#[derive(Clone)]
 pub struct LoadedInput {
     pub workload: Workload,
     pub description: String,
@@ -37,7 +40,7 @@ pub struct LoadedInput {
     pub corpus: Option<Corpus>,
 }
 
-pub fn load(args: &InputArgs) -> Result<LoadedInput, Error> {
+pub fn load(args: &InputOptions, observer: &dyn Observer) -> Result<LoadedInput, Error> {
     let mut parts = Vec::new();
     let paths = data::resolve_inputs(&args.inputs)?;
     let corpus = if paths.is_empty() && args.synthetic.is_some() {
@@ -73,13 +76,13 @@ pub fn load(args: &InputArgs) -> Result<LoadedInput, Error> {
         let tokenizer = crate::tokenizer::load(path)?;
         let recount = crate::tokenizer::apply(&tokenizer, &mut workload);
         if !recount.multi_token_words.is_empty() {
-            eprintln!(
+            observer.notice(&format!(
                 "warning: {}: {} words of arbor's synthesis vocabulary are not single tokens ({}): \
                  synthesized prompts will be a little longer than recorded",
                 path.display(),
                 recount.multi_token_words.len(),
                 recount.multi_token_words.join(",")
-            );
+            ));
         }
         parts.push(format!(
             "{} text turns counted with {}",
@@ -109,31 +112,31 @@ fn synthetic_spec(text: &str) -> Result<SyntheticSpec, Error> {
     }
 }
 
-pub fn derive_options(args: &InputArgs) -> DeriveOptions {
+pub fn derive_options(args: &InputOptions) -> DeriveOptions {
     DeriveOptions {
         overlap_tolerance: args.overlap_tolerance,
     }
 }
 
 /// The policy the flags describe, its combinations checked.
-pub fn policy(args: &PolicyArgs, agentx: &ScenarioArgs) -> Result<Policy, Error> {
+pub fn policy(args: &PolicyOptions, agentx: &ScenarioOptions) -> Result<Policy, Error> {
     let policy = Policy {
-        tool_time: args.tool_time,
+        tool_time: args.tool_time(),
         think_time: args.think_time_pct.unwrap_or(GapTransform::Recorded),
-        other_time: args.other_time,
-        spawn_time: args.spawn_time,
-        join_time: args.join_time,
-        gap_scale: args.gap_scale,
-        arrival: args.arrival,
-        copies: args.copies,
-        stagger: args.stagger,
+        other_time: args.other_time(),
+        spawn_time: args.spawn_time(),
+        join_time: args.join_time(),
+        gap_scale: args.gap_scale(),
+        arrival: args.arrival(),
+        copies: args.copies(),
+        stagger: args.stagger(),
         max_inflight: args.max_inflight,
         sessions: args.sessions,
         loop_lanes: args.loop_lanes,
         idle_gap_cap: args.idle_gap_cap,
         duration: args.duration,
-        grace: args.grace,
-        seed: args.seed,
+        grace: args.grace(),
+        seed: args.seed(),
         start_window: agentx.start_window,
         tree_idle_cap: args.tree_idle_cap,
         warmup_spread: agentx.warmup_spread,
@@ -184,6 +187,7 @@ pub fn policy_failure(error: PolicyError) -> Error {
 }
 
 /// A workload loaded and compiled under a policy.
+#[derive(Clone)]
 pub struct Compiled {
     pub loaded: LoadedInput,
     pub policy: Policy,
@@ -193,12 +197,13 @@ pub struct Compiled {
 /// Loads the inputs (at least one tree), gives a recipe's lanes enough
 /// copies, and compiles.
 pub fn compile(
-    input: &InputArgs,
+    input: &InputOptions,
     mut policy: Policy,
     options: &DeriveOptions,
     recipe: bool,
+    observer: &dyn Observer,
 ) -> Result<Compiled, Error> {
-    let loaded = load(input)?;
+    let loaded = load(input, observer)?;
     if loaded.workload.trees.is_empty() {
         return Err(Error::input(
             "the inputs hold no trees: expected at least one trace",
@@ -208,7 +213,7 @@ pub fn compile(
         scenario::fit_lanes(&mut policy, loaded.workload.trees.len());
     }
     let compiled = dag::compile(&loaded.workload, &policy, options).map_err(Error::input)?;
-    check_plan(&compiled, &policy)?;
+    check_plan(&compiled, &policy, observer)?;
     Ok(Compiled {
         loaded,
         policy,
@@ -220,7 +225,11 @@ pub fn compile(
 /// more plays or requests than its `u32` ids number, or an estimate of its
 /// arrays ([`Scheduler::footprint`]) over [`memory_limit`]. Notes lanes
 /// that would hold no tree (they are not made).
-fn check_plan(compiled: &CompiledWorkload, policy: &Policy) -> Result<(), Error> {
+fn check_plan(
+    compiled: &CompiledWorkload,
+    policy: &Policy,
+    observer: &dyn Observer,
+) -> Result<(), Error> {
     let what = || {
         if policy.copies > 1 {
             format!("--copies {} would plan", policy.copies)
@@ -248,12 +257,12 @@ fn check_plan(compiled: &CompiledWorkload, policy: &Policy) -> Result<(), Error>
     }
     if let Some(sessions) = policy.sessions {
         if u64::from(sessions) > footprint.lanes {
-            eprintln!(
+            observer.notice(&format!(
                 "note: --sessions {sessions}: only {} (tree, copy) plays to deal, so {} lanes hold a share; the other {} would hold nothing and are not made",
                 footprint.plays,
                 footprint.lanes,
                 u64::from(sessions) - footprint.lanes
-            );
+            ));
         }
     }
     Ok(())

@@ -33,7 +33,7 @@ use arbor_runs::record::RequestRecord;
 use tokio::sync::{oneshot, watch};
 
 use crate::inputs;
-use crate::runtime;
+use crate::{runtime, Observer};
 use arbor_error::Error;
 
 use arbor_runs::journal::RunEnd;
@@ -51,6 +51,7 @@ pub fn count(
     policy: &Policy,
     emulator_in_process: bool,
     items: u64,
+    observer: &dyn Observer,
 ) -> Result<u32, Error> {
     let wanted = match flag {
         Some(n) => n,
@@ -68,7 +69,9 @@ pub fn count(
                 why(policy)
             )));
         }
-        eprintln!("arbor run: one client thread: {words} needs every request of the run at once");
+        observer.notice(&format!(
+            "arbor run: one client thread: {words} needs every request of the run at once"
+        ));
         return Ok(1);
     }
     let mut n = u64::from(wanted).min(items.max(1));
@@ -77,7 +80,7 @@ pub fn count(
     }
     let n = n as u32;
     if flag.is_some() && n < wanted {
-        eprintln!(
+        observer.notice(&format!(
             "arbor run: {n} client thread{} rather than {wanted}: no more threads than {}",
             if n == 1 { "" } else { "s" },
             if policy
@@ -88,7 +91,7 @@ pub fn count(
             } else {
                 "stripes of work (lanes, or plays)"
             }
-        );
+        ));
     }
     Ok(n)
 }
@@ -519,23 +522,31 @@ mod tests {
     #[test]
     fn the_count_defaults_refuses_and_caps() {
         let plain = Policy::default();
-        assert_eq!(count(Some(4), &plain, true, 100).unwrap(), 4);
-        assert_eq!(count(Some(4), &plain, true, 2).unwrap(), 2);
-        assert_eq!(count(Some(1), &plain, false, 100).unwrap(), 1);
+        assert_eq!(count(Some(4), &plain, true, 100, &crate::Quiet).unwrap(), 4);
+        assert_eq!(count(Some(4), &plain, true, 2, &crate::Quiet).unwrap(), 2);
+        assert_eq!(
+            count(Some(1), &plain, false, 100, &crate::Quiet).unwrap(),
+            1
+        );
         let capped = Policy {
             max_inflight: Some(3),
             ..Policy::default()
         };
-        assert_eq!(count(Some(8), &capped, false, 100).unwrap(), 3);
-        assert!(count(None, &plain, false, 100).unwrap() >= 1);
+        assert_eq!(
+            count(Some(8), &capped, false, 100, &crate::Quiet).unwrap(),
+            3
+        );
+        assert!(count(None, &plain, false, 100, &crate::Quiet).unwrap() >= 1);
         let idle = Policy {
             idle_gap_cap: Some(1),
             ..Policy::default()
         };
-        let refused = count(Some(2), &idle, false, 100).err().unwrap();
-        assert_eq!(crate::exit::code(&refused), 2);
+        let refused = count(Some(2), &idle, false, 100, &crate::Quiet)
+            .err()
+            .unwrap();
+        assert!(refused.is_input());
         assert!(refused.message.contains("--idle-gap-cap with --threads 2"));
-        assert_eq!(count(None, &idle, false, 100).unwrap(), 1);
-        assert_eq!(count(Some(1), &idle, false, 100).unwrap(), 1);
+        assert_eq!(count(None, &idle, false, 100, &crate::Quiet).unwrap(), 1);
+        assert_eq!(count(Some(1), &idle, false, 100, &crate::Quiet).unwrap(), 1);
     }
 }

@@ -1,4 +1,4 @@
-//! A run ready to go, whatever the endpoint: the flags checked, the
+//! A run ready to go, whatever the endpoint: the options checked, the
 //! workload loaded and compiled, the planned side run on the virtual clock,
 //! the request options built and the output directory checked. Touches no
 //! network.
@@ -11,9 +11,8 @@ use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::Nanos;
 use arbor_engine::Workload;
 
-use crate::args::{MetricsArgs, RunArgs};
-use crate::inputs;
-use crate::progress;
+use crate::options::{MetricsOptions, RunOptions};
+use crate::{inputs, Observer};
 use arbor_backends::endpoint::{Auth, RequestOptions};
 use arbor_error::Error;
 use arbor_report::page::planned::PlannedLoad;
@@ -48,7 +47,7 @@ pub struct Prepared {
     /// The recipe (`--scenario`), if any.
     pub scenario: Option<Applied>,
     /// What to scrape of the server's own metrics.
-    pub metrics: MetricsArgs,
+    pub metrics: MetricsOptions,
     /// When the clock starts: `--start-at`, the barrier, or when ready.
     pub together: super::barrier::Together,
 }
@@ -56,31 +55,65 @@ pub struct Prepared {
 /// Checks every flag, loads and compiles the workload, plans it on the
 /// virtual clock and checks the output directory. Touches no network.
 pub fn prepare(
-    args: &RunArgs,
+    args: &RunOptions,
     scenario: Option<Applied>,
     emulator_in_process: bool,
+    observer: &dyn Observer,
+) -> Result<Prepared, Error> {
+    // The run directory named once (a default name holds the time).
+    let mut args = args.clone();
+    args.out = Some(args.out.clone().unwrap_or_else(|| default_out(&args)));
+    let args = &args;
+    // Refused before anything is loaded, in this order: the request
+    // options, the policy, the output directory.
+    request_options(args)?;
+    inputs::policy(&args.policy, &args.scenario)?;
+    OutputDir::check(args.out.clone().unwrap_or_default(), args.force)?;
+    let compiled = compile(args, scenario.is_some(), observer)?;
+    prepare_compiled(args, compiled, scenario, emulator_in_process, observer)
+}
+
+/// The workload of `args` loaded and compiled under its policy (a
+/// recipe's lanes given enough copies).
+pub fn compile(
+    args: &RunOptions,
+    recipe: bool,
+    observer: &dyn Observer,
+) -> Result<inputs::Compiled, Error> {
+    let policy = inputs::policy(&args.policy, &args.scenario)?;
+    let options = inputs::derive_options(&args.input);
+    inputs::compile(&args.input, policy, &options, recipe, observer)
+}
+
+/// [`prepare`] of a workload already compiled (under `args`' policy, or
+/// one a caller changed, such as a capacity probe's load).
+pub fn prepare_compiled(
+    args: &RunOptions,
+    compiled: inputs::Compiled,
+    scenario: Option<Applied>,
+    emulator_in_process: bool,
+    observer: &dyn Observer,
 ) -> Result<Prepared, Error> {
     let mut requests = request_options(args)?;
     // The recipe always busts the cache.
     requests.cache_bust |= scenario.is_some();
-    let policy = inputs::policy(&args.policy, &args.scenario)?;
     let options = inputs::derive_options(&args.input);
     let out = OutputDir::check(
         args.out.clone().unwrap_or_else(|| default_out(args)),
         args.force,
     )?;
-    let policy_seed = policy.seed;
-    let compiled = inputs::compile(&args.input, policy, &options, scenario.is_some())?;
+    let policy_seed = compiled.policy.seed;
     let mut plan = compiled.schedule()?;
     let prompts = arbor_backends::virtual_clock::Prompts {
         workload: &compiled.loaded.workload,
         cache_bust: requests.markers(policy_seed),
         keys: None,
     };
-    crate::plan::run_service(&mut plan, &args.service, prompts, "engine (planning)")?;
+    let service = args.service();
+    crate::plan::run_service(&mut plan, &service, prompts, "engine (planning)")?;
     let stats = plan.stats();
     let planned = Planned {
-        service: args.service.to_string(),
+        service: service.to_string(),
         peak_inflight: stats.peak_inflight,
         peak_inflight_at_s: arbor_engine::time::nanos_to_secs(stats.peak_inflight_at),
         dispatched: stats.dispatched,
@@ -92,6 +125,7 @@ pub fn prepare(
         &compiled.policy,
         emulator_in_process,
         threads::items(&plan),
+        observer,
     )?;
     drop(plan);
     let thread_schedulers =
@@ -110,7 +144,7 @@ pub fn prepare(
     config.threads = thread_count;
     config.corpus = compiled.loaded.corpus.clone();
     if let Some(fit) = &config.fit {
-        eprintln!("arbor run: {}", describe_fit(fit));
+        observer.notice(&format!("arbor run: {}", describe_fit(fit)));
     }
     let inputs::Compiled {
         loaded,
@@ -128,7 +162,7 @@ pub fn prepare(
         planned_duration,
         requests,
         out,
-        progress: progress::wanted(args.no_progress),
+        progress: args.progress,
         config,
         scenario,
         metrics: args.metrics.clone(),
@@ -136,7 +170,7 @@ pub fn prepare(
     })
 }
 
-fn request_options(args: &RunArgs) -> Result<RequestOptions, Error> {
+fn request_options(args: &RunOptions) -> Result<RequestOptions, Error> {
     let r = &args.request;
     Ok(RequestOptions {
         model: r.model.clone().filter(|m| !m.is_empty()),
@@ -163,7 +197,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions, Error> {
 /// the directories are sorted by start time; the milliseconds and the pid
 /// keep two runs started together apart (and the directory's lock
 /// refuses a second writer anyway).
-pub(super) fn default_out(args: &RunArgs) -> PathBuf {
+pub fn default_out(args: &RunOptions) -> PathBuf {
     let name = match args.input.inputs.first() {
         Some(path) => stem(path),
         None if args.input.synthetic.is_some() => "synthetic".to_string(),

@@ -1,0 +1,78 @@
+//! The live probe: a load point as one run of the workload, loaded and
+//! compiled once for the whole search ([`crate::run::compile`]), with the
+//! knob set, its own run directory and its own cache-bust salt, against
+//! the endpoint or the in-process emulator; read back by the search
+//! library ([`arbor_capacity::run_dir::read`]). An implementation of the
+//! library's [`Probe`]. Tells the observer of each probe before it runs;
+//! never changes how a run runs.
+
+use std::path::Path;
+
+use arbor_capacity::output::probe_dir;
+use arbor_capacity::{run_dir, Knob, Observed, Probe};
+use arbor_error::Error;
+
+use crate::options::RunOptions;
+use crate::run::{self, Settled};
+use crate::{inputs, Observer};
+
+/// Probes that are runs of one compiled workload with the knob set, each
+/// in its own directory under `out`.
+pub struct LiveProbe<'a> {
+    settled: Settled,
+    compiled: inputs::Compiled,
+    knob: Knob,
+    out: &'a Path,
+    observer: &'a dyn Observer,
+}
+
+impl<'a> LiveProbe<'a> {
+    /// Settles `run` (the demo's defaults, the emulator) and loads and
+    /// compiles its workload, once.
+    pub fn new(
+        run: &RunOptions,
+        knob: Knob,
+        out: &'a Path,
+        observer: &'a dyn Observer,
+    ) -> Result<LiveProbe<'a>, Error> {
+        let settled = run::settle(run, observer)?;
+        let compiled = run::compile(&settled.args, settled.applied.is_some(), observer)?;
+        Ok(LiveProbe {
+            settled,
+            compiled,
+            knob,
+            out,
+            observer,
+        })
+    }
+}
+
+impl Probe for LiveProbe<'_> {
+    /// Runs probe `k`, the point `knob = value`, into its directory and
+    /// reads it back. Its cache-bust markers are salted with `k` (added to
+    /// `--cache-bust-salt`): a probe's prompts never hit what an earlier
+    /// probe left in the server's prefix cache. A run that fails, is
+    /// stopped, or whose client failed requests ends the search with its
+    /// error (and its kind).
+    fn measure(&mut self, k: usize, value: u64) -> Result<Observed, Error> {
+        let dir = self.out.join(probe_dir(k, self.knob, value));
+        self.observer.notice(&format!(
+            "arbor capacity: probe {k}: {}={} live, in {}",
+            self.knob.name(),
+            self.knob.show(value),
+            dir.display()
+        ));
+        let mut one = self.settled.args.clone();
+        let mut arrival = one.policy.arrival();
+        self.knob.set(value, &mut one.policy.sessions, &mut arrival);
+        one.policy.arrival = Some(arrival);
+        one.request.cache_bust_salt = one.request.cache_bust_salt.wrapping_add(k as u64);
+        one.out = Some(dir.clone());
+        // The compiled workload again, under the point's policy (checked
+        // as a run's is).
+        let mut compiled = self.compiled.clone();
+        compiled.policy = inputs::policy(&one.policy, &one.scenario)?;
+        run::run_compiled(&self.settled, &one, compiled, self.observer)?;
+        run_dir::read(&dir)
+    }
+}

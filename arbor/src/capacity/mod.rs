@@ -1,0 +1,198 @@
+//! `arbor capacity INPUT... --slo '...'`: the largest load that meets
+//! latency SLOs (docs/capacity.md, "Capacity search").
+//!
+//! The use case only: the options turned into the search library's
+//! (`arbor_capacity`: the SLOs, the space, the virtual bench), the
+//! options a search cannot honour refused, the library's search called
+//! with its virtual probe or the live one ([`live`]: a point as a run of
+//! the workload compiled once), progress lines to the observer, and the
+//! points and answer returned for the caller's table. The search, the
+//! judging and `capacity.json` are the search library's.
+//!
+//! Modes: virtual (the default: every point a plan under `--service`),
+//! or live (`--live` or `--endpoint`: every point a run of `--duration`).
+//! A live search with an explicit `--service` first searches virtually
+//! and then bisects live around the predicted knee.
+
+mod live;
+
+use std::path::PathBuf;
+
+use arbor_backends::side_by_side;
+use arbor_capacity::predict::{self, Bench, VirtualProbe};
+use arbor_capacity::{output, About, Answer, Mode, Slo, Space, Start};
+use arbor_engine::prompt::CacheBust;
+
+use crate::options::RunOptions;
+use crate::{inputs, Observer};
+use arbor_capacity::{Knob, Point};
+use arbor_error::Error;
+
+use live::LiveProbe;
+
+/// `arbor capacity`: the SLOs, the knob's range, and the run every point
+/// is (its load set by the knob).
+#[derive(Debug, Clone, Default)]
+pub struct CapacityOptions {
+    /// The SLOs (`ttft_p99<=2s,e2e_p50<=30s`).
+    pub slo: String,
+    /// The knob and its range (`sessions:1..64`).
+    pub search: Option<String>,
+    /// The knob's resolution.
+    pub step: Option<String>,
+    /// Every point of the range (virtual only), rather than a search.
+    pub sweep: bool,
+    /// Points are live runs (also when `run.request.endpoint` is given).
+    pub live: bool,
+    pub run: RunOptions,
+}
+
+/// What a search found, for the caller's table.
+pub struct Found {
+    pub knob: Knob,
+    /// The last search's points, in the order probed.
+    pub points: Vec<Point>,
+    pub answer: Answer,
+    /// The SLOs as text.
+    pub slo: String,
+    /// The directory `capacity.json` is in.
+    pub out: PathBuf,
+}
+
+/// `arbor capacity`.
+pub fn capacity(args: &CapacityOptions, observer: &dyn Observer) -> Result<Found, Error> {
+    let slo = Slo::parse(&args.slo).map_err(|e| Error::input(format!("--slo {e}")))?;
+    let space = Space::of(
+        args.search.as_deref(),
+        args.step.as_deref(),
+        args.run.policy.sessions,
+        args.run.policy.arrival(),
+    )
+    .map_err(Error::input)?;
+    let live = args.live || args.run.request.endpoint.is_some();
+    check_options(args, live)?;
+    if args.sweep {
+        space.check_sweep()?;
+    }
+    let predicting = !live || args.run.service.is_some();
+    if predicting {
+        predict::refuse_without_first_token(&slo, &args.run.service())?;
+    }
+    let out = args.run.out.clone().unwrap_or_else(default_out);
+    output::claim(&out, args.run.force)?;
+    let bench = predicting.then(|| bench(args, observer)).transpose()?;
+    let service = args.run.service().to_string();
+    let about = |mode, predicted| About {
+        mode,
+        space: &space,
+        slo: &slo,
+        service: &service,
+        predicted,
+    };
+
+    let mut predicted = None;
+    let mut searches = Vec::new();
+    if let Some(bench) = &bench {
+        let dir = if live {
+            out.join("predicted")
+        } else {
+            out.clone()
+        };
+        let mut probe = VirtualProbe::new(bench, space.knob, &dir);
+        let outcome = if args.sweep {
+            arbor_capacity::sweep(&probe, &space, &slo, side_by_side::cores())
+        } else {
+            arbor_capacity::search(&mut probe, &space, Start::At(space.start), &slo)
+        };
+        let (knee, points) = outcome.finish(&dir, about(Mode::Virtual, None))?;
+        if live {
+            observer.notice(&format!(
+                "arbor capacity: predicted on the virtual clock ({service}): {}",
+                Answer::of(space.knob, knee).sentence(space.knob, &slo.to_string())
+            ));
+        }
+        if let Some(note) = bench.lanes_note(space.knob, knee) {
+            observer.notice(&note);
+        }
+        predicted = Some(Answer::of(space.knob, knee));
+        searches.push((knee, points));
+    }
+    if live {
+        let start = Start::after(searches.first().map(|(knee, _)| *knee), space.start);
+        let mut probe = LiveProbe::new(&args.run, space.knob, &out, observer)?;
+        let outcome = arbor_capacity::search(&mut probe, &space, start, &slo);
+        searches.push(outcome.finish(&out, about(Mode::Live, predicted))?);
+    }
+    let Some((knee, points)) = searches.pop() else {
+        return Err(Error::other("no search was made"));
+    };
+    Ok(Found {
+        knob: space.knob,
+        points,
+        answer: Answer::of(space.knob, knee),
+        slo: slo.to_string(),
+        out,
+    })
+}
+
+/// Refuses options a capacity search cannot honour (bad input).
+fn check_options(args: &CapacityOptions, live: bool) -> Result<(), Error> {
+    if args.run.repeat.is_some() {
+        return Err(Error::input(
+            "--repeat: not with capacity (each load is one run); run `arbor run --repeat N` at \
+             the load it finds",
+        ));
+    }
+    if args.run.scenario.scenario.is_some() {
+        return Err(Error::input(
+            "--scenario: a recipe locks the load; capacity changes it on purpose",
+        ));
+    }
+    if live && args.sweep {
+        return Err(Error::input(
+            "--sweep: virtual only (a live sweep would run every load for --duration); drop \
+             --live and --endpoint, or drop --sweep to search live",
+        ));
+    }
+    if live && args.run.policy.duration.is_none() {
+        return Err(Error::input(
+            "--duration: a live search needs it, to bound each probe (e.g. --duration 60)",
+        ));
+    }
+    if !live {
+        let given = args.run.emulator.given();
+        if !given.is_empty() {
+            return Err(Error::input(format!(
+                "{}: the built-in emulator's, used only by a live search: add --live, or drop them",
+                given.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `arbor-results/<UTC time>-capacity`.
+fn default_out() -> PathBuf {
+    let (compact, _) = arbor_runs::output::utc_stamps(std::time::SystemTime::now());
+    PathBuf::from("arbor-results").join(format!("{compact}-capacity-{}", std::process::id()))
+}
+
+/// The workload loaded and compiled once, for every virtual point, under
+/// the policy the flags describe (a policy error worded by flag).
+fn bench(args: &CapacityOptions, observer: &dyn Observer) -> Result<Bench, Error> {
+    let policy = inputs::policy(&args.run.policy, &args.run.scenario)?;
+    let options = inputs::derive_options(&args.run.input);
+    let cache_bust = args.run.request.cache_bust.then_some(CacheBust {
+        seed: policy.seed,
+        salt: args.run.request.cache_bust_salt,
+    });
+    let compiled = inputs::compile(&args.run.input, policy, &options, false, observer)?;
+    Ok(Bench::new(
+        compiled.compiled,
+        compiled.loaded.workload,
+        cache_bust,
+        compiled.policy,
+        args.run.service(),
+    )
+    .with_policy_error(inputs::policy_failure))
+}

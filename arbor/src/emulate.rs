@@ -1,0 +1,116 @@
+//! `arbor emulate` ([`serve`]), and the built-in emulator's configuration
+//! from its options, which `arbor run` also uses when it starts the emulator
+//! in-process (no `--endpoint`; run's `--tokenizer` then counts the
+//! emulator's prompt tokens too). `--profile PROFILE.toml` serves under
+//! the batching server model (`arbor emulate --profile`, and `arbor run
+//! --profile` for the in-process emulator).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+
+use arbor_sim::emulator::{serve, serve_tls, EmulatorConfig, EmulatorFlags, EmulatorTls};
+use arbor_sim::server::Profile;
+
+use crate::options::{EmulateOptions, EmulatorOptions};
+use crate::{runtime, Observer};
+use arbor_error::Error;
+
+/// The emulator configuration the flags describe, with the fault seed and
+/// the tokenizer that counts prompt text (none: the estimate).
+pub fn config(
+    args: &EmulatorOptions,
+    seed: u64,
+    tokenizer: Option<&Path>,
+) -> Result<EmulatorConfig, Error> {
+    let mut config = EmulatorFlags {
+        ttft_ms: args.ttft_ms,
+        itl_ms: args.itl_ms,
+        prefill_tok_s: args.prefill_tok_s,
+        decode_tok_s: args.decode_tok_s,
+        max_model_len: args.max_model_len,
+        model_name: args.model_name.clone(),
+        cache_blocks: args.cache_blocks,
+        fail_rate: args.fail_rate,
+        fail_status: args.fail_status,
+        retry_after_s: args.retry_after_s,
+        disconnect_rate: args.disconnect_rate,
+        disconnect_after: args.disconnect_after,
+        stall_rate: args.stall_rate,
+        stall_s: args.stall_s,
+        malformed_rate: args.malformed_rate,
+        seed: Some(seed),
+    }
+    .into_config()
+    .map_err(Error::input)?;
+    config.tokenizer = tokenizer.map(crate::tokenizer::for_emulator).transpose()?;
+    config.profile = args
+        .profile
+        .as_deref()
+        .map(Profile::from_toml_path)
+        .transpose()
+        .map_err(Error::input)?;
+    Ok(config)
+}
+
+/// The TLS `arbor emulate` serves with, if any. A self-signed certificate
+/// is written where the user is told, for `--cacert`.
+fn tls(args: &EmulateOptions, observer: &dyn Observer) -> Result<Option<EmulatorTls>, Error> {
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        return EmulatorTls::from_pem_files(cert, key)
+            .map(Some)
+            .map_err(Error::input);
+    }
+    if !args.tls_self_signed {
+        return Ok(None);
+    }
+    let made = EmulatorTls::self_signed().map_err(Error::other)?;
+    let path = args.tls_cert_out.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("arbor-emulate-{}-cert.pem", args.port))
+    });
+    std::fs::write(&path, &made.cert_pem)
+        .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))?;
+    observer.notice(&format!(
+        "arbor emulate: self-signed certificate for {} written to {} (arbor run --cacert {})",
+        arbor_sim::emulator::SELF_SIGNED_NAMES.join(", "),
+        path.display(),
+        path.display()
+    ));
+    Ok(Some(made.tls))
+}
+
+/// `arbor emulate`: serve until Ctrl+C (the address goes to the
+/// observer's output). The soft file-descriptor limit is raised to the
+/// hard one first: every client connection is a descriptor.
+pub fn serve_until_interrupted(
+    args: &EmulateOptions,
+    observer: &dyn Observer,
+) -> Result<(), Error> {
+    runtime::raise_fd_limit();
+    let config = config(&args.emulator, args.seed, args.tokenizer.as_deref())?;
+    let tls = tls(args, observer)?;
+    let runtime = runtime::two_workers()?;
+    runtime.block_on(async move {
+        if args.busy_poll {
+            // Yielding forever keeps this worker out of its sleep: it polls
+            // the sockets between yields.
+            tokio::spawn(async {
+                loop {
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
+        let served = match tls {
+            Some(tls) => serve_tls(config, addr, tls).await,
+            None => serve(config, addr).await,
+        };
+        let emulator = served.map_err(|e| Error::other(format!("cannot listen on {addr}: {e}")))?;
+        observer.output(&format!(
+            "arbor emulate: listening on {} (Ctrl+C stops)",
+            emulator.base_url()
+        ))?;
+        let _ = tokio::signal::ctrl_c().await;
+        emulator.shutdown().await;
+        Ok(())
+    })
+}

@@ -1,0 +1,51 @@
+//! `arbor` as a library: its use cases as functions with typed options,
+//! over the library crates below it, for the CLI, a Rust program or a
+//! binding (docs/library.md).
+//!
+//! - [`plan::plan`]: a workload planned on the virtual clock (with a
+//!   service model, or the batching server model's predictions);
+//! - [`run::run`]: a live run against a server or the built-in emulator,
+//!   its run directory written as it goes; [`run::prepare`] and
+//!   [`run::run_prepared`] split it where a caller reuses the compiled
+//!   workload (the live capacity probe);
+//! - [`capacity::capacity`]: the largest load within SLOs, virtual or live;
+//! - [`emulate::serve_until_interrupted`]: the built-in emulator on a port;
+//! - [`inputs`]: options to a loaded, compiled workload and a policy;
+//!   [`scenario`]: a recipe applied to the options.
+//!
+//! Options are plain data ([`options`]); what a use case says while it
+//! works goes to an [`Observer`]; every failure is one [`Error`] whose
+//! [`Kind`] says whose fault it is (the CLI maps it to an exit code).
+//!
+//! Modules, each used only by those after it: `options`, `observer`,
+//! `runtime`, `tokenizer`, `scenario`, `inputs`, `emulate`, `plan`, `run`,
+//! `capacity`.
+#![forbid(unsafe_code)]
+
+pub mod capacity;
+pub mod emulate;
+pub mod inputs;
+pub mod observer;
+pub mod options;
+pub mod plan;
+pub mod run;
+pub mod runtime;
+pub mod scenario;
+pub mod tokenizer;
+
+pub use arbor_error::{Error, Kind};
+pub use observer::{Observer, Quiet};
+pub use options::{
+    EmulateOptions, EmulatorOptions, InputOptions, PlanOptions, PolicyOptions, RequestOptions,
+    RunOptions, ScenarioOptions,
+};
+
+/// The library crates, for what the use cases return (a summary, a plan
+/// report, a server profile) and for callers who go below them.
+pub use arbor_backends as backends;
+pub use arbor_capacity as capacity_search;
+pub use arbor_engine as engine;
+pub use arbor_formats as formats;
+pub use arbor_report as report;
+pub use arbor_runs as runs;
+pub use arbor_sim as sim;

@@ -1,0 +1,106 @@
+//! `arbor::run::run` in-process against the built-in emulator: the run
+//! directory, the observer's hooks, and how a run's end is told (the
+//! error's kind), with no binary spawned.
+
+use arbor::options::{EmulatorOptions, InputOptions, PolicyOptions, RunOptions};
+use arbor::{Kind, Quiet};
+
+use crate::util::{identical_trees, read, scratch, Kept};
+
+/// Four trees of three turns, no gaps, against a fast emulator.
+fn fast_run(name: &str) -> (RunOptions, std::path::PathBuf) {
+    let dir = scratch(name);
+    let trees = identical_trees(&dir, 4);
+    let out = dir.join("out");
+    let options = RunOptions {
+        input: InputOptions {
+            inputs: vec![trees],
+            ..InputOptions::default()
+        },
+        policy: PolicyOptions {
+            tool_time: Some(arbor::engine::policy::GapTransform::Zero),
+            ..PolicyOptions::default()
+        },
+        emulator: EmulatorOptions {
+            ttft_ms: Some(1_000_000),
+            itl_ms: Some(100_000),
+            ..EmulatorOptions::default()
+        },
+        out: Some(out.clone()),
+        ..RunOptions::default()
+    };
+    (options, out)
+}
+
+#[test]
+fn a_run_writes_its_directory_and_tells_the_observer() {
+    let (options, out) = fast_run("run-in-process");
+    let kept = Kept::default();
+    arbor::run::run(&options, &kept).unwrap();
+    let summary = read(&out.join("summary.json"));
+    assert_eq!(summary["counts"]["ok"], 12, "{summary:#}");
+    assert_eq!(summary["complete"], true);
+    for file in [
+        "run.json",
+        "end.json",
+        "records.jsonl",
+        "trees.jsonl",
+        "report.html",
+    ] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
+    assert_eq!(*kept.finished.lock().unwrap(), 1);
+    let outputs = kept.outputs();
+    assert!(
+        outputs.iter().any(|l| l.contains("report.html")),
+        "the page's line goes to the observer's output: {outputs:?}"
+    );
+    assert!(
+        kept.notices()
+            .iter()
+            .any(|l| l.starts_with("arbor run: about 1 s planned")),
+        "{:?}",
+        kept.notices()
+    );
+}
+
+#[test]
+fn emulator_options_with_an_endpoint_are_bad_input() {
+    let (mut options, _) = fast_run("run-emulator-options");
+    options.request.endpoint = Some("http://127.0.0.1:9".into());
+    let e = arbor::run::run(&options, &Quiet).unwrap_err();
+    assert_eq!(e.kind, Kind::Input, "{e:?}");
+    assert!(
+        e.message
+            .contains("--ttft-ms, --itl-ms are the built-in emulator's"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn an_output_directory_in_use_is_refused_before_loading() {
+    let (options, out) = fast_run("run-out-in-use");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("keep.txt"), "x").unwrap();
+    let e = arbor::run::run(&options, &Quiet).unwrap_err();
+    assert_eq!(e.kind, Kind::Input, "{e:?}");
+}
+
+#[test]
+fn a_repeat_writes_each_run_and_the_aggregate() {
+    let (mut options, out) = fast_run("run-repeat");
+    options.repeat = Some(2);
+    let kept = Kept::default();
+    arbor::run::run(&options, &kept).unwrap();
+    assert_eq!(*kept.finished.lock().unwrap(), 2);
+    for k in [1, 2] {
+        let run = read(&out.join(format!("run-{k}")).join("run.json"));
+        assert_eq!(
+            run["config"]["seed"],
+            k - 1,
+            "run {k} has seed SEED + k - 1"
+        );
+    }
+    assert!(out.join("aggregate.json").is_file());
+}

@@ -1,0 +1,79 @@
+//! Helpers of the library's tests: scratch directories, trace files, an
+//! observer that keeps what it was told.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use arbor::{Error, Observer};
+
+/// A fresh directory under the target's temp dir.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("arbor-lib-it")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// `trees` identical arbor-format trees of three 200 ms turns (100
+/// tokens in, 10 out) one after the other.
+pub fn identical_trees(dir: &Path, trees: usize) -> PathBuf {
+    let turn = |k: u64| {
+        format!(
+            r#"{{"start_ns": {}, "duration_ns": 200000000, "isl": 100, "osl": 10, "ttft_ns": null, "model": 0, "input": "tool_result", "hash_ids": [], "text": null, "tokens_estimated": true}}"#,
+            k * 200_000_000
+        )
+    };
+    let lines: Vec<String> = (0..trees)
+        .map(|i| {
+            format!(
+                r#"{{"arbor": 1, "id": "t{i}", "arrival_ns": 0, "block_size": 64, "hash_scope": "local", "tool_tokens": 0, "system_tokens": 0, "models": ["m"], "agents": [{{"id": "root", "parent": null, "kind": "root", "end_ns": null, "turns": [{}, {}, {}]}}], "edges": null}}"#,
+                turn(0),
+                turn(1),
+                turn(2)
+            )
+        })
+        .collect();
+    let path = dir.join("identical.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write trees");
+    path
+}
+
+/// A JSON file, parsed.
+pub fn read(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// An observer that keeps every notice and output line, and counts the
+/// runs it saw finish.
+#[derive(Default)]
+pub struct Kept {
+    pub notices: Mutex<Vec<String>>,
+    pub outputs: Mutex<Vec<String>>,
+    pub finished: Mutex<u32>,
+}
+
+impl Kept {
+    pub fn notices(&self) -> Vec<String> {
+        self.notices.lock().unwrap().clone()
+    }
+    pub fn outputs(&self) -> Vec<String> {
+        self.outputs.lock().unwrap().clone()
+    }
+}
+
+impl Observer for Kept {
+    fn notice(&self, line: &str) {
+        self.notices.lock().unwrap().push(line.to_string());
+    }
+    fn output(&self, line: &str) -> Result<(), Error> {
+        self.outputs.lock().unwrap().push(line.to_string());
+        Ok(())
+    }
+    fn run_finished(&self, _run: &arbor::observer::Finished<'_>) -> Result<(), Error> {
+        *self.finished.lock().unwrap() += 1;
+        Ok(())
+    }
+}
