@@ -10,6 +10,9 @@
 //!   workload (the live capacity probe);
 //! - [`capacity::capacity`]: the largest load within SLOs, virtual or live;
 //! - [`emulate::serve_until_interrupted`]: the built-in emulator on a port;
+//! - [`inspect::inspect_inputs`]: what traces hold, as data;
+//! - [`convert::convert`]: traces of any format written as arbor's;
+//! - [`schema::write_all`]: the JSON Schemas of the outputs;
 //! - [`inputs`]: options to a loaded, compiled workload and a policy;
 //!   [`scenario`]: a recipe applied to the options.
 //!
@@ -18,19 +21,22 @@
 //! [`Kind`] says whose fault it is (the CLI maps it to an exit code).
 //!
 //! Modules, each used only by those after it: `options`, `observer`,
-//! `runtime`, `tokenizer`, `scenario`, `inputs`, `emulate`, `plan`, `run`,
-//! `capacity`.
+//! `runtime`, `tokenizer`, `scenario`, `schema`, `inputs`, `emulate`, `plan`,
+//! `run`, `capacity`.
 #![forbid(unsafe_code)]
 
 pub mod capacity;
+pub mod convert;
 pub mod emulate;
 pub mod inputs;
+pub mod inspect;
 pub mod observer;
 pub mod options;
 pub mod plan;
 pub mod run;
 pub mod runtime;
 pub mod scenario;
+pub mod schema;
 pub mod tokenizer;
 
 pub use arbor_error::{Error, Kind};

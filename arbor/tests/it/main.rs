@@ -2,6 +2,7 @@
 //! emulator on 127.0.0.1 where a run needs a server.
 
 mod capacity;
+mod examples;
 mod plan;
 mod run;
 mod util;

@@ -200,12 +200,3 @@ pub struct FitArgs {
     #[arg(long, value_name = "N", value_parser = values::max_context, help_heading = INPUT)]
     pub max_context: Option<u32>,
 }
-
-impl FitArgs {
-    pub fn fit(&self) -> arbor_engine::fit::Fit {
-        arbor_engine::fit::Fit {
-            isl_scale: self.isl_scale,
-            max_context: self.max_context,
-        }
-    }
-}
