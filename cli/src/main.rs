@@ -9,8 +9,8 @@
 //! clap struct and value parser); `options` (flags to the library's
 //! options, and which flags were given); `stdout` (reports, quiet on a
 //! closed pipe); `progress` (the ticker while a run's clock runs);
-//! `console` (the library's observer: stderr, stdout, the ticker, the
-//! tables); then one module per command: `plan`, `inspect`, `convert`,
+//! `run_table` (a finished run's console table); `console` (the library's
+//! observer: stderr, stdout, the ticker, the tables); then one module per command: `plan`, `inspect`, `convert`,
 //! `emulate`, `run`, `doctor`, `compare`, `summarize`, `capacity`,
 //! `aggregate`, `export`, `page` (`arbor report`), `record`, `schema`,
 //! `data` and `calibrate`.
@@ -37,6 +37,7 @@ mod plan;
 mod progress;
 mod record;
 mod run;
+mod run_table;
 mod schema;
 mod stdout;
 mod summarize;

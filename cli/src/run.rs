@@ -2,8 +2,6 @@
 //! with the console as its observer (notices, the progress ticker, the
 //! table of [`table`]). The run itself is the library's.
 
-pub mod table;
-
 use arbor::Error;
 
 use crate::args::RunArgs;
