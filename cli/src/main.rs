@@ -32,7 +32,6 @@ mod doctor;
 mod emulate;
 mod exit;
 mod export;
-mod fit_advice;
 mod inputs;
 mod inspect;
 mod merge;
