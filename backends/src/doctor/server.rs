@@ -125,7 +125,11 @@ pub(crate) async fn probe_tls(options: &Checked, report: &mut Report) -> bool {
 }
 
 /// `GET /health`. False when the server cannot be reached at all.
-pub(crate) async fn probe_health(client: &reqwest::Client, options: &Checked, report: &mut Report) -> bool {
+pub(crate) async fn probe_health(
+    client: &reqwest::Client,
+    options: &Checked,
+    report: &mut Report,
+) -> bool {
     let url = endpoint::at(&options.endpoint, "/health");
     match get(client, &url, &options.headers, options.timeout).await {
         Ok((status, _)) => {

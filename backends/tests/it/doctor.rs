@@ -94,7 +94,9 @@ fn the_emulator_passes_every_probe_and_gets_the_chat_flags() {
     // The emulator always generates the asked length: no early stop to
     // tell an honoured ignore_eos by.
     assert_eq!(report.ignore_eos_honoured, None);
-    assert!(finding(&report, "ignore_eos").seen.contains("no early stop"));
+    assert!(finding(&report, "ignore_eos")
+        .seen
+        .contains("no early stop"));
     let ttft = report.ttft_s.expect("a TTFT");
     let total = report.total_s.expect("a total time");
     assert!(ttft > 0.0 && ttft <= total && total < 10.0, "{report:#?}");
@@ -141,7 +143,10 @@ fn a_workload_is_fitted_to_the_context_length() {
     let bare = diagnose(&options(&url)).expect("the probes run");
     let action = finding(&bare, "context_length").action.clone();
     assert!(
-        action.as_deref().unwrap_or("").contains("--max-context 16384"),
+        action
+            .as_deref()
+            .unwrap_or("")
+            .contains("--max-context 16384"),
         "{bare:#?}"
     );
     assert!(
