@@ -7,11 +7,13 @@
 //! completions come from. `side_by_side` runs independent virtual plans
 //! (a capacity sweep's points) on the machine's cores. Beside the drivers:
 //! `endpoint` (the server's base URL, headers, key, TLS trust, request
-//! options and redaction) and `scrape` (the server's Prometheus metrics
-//! during a live run).
+//! options and redaction), `scrape` (the server's Prometheus metrics
+//! during a live run) and `doctor` (probing a server before benchmarking
+//! it, over the live client).
 #![forbid(unsafe_code)]
 
 mod agent_keys;
+pub mod doctor;
 pub mod endpoint;
 pub mod live;
 pub mod scrape;

@@ -28,7 +28,6 @@ mod doctor;
 mod emulate;
 mod exit;
 mod export;
-mod fit_advice;
 mod inspect;
 mod merge;
 mod options;

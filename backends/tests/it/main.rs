@@ -3,6 +3,7 @@
 
 mod body;
 mod build;
+mod doctor;
 mod http;
 mod live;
 mod messages;

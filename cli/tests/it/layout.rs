@@ -84,7 +84,7 @@ const STILL_TO_MOVE: &[(&str, &str)] = &[
     ("serde", "run-directory files, recipes: to `runs`"),
     ("serde_json", "run-directory files, recipes: to `runs`"),
     ("schemars", "the schemas of cli's outputs: to `runs`"),
-    ("tokio", "live runs, doctor, emulate, record: to the facade"),
+    ("tokio", "live runs, emulate, record: to the facade"),
     ("reqwest", "endpoints, data fetch, scraping: to `backends`"),
     ("sha2", "dataset digests, redaction: to `formats`"),
     ("toml", "the dataset registry and pins: to `formats`"),

@@ -1,9 +1,10 @@
-//! What `arbor doctor` suggests to fit a workload to the server's context
+//! What the doctor suggests to fit a workload to the server's context
 //! length (`--max-context`, `--isl-scale`; engine `fit`).
 //!
 //! Pure arithmetic on the context length the server reports and, when a
-//! workload was given to the doctor, its largest prompt and output. Knows
-//! nothing of probes or reports; the doctor words the finding with it.
+//! workload was given to the doctor, its largest prompt and output
+//! ([`WorkloadSize`]). Knows nothing of probes or reports; the `models`
+//! probe words the `context_length` finding with it.
 
 use arbor_engine::Workload;
 
@@ -17,6 +18,7 @@ pub struct WorkloadSize {
 }
 
 impl WorkloadSize {
+    /// The largest prompt and output of any turn of `workload`.
     pub fn of(workload: &Workload) -> WorkloadSize {
         let turns = workload
             .trees
@@ -50,6 +52,8 @@ pub struct Advice {
     pub text: String,
 }
 
+/// The suggestion for a server of `context` tokens, for `workload` if
+/// one was given.
 pub fn advise(context: u64, workload: Option<WorkloadSize>) -> Advice {
     let Some(size) = workload else {
         return Advice {
