@@ -8,12 +8,17 @@
 //! (a capacity sweep's points) on the machine's cores. Beside the drivers:
 //! `endpoint` (the server's base URL, headers, key, TLS trust, request
 //! options and redaction) and `scrape` (the server's Prometheus metrics
-//! during a live run).
+//! during a live run). Beside them, arbor's other HTTP: `record` (the
+//! recording proxy of `arbor record`: forwarding, the tap of the stream,
+//! the scan of its chunks, feeding `arbor_formats::capture`) and `fetch`
+//! (downloading a registry dataset, resumed and verified).
 #![forbid(unsafe_code)]
 
 mod agent_keys;
 pub mod endpoint;
+pub mod fetch;
 pub mod live;
+pub mod record;
 pub mod scrape;
 pub mod side_by_side;
 pub mod virtual_clock;

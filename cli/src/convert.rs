@@ -15,7 +15,7 @@ use arbor_error::Error;
 pub fn run(args: &ConvertArgs) -> Result<(), Error> {
     let format = args.traces.format;
     let output = &args.output;
-    let inputs = crate::data::resolve_inputs(&args.traces.inputs)?;
+    let inputs = arbor_formats::data::resolve_inputs(&args.traces.inputs)?;
     for input in &inputs {
         if same_file(input, output) {
             return Err(Error::input(format!(

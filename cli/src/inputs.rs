@@ -17,12 +17,13 @@ use arbor_engine::fit::FitReport;
 use arbor_engine::policy::{GapTransform, Policy};
 use arbor_engine::scheduler::{Footprint, Scheduler};
 use arbor_engine::Workload;
-use arbor_formats::load;
+use arbor_formats::data;
+use arbor_formats::load::{self, sample};
 use arbor_formats::synthetic::SyntheticSpec;
 use arbor_sim::ServiceModel;
 
 use crate::args::{InputArgs, PolicyArgs, ScenarioArgs};
-use crate::{data, sample, scenario};
+use crate::scenario;
 use arbor_error::Error;
 use arbor_formats::manifest::Corpus;
 

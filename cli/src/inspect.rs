@@ -38,7 +38,7 @@ pub fn run(args: &InspectArgs) -> Result<(), Error> {
     let options = DeriveOptions {
         overlap_tolerance: args.overlap_tolerance,
     };
-    let paths = crate::data::resolve_inputs(&args.traces.inputs)?;
+    let paths = arbor_formats::data::resolve_inputs(&args.traces.inputs)?;
     let mut loaded = load::load_all(&paths, args.traces.format).map_err(Error::input)?;
     let fit = args.fit.fit();
     if !fit.is_identity() {

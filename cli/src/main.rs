@@ -8,7 +8,7 @@
 //! parser; uses `endpoint`'s URL parser); `endpoint` (base URL, headers,
 //! API key, request options, redaction: shared by `run` and `doctor`);
 //! `runtime` (tokio runtimes); `stdout` (reports, quiet on a closed pipe);
-//! `sample`, `data` (datasets by name, corpus identity), `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
+//! `data` (the `arbor data` command's console), `tokenizer`, `scenario` (the `--scenario` recipe), `inputs`
 //! (flags to a compiled workload and policy), `report` and `progress`;
 //! `shape` (`trees.jsonl`: written by `run`, read by `export`); then the
 //! commands `plan`, `inspect`, `convert`, `emulate`, `run`, `doctor`,
@@ -17,7 +17,7 @@
 //! live one that runs through `run`'s entry point), `aggregate`
 //! (the aggregate of `run --repeat`: used by `run`, uses no command), `export`,
 //! `page` (`arbor report`, also written by `run`), `record` (the
-//! recording proxy), `schema` (the JSON Schemas of `run`'s and `plan`'s
+//! recording proxy's console), `schema` (the JSON Schemas of `run`'s and `plan`'s
 //! outputs) and `calibrate` (a server profile fitted from run directories).
 #![forbid(unsafe_code)]
 
@@ -42,7 +42,6 @@ mod progress;
 mod record;
 mod run;
 mod runtime;
-mod sample;
 mod scenario;
 mod schema;
 mod stdout;

@@ -119,7 +119,7 @@ pub fn apply(
         );
     }
     if input.synthetic.is_none() {
-        if let Some(why) = crate::data::unpinned(&input.inputs)? {
+        if let Some(why) = arbor_formats::data::unpinned(&input.inputs)? {
             conflict(format!("{UNPINNED_TEXT}{why}"), true);
         }
     }

@@ -2,17 +2,31 @@
 //! local directory's trace files (the files `arbor run DIR` would read) as
 //! dataset NAME in the user registry. Owns writing that file; an entry the
 //! reviewed registry already pins must match, so a pin can add hashes to
-//! an unpinned entry but never replace pinned ones.
+//! an unpinned entry but never replace pinned ones. Prints nothing: what
+//! it did is its [`Pinned`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::registry::{self, Dataset, DatasetFile, Registry, RegistryFile};
+use crate::files::directory_files;
+use crate::manifest::{self, FileHash};
 use arbor_error::Error;
-use arbor_formats::manifest::{self, FileHash};
 
-pub fn pin(dir: &Path, name: &str) -> Result<(), Error> {
+/// What a pin recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pinned {
+    /// How many trace files the directory holds.
+    pub files: usize,
+    /// Their manifest hash.
+    pub manifest: String,
+    /// The user registry written.
+    pub registry: PathBuf,
+}
+
+/// Pins `dir`'s trace files as dataset `name` in the user registry.
+pub fn pin(dir: &Path, name: &str) -> Result<Pinned, Error> {
     registry::check_name(name).map_err(|e| Error::input(format!("--name: {e}")))?;
-    let files = arbor_formats::load::directory_files(dir).map_err(Error::input)?;
+    let files = directory_files(dir).map_err(Error::input)?;
     let hashes = manifest::hash_files(&files).map_err(Error::other)?;
     let found = manifest::manifest_hash(&hashes);
     let registry = Registry::load().map_err(Error::input)?;
@@ -68,10 +82,9 @@ pub fn pin(dir: &Path, name: &str) -> Result<(), Error> {
     }
     std::fs::write(&path, text)
         .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))?;
-    eprintln!(
-        "arbor data: pinned {name}: {} files, manifest {found}, in {}",
-        hashes.len(),
-        path.display()
-    );
-    Ok(())
+    Ok(Pinned {
+        files: hashes.len(),
+        manifest: found,
+        registry: path,
+    })
 }

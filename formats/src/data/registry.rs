@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use arbor_formats::manifest::{self, FileHash};
+use crate::manifest::{self, FileHash};
 
 /// The registry shipped with arbor.
 const BUILT_IN: &str = include_str!("../../../datasets/registry.toml");
@@ -77,6 +77,18 @@ impl Dataset {
 
     pub fn total_size(&self) -> u64 {
         self.files.iter().filter_map(|f| f.size).sum()
+    }
+
+    /// Where this dataset's files are on this machine: the fetch cache, or
+    /// the directory it was pinned from; `None` when neither holds every
+    /// file.
+    pub fn local_dir(&self) -> Option<PathBuf> {
+        let holds_all = |dir: &Path| {
+            !self.files.is_empty() && self.files.iter().all(|f| dir.join(&f.name).is_file())
+        };
+        cache_dir(&self.name)
+            .filter(|dir| holds_all(dir))
+            .or_else(|| self.pinned_from.clone().filter(|dir| holds_all(dir)))
     }
 }
 
