@@ -9,13 +9,18 @@
 //! `endpoint` (the server's base URL, headers, key, TLS trust, request
 //! options and redaction), `scrape` (the server's Prometheus metrics
 //! during a live run) and `doctor` (probing a server before benchmarking
-//! it, over the live client).
+//! it, over the live client). Beside them, arbor's other HTTP: `record`
+//! (the recording proxy of `arbor record`: forwarding, the tap of the
+//! stream, the scan of its chunks, feeding `arbor_formats::capture`) and
+//! `fetch` (downloading a registry dataset, resumed and verified).
 #![forbid(unsafe_code)]
 
 mod agent_keys;
 pub mod doctor;
 pub mod endpoint;
+pub mod fetch;
 pub mod live;
+pub mod record;
 pub mod scrape;
 pub mod side_by_side;
 pub mod virtual_clock;

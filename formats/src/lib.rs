@@ -4,8 +4,13 @@
 //! `FORMATS` table, the one JSON-lines reader, the field types, the input
 //! caps), what an input held ([`input`]: `Format`, `Loaded`, `Problem`),
 //! what `arbor inspect` reports, as data ([`inspect`]), the synthetic
-//! workload generator ([`synthetic`]), and a corpus's identity
-//! ([`manifest`]: each file's SHA-256 and the manifest hash over them).
+//! workload generator ([`synthetic`]), a corpus's identity
+//! ([`manifest`]: each file's SHA-256 and the manifest hash over them),
+//! which files an input stands for ([`files`]), the bundled sample's texts
+//! ([`sample`]), named datasets ([`data`]: the registry, pins, `data:NAME`
+//! inputs, whether inputs are a pinned corpus) and the capture file
+//! `arbor record` writes ([`capture`]: its line, its writer thread,
+//! `--redact`).
 //! Everything here produces or reads the engine's
 //! [`arbor_engine::Workload`] and reports bad input as an
 //! [`arbor_engine::InputError`].
@@ -13,9 +18,12 @@
 //! Must not touch: scheduling, service models, drivers, the network, the
 //! console or the CLI's flags. It depends on `arbor-engine` only for the
 //! model, times, errors and the pure helpers `inspect` uses (derive, dag
-//! validation, content hashes, stats); the engine never depends on it.
+//! validation, content hashes, stats), and on `arbor-error` for the
+//! errors of `data` (the command-level error, exit codes decided by its
+//! kind); the engine never depends on it.
 #![forbid(unsafe_code)]
 
+pub mod capture;
 pub mod data;
 pub mod files;
 pub mod input;

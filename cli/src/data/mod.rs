@@ -1,28 +1,20 @@
-//! Datasets by name (docs/data.md): the registry (`registry`), a corpus's
-//! identity (`arbor_formats::manifest`), downloading (`fetch`) and recording a local
-//! directory's hashes (`pin`); here the `arbor data` command, `data:NAME`
-//! inputs resolved to their fetched directory, the `corpus` a plan or
-//! run records, and whether inputs are a pinned corpus (the scenario's
-//! check). Uses `endpoint`, `runtime` and `sample`; no command uses it
-//! but through these functions.
+//! `arbor data` (docs/data.md): the subcommands over the registry
+//! (`arbor_formats::data`), the download (`arbor_backends::fetch`) and the
+//! pin (`arbor_formats::data::pin`), and what the console shows of them:
+//! the list, a dataset's details, the fetch's progress bar and notes.
 
-mod fetch;
-mod pin;
-pub mod registry;
+use std::io::IsTerminal;
 
-use std::path::{Path, PathBuf};
+use arbor_backends::fetch::{self, FetchObserver, Fetched};
+use arbor_error::Error;
+use arbor_formats::data::registry::{self, Dataset, Registry};
+use arbor_formats::data::{self as datasets, pin};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::args::{DataArgs, DataCommand};
-use arbor_error::Error;
-use arbor_formats::manifest::{self, Corpus, FileHash};
-use registry::{Dataset, Registry};
-use sha2::Digest;
-
-/// The prefix of an input that names a dataset.
-pub const PREFIX: &str = "data:";
 
 pub fn run(args: &DataArgs) -> Result<(), Error> {
-    let registry = Registry::load().map_err(Error::input)?;
+    let registry = datasets::registry()?;
     match &args.command {
         DataCommand::List => crate::stdout::print(|out| out.write_all(list(&registry).as_bytes())),
         DataCommand::Info { name } => {
@@ -33,9 +25,11 @@ pub fn run(args: &DataArgs) -> Result<(), Error> {
             let dataset = registry.get(name).map_err(Error::input)?;
             let dir = match dir {
                 Some(d) => d.clone(),
-                None => default_dir(name)?,
+                None => datasets::default_dir(name)?,
             };
-            fetch::fetch(dataset, &dir)?;
+            let bar = progress_bar(dataset.total_size());
+            fetch::fetch(dataset, &dir, &Bar(&bar))?;
+            bar.finish_and_clear();
             eprintln!(
                 "arbor data: {name}: {} files in {} (use it as data:{name})",
                 dataset.files.len(),
@@ -43,14 +37,17 @@ pub fn run(args: &DataArgs) -> Result<(), Error> {
             );
             Ok(())
         }
-        DataCommand::Pin { dir, name } => pin::pin(dir, name),
+        DataCommand::Pin { dir, name } => {
+            let pinned = pin::pin(dir, name)?;
+            eprintln!(
+                "arbor data: pinned {name}: {} files, manifest {}, in {}",
+                pinned.files,
+                pinned.manifest,
+                pinned.registry.display()
+            );
+            Ok(())
+        }
     }
-}
-
-fn default_dir(name: &str) -> Result<PathBuf, Error> {
-    registry::cache_dir(name).ok_or_else(|| {
-        Error::input("no home directory (HOME and XDG_CACHE_HOME unset): give --dir DIR")
-    })
 }
 
 fn list(registry: &Registry) -> String {
@@ -61,7 +58,7 @@ fn list(registry: &Registry) -> String {
         } else {
             "unpinned"
         };
-        let fetched = if local_dir(d).is_some() {
+        let fetched = if d.local_dir().is_some() {
             "fetched"
         } else {
             "not fetched"
@@ -110,94 +107,43 @@ fn info(d: &Dataset) -> String {
     out
 }
 
-/// Where a dataset's files are on this machine: the fetch cache, or the
-/// directory it was pinned from; `None` when neither holds every file.
-fn local_dir(d: &Dataset) -> Option<PathBuf> {
-    let holds_all =
-        |dir: &Path| !d.files.is_empty() && d.files.iter().all(|f| dir.join(&f.name).is_file());
-    registry::cache_dir(&d.name)
-        .filter(|dir| holds_all(dir))
-        .or_else(|| d.pinned_from.clone().filter(|dir| holds_all(dir)))
+fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar
 }
 
-/// Input paths with every `data:NAME` replaced by the dataset's fetched
-/// directory: exit 2 for an unknown name or one not fetched yet.
-pub fn resolve_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
-    let named = |p: &PathBuf| {
-        p.to_str()
-            .and_then(|s| s.strip_prefix(PREFIX))
-            .map(str::to_string)
-    };
-    if !inputs.iter().any(|p| named(p).is_some()) {
-        return Ok(inputs.to_vec());
+/// A fetch on the console: its bytes on the bar, each file's note above it.
+struct Bar<'a>(&'a ProgressBar);
+
+impl FetchObserver for Bar<'_> {
+    fn progress(&self, bytes: u64) {
+        self.0.inc(bytes);
     }
-    let registry = Registry::load().map_err(Error::input)?;
-    inputs
-        .iter()
-        .map(|p| match named(p) {
-            None => Ok(p.clone()),
-            Some(name) => {
-                let d = registry
-                    .get(&name)
-                    .map_err(|e| Error::input(format!("{PREFIX}{name}: {e}")))?;
-                local_dir(d).ok_or_else(|| {
-                    Error::input(format!(
-                        "{PREFIX}{name}: not fetched yet: run `arbor data fetch {name}` first"
-                    ))
-                })
+
+    fn mismatch(&self, file: &str, got: &str, expected: &str) {
+        self.0.suspend(|| {
+            eprintln!(
+                "arbor data: {file}: SHA-256 {got} in place, expected {expected}: fetching it again"
+            )
+        });
+    }
+
+    fn fetched(&self, file: &str, how: &Fetched) {
+        let note = match how {
+            Fetched::Verified => "verified, already in place".to_string(),
+            Fetched::Downloaded { resumed_from: 0 } => "downloaded, verified".to_string(),
+            Fetched::Downloaded { resumed_from } => {
+                format!("resumed at byte {resumed_from}, verified")
             }
-        })
-        .collect()
-}
-
-/// The corpus identity of trace inputs (already resolved): the bundled
-/// sample's when there are none, `None` when an input is a stream.
-pub fn corpus_of(inputs: &[PathBuf]) -> Result<Option<Corpus>, Error> {
-    Ok(file_hashes_of(inputs)?.map(|files| manifest::corpus(&files)))
-}
-
-fn file_hashes_of(inputs: &[PathBuf]) -> Result<Option<Vec<FileHash>>, Error> {
-    if inputs.is_empty() {
-        return Ok(Some(
-            arbor_formats::sample::TRACES
-                .iter()
-                .map(|(source, text)| FileHash {
-                    name: source.trim_start_matches("sample:").to_string(),
-                    sha256: manifest::hex(&sha2::Sha256::digest(text.as_bytes())),
-                })
-                .collect(),
-        ));
+        };
+        self.0.suspend(|| eprintln!("arbor data: {file}: {note}"));
     }
-    let Some(files) = arbor_formats::load::trace_files(inputs).map_err(Error::input)? else {
-        return Ok(None);
-    };
-    manifest::hash_files(&files).map(Some).map_err(Error::input)
-}
-
-/// Why inputs are not a pinned registry corpus, naming both manifests;
-/// `None` when they are.
-pub fn unpinned(inputs: &[PathBuf]) -> Result<Option<String>, Error> {
-    let inputs = resolve_inputs(inputs)?;
-    let Some(corpus) = corpus_of(&inputs)? else {
-        return Ok(Some(
-            "the inputs include a stream (stdin or a FIFO): a pinned corpus is a set of files"
-                .to_string(),
-        ));
-    };
-    let registry = Registry::load().map_err(Error::input)?;
-    if registry.pinned_with(&corpus.manifest_sha256).is_some() {
-        return Ok(None);
-    }
-    let pinned: Vec<String> = registry
-        .datasets
-        .iter()
-        .filter_map(|d| d.manifest().map(|m| format!("{} {m}", d.name)))
-        .collect();
-    Ok(Some(format!(
-        "the inputs' manifest {} ({} files) matches no pinned registry corpus (pinned: {}); \
-         fetch one with `arbor data fetch NAME`, or record a local copy with `arbor data pin DIR --name NAME`",
-        corpus.manifest_sha256,
-        corpus.files,
-        if pinned.is_empty() { "none".to_string() } else { pinned.join(", ") }
-    )))
 }

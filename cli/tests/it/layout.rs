@@ -80,19 +80,12 @@ const STILL_TO_MOVE: &[(&str, &str)] = &[
         "tokenizers",
         "exact token counts (--tokenizer): to `formats`",
     ),
-    ("rand", "the proxy's redaction: to `backends`"),
     ("serde", "run-directory files, recipes: to `runs`"),
     ("serde_json", "run-directory files, recipes: to `runs`"),
     ("schemars", "the schemas of cli's outputs: to `runs`"),
-    ("tokio", "live runs, emulate, record: to the facade"),
-    ("reqwest", "endpoints, data fetch, scraping: to `backends`"),
-    ("sha2", "dataset digests, redaction: to `formats`"),
-    ("toml", "the dataset registry and pins: to `formats`"),
+    ("tokio", "live runs, doctor, emulate: to the facade"),
+    ("reqwest", "endpoints, scraping: to `backends`"),
     ("nix", "signals, rlimits, the --out lock: to the facade"),
-    ("hyper", "the recording proxy: to `backends`"),
-    ("hyper-util", "the recording proxy: to `backends`"),
-    ("http-body-util", "the recording proxy: to `backends`"),
-    ("bytes", "the recording proxy: to `backends`"),
 ];
 
 /// Crates every crate has without a manifest entry.

@@ -22,8 +22,7 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use arbor_backends::live::redact::Secrets;
-use arbor_backends::live::stream::Dial;
+use arbor_formats::capture::CaptureSink;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
@@ -36,10 +35,11 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::capture::CaptureSink;
 use super::clock::UtcClock;
 use super::scan::Shape;
 use super::tap::{Exchange, Pending, TapBody};
+use crate::live::redact::Secrets;
+use crate::live::stream::Dial;
 
 /// The largest request body forwarded (bytes).
 pub const MAX_REQUEST_BYTES: usize = 64 << 20;
@@ -62,7 +62,7 @@ const HOP_BY_HOP: [&str; 9] = [
 ];
 
 /// The session headers common agent clients send, read in this order
-/// when `--session-header` names none: Claude Code's (each process's
+/// when the recording names none (`--session-header`): Claude Code's (each process's
 /// session), Codex CLI's (newer and older spelling), OpenCode's, and the
 /// generic one.
 pub const KNOWN_SESSION_HEADERS: [&str; 5] = [

@@ -4,21 +4,22 @@
 //! registry and against what the server announces, its SHA-256 checked
 //! before it is renamed into place. Nothing unverified is ever moved to
 //! `NAME`; a file already in place is hashed again and fetched again when
-//! it differs. Reads the registry's types, never its files.
+//! it differs. Reads the registry's types (`arbor_formats::data`), never
+//! its files. Prints nothing: progress and each file's outcome go to a
+//! [`FetchObserver`].
 
 use std::fs::{File, OpenOptions};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use arbor_backends::live::tls::TlsOptions;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use reqwest::header::{CONTENT_LENGTH, CONTENT_RANGE, RANGE};
 use reqwest::StatusCode;
 use sha2::{Digest, Sha256};
 
-use super::registry::{Dataset, DatasetFile};
-use arbor_backends::endpoint;
+use crate::endpoint;
+use crate::live::tls::TlsOptions;
 use arbor_error::Error;
+use arbor_formats::data::registry::{Dataset, DatasetFile};
 use arbor_formats::manifest::{hash_file, hex};
 
 /// What happened to one file.
@@ -30,9 +31,24 @@ pub enum Fetched {
     Downloaded { resumed_from: u64 },
 }
 
+/// What a fetch tells its caller while it runs (a progress bar, notes).
+pub trait FetchObserver {
+    /// `bytes` more of the dataset are in place (verified, kept from a
+    /// `.part`, or downloaded); they add up to at most
+    /// [`Dataset::total_size`].
+    fn progress(&self, bytes: u64);
+
+    /// `file` was in place with SHA-256 `got`, not `expected`: it is
+    /// removed and fetched again.
+    fn mismatch(&self, file: &str, got: &str, expected: &str);
+
+    /// `file` is in place, verified.
+    fn fetched(&self, file: &str, how: &Fetched);
+}
+
 /// Fetches every file of `dataset` into `dir`: exit 2 for an unpinned
 /// entry, 1 for a transfer or verification failure (naming the file).
-pub fn fetch(dataset: &Dataset, dir: &Path) -> Result<(), Error> {
+pub fn fetch(dataset: &Dataset, dir: &Path, observer: &dyn FetchObserver) -> Result<(), Error> {
     if dataset.file_hashes().is_none() {
         return Err(Error::input(format!(
             "dataset {}: unpinned ({}): nothing to verify a download against; \
@@ -48,35 +64,16 @@ pub fn fetch(dataset: &Dataset, dir: &Path) -> Result<(), Error> {
     let client = endpoint::reqwest_builder(tls.as_ref())
         .build()
         .map_err(|e| Error::other(format!("cannot build the HTTP client: {e}")))?;
-    let runtime = arbor::runtime::client()?;
-    let bar = progress_bar(dataset.total_size());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::other(format!("cannot start the async runtime: {e}")))?;
     for file in &dataset.files {
         let url = format!("{}{}", dataset.base_url, file.name);
-        let outcome = runtime.block_on(fetch_file(&client, &url, file, dir, &bar))?;
-        let note = match outcome {
-            Fetched::Verified => "verified, already in place".to_string(),
-            Fetched::Downloaded { resumed_from: 0 } => "downloaded, verified".to_string(),
-            Fetched::Downloaded { resumed_from } => {
-                format!("resumed at byte {resumed_from}, verified")
-            }
-        };
-        bar.suspend(|| eprintln!("arbor data: {}: {note}", file.name));
+        let outcome = runtime.block_on(fetch_file(&client, &url, file, dir, observer))?;
+        observer.fetched(&file.name, &outcome);
     }
-    bar.finish_and_clear();
     Ok(())
-}
-
-fn progress_bar(total: u64) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    if let Ok(style) =
-        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} {msg}")
-    {
-        bar.set_style(style);
-    }
-    bar
 }
 
 fn io_failure(path: &Path, what: &str, e: std::io::Error) -> Error {
@@ -98,22 +95,17 @@ async fn fetch_file(
     url: &str,
     file: &DatasetFile,
     dir: &Path,
-    bar: &ProgressBar,
+    observer: &dyn FetchObserver,
 ) -> Result<Fetched, Error> {
     let dest = dir.join(&file.name);
     let expected = expected_hash(file);
     if dest.is_file() {
         let got = hash_file(&dest).map_err(|e| io_failure(&dest, "read", e))?;
         if got == expected {
-            bar.inc(file.size.unwrap_or(0));
+            observer.progress(file.size.unwrap_or(0));
             return Ok(Fetched::Verified);
         }
-        bar.suspend(|| {
-            eprintln!(
-                "arbor data: {}: SHA-256 {got} in place, expected {expected}: fetching it again",
-                file.name
-            )
-        });
+        observer.mismatch(&file.name, &got, expected);
         std::fs::remove_file(&dest).map_err(|e| io_failure(&dest, "remove", e))?;
     }
     let part = part_path(dir, &file.name);
@@ -166,7 +158,7 @@ async fn fetch_file(
             }
         }
         let mut out = open_part(&part, start)?;
-        bar.inc(start);
+        observer.progress(start);
         let mut written = start;
         loop {
             let chunk = response.chunk().await.map_err(|e| {
@@ -189,7 +181,7 @@ async fn fetch_file(
             hasher.update(&chunk);
             out.write_all(&chunk)
                 .map_err(|e| io_failure(&part, "write", e))?;
-            bar.inc(chunk.len() as u64);
+            observer.progress(chunk.len() as u64);
         }
         out.sync_all().map_err(|e| io_failure(&part, "write", e))?;
         if let Some(size) = file.size.filter(|s| *s != written) {

@@ -43,6 +43,12 @@ pub struct Redactor {
     salt: [u8; 32],
 }
 
+impl Default for Redactor {
+    fn default() -> Redactor {
+        Redactor::new()
+    }
+}
+
 impl Redactor {
     /// A redactor with a fresh random salt.
     pub fn new() -> Redactor {

@@ -23,14 +23,14 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use arbor_backends::live::redact::Secrets;
+use arbor_formats::capture::{seconds, CaptureLine, CaptureSink};
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use serde_json::value::RawValue;
 
-use super::capture::{seconds, CaptureLine, CaptureSink};
 use super::clock::UtcClock;
 use super::scan::{ResponseScan, Shape};
+use crate::live::redact::Secrets;
 
 /// One recorded request and what its response said so far.
 pub struct Exchange {
@@ -271,8 +271,8 @@ mod tests {
     use std::sync::Arc;
     use std::task::{Wake, Waker};
 
-    use super::super::capture::CaptureFile;
     use super::*;
+    use arbor_formats::capture::CaptureFile;
 
     /// A body that yields its chunks one per poll.
     struct Chunks(VecDeque<Bytes>);

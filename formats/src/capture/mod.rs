@@ -1,5 +1,8 @@
-//! The capture file: one openai-log line per recorded exchange
-//! (docs/formats/openai-log.md), and the thread that writes it.
+//! The capture file `arbor record` writes: one openai-log line per
+//! recorded exchange (docs/formats/openai-log.md), the thread that writes
+//! it, and the redaction of a line (`redact`, `--redact`). The capture is a
+//! trace format (`load::openai_log` reads it), so its writer lives with
+//! the readers; the proxy that feeds it is `arbor_backends::record`.
 //!
 //! Owns [`CaptureLine`] (what a line says) and [`CaptureFile`], whose
 //! writer thread makes each line an exchange sends (the exchange's work
@@ -19,7 +22,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::redact::Redactor;
+mod redact;
+
+pub use redact::Redactor;
 
 /// One recorded exchange. `start` and `end` (unix seconds) are what every
 /// openai-log reader reads; `start_ns` and `end_ns` are the same stamps
