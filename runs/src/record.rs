@@ -207,6 +207,16 @@ pub enum TokenSource {
     Planned,
 }
 
+impl TokenSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenSource::Usage => "usage",
+            TokenSource::Counted => "counted",
+            TokenSource::Planned => "planned",
+        }
+    }
+}
+
 /// Stamps taken while a request ran, ns since the run epoch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stamps {

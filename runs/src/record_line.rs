@@ -174,14 +174,17 @@ fn bad(field: &str, why: &dyn fmt::Display) -> String {
 /// `value`, or the words for a line that lacks `field` (or holds `null`)
 /// where the reader needs it.
 pub fn need<T>(value: Option<T>, field: &str) -> Result<T, String> {
-    value.ok_or_else(|| format!("expected a record of `arbor run` (docs/run.md): missing field `{field}`"))
+    value.ok_or_else(|| {
+        format!("expected a record of `arbor run` (docs/run.md): missing field `{field}`")
+    })
 }
 
 impl<'a> RecordLine<'a> {
     /// Reads one line. An unknown status or error category says what was
     /// expected; any other fault is [`not_a_record`].
     pub fn parse(text: &'a str) -> Result<RecordLine<'a>, String> {
-        serde_json::from_str(text).map_err(|e| unknown_word_of(&e).unwrap_or_else(|| not_a_record(&e)))
+        serde_json::from_str(text)
+            .map_err(|e| unknown_word_of(&e).unwrap_or_else(|| not_a_record(&e)))
     }
 
     /// Marked a warmup (`false` when the line does not say).

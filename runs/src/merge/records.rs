@@ -113,7 +113,11 @@ fn read(text: &str, stripe: Stripe, derived: &mut Derived) -> Result<Next, Strin
         .map_err(|_| format!("play {} is too large to merge", ids.play))?;
     let text = rewrite(text, &ids, request, play)?;
     let dispatched = ns(facts.dispatched_s);
-    let ended = line.done_s.or(line.sent_s).map_or(dispatched, ns).max(dispatched);
+    let ended = line
+        .done_s
+        .or(line.sent_s)
+        .map_or(dispatched, ns)
+        .max(dispatched);
     facts.play = play;
     derived.add(&facts);
     Ok(Next { ended, text })
