@@ -3,8 +3,10 @@
 //! `summary.json` has (job time, throughput, cache hits, skipped turns).
 //! Owns which record counts where: warmups nowhere; server latencies
 //! (TTFT, ITL, TPOT, E2E) over `ok` records only; lateness and queue wait
-//! over every record that has them; counts over every record. Every fault
-//! names the file (and the line) and is an input error (exit 2).
+//! over every record that has them; counts over every record. A record is
+//! read by the one reader (`arbor_runs::record_line`), which needs only its
+//! `status`. Every fault names the file (and the line) and is an input
+//! error (exit 2).
 
 use std::path::Path;
 
