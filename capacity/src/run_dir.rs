@@ -1,39 +1,23 @@
 //! What a live probe reads back: a run directory `arbor run` wrote
 //! (`records.jsonl`, and `run.json` for how many turns each tree has) as
 //! one point's [`Observed`]. Warmups are left out, a cancelled request is
-//! no observation, any other status but `ok` is a failed request; a play
+//! no observation, an `error` one is a failed request; a play
 //! with a record for every turn of its tree and none cancelled is a job
 //! (its first send to its last done). Owns reading a run directory into
-//! observations; never changes how a run runs, and writes nothing.
+//! observations (a record read by the one reader,
+//! [`arbor_runs::record_line`]; its `tree_index` and `play` needed);
+//! never changes how a run runs, and writes nothing.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use arbor_engine::time::Nanos;
 use arbor_error::Error;
-use arbor_runs::records_file::{for_each_line, not_a_record, RECORDS_FILE};
-use serde::Deserialize;
+use arbor_runs::record::{secs_ns as ns, Status};
+use arbor_runs::record_line::{self, need};
+use arbor_runs::records_file::RECORDS_FILE;
 
 use crate::observed::{Gaps, Observed, RequestSeen};
-
-/// What a capacity search reads of a record.
-#[derive(Deserialize)]
-struct Line<'a> {
-    tree_index: u32,
-    play: u32,
-    #[serde(default)]
-    warmup: bool,
-    #[serde(borrow)]
-    status: Cow<'a, str>,
-    sent_s: Option<f64>,
-    done_s: Option<f64>,
-    ttft_s: Option<f64>,
-    e2e_s: Option<f64>,
-    tpot_s: Option<f64>,
-    #[serde(default)]
-    itl_s: Vec<f64>,
-}
 
 /// A play's records so far.
 #[derive(Default)]
@@ -45,22 +29,21 @@ struct Span {
     last_done: Option<Nanos>,
 }
 
-fn ns(secs: f64) -> Nanos {
-    (secs * 1e9).round().max(0.0) as Nanos
-}
-
 /// The observations of a run directory `arbor run` wrote.
 pub fn read(dir: &Path) -> Result<Observed, Error> {
     let tree_turns = tree_turns(dir)?;
     let mut observed = Observed::default();
     let mut plays: BTreeMap<u32, Span> = BTreeMap::new();
-    for_each_line(&dir.join(RECORDS_FILE), |_, text| {
-        let line: Line = serde_json::from_str(text).map_err(|e| not_a_record(&e))?;
-        if line.warmup {
+    record_line::read(&dir.join(RECORDS_FILE), |line, _| {
+        let (tree_index, play) = (
+            need(line.tree_index, "tree_index")?,
+            need(line.play, "play")?,
+        );
+        if line.is_warmup() {
             return Ok(());
         }
-        let span = plays.entry(line.play).or_default();
-        span.tree_index = line.tree_index;
+        let span = plays.entry(play).or_default();
+        span.tree_index = tree_index;
         span.records += 1;
         let sent = line.sent_s.map(ns);
         let done = line.done_s.map(ns);
@@ -69,16 +52,16 @@ pub fn read(dir: &Path) -> Result<Observed, Error> {
             (a, b) => a.or(b),
         };
         span.last_done = span.last_done.max(done);
-        match line.status.as_ref() {
-            "cancelled" => span.cancelled = true,
-            "ok" => observed.requests.push(RequestSeen {
+        match line.status {
+            Status::Cancelled => span.cancelled = true,
+            Status::Ok => observed.requests.push(RequestSeen {
                 ok: true,
                 ttft: line.ttft_s.map(ns),
                 e2e: line.e2e_s.map_or(0, ns),
                 tpot: line.tpot_s.map(ns),
-                gaps: Gaps::Listed(line.itl_s.iter().map(|&g| ns(g)).collect()),
+                gaps: Gaps::Listed(line.itl_s.values()?.into_iter().map(ns).collect()),
             }),
-            _ => observed.requests.push(RequestSeen::failed()),
+            Status::Error => observed.requests.push(RequestSeen::failed()),
         }
         Ok(())
     })?;

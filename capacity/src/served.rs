@@ -1,12 +1,19 @@
 //! One request as a virtual load point served it, whichever model decided
 //! its times: the shape every arm of [`crate::predict`] produces, the
 //! observations judged from it, and the record line a virtual probe
-//! directory holds for it (the fields `arbor report` reads of a
-//! `records.jsonl` line). Integer nanoseconds from the point's time 0.
+//! directory holds for it. Integer nanoseconds from the point's time 0.
+//!
+//! The line ([`Line`]) is a second writer of `records.jsonl`, beside
+//! `arbor run`'s `RequestRecord`: a predicted request has no headers or
+//! first byte, no token sources, no attempts, so it writes only the fields
+//! `arbor report` draws (and `export` and `compare` read), `null` where
+//! the model has no value. The one reader
+//! (`arbor_runs::record_line::RecordLine`) takes every field it leaves out
+//! as absent; a test here reads a line back through it.
 
 use std::collections::BTreeMap;
 
-use arbor_engine::time::Nanos;
+use arbor_engine::time::{nanos_to_secs, Nanos};
 use serde::Serialize;
 
 use crate::observed::{Gaps, Observed, RequestSeen};
@@ -51,7 +58,7 @@ impl Served {
 
     /// The line of a virtual probe's `records.jsonl`.
     pub fn line<'a>(&self, tree: &'a str, agent: &'a str) -> Line<'a> {
-        let s = |ns: Nanos| ns as f64 / 1e9;
+        let s = nanos_to_secs;
         let seen = self.seen();
         Line {
             request: self.request,
@@ -123,5 +130,62 @@ pub fn observe(served: &[Served], complete: impl Fn(u32) -> bool) -> Observed {
             .filter(|(play, _)| complete(*play))
             .map(|(_, (first, last))| last - first)
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_runs::record::Status;
+    use arbor_runs::record_line::RecordLine;
+
+    fn served(first: Option<Nanos>) -> Served {
+        Served {
+            request: 4,
+            tree: 1,
+            play: 2,
+            turn: 3,
+            copy: 0,
+            lane: Some(1),
+            eligible: 1_000_000,
+            dispatched: 1_500_000,
+            queue_wait: 500_000,
+            sent: 2_000_000,
+            first,
+            done: 9_000_000,
+            gap: first.map(|_| 1_000_000),
+            isl: 100,
+            osl: 5,
+            cached: None,
+        }
+    }
+
+    #[test]
+    fn a_virtual_probes_line_reads_back_through_the_one_reader() {
+        let line = serde_json::to_string(&served(Some(3_000_000)).line("t", "a")).unwrap();
+        assert_eq!(
+            line,
+            r#"{"request":4,"tree":"t","tree_index":1,"agent":"a","turn":3,"copy":0,"lane":1,"play":2,"warmup":false,"status":"ok","eligible_s":0.001,"dispatched_s":0.0015,"sent_s":0.002,"first_content_s":0.003,"done_s":0.009,"queue_wait_s":0.0005,"ttft_s":0.001,"e2e_s":0.007,"tpot_s":0.001,"input_tokens":100,"output_tokens":5,"cached_tokens":null}"#,
+            "the bytes a virtual probe writes"
+        );
+        let Ok(r) = RecordLine::parse(&line) else {
+            panic!("the line reads")
+        };
+        assert_eq!(
+            (r.request, r.tree.as_deref(), r.play),
+            (Some(4), Some("t"), Some(2))
+        );
+        assert_eq!((r.status, r.is_warmup()), (Status::Ok, false));
+        assert_eq!(
+            (r.ttft_s, r.e2e_s, r.tpot_s),
+            (Some(0.001), Some(0.007), Some(0.001))
+        );
+        assert!(!r.itl_s.is_listed() && r.error.is_none() && r.resends.is_none());
+
+        let none = serde_json::to_string(&served(None).line("t", "a")).unwrap();
+        let Ok(r) = RecordLine::parse(&none) else {
+            panic!("the line reads")
+        };
+        assert_eq!((r.first_content_s, r.ttft_s, r.tpot_s), (None, None, None));
     }
 }

@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use arbor_error::Error;
+use arbor_runs::record::Status;
 use arbor_runs::record_line::{read, RecordLine};
 use arbor_runs::records_file::RECORDS_FILE;
 
@@ -26,11 +27,12 @@ pub struct FirstTokens {
 pub fn first_tokens(dir: &Path) -> Result<FirstTokens, Error> {
     let mut ttfts = Vec::new();
     let mut ok = 0;
-    let lines = read(&dir.join(RECORDS_FILE), |line: &RecordLine| {
-        if line.status == "ok" {
+    let lines = read(&dir.join(RECORDS_FILE), |line: &RecordLine, _| {
+        if line.status == Status::Ok {
             ok += 1;
             ttfts.extend(line.ttft_s);
         }
+        Ok(())
     })?;
     ttfts.sort_by(f64::total_cmp);
     Ok(FirstTokens {

@@ -18,22 +18,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::record::{RequestRecord, TokenSource};
+use crate::record::{secs_ns as ns, ErrorCategory, RequestRecord, Status, TokenSource};
 use arbor_engine::stats::{Distribution, Seconds};
+use arbor_engine::time::nanos_to_secs;
 use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::work::Work;
-
-/// Seconds (as a record holds them) to integer nanoseconds.
-pub fn ns(seconds: f64) -> u64 {
-    if seconds.is_finite() && seconds > 0.0 {
-        (seconds * 1e9).round() as u64
-    } else {
-        0
-    }
-}
 
 /// What the collector reads of one record (one line of `records.jsonl`).
 #[derive(Debug, Clone, Copy)]
@@ -44,12 +36,12 @@ pub struct Facts<'a> {
     pub lane: Option<u32>,
     pub play: u32,
     pub warmup: bool,
-    /// `ok`, `error` or `cancelled`.
-    pub status: &'a str,
+    pub status: Status,
     /// The error's category, when the request failed.
-    pub error_category: Option<&'a str>,
+    pub error_category: Option<ErrorCategory>,
     /// Times the request was sent again because it provably never left.
     pub resends: u32,
+    pub dispatched_s: f64,
     pub sent_s: Option<f64>,
     pub first_content_s: Option<f64>,
     pub done_s: Option<f64>,
@@ -75,9 +67,10 @@ impl<'a> From<&'a RequestRecord> for Facts<'a> {
             lane: r.lane,
             play: r.play,
             warmup: r.warmup,
-            status: r.status,
-            error_category: r.error.as_ref().map(|e| e.category.as_str()),
+            status: Status::of(r.error.as_ref()),
+            error_category: r.error.as_ref().map(|e| e.category),
             resends: r.resends,
+            dispatched_s: r.dispatched_s,
             sent_s: r.sent_s,
             first_content_s: r.first_content_s,
             done_s: r.done_s,
@@ -104,7 +97,7 @@ impl Facts<'_> {
         let first = ns(self.first_content_s?);
         let done = ns(self.done_s?);
         (self.output_tokens > 1 && done >= first)
-            .then(|| ns((done - first) as f64 / 1e9 / (self.output_tokens - 1) as f64))
+            .then(|| ns(nanos_to_secs(done - first) / (self.output_tokens - 1) as f64))
     }
 }
 
@@ -440,15 +433,15 @@ impl Collector {
         }
 
         match r.status {
-            "ok" => self.counts.ok += 1,
-            "cancelled" => {
+            Status::Ok => self.counts.ok += 1,
+            Status::Cancelled => {
                 self.counts.cancelled += 1;
                 span.cancelled = true;
                 return;
             }
-            _ => {
+            Status::Error => {
                 self.counts.failed += 1;
-                let category = r.error_category.unwrap_or("unknown");
+                let category = r.error_category.map_or("unknown", ErrorCategory::as_str);
                 *self.errors.entry(category.to_string()).or_insert(0) += 1;
                 return;
             }

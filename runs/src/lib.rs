@@ -3,7 +3,7 @@
 //!
 //! A run directory holds `run.json` at the start and `end.json` at the end
 //! ([`journal`]), `records.jsonl` as requests finish ([`record`], the line;
-//! [`records_file`], reading it back; [`record_line`], a summary's view of
+//! [`records_file`], reading it back; [`record_line`], the one reader of
 //! a line), `summary.json` ([`output`]: the directory's rules and the
 //! summary; [`collector`], the figures the records add up to), `trees.jsonl`
 //! ([`shape`]), `metrics.jsonl` ([`server_metrics`]) and `planned.json`.

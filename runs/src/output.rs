@@ -20,7 +20,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::record::{RecordSink, RequestRecord};
+use crate::record::{ErrorCategory, RecordSink, RequestRecord};
 use arbor_engine::time::nanos_to_secs;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -158,7 +158,7 @@ pub const FLUSH_BYTES: usize = 1 << 20;
 
 /// The error class of a request the client itself failed (out of file
 /// descriptors, ...): its results measure no server.
-pub const CLIENT_CLASS: &str = "client";
+pub const CLIENT_CLASS: &str = ErrorCategory::Client.as_str();
 
 /// Requests the client itself failed ([`CLIENT_CLASS`]), warmups
 /// included.
@@ -226,7 +226,7 @@ impl RecordsFile {
     /// failures); its line is written by whoever serialized it.
     pub fn count(&mut self, record: &RequestRecord) {
         let facts = Facts::from(record);
-        if facts.error_category == Some(CLIENT_CLASS) {
+        if facts.error_category == Some(ErrorCategory::Client) {
             let failures = &mut self.client_failures;
             failures.count += 1;
             if failures.first.is_none() {

@@ -9,13 +9,17 @@
 //! ITL, TPOT, E2E, lateness) are computed here from those stamps, once
 //! ([`RequestRecord::new`]), so the summary and the records agree. Also
 //! owns the records' schema version ([`RECORDS_SCHEMA`]); the JSON Schema
-//! of a line is derived from [`RequestRecord`]. Readers read the lines
-//! back through [`crate::records_file`].
+//! of a line is derived from [`RequestRecord`]. Also owns the words a
+//! line's two closed sets are read back by ([`Status`], [`ErrorCategory`]:
+//! an unknown one is an error saying what was expected); readers read the
+//! lines back as [`crate::record_line::RecordLine`]s.
+
+use std::borrow::Cow;
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
-use arbor_engine::time::Nanos;
+use arbor_engine::time::{nanos_to_secs, secs_to_nanos, Nanos};
 
 /// The schema of a line of `records.jsonl` (named in `run.json`, not on
 /// every line; the title of docs/schema/records.schema.json).
@@ -56,7 +60,22 @@ pub enum ErrorCategory {
 }
 
 impl ErrorCategory {
-    pub fn as_str(self) -> &'static str {
+    /// Every category, in the order of the enum.
+    pub const ALL: [ErrorCategory; 11] = [
+        ErrorCategory::Connect,
+        ErrorCategory::Timeout,
+        ErrorCategory::HttpStatus,
+        ErrorCategory::StreamCut,
+        ErrorCategory::MalformedSse,
+        ErrorCategory::ContextOverflow,
+        ErrorCategory::ServerError,
+        ErrorCategory::Overloaded,
+        ErrorCategory::Cancelled,
+        ErrorCategory::Client,
+        ErrorCategory::Oversized,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
         match self {
             ErrorCategory::Connect => "connect",
             ErrorCategory::Timeout => "timeout",
@@ -73,6 +92,99 @@ impl ErrorCategory {
     }
 }
 
+/// The fields whose words form a closed set, as their errors name them.
+const CLOSED: [&str; 2] = ["status", "error category"];
+
+/// What a reader says of a word outside a closed set: the field, what was
+/// expected, what was found.
+fn unknown_word(field: &str, expected: &[&str], got: &str) -> String {
+    let list = match expected {
+        [init @ .., last] if !init.is_empty() => format!("{} or {last}", init.join(", ")),
+        _ => expected.join(", "),
+    };
+    format!("expected {field} {list}, got `{got}`")
+}
+
+/// The words of a line's unknown status or error category, without the
+/// position serde adds (a reader names the line); `None` for any other
+/// error.
+pub fn unknown_word_of(e: &serde_json::Error) -> Option<String> {
+    if e.classify() != serde_json::error::Category::Data {
+        return None;
+    }
+    let text = e.to_string();
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    let why = text.strip_suffix(&at).unwrap_or(&text);
+    CLOSED
+        .iter()
+        .any(|field| why.starts_with(&format!("expected {field} ")))
+        .then(|| why.to_string())
+}
+
+/// A string of the line, borrowed when it holds no escape.
+fn word<'de, D: Deserializer<'de>>(d: D) -> Result<Cow<'de, str>, D::Error> {
+    #[derive(Deserialize)]
+    struct Word<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Word::deserialize(d)?.0)
+}
+
+impl<'de> Deserialize<'de> for ErrorCategory {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ErrorCategory, D::Error> {
+        let text = word(d)?;
+        ErrorCategory::ALL
+            .into_iter()
+            .find(|c| c.as_str() == text)
+            .ok_or_else(|| {
+                let names = ErrorCategory::ALL.map(ErrorCategory::as_str);
+                serde::de::Error::custom(unknown_word("error category", &names, &text))
+            })
+    }
+}
+
+/// What became of a request: a record's `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Error,
+    Cancelled,
+}
+
+impl Status {
+    pub const ALL: [Status; 3] = [Status::Ok, Status::Error, Status::Cancelled];
+
+    /// The status of a request that ended with `error` (`None`: it
+    /// succeeded): a cancellation is `cancelled`, any other error `error`.
+    pub fn of(error: Option<&RequestError>) -> Status {
+        match error {
+            None => Status::Ok,
+            Some(e) if e.category == ErrorCategory::Cancelled => Status::Cancelled,
+            Some(_) => Status::Error,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Status {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Status, D::Error> {
+        let text = word(d)?;
+        Status::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| {
+                let names = Status::ALL.map(Status::as_str);
+                serde::de::Error::custom(unknown_word("status", &names, &text))
+            })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RequestError {
     pub category: ErrorCategory,
@@ -84,7 +196,7 @@ pub struct RequestError {
 }
 
 /// Where a token count came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
     /// The server's `usage`.
@@ -93,6 +205,16 @@ pub enum TokenSource {
     Counted,
     /// What the plan intended (no usage, nothing counted).
     Planned,
+}
+
+impl TokenSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenSource::Usage => "usage",
+            TokenSource::Counted => "counted",
+            TokenSource::Planned => "planned",
+        }
+    }
 }
 
 /// Stamps taken while a request ran, ns since the run epoch.
@@ -142,14 +264,21 @@ impl Response {
 }
 
 fn secs(ns: Option<Nanos>) -> Option<f64> {
-    ns.map(|n| n as f64 / 1e9)
+    ns.map(nanos_to_secs)
 }
 
 fn span(from: Option<Nanos>, to: Option<Nanos>) -> Option<f64> {
     match (from, to) {
-        (Some(a), Some(b)) if b >= a => Some((b - a) as f64 / 1e9),
+        (Some(a), Some(b)) if b >= a => Some(nanos_to_secs(b - a)),
         _ => None,
     }
+}
+
+/// A record's seconds (a stamp or a span) as nanoseconds, the one way
+/// every reader of a record takes them: [`secs_to_nanos`], and 0 for a
+/// value that is not a time (negative, not finite, absurd).
+pub fn secs_ns(seconds: f64) -> Nanos {
+    secs_to_nanos(seconds).unwrap_or(0)
 }
 
 /// One line of `records.jsonl`.
@@ -236,19 +365,15 @@ impl RequestRecord {
         let itl_s = s
             .content
             .windows(2)
-            .map(|w| (w[1] - w[0]) as f64 / 1e9)
+            .map(|w| nanos_to_secs(w[1] - w[0]))
             .collect();
         let tpot_s = match (s.first_content, s.done) {
             (Some(first), Some(done)) if output_tokens > 1 && done >= first => {
-                Some((done - first) as f64 / 1e9 / (output_tokens - 1) as f64)
+                Some(nanos_to_secs(done - first) / (output_tokens - 1) as f64)
             }
             _ => None,
         };
-        let status = match &response.error {
-            None => "ok",
-            Some(e) if e.category == ErrorCategory::Cancelled => "cancelled",
-            Some(_) => "error",
-        };
+        let status = Status::of(response.error.as_ref()).as_str();
         RequestRecord {
             request: id.request,
             tree: id.tree,
@@ -260,14 +385,14 @@ impl RequestRecord {
             play: id.play,
             warmup: id.warmup,
             status,
-            eligible_s: id.eligible as f64 / 1e9,
-            dispatched_s: id.dispatched as f64 / 1e9,
+            eligible_s: nanos_to_secs(id.eligible),
+            dispatched_s: nanos_to_secs(id.dispatched),
             sent_s: secs(s.sent),
             headers_s: secs(s.headers),
             first_byte_s: secs(s.first_byte),
             first_content_s: secs(s.first_content),
             done_s: secs(s.done),
-            queue_wait_s: id.queue_wait as f64 / 1e9,
+            queue_wait_s: nanos_to_secs(id.queue_wait),
             lateness_s: span(Some(id.eligible), s.sent),
             ttft_s: span(s.sent, s.first_content),
             e2e_s: span(s.sent, s.done),

@@ -1,9 +1,9 @@
 //! Reading a run's `records.jsonl` back, line by line: the one reader that
 //! `summarize`, `compare`, `export` and `report` share.
 //!
-//! Owns the reading rules, not what a line means: every caller parses a
-//! line into its own view of a record (each reads only the fields it
-//! needs, some borrowing from the line). Blank lines are skipped. A line a
+//! Owns the reading rules, not what a line means: a line is read as a
+//! [`crate::record_line::RecordLine`] (`record_line::read` is this reader
+//! with that parse). Blank lines are skipped. A line a
 //! caller cannot take is an error naming the file and the line, except a
 //! last line without its newline, which a run killed mid-write leaves
 //! torn: it is skipped and reported ([`Lines::torn`]), never an error.

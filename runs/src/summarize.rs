@@ -19,10 +19,11 @@ use arbor_engine::time::Nanos;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use crate::collector::{ns, Collector};
+use crate::collector::{Collector, Facts};
 use crate::journal::{self, LaneEnd, RunEnd, RunStart};
 use crate::output::{Completeness, Summary, RECORDS_FILE, SUMMARY_FILE};
-use crate::record_line::{self, RecordLine};
+use crate::record::{secs_ns as ns, Status};
+use crate::record_line;
 use crate::server_metrics::ServerMetrics;
 use arbor_error::Error;
 
@@ -77,9 +78,14 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Error> {
 
     let mut collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
     let mut derived = Derived::default();
-    let found = record_line::read(&records_path, |line| {
-        collector.add(&line.facts());
-        derived.add(line);
+    // One buffer for every line's gaps.
+    let mut itl = Vec::new();
+    let found = record_line::read(&records_path, |line, _| {
+        line.itl_s.read_into(&mut itl)?;
+        let facts = line.facts(&itl)?;
+        collector.add(&facts);
+        derived.add(&facts);
+        Ok(())
     })?;
 
     let mut notes = Vec::new();
@@ -156,7 +162,7 @@ pub struct Derived {
 }
 
 impl Derived {
-    pub(crate) fn add(&mut self, r: &RecordLine) {
+    pub(crate) fn add(&mut self, r: &Facts) {
         let dispatched = ns(r.dispatched_s);
         let sent = r.sent_s.map(ns);
         let done = r.done_s.map(ns);
@@ -174,7 +180,7 @@ impl Derived {
         if let Some(lane) = r.lane {
             self.lane_plays.entry(lane).or_default().insert(r.play);
         }
-        self.cancelled |= r.status == "cancelled";
+        self.cancelled |= r.status == Status::Cancelled;
     }
 
     pub(crate) fn end(mut self, start: &RunStart) -> RunEnd {

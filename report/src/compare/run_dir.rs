@@ -3,34 +3,21 @@
 //! `summary.json` has (job time, throughput, cache hits, skipped turns).
 //! Owns which record counts where: warmups nowhere; server latencies
 //! (TTFT, ITL, TPOT, E2E) over `ok` records only; lateness and queue wait
-//! over every record that has them; counts over every record. Every fault
-//! names the file (and the line) and is an input error (exit 2).
+//! over every record that has them; counts over every record. A record is
+//! read by the one reader (`arbor_runs::record_line`), which needs only its
+//! `status`. Every fault names the file (and the line) and is an input
+//! error (exit 2).
 
 use std::path::Path;
 
 use arbor_engine::stats::nearest_rank;
-use arbor_engine::time::secs_to_nanos;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::metric::{Latency, Metric, Stat};
 use arbor_error::Error;
-use arbor_runs::records_file::{for_each_line, not_a_record, RECORDS_FILE};
-
-/// The fields of a `records.jsonl` line compare reads.
-#[derive(Deserialize)]
-struct Line {
-    status: String,
-    #[serde(default)]
-    warmup: bool,
-    ttft_s: Option<f64>,
-    e2e_s: Option<f64>,
-    tpot_s: Option<f64>,
-    #[serde(default)]
-    itl_s: Vec<f64>,
-    lateness_s: Option<f64>,
-    queue_wait_s: Option<f64>,
-}
+use arbor_runs::record::{secs_ns as ns, Status};
+use arbor_runs::record_line;
+use arbor_runs::records_file::RECORDS_FILE;
 
 /// Requests by outcome, from the records (warmups left out).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -103,12 +90,6 @@ pub struct RunDir {
     summary: SummaryFigures,
 }
 
-/// Seconds (as a record holds them) to integer nanoseconds; a negative
-/// (or absurd) value counts as 0, as in `arbor run`'s summary.
-fn ns(seconds: f64) -> u64 {
-    secs_to_nanos(seconds).unwrap_or(0)
-}
-
 impl RunDir {
     /// Reads `dir/records.jsonl` and `dir/summary.json`.
     pub fn read(dir: &Path) -> Result<RunDir, Error> {
@@ -178,32 +159,28 @@ fn stat_ms(sorted: &[u64], stat: Stat) -> Option<f64> {
 fn read_records(path: &Path) -> Result<(Samples, Counts), Error> {
     let mut samples = Samples::default();
     let mut counts = Counts::default();
-    for_each_line(path, |_, text| {
-        let r: Line = serde_json::from_str(text).map_err(|e| not_a_record(&e))?;
-        if r.warmup {
+    let mut itl = Vec::new();
+    record_line::read(path, |r, _| {
+        if r.is_warmup() {
             return Ok(());
         }
         counts.dispatched += 1;
         samples.lateness.extend(r.lateness_s.map(ns));
         samples.queue_wait.extend(r.queue_wait_s.map(ns));
-        match r.status.as_str() {
-            "ok" => counts.ok += 1,
-            "cancelled" => {
+        match r.status {
+            Status::Ok => counts.ok += 1,
+            Status::Cancelled => {
                 counts.cancelled += 1;
                 return Ok(());
             }
-            "error" => {
+            Status::Error => {
                 counts.failed += 1;
                 return Ok(());
             }
-            other => {
-                return Err(format!(
-                    "expected status ok, error or cancelled, got `{other}`"
-                ))
-            }
         }
         samples.ttft.extend(r.ttft_s.map(ns));
-        samples.itl.extend(r.itl_s.iter().map(|&v| ns(v)));
+        r.itl_s.read_into(&mut itl)?;
+        samples.itl.extend(itl.iter().map(|&v| ns(v)));
         samples.tpot.extend(r.tpot_s.map(ns));
         samples.e2e.extend(r.e2e_s.map(ns));
         Ok(())

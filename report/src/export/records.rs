@@ -1,98 +1,74 @@
-//! Reading `records.jsonl` back (docs/run.md describes the line), for the
-//! exports: every line is a [`Record`], its inter-token latencies summarised
-//! as they are read ([`ItlSummary`]: the full list stays in the file), and
+//! `records.jsonl` read back (docs/run.md describes the line), for the
+//! exports: every line, read by the one reader
+//! ([`arbor_runs::record_line::RecordLine`]), becomes an owned [`Record`]
+//! (the trace holds them all), its inter-token latencies summarised as they
+//! are read ([`ItlSummary`]: the full list stays in the file), and
 //! [`Record::fields`] flattens a record into named values in the line's
 //! order, the one list both the CSV columns and the trace's slice args are
 //! made of.
 //!
-//! Owns the exports' view of a record: fields a later arbor adds are
-//! ignored, and the few an older one lacked default. The reading rules
-//! (line numbers, blank and torn last lines) are [`arbor_runs::records_file`]'s.
+//! Owns the exports' view of a record: which fields an export needs
+//! ([`Record::of`]), and the defaults of the others a line may lack (an
+//! older arbor's, a virtual probe's). The reading rules (line numbers,
+//! blank and torn last lines) are [`arbor_runs::records_file`]'s.
 
 use std::path::Path;
 
 use arbor_engine::stats::nearest_rank;
 use arbor_engine::time::{secs_to_nanos, Nanos};
-use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use arbor_error::Error;
-use arbor_runs::records_file::{for_each_line, not_a_record, RECORDS_FILE};
+use arbor_runs::record::{secs_ns, TokenSource};
+use arbor_runs::record_line::{self, need, RecordLine};
+use arbor_runs::records_file::RECORDS_FILE;
 
-/// One line of `records.jsonl`.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+/// One line of `records.jsonl`, owned.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Record {
     pub request: u64,
     pub tree: String,
     pub tree_index: u32,
     pub agent: String,
     pub turn: u32,
-    #[serde(default)]
     pub copy: u32,
-    #[serde(default)]
     pub lane: Option<u32>,
     pub play: u32,
-    #[serde(default)]
     pub warmup: bool,
     pub status: String,
     pub eligible_s: f64,
     pub dispatched_s: f64,
-    #[serde(default)]
     pub sent_s: Option<f64>,
-    #[serde(default)]
     pub headers_s: Option<f64>,
-    #[serde(default)]
     pub first_byte_s: Option<f64>,
-    #[serde(default)]
     pub first_content_s: Option<f64>,
-    #[serde(default)]
     pub done_s: Option<f64>,
-    #[serde(default)]
     pub queue_wait_s: f64,
-    #[serde(default)]
     pub lateness_s: Option<f64>,
-    #[serde(default)]
     pub ttft_s: Option<f64>,
-    #[serde(default)]
     pub e2e_s: Option<f64>,
-    #[serde(default)]
     pub tpot_s: Option<f64>,
-    #[serde(default, rename = "itl_s", deserialize_with = "itl_summary")]
     pub itl: ItlSummary,
-    #[serde(default)]
     pub planned_input_tokens: u64,
-    #[serde(default)]
     pub planned_output_tokens: u64,
-    #[serde(default)]
     pub input_tokens: u64,
-    #[serde(default)]
     pub input_tokens_source: Option<String>,
-    #[serde(default)]
     pub output_tokens: u64,
-    #[serde(default)]
     pub output_tokens_source: Option<String>,
-    #[serde(default)]
     pub cached_tokens: Option<u64>,
-    #[serde(default)]
     pub http_status: Option<u16>,
-    #[serde(default)]
     pub attempts: u32,
     /// Absent (0) in records written before arbor counted resends.
-    #[serde(default)]
     pub resends: u32,
-    #[serde(default)]
     pub error: Option<RecordError>,
 }
 
 /// `error` of a failed request.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RecordError {
     pub category: String,
-    #[serde(default)]
     pub message: String,
-    #[serde(default)]
     pub http_status: Option<u16>,
-    #[serde(default)]
     pub retry_after_s: Option<f64>,
 }
 
@@ -114,10 +90,7 @@ impl ItlSummary {
         if gaps.is_empty() {
             return ItlSummary::default();
         }
-        let mut ns: Vec<Nanos> = gaps
-            .iter()
-            .map(|&s| secs_to_nanos(s).unwrap_or(0))
-            .collect();
+        let mut ns: Vec<Nanos> = gaps.iter().map(|&s| secs_ns(s)).collect();
         ns.sort_unstable();
         ItlSummary {
             count: gaps.len() as u64,
@@ -128,12 +101,56 @@ impl ItlSummary {
     }
 }
 
-fn itl_summary<'de, D: Deserializer<'de>>(d: D) -> Result<ItlSummary, D::Error> {
-    let gaps: Option<Vec<f64>> = Option::deserialize(d)?;
-    Ok(ItlSummary::of(gaps.as_deref().unwrap_or(&[])))
-}
-
 impl Record {
+    /// The record of a line, its gaps read into `itl` (a buffer): the
+    /// fields that place a request in the run and on the clock are needed,
+    /// the others default (0, `null`).
+    pub fn of(line: &RecordLine, itl: &mut Vec<f64>) -> Result<Record, String> {
+        line.itl_s.read_into(itl)?;
+        let source = |s: Option<TokenSource>| s.map(|s| s.as_str().to_string());
+        Ok(Record {
+            request: need(line.request, "request")?,
+            tree: need(line.tree.as_deref(), "tree")?.to_string(),
+            tree_index: need(line.tree_index, "tree_index")?,
+            agent: need(line.agent.as_deref(), "agent")?.to_string(),
+            turn: need(line.turn, "turn")?,
+            copy: line.copy.unwrap_or(0),
+            lane: line.lane,
+            play: need(line.play, "play")?,
+            warmup: line.is_warmup(),
+            status: line.status.as_str().to_string(),
+            eligible_s: need(line.eligible_s, "eligible_s")?,
+            dispatched_s: need(line.dispatched_s, "dispatched_s")?,
+            sent_s: line.sent_s,
+            headers_s: line.headers_s,
+            first_byte_s: line.first_byte_s,
+            first_content_s: line.first_content_s,
+            done_s: line.done_s,
+            queue_wait_s: line.queue_wait_s.unwrap_or(0.0),
+            lateness_s: line.lateness_s,
+            ttft_s: line.ttft_s,
+            e2e_s: line.e2e_s,
+            tpot_s: line.tpot_s,
+            itl: ItlSummary::of(itl),
+            planned_input_tokens: line.planned_input_tokens.map_or(0, u64::from),
+            planned_output_tokens: line.planned_output_tokens.map_or(0, u64::from),
+            input_tokens: line.input_tokens.unwrap_or(0),
+            input_tokens_source: source(line.input_tokens_source),
+            output_tokens: line.output_tokens.unwrap_or(0),
+            output_tokens_source: source(line.output_tokens_source),
+            cached_tokens: line.cached_tokens,
+            http_status: line.http_status,
+            attempts: line.attempts.unwrap_or(0),
+            resends: line.resends.unwrap_or(0),
+            error: line.error.as_ref().map(|e| RecordError {
+                category: e.category.as_str().to_string(),
+                message: e.message.as_deref().unwrap_or("").to_string(),
+                http_status: e.http_status,
+                retry_after_s: e.retry_after_s,
+            }),
+        })
+    }
+
     /// Every field of the record, flat and in the line's order: `itl_s`
     /// as `itl_count`, `itl_mean_s`, `itl_p99_s`; `error` as
     /// `error_category`, `error_message`, `error_http_status`,
@@ -222,8 +239,9 @@ pub fn for_each(
     mut each: impl FnMut(Record) -> Result<(), String>,
 ) -> Result<(), Error> {
     check_dir(dir)?;
-    for_each_line(&dir.join(RECORDS_FILE), |_, text| {
-        each(serde_json::from_str(text).map_err(|e| not_a_record(&e))?)
+    let mut itl = Vec::new();
+    record_line::read(&dir.join(RECORDS_FILE), |line, _| {
+        each(Record::of(line, &mut itl)?)
     })?;
     Ok(())
 }
@@ -236,7 +254,7 @@ mod tests {
 
     #[test]
     fn a_record_of_run_md_reads_and_flattens() {
-        let r: Record = serde_json::from_str(LINE).unwrap();
+        let r = Record::of(&RecordLine::parse(LINE).unwrap(), &mut Vec::new()).unwrap();
         assert_eq!(r.itl.count, 3);
         assert_eq!(r.itl.p99_s, Some(0.022235485));
         assert_eq!(r.itl.first_s, Some(0.020206525));

@@ -128,15 +128,15 @@ impl LaneBuilder {
     /// Adds a record; returns its turn (with its error index set).
     pub fn add(&mut self, r: &Record) -> &Turn {
         let key = RowKey {
-            play: r.play,
-            tree: &r.tree,
-            agent: &r.agent,
-            copy: r.copy,
+            play: r.play.unwrap_or(0),
+            tree: r.tree.as_deref().unwrap_or(""),
+            agent: r.agent.as_deref().unwrap_or(""),
+            copy: r.copy.unwrap_or(0),
             lane: r.lane,
         };
         let error = r.error.as_ref().map(|e| ErrorText {
-            category: e.category.to_string(),
-            message: e.message.to_string(),
+            category: e.category.as_str().to_string(),
+            message: e.message.as_deref().unwrap_or("").to_string(),
         });
         self.push(key, Turn::of(r), error)
     }

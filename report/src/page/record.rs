@@ -1,53 +1,27 @@
-//! One line of `records.jsonl` as the report reads it: the fields the page
-//! draws, borrowed from the line where they can be (no allocation per
-//! record), and the line's ITL gaps scanned in place ([`for_each_itl`])
-//! instead of parsed into a vector. Knows nothing of what is drawn.
+//! One line of `records.jsonl` as the report reads it: the one reader's
+//! [`Record`] (`arbor_runs::record_line`, strings borrowed from the line,
+//! no allocation per record), the fields the page cannot draw without
+//! ([`check`]), the line reduced to a [`Turn`], and the line's ITL gaps
+//! scanned in place ([`for_each_itl`]) instead of parsed into a vector.
+//! Knows nothing of what is drawn.
 
-use std::borrow::Cow;
+use serde::Serialize;
 
-use serde::{Deserialize, Serialize};
+use arbor_runs::record::{secs_ns, Status as Outcome};
+use arbor_runs::record_line::{need, RecordLine};
 
-/// The fields of a record the report uses (docs/run.md lists them all).
-#[derive(Debug, Deserialize)]
-pub struct Record<'a> {
-    pub request: u64,
-    #[serde(borrow)]
-    pub tree: Cow<'a, str>,
-    #[serde(borrow)]
-    pub agent: Cow<'a, str>,
-    pub turn: u32,
-    #[serde(default)]
-    pub copy: u32,
-    pub lane: Option<u32>,
-    pub play: u32,
-    #[serde(default)]
-    pub warmup: bool,
-    #[serde(borrow)]
-    pub status: Cow<'a, str>,
-    pub eligible_s: Option<f64>,
-    pub dispatched_s: Option<f64>,
-    pub sent_s: Option<f64>,
-    pub first_content_s: Option<f64>,
-    pub done_s: Option<f64>,
-    pub queue_wait_s: Option<f64>,
-    pub lateness_s: Option<f64>,
-    pub ttft_s: Option<f64>,
-    pub e2e_s: Option<f64>,
-    pub tpot_s: Option<f64>,
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
-    pub cached_tokens: Option<u64>,
-    #[serde(borrow)]
-    pub error: Option<RecordError<'a>>,
-}
+/// A record as the report reads it (docs/run.md lists the fields).
+pub type Record<'a> = RecordLine<'a>;
 
-/// A failed request's error object.
-#[derive(Debug, Deserialize)]
-pub struct RecordError<'a> {
-    #[serde(borrow)]
-    pub category: Cow<'a, str>,
-    #[serde(borrow, default)]
-    pub message: Cow<'a, str>,
+/// The line's fields a page draws a turn by: a line without one of them
+/// is not a record the page can place.
+pub fn check(r: &Record) -> Result<(), String> {
+    need(r.request, "request")?;
+    need(r.tree.as_ref(), "tree")?;
+    need(r.agent.as_ref(), "agent")?;
+    need(r.turn, "turn")?;
+    need(r.play, "play")?;
+    Ok(())
 }
 
 /// What became of a request, as the page colours it.
@@ -84,38 +58,39 @@ pub struct Turn {
 
 impl Turn {
     /// A stamp never reached falls back on the one before it, so every
-    /// turn has `eligible <= sent <= done`.
+    /// turn has `eligible <= sent <= done`. (A field [`check`] needs that
+    /// the line lacks counts as 0.)
     pub fn of(r: &Record) -> Turn {
-        let eligible = r.eligible_s.map_or(0, secs_to_ns);
+        let eligible = r.eligible_s.map_or(0, secs_ns);
         let sent = r
             .sent_s
             .or(r.dispatched_s)
-            .map_or(eligible, secs_to_ns)
+            .map_or(eligible, secs_ns)
             .max(eligible);
-        let first = r.first_content_s.map(secs_to_ns).map(|f| f.max(sent));
+        let first = r.first_content_s.map(secs_ns).map(|f| f.max(sent));
         let done = r
             .done_s
-            .map_or(first.unwrap_or(sent), secs_to_ns)
+            .map_or(first.unwrap_or(sent), secs_ns)
             .max(first.unwrap_or(sent));
-        let status = if r.warmup {
+        let status = if r.is_warmup() {
             Status::Warmup
         } else {
-            match r.status.as_ref() {
-                "ok" => Status::Ok,
-                "cancelled" => Status::Cancelled,
-                _ => Status::Error,
+            match r.status {
+                Outcome::Ok => Status::Ok,
+                Outcome::Cancelled => Status::Cancelled,
+                Outcome::Error => Status::Error,
             }
         };
         Turn {
-            request: r.request,
-            turn: r.turn,
+            request: r.request.unwrap_or(0),
+            turn: r.turn.unwrap_or(0),
             status,
             eligible,
             sent,
             first,
             done,
-            queue_wait: r.queue_wait_s.map_or(0, secs_to_ns),
-            ttft: r.ttft_s.map(secs_to_ns),
+            queue_wait: r.queue_wait_s.map_or(0, secs_ns),
+            ttft: r.ttft_s.map(secs_ns),
             input_tokens: r.input_tokens.unwrap_or(0),
             output_tokens: r.output_tokens.unwrap_or(0),
             cached_tokens: r.cached_tokens,
@@ -147,15 +122,6 @@ pub fn for_each_itl(line: &str, mut f: impl FnMut(f64)) -> bool {
         }
     }
     true
-}
-
-/// Seconds to integer nanoseconds (negative and non-finite values are 0).
-pub fn secs_to_ns(s: f64) -> u64 {
-    if s.is_finite() && s > 0.0 {
-        (s * 1e9).round() as u64
-    } else {
-        0
-    }
 }
 
 #[cfg(test)]

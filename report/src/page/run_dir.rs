@@ -1,5 +1,5 @@
 //! One run directory read into the page's data: `summary.json` as written,
-//! `records.jsonl` streamed once through [`arbor_runs::records_file`] (a
+//! `records.jsonl` streamed once through [`arbor_runs::record_line`] (a
 //! record's strings are borrowed from its line) into the CDFs, the time
 //! series and the swim lanes, the plan's in-flight series
 //! (`planned.json`) when the run wrote one, and the server's gauges
@@ -12,13 +12,15 @@ use hdrhistogram::Histogram;
 use serde_json::Value;
 
 use arbor_error::Error;
-use arbor_runs::records_file::{for_each_line, not_a_record, RECORDS_FILE};
+use arbor_runs::record::secs_ns;
+use arbor_runs::record_line;
+use arbor_runs::records_file::RECORDS_FILE;
 
 use super::cdf::Cdf;
 use super::data::{RunPage, Source};
 use super::lanes::LaneBuilder;
 use super::planned;
-use super::record::{for_each_itl, secs_to_ns, Record, Status};
+use super::record::{check, for_each_itl, Status};
 use super::series;
 use super::server;
 
@@ -63,27 +65,25 @@ pub fn read(dir: &Path) -> Result<RunPage, Error> {
     let mut itl = Histogram::<u64>::new(3)
         .map_err(|e| Error::other(format!("cannot make a histogram: {e}")))?;
     let mut lanes = LaneBuilder::default();
-    for_each_line(&dir.join(RECORDS_FILE), |_, line| {
-        let record: Record = serde_json::from_str(line).map_err(|e| not_a_record(&e))?;
-        let turn = lanes.add(&record);
+    record_line::read(&dir.join(RECORDS_FILE), |record, line| {
+        check(record)?;
+        let turn = lanes.add(record);
         if turn.status == Status::Warmup {
             return Ok(());
         }
         if turn.status == Status::Ok {
-            let ns = |v: Option<f64>| v.map(secs_to_ns);
+            let ns = |v: Option<f64>| v.map(secs_ns);
             values.ttft.extend(ns(record.ttft_s));
             values.tpot.extend(ns(record.tpot_s));
             values.e2e.extend(ns(record.e2e_s));
             for_each_itl(line, |gap| {
                 // Values beyond the histogram's reach (none in practice)
                 // are left out rather than failing the report.
-                let _ = itl.record(secs_to_ns(gap));
+                let _ = itl.record(secs_ns(gap));
             });
         }
-        values.lateness.extend(record.lateness_s.map(secs_to_ns));
-        values
-            .queue_wait
-            .extend(record.queue_wait_s.map(secs_to_ns));
+        values.lateness.extend(record.lateness_s.map(secs_ns));
+        values.queue_wait.extend(record.queue_wait_s.map(secs_ns));
         Ok(())
     })?;
 

@@ -23,11 +23,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use serde::Deserialize;
-
-use crate::collector::ns;
-use crate::record_line::RecordLine;
-use crate::records_file::{not_a_record, Lines, Reader, RECORDS_FILE};
+use crate::record::secs_ns as ns;
+use crate::record_line::{need, RecordLine};
+use crate::records_file::{Lines, Reader, RECORDS_FILE};
 use crate::summarize::Derived;
 use arbor_error::Error;
 
@@ -45,7 +43,6 @@ impl Stripe {
 }
 
 /// The ids a line is rewritten by.
-#[derive(Deserialize)]
 struct Ids {
     request: u64,
     play: u32,
@@ -104,19 +101,25 @@ pub fn merge(dirs: &[&Path], out: &Path, derived: &mut Derived) -> Result<Vec<Li
 /// A shard's line with its ids made global, its key, and the line as the
 /// summary sees it handed to `derived`.
 fn read(text: &str, stripe: Stripe, derived: &mut Derived) -> Result<Next, String> {
-    let mut line: RecordLine = serde_json::from_str(text).map_err(|e| not_a_record(&e))?;
-    let ids: Ids = serde_json::from_str(text).map_err(|e| not_a_record(&e))?;
+    let line = RecordLine::parse(text)?;
+    let itl = line.itl_s.values()?;
+    let mut facts = line.facts(&itl)?;
+    let ids = Ids {
+        request: need(line.request, "request")?,
+        play: facts.play,
+    };
     let request = stripe.global(ids.request);
     let play = u32::try_from(stripe.global(u64::from(ids.play)))
         .map_err(|_| format!("play {} is too large to merge", ids.play))?;
     let text = rewrite(text, &ids, request, play)?;
+    let dispatched = ns(facts.dispatched_s);
     let ended = line
         .done_s
         .or(line.sent_s)
-        .map_or(ns(line.dispatched_s), ns)
-        .max(ns(line.dispatched_s));
-    line.play = play;
-    derived.add(&line);
+        .map_or(dispatched, ns)
+        .max(dispatched);
+    facts.play = play;
+    derived.add(&facts);
     Ok(Next { ended, text })
 }
 

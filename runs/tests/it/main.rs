@@ -1,3 +1,4 @@
 //! arbor-runs' integration tests: the library as a user calls it.
 
 mod read_run;
+mod record_line;

@@ -5,8 +5,8 @@
 //! (`run.json`'s model and server, for the profile's label).
 //!
 //! Owns turning a record into the calibration's view of it (the type is
-//! `request`'s); reads `records.jsonl` through `arbor_runs::records_file`,
-//! the only reader of that file, and `metrics.jsonl` through
+//! `request`'s); reads `records.jsonl` through `arbor_runs::record_line`,
+//! the one reader of a record ([`Line`]), and `metrics.jsonl` through
 //! `arbor_runs::server_metrics::line`.
 //! Times become integer nanoseconds here, once; `follows` then links the
 //! requests.
@@ -18,7 +18,9 @@ use arbor_engine::time::secs_to_nanos;
 use serde::Deserialize;
 
 use arbor_error::Error;
-use arbor_runs::records_file::{self, RECORDS_FILE};
+use arbor_runs::record::Status;
+use arbor_runs::record_line::{self, need, RecordLine};
+use arbor_runs::records_file::RECORDS_FILE;
 use arbor_runs::server_metrics::line;
 use arbor_runs::server_metrics::names::Metric;
 
@@ -48,25 +50,19 @@ pub struct Run {
     pub server: Option<String>,
 }
 
-/// The fields of a records line the calibration reads.
-#[derive(Debug, Deserialize)]
-struct Line {
-    tree_index: u32,
-    agent: String,
-    copy: u32,
-    play: u32,
-    #[serde(default)]
-    lane: Option<u32>,
-    warmup: bool,
-    status: String,
-    sent_s: Option<f64>,
-    first_content_s: Option<f64>,
-    done_s: Option<f64>,
-    #[serde(default)]
-    itl_s: Vec<f64>,
-    input_tokens: u64,
-    output_tokens: u64,
-    cached_tokens: Option<u64>,
+/// A records line, as the one reader reads it.
+type Line<'a> = RecordLine<'a>;
+
+/// The fields of a records line the calibration cannot do without.
+fn check(line: &Line) -> Result<(), String> {
+    need(line.tree_index, "tree_index")?;
+    need(line.agent.as_ref(), "agent")?;
+    need(line.copy, "copy")?;
+    need(line.play, "play")?;
+    need(line.warmup, "warmup")?;
+    need(line.input_tokens, "input_tokens")?;
+    need(line.output_tokens, "output_tokens")?;
+    line.itl_s.values().map(drop)
 }
 
 /// The parts of `run.json` a label names.
@@ -88,9 +84,9 @@ struct RunJsonConfig {
 pub fn read(dir: &Path) -> Result<Run, Error> {
     let mut requests = Vec::new();
     let mut skipped = 0u64;
-    records_file::for_each_line(&dir.join(RECORDS_FILE), |_, text| {
-        let line: Line = serde_json::from_str(text).map_err(|e| records_file::not_a_record(&e))?;
-        match observed(&line) {
+    record_line::read(&dir.join(RECORDS_FILE), |line, _| {
+        check(line)?;
+        match observed(line) {
             Some(o) => requests.push(o),
             None => skipped += 1,
         }
@@ -140,21 +136,23 @@ pub fn read(dir: &Path) -> Result<Run, Error> {
 }
 
 /// A record as a finished request, or `None` when it did not finish or
-/// lacks a stamp.
+/// lacks a stamp (or a field [`check`] needs).
 fn observed(line: &Line) -> Option<Observed> {
-    if line.status != "ok" || line.output_tokens == 0 {
+    let (output_tokens, play) = (line.output_tokens?, line.play?);
+    if line.status != Status::Ok || output_tokens == 0 {
         return None;
     }
     let sent = secs_to_nanos(line.sent_s?)?;
     let first = secs_to_nanos(line.first_content_s?)?.max(sent);
     let done = secs_to_nanos(line.done_s?)?.max(first);
-    let osl = u32::try_from(line.output_tokens).ok()?;
-    let isl = u32::try_from(line.input_tokens).ok()?;
-    let content = if line.itl_s.len() + 1 == osl as usize {
+    let osl = u32::try_from(output_tokens).ok()?;
+    let isl = u32::try_from(line.input_tokens?).ok()?;
+    let itl = line.itl_s.values().ok()?;
+    let content = if itl.len() + 1 == osl as usize {
         let mut at = first;
         let mut stamps = Vec::with_capacity(osl as usize);
         stamps.push(at);
-        for gap in &line.itl_s {
+        for gap in &itl {
             at = at.saturating_add(secs_to_nanos(*gap)?).min(done);
             stamps.push(at);
         }
@@ -163,8 +161,8 @@ fn observed(line: &Line) -> Option<Observed> {
         Vec::new()
     };
     Some(Observed {
-        chain: chain_key(line.tree_index, line.copy, line.play, &line.agent),
-        warmup: line.warmup,
+        chain: chain_key(line.tree_index?, line.copy?, play, line.agent.as_deref()?),
+        warmup: line.warmup?,
         sent,
         first,
         done,
@@ -177,7 +175,7 @@ fn observed(line: &Line) -> Option<Observed> {
             .map(|c| c.min(isl)),
         thread: match line.lane {
             Some(lane) => u64::from(lane),
-            None => 1 << 32 | u64::from(line.play),
+            None => 1 << 32 | u64::from(play),
         },
         after: None,
     })
@@ -204,7 +202,7 @@ pub fn chain_key(tree_index: u32, copy: u32, play: u32, agent: &str) -> u64 {
 mod tests {
     use super::*;
 
-    fn line(json: &str) -> Line {
+    fn line(json: &str) -> Line<'_> {
         serde_json::from_str(json).unwrap()
     }
 
