@@ -30,6 +30,7 @@ pub mod convert;
 pub mod emulate;
 pub mod inputs;
 pub mod inspect;
+pub mod json;
 pub mod observer;
 pub mod options;
 pub mod plan;

@@ -483,6 +483,20 @@ pub async fn read_capped(mut response: reqwest::Response, cap: usize) -> Result<
     Ok(body)
 }
 
+/// An `http://` or `https://` URL with a host, kept as given
+/// (`--metrics-url`).
+pub fn http_url(text: &str) -> Result<String, String> {
+    match url::Url::parse(text.trim()) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {
+            Ok(text.trim().to_string())
+        }
+        Ok(_) => Err(format!("expected an http:// or https:// URL, got `{text}`")),
+        Err(e) => Err(format!(
+            "expected a URL such as http://127.0.0.1:8000/metrics, got `{text}` ({e})"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,13 +1,13 @@
 //! `arbor calibrate RUN_DIR... -o PROFILE.toml`: the flags to the
-//! library's options, the fit (`arbor_sim::calibrate`, docs/capacity.md,
+//! library's options, the fit (`arbor::sim::calibrate`, docs/capacity.md,
 //! "Calibration"), the profile written, then what each stage found, the
 //! notes and the fit-error table on stdout.
 
 use std::io::{self, Write};
 use std::time::SystemTime;
 
-use arbor_error::Error;
-use arbor_sim::calibrate::{self, Calibration, Compared, FitError, GivenLimits, Note, Options};
+use arbor::sim::calibrate::{self, Calibration, Compared, FitError, GivenLimits, Note, Options};
+use arbor::Error;
 
 use crate::args::CalibrateArgs;
 use crate::stdout;
@@ -165,7 +165,7 @@ fn write_table(out: &mut dyn Write, blocks: &[(&str, &[Compared])]) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_sim::calibrate::Metric;
+    use arbor::sim::calibrate::Metric;
 
     #[test]
     fn the_table_lines_up_each_metric_and_quantile() {

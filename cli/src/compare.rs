@@ -1,9 +1,9 @@
-//! `arbor compare BASE NEW...`: the flags to [`arbor_report::compare`]'s
+//! `arbor compare BASE NEW...`: the flags to [`arbor::report::compare`]'s
 //! options, its table (or `--json`) on stdout, each crossed threshold on
 //! stderr, and the gate's fault (exit 1) when one was crossed.
 
-use arbor_error::Error;
-use arbor_report::compare::{self, CompareOptions};
+use arbor::report::compare::{self, CompareOptions};
+use arbor::Error;
 
 use crate::args::CompareArgs;
 use crate::stdout;

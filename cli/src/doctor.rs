@@ -1,15 +1,15 @@
 //! `arbor doctor`: probe a server before benchmarking it.
 //!
-//! The shell: the flags to [`arbor_backends::doctor::Options`], the probes
-//! (`arbor_backends::doctor::diagnose`, which owns the domain: the probes,
+//! The shell: the flags to [`arbor::backends::doctor::Options`], the probes
+//! (`arbor::backends::doctor::diagnose`, which owns the domain: the probes,
 //! the findings, the recommended flags, scrubbing secrets), then the
 //! report on stdout, as JSON (`--json`) or as the human report below, and
 //! exit 1 when the server cannot be benchmarked. See `docs/doctor.md`.
 
 use std::time::Duration;
 
-use arbor_backends::doctor::{self, Options, Report, Status};
-use arbor_error::Error;
+use arbor::backends::doctor::{self, Options, Report, Status};
+use arbor::Error;
 
 use crate::args::DoctorArgs;
 use crate::stdout;

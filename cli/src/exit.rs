@@ -3,7 +3,7 @@
 //! finished but whose client failed requests, 128 + the signal that
 //! stopped a run (what a shell reports: 130 for SIGINT, 143 for SIGTERM).
 
-use arbor_error::{Error, Kind};
+use arbor::{Error, Kind};
 
 /// The exit code of a run whose client failed requests.
 pub const CLIENT_FAILED: u8 = 3;

@@ -1,9 +1,9 @@
-//! `arbor export RUN_DIR`: the flags to [`arbor_report::export`]'s
+//! `arbor export RUN_DIR`: the flags to [`arbor::report::export`]'s
 //! options; its notes on stderr as they arise, then the lines that say
 //! what was written on stdout.
 
-use arbor_error::Error;
-use arbor_report::export::{self, ExportOptions};
+use arbor::report::export::{self, ExportOptions};
+use arbor::Error;
 
 use crate::args::ExportArgs;
 use crate::stdout;

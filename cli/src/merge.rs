@@ -1,9 +1,9 @@
 //! `arbor merge`: the shards of one plan or run joined into the unsharded
-//! result (`arbor_runs::merge`), what was merged said on stderr, and a
+//! result (`arbor::runs::merge`), what was merged said on stderr, and a
 //! merged run's report page.
 
-use arbor_error::Error;
-use arbor_runs::merge;
+use arbor::runs::merge;
+use arbor::Error;
 
 use crate::args::MergeArgs;
 

@@ -1,11 +1,11 @@
 //! `arbor report RUN_DIR... [-o FILE]`, and the page a run directory gets
-//! (`run`, `summarize`, `merge`): [`arbor_report::page`] writes it, this
+//! (`run`, `summarize`, `merge`): [`arbor::report::page`] writes it, this
 //! says where it is on stdout.
 
 use std::path::Path;
 
-use arbor_error::Error;
-use arbor_report::page::{self, ReportOptions};
+use arbor::report::page::{self, ReportOptions};
+use arbor::Error;
 
 use crate::args::ReportArgs;
 use crate::stdout;

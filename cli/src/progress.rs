@@ -2,8 +2,9 @@
 //!
 //! Owns when progress is shown and how: a bar when stderr is a terminal,
 //! one status line every [`STATUS_EVERY`] when it is not, nothing under
-//! `--no-progress`. Both are fed by a ticker task that reads the live
-//! driver's [`Progress`] atomics on its own timer; the driver never touches
+//! `--no-progress`. Both are fed by a ticker thread of its own that reads
+//! the live driver's [`Progress`] atomics on its own timer (never the
+//! driver's thread); the driver never touches
 //! the display, so a request event costs a relaxed atomic add and nothing
 //! more. What a frame says (position, length, label) is computed by pure
 //! functions ([`Counts`], [`frame`]) so it can be tested without a
@@ -11,13 +12,14 @@
 
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use arbor_backends::live::Progress;
-use arbor_engine::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
+use arbor::backends::live::Progress;
+use arbor::engine::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tokio::task::JoinHandle;
 
 /// How often the bar is redrawn.
 pub const TICK: Duration = Duration::from_millis(250);
@@ -204,12 +206,13 @@ impl Shown {
 /// A running ticker; [`Ticker::finish`] stops it and draws the final frame.
 pub struct Ticker {
     shown: Arc<Shown>,
-    task: JoinHandle<()>,
+    stop: Sender<()>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Ticker {
-    /// Starts the ticker on the current tokio runtime: a bar when stderr is
-    /// a terminal, else a status line every [`STATUS_EVERY`].
+    /// Starts the ticker on a thread of its own: a bar when stderr is a
+    /// terminal, else a status line every [`STATUS_EVERY`].
     pub fn start(progress: Arc<Progress>, span: Span, planned: Nanos) -> Ticker {
         let (display, every) = if std::io::stderr().is_terminal() {
             let bar = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
@@ -230,23 +233,41 @@ impl Ticker {
             display,
         });
         let ticking = Arc::clone(&shown);
-        let task = tokio::spawn(async move {
-            // The first frame one interval in: no status line at 0 s.
-            let first = tokio::time::Instant::now() + every;
-            let mut interval = tokio::time::interval_at(first, every);
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            loop {
-                interval.tick().await;
-                ticking.draw(false);
-            }
-        });
-        Ticker { shown, task }
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("arbor-progress".into())
+            .spawn(move || {
+                // The first frame one interval in: no status line at 0 s;
+                // a late frame is skipped, not caught up.
+                let mut next = Instant::now() + every;
+                loop {
+                    let wait = next.saturating_duration_since(Instant::now());
+                    match stopped.recv_timeout(wait) {
+                        Err(RecvTimeoutError::Timeout) => ticking.draw(false),
+                        _ => return,
+                    }
+                    next += every;
+                    let now = Instant::now();
+                    while next <= now {
+                        next += every;
+                    }
+                }
+            })
+            .ok();
+        Ticker {
+            shown,
+            stop,
+            thread,
+        }
     }
 
     /// Stops the ticker. A bar is left on its final frame (the final
     /// counts, `finished`); status lines need none, the summary follows.
-    pub fn finish(self) {
-        self.task.abort();
+    pub fn finish(mut self) {
+        let _ = self.stop.send(());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
         if let Display::Bar(bar) = &self.shown.display {
             self.shown.draw(true);
             bar.abandon();

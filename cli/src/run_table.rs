@@ -9,9 +9,9 @@ use std::path::Path;
 
 use comfy_table::{presets, CellAlignment, Table};
 
-use arbor_runs::collector::Latency;
-use arbor_runs::output::Summary;
-use arbor_runs::server_metrics::ServerMetrics;
+use arbor::runs::collector::Latency;
+use arbor::runs::output::Summary;
+use arbor::runs::server_metrics::ServerMetrics;
 
 fn ms(seconds: f64) -> String {
     format!("{:.2}", seconds * 1e3)
@@ -169,8 +169,8 @@ pub fn print(
         out,
         "results in {} ({}, {})",
         dir.display(),
-        arbor_runs::output::RECORDS_FILE,
-        arbor_runs::output::SUMMARY_FILE
+        arbor::runs::output::RECORDS_FILE,
+        arbor::runs::output::SUMMARY_FILE
     )
 }
 
@@ -192,7 +192,7 @@ fn server_line(m: &ServerMetrics) -> String {
         "{} scrapes ok, {} failed ({})",
         m.scrapes.ok,
         m.scrapes.failed,
-        arbor_runs::server_metrics::METRICS_FILE
+        arbor::runs::server_metrics::METRICS_FILE
     ));
     parts.join("; ")
 }

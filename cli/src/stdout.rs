@@ -4,9 +4,8 @@
 
 use std::io::{self, ErrorKind, Write};
 
-use serde::Serialize;
-
-use arbor_error::Error;
+use arbor::json::{self, Serialize};
+use arbor::Error;
 
 /// Runs `write` on a locked stdout and flushes; a closed pipe ends it
 /// quietly.
@@ -27,8 +26,7 @@ pub fn json_or_human<T: Serialize>(
 ) -> Result<(), Error> {
     print(|out| {
         if json {
-            serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::from)?;
-            writeln!(out)
+            json::write_pretty(out, value)
         } else {
             human(out)
         }

@@ -1,10 +1,10 @@
 //! `arbor summarize RUN_DIR`: `summary.json` rebuilt from what a run left
-//! in its directory (`arbor_runs::summarize`), what changed said on
+//! in its directory (`arbor::runs::summarize`), what changed said on
 //! stdout, and the report page rebuilt beside it.
 
-use arbor_error::Error;
-use arbor_runs::output::SUMMARY_FILE;
-use arbor_runs::summarize::{rebuild, write_keeping_old, Kept};
+use arbor::runs::output::SUMMARY_FILE;
+use arbor::runs::summarize::{rebuild, write_keeping_old, Kept};
+use arbor::Error;
 
 use crate::args::SummarizeArgs;
 use crate::stdout;

@@ -1,13 +1,13 @@
 //! `arbor aggregate OUT` and the console view of an aggregate
-//! (`arbor_runs::aggregate`): the spread table, the validity line and
+//! (`arbor::runs::aggregate`): the spread table, the validity line and
 //! where the file is. Owns the wording only.
 
 mod table;
 
 use std::path::Path;
 
-use arbor_error::Error;
-use arbor_runs::aggregate::{rebuild, Aggregate, AGGREGATE_FILE};
+use arbor::runs::aggregate::{rebuild, Aggregate, AGGREGATE_FILE};
+use arbor::Error;
 
 use crate::stdout;
 

@@ -1,12 +1,12 @@
 //! The console view of an aggregate: one row per headline metric (in
-//! `arbor_runs::aggregate::metrics`' order), its runs, mean, standard deviation, 95 %
+//! `arbor::runs::aggregate::metrics`' order), its runs, mean, standard deviation, 95 %
 //! interval, min and max; latencies in milliseconds. Owns the wording
 //! only; the figures are `aggregate.json`'s.
 
 use comfy_table::{presets, CellAlignment, Table};
 
-use arbor_runs::aggregate::metrics::{LATENCIES, RATES};
-use arbor_runs::aggregate::Aggregate;
+use arbor::runs::aggregate::metrics::{LATENCIES, RATES};
+use arbor::runs::aggregate::Aggregate;
 
 /// The spread table of `aggregate`; `None` when it has no metric.
 pub fn spread_table(aggregate: &Aggregate) -> Option<Table> {
@@ -54,8 +54,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use arbor_runs::aggregate::stats::Spread;
-    use arbor_runs::aggregate::{MetricSpread, AGGREGATE_SCHEMA};
+    use arbor::runs::aggregate::stats::Spread;
+    use arbor::runs::aggregate::{MetricSpread, AGGREGATE_SCHEMA};
 
     #[test]
     fn latencies_are_shown_in_ms_and_one_run_has_no_interval() {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use arbor_backends::live::tls::TlsOptions;
+use arbor::backends::live::tls::TlsOptions;
 use clap::Args;
 
 use super::heading::SERVER;

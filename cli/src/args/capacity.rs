@@ -2,8 +2,8 @@
 //! policy, `--service` with the batching server model, the server, the
 //! emulator, server metrics, the output directory), plus the SLOs, the
 //! knob's range and resolution, and `--live`. The SLO and range texts are
-//! parsed by the capacity library (`arbor_capacity::Slo`,
-//! `arbor_capacity::Space`), whose errors name the clause. A live probe is
+//! parsed by the capacity library (`arbor::capacity_search::Slo`,
+//! `arbor::capacity_search::Space`), whose errors name the clause. A live probe is
 //! the `arbor run` of [`CapacityArgs::run`] with the knob and its
 //! directory set.
 

@@ -1,11 +1,11 @@
 //! The built-in emulator's model and faults (docs/emulator.md), shared by
 //! `arbor emulate` and by `arbor run` without `--endpoint`. Parsed by the
-//! emulator's own value parsers (`arbor_sim::emulator::flags`).
+//! emulator's own value parsers (`arbor::sim::emulator::flags`).
 
 use std::path::PathBuf;
 
-use arbor_engine::time::Nanos;
-use arbor_sim::emulator::{flags, FailStatus};
+use arbor::engine::time::Nanos;
+use arbor::sim::emulator::{flags, FailStatus};
 use clap::Args;
 
 use super::heading::EMULATOR;

@@ -1,6 +1,6 @@
 //! `arbor run`'s server-metrics flags.
 
-use arbor_engine::time::Nanos;
+use arbor::engine::time::Nanos;
 use clap::Args;
 
 use super::heading::SERVER;

@@ -25,13 +25,13 @@ mod workload;
 
 use std::path::PathBuf;
 
-use arbor_backends::live::request::{Api, MaxTokensField};
-use arbor_engine::time::Nanos;
-use arbor_formats::input::Format;
-use arbor_report::compare::metric::{fail_on, Thresholds};
-use arbor_sim::Service;
+use arbor::backends::live::request::{Api, MaxTokensField};
+use arbor::engine::time::Nanos;
+use arbor::formats::input::Format;
+use arbor::json::{Map, Value};
+use arbor::report::compare::metric::{fail_on, Thresholds};
+use arbor::sim::Service;
 use clap::{Args, Parser, Subcommand};
-use serde_json::{Map, Value};
 
 use heading::{INPUT, LOAD, OUTPUT, SERVER};
 
@@ -340,7 +340,7 @@ pub struct RequestArgs {
     /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`);
     /// requests go to URL/v1/chat/completions (or /v1/completions).
     /// Without it, the built-in emulator is started in-process.
-    #[arg(long, visible_alias = "url", value_name = "URL", value_parser = arbor_backends::endpoint::normalize_endpoint, help_heading = SERVER)]
+    #[arg(long, visible_alias = "url", value_name = "URL", value_parser = arbor::backends::endpoint::normalize_endpoint, help_heading = SERVER)]
     pub endpoint: Option<String>,
 
     /// Model name sent in every request. Default: the first model the
@@ -456,7 +456,7 @@ pub struct DoctorArgs {
     pub format: Option<Format>,
 
     /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`).
-    #[arg(long, visible_alias = "url", value_name = "URL", value_parser = arbor_backends::endpoint::normalize_endpoint, help_heading = SERVER)]
+    #[arg(long, visible_alias = "url", value_name = "URL", value_parser = arbor::backends::endpoint::normalize_endpoint, help_heading = SERVER)]
     pub endpoint: String,
 
     /// Model to probe. Default: the first model the server lists at

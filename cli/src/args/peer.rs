@@ -9,11 +9,11 @@
 //! a near miss of the one suggested (today clap's similarity would offer
 //! `--grace` for `--rate`).
 
-use arbor_backends::live::request::Api;
+use arbor::backends::live::request::Api;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::Args;
 
-use arbor_backends::endpoint::default_api_key_env;
+use arbor::backends::endpoint::default_api_key_env;
 
 /// What `--concurrency` and `-c` mean elsewhere, and arbor's nearest flags.
 const CONCURRENCY: &str = "arbor has no single concurrency flag: AIPerf's --concurrency and \

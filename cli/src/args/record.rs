@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use arbor_backends::live::tls::TlsOptions;
+use arbor::backends::live::tls::TlsOptions;
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -13,7 +13,7 @@ pub struct RecordArgs {
     /// (`https://api.openai.com`, `https://api.anthropic.com`,
     /// `http://127.0.0.1:8000`); a `/v1` at its end is taken off, since the
     /// agent's own paths carry it.
-    #[arg(long, value_name = "URL", value_parser = arbor_backends::endpoint::normalize_endpoint)]
+    #[arg(long, value_name = "URL", value_parser = arbor::backends::endpoint::normalize_endpoint)]
     pub upstream: String,
 
     /// Address the proxy listens on: point the agent's base URL at it.

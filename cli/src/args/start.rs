@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 
-use arbor_engine::time::Nanos;
+use arbor::engine::time::Nanos;
 use clap::Args;
 
 use super::heading::LOAD;

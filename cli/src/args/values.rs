@@ -7,10 +7,10 @@
 //! Policy types with a `FromStr` of their own (gap transforms, arrivals,
 //! staggers, start windows, service models, formats) are parsed by it.
 
-use arbor_backends::live::request::{Api, MaxTokensField};
-use arbor_engine::policy::{parse_duration, GapTransform, Policy};
-use arbor_engine::time::Nanos;
-use serde_json::{Map, Value};
+use arbor::backends::live::request::{Api, MaxTokensField};
+use arbor::engine::policy::{parse_duration, GapTransform, Policy};
+use arbor::engine::time::Nanos;
+use arbor::json::{Map, Value};
 
 /// A non-negative duration: `30`, `0.5` (seconds) or `250ms`, `30s`, `5m`,
 /// `1h`.
@@ -29,15 +29,7 @@ pub fn positive_duration(text: &str) -> Result<Nanos, String> {
 /// An `http://` or `https://` URL with a host, kept as given
 /// (`--metrics-url`).
 pub fn http_url(text: &str) -> Result<String, String> {
-    match reqwest::Url::parse(text.trim()) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {
-            Ok(text.trim().to_string())
-        }
-        Ok(_) => Err(format!("expected an http:// or https:// URL, got `{text}`")),
-        Err(e) => Err(format!(
-            "expected a URL such as http://127.0.0.1:8000/metrics, got `{text}` ({e})"
-        )),
-    }
+    arbor::backends::endpoint::http_url(text)
 }
 
 /// A percentage `P`, as the gap transform `pct:P`.
@@ -100,25 +92,7 @@ pub fn convert_target(text: &str) -> Result<String, String> {
 
 /// A JSON object (`--extra-body`).
 pub fn json_object(text: &str) -> Result<Map<String, Value>, String> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!(
-            "expected a JSON object ({{...}}), got {}",
-            kind_of(&other)
-        )),
-        Err(e) => Err(format!("expected a JSON object, got invalid JSON: {e}")),
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+    arbor::json::object(text)
 }
 
 #[cfg(test)]

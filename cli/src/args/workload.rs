@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use arbor_engine::policy::{Arrival, GapScale, GapTransform, Shard, Stagger, StartWindow};
-use arbor_engine::time::Nanos;
-use arbor_formats::input::Format;
+use arbor::engine::policy::{Arrival, GapScale, GapTransform, Shard, Stagger, StartWindow};
+use arbor::engine::time::Nanos;
+use arbor::formats::input::Format;
 use clap::Args;
 
 use super::heading::{AGENTX, INPUT, LOAD, POLICY};

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use arbor_capacity::{Answer, Knob, Point, Reading};
+use arbor::capacity_search::{Answer, Knob, Point, Reading};
 
 /// `80.0 ms`, `1.250 s`.
 fn show(ns: u64) -> String {

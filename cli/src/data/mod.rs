@@ -1,14 +1,14 @@
 //! `arbor data` (docs/data.md): the subcommands over the registry
-//! (`arbor_formats::data`), the download (`arbor_backends::fetch`) and the
-//! pin (`arbor_formats::data::pin`), and what the console shows of them:
+//! (`arbor::formats::data`), the download (`arbor::backends::fetch`) and the
+//! pin (`arbor::formats::data::pin`), and what the console shows of them:
 //! the list, a dataset's details, the fetch's progress bar and notes.
 
 use std::io::IsTerminal;
 
-use arbor_backends::fetch::{self, FetchObserver, Fetched};
-use arbor_error::Error;
-use arbor_formats::data::registry::{self, Dataset, Registry};
-use arbor_formats::data::{self as datasets, pin};
+use arbor::backends::fetch::{self, FetchObserver, Fetched};
+use arbor::formats::data::registry::{self, Dataset, Registry};
+use arbor::formats::data::{self as datasets, pin};
+use arbor::Error;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::args::{DataArgs, DataCommand};

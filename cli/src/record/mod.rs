@@ -1,12 +1,12 @@
 //! `arbor record`: the flags to a recording's options, the recording
-//! (the proxy is `arbor_backends::record`, the capture file
-//! `arbor_formats::capture`), and what the console says: where it listens,
+//! (the proxy is `arbor::backends::record`, the capture file
+//! `arbor::formats::capture`), and what the console says: where it listens,
 //! that it stops, how many exchanges the capture holds.
 
 use std::net::SocketAddr;
 
-use arbor_backends::record::{self, RecordObserver, RecordOptions};
-use arbor_error::Error;
+use arbor::backends::record::{self, RecordObserver, RecordOptions};
+use arbor::Error;
 
 use crate::args::RecordArgs;
 use crate::stdout;

@@ -42,51 +42,7 @@ const CLI_MAY_USE: &[&str] = &["arbor", "clap", "indicatif", "comfy-table"];
 /// `[dependencies]`) and will not once its domain code has moved to the
 /// library crates, with the reason it is still there. Later work removes
 /// entries; the test fails when one is no longer used.
-const STILL_TO_MOVE: &[(&str, &str)] = &[
-    (
-        "arbor-runs",
-        "the run directory's files and summary, named directly: through the facade",
-    ),
-    (
-        "arbor-formats",
-        "trace readers, inspect, synthetic workloads, corpus identity, named directly: through the facade",
-    ),
-    (
-        "arbor-error",
-        "the library error, named directly: `arbor::Error` through the facade",
-    ),
-    (
-        "arbor-engine",
-        "the core's types, named directly: through the facade",
-    ),
-    (
-        "arbor-sim",
-        "profiles, server model, emulator: through the facade",
-    ),
-    (
-        "arbor-backends",
-        "the drivers, named directly: through the facade",
-    ),
-    (
-        "arbor-report",
-        "pages, plan report, exports, compare, named directly: through the facade",
-    ),
-    (
-        "arbor-capacity",
-        "the capacity search, named directly (and the live probe, which re-runs `run`): \
-         through the facade",
-    ),
-    (
-        "tokenizers",
-        "exact token counts (--tokenizer): to `formats`",
-    ),
-    ("serde", "run-directory files, recipes: to `runs`"),
-    ("serde_json", "run-directory files, recipes: to `runs`"),
-    ("schemars", "the schemas of cli's outputs: to `runs`"),
-    ("tokio", "live runs, doctor, emulate: to the facade"),
-    ("reqwest", "endpoints, scraping: to `backends`"),
-    ("nix", "signals, rlimits, the --out lock: to the facade"),
-];
+const STILL_TO_MOVE: &[(&str, &str)] = &[];
 
 /// Crates every crate has without a manifest entry.
 const BUILTIN: &[&str] = &["std", "core", "alloc"];
