@@ -2,6 +2,8 @@
 //! emulator on 127.0.0.1 where a run needs a server.
 
 mod capacity;
+mod gaps;
 mod plan;
 mod run;
+mod server_cache;
 mod util;
