@@ -3,7 +3,10 @@
 
 mod capacity;
 mod gaps;
+mod metrics;
 mod plan;
 mod run;
 mod server_cache;
+mod summarize;
+mod threads;
 mod util;

@@ -125,3 +125,33 @@ pub fn plan_json(options: &arbor::PlanOptions) -> serde_json::Value {
     let report = arbor::plan::plan(options, &arbor::Quiet).unwrap_or_else(|e| panic!("{e:?}"));
     serde_json::to_value(&report).expect("a plan report is JSON")
 }
+
+/// What the CLI's `AGENTX_SHORT` flags give: a short AgentX recipe run
+/// (closed loop of 3 lanes with a warm-up window, 2 s, a fast emulator,
+/// seed 7) of the Weka fixtures into `out`; the recipe's own locks are
+/// overridden, so the run is stamped invalid.
+pub fn agentx_short(out: &Path) -> arbor::RunOptions {
+    arbor::RunOptions {
+        input: inputs(&[fixture("")]),
+        policy: arbor::PolicyOptions {
+            sessions: Some(3),
+            duration: Some(2_000_000_000),
+            idle_gap_cap: Some(500_000_000),
+            seed: Some(7),
+            ..arbor::PolicyOptions::default()
+        },
+        scenario: arbor::ScenarioOptions {
+            scenario: Some("agentx-mvp".into()),
+            unsafe_override: true,
+            warmup_spread: 500_000_000,
+            ..arbor::ScenarioOptions::default()
+        },
+        emulator: arbor::EmulatorOptions {
+            ttft_ms: Some(2_000_000),
+            itl_ms: Some(50_000),
+            ..arbor::EmulatorOptions::default()
+        },
+        out: Some(out.to_path_buf()),
+        ..arbor::RunOptions::default()
+    }
+}
