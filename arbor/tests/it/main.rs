@@ -7,6 +7,7 @@ mod metrics;
 mod plan;
 mod run;
 mod server_cache;
+mod server_plan;
 mod summarize;
 mod threads;
 mod util;
