@@ -108,7 +108,10 @@ fn a_run_against_the_emulator_scrapes_running_and_waiting_gauges_that_rise_in_fl
     // `arbor summarize` rebuilds the same summary from the files.
     let rebuilt = rebuild(&out).unwrap();
     let kept = write_keeping_old(&out, &rebuilt.summary.to_bytes().unwrap()).unwrap();
-    assert!(matches!(kept, Kept::Unchanged), "the rebuilt summary differs");
+    assert!(
+        matches!(kept, Kept::Unchanged),
+        "the rebuilt summary differs"
+    );
 }
 
 #[test]

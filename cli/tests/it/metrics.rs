@@ -7,7 +7,10 @@ use crate::util::*;
 #[test]
 fn the_console_says_what_the_servers_metrics_said_when_scraped() {
     let trace = fixture("trace_0187.json");
-    for (name, extra) in [("metrics-console", None), ("metrics-console-off", Some("--no-metrics"))] {
+    for (name, extra) in [
+        ("metrics-console", None),
+        ("metrics-console-off", Some("--no-metrics")),
+    ] {
         let out = scratch(name).join("out");
         let mut args = vec![trace.to_str().unwrap(), "--ttft-ms", "300", "--itl-ms", "1"];
         args.extend(FAST);

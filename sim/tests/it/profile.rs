@@ -139,7 +139,9 @@ async fn each_token_is_stamped_at_the_end_of_its_step() {
     let b_first = b.first_chunk_ns.unwrap();
     assert!(
         a.chunk_ns[long[0]] < b_first
-            && a.chunk_ns.get(long[0] + 2).is_none_or(|&next| b_first < next),
+            && a.chunk_ns
+                .get(long[0] + 2)
+                .is_none_or(|&next| b_first < next),
         "A's long gap ends at {end}, B's first token at {b_first}; gaps {gaps:?}"
     );
     // Decode steps of 20 ms: never (more than a clock reading) shorter
