@@ -3,6 +3,12 @@
 
 mod capacity;
 mod examples;
+mod gaps;
+mod metrics;
 mod plan;
 mod run;
+mod server_cache;
+mod server_plan;
+mod summarize;
+mod threads;
 mod util;

@@ -77,3 +77,81 @@ impl Observer for Kept {
         Ok(())
     }
 }
+
+/// A trace of the Weka fixtures (`testdata/weka-kv-cache-tester/NAME`;
+/// `""` is the directory).
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/weka-kv-cache-tester")
+        .join(name)
+}
+
+/// Lines of a JSONL file as JSON values.
+pub fn jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("valid JSON line"))
+        .collect()
+}
+
+/// Seconds (a JSON number) to nanoseconds.
+pub fn secs_to_ns(v: &serde_json::Value) -> u64 {
+    (v.as_f64().expect("a number") * 1e9).round() as u64
+}
+
+/// What the CLI's `FAST` flags give (`--tool-time zero --think-time-pct 0
+/// --idle-gap-cap 0.1`): a quick replay.
+pub fn fast() -> arbor::PolicyOptions {
+    use arbor::engine::policy::{GapTransform, Policy};
+    arbor::PolicyOptions {
+        tool_time: Some(GapTransform::Zero),
+        think_time_pct: Some(Policy::think_pct("0").unwrap()),
+        idle_gap_cap: Some(100_000_000),
+        ..arbor::PolicyOptions::default()
+    }
+}
+
+/// Inputs of these paths.
+pub fn inputs(paths: &[PathBuf]) -> arbor::InputOptions {
+    arbor::InputOptions {
+        inputs: paths.to_vec(),
+        ..arbor::InputOptions::default()
+    }
+}
+
+/// A plan's report as JSON: what `arbor plan --json` prints.
+pub fn plan_json(options: &arbor::PlanOptions) -> serde_json::Value {
+    let report = arbor::plan::plan(options, &arbor::Quiet).unwrap_or_else(|e| panic!("{e:?}"));
+    serde_json::to_value(&report).expect("a plan report is JSON")
+}
+
+/// What the CLI's `AGENTX_SHORT` flags give: a short AgentX recipe run
+/// (closed loop of 3 lanes with a warm-up window, 2 s, a fast emulator,
+/// seed 7) of the Weka fixtures into `out`; the recipe's own locks are
+/// overridden, so the run is stamped invalid.
+pub fn agentx_short(out: &Path) -> arbor::RunOptions {
+    arbor::RunOptions {
+        input: inputs(&[fixture("")]),
+        policy: arbor::PolicyOptions {
+            sessions: Some(3),
+            duration: Some(2_000_000_000),
+            idle_gap_cap: Some(500_000_000),
+            seed: Some(7),
+            ..arbor::PolicyOptions::default()
+        },
+        scenario: arbor::ScenarioOptions {
+            scenario: Some("agentx-mvp".into()),
+            unsafe_override: true,
+            warmup_spread: 500_000_000,
+            ..arbor::ScenarioOptions::default()
+        },
+        emulator: arbor::EmulatorOptions {
+            ttft_ms: Some(2_000_000),
+            itl_ms: Some(50_000),
+            ..arbor::EmulatorOptions::default()
+        },
+        out: Some(out.to_path_buf()),
+        ..arbor::RunOptions::default()
+    }
+}

@@ -120,8 +120,11 @@ fn a_slower_server_is_a_ttft_regression_that_fails_the_gate() {
     assert!(!err.contains("errors=+0"), "errors did not change: {err}");
     let ttft = &metric(&json, "ttft_p50")["new"][0];
     let delta = ttft["delta"].as_f64().unwrap();
+    // +30 ms by the emulators' models; each run's p50 moves with what a
+    // loaded machine adds to it, so the window is wide (a sign and a
+    // size, not milliseconds).
     assert!(
-        (20.0..45.0).contains(&delta),
+        (10.0..150.0).contains(&delta),
         "TTFT +30 ms expected: {ttft}"
     );
     let ci = ttft["ci"].as_array().unwrap();

@@ -66,5 +66,7 @@ fn the_demo_paces_its_tokens_and_counts_prompts_as_planned() {
         .find(|l| l.starts_with("| ITL"))
         .expect("an ITL row");
     let p50: f64 = itl_row.split('|').nth(4).unwrap().trim().parse().unwrap();
-    assert!((0.1..=0.3).contains(&p50), "{itl_row}");
+    // 0.2 ms by the demo's model; the upper bound is 5x, for a loaded
+    // machine's late chunks.
+    assert!((0.1..=1.0).contains(&p50), "{itl_row}");
 }

@@ -33,7 +33,6 @@ mod run;
 mod schema;
 mod scripted;
 mod secrets;
-mod server_cache;
 mod server_plan;
 mod shard;
 mod summarize;

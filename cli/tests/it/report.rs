@@ -91,7 +91,10 @@ fn a_run_writes_a_self_contained_report_of_its_data() {
     assert!(r["series"]["t_s"].as_array().is_some_and(|t| !t.is_empty()));
     // The TTFT the records hold is the one the page shows.
     let ttft_ms = r["cdf"]["ttft"]["x"][0].as_f64().unwrap() * 1e3;
-    assert!((5.0..60.0).contains(&ttft_ms), "{ttft_ms}");
+    // At least the emulator's TTFT; the upper bound is generous (what a
+    // loaded machine adds), since what is checked is that the page shows
+    // the records' figure, not the emulator's timing.
+    assert!((5.0..500.0).contains(&ttft_ms), "{ttft_ms}");
 
     // `arbor report` of the same directory writes the same data.
     let again = dir.join("again.html");

@@ -455,7 +455,8 @@ fn run_on_the_emulator(name: &str, extra: &[&str]) -> (PathBuf, Vec<serde_json::
     for r in &records {
         assert_eq!(r["status"], "ok", "{r}");
         let ttft = r["ttft_s"].as_f64().unwrap();
-        assert!((0.020..0.080).contains(&ttft), "ttft {ttft}");
+        // Never under the model's 20 ms; up to 5x over on a loaded machine.
+        assert!((0.020..0.100).contains(&ttft), "ttft {ttft}");
         assert_eq!(r["output_tokens_source"], "usage");
     }
     (out_dir, records)

@@ -70,13 +70,17 @@ async fn stall_pauses_after_the_first_chunk() {
     assert!(r.done);
     let content = r.content();
     assert_eq!(content.len(), 4);
+    // The stall (500 ms) is after chunk 0: measured from the send it is
+    // an exact lower bound; the gap between the two chunks is shortened by
+    // how late chunk 0 went out (or was read), which a loaded machine
+    // makes up to 100 ms: the bound on the gap is 400 ms.
     let gap = ms(content[1].0 - content[0].0);
     assert!(gap >= 400.0, "client gap {gap} ms");
     assert!(ms(content[1].0) >= 500.0);
     let s = &emu.stamps()[0];
     // Chunk 1 is due the stall after chunk 0's deadline; chunk 0 itself
-    // went out a little after its own.
-    assert!(s.chunk_ns[1] - s.chunk_ns[0] >= 495_000_000);
+    // went out after its own, by up to 100 ms under load.
+    assert!(s.chunk_ns[1] - s.chunk_ns[0] >= 400_000_000);
     assert!(s.chunk_ns[1] - s.received_ns >= 500_000_000);
     assert_eq!(s.faults, vec![FaultKind::Stall]);
     assert_eq!(emu.stats().stalls, 1);

@@ -1,10 +1,12 @@
-//! Prefix cache, issue 15's must-show: against the built-in emulator under
-//! a profile, the plan's predicted cache-hit tokens of every turn equal
-//! the `cached_tokens` the emulator reported for it, exactly.
+//! Prefix cache, issue 15's must-show, in-process: against the built-in
+//! emulator under a profile, the plan's predicted cache-hit tokens of
+//! every turn equal the `cached_tokens` the emulator reported for it,
+//! exactly.
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use arbor::engine::policy::{GapTransform, Policy};
+use arbor::options::{EmulatorOptions, PlanOptions, PolicyOptions, RunOptions};
 
 use crate::util::*;
 
@@ -45,11 +47,12 @@ departure_ns = 500000
 ///   keys the text the client builds for the turn with the same function
 ///   (`arbor_sim::server::keys`; the `prefix_keys` property checks the two
 ///   agree on every turn, marker or not);
-/// - the order: `--max-inflight 1` with no tool or think time makes every
-///   request wait for the previous one's end, and every turn becomes
-///   eligible at a completion, never at a timer, so the live run sends the
-///   requests in the plan's order whatever the real durations are; each
-///   request's prompt blocks are in the cache before the next one arrives;
+/// - the order: at most one request in flight with no tool or think time
+///   makes every request wait for the previous one's end, and every turn
+///   becomes eligible at a completion, never at a timer, so the live run
+///   sends the requests in the plan's order whatever the real durations
+///   are; each request's prompt blocks are in the cache before the next
+///   one arrives;
 /// - the pool: no eviction (see [`PROFILE`]), so what is cached when a
 ///   request arrives is every full prompt block sent before it.
 #[test]
@@ -58,26 +61,18 @@ fn predicted_cache_hits_equal_the_emulators_cached_tokens_per_turn() {
     let profile = dir.join("profile.toml");
     std::fs::write(&profile, PROFILE).unwrap();
     let trace = fixture("trace_0277.json");
-    let shape = [
-        "--tool-time",
-        "zero",
-        "--think-time-pct",
-        "0",
-        "--max-inflight",
-        "1",
-    ];
-    let service = format!("server:{}", profile.display());
-    let mut args = vec![
-        "plan",
-        trace.to_str().unwrap(),
-        "--service",
-        &service,
-        "--json",
-    ];
-    args.extend(shape);
-    let out = arbor(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let plan: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let shape = PolicyOptions {
+        tool_time: Some(GapTransform::Zero),
+        think_time_pct: Some(Policy::think_pct("0").unwrap()),
+        max_inflight: Some(1),
+        ..PolicyOptions::default()
+    };
+    let plan = plan_json(&PlanOptions {
+        input: inputs(std::slice::from_ref(&trace)),
+        policy: shape.clone(),
+        service: Some(format!("server:{}", profile.display()).parse().unwrap()),
+        ..PlanOptions::default()
+    });
     assert_eq!(plan["server"]["preemptions"], 0);
     let predicted: BTreeMap<u64, (u64, u64, u64)> = plan["server"]["turns"]
         .as_array()
@@ -93,20 +88,22 @@ fn predicted_cache_hits_equal_the_emulators_cached_tokens_per_turn() {
         .collect();
     assert_eq!(predicted.len(), 53);
 
-    let out_dir = dir.join("out");
-    let mut args = vec![
-        "run",
-        trace.to_str().unwrap(),
-        "--profile",
-        profile.to_str().unwrap(),
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--no-progress",
-    ];
-    args.extend(shape);
-    let out = arbor(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let records = jsonl(&out_dir.join("records.jsonl"));
+    let out = dir.join("out");
+    arbor::run::run(
+        &RunOptions {
+            input: inputs(&[trace]),
+            policy: shape,
+            emulator: EmulatorOptions {
+                profile: Some(profile),
+                ..EmulatorOptions::default()
+            },
+            out: Some(out.clone()),
+            ..RunOptions::default()
+        },
+        &arbor::Quiet,
+    )
+    .unwrap();
+    let records = jsonl(&out.join("records.jsonl"));
     assert_eq!(records.len(), predicted.len());
     let root = records
         .iter()
