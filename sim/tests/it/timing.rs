@@ -132,20 +132,6 @@ async fn sub_millisecond_itl_is_paced_chunk_by_chunk() {
         gaps[gaps.len() * 9 / 10],
         gaps[gaps.len() * 99 / 100]
     );
-    let zeros = gaps.iter().filter(|&&g| g < ITL / 10).count();
-    assert!(
-        (ITL / 2..=ITL * 3 / 2).contains(&median),
-        "median chunk gap {median} ns against an ITL of {ITL} ns"
-    );
-    // Chunks sent per timer tick would make 4 of 5 gaps zero (80 %).
-    // Paced chunks give almost none on an idle machine; on a loaded one a
-    // stream that fell behind catches up with back-to-back chunks (15 %
-    // seen under a load of 6 on 2 cores), so the bound is a quarter.
-    assert!(
-        zeros * 4 < gaps.len(),
-        "{zeros} of {} gaps are (near) zero",
-        gaps.len()
-    );
     // Absolute deadlines: no chunk early; a stream that fell behind (its
     // thread descheduled on a busy machine) catches up, so the last chunk
     // is close to its deadline.
@@ -165,4 +151,37 @@ async fn sub_millisecond_itl_is_paced_chunk_by_chunk() {
             "last chunk at {last} ns"
         );
     }
+    // The gaps' statistics tell pacing from a tick's batch only when the
+    // emulator's thread gets the CPU at its deadlines: under a load above
+    // the cores (a parallel build), a stream that fell behind catches up
+    // with back-to-back chunks and the median gap goes to zero whatever
+    // the pacing. The deadline checks above hold under any load; these
+    // only when the machine is not oversubscribed.
+    if let Some((load, cores)) = oversubscribed() {
+        eprintln!("pacing statistics not judged: load {load:.1} on {cores} cores");
+        return;
+    }
+    let zeros = gaps.iter().filter(|&&g| g < ITL / 10).count();
+    assert!(
+        (ITL / 2..=ITL * 3 / 2).contains(&median),
+        "median chunk gap {median} ns against an ITL of {ITL} ns"
+    );
+    // Chunks sent per timer tick would make 4 of 5 gaps zero (80 %).
+    // Paced chunks give almost none on an idle machine; on a loaded one a
+    // stream that fell behind catches up with back-to-back chunks (15 %
+    // seen under a load of 6 on 2 cores), so the bound is a quarter.
+    assert!(
+        zeros * 4 < gaps.len(),
+        "{zeros} of {} gaps are (near) zero",
+        gaps.len()
+    );
+}
+
+/// The 1-minute load average and the cores, when the load is above the
+/// cores (`/proc/loadavg`; `None` where it cannot be read).
+fn oversubscribed() -> Option<(f64, usize)> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let load: f64 = text.split_whitespace().next()?.parse().ok()?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (load > cores as f64).then_some((load, cores))
 }
