@@ -24,7 +24,7 @@ use super::record::{check, for_each_itl, Status};
 use super::series;
 use super::server;
 
-pub const SUMMARY_FILE: &str = "summary.json";
+pub use arbor_runs::output::SUMMARY_FILE;
 
 /// Values of the distributions with exact CDFs, in nanoseconds.
 #[derive(Default)]

@@ -10,8 +10,7 @@ use serde_json::Value;
 
 use arbor_error::Error;
 
-/// The summary file of a run directory (as `arbor run` names it).
-const SUMMARY_FILE: &str = "summary.json";
+use crate::output::SUMMARY_FILE;
 
 /// The directory of run `k` (1-based) under the repeat's directory.
 pub fn dir_name(k: u32) -> String {
