@@ -23,22 +23,8 @@ pub fn config(
     tokenizer: Option<&Path>,
 ) -> Result<EmulatorConfig, Error> {
     let mut config = EmulatorFlags {
-        ttft_ms: args.ttft_ms,
-        itl_ms: args.itl_ms,
-        prefill_tok_s: args.prefill_tok_s,
-        decode_tok_s: args.decode_tok_s,
-        max_model_len: args.max_model_len,
-        model_name: args.model_name.clone(),
-        cache_blocks: args.cache_blocks,
-        fail_rate: args.fail_rate,
-        fail_status: args.fail_status,
-        retry_after_s: args.retry_after_s,
-        disconnect_rate: args.disconnect_rate,
-        disconnect_after: args.disconnect_after,
-        stall_rate: args.stall_rate,
-        stall_s: args.stall_s,
-        malformed_rate: args.malformed_rate,
         seed: Some(seed),
+        ..args.flags.clone()
     }
     .into_config()
     .map_err(Error::input)?;

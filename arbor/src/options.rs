@@ -18,7 +18,7 @@ use arbor_backends::live::tls::TlsOptions;
 use arbor_engine::policy::{Arrival, GapScale, GapTransform, Shard, Stagger, StartWindow};
 use arbor_engine::time::{Nanos, NANOS_PER_SEC};
 use arbor_formats::input::Format;
-use arbor_sim::emulator::FailStatus;
+use arbor_sim::emulator::EmulatorFlags;
 use arbor_sim::Service;
 use serde_json::{Map, Value};
 
@@ -287,45 +287,35 @@ impl Default for StartOptions {
 /// field is "not given" by default: the emulator's own defaults apply.
 #[derive(Debug, Clone, Default)]
 pub struct EmulatorOptions {
+    /// Serve under the batching server model of this profile.
     pub profile: Option<PathBuf>,
-    pub ttft_ms: Option<Nanos>,
-    pub itl_ms: Option<Nanos>,
-    pub prefill_tok_s: Option<u64>,
-    pub decode_tok_s: Option<Nanos>,
-    pub max_model_len: Option<u32>,
-    pub model_name: Option<String>,
-    pub cache_blocks: Option<usize>,
-    pub fail_rate: Option<f64>,
-    pub fail_status: Option<FailStatus>,
-    pub retry_after_s: Option<u64>,
-    pub disconnect_rate: Option<f64>,
-    pub disconnect_after: Option<u32>,
-    pub stall_rate: Option<f64>,
-    pub stall_s: Option<Nanos>,
-    pub malformed_rate: Option<f64>,
+    /// The model and faults, as the emulator reads them (its `seed` is
+    /// the run's, set when the emulator is configured).
+    pub flags: EmulatorFlags,
 }
 
 impl EmulatorOptions {
     /// The options given, as the CLI's flags (`--ttft-ms`), in the
     /// order of the CLI's help.
     pub fn given(&self) -> Vec<String> {
+        let f = &self.flags;
         let given = [
             ("profile", self.profile.is_some()),
-            ("ttft-ms", self.ttft_ms.is_some()),
-            ("itl-ms", self.itl_ms.is_some()),
-            ("prefill-tok-s", self.prefill_tok_s.is_some()),
-            ("decode-tok-s", self.decode_tok_s.is_some()),
-            ("max-model-len", self.max_model_len.is_some()),
-            ("model-name", self.model_name.is_some()),
-            ("cache-blocks", self.cache_blocks.is_some()),
-            ("fail-rate", self.fail_rate.is_some()),
-            ("fail-status", self.fail_status.is_some()),
-            ("retry-after-s", self.retry_after_s.is_some()),
-            ("disconnect-rate", self.disconnect_rate.is_some()),
-            ("disconnect-after", self.disconnect_after.is_some()),
-            ("stall-rate", self.stall_rate.is_some()),
-            ("stall-s", self.stall_s.is_some()),
-            ("malformed-rate", self.malformed_rate.is_some()),
+            ("ttft-ms", f.ttft_ms.is_some()),
+            ("itl-ms", f.itl_ms.is_some()),
+            ("prefill-tok-s", f.prefill_tok_s.is_some()),
+            ("decode-tok-s", f.decode_tok_s.is_some()),
+            ("max-model-len", f.max_model_len.is_some()),
+            ("model-name", f.model_name.is_some()),
+            ("cache-blocks", f.cache_blocks.is_some()),
+            ("fail-rate", f.fail_rate.is_some()),
+            ("fail-status", f.fail_status.is_some()),
+            ("retry-after-s", f.retry_after_s.is_some()),
+            ("disconnect-rate", f.disconnect_rate.is_some()),
+            ("disconnect-after", f.disconnect_after.is_some()),
+            ("stall-rate", f.stall_rate.is_some()),
+            ("stall-s", f.stall_s.is_some()),
+            ("malformed-rate", f.malformed_rate.is_some()),
         ];
         given
             .into_iter()

@@ -12,6 +12,7 @@ use arbor::options::{
     AccessOptions, EmulateOptions, EmulatorOptions, FitOptions, InputOptions, MetricsOptions,
     PlanOptions, PolicyOptions, RequestOptions, RunOptions, ScenarioOptions, StartOptions,
 };
+use arbor::sim::emulator::EmulatorFlags;
 use clap::parser::ValueSource;
 use clap::ArgMatches;
 
@@ -154,21 +155,24 @@ fn start(a: &StartArgs) -> StartOptions {
 fn emulator(a: &EmulatorArgs) -> EmulatorOptions {
     EmulatorOptions {
         profile: a.profile.clone(),
-        ttft_ms: a.ttft_ms,
-        itl_ms: a.itl_ms,
-        prefill_tok_s: a.prefill_tok_s,
-        decode_tok_s: a.decode_tok_s,
-        max_model_len: a.max_model_len,
-        model_name: a.model_name.clone(),
-        cache_blocks: a.cache_blocks,
-        fail_rate: a.fail_rate,
-        fail_status: a.fail_status,
-        retry_after_s: a.retry_after_s,
-        disconnect_rate: a.disconnect_rate,
-        disconnect_after: a.disconnect_after,
-        stall_rate: a.stall_rate,
-        stall_s: a.stall_s,
-        malformed_rate: a.malformed_rate,
+        flags: EmulatorFlags {
+            ttft_ms: a.ttft_ms,
+            itl_ms: a.itl_ms,
+            prefill_tok_s: a.prefill_tok_s,
+            decode_tok_s: a.decode_tok_s,
+            max_model_len: a.max_model_len,
+            model_name: a.model_name.clone(),
+            cache_blocks: a.cache_blocks,
+            fail_rate: a.fail_rate,
+            fail_status: a.fail_status,
+            retry_after_s: a.retry_after_s,
+            disconnect_rate: a.disconnect_rate,
+            disconnect_after: a.disconnect_after,
+            stall_rate: a.stall_rate,
+            stall_s: a.stall_s,
+            malformed_rate: a.malformed_rate,
+            seed: None,
+        },
     }
 }
 

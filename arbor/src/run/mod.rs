@@ -116,7 +116,7 @@ fn demo_args(args: &RunOptions, observer: &dyn Observer) -> RunOptions {
              idle-gap cap 0.25 s (give --endpoint, inputs or policy flags to change)",
         );
     }
-    let e = &mut args.emulator;
+    let e = &mut args.emulator.flags;
     if e.ttft_ms.is_none() && e.prefill_tok_s.is_none() {
         e.ttft_ms = Some(DEMO_TTFT);
     }

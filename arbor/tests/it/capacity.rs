@@ -39,8 +39,11 @@ fn live_search(
             },
             service: service.map(|s| s.parse().unwrap()),
             emulator: EmulatorOptions {
-                ttft_ms: Some(50 * NANOS_PER_MS),
-                itl_ms: Some(5 * NANOS_PER_MS),
+                flags: arbor::sim::emulator::EmulatorFlags {
+                    ttft_ms: Some(50 * NANOS_PER_MS),
+                    itl_ms: Some(5 * NANOS_PER_MS),
+                    ..Default::default()
+                },
                 ..EmulatorOptions::default()
             },
             out: Some(out.clone()),

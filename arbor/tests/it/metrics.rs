@@ -26,8 +26,11 @@ fn scraped_run(name: &str, set: impl FnOnce(&mut MetricsOptions)) -> std::path::
         input: inputs(&[fixture("trace_0187.json")]),
         policy: fast(),
         emulator: EmulatorOptions {
-            ttft_ms: Some(300 * MS),
-            itl_ms: Some(MS),
+            flags: arbor::sim::emulator::EmulatorFlags {
+                ttft_ms: Some(300 * MS),
+                itl_ms: Some(MS),
+                ..Default::default()
+            },
             ..EmulatorOptions::default()
         },
         metrics,

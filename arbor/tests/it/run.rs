@@ -22,8 +22,11 @@ fn fast_run(name: &str) -> (RunOptions, std::path::PathBuf) {
             ..PolicyOptions::default()
         },
         emulator: EmulatorOptions {
-            ttft_ms: Some(1_000_000),
-            itl_ms: Some(100_000),
+            flags: arbor::sim::emulator::EmulatorFlags {
+                ttft_ms: Some(1_000_000),
+                itl_ms: Some(100_000),
+                ..Default::default()
+            },
             ..EmulatorOptions::default()
         },
         out: Some(out.clone()),

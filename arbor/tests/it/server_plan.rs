@@ -146,8 +146,11 @@ fn run_plans_its_planned_side_with_the_server_model() {
             policy: no_gaps(),
             service: Some(service.parse().unwrap()),
             emulator: EmulatorOptions {
-                ttft_ms: Some(5_000_000),
-                itl_ms: Some(1_000_000),
+                flags: arbor::sim::emulator::EmulatorFlags {
+                    ttft_ms: Some(5_000_000),
+                    itl_ms: Some(1_000_000),
+                    ..Default::default()
+                },
                 ..EmulatorOptions::default()
             },
             out: Some(out.clone()),

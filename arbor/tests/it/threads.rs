@@ -40,8 +40,11 @@ fn quick(threads: u32, extra: PolicyOptions, out: &Path) -> RunOptions {
         threads: Some(threads),
         force: true,
         emulator: EmulatorOptions {
-            ttft_ms: Some(1_000_000),
-            itl_ms: Some(50_000),
+            flags: arbor::sim::emulator::EmulatorFlags {
+                ttft_ms: Some(1_000_000),
+                itl_ms: Some(50_000),
+                ..Default::default()
+            },
             ..EmulatorOptions::default()
         },
         out: Some(out.to_path_buf()),

@@ -147,8 +147,11 @@ pub fn agentx_short(out: &Path) -> arbor::RunOptions {
             ..arbor::ScenarioOptions::default()
         },
         emulator: arbor::EmulatorOptions {
-            ttft_ms: Some(2_000_000),
-            itl_ms: Some(50_000),
+            flags: arbor::sim::emulator::EmulatorFlags {
+                ttft_ms: Some(2_000_000),
+                itl_ms: Some(50_000),
+                ..Default::default()
+            },
             ..arbor::EmulatorOptions::default()
         },
         out: Some(out.to_path_buf()),

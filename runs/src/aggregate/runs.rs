@@ -10,7 +10,10 @@ use serde_json::Value;
 
 use arbor_error::Error;
 
-use crate::output::SUMMARY_FILE;
+/// The summary file of a run directory (`output::SUMMARY_FILE`, named
+/// here too: `output` uses `aggregate`, through `config`, so `aggregate`
+/// may not use `output`).
+const SUMMARY_FILE: &str = "summary.json";
 
 /// The directory of run `k` (1-based) under the repeat's directory.
 pub fn dir_name(k: u32) -> String {
