@@ -14,7 +14,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::aggregate::RepeatOf;
 use crate::policy::PolicySummary;
 use crate::server_metrics::MetricsConfig;
 pub use crate::sharding::BarrierRecord;
@@ -103,4 +102,16 @@ pub struct RunConfig {
 /// A run directory from before `--threads` ran on one.
 fn one_thread() -> u32 {
     1
+}
+
+/// Which run of a sequence a run is: recorded in its `run.json` and
+/// `summary.json` as `config.repeat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RepeatOf {
+    /// 1-based.
+    pub run: u32,
+    /// Runs planned.
+    pub runs: u32,
+    /// The global seed the run's own (`config.seed`) derives from.
+    pub seed: u64,
 }

@@ -4,7 +4,7 @@
 use arbor::capacity::CapacityOptions;
 use arbor::engine::policy::Arrival;
 use arbor::engine::time::NANOS_PER_MS;
-use arbor::options::{EmulatorOptions, InputOptions, PolicyOptions, RunOptions};
+use arbor::options::{InputOptions, PolicyOptions, RunOptions};
 
 use crate::util::{identical_trees, read, scratch, Kept};
 
@@ -38,14 +38,7 @@ fn live_search(
                 ..PolicyOptions::default()
             },
             service: service.map(|s| s.parse().unwrap()),
-            emulator: EmulatorOptions {
-                flags: arbor::sim::emulator::EmulatorFlags {
-                    ttft_ms: Some(50 * NANOS_PER_MS),
-                    itl_ms: Some(5 * NANOS_PER_MS),
-                    ..Default::default()
-                },
-                ..EmulatorOptions::default()
-            },
+            emulator: crate::util::emulator(50 * NANOS_PER_MS, 5 * NANOS_PER_MS),
             out: Some(out.clone()),
             ..RunOptions::default()
         },

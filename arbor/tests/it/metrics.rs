@@ -4,7 +4,7 @@
 //! metrics URL is counted as failed scrapes and the run completes. (The
 //! console's line and the flags' checks stay in `cli/tests/it/metrics.rs`.)
 
-use arbor::options::{EmulatorOptions, MetricsOptions, RunOptions};
+use arbor::options::{MetricsOptions, RunOptions};
 use arbor::runs::summarize::{rebuild, write_keeping_old, Kept};
 use serde_json::Value;
 
@@ -25,14 +25,7 @@ fn scraped_run(name: &str, set: impl FnOnce(&mut MetricsOptions)) -> std::path::
     let options = RunOptions {
         input: inputs(&[fixture("trace_0187.json")]),
         policy: fast(),
-        emulator: EmulatorOptions {
-            flags: arbor::sim::emulator::EmulatorFlags {
-                ttft_ms: Some(300 * MS),
-                itl_ms: Some(MS),
-                ..Default::default()
-            },
-            ..EmulatorOptions::default()
-        },
+        emulator: crate::util::emulator(300 * MS, MS),
         metrics,
         out: Some(out.clone()),
         ..RunOptions::default()

@@ -2,7 +2,7 @@
 //! directory, the observer's hooks, and how a run's end is told (the
 //! error's kind), with no binary spawned.
 
-use arbor::options::{EmulatorOptions, InputOptions, PolicyOptions, RunOptions};
+use arbor::options::{InputOptions, PolicyOptions, RunOptions};
 use arbor::{Kind, Quiet};
 
 use crate::util::{identical_trees, read, scratch, Kept};
@@ -21,14 +21,7 @@ fn fast_run(name: &str) -> (RunOptions, std::path::PathBuf) {
             tool_time: Some(arbor::engine::policy::GapTransform::Zero),
             ..PolicyOptions::default()
         },
-        emulator: EmulatorOptions {
-            flags: arbor::sim::emulator::EmulatorFlags {
-                ttft_ms: Some(1_000_000),
-                itl_ms: Some(100_000),
-                ..Default::default()
-            },
-            ..EmulatorOptions::default()
-        },
+        emulator: crate::util::emulator(1_000_000, 100_000),
         out: Some(out.clone()),
         ..RunOptions::default()
     };

@@ -145,14 +145,7 @@ fn run_plans_its_planned_side_with_the_server_model() {
             input: inputs(&[fixture("trace_0187.json")]),
             policy: no_gaps(),
             service: Some(service.parse().unwrap()),
-            emulator: EmulatorOptions {
-                flags: arbor::sim::emulator::EmulatorFlags {
-                    ttft_ms: Some(5_000_000),
-                    itl_ms: Some(1_000_000),
-                    ..Default::default()
-                },
-                ..EmulatorOptions::default()
-            },
+            emulator: crate::util::emulator(5_000_000, 1_000_000),
             out: Some(out.clone()),
             ..RunOptions::default()
         },

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::Path;
 
 use arbor::engine::policy::{GapTransform, Policy};
-use arbor::options::{EmulatorOptions, PolicyOptions, RunOptions, ScenarioOptions};
+use arbor::options::{PolicyOptions, RunOptions, ScenarioOptions};
 use arbor::runs::summarize::{rebuild, write_keeping_old};
 use arbor::Kind;
 use serde_json::Value;
@@ -39,14 +39,7 @@ fn quick(threads: u32, extra: PolicyOptions, out: &Path) -> RunOptions {
         },
         threads: Some(threads),
         force: true,
-        emulator: EmulatorOptions {
-            flags: arbor::sim::emulator::EmulatorFlags {
-                ttft_ms: Some(1_000_000),
-                itl_ms: Some(50_000),
-                ..Default::default()
-            },
-            ..EmulatorOptions::default()
-        },
+        emulator: crate::util::emulator(1_000_000, 50_000),
         out: Some(out.to_path_buf()),
         ..RunOptions::default()
     }

@@ -126,6 +126,19 @@ pub fn plan_json(options: &arbor::PlanOptions) -> serde_json::Value {
     serde_json::to_value(&report).expect("a plan report is JSON")
 }
 
+/// The built-in emulator with a fixed TTFT and inter-token gap (in
+/// nanoseconds), everything else as `arbor run` leaves it.
+pub fn emulator(ttft_ns: u64, itl_ns: u64) -> arbor::EmulatorOptions {
+    arbor::EmulatorOptions {
+        flags: arbor::sim::emulator::EmulatorFlags {
+            ttft_ms: Some(ttft_ns),
+            itl_ms: Some(itl_ns),
+            ..Default::default()
+        },
+        ..arbor::EmulatorOptions::default()
+    }
+}
+
 /// What the CLI's `AGENTX_SHORT` flags give: a short AgentX recipe run
 /// (closed loop of 3 lanes with a warm-up window, 2 s, a fast emulator,
 /// seed 7) of the Weka fixtures into `out`; the recipe's own locks are
@@ -146,14 +159,7 @@ pub fn agentx_short(out: &Path) -> arbor::RunOptions {
             warmup_spread: 500_000_000,
             ..arbor::ScenarioOptions::default()
         },
-        emulator: arbor::EmulatorOptions {
-            flags: arbor::sim::emulator::EmulatorFlags {
-                ttft_ms: Some(2_000_000),
-                itl_ms: Some(50_000),
-                ..Default::default()
-            },
-            ..arbor::EmulatorOptions::default()
-        },
+        emulator: emulator(2_000_000, 50_000),
         out: Some(out.to_path_buf()),
         ..arbor::RunOptions::default()
     }

@@ -165,7 +165,6 @@ fn summary(dir: &Path) -> Value {
     serde_json::from_str(&text).expect("json")
 }
 
-/// Who a request is in the workload: (tree_index, copy, agent, turn).
 /// A request's identity: its tree, copy, agent and turn. Not its play's
 /// number: a live run numbers a play when its first turn is dispatched,
 /// and with more than one client thread which thread gets there first

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use arbor_error::Error;
 
+pub use crate::config::RepeatOf;
 use runs::{RunSeen, RunState};
 use stats::Spread;
 
@@ -38,18 +39,6 @@ pub const AGGREGATE_SCHEMA: &str = "arbor.aggregate/1";
 /// and every run's streams differ (arbor's streams mix the seed).
 pub fn seed_of(seed: u64, k: u32) -> u64 {
     seed.wrapping_add(u64::from(k).wrapping_sub(1))
-}
-
-/// Which run of a sequence a run is: recorded in its `run.json` and
-/// `summary.json` as `config.repeat`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct RepeatOf {
-    /// 1-based.
-    pub run: u32,
-    /// Runs planned.
-    pub runs: u32,
-    /// The global seed the run's own (`config.seed`) derives from.
-    pub seed: u64,
 }
 
 /// `repeat.json`: the sequence as planned, written before the first run.

@@ -8,12 +8,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::output::SUMMARY_FILE;
 use arbor_error::Error;
-
-/// The summary file of a run directory (`output::SUMMARY_FILE`, named
-/// here too: `output` uses `aggregate`, through `config`, so `aggregate`
-/// may not use `output`).
-const SUMMARY_FILE: &str = "summary.json";
 
 /// The directory of run `k` (1-based) under the repeat's directory.
 pub fn dir_name(k: u32) -> String {
