@@ -104,7 +104,7 @@ impl Facts<'_> {
 /// Count, mean and percentiles of a latency, in seconds. Exact
 /// (nearest-rank) for every metric but ITL, whose percentiles come from an
 /// HDR histogram with 3 significant digits (mean and max stay exact).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Latency {
     pub count: u64,
     pub mean_s: f64,
@@ -167,7 +167,7 @@ pub struct RequestCounts {
 }
 
 /// The latency distributions.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Latencies {
     pub ttft: Latency,
     pub itl: Latency,
@@ -179,7 +179,7 @@ pub struct Latencies {
 }
 
 /// Work done over the run's wall window.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Throughput {
     /// First `sent` (or the profiling start, when earlier) to last `done`
     /// over every measured record, in seconds.
@@ -190,7 +190,7 @@ pub struct Throughput {
 }
 
 /// What the server said about its prefix cache.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CacheReport {
     /// `cached_tokens / input_tokens` over the requests below; null when
     /// no request reported cached tokens.
@@ -202,7 +202,7 @@ pub struct CacheReport {
 }
 
 /// How many records took a token count from each source.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SourceCounts {
     pub usage: u64,
     pub counted: u64,
@@ -220,7 +220,7 @@ impl SourceCounts {
 }
 
 /// Where token counts came from, and planned against reported prompts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TokenReport {
     pub output_source: SourceCounts,
     pub input_source: SourceCounts,

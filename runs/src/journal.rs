@@ -283,3 +283,35 @@ pub fn write_json<T: Serialize + DeserializeOwned>(
     serde_json::from_slice(&text)
         .map_err(|e| Error::other(format!("{}: cannot read back: {e}", path.display())))
 }
+
+/// Reads a JSON file of the run, checking its schema version first.
+pub fn read_json<T: DeserializeOwned>(path: &Path, schema: &str) -> Result<T, Error> {
+    let bytes = fs::read(path)
+        .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
+    parse_json(&bytes, path, schema)
+}
+
+/// The bytes of the JSON file `path` of schema `schema`: a missing or
+/// another schema version is refused before any field is read, so the
+/// error names the version rather than the first field it lacks.
+pub fn parse_json<T: DeserializeOwned>(
+    bytes: &[u8],
+    path: &Path,
+    schema: &str,
+) -> Result<T, Error> {
+    #[derive(Deserialize)]
+    struct Versioned {
+        schema_version: Option<String>,
+    }
+    let bad = |e: serde_json::Error| Error::input(format!("{}: {e}", path.display()));
+    let versioned: Versioned = serde_json::from_slice(bytes).map_err(bad)?;
+    match versioned.schema_version.as_deref() {
+        Some(v) if v == schema => serde_json::from_slice(bytes).map_err(bad),
+        v => Err(Error::input(format!(
+            "{}: schema version {}, this arbor reads {schema} (was it written by another \
+             version of arbor?)",
+            path.display(),
+            v.unwrap_or("missing")
+        ))),
+    }
+}

@@ -9,7 +9,8 @@
 //! ([`shape`]), `metrics.jsonl` ([`server_metrics`]) and `planned.json`.
 //! Around them: [`summarize`] (the summary rebuilt from the files),
 //! [`merge`] (shards joined), [`aggregate`] (repeated runs and their
-//! spread), [`sharding`] and [`shard_manifest`] (a shard's identity),
+//! spread), [`metric`] (the metric vocabulary, declared once),
+//! [`sharding`] and [`shard_manifest`] (a shard's identity),
 //! [`recipe`] (the validity stamp), and the shapes the plan report shares
 //! ([`policy`], [`work`]).
 //!
@@ -22,6 +23,7 @@ pub mod collector;
 pub mod config;
 pub mod journal;
 pub mod merge;
+pub mod metric;
 pub mod output;
 pub mod policy;
 pub mod recipe;

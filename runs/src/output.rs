@@ -25,7 +25,7 @@ use arbor_engine::time::nanos_to_secs;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::server_metrics::ServerMetrics;
 use arbor_error::Error;
@@ -267,7 +267,7 @@ impl RecordSink for RecordsFile {
 }
 
 /// Requests, plays and trees.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Counts {
     /// Measured requests dispatched (one record each).
     pub dispatched: u64,
@@ -293,7 +293,7 @@ pub struct Counts {
 }
 
 /// Planned against observed requests in flight.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Concurrency {
     /// The plan of the same workload on the virtual clock (`--service`).
     pub planned_peak: u32,
@@ -306,14 +306,14 @@ pub struct Concurrency {
     pub scheduler_peak_at_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Idle {
     pub shifts: u64,
     pub skipped_s: f64,
 }
 
 /// The lanes of a closed loop.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct LaneSummary {
     pub lane: u32,
     pub plays: u32,
@@ -328,18 +328,18 @@ pub struct LaneSummary {
 pub const SUMMARY_SCHEMA: &str = "arbor.summary/1";
 
 /// `summary.json`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[schemars(title = SUMMARY_SCHEMA)]
 pub struct Summary {
     #[schemars(extend("const" = SUMMARY_SCHEMA))]
-    pub schema_version: &'static str,
+    pub schema_version: String,
     /// The version of the arbor that ran (from `run.json`).
     pub arbor_version: String,
     /// False when the run did not end cleanly (no `end.json`): the figures
     /// only the end knows are derived from the records (see `notes`).
     pub complete: bool,
     /// What a rebuild had to derive or skip; absent when nothing.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// The recipe (`--scenario`), if any.
     pub scenario: Option<String>,
@@ -436,7 +436,7 @@ impl Summary {
         });
         let waited_for_cap = measured.latency.queue_wait.max_s > 0.0;
         Summary {
-            schema_version: SUMMARY_SCHEMA,
+            schema_version: SUMMARY_SCHEMA.to_string(),
             arbor_version: start.arbor_version.clone(),
             complete: completeness.complete,
             notes: completeness.notes,
@@ -497,6 +497,28 @@ impl Summary {
             .map_err(|e| Error::other(format!("{SUMMARY_FILE}: cannot serialize: {e}")))?;
         text.push(b'\n');
         Ok(text)
+    }
+
+    /// Reads `dir/summary.json`: the one typed reader of the file. Missing,
+    /// not JSON, another schema or a field missing is an input error
+    /// (exit 2) naming the file and what was expected; fields a later
+    /// arbor adds are ignored.
+    pub fn read(dir: &Path) -> Result<Summary, Error> {
+        let path = dir.join(SUMMARY_FILE);
+        let text = fs::read(&path).map_err(|e| {
+            Error::input(format!(
+                "{}: cannot read ({e}); expected the {SUMMARY_FILE} `arbor run` writes \
+                 (`arbor summarize {}` rebuilds it from the records)",
+                path.display(),
+                dir.display()
+            ))
+        })?;
+        Summary::parse(&text, &path)
+    }
+
+    /// A summary from the bytes of `path` (named in errors).
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<Summary, Error> {
+        crate::journal::parse_json(bytes, path, SUMMARY_SCHEMA)
     }
 }
 

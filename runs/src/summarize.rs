@@ -16,8 +16,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use arbor_engine::time::Nanos;
-use serde::de::DeserializeOwned;
-use serde::Deserialize;
 
 use crate::collector::{Collector, Facts};
 use crate::journal::{self, LaneEnd, RunEnd, RunStart};
@@ -68,10 +66,10 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Error> {
             records_path.display()
         )));
     }
-    let start: RunStart = read_json(&start_path, journal::RUN_SCHEMA)?;
+    let start: RunStart = journal::read_json(&start_path, journal::RUN_SCHEMA)?;
     let end_path = dir.join(journal::END_FILE);
     let end: Option<RunEnd> = if end_path.exists() {
-        Some(read_json(&end_path, journal::END_SCHEMA)?)
+        Some(journal::read_json(&end_path, journal::END_SCHEMA)?)
     } else {
         None
     };
@@ -123,27 +121,6 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Error> {
         summary,
         records: found.records,
     })
-}
-
-/// Reads a JSON file of the run, checking its schema version first.
-pub fn read_json<T: DeserializeOwned>(path: &Path, schema: &str) -> Result<T, Error> {
-    #[derive(Deserialize)]
-    struct Versioned {
-        schema_version: Option<String>,
-    }
-    let bytes = fs::read(path)
-        .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
-    let bad = |e: serde_json::Error| Error::input(format!("{}: {e}", path.display()));
-    let versioned: Versioned = serde_json::from_slice(&bytes).map_err(bad)?;
-    match versioned.schema_version.as_deref() {
-        Some(v) if v == schema => serde_json::from_slice(&bytes).map_err(bad),
-        v => Err(Error::input(format!(
-            "{}: schema version {}, this arbor reads {schema} (was it written by another \
-             version of arbor?)",
-            path.display(),
-            v.unwrap_or("missing")
-        ))),
-    }
 }
 
 /// What the records say of the figures only a clean end knows (also what

@@ -4,11 +4,11 @@
 
 use arbor_engine::time::{nanos_to_secs, Nanos};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Requests and tokens over a window, and their rates: the load a plan
 /// puts on a server (`demand`), or what a run's server did (`throughput`).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Work {
     pub requests: u64,
     pub input_tokens: u64,

@@ -184,3 +184,44 @@ fn bad_directories_are_input_errors_saying_what_is_missing() {
     .unwrap();
     expect_input_error(&bare, &["arbor.run/9", "arbor.run/1"]);
 }
+
+#[test]
+fn the_typed_summary_reads_a_runs_summary_and_writes_it_back_byte_for_byte() {
+    use arbor::runs::metric::{Latency, Rate, Stat};
+    use arbor::runs::output::Summary;
+    let written = fs::read(demo().join("summary.json")).unwrap();
+    let summary = Summary::read(demo()).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(summary.to_bytes().unwrap(), written);
+    // The vocabulary reads the figures the file holds.
+    let json = self::summary(demo());
+    assert_eq!(
+        Latency::Ttft.stat(&summary, Stat::P90),
+        json["latency"]["ttft"]["p90_s"].as_f64()
+    );
+    assert_eq!(
+        Rate::OutputTokens.of(&summary),
+        json["throughput"]["output_tokens_per_s"].as_f64()
+    );
+}
+
+#[test]
+fn a_damaged_summary_is_refused_naming_the_file_and_what_was_expected() {
+    use arbor::runs::output::Summary;
+    let dir = demo_copy("summary-damaged");
+    let mut json = summary(&dir);
+    json.as_object_mut().unwrap().remove("counts");
+    fs::write(dir.join("summary.json"), json.to_string()).unwrap();
+    let e = Summary::read(&dir).expect_err("no counts");
+    assert_eq!(e.kind, Kind::Input, "{e:?}");
+    assert!(e.message.contains("summary.json"), "{}", e.message);
+    assert!(e.message.contains("`counts`"), "{}", e.message);
+
+    json["schema_version"] = Value::from("arbor.summary/9");
+    fs::write(dir.join("summary.json"), json.to_string()).unwrap();
+    let e = Summary::read(&dir).expect_err("another schema");
+    assert!(e.message.contains("arbor.summary/9"), "{}", e.message);
+
+    fs::remove_file(dir.join("summary.json")).unwrap();
+    let e = Summary::read(&dir).expect_err("no file");
+    assert!(e.message.contains("arbor summarize"), "{}", e.message);
+}

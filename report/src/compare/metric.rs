@@ -5,81 +5,17 @@
 //! parsing only: how a metric is read from a run directory is
 //! `run_dir`'s, how a threshold is judged `gate`'s.
 //!
-//! These names are compare's own (`ttft_p99`, `requests_per_s`,
-//! `errors`, ...), in milliseconds and counts; the aggregate's headline
-//! metrics (`arbor_runs::aggregate::metrics`) name a smaller set in
-//! seconds (`request_throughput`, ...) for `aggregate.json`. Both are
-//! published output, so each keeps its own list.
+//! The latencies and their figures are the run's vocabulary
+//! ([`arbor_runs::metric`]); the names built from them are compare's own
+//! (`ttft_p99`, `requests_per_s`, `errors`, ...), in milliseconds and
+//! counts; the aggregate's headline metrics
+//! (`arbor_runs::aggregate::metrics`) name a smaller set in seconds
+//! (`request_throughput`, ...) for `aggregate.json`. Both are published
+//! output, so each keeps its own names.
 
 use std::fmt;
 
-/// A latency distribution of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Latency {
-    Ttft,
-    Itl,
-    Tpot,
-    E2e,
-    Lateness,
-    QueueWait,
-    JobTime,
-}
-
-impl Latency {
-    pub const ALL: [Latency; 7] = [
-        Latency::Ttft,
-        Latency::Itl,
-        Latency::Tpot,
-        Latency::E2e,
-        Latency::Lateness,
-        Latency::QueueWait,
-        Latency::JobTime,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Latency::Ttft => "ttft",
-            Latency::Itl => "itl",
-            Latency::Tpot => "tpot",
-            Latency::E2e => "e2e",
-            Latency::Lateness => "lateness",
-            Latency::QueueWait => "queue_wait",
-            Latency::JobTime => "job_time",
-        }
-    }
-}
-
-/// Which figure of a latency distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stat {
-    Mean,
-    P50,
-    P90,
-    P99,
-}
-
-impl Stat {
-    pub const ALL: [Stat; 4] = [Stat::Mean, Stat::P50, Stat::P90, Stat::P99];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Stat::Mean => "mean",
-            Stat::P50 => "p50",
-            Stat::P90 => "p90",
-            Stat::P99 => "p99",
-        }
-    }
-
-    /// The quantile of a percentile; `None` for the mean.
-    pub fn quantile(self) -> Option<f64> {
-        match self {
-            Stat::Mean => None,
-            Stat::P50 => Some(0.50),
-            Stat::P90 => Some(0.90),
-            Stat::P99 => Some(0.99),
-        }
-    }
-}
+pub use arbor_runs::metric::{Latency, Stat};
 
 /// One figure `compare` shows, in the order it shows them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

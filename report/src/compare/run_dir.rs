@@ -1,6 +1,7 @@
 //! Reading one run directory for `compare`: the per-request values of
 //! `records.jsonl` (sorted, integer nanoseconds) and the figures only
-//! `summary.json` has (job time, throughput, cache hits, skipped turns).
+//! `summary.json` has (job time, throughput, cache hits, skipped turns),
+//! read through the typed [`Summary`].
 //! Owns which record counts where: warmups nowhere; server latencies
 //! (TTFT, ITL, TPOT, E2E) over `ok` records only; lateness and queue wait
 //! over every record that has them; counts over every record. A record is
@@ -10,11 +11,11 @@
 
 use std::path::Path;
 
-use arbor_engine::stats::nearest_rank;
-use serde_json::Value;
-
 use super::metric::{Latency, Metric, Stat};
+use arbor_engine::stats::nearest_rank;
 use arbor_error::Error;
+use arbor_runs::metric::Rate;
+use arbor_runs::output::Summary;
 use arbor_runs::record::{secs_ns as ns, Status};
 use arbor_runs::record_line;
 use arbor_runs::records_file::RECORDS_FILE;
@@ -26,19 +27,6 @@ pub struct Counts {
     pub ok: u64,
     pub failed: u64,
     pub cancelled: u64,
-}
-
-/// What `summary.json` adds: figures the records alone cannot give.
-#[derive(Debug, Clone, PartialEq)]
-struct SummaryFigures {
-    /// Job time mean, p50, p90, p99 in ms (`None` without complete plays).
-    job_time: [Option<f64>; 4],
-    requests_per_s: f64,
-    input_tokens_per_s: f64,
-    output_tokens_per_s: f64,
-    /// In percent; `None` when the server reported no cached tokens.
-    cache_hit_ratio: Option<f64>,
-    skipped: u64,
 }
 
 /// Per-request values of the records, sorted, in nanoseconds.
@@ -81,13 +69,15 @@ impl Samples {
 }
 
 /// One run, as compare sees it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RunDir {
     /// The directory as given on the command line.
     pub name: String,
     samples: Samples,
     pub counts: Counts,
-    summary: SummaryFigures,
+    /// For the figures the records alone cannot give: job time,
+    /// throughput, cache hits, skipped turns.
+    summary: Summary,
 }
 
 impl RunDir {
@@ -100,7 +90,7 @@ impl RunDir {
             )));
         }
         let (samples, counts) = read_records(&dir.join(RECORDS_FILE))?;
-        let summary = read_summary(&dir.join("summary.json"))?;
+        let summary = Summary::read(dir)?;
         Ok(RunDir {
             name: shown.to_string(),
             samples,
@@ -124,20 +114,20 @@ impl RunDir {
         match metric {
             Metric::Latency(latency, stat) => match self.sorted(latency) {
                 Some(sorted) => stat_ms(sorted, stat),
-                None => s.job_time[Stat::ALL.iter().position(|&x| x == stat)?],
+                None => latency.stat(s, stat).map(|seconds| seconds * 1e3),
             },
-            Metric::RequestsPerS => Some(s.requests_per_s),
-            Metric::InputTokensPerS => Some(s.input_tokens_per_s),
-            Metric::OutputTokensPerS => Some(s.output_tokens_per_s),
+            Metric::RequestsPerS => Rate::Requests.of(s),
+            Metric::InputTokensPerS => Rate::InputTokens.of(s),
+            Metric::OutputTokensPerS => Rate::OutputTokens.of(s),
             Metric::Errors => count(c.failed),
             Metric::ErrorRate => {
                 (c.dispatched > 0).then(|| c.failed as f64 / c.dispatched as f64 * 100.0)
             }
-            Metric::CacheHitRatio => s.cache_hit_ratio,
+            Metric::CacheHitRatio => Rate::CacheHits.of(s).map(|r| r * 100.0),
             Metric::Dispatched => count(c.dispatched),
             Metric::Ok => count(c.ok),
             Metric::Cancelled => count(c.cancelled),
-            Metric::Skipped => count(s.skipped),
+            Metric::Skipped => count(s.counts.skipped),
         }
     }
 }
@@ -187,44 +177,4 @@ fn read_records(path: &Path) -> Result<(Samples, Counts), Error> {
     })?;
     samples.sort();
     Ok((samples, counts))
-}
-
-fn read_summary(path: &Path) -> Result<SummaryFigures, Error> {
-    let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::input(format!(
-            "{shown}: cannot read ({e}); expected the summary.json `arbor run` writes"
-        ))
-    })?;
-    let json: Value =
-        serde_json::from_str(&text).map_err(|e| Error::input(format!("{shown}: not JSON: {e}")))?;
-    let number = |pointer: &str| -> Result<Option<f64>, Error> {
-        match json.pointer(pointer) {
-            Some(Value::Null) => Ok(None),
-            Some(v) => v.as_f64().map(Some).ok_or_else(|| missing(&shown, pointer)),
-            None => Err(missing(&shown, pointer)),
-        }
-    };
-    let required = |pointer: &str| number(pointer)?.ok_or_else(|| missing(&shown, pointer));
-    let complete = required("/latency/job_time/count")? > 0.0;
-    let mut job_time = [None; 4];
-    for (slot, stat) in job_time.iter_mut().zip(Stat::ALL) {
-        let seconds = required(&format!("/latency/job_time/{}_s", stat.name()))?;
-        *slot = complete.then_some(seconds * 1e3);
-    }
-    Ok(SummaryFigures {
-        job_time,
-        requests_per_s: required("/throughput/requests_per_s")?,
-        input_tokens_per_s: required("/throughput/input_tokens_per_s")?,
-        output_tokens_per_s: required("/throughput/output_tokens_per_s")?,
-        cache_hit_ratio: number("/cache/hit_ratio")?.map(|r| r * 100.0),
-        skipped: required("/counts/skipped")? as u64,
-    })
-}
-
-fn missing(file: &impl std::fmt::Display, pointer: &str) -> Error {
-    let key = pointer.trim_start_matches('/').replace('/', ".");
-    Error::input(format!(
-        "{file}: expected a number at `{key}` (a summary.json written by `arbor run`)"
-    ))
 }

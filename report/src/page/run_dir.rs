@@ -1,4 +1,5 @@
-//! One run directory read into the page's data: `summary.json` as written,
+//! One run directory read into the page's data: `summary.json` as written
+//! (a run's checked by [`Summary::parse`]),
 //! `records.jsonl` streamed once through [`arbor_runs::record_line`] (a
 //! record's strings are borrowed from its line) into the CDFs, the time
 //! series and the swim lanes, the plan's in-flight series
@@ -25,6 +26,7 @@ use super::series;
 use super::server;
 
 pub use arbor_runs::output::SUMMARY_FILE;
+use arbor_runs::output::{Summary, SUMMARY_SCHEMA};
 
 /// Values of the distributions with exact CDFs, in nanoseconds.
 #[derive(Default)]
@@ -59,6 +61,12 @@ pub fn read(dir: &Path) -> Result<RunPage, Error> {
             "{}: expected a JSON object",
             summary_path.display()
         )));
+    }
+    // The page draws the document as written: a run's summary, or the
+    // summary-shaped file of a virtual capacity probe. A run's is checked
+    // by the one typed reader, so a damaged one is refused, not drawn.
+    if summary["schema_version"] == SUMMARY_SCHEMA {
+        Summary::parse(summary_text.as_bytes(), &summary_path)?;
     }
 
     let mut values = Values::default();

@@ -103,7 +103,15 @@ fn bad_run_directories_are_input_errors_naming_the_file_and_line() {
     expect_input_error(
         &fast,
         &no_summary,
-        &["summary.json: expected a number at `latency.job_time.count`"],
+        &["summary.json: schema version missing, this arbor reads arbor.summary/1"],
+    );
+    let mut damaged: serde_json::Value = serde_json::from_str(&crate::util::summary()).unwrap();
+    damaged.as_object_mut().unwrap().remove("latency");
+    write(&no_summary, "summary.json", &damaged.to_string());
+    expect_input_error(
+        &fast,
+        &no_summary,
+        &["summary.json: missing field `latency`"],
     );
 }
 
@@ -189,7 +197,7 @@ fn a_hundred_thousand_records_compare_quickly() {
     }
     let big = scratch("compare-big");
     write(&big, "records.jsonl", &records);
-    write(&big, "summary.json", crate::util::SUMMARY);
+    write(&big, "summary.json", &crate::util::summary());
     let mut o = options(&big, &big, "");
     o.resamples = 1000;
     let start = Instant::now();

@@ -20,24 +20,31 @@ pub fn write(dir: &Path, name: &str, text: &str) {
     std::fs::write(dir.join(name), text).expect("file written");
 }
 
-/// The figures of `summary.json` that compare reads (no complete play, no
-/// cache report).
-pub const SUMMARY: &str = r#"{
-  "latency": {"job_time": {"count": 0, "mean_s": 0.0, "p50_s": 0.0, "p90_s": 0.0, "p99_s": 0.0}},
-  "throughput": {"requests_per_s": 10.0, "input_tokens_per_s": 1000.0, "output_tokens_per_s": 100.0},
-  "cache": {"hit_ratio": null},
-  "counts": {"skipped": 0}
-}"#;
+/// A real `summary.json` (testdata/runs/small) with the figures compare
+/// takes from it set: 10 requests/s, 1000 input and 100 output tokens/s,
+/// no complete play, no cache report, nothing skipped.
+pub fn summary() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/runs/small/summary.json");
+    let text = std::fs::read_to_string(&path).expect("the fixture summary");
+    let mut s: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    s["latency"]["job_time"]["count"] = 0.into();
+    s["throughput"]["requests_per_s"] = 10.0.into();
+    s["throughput"]["input_tokens_per_s"] = 1000.0.into();
+    s["throughput"]["output_tokens_per_s"] = 100.0.into();
+    s["cache"]["hit_ratio"] = serde_json::Value::Null;
+    s["counts"]["skipped"] = 0.into();
+    s.to_string()
+}
 
 /// A run directory of `records` (one `records.jsonl` line each) and
-/// [`SUMMARY`].
+/// [`summary`].
 pub fn run_dir(dir: &Path, records: &[String]) -> PathBuf {
     let mut text = records.join("\n");
     if !text.is_empty() {
         text.push('\n');
     }
     write(dir, "records.jsonl", &text);
-    write(dir, "summary.json", SUMMARY);
+    write(dir, "summary.json", &summary());
     dir.to_path_buf()
 }
 

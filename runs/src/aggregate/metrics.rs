@@ -1,85 +1,88 @@
-//! The headline metrics an aggregate spreads, and where each is in a
-//! run's `summary.json`: TTFT, ITL, TPOT and E2E (mean, p50, p90, p99),
-//! job time (mean, p50, p90, p99), request, input- and output-token
-//! throughput, and the cache-hit ratio. Owns the table and reading a
-//! metric's value out of a summary; no arithmetic (that is `stats`).
+//! The headline metrics an aggregate spreads: TTFT, ITL, TPOT and E2E
+//! (mean, p50, p90, p99), job time (mean, p50, p90, p99), request, input-
+//! and output-token throughput, and the cache-hit ratio. Owns the table
+//! (the names `aggregate.json` publishes, in its documented order);
+//! reading a value is the vocabulary's ([`crate::metric`]), arithmetic is
+//! `stats`'.
 
-use serde_json::Value;
+use crate::metric::{Latency, Rate, Stat};
+use crate::output::Summary;
 
-/// A headline metric: its name in `aggregate.json`, its JSON pointer in
-/// `summary.json`, its unit, and, for a latency, the pointer of the count
-/// that must be non-zero for the value to mean anything.
+/// A headline metric: its name in `aggregate.json`, its unit, and which
+/// figure of a summary it is.
 pub struct Headline {
     pub name: &'static str,
-    pub pointer: &'static str,
     pub unit: &'static str,
-    pub count: Option<&'static str>,
+    pub of: Of,
+}
+
+/// Which figure of a summary a headline is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Of {
+    /// In seconds.
+    Latency(Latency, Stat),
+    Rate(Rate),
 }
 
 macro_rules! latency {
-    ($metric:literal, $stat:literal) => {
+    ($latency:ident, $name:literal, $stat:ident, $figure:literal) => {
         Headline {
-            name: concat!($metric, "_", $stat),
-            pointer: concat!("/latency/", $metric, "/", $stat, "_s"),
+            name: concat!($name, "_", $figure),
             unit: "s",
-            count: Some(concat!("/latency/", $metric, "/count")),
+            of: Of::Latency(Latency::$latency, Stat::$stat),
         }
     };
 }
 
 macro_rules! latencies {
-    ($($metric:literal),*) => {
+    ($($latency:ident $name:literal),*) => {
         [$(
-            latency!($metric, "mean"),
-            latency!($metric, "p50"),
-            latency!($metric, "p90"),
-            latency!($metric, "p99"),
+            latency!($latency, $name, Mean, "mean"),
+            latency!($latency, $name, P50, "p50"),
+            latency!($latency, $name, P90, "p90"),
+            latency!($latency, $name, P99, "p99"),
         )*]
     };
 }
 
 /// The latencies, in the order `aggregate.json`'s documentation lists them.
-pub const LATENCIES: [Headline; 20] = latencies!("ttft", "itl", "tpot", "e2e", "job_time");
+pub const LATENCIES: [Headline; 20] = latencies!(
+    Ttft "ttft", Itl "itl", Tpot "tpot", E2e "e2e", JobTime "job_time"
+);
 
 /// The throughputs and the cache-hit ratio.
 pub const RATES: [Headline; 4] = [
     Headline {
         name: "request_throughput",
-        pointer: "/throughput/requests_per_s",
         unit: "requests/s",
-        count: None,
+        of: Of::Rate(Rate::Requests),
     },
     Headline {
         name: "input_token_throughput",
-        pointer: "/throughput/input_tokens_per_s",
         unit: "tokens/s",
-        count: None,
+        of: Of::Rate(Rate::InputTokens),
     },
     Headline {
         name: "output_token_throughput",
-        pointer: "/throughput/output_tokens_per_s",
         unit: "tokens/s",
-        count: None,
+        of: Of::Rate(Rate::OutputTokens),
     },
     Headline {
         name: "cache_hit_ratio",
-        pointer: "/cache/hit_ratio",
         unit: "ratio",
-        count: None,
+        of: Of::Rate(Rate::CacheHits),
     },
 ];
 
 impl Headline {
-    /// The metric's value in one summary: `None` when it is missing or
-    /// `null` (no cached tokens reported), or when its count is 0 (a
-    /// latency over no requests).
-    pub fn value(&self, summary: &Value) -> Option<f64> {
-        if let Some(count) = self.count {
-            if summary.pointer(count).and_then(Value::as_u64) == Some(0) {
-                return None;
-            }
+    /// The metric's value in one summary: `None` for a latency over no
+    /// values, or the cache-hit ratio of a server that reported no cached
+    /// tokens.
+    pub fn value(&self, summary: &Summary) -> Option<f64> {
+        match self.of {
+            Of::Latency(latency, stat) => latency.stat(summary, stat),
+            Of::Rate(rate) => rate.of(summary),
         }
-        summary.pointer(self.pointer).and_then(Value::as_f64)
     }
 }
 
@@ -88,25 +91,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_metric_over_no_requests_or_null_has_no_value() {
-        let summary = serde_json::json!({
-            "latency": {
-                "ttft": {"count": 3, "p50_s": 0.25},
-                "job_time": {"count": 0, "p50_s": 0.0}
-            },
-            "cache": {"hit_ratio": null}
-        });
-        let ttft_p50 = LATENCIES
-            .iter()
-            .find(|h| h.name == "ttft_p50")
-            .expect("row");
-        assert_eq!(ttft_p50.value(&summary), Some(0.25));
-        let job_p50 = LATENCIES
-            .iter()
-            .find(|h| h.name == "job_time_p50")
-            .expect("row");
-        assert_eq!(job_p50.pointer, "/latency/job_time/p50_s");
-        assert_eq!(job_p50.value(&summary), None);
-        assert_eq!(RATES[3].value(&summary), None);
+    fn each_headline_is_named_after_the_figure_it_reads() {
+        for h in LATENCIES.iter().chain(RATES.iter()) {
+            match h.of {
+                Of::Latency(latency, stat) => {
+                    assert_eq!(h.name, format!("{}_{}", latency.name(), stat.name()));
+                    assert_eq!(h.unit, "s");
+                }
+                Of::Rate(rate) => assert_eq!(h.unit, rate.unit(), "{}", h.name),
+            }
+        }
     }
 }

@@ -7,10 +7,11 @@
 //! over the runs ([`stats`]), the runs as found ([`runs`]) and the
 //! fail-closed validity stamp ([`validity`]).
 //!
-//! Reads only what runs wrote (`summary.json`, as JSON) and prints
-//! nothing: `arbor run --repeat` drives the sequence and calls
-//! [`write_plan`] and [`rebuild`]; the console table is the front end's. The shape of `aggregate.json` is [`Aggregate`]
-//! (docs/repeat.md).
+//! Reads only what runs wrote (each `summary.json`, through the typed
+//! [`crate::output::Summary`]) and prints nothing: `arbor run --repeat`
+//! drives the sequence and calls [`write_plan`] and [`rebuild`]; the
+//! console table is the front end's. The shape of `aggregate.json` is
+//! [`Aggregate`] (docs/repeat.md).
 
 pub mod metrics;
 pub mod runs;

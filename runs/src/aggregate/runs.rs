@@ -4,12 +4,10 @@
 
 use std::path::Path;
 
+use crate::output::{Summary, SUMMARY_FILE};
+use arbor_error::Error;
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
-
-use crate::output::SUMMARY_FILE;
-use arbor_error::Error;
 
 /// The directory of run `k` (1-based) under the repeat's directory.
 pub fn dir_name(k: u32) -> String {
@@ -33,6 +31,13 @@ pub enum RunState {
     Missing,
 }
 
+impl RunState {
+    /// Whether a run in this state left a `summary.json`.
+    pub fn has_summary(self) -> bool {
+        !matches!(self, RunState::Failed | RunState::Missing)
+    }
+}
+
 /// One run of the sequence as `aggregate.json` lists it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RunSeen {
@@ -47,15 +52,16 @@ pub struct RunSeen {
     pub submission_valid: Option<bool>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub submission_invalid_reasons: Vec<String>,
-    /// The summary itself, for the metrics.
+    /// The summary itself, for the metrics (`None` in the states without
+    /// one).
     #[serde(skip)]
     #[schemars(skip)]
-    pub summary: Option<Value>,
+    pub summary: Option<Summary>,
 }
 
 impl RunSeen {
-    /// Reads run `k` under `out`. A summary that is not JSON is a fault
-    /// (exit 2, naming the file): the aggregate is not guessed.
+    /// Reads run `k` under `out`. A `summary.json` that is not a summary
+    /// is a fault (exit 2, naming the file): the aggregate is not guessed.
     pub fn read(out: &Path, k: u32) -> Result<RunSeen, Error> {
         let dir = dir_name(k);
         let path = out.join(&dir);
@@ -72,40 +78,24 @@ impl RunSeen {
         if !path.is_dir() {
             return Ok(seen);
         }
-        let file = path.join(SUMMARY_FILE);
-        let text = match std::fs::read_to_string(&file) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                seen.state = RunState::Failed;
-                return Ok(seen);
-            }
-            Err(e) => {
-                return Err(Error::other(format!(
-                    "{}: cannot read: {e}",
-                    file.display()
-                )))
-            }
-        };
-        let summary: Value = serde_json::from_str(&text)
-            .map_err(|e| Error::input(format!("{}: not JSON: {e}", file.display())))?;
-        seen.state = if summary["cancelled"] == Value::Bool(true) {
+        if !path.join(SUMMARY_FILE).exists() {
+            seen.state = RunState::Failed;
+            return Ok(seen);
+        }
+        let summary = Summary::read(&path)?;
+        seen.state = if summary.cancelled {
             RunState::Cancelled
-        } else if summary["complete"] == Value::Bool(true) {
+        } else if summary.complete {
             RunState::Complete
         } else {
             RunState::Incomplete
         };
-        seen.seed = summary.pointer("/config/seed").and_then(Value::as_u64);
-        seen.scenario = summary["scenario"].as_str().map(str::to_string);
-        seen.submission_valid = summary["submission_valid"].as_bool();
-        seen.submission_invalid_reasons = summary["submission_invalid_reasons"]
-            .as_array()
-            .map(|reasons| {
-                reasons
-                    .iter()
-                    .filter_map(|r| r.as_str().map(str::to_string))
-                    .collect()
-            })
+        seen.seed = Some(summary.config.seed);
+        seen.scenario = summary.scenario.clone();
+        seen.submission_valid = summary.submission_valid;
+        seen.submission_invalid_reasons = summary
+            .submission_invalid_reasons
+            .clone()
             .unwrap_or_default();
         seen.summary = Some(summary);
         Ok(seen)

@@ -30,7 +30,7 @@ pub fn reasons(runs: &[RunSeen], planned_known: bool) -> Vec<String> {
             RunState::Failed => add(format!("run_failed:{k}")),
             RunState::Missing => add(format!("run_missing:{k}")),
         }
-        if run.summary.is_none() {
+        if !run.state.has_summary() {
             continue;
         }
         if run.scenario.is_none() {
@@ -60,7 +60,7 @@ mod tests {
     use super::*;
 
     fn run(k: u32, state: RunState, valid: Option<bool>, reasons: &[&str]) -> RunSeen {
-        let has_summary = !matches!(state, RunState::Failed | RunState::Missing);
+        let has_summary = state.has_summary();
         RunSeen {
             run: k,
             dir: format!("run-{k}"),
@@ -69,7 +69,7 @@ mod tests {
             scenario: has_summary.then(|| "agentx-mvp".to_string()),
             submission_valid: valid,
             submission_invalid_reasons: reasons.iter().map(|r| r.to_string()).collect(),
-            summary: has_summary.then(|| serde_json::json!({})),
+            summary: None,
         }
     }
 

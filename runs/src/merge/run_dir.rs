@@ -147,7 +147,7 @@ fn shard(dir: &Path) -> Result<Shard, Error> {
             path.display()
         )));
     }
-    let start: RunStart = summarize::read_json(&path, journal::RUN_SCHEMA)?;
+    let start: RunStart = journal::read_json(&path, journal::RUN_SCHEMA)?;
     let Some(config) = start.config.shard.clone() else {
         return Err(Error::input(format!(
             "{}: not a shard: its run.json has no config.shard (run with --shard I/N)",
@@ -162,7 +162,7 @@ fn shard(dir: &Path) -> Result<Shard, Error> {
     }
     let end_path = dir.join(journal::END_FILE);
     let end = if end_path.is_file() {
-        Some(summarize::read_json(&end_path, journal::END_SCHEMA)?)
+        Some(journal::read_json(&end_path, journal::END_SCHEMA)?)
     } else {
         None
     };

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use arbor_engine::time::Nanos;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use arbor_error::Error;
 
@@ -25,20 +25,20 @@ use super::line::{self, Line, Outcome};
 use super::names::{Combine, Kind, Metric};
 
 /// The `server_metrics` section of `summary.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerMetrics {
     pub scrapes: ScrapeCounts,
     /// Recognised gauges, by common name: those seen in a successful
     /// scrape.
-    pub gauges: BTreeMap<&'static str, Gauge>,
+    pub gauges: BTreeMap<String, Gauge>,
     /// Recognised counters' increase over the run, by common name.
-    pub counters: BTreeMap<&'static str, f64>,
+    pub counters: BTreeMap<String, f64>,
     /// Prefix-cache hits over queries from the counters; null without
     /// them, or when nothing was looked up.
     pub prefix_hit_ratio: Option<f64>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScrapeCounts {
     pub ok: u64,
     /// Failed scrapes (no answer, an HTTP error, no sample in the answer).
@@ -46,7 +46,7 @@ pub struct ScrapeCounts {
 }
 
 /// A gauge over the run's successful scrapes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Gauge {
     pub mean: f64,
     pub max: f64,
@@ -172,7 +172,7 @@ impl Tally {
                     max,
                     scrapes: n,
                 };
-                (metric.name(), gauge)
+                (metric.name().to_string(), gauge)
             })
             .collect();
         let mut increases: BTreeMap<Metric, f64> = BTreeMap::new();
@@ -193,7 +193,7 @@ impl Tally {
             gauges,
             counters: increases
                 .into_iter()
-                .map(|(metric, v)| (metric.name(), v))
+                .map(|(metric, v)| (metric.name().to_string(), v))
                 .collect(),
             prefix_hit_ratio,
         }

@@ -30,9 +30,9 @@ use super::records;
 use aggregate::{AggregateProfile, AGGREGATE_FILE};
 use arbor_error::Error;
 use arbor_runs::aggregate::runs::RunState;
+use arbor_runs::output::Summary;
 use profile::{Measured, Profile};
 use request::Request;
-use run_summary::RunSummary;
 
 /// The file names AIPerf's loaders look for.
 pub const PROFILE_FILE: &str = "profile_export_aiperf.json";
@@ -41,8 +41,8 @@ pub const RECORDS_FILE: &str = "profile_export.jsonl";
 /// Writes both files into `dir` (created if missing); the report's line.
 pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Error> {
     records::check_dir(run_dir)?;
-    let summary = RunSummary::read(run_dir)?;
-    let epoch_ns = summary.epoch_unix_ns().unwrap_or(0);
+    let summary = Summary::read(run_dir)?;
+    let epoch_ns = run_summary::epoch_unix_ns(&summary).unwrap_or(0);
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::other(format!("{}: cannot create: {e}", dir.display())))?;
     let mut lines_out = Output::create(&dir.join(RECORDS_FILE))?;
@@ -73,7 +73,7 @@ pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Error> {
     let benchmark_id = run_dir
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let profile = Profile::of(benchmark_id, &summary, measured);
+    let profile = Profile::of(benchmark_id, &summary, measured)?;
     let profile_path = dir.join(PROFILE_FILE);
     let written = write_pretty(&profile_path, &profile);
     if let Err(failure) = written.and_then(|()| lines_out.finish()) {

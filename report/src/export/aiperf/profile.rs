@@ -18,7 +18,9 @@ use serde_json::Value;
 
 use super::metric::{MetricBlock, REQUESTS, REQUESTS_PER_SEC, SEC, TOKENS, TOKENS_PER_SEC};
 use super::request::Metric;
-use super::run_summary::RunSummary;
+use super::run_summary;
+use arbor_error::Error;
+use arbor_runs::output::Summary;
 
 /// The `JsonExportData` schema version written.
 pub const SCHEMA_VERSION: &str = "1.4";
@@ -94,20 +96,24 @@ pub struct Extension {
     /// The run epoch in Unix nanoseconds (to the second), the zero of the
     /// records' times.
     pub epoch_unix_ns: Option<u64>,
-    /// `summary.json` as written.
+    /// The run's `summary.json`, its keys sorted.
     pub summary: Value,
 }
 
 impl Profile {
     /// The document of a run: its summary and its measured requests.
-    pub fn of(benchmark_id: String, summary: &RunSummary, measured: Measured) -> Profile {
+    pub fn of(
+        benchmark_id: String,
+        summary: &Summary,
+        measured: Measured,
+    ) -> Result<Profile, Error> {
         let mut blocks = BTreeMap::new();
         for (tag, (unit, mut values)) in measured.values {
             if let Some(block) = MetricBlock::of(unit, &mut values) {
                 blocks.insert(tag, block);
             }
         }
-        let t = summary.throughput;
+        let t = &summary.throughput.work;
         let singles = [
             ("request_throughput", REQUESTS_PER_SEC, t.requests_per_s),
             (
@@ -115,7 +121,7 @@ impl Profile {
                 TOKENS_PER_SEC,
                 t.output_tokens_per_s,
             ),
-            ("benchmark_duration", SEC, t.window_s),
+            ("benchmark_duration", SEC, summary.throughput.window_s),
             ("request_count", REQUESTS, summary.counts.ok as f64),
             (
                 "error_request_count",
@@ -137,23 +143,17 @@ impl Profile {
                 .unwrap_or_default(),
         });
         let error_summary = summary
-            .document
-            .get("errors")
-            .and_then(Value::as_object)
-            .map(|errors| {
-                errors
-                    .iter()
-                    .map(|(category, count)| ErrorCount {
-                        error_details: ErrorKind {
-                            kind: category.clone(),
-                            message: category.clone(),
-                        },
-                        count: count.as_u64().unwrap_or(0),
-                    })
-                    .collect()
+            .errors
+            .iter()
+            .map(|(category, &count)| ErrorCount {
+                error_details: ErrorKind {
+                    kind: category.clone(),
+                    message: category.clone(),
+                },
+                count,
             })
-            .unwrap_or_default();
-        Profile {
+            .collect();
+        Ok(Profile {
             schema_version: SCHEMA_VERSION,
             aiperf_version: AIPERF_VERSION,
             benchmark_id,
@@ -166,10 +166,14 @@ impl Profile {
             arbor: Extension {
                 scenario: summary.scenario.clone(),
                 percentiles: "nearest-rank",
-                epoch_unix_ns: summary.epoch_unix_ns(),
-                summary: summary.document.clone(),
+                epoch_unix_ns: run_summary::epoch_unix_ns(summary),
+                // As a JSON value, so its keys keep the order the export
+                // has always written (sorted).
+                summary: serde_json::to_value(summary).map_err(|e| {
+                    Error::other(format!("cannot encode the summary for AIPerf: {e}"))
+                })?,
             },
-        }
+        })
     }
 }
 

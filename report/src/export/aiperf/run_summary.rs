@@ -1,95 +1,15 @@
-//! The `summary.json` of a run as the AIPerf export reads it: the validity
-//! stamp, the run's end, the throughput window and its rates (copied, not
-//! recomputed), the epoch's wall-clock time, and the whole document (its
-//! arbor-only parts go into the `arbor` extension).
-//!
-//! Owns reading the file and what a missing or bad one says (exit 2, naming
-//! it); fields a later arbor adds are ignored.
+//! What the AIPerf export takes from a run's `summary.json` beyond the
+//! typed [`Summary`] itself: the run epoch's wall-clock time, from
+//! `started_at` (AIPerf's records carry Unix timestamps; arbor's are
+//! relative to the epoch).
 
-use std::path::Path;
+use arbor_runs::output::Summary;
 
-use serde::Deserialize;
-use serde_json::Value;
-
-use arbor_error::Error;
-use arbor_runs::output::SUMMARY_FILE;
-
-/// What the export reads of `summary.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct RunSummary {
-    #[serde(default = "complete_by_default")]
-    pub complete: bool,
-    #[serde(default)]
-    pub notes: Vec<String>,
-    #[serde(default)]
-    pub scenario: Option<String>,
-    #[serde(default)]
-    pub submission_valid: Option<bool>,
-    #[serde(default)]
-    pub submission_invalid_reasons: Option<Vec<String>>,
-    #[serde(default)]
-    pub started_at: String,
-    #[serde(default)]
-    pub cancelled: bool,
-    pub counts: Counts,
-    pub throughput: Throughput,
-    /// The document as written.
-    #[serde(skip)]
-    pub document: Value,
-}
-
-fn complete_by_default() -> bool {
-    true
-}
-
-/// `counts` of `summary.json`.
-#[derive(Debug, Clone, Copy, Deserialize)]
-pub struct Counts {
-    pub ok: u64,
-    pub failed: u64,
-}
-
-/// `throughput` of `summary.json`.
-#[derive(Debug, Clone, Copy, Deserialize)]
-pub struct Throughput {
-    pub window_s: f64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub requests_per_s: f64,
-    pub output_tokens_per_s: f64,
-}
-
-impl RunSummary {
-    /// Reads `dir/summary.json`: missing or not a summary is an input
-    /// error (exit 2) naming the file.
-    pub fn read(dir: &Path) -> Result<RunSummary, Error> {
-        let path = dir.join(SUMMARY_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            Error::input(format!(
-                "{}: cannot read ({e}); --aiperf needs the summary.json `arbor run` writes \
-                 (`arbor summarize {}` rebuilds it)",
-                path.display(),
-                dir.display()
-            ))
-        })?;
-        let bad = |e: serde_json::Error| {
-            Error::input(format!(
-                "{}: expected the summary.json of `arbor run` (docs/run.md): {e}",
-                path.display()
-            ))
-        };
-        let document: Value = serde_json::from_str(&text).map_err(bad)?;
-        let mut summary: RunSummary = serde_json::from_value(document.clone()).map_err(bad)?;
-        summary.document = document;
-        Ok(summary)
-    }
-
-    /// The run epoch in nanoseconds since the Unix epoch, from `started_at`
-    /// (`YYYY-mm-ddTHH:MM:SSZ`, so to the second); `None` when it does not
-    /// read.
-    pub fn epoch_unix_ns(&self) -> Option<u64> {
-        unix_secs(&self.started_at).map(|s| s.saturating_mul(1_000_000_000))
-    }
+/// The run epoch of `summary` in nanoseconds since the Unix epoch, from
+/// `started_at` (`YYYY-mm-ddTHH:MM:SSZ`, so to the second); `None` when it
+/// does not read.
+pub fn epoch_unix_ns(summary: &Summary) -> Option<u64> {
+    unix_secs(&summary.started_at).map(|s| s.saturating_mul(1_000_000_000))
 }
 
 /// Seconds since 1970 of a `YYYY-mm-ddTHH:MM:SSZ` stamp in UTC.
