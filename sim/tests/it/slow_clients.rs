@@ -31,8 +31,11 @@ fn short_timeouts() -> EmulatorConfig {
 /// Writes `bytes` and reads until the server closes the connection (or
 /// 5 s pass): what it answered, and when the connection closed.
 async fn send_and_wait_for_close(addr: std::net::SocketAddr, bytes: &[u8]) -> (String, Duration) {
-    let mut socket = TcpStream::connect(addr).await.expect("connect");
+    // Stamped before the connect: the server's header timer starts when it
+    // accepts, which can be after `connect` returns on a loaded machine
+    // (the kernel completes the handshake first), never before it began.
     let started = Instant::now();
+    let mut socket = TcpStream::connect(addr).await.expect("connect");
     socket.write_all(bytes).await.expect("write");
     let mut answer = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(5), async {
