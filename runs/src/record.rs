@@ -142,7 +142,7 @@ impl<'de> Deserialize<'de> for ErrorCategory {
 }
 
 /// What became of a request: a record's `status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Ok,
@@ -427,6 +427,50 @@ pub trait RecordSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every string a JSON Schema lists (`const` and `enum` values), in
+    /// order.
+    fn schema_words(v: &serde_json::Value, out: &mut Vec<String>) {
+        use serde_json::Value;
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(s)) = m.get("const") {
+                    out.push(s.clone());
+                }
+                if let Some(Value::Array(words)) = m.get("enum") {
+                    out.extend(words.iter().filter_map(|w| w.as_str().map(str::to_string)));
+                }
+                for (key, value) in m {
+                    if key != "const" && key != "enum" {
+                        schema_words(value, out);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| schema_words(i, out)),
+            _ => {}
+        }
+    }
+
+    /// The variants the derives see (the JSON Schema is derived from the
+    /// enum itself): `ALL` must hold each once, in order, and `as_str`
+    /// must be its serialized word, or the reader would refuse a word the
+    /// writer writes.
+    fn check_all<T: JsonSchema + Serialize + Copy>(all: &[T], as_str: fn(T) -> &'static str) {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+        let mut derived = Vec::new();
+        schema_words(&schema, &mut derived);
+        let listed: Vec<String> = all.iter().map(|&v| as_str(v).to_string()).collect();
+        assert_eq!(derived, listed);
+        for &v in all {
+            assert_eq!(serde_json::to_value(v).unwrap(), as_str(v));
+        }
+    }
+
+    #[test]
+    fn all_holds_every_error_category_and_status_the_enums_have() {
+        check_all(&ErrorCategory::ALL, ErrorCategory::as_str);
+        check_all(&Status::ALL, Status::as_str);
+    }
 
     fn identity() -> RequestIdentity {
         RequestIdentity {

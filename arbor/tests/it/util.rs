@@ -16,25 +16,15 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// `trees` identical arbor-format trees of three 200 ms turns (100
-/// tokens in, 10 out) one after the other.
+/// The first `trees` of the twelve identical three-turn trees of
+/// `testdata/trees/identical-12.jsonl` (arbor's native format, 200 ms a
+/// turn), written to `dir/identical.jsonl`.
 pub fn identical_trees(dir: &Path, trees: usize) -> PathBuf {
-    let turn = |k: u64| {
-        format!(
-            r#"{{"start_ns": {}, "duration_ns": 200000000, "isl": 100, "osl": 10, "ttft_ns": null, "model": 0, "input": "tool_result", "hash_ids": [], "text": null, "tokens_estimated": true}}"#,
-            k * 200_000_000
-        )
-    };
-    let lines: Vec<String> = (0..trees)
-        .map(|i| {
-            format!(
-                r#"{{"arbor": 1, "id": "t{i}", "arrival_ns": 0, "block_size": 64, "hash_scope": "local", "tool_tokens": 0, "system_tokens": 0, "models": ["m"], "agents": [{{"id": "root", "parent": null, "kind": "root", "end_ns": null, "turns": [{}, {}, {}]}}], "edges": null}}"#,
-                turn(0),
-                turn(1),
-                turn(2)
-            )
-        })
-        .collect();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/trees/identical-12.jsonl");
+    let text = std::fs::read_to_string(&fixture).expect("the fixture");
+    let lines: Vec<&str> = text.lines().take(trees).collect();
+    assert_eq!(lines.len(), trees, "the fixture holds 12 trees");
     let path = dir.join("identical.jsonl");
     std::fs::write(&path, lines.join("\n") + "\n").expect("write trees");
     path

@@ -8,28 +8,10 @@ use serde_json::Value;
 
 use crate::util::*;
 
-/// `trees` identical trees: one agent, three turns back to back (gap 0),
-/// 100 tokens in and 10 out each.
-fn identical_trees(dir: &Path, trees: usize) -> PathBuf {
-    let turn = |k: u64| {
-        format!(
-            r#"{{"start_ns": {}, "duration_ns": 200000000, "isl": 100, "osl": 10, "ttft_ns": null, "model": 0, "input": "tool_result", "hash_ids": [], "text": null, "tokens_estimated": true}}"#,
-            k * 200_000_000
-        )
-    };
-    let lines: Vec<String> = (0..trees)
-        .map(|i| {
-            format!(
-                r#"{{"arbor": 1, "id": "t{i}", "arrival_ns": 0, "block_size": 64, "hash_scope": "local", "tool_tokens": 0, "system_tokens": 0, "models": ["m"], "agents": [{{"id": "root", "parent": null, "kind": "root", "end_ns": null, "turns": [{}, {}, {}]}}], "edges": null}}"#,
-                turn(0),
-                turn(1),
-                turn(2)
-            )
-        })
-        .collect();
-    let path = dir.join("identical.jsonl");
-    std::fs::write(&path, lines.join("\n") + "\n").expect("write trees");
-    path
+/// Twelve identical trees (testdata/trees/identical-12.jsonl): one agent,
+/// three 200 ms turns back to back (gap 0), 100 tokens in and 10 out each.
+fn identical_trees() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/trees/identical-12.jsonl")
 }
 
 fn read(path: &Path) -> Value {
@@ -100,7 +82,7 @@ fn arbor_owned(args: &[String]) -> std::process::Output {
 
 /// The search by hand over 12 trees and sessions 1..64.
 fn virtual_search(out: &Path) -> std::process::Output {
-    let trees = identical_trees(out.parent().expect("a parent"), 12);
+    let trees = identical_trees();
     arbor_owned(&by_hand(&trees, "sessions:1..64", out))
 }
 
@@ -173,7 +155,7 @@ fn a_sweep_plans_every_load_and_agrees_with_the_search() {
     let dir = scratch("capacity-sweep");
     let search_out = dir.join("search");
     assert!(virtual_search(&search_out).status.success());
-    let trees = identical_trees(&dir, 12);
+    let trees = identical_trees();
     let sweep_out = dir.join("sweep");
     let flags = |search: &str, out: &Path| -> Vec<String> {
         let mut args = by_hand(&trees, search, out);
@@ -282,7 +264,7 @@ fn a_virtual_search_with_the_server_model() {
 #[test]
 fn a_virtual_rate_search_finds_the_knee_by_hand() {
     let dir = scratch("capacity-rate");
-    let trees = identical_trees(&dir, 12);
+    let trees = identical_trees();
     let out = dir.join("out");
     let ran = arbor(&[
         "capacity",
