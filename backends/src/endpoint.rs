@@ -10,6 +10,7 @@
 //!
 //! Reads no flag: the front end hands in what the user gave.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -252,19 +253,36 @@ pub fn reqwest_builder(tls: Option<&Arc<ClientConfig>>) -> reqwest::ClientBuilde
 }
 
 /// A connection that could not be made, as a failure (exit 1) that says
-/// what to do about a certificate.
-pub fn connect_failure(endpoint: &str, e: &ConnectError) -> Error {
+/// what to do about a certificate, worded for what was trusted
+/// (`cacert`, when `--cacert` was given).
+pub fn connect_failure(endpoint: &str, e: &ConnectError, cacert: Option<&Path>) -> Error {
     match e {
         ConnectError::Tls {
             certificate: true, ..
-        } => Error::other(format!("{}: {e}; {CERTIFICATE_HINT}", redact_url(endpoint))),
+        } => Error::other(format!(
+            "{}: {e}; {}",
+            redact_url(endpoint),
+            certificate_hint(cacert)
+        )),
         _ => Error::other(format!("{}: {e}", redact_url(endpoint))),
     }
 }
 
-/// What to do about a certificate the client refused.
-pub const CERTIFICATE_HINT: &str =
-    "trust the certificate's issuer with --cacert FILE (PEM), or skip verification with --insecure";
+/// What to do about a certificate the client refused: trust its issuer
+/// with `--cacert`, or, when a `--cacert` file was given, give the right
+/// one.
+pub fn certificate_hint(cacert: Option<&Path>) -> String {
+    match cacert {
+        None => "trust the certificate's issuer with --cacert FILE (PEM), or skip verification \
+                 with --insecure"
+            .to_string(),
+        Some(path) => format!(
+            "the certificate is neither one of --cacert {} nor signed by one of them: give the \
+             server's own certificate or its issuer's, or skip verification with --insecure",
+            path.display()
+        ),
+    }
+}
 
 /// The API paths an `--endpoint` may already end in: they are taken off,
 /// so the request path is never doubled (`arbor run` prints the URL

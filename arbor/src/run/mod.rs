@@ -430,10 +430,9 @@ pub async fn run_against(
     if tls.is_some() {
         // A certificate the client refuses stops the run here, in plain
         // words, before any request (the connection stays pooled).
-        target
-            .handshake()
-            .await
-            .map_err(|e| arbor_backends::endpoint::connect_failure(endpoint, &e))?;
+        target.handshake().await.map_err(|e| {
+            arbor_backends::endpoint::connect_failure(endpoint, &e, requests.tls.cacert.as_deref())
+        })?;
     }
     let (model, model_from) = match &requests.model {
         Some(m) => (m.clone(), "flag"),

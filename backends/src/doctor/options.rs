@@ -81,6 +81,8 @@ pub(crate) struct Checked {
     pub(crate) secrets: Vec<String>,
     /// For `https://`.
     pub(crate) tls: Option<Arc<ClientConfig>>,
+    /// The `--cacert` file, if one was given (for the hint).
+    pub(crate) cacert: Option<PathBuf>,
     /// The TLS and key flags given, passed on in the recommended command.
     pub(crate) access_flags: Vec<String>,
     /// The sizes of the workload given (INPUT), if any.
@@ -139,6 +141,7 @@ impl Checked {
             secrets,
             tls,
             access_flags: access_flags(options),
+            cacert: options.tls.cacert.clone(),
             workload,
         })
     }

@@ -105,11 +105,11 @@ pub(crate) async fn probe_tls(options: &Checked, report: &mut Report) -> bool {
             words, certificate, ..
         }) => {
             let action = if certificate {
-                endpoint::CERTIFICATE_HINT
+                endpoint::certificate_hint(options.cacert.as_deref())
             } else {
-                "check that the server speaks TLS (https) on this port"
+                "check that the server speaks TLS (https) on this port".to_string()
             };
-            report.push("tls", Status::Fail, words, Some(action.into()));
+            report.push("tls", Status::Fail, words, Some(action));
             false
         }
         Err(e @ ConnectError::Tcp { .. }) => {

@@ -3,8 +3,10 @@
 //!
 //! Owns which certificates are trusted (the system's roots, read with
 //! rustls-native-certs, falling back to the webpki-roots bundle when the
-//! system has none; or only the PEM file of `cacert`), skipping
-//! verification (`insecure`), ALPN `http/1.1`, and [`explain`]: a rustls
+//! system has none; or only the PEM file of `cacert`, whose certificates
+//! are anchors as curl and OpenSSL take them: the server's own
+//! self-signed certificate is trusted even when it is marked `CA:TRUE`),
+//! skipping verification (`insecure`), ALPN `http/1.1`, and [`explain`]: a rustls
 //! error as a sentence a user can act on (expired, unknown issuer, name
 //! mismatch, ...). The crypto provider is ring (it builds with the C
 //! compiler alone). Names no command-line flag: callers add the hint.
@@ -16,9 +18,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 pub use rustls::ClientConfig;
@@ -66,19 +70,23 @@ pub fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, TlsSetup
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
             .with_no_client_auth()
+    } else if let Some(path) = &options.cacert {
+        let verifier = CacertVerifier::new(path, provider)?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth()
     } else {
-        let roots = match &options.cacert {
-            Some(path) => roots_from_pem(path)?,
-            None => system_roots()?,
-        };
-        builder.with_root_certificates(roots).with_no_client_auth()
+        builder
+            .with_root_certificates(system_roots()?)
+            .with_no_client_auth()
     };
     config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
     Ok(Arc::new(config))
 }
 
-/// The certificates of a PEM file, as roots.
-fn roots_from_pem(path: &Path) -> Result<RootCertStore, TlsSetupError> {
+/// The certificates of a PEM file.
+fn certs_from_pem(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
     let shown = path.display().to_string();
     let bad = |reason: String| TlsSetupError::Cacert {
         path: shown.clone(),
@@ -91,13 +99,102 @@ fn roots_from_pem(path: &Path) -> Result<RootCertStore, TlsSetupError> {
     if certs.is_empty() {
         return Err(TlsSetupError::NoCertificate { path: shown });
     }
-    let mut roots = RootCertStore::empty();
-    for cert in certs {
-        roots
-            .add(cert)
-            .map_err(|e| bad(format!("not a usable certificate: {}", explain(&e))))?;
+    Ok(certs)
+}
+
+/// `cacert`: the file's certificates are the only roots, verified by
+/// webpki, with one rule more, as curl and OpenSSL have it: a server
+/// whose own certificate is byte for byte one of the file's is trusted
+/// even when that certificate is marked `CA:TRUE` (what `openssl req
+/// -x509` makes by default), which webpki refuses as
+/// `CaUsedAsEndEntity`. The name is still checked; so are the dates
+/// (webpki checks them before the CA flag, so a certificate refused for
+/// the flag alone is within its dates) and the handshake's signatures.
+#[derive(Debug)]
+struct CacertVerifier {
+    webpki: Arc<WebPkiServerVerifier>,
+    given: Vec<CertificateDer<'static>>,
+}
+
+impl CacertVerifier {
+    fn new(path: &Path, provider: Arc<CryptoProvider>) -> Result<CacertVerifier, TlsSetupError> {
+        let given = certs_from_pem(path)?;
+        let mut roots = RootCertStore::empty();
+        for cert in &given {
+            roots.add(cert.clone()).map_err(|e| TlsSetupError::Cacert {
+                path: path.display().to_string(),
+                reason: format!("not a usable certificate: {}", explain(&e)),
+            })?;
+        }
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .map_err(|e| TlsSetupError::Cacert {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        Ok(CacertVerifier { webpki, given })
     }
-    Ok(roots)
+}
+
+/// Whether a certificate error is webpki's `CaUsedAsEndEntity`.
+fn is_ca_used_as_end_entity(e: &CertificateError) -> bool {
+    match e {
+        CertificateError::Other(other) => {
+            other.0.downcast_ref::<webpki::Error>() == Some(&webpki::Error::CaUsedAsEndEntity)
+        }
+        _ => false,
+    }
+}
+
+impl ServerCertVerifier for CacertVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.webpki.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(rustls::Error::InvalidCertificate(e))
+                if is_ca_used_as_end_entity(&e)
+                    && self.given.iter().any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
+                let cert = ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&cert, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            verdict => verdict,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
 }
 
 fn pem_words(e: &rustls::pki_types::pem::Error) -> String {
@@ -252,6 +349,11 @@ fn certificate_words(c: &CertificateError) -> String {
         C::Revoked => "the server's certificate has been revoked".into(),
         C::BadSignature => "the server's certificate has a bad signature".into(),
         C::BadEncoding => "the server's certificate cannot be parsed".into(),
+        other if is_ca_used_as_end_entity(other) => {
+            "the server's own certificate is marked as a CA (CA:TRUE) and is not one of the \
+             trusted certificates"
+                .into()
+        }
         other => format!("the server's certificate is not valid ({other:?})"),
     }
 }

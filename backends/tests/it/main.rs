@@ -12,3 +12,4 @@ mod record;
 mod reliability;
 mod server;
 mod std_server;
+mod tls;
