@@ -50,10 +50,25 @@ pub fn plan(args: &PlanOptions, observer: &dyn Observer) -> Result<PlanReport, E
         let file = File::create(path)
             .map_err(|e| Error::other(format!("{}: cannot create: {e}", path.display())))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        write_timeline(&scheduler, by_request.as_deref(), &mut out)
-            .and_then(|_| out.flush())
-            .map_err(|e| Error::other(format!("{}: cannot write: {e}", path.display())))?;
-        if let Some(shard) = scheduler.policy().shard {
+        let written =
+            write_timeline(&scheduler, by_request.as_deref(), &mut out).and_then(|_| out.flush());
+        let reader_left = match written {
+            Ok(()) => false,
+            // A pipe whose reader went away (`--timeline /dev/stdout |
+            // head -1`): it chose to read no more, as a closed stdout is
+            // (the rest is not written, quietly). Only a pipe says this;
+            // a file that cannot be written is an error.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
+            Err(e) => {
+                return Err(Error::other(format!(
+                    "{}: cannot write: {e}",
+                    path.display()
+                )))
+            }
+        };
+        // The pipe's unwritten rest is dropped, not flushed again.
+        drop(out.into_parts());
+        if let (Some(shard), false) = (scheduler.policy().shard, reader_left) {
             let blocks = arbor_engine::shard::blocks(&scheduler);
             ShardManifest::new(shard, scheduler.trees(), scheduler.policy(), &blocks)
                 .write(path)?;

@@ -344,4 +344,17 @@ fn a_closed_stdout_pipe_ends_the_command_quietly() {
         &["plan", "--json", "--copies", "400", "--sessions", "400"],
         10,
     );
+    // `arbor plan --timeline /dev/stdout | head -1`: the timeline's own
+    // file is the closed pipe (10,000 turns: about 2 MB, past the pipe's
+    // buffer, so the reader leaves mid-write).
+    closed_pipe_exits_quietly(
+        &[
+            "plan",
+            "--synthetic",
+            "trees=200,turns=50",
+            "--timeline",
+            "/dev/stdout",
+        ],
+        100,
+    );
 }
