@@ -27,8 +27,14 @@ use arbor_formats::manifest::{hash_file, hex};
 pub enum Fetched {
     /// Already in place with the right hash.
     Verified,
-    /// Downloaded (`resumed_from` bytes were already in its `.part`).
-    Downloaded { resumed_from: u64 },
+    /// Downloaded: `resumed_from` bytes were kept from its `.part` (0:
+    /// from the start). `restarted_from`: a `.part` of that many bytes the
+    /// server would not continue (it ignored the range and sent the whole
+    /// file, which was taken from byte 0).
+    Downloaded {
+        resumed_from: u64,
+        restarted_from: Option<u64>,
+    },
 }
 
 /// What a fetch tells its caller while it runs (a progress bar, notes).
@@ -117,7 +123,8 @@ async fn fetch_file(
     if have > 0 {
         hash_prefix(&part, have, &mut hasher)?;
     }
-    let resumed_from = have;
+    let mut resumed_from = have;
+    let mut restarted_from = None;
     if file.size != Some(have) || have == 0 {
         let mut request = client.get(url);
         if have > 0 {
@@ -134,7 +141,13 @@ async fn fetch_file(
                 have
             }
             StatusCode::OK => {
+                // The whole file, whatever was asked: the `.part` is
+                // overwritten from byte 0.
                 hasher = Sha256::new();
+                if have > 0 {
+                    restarted_from = Some(have);
+                }
+                resumed_from = 0;
                 0
             }
             other => {
@@ -200,7 +213,10 @@ async fn fetch_file(
         )));
     }
     std::fs::rename(&part, &dest).map_err(|e| io_failure(&dest, "move into place", e))?;
-    Ok(Fetched::Downloaded { resumed_from })
+    Ok(Fetched::Downloaded {
+        resumed_from,
+        restarted_from,
+    })
 }
 
 /// Feeds the first `len` bytes of `path` to `hasher`.

@@ -139,8 +139,17 @@ impl FetchObserver for Bar<'_> {
     fn fetched(&self, file: &str, how: &Fetched) {
         let note = match how {
             Fetched::Verified => "verified, already in place".to_string(),
-            Fetched::Downloaded { resumed_from: 0 } => "downloaded, verified".to_string(),
-            Fetched::Downloaded { resumed_from } => {
+            Fetched::Downloaded {
+                restarted_from: Some(had),
+                ..
+            } => format!(
+                "the server ignored the range: downloaded again from byte 0 ({had} bytes of .part \
+                 dropped), verified"
+            ),
+            Fetched::Downloaded {
+                resumed_from: 0, ..
+            } => "downloaded, verified".to_string(),
+            Fetched::Downloaded { resumed_from, .. } => {
                 format!("resumed at byte {resumed_from}, verified")
             }
         };

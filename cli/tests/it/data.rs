@@ -26,6 +26,9 @@ struct Behaviour {
     cut_big_at: AtomicU64,
     /// Added to the announced Content-Length of every 200.
     lie_by: u64,
+    /// Answer a `Range` request with the whole file (200), as a server
+    /// without range support does.
+    ignore_range: bool,
 }
 
 /// Every request's path and `Range` header, in order.
@@ -86,7 +89,7 @@ fn answer(mut stream: TcpStream, behaviour: &Behaviour, log: &Seen) {
         .and_then(|r| r.trim_end_matches('-').parse().ok())
         .unwrap_or(0);
     let total = body.len();
-    if start > 0 {
+    if start > 0 && !behaviour.ignore_range {
         let head = format!(
             "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{total}\r\nConnection: close\r\n\r\n",
             total - start,
@@ -172,10 +175,36 @@ fn no_panic(out: &Output) -> String {
 }
 
 #[test]
+fn a_server_that_ignores_the_range_restarts_the_file_and_says_so() {
+    let server = serve(Behaviour {
+        cut_big_at: AtomicU64::new(0),
+        lie_by: 0,
+        ignore_range: true,
+    });
+    let env = env("data-no-range", &server.base, &[(BIG, sha256(BIG))]);
+    // A `.part` of the first 100,000 bytes, as a killed fetch leaves.
+    std::fs::create_dir_all(env.fetched()).unwrap();
+    let whole = std::fs::read(fixture(BIG)).unwrap();
+    std::fs::write(env.fetched().join(format!("{BIG}.part")), &whole[..100_000]).unwrap();
+    let out = env.arbor(&["data", "fetch", "weka"]);
+    let err = no_panic(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("the server ignored the range: downloaded again from byte 0 (100000 bytes of .part dropped), verified"),
+        "{err}"
+    );
+    assert!(!err.contains("resumed at byte"), "{err}");
+    let seen = server.seen.lock().unwrap().clone();
+    assert_eq!(seen.last().unwrap().1.as_deref(), Some("bytes=100000-"));
+    assert_eq!(std::fs::read(env.fetched().join(BIG)).unwrap(), whole);
+}
+
+#[test]
 fn fetch_resumes_after_being_killed_mid_file() {
     let server = serve(Behaviour {
         cut_big_at: AtomicU64::new(100_000),
         lie_by: 0,
+        ignore_range: false,
     });
     let env = env("data-resume", &server.base, &[(BIG, sha256(BIG))]);
     let mut child = env
@@ -221,6 +250,7 @@ fn a_wrong_hash_names_the_file_and_both_hashes_and_nothing_is_kept() {
     let server = serve(Behaviour {
         cut_big_at: AtomicU64::new(0),
         lie_by: 0,
+        ignore_range: false,
     });
     let wrong = "0".repeat(64);
     let env = env("data-wrong-hash", &server.base, &[(SMALL, wrong.clone())]);
@@ -239,6 +269,7 @@ fn a_server_that_lies_about_its_length_is_refused_by_file() {
     let server = serve(Behaviour {
         cut_big_at: AtomicU64::new(0),
         lie_by: 100,
+        ignore_range: false,
     });
     let env = env("data-lying-length", &server.base, &[(SMALL, sha256(SMALL))]);
     let out = env.arbor(&["data", "fetch", "weka"]);
@@ -253,6 +284,7 @@ fn a_corrupted_file_in_place_is_fetched_again() {
     let server = serve(Behaviour {
         cut_big_at: AtomicU64::new(0),
         lie_by: 0,
+        ignore_range: false,
     });
     let env = env("data-corrupted", &server.base, &[(SMALL, sha256(SMALL))]);
     std::fs::create_dir_all(env.fetched()).unwrap();
@@ -283,6 +315,7 @@ fn data_name_is_an_input_once_fetched() {
     let server = serve(Behaviour {
         cut_big_at: AtomicU64::new(0),
         lie_by: 0,
+        ignore_range: false,
     });
     let env = env("data-input", &server.base, &all_four());
     let out = env.arbor(&["plan", "data:weka"]);
@@ -305,6 +338,7 @@ fn the_recipe_refuses_an_unpinned_corpus_and_accepts_the_fetched_one() {
     let server = serve(Behaviour {
         cut_big_at: AtomicU64::new(0),
         lie_by: 0,
+        ignore_range: false,
     });
     let env = env("data-scenario", &server.base, &all_four());
     assert!(env.arbor(&["data", "fetch", "weka"]).status.success());
