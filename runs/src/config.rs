@@ -73,8 +73,14 @@ pub struct RunConfig {
     /// probe adds its number). Absent without markers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_bust_salt: Option<u64>,
-    /// Connections opened before the clock starts (every thread's).
+    /// Connections opened before the clock starts (every thread's): the
+    /// number asked for.
     pub warm_connections: usize,
+    /// Of those, how many the server proved (answered `GET /v1/models` in
+    /// full and kept the connection alive); 0 in a run made before it was
+    /// recorded.
+    #[serde(default)]
+    pub warm_connections_proven: usize,
     /// Client threads (`--threads`), each over its stripe of the plan.
     #[serde(default = "one_thread")]
     pub threads: u32,

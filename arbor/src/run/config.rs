@@ -82,6 +82,7 @@ pub fn new(
         retries: requests.retries,
         cache_bust_salt: requests.cache_bust.then_some(requests.cache_bust_salt),
         warm_connections: 0,
+        warm_connections_proven: 0,
         threads: 1,
         out: out.display().to_string(),
         force: args.force,

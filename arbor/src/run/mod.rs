@@ -517,9 +517,18 @@ pub async fn run_against(
         arbor_report::page::planned::PLANNED_FILE,
         &planned_load,
     )?;
-    match &mut crew {
+    let proven = match &mut crew {
         None => live::warm_pool(&live_config).await,
         Some(crew) => crew.ready().await?,
+    };
+    config.warm_connections_proven = proven;
+    if proven < config.warm_connections {
+        observer.notice(&format!(
+            "arbor run: warmed {proven} of {} connections: the server refused, closed or did \
+             not fully answer GET /v1/models on the rest; requests open what they need during \
+             the run, inside their own time",
+            config.warm_connections
+        ));
     }
     if let Some(met) = met {
         config.barrier = Some(met.wait()?);

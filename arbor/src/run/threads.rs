@@ -237,7 +237,7 @@ enum Halt {
 /// The run's threads, from their pools' warming to their end.
 pub struct Crew {
     handles: Vec<JoinHandle<()>>,
-    ready: Vec<oneshot::Receiver<Result<(), String>>>,
+    ready: Vec<oneshot::Receiver<Result<usize, String>>>,
     go: Vec<oneshot::Sender<Go>>,
     done: Vec<oneshot::Receiver<Finished>>,
     halt: watch::Sender<Halt>,
@@ -285,15 +285,16 @@ impl Crew {
     }
 
     /// Waits until every thread has warmed its pool.
-    pub async fn ready(&mut self) -> Result<(), Error> {
+    pub async fn ready(&mut self) -> Result<usize, Error> {
+        let mut proven = 0;
         for (j, ready) in self.ready.drain(..).enumerate() {
             match ready.await {
-                Ok(Ok(())) => {}
+                Ok(Ok(warmed)) => proven += warmed,
                 Ok(Err(e)) => return Err(Error::other(format!("client thread {j}: {e}"))),
                 Err(_) => return Err(Error::other(format!("client thread {j} ended early"))),
             }
         }
-        Ok(())
+        Ok(proven)
     }
 
     /// Starts every thread's loop at `go.epoch` and waits for them all;
@@ -344,7 +345,7 @@ struct Thread {
     scheduler: Scheduler,
     workload: Arc<Workload>,
     config: LiveConfig,
-    ready: oneshot::Sender<Result<(), String>>,
+    ready: oneshot::Sender<Result<usize, String>>,
     go: oneshot::Receiver<Go>,
     done: oneshot::Sender<Finished>,
     halt: watch::Receiver<Halt>,
@@ -374,8 +375,8 @@ impl Thread {
             done,
             halt,
         } = self;
-        live::warm_pool(&config).await;
-        let _ = ready.send(Ok(()));
+        let proven = live::warm_pool(&config).await;
+        let _ = ready.send(Ok(proven));
         let Ok(go) = go.await else {
             let _ = done.send(Finished {
                 scheduler,

@@ -116,8 +116,10 @@ pub enum LiveError {
 }
 
 /// Opens connections before the clock starts, so the first requests do not
-/// pay for connecting.
-pub async fn warm_pool(config: &LiveConfig) {
+/// pay for connecting: how many the server proved (see [`Target::warm`]).
+///
+/// [`Target::warm`]: super::exchange::Target::warm
+pub async fn warm_pool(config: &LiveConfig) -> usize {
     let base = config.base_url.trim_end_matches('/');
     let base_path = base
         .split_once("://")
@@ -126,7 +128,7 @@ pub async fn warm_pool(config: &LiveConfig) {
     config
         .target
         .warm(config.warm_connections, &format!("{base_path}/v1/models"))
-        .await;
+        .await
 }
 
 /// Runs the scheduler against the server until it is finished or `stop`

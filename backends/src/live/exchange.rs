@@ -149,23 +149,28 @@ impl Target {
     }
 
     /// Opens `connections` connections, each proven by a `GET path` the
-    /// server answered, and leaves them in the pool. At most
+    /// server answered in full on a connection it keeps alive, and leaves
+    /// them in the pool: how many were proven (the others are dropped; a
+    /// request opens its own connection later, inside its time). At most
     /// [`WARM_PARALLEL`] connects are in flight at once, so a server with a
     /// short accept queue drops no SYN (a dropped SYN costs a second).
-    pub async fn warm(&self, connections: usize, path: &str) {
+    pub async fn warm(&self, connections: usize, path: &str) -> usize {
         let get = render_head_prefix("GET", &self.endpoint.with_path(path), &self.headers);
         let get: Arc<[u8]> = [get.as_slice(), b"\r\n"].concat().into();
         let workers = connections.min(WARM_PARALLEL);
+        let proven = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let mut tasks = Vec::with_capacity(workers);
         for worker in 0..workers {
             let pool = Arc::clone(&self.pool);
             let get = Arc::clone(&get);
+            let proven = Arc::clone(&proven);
             // Worker w opens connections w, w + workers, ...
             let count = (connections - worker).div_ceil(workers);
             tasks.push(tokio::spawn(async move {
                 for _ in 0..count {
                     if let Some(conn) = warm_one(&pool, &get).await {
                         pool.put(conn);
+                        proven.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                 }
             }));
@@ -174,6 +179,7 @@ impl Target {
         for task in tasks {
             let _ = tokio::time::timeout_at(limit, task).await;
         }
+        proven.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Sends a request at once from the caller's task, on an idle

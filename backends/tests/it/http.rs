@@ -386,3 +386,32 @@ fn a_request_begun_by_send_now_is_finished_by_execute() {
         });
     }
 }
+
+#[test]
+fn warming_counts_only_the_connections_the_server_proved() {
+    const MODELS: &[u8] =
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    const MODELS_THEN_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    runtime().block_on(async {
+        for wire in WIRES {
+            let (all_answer, _) = scripted(wire, vec![vec![Step::Answer(MODELS)]]).await;
+            assert_eq!(
+                all_answer.target().warm(3, "/v1/models").await,
+                3,
+                "{wire:?}"
+            );
+            // One connection answers and stays; one answers and says it
+            // closes; the rest close without a byte.
+            let (some, _) = scripted(
+                wire,
+                vec![
+                    vec![Step::Answer(MODELS)],
+                    vec![Step::AnswerAndClose(MODELS_THEN_CLOSE)],
+                    vec![Step::Close],
+                ],
+            )
+            .await;
+            assert_eq!(some.target().warm(4, "/v1/models").await, 1, "{wire:?}");
+        }
+    });
+}
