@@ -383,9 +383,6 @@ pub struct Completeness {
     pub notes: Vec<String>,
 }
 
-/// The submission reason of a run that did not end cleanly.
-pub const RUN_INCOMPLETE: &str = "the run did not end cleanly (no end.json)";
-
 impl Summary {
     /// The summary of a run: what it knew at the start, at the end, and
     /// what its records add up to. `arbor run` and `arbor summarize` both
@@ -414,7 +411,7 @@ impl Summary {
                 end.cancelled,
             );
             if !completeness.complete {
-                reasons.push(RUN_INCOMPLETE.to_string());
+                reasons.push(crate::recipe::RUN_INCOMPLETE.to_string());
             }
             reasons
         });

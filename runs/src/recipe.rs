@@ -28,6 +28,20 @@ pub const CONTEXT_OVERFLOW_RATE_EXCEEDED: &str = "context_overflow_rate_exceeded
 pub const RUN_CANCELLED: &str = "run_cancelled";
 /// The inputs are not a pinned registry corpus (docs/data.md).
 pub const UNPINNED_DATASET: &str = "unpinned_dataset";
+/// The run did not end cleanly (no `end.json`: killed, a second Ctrl+C,
+/// an engine error such as a failed root warmup); its summary was rebuilt
+/// from the records.
+pub const RUN_INCOMPLETE: &str = "run_incomplete";
+
+/// Every reason a stamp may carry: the tags docs/agentx.md lists, and
+/// nothing else.
+pub const REASONS: [&str; 5] = [
+    UNSAFE_OVERRIDE,
+    UNPINNED_DATASET,
+    CONTEXT_OVERFLOW_RATE_EXCEEDED,
+    RUN_CANCELLED,
+    RUN_INCOMPLETE,
+];
 
 /// How the unpinned-dataset conflict's text starts: an overridden conflict
 /// with this text stamps [`UNPINNED_DATASET`], any other
@@ -82,6 +96,21 @@ pub fn invalid_reasons(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_reason_is_a_tag_the_recipes_documentation_lists() {
+        let doc = include_str!("../../docs/agentx.md");
+        for reason in REASONS {
+            assert!(
+                doc.contains(&format!("  - `{reason}`: ")),
+                "docs/agentx.md lists no `{reason}`"
+            );
+            assert!(
+                reason.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "`{reason}` is a tag, not a sentence"
+            );
+        }
+    }
 
     #[test]
     fn overflow_rate_is_strictly_above_one_percent() {

@@ -108,6 +108,23 @@ fn a_recipe_run_with_warmups_and_lanes_is_rebuilt_byte_for_byte() {
         s["counts"]
     );
     assert_eq!(s["lanes"].as_array().map(Vec::len), Some(3));
+
+    // Without end.json (killed, an engine error): rebuilt, incomplete, and
+    // stamped invalid with the documented tag, not a sentence.
+    fs::remove_file(dir.join("end.json")).unwrap();
+    summarize(&dir).unwrap();
+    let s = summary(&dir);
+    assert_eq!(s["complete"], false);
+    assert_eq!(s["submission_valid"], false);
+    let reasons = s["submission_invalid_reasons"].as_array().unwrap();
+    assert!(reasons.iter().any(|r| r == "run_incomplete"), "{reasons:?}");
+    for reason in reasons {
+        let tag = reason.as_str().unwrap();
+        assert!(
+            arbor::runs::recipe::REASONS.contains(&tag),
+            "{tag} is not a documented tag"
+        );
+    }
 }
 
 #[test]
