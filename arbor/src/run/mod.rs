@@ -134,7 +134,13 @@ pub fn run(args: &RunOptions, observer: &dyn Observer) -> Result<(), Error> {
         return repeat::run(args, runs, observer);
     }
     let ran = run_once(args, observer)?;
-    exit_of(ran.stopped_by, &ran.client_failures, &ran.out, observer)
+    exit_of(
+        ran.stopped_by,
+        &ran.client_failures,
+        ran.nothing_measured.as_deref(),
+        &ran.out,
+        observer,
+    )
 }
 
 /// What one run left, for its exit.
@@ -142,6 +148,8 @@ struct Ran {
     out: PathBuf,
     stopped_by: Option<StopSignal>,
     client_failures: ClientFailures,
+    /// Why nothing was measured: every measured request failed.
+    nothing_measured: Option<String>,
 }
 
 /// A run's options with the demo's defaults and the recipe applied, and
@@ -271,11 +279,60 @@ fn run_prepared(
     })?;
     let line = arbor_report::page::write_for_run(&report.out)?;
     observer.output(&line)?;
+    let nothing_measured = nothing_measured(&report.summary, &report.out);
     Ok(Ran {
         out: report.out,
         stopped_by: report.stopped_by,
         client_failures: report.client_failures,
+        nothing_measured,
     })
+}
+
+/// When measured requests were sent and none succeeded: what failed (the
+/// error classes and counts, the first failure's words from the records).
+/// The run's files are written; its figures are no measurement.
+fn nothing_measured(summary: &output::Summary, out: &Path) -> Option<String> {
+    let counts = &summary.counts;
+    if counts.dispatched == 0 || counts.ok > 0 {
+        return None;
+    }
+    let classes: Vec<String> = summary
+        .errors
+        .iter()
+        .map(|(class, n)| format!("{class} {n}"))
+        .collect();
+    let mut first = None;
+    // The first failure's own words; a records file that cannot be read
+    // here only loses the example (the count stands).
+    let _ = arbor_runs::record_line::read(&out.join(output::RECORDS_FILE), |r, _| {
+        if first.is_none() && !r.is_warmup() {
+            if let Some(e) = &r.error {
+                let status = e
+                    .http_status
+                    .map(|s| format!("HTTP {s}: "))
+                    .unwrap_or_default();
+                // On one line, and short: a server's HTML error page is
+                // its words too.
+                let words = e.message.as_deref().unwrap_or("no message");
+                let words: Vec<&str> = words.split_whitespace().collect();
+                let words: String = words.join(" ").chars().take(200).collect();
+                first = Some(format!("{status}{words}"));
+            }
+        }
+        Ok(())
+    });
+    Some(format!(
+        "none of the {} measured requests succeeded ({}; the first: {}): there is nothing to \
+         report; the records are in {}",
+        counts.dispatched,
+        if classes.is_empty() {
+            format!("{} cancelled", counts.cancelled)
+        } else {
+            classes.join(", ")
+        },
+        first.as_deref().unwrap_or("no error recorded"),
+        out.display()
+    ))
 }
 
 /// The run's end: `Stopped` (128 + the signal that stopped it);
@@ -284,6 +341,7 @@ fn run_prepared(
 fn exit_of(
     stopped_by: Option<StopSignal>,
     client: &ClientFailures,
+    nothing_measured: Option<&str>,
     out: &Path,
     observer: &dyn Observer,
 ) -> Result<(), Error> {
@@ -312,12 +370,16 @@ fn exit_of(
             ),
         });
     }
-    match client_words {
-        Some(message) => Err(Error {
+    match (client_words, nothing_measured) {
+        (Some(message), _) => Err(Error {
             kind: Kind::ClientFailed,
             message,
         }),
-        None => Ok(()),
+        (None, Some(why)) => Err(Error {
+            kind: Kind::NothingMeasured,
+            message: why.to_string(),
+        }),
+        (None, None) => Ok(()),
     }
 }
 
@@ -379,7 +441,13 @@ pub fn run_compiled(
         demo: settled.demo,
     };
     let ran = run_prepared(&settled, prepared, observer)?;
-    exit_of(ran.stopped_by, &ran.client_failures, &ran.out, observer)
+    exit_of(
+        ran.stopped_by,
+        &ran.client_failures,
+        ran.nothing_measured.as_deref(),
+        &ran.out,
+        observer,
+    )
 }
 
 /// Runs a prepared workload against `endpoint` (a base URL such as
@@ -774,12 +842,14 @@ mod tests {
     fn a_signal_sets_the_exit_code_and_client_failures_exit_3() {
         let out = Path::new("arbor-results/x");
         let none = ClientFailures::default();
-        assert!(exit_of(None, &none, out, &crate::Quiet).is_ok());
+        assert!(exit_of(None, &none, None, out, &crate::Quiet).is_ok());
         let failed = ClientFailures {
             count: 7,
             first: Some("connect: Too many open files (os error 24)".into()),
         };
-        let failure = exit_of(None, &failed, out, &crate::Quiet).err().unwrap();
+        let failure = exit_of(None, &failed, None, out, &crate::Quiet)
+            .err()
+            .unwrap();
         assert_eq!(failure.kind, Kind::ClientFailed);
         for words in [
             "7 requests failed in arbor itself",
@@ -792,7 +862,7 @@ mod tests {
                 failure.message
             );
         }
-        let failure = exit_of(Some(StopSignal::Term), &failed, out, &crate::Quiet)
+        let failure = exit_of(Some(StopSignal::Term), &failed, None, out, &crate::Quiet)
             .err()
             .unwrap();
         assert_eq!(failure.kind, Kind::Stopped { signal: 15 });
@@ -801,7 +871,7 @@ mod tests {
             "{}",
             failure.message
         );
-        let failure = exit_of(Some(StopSignal::Hup), &none, out, &crate::Quiet)
+        let failure = exit_of(Some(StopSignal::Hup), &none, None, out, &crate::Quiet)
             .err()
             .unwrap();
         assert_eq!(failure.kind, Kind::Stopped { signal: 1 });

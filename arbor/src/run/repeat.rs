@@ -41,8 +41,15 @@ pub fn run(args: &RunOptions, runs: u32, observer: &dyn Observer) -> Result<(), 
             "arbor run --repeat {runs}: run {k} of {runs}, seed {run_seed}, in {}",
             out.join(aggregate::runs::dir_name(k)).display()
         ));
-        ended = run_once(&one, observer)
-            .and_then(|ran| exit_of(ran.stopped_by, &ran.client_failures, &ran.out, observer));
+        ended = run_once(&one, observer).and_then(|ran| {
+            exit_of(
+                ran.stopped_by,
+                &ran.client_failures,
+                ran.nothing_measured.as_deref(),
+                &ran.out,
+                observer,
+            )
+        });
         if ended.is_err() {
             observer.notice(&format!(
                 "arbor run --repeat {runs}: run {k} did not end cleanly; runs {} to {runs} are \

@@ -100,3 +100,29 @@ fn a_repeat_writes_each_run_and_the_aggregate() {
     }
     assert!(out.join("aggregate.json").is_file());
 }
+
+#[test]
+fn a_run_none_of_whose_requests_succeeded_measured_nothing_and_says_what_failed() {
+    let (mut options, out) = fast_run("run-all-failed");
+    // Every request answered with the emulator's injected error.
+    options.emulator.flags.fail_rate = Some(1.0);
+    let kept = Kept::default();
+    let e = arbor::run::run(&options, &kept).expect_err("nothing was measured");
+    assert_eq!(e.kind, Kind::NothingMeasured, "{e:?}");
+    for words in [
+        "none of the 12 measured requests succeeded",
+        "the first: HTTP 5",
+    ] {
+        assert!(e.message.contains(words), "{words}: {}", e.message);
+    }
+    // The run's files are written all the same, a record per request.
+    let summary = read(&out.join("summary.json"));
+    assert_eq!(summary["counts"]["ok"], 0, "{summary:#}");
+    assert_eq!(summary["counts"]["failed"], 12, "{summary:#}");
+    let records = std::fs::read_to_string(out.join("records.jsonl")).unwrap();
+    assert_eq!(records.lines().count(), 12);
+    // The same run with one success in it is a measurement (exit 0).
+    options.emulator.flags.fail_rate = Some(0.5);
+    options.force = true;
+    arbor::run::run(&options, &Quiet).expect("some succeeded");
+}
