@@ -66,8 +66,6 @@ pub fn plan(args: &PlanOptions, observer: &dyn Observer) -> Result<PlanReport, E
                 )))
             }
         };
-        // The pipe's unwritten rest is dropped, not flushed again.
-        drop(out.into_parts());
         if let (Some(shard), false) = (scheduler.policy().shard, reader_left) {
             let blocks = arbor_engine::shard::blocks(&scheduler);
             ShardManifest::new(shard, scheduler.trees(), scheduler.policy(), &blocks)

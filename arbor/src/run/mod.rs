@@ -128,19 +128,14 @@ fn demo_args(args: &RunOptions, observer: &dyn Observer) -> RunOptions {
 
 /// `arbor run`: one run, or with `repeat` a sequence ([`repeat`]). The
 /// error's kind says how it ended: `Stopped` by a signal, `ClientFailed`
-/// when the client itself failed requests.
+/// when the client itself failed requests, `NothingMeasured` when no
+/// measured request succeeded.
 pub fn run(args: &RunOptions, observer: &dyn Observer) -> Result<(), Error> {
     if let Some(runs) = args.repeat {
         return repeat::run(args, runs, observer);
     }
     let ran = run_once(args, observer)?;
-    exit_of(
-        ran.stopped_by,
-        &ran.client_failures,
-        ran.nothing_measured.as_deref(),
-        &ran.out,
-        observer,
-    )
+    ran.exit(observer)
 }
 
 /// What one run left, for its exit.
@@ -150,6 +145,19 @@ struct Ran {
     client_failures: ClientFailures,
     /// Why nothing was measured: every measured request failed.
     nothing_measured: Option<String>,
+}
+
+impl Ran {
+    /// How the run ends ([`exit_of`] its parts).
+    fn exit(&self, observer: &dyn Observer) -> Result<(), Error> {
+        exit_of(
+            self.stopped_by,
+            &self.client_failures,
+            self.nothing_measured.as_deref(),
+            &self.out,
+            observer,
+        )
+    }
 }
 
 /// A run's options with the demo's defaults and the recipe applied, and
@@ -441,13 +449,7 @@ pub fn run_compiled(
         demo: settled.demo,
     };
     let ran = run_prepared(&settled, prepared, observer)?;
-    exit_of(
-        ran.stopped_by,
-        &ran.client_failures,
-        ran.nothing_measured.as_deref(),
-        &ran.out,
-        observer,
-    )
+    ran.exit(observer)
 }
 
 /// Runs a prepared workload against `endpoint` (a base URL such as

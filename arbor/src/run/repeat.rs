@@ -15,7 +15,7 @@ use crate::Observer;
 use arbor_error::Error;
 use arbor_runs::aggregate::{self, RepeatOf, RepeatPlan};
 
-use super::{exit_of, prepare, run_once};
+use super::{prepare, run_once};
 use arbor_runs::output::OutputDir;
 
 /// The sequence of `runs` runs.
@@ -41,15 +41,7 @@ pub fn run(args: &RunOptions, runs: u32, observer: &dyn Observer) -> Result<(), 
             "arbor run --repeat {runs}: run {k} of {runs}, seed {run_seed}, in {}",
             out.join(aggregate::runs::dir_name(k)).display()
         ));
-        ended = run_once(&one, observer).and_then(|ran| {
-            exit_of(
-                ran.stopped_by,
-                &ran.client_failures,
-                ran.nothing_measured.as_deref(),
-                &ran.out,
-                observer,
-            )
-        });
+        ended = run_once(&one, observer).and_then(|ran| ran.exit(observer));
         if ended.is_err() {
             observer.notice(&format!(
                 "arbor run --repeat {runs}: run {k} did not end cleanly; runs {} to {runs} are \

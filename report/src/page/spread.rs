@@ -83,7 +83,7 @@ impl SpreadPage {
                     .collect();
                 Some(MetricRow {
                     name: headline.name,
-                    unit: headline.unit,
+                    unit: headline.unit(),
                     spread: spread.clone(),
                     points,
                 })

@@ -8,11 +8,10 @@
 use crate::metric::{Latency, Rate, Stat};
 use crate::output::Summary;
 
-/// A headline metric: its name in `aggregate.json`, its unit, and which
-/// figure of a summary it is.
+/// A headline metric: its name in `aggregate.json` and which figure of a
+/// summary it is.
 pub struct Headline {
     pub name: &'static str,
-    pub unit: &'static str,
     pub of: Of,
 }
 
@@ -28,7 +27,6 @@ macro_rules! latency {
     ($latency:ident, $name:literal, $stat:ident, $figure:literal) => {
         Headline {
             name: concat!($name, "_", $figure),
-            unit: "s",
             of: Of::Latency(Latency::$latency, Stat::$stat),
         }
     };
@@ -54,27 +52,31 @@ pub const LATENCIES: [Headline; 20] = latencies!(
 pub const RATES: [Headline; 4] = [
     Headline {
         name: "request_throughput",
-        unit: "requests/s",
         of: Of::Rate(Rate::Requests),
     },
     Headline {
         name: "input_token_throughput",
-        unit: "tokens/s",
         of: Of::Rate(Rate::InputTokens),
     },
     Headline {
         name: "output_token_throughput",
-        unit: "tokens/s",
         of: Of::Rate(Rate::OutputTokens),
     },
     Headline {
         name: "cache_hit_ratio",
-        unit: "ratio",
         of: Of::Rate(Rate::CacheHits),
     },
 ];
 
 impl Headline {
+    /// Its unit in `aggregate.json`: seconds for a latency, the rate's own.
+    pub fn unit(&self) -> &'static str {
+        match self.of {
+            Of::Latency(..) => "s",
+            Of::Rate(rate) => rate.unit(),
+        }
+    }
+
     /// The metric's value in one summary: `None` for a latency over no
     /// values, or the cache-hit ratio of a server that reported no cached
     /// tokens.
@@ -92,14 +94,14 @@ mod tests {
 
     #[test]
     fn each_headline_is_named_after_the_figure_it_reads() {
-        for h in LATENCIES.iter().chain(RATES.iter()) {
-            match h.of {
-                Of::Latency(latency, stat) => {
-                    assert_eq!(h.name, format!("{}_{}", latency.name(), stat.name()));
-                    assert_eq!(h.unit, "s");
-                }
-                Of::Rate(rate) => assert_eq!(h.unit, rate.unit(), "{}", h.name),
-            }
+        for h in LATENCIES.iter() {
+            let Of::Latency(latency, stat) = h.of else {
+                panic!("{} is not a latency", h.name)
+            };
+            assert_eq!(h.name, format!("{}_{}", latency.name(), stat.name()));
+            assert_eq!(h.unit(), "s");
         }
+        let units: Vec<&str> = RATES.iter().map(Headline::unit).collect();
+        assert_eq!(units, ["requests/s", "tokens/s", "tokens/s", "ratio"]);
     }
 }

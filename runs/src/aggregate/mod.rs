@@ -135,7 +135,7 @@ pub fn resolve(out: &Path) -> Result<Aggregate, Error> {
             metrics.insert(
                 headline.name.to_string(),
                 MetricSpread {
-                    unit: headline.unit,
+                    unit: headline.unit(),
                     spread,
                 },
             );
