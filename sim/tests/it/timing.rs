@@ -167,11 +167,14 @@ async fn sub_millisecond_itl_is_paced_chunk_by_chunk() {
         "median chunk gap {median} ns against an ITL of {ITL} ns"
     );
     // Chunks sent per timer tick would make 4 of 5 gaps zero (80 %).
-    // Paced chunks give almost none on an idle machine; on a loaded one a
-    // stream that fell behind catches up with back-to-back chunks (15 %
-    // seen under a load of 6 on 2 cores), so the bound is a quarter.
+    // Paced chunks give few: a stream that fell behind catches up with
+    // back-to-back chunks (15 % seen under a load of 6 on 2 cores), and
+    // the client's stamps are taken per read, so two chunks that arrive
+    // in one read have a zero gap (28-46 % seen on an idle 2-core VM, its
+    // timer jittering). The bound sits between those and the tick's 80 %:
+    // fewer than 3 in 5.
     assert!(
-        zeros * 4 < gaps.len(),
+        zeros * 5 < gaps.len() * 3,
         "{zeros} of {} gaps are (near) zero",
         gaps.len()
     );
