@@ -15,6 +15,7 @@ use std::path::PathBuf;
 
 use arbor_backends::live::request::{Api, MaxTokensField};
 use arbor_backends::live::tls::TlsOptions;
+pub use arbor_backends::preflight::Options as Preflight;
 use arbor_engine::policy::{Arrival, GapScale, GapTransform, Shard, Stagger, StartWindow};
 use arbor_engine::time::{Nanos, NANOS_PER_SEC};
 use arbor_formats::input::Format;
@@ -216,6 +217,34 @@ pub struct RequestOptions {
     pub retries: u32,
     pub cache_bust: bool,
     pub cache_bust_salt: u64,
+    /// What is checked before the clock starts.
+    pub preflight: Preflight,
+    /// What failures stop a run or fail it.
+    pub failures: FailureLimits,
+}
+
+/// What failures stop a run (`--abort-after`) or fail it at its end
+/// (`--max-error-rate`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FailureLimits {
+    /// Stop after this many requests in a row failed the same way that is
+    /// not latency (`arbor_runs::breaker`); 0 never stops.
+    pub abort_after: u32,
+    /// A finished run whose failed share of measured requests is above
+    /// this fails (exit 4); a run with none that succeeded always does.
+    pub max_error_rate: f64,
+}
+
+/// `--max-error-rate`'s default: more failed than succeeded.
+pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.5;
+
+impl Default for FailureLimits {
+    fn default() -> Self {
+        FailureLimits {
+            abort_after: arbor_runs::breaker::DEFAULT_ABORT_AFTER,
+            max_error_rate: DEFAULT_MAX_ERROR_RATE,
+        }
+    }
 }
 
 impl Default for RequestOptions {
@@ -233,6 +262,8 @@ impl Default for RequestOptions {
             retries: 0,
             cache_bust: false,
             cache_bust_salt: 0,
+            preflight: Preflight::default(),
+            failures: FailureLimits::default(),
         }
     }
 }

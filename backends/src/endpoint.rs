@@ -57,6 +57,35 @@ pub struct RequestOptions {
     pub cache_bust: bool,
     /// `--cache-bust-salt`: moves every marker.
     pub cache_bust_salt: u64,
+    /// What is checked before the clock starts.
+    pub preflight: PreflightOptions,
+}
+
+/// The pre-flight's flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreflightOptions {
+    /// `--ready-timeout`: how long a server that refuses connections or
+    /// answers 502-504 is waited for (zero: asked once).
+    pub ready_timeout: Duration,
+    /// `--allow-unlisted-model`: send `--model` even when the server does
+    /// not list it.
+    pub allow_unlisted_model: bool,
+    /// `--allow-overflow`: run turns longer than the server's context
+    /// (they fail as `context_overflow`).
+    pub allow_overflow: bool,
+}
+
+/// `--ready-timeout`'s default.
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Default for PreflightOptions {
+    fn default() -> Self {
+        PreflightOptions {
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+            allow_unlisted_model: false,
+            allow_overflow: false,
+        }
+    }
 }
 
 impl RequestOptions {
@@ -140,6 +169,18 @@ impl Auth {
             api_key,
             api_key_from,
             api,
+        })
+    }
+
+    /// Where the credentials every request carries came from, for advice
+    /// (never the key): the key's source, else the first `--header` whose
+    /// name looks like a credential.
+    pub fn key_source(&self) -> Option<String> {
+        self.api_key_from.clone().or_else(|| {
+            self.headers
+                .iter()
+                .find(|(name, _)| is_secret_header(name.as_str()))
+                .map(|(name, _)| format!("--header {name}"))
         })
     }
 

@@ -9,7 +9,9 @@
 //! `endpoint` (the server's base URL, headers, key, TLS trust, request
 //! options and redaction), `scrape` (the server's Prometheus metrics
 //! during a live run) and `doctor` (probing a server before benchmarking
-//! it, over the live client). Beside them, arbor's other HTTP: `record`
+//! it, over the live client) and `preflight` (what a live run checks before
+//! its clock starts: the server is ready, the scheme, base path, key,
+//! model and context length are right). Beside them, arbor's other HTTP: `record`
 //! (the recording proxy of `arbor record`: forwarding, the tap of the
 //! stream, the scan of its chunks, feeding `arbor_formats::capture`) and
 //! `fetch` (downloading a registry dataset, resumed and verified).
@@ -20,6 +22,7 @@ pub mod doctor;
 pub mod endpoint;
 pub mod fetch;
 pub mod live;
+pub mod preflight;
 pub mod record;
 pub mod scrape;
 pub mod side_by_side;

@@ -1,15 +1,17 @@
 //! The one mapping from an [`Error`]'s kind to `arbor`'s exit code
 //! (docs/cli.md): 2 bad flags or inputs, 1 anything else, 3 a run that
-//! finished but whose client failed requests, 4 a run none of whose
-//! measured requests succeeded, 128 + the signal that stopped a run (what
+//! finished but whose client failed requests, 4 a run the server failed
+//! (none of its measured requests succeeded, more failed than
+//! `--max-error-rate`, or `--abort-after` stopped it), 128 + the signal
+//! that stopped a run (what
 //! a shell reports: 130 for SIGINT, 143 for SIGTERM).
 
 use arbor::{Error, Kind};
 
 /// The exit code of a run whose client failed requests.
 pub const CLIENT_FAILED: u8 = 3;
-/// The exit code of a run none of whose measured requests succeeded.
-pub const NOTHING_MEASURED: u8 = 4;
+/// The exit code of a run the server failed.
+pub const FAILED_TOO_OFTEN: u8 = 4;
 
 /// The exit code `error` deserves.
 pub fn code(error: &Error) -> u8 {
@@ -17,7 +19,7 @@ pub fn code(error: &Error) -> u8 {
         Kind::Input => 2,
         Kind::Other => 1,
         Kind::ClientFailed => CLIENT_FAILED,
-        Kind::NothingMeasured => NOTHING_MEASURED,
+        Kind::FailedTooOften => FAILED_TOO_OFTEN,
         Kind::Stopped { signal } => 128u8.saturating_add(signal),
     }
 }
@@ -35,7 +37,7 @@ mod tests {
         assert_eq!(code(&Error::input("x")), 2);
         assert_eq!(code(&Error::other("x")), 1);
         assert_eq!(code(&with(Kind::ClientFailed)), 3);
-        assert_eq!(code(&with(Kind::NothingMeasured)), 4);
+        assert_eq!(code(&with(Kind::FailedTooOften)), 4);
         assert_eq!(code(&with(Kind::Stopped { signal: 2 })), 130);
         assert_eq!(code(&with(Kind::Stopped { signal: 15 })), 143);
         assert_eq!(code(&with(Kind::Stopped { signal: 1 })), 129);

@@ -12,6 +12,7 @@ use arbor::options::{
     AccessOptions, EmulateOptions, EmulatorOptions, FitOptions, InputOptions, MetricsOptions,
     PlanOptions, PolicyOptions, RequestOptions, RunOptions, ScenarioOptions, StartOptions,
 };
+use arbor::options::{FailureLimits, Preflight};
 use arbor::sim::emulator::EmulatorFlags;
 use clap::parser::ValueSource;
 use clap::ArgMatches;
@@ -130,6 +131,15 @@ fn request(a: &RequestArgs) -> RequestOptions {
         retries: a.retries,
         cache_bust: a.cache_bust,
         cache_bust_salt: a.cache_bust_salt,
+        preflight: Preflight {
+            ready_timeout: std::time::Duration::from_nanos(a.ready_timeout),
+            allow_unlisted_model: a.allow_unlisted_model,
+            allow_overflow: a.allow_overflow,
+        },
+        failures: FailureLimits {
+            abort_after: a.abort_after,
+            max_error_rate: a.max_error_rate,
+        },
     }
 }
 

@@ -30,9 +30,10 @@ pub enum Kind {
     /// A run finished and wrote its outputs, but arbor's own client failed
     /// requests: the results are not a measurement of the server.
     ClientFailed,
-    /// A run finished and wrote its outputs, but none of its measured
-    /// requests succeeded: there is no latency to report.
-    NothingMeasured,
+    /// A run wrote its outputs, but the server failed it: none of its
+    /// measured requests succeeded, more failed than `--max-error-rate`
+    /// allows, or the circuit breaker stopped it (`--abort-after`).
+    FailedTooOften,
     /// A signal (its number: 2 for SIGINT, 15 for SIGTERM, ...) stopped a
     /// run; what ran was written.
     Stopped { signal: u8 },

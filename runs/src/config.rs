@@ -48,7 +48,10 @@ pub struct RunConfig {
     pub emulator: Option<String>,
     pub api: String,
     pub model: Option<String>,
-    /// `flag` (--model) or `server` (first id of /v1/models).
+    /// How the model was chosen by the pre-flight: `flag` (--model,
+    /// listed), `flag-substring` (the one listed id containing --model),
+    /// `flag-unlisted` (--allow-unlisted-model), `flag-unchecked` (the
+    /// server lists no models), `server` (the one id listed).
     pub model_from: Option<String>,
     pub max_tokens_field: String,
     pub ignore_eos: bool,

@@ -147,8 +147,8 @@ pub struct RunEnd {
     pub schema_version: String,
     /// Stopped by a signal (Ctrl+C, SIGTERM, SIGHUP).
     pub cancelled: bool,
-    /// Which: `SIGINT`, `SIGTERM` or `SIGHUP` (absent in runs of older
-    /// arbors).
+    /// Which: `SIGINT`, `SIGTERM`, `SIGHUP`, or `abort_after` (the
+    /// circuit breaker); absent in runs of older arbors.
     #[serde(default)]
     pub stopped_by: Option<String>,
     /// Epoch to the driver's last event.

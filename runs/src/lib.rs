@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aggregate;
+pub mod breaker;
 pub mod collector;
 pub mod config;
 pub mod journal;

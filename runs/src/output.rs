@@ -20,6 +20,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::breaker::{Breaker, Trip};
 use crate::record::{ErrorCategory, RecordSink, RequestRecord};
 use arbor_engine::time::nanos_to_secs;
 use nix::errno::Errno;
@@ -176,6 +177,19 @@ pub struct RecordsFile {
     pending: Vec<u8>,
     collector: Collector,
     client_failures: ClientFailures,
+    /// `--abort-after`: counts the records' failures in a row.
+    breaker: Breaker,
+    /// Called once, when the breaker trips (it stops the run).
+    on_trip: Option<Box<dyn Fn() + Send>>,
+    trip: Option<Trip>,
+}
+
+/// What the records of a finished run add up to.
+pub struct Written {
+    pub collector: Collector,
+    pub client_failures: ClientFailures,
+    /// The circuit breaker's trip, when it stopped the run.
+    pub trip: Option<Trip>,
 }
 
 impl RecordsFile {
@@ -192,17 +206,28 @@ impl RecordsFile {
             pending: Vec::with_capacity(64 * 1024),
             collector,
             client_failures: ClientFailures::default(),
+            breaker: Breaker::new(0),
+            on_trip: None,
+            trip: None,
         })
     }
 
-    /// Writes what is pending and hands over the collector and the
-    /// requests the client failed.
-    pub fn finish(mut self) -> io::Result<(Collector, ClientFailures)> {
+    /// Counts failures in a row with `breaker`, and calls `on_trip` once
+    /// when it trips.
+    pub fn with_breaker(mut self, breaker: Breaker, on_trip: impl Fn() + Send + 'static) -> Self {
+        self.breaker = breaker;
+        self.on_trip = Some(Box::new(on_trip));
+        self
+    }
+
+    /// Writes what is pending and hands over what the records add up to.
+    pub fn finish(mut self) -> io::Result<Written> {
         self.write_pending()?;
-        Ok((
-            std::mem::take(&mut self.collector),
-            std::mem::take(&mut self.client_failures),
-        ))
+        Ok(Written {
+            collector: std::mem::take(&mut self.collector),
+            client_failures: std::mem::take(&mut self.client_failures),
+            trip: self.trip.take(),
+        })
     }
 
     fn write_pending(&mut self) -> io::Result<()> {
@@ -234,6 +259,12 @@ impl RecordsFile {
             }
         }
         self.collector.add(&facts);
+        if let Some(trip) = self.breaker.observe(record) {
+            if let Some(stop) = &self.on_trip {
+                stop();
+            }
+            self.trip = Some(trip);
+        }
     }
 
     /// Writes whole lines serialized elsewhere (another thread's records),
@@ -353,8 +384,9 @@ pub struct Summary {
     pub profiling_start_s: f64,
     pub started_at: String,
     pub cancelled: bool,
-    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`);
-    /// `null` when it ran to its end.
+    /// What stopped the run: a signal (`SIGINT`, `SIGTERM`, `SIGHUP`) or
+    /// the circuit breaker (`abort_after`: requests in a row failed the
+    /// same way; the notes say how); `null` when it ran to its end.
     pub stopped_by: Option<String>,
     /// Run epoch to the last event, in seconds.
     pub elapsed_s: f64,

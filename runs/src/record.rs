@@ -195,6 +195,24 @@ pub struct RequestError {
     pub retry_after_s: Option<f64>,
 }
 
+impl RequestError {
+    /// The status and the message on one short line (`HTTP 404: The model
+    /// ... does not exist`), for the console: a server's HTML error page
+    /// is its words too, so at most 200 characters of it.
+    pub fn in_words(&self) -> String {
+        in_words(self.http_status, &self.message)
+    }
+}
+
+/// A failure's status and message on one short line (see
+/// [`RequestError::in_words`]); also for a record read back.
+pub fn in_words(status: Option<u16>, message: &str) -> String {
+    let status = status.map(|s| format!("HTTP {s}: ")).unwrap_or_default();
+    let words: Vec<&str> = message.split_whitespace().collect();
+    let words: String = words.join(" ").chars().take(200).collect();
+    format!("{status}{words}")
+}
+
 /// Where a token count came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -2,7 +2,9 @@
 //!
 //! Owns the wiring of a live run: the demo defaults, the recipe, options to a
 //! [`Prepared`] run ([`prepare`]), the in-process emulator when there is no
-//! `--endpoint`, then [`run_against`] an endpoint: model discovery, the
+//! `--endpoint`, then [`run_against`] an endpoint: the pre-flight
+//! (`arbor_backends::preflight`: ready, scheme, base path, key, model,
+//! context length; refused before any measured request), the
 //! HTTP client and its warmed pool, the live driver with `records.jsonl`
 //! written as requests finish (after `trees.jsonl`, the trees' shape, and
 //! `planned.json`, the plan's requests in flight over time), the output
@@ -33,7 +35,6 @@
 pub mod barrier;
 pub mod config;
 mod limits;
-mod model;
 mod notices;
 mod prepare;
 mod repeat;
@@ -48,26 +49,31 @@ use arbor_backends::live::exchange::Target;
 use arbor_backends::live::request::BodyConfig;
 use arbor_backends::live::tls::ClientConfig;
 use arbor_backends::live::{self, LiveConfig, Progress, RunOutcome};
+use arbor_backends::preflight;
 use arbor_engine::policy::GapTransform;
 use arbor_engine::time::{nanos_to_secs, NANOS_PER_MS};
 use arbor_sim::emulator::EmulatorConfig;
 
 use crate::observer::{Clock, Finished};
-use crate::options::RunOptions;
+use crate::options::{FailureLimits, RunOptions};
 use crate::{emulate, inputs, runtime, scenario, Observer};
 use arbor_backends::endpoint::{at, redact_url};
 use arbor_backends::scrape::{self, Scraper};
 use arbor_error::{Error, Kind};
 use arbor_runs::server_metrics::{ServerMetrics, METRICS_FILE};
 
+use arbor_runs::breaker::{Breaker, Trip};
 use arbor_runs::collector::Collector;
 use arbor_runs::journal::{self, RunEnd, RunStart};
-use arbor_runs::output::{self, ClientFailures, Completeness, RecordsFile};
+use arbor_runs::output::{self, ClientFailures, Completeness, RecordsFile, Written};
 use arbor_runs::recipe::Applied;
 use limits::FdNeed;
 pub use prepare::{compile, default_out, prepare, prepare_compiled, Prepared};
 use signals::Signals;
 pub use signals::StopSignal;
+
+/// `stopped_by` of a run the circuit breaker stopped (`--abort-after`).
+pub const ABORT_AFTER: &str = "abort_after";
 
 /// Most connections opened before the clock starts.
 pub const MAX_WARM_CONNECTIONS: usize = 512;
@@ -80,6 +86,9 @@ pub struct RunReport {
     pub stopped_by: Option<StopSignal>,
     /// Requests the client itself failed (error class `client`).
     pub client_failures: ClientFailures,
+    /// The circuit breaker's trip (`--abort-after`), when it stopped the
+    /// run.
+    pub trip: Option<Trip>,
     /// The output directory's lock, held until the report is written.
     _claim: output::Claimed,
 }
@@ -128,8 +137,8 @@ fn demo_args(args: &RunOptions, observer: &dyn Observer) -> RunOptions {
 
 /// `arbor run`: one run, or with `repeat` a sequence ([`repeat`]). The
 /// error's kind says how it ended: `Stopped` by a signal, `ClientFailed`
-/// when the client itself failed requests, `NothingMeasured` when no
-/// measured request succeeded.
+/// when the client itself failed requests, `FailedTooOften` when the server
+/// failed the run ([`failed_too_often`]).
 pub fn run(args: &RunOptions, observer: &dyn Observer) -> Result<(), Error> {
     if let Some(runs) = args.repeat {
         return repeat::run(args, runs, observer);
@@ -143,8 +152,8 @@ struct Ran {
     out: PathBuf,
     stopped_by: Option<StopSignal>,
     client_failures: ClientFailures,
-    /// Why nothing was measured: every measured request failed.
-    nothing_measured: Option<String>,
+    /// Why the server failed the run ([`failed_too_often`]).
+    failed: Option<String>,
 }
 
 impl Ran {
@@ -153,7 +162,7 @@ impl Ran {
         exit_of(
             self.stopped_by,
             &self.client_failures,
-            self.nothing_measured.as_deref(),
+            self.failed.as_deref(),
             &self.out,
             observer,
         )
@@ -225,6 +234,7 @@ fn run_prepared(
     mut prepared: Prepared,
     observer: &dyn Observer,
 ) -> Result<Ran, Error> {
+    let failures = prepared.failures;
     let fd_limit = runtime::raise_fd_limit();
     let need = FdNeed {
         peak_inflight: u64::from(prepared.planned.peak_inflight),
@@ -287,60 +297,101 @@ fn run_prepared(
     })?;
     let line = arbor_report::page::write_for_run(&report.out)?;
     observer.output(&line)?;
-    let nothing_measured = nothing_measured(&report.summary, &report.out);
+    let failed = failed_too_often(&report.summary, &report.out, failures, report.trip.as_ref());
     Ok(Ran {
         out: report.out,
         stopped_by: report.stopped_by,
         client_failures: report.client_failures,
-        nothing_measured,
+        failed,
     })
 }
 
-/// When measured requests were sent and none succeeded: what failed (the
-/// error classes and counts, the first failure's words from the records).
+/// When the server failed the run: the circuit breaker stopped it
+/// (`--abort-after`), none of its measured requests succeeded, or more
+/// failed than `--max-error-rate` allows. Says what failed (the error
+/// classes and counts, the first failure's own words from the records).
 /// The run's files are written; its figures are no measurement.
-fn nothing_measured(summary: &output::Summary, out: &Path) -> Option<String> {
+fn failed_too_often(
+    summary: &output::Summary,
+    out: &Path,
+    limits: FailureLimits,
+    trip: Option<&Trip>,
+) -> Option<String> {
     let counts = &summary.counts;
-    if counts.dispatched == 0 || counts.ok > 0 {
-        return None;
-    }
-    let classes: Vec<String> = summary
-        .errors
-        .iter()
-        .map(|(class, n)| format!("{class} {n}"))
-        .collect();
-    let mut first = None;
-    // The first failure's own words; a records file that cannot be read
-    // here only loses the example (the count stands).
-    let _ = arbor_runs::record_line::read(&out.join(output::RECORDS_FILE), |r, _| {
-        if first.is_none() && !r.is_warmup() {
-            if let Some(e) = &r.error {
-                let status = e
-                    .http_status
-                    .map(|s| format!("HTTP {s}: "))
-                    .unwrap_or_default();
-                // On one line, and short: a server's HTML error page is
-                // its words too.
-                let words = e.message.as_deref().unwrap_or("no message");
-                let words: Vec<&str> = words.split_whitespace().collect();
-                let words: String = words.join(" ").chars().take(200).collect();
-                first = Some(format!("{status}{words}"));
-            }
-        }
-        Ok(())
-    });
-    Some(format!(
-        "none of the {} measured requests succeeded ({}; the first: {}): there is nothing to \
-         report; the records are in {}",
-        counts.dispatched,
+    let classes = || -> String {
+        let classes: Vec<String> = summary
+            .errors
+            .iter()
+            .map(|(class, n)| format!("{class} {n}"))
+            .collect();
         if classes.is_empty() {
             format!("{} cancelled", counts.cancelled)
         } else {
             classes.join(", ")
-        },
-        first.as_deref().unwrap_or("no error recorded"),
+        }
+    };
+    if let Some(trip) = trip {
+        return Some(format!(
+            "the run was {} ({} of {} measured requests failed: {}); the records are in {}",
+            trip.words(),
+            counts.failed,
+            counts.dispatched,
+            classes(),
+            out.display()
+        ));
+    }
+    let settled = counts.ok + counts.failed;
+    if counts.dispatched == 0 {
+        return None;
+    }
+    let share = if settled == 0 {
+        0.0
+    } else {
+        counts.failed as f64 / settled as f64
+    };
+    let over = counts.ok == 0 || share > limits.max_error_rate;
+    if !over {
+        return None;
+    }
+    let first = first_failure(out);
+    let first = first.as_deref().unwrap_or("no error recorded");
+    if counts.ok == 0 {
+        return Some(format!(
+            "none of the {} measured requests succeeded ({}; the first: {first}): there is \
+             nothing to report; the records are in {}",
+            counts.dispatched,
+            classes(),
+            out.display()
+        ));
+    }
+    Some(format!(
+        "{} of {} measured requests failed ({:.1} %, over --max-error-rate {}; {}; the first: \
+         {first}): the latencies describe only the {} that succeeded; the records are in {}",
+        counts.failed,
+        settled,
+        share * 100.0,
+        limits.max_error_rate,
+        classes(),
+        counts.ok,
         out.display()
     ))
+}
+
+/// The first measured failure's own words, from the records (a records
+/// file that cannot be read here only loses the example: the counts
+/// stand).
+fn first_failure(out: &Path) -> Option<String> {
+    let mut first = None;
+    let _ = arbor_runs::record_line::read(&out.join(output::RECORDS_FILE), |r, _| {
+        if first.is_none() && !r.is_warmup() {
+            if let Some(e) = &r.error {
+                let message = e.message.as_deref().unwrap_or("no message");
+                first = Some(arbor_runs::record::in_words(e.http_status, message));
+            }
+        }
+        Ok(())
+    });
+    first
 }
 
 /// The run's end: `Stopped` (128 + the signal that stopped it);
@@ -349,7 +400,7 @@ fn nothing_measured(summary: &output::Summary, out: &Path) -> Option<String> {
 fn exit_of(
     stopped_by: Option<StopSignal>,
     client: &ClientFailures,
-    nothing_measured: Option<&str>,
+    failed: Option<&str>,
     out: &Path,
     observer: &dyn Observer,
 ) -> Result<(), Error> {
@@ -378,13 +429,13 @@ fn exit_of(
             ),
         });
     }
-    match (client_words, nothing_measured) {
+    match (client_words, failed) {
         (Some(message), _) => Err(Error {
             kind: Kind::ClientFailed,
             message,
         }),
         (None, Some(why)) => Err(Error {
-            kind: Kind::NothingMeasured,
+            kind: Kind::FailedTooOften,
             message: why.to_string(),
         }),
         (None, None) => Ok(()),
@@ -478,6 +529,7 @@ pub async fn run_against(
         scenario,
         metrics,
         together,
+        failures,
     } = prepared;
 
     let tls = arbor_backends::endpoint::tls_config(endpoint, &requests.tls)?;
@@ -496,6 +548,28 @@ pub async fn run_against(
         target.api = requests.api;
         Ok(target)
     };
+    // The pre-flight: a run that cannot measure what was asked is refused
+    // here, in one message, before any measured request.
+    let key_from = requests.auth.key_source();
+    let ready = preflight::check(
+        &client,
+        &preflight::Ask {
+            endpoint,
+            api_path: requests.api.path(),
+            headers: &headers,
+            key_from: key_from.as_deref(),
+            key_env: arbor_backends::endpoint::default_api_key_env(requests.api),
+            model: requests.model.as_deref(),
+            workload: &workload,
+            cacert: requests.tls.cacert.as_deref(),
+            options: requests.preflight,
+        },
+    )
+    .await
+    .map_err(|why| Error::other(format!("arbor run: pre-flight: {why}")))?;
+    for notice in &ready.notices {
+        observer.notice(notice);
+    }
     let target = new_target()?;
     if tls.is_some() {
         // A certificate the client refuses stops the run here, in plain
@@ -504,13 +578,7 @@ pub async fn run_against(
             arbor_backends::endpoint::connect_failure(endpoint, &e, requests.tls.cacert.as_deref())
         })?;
     }
-    let (model, model_from) = match &requests.model {
-        Some(m) => (m.clone(), "flag"),
-        None => (
-            model::discover(&client, endpoint, &headers).await?,
-            "server",
-        ),
-    };
+    let (model, model_from) = (ready.model, ready.model_from);
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
     // With threads, each warms its share of the connections in its pool.
     let thread_count = thread_schedulers.len().max(1);
@@ -618,7 +686,16 @@ pub async fn run_against(
     // Warmups are recorded but measured nowhere; measurement starts at the
     // profiling start (0 without a start window).
     let collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
-    let records = RecordsFile::create(&out_dir, collector)?;
+    // The circuit breaker stops the run as a signal does (the grace, then
+    // the end), once.
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let records = RecordsFile::create(&out_dir, collector)?.with_breaker(
+        Breaker::new(failures.abort_after),
+        {
+            let stop = Arc::clone(&stop);
+            move || stop.notify_one()
+        },
+    );
     // One thread writes to the file; several share it.
     let (mut sink, shared) = match crew {
         None => (Some(records), None),
@@ -645,7 +722,6 @@ pub async fn run_against(
         });
     }
     let stopped_by: OnceLock<StopSignal> = OnceLock::new();
-    let stop = tokio::sync::Notify::new();
     let ended = {
         let driven = async {
             match (&mut crew, &mut sink, &shared) {
@@ -728,7 +804,17 @@ pub async fn run_against(
             dir = out_dir.display()
         ))
     };
-    let stopped_by = first.map(StopSignal::name);
+    let Written {
+        collector,
+        client_failures,
+        trip,
+    } = written?;
+    if let Some(trip) = &trip {
+        observer.notice(&format!("\narbor run: {}", trip.words()));
+    }
+    let stopped_by = first
+        .map(StopSignal::name)
+        .or(trip.as_ref().map(|_| ABORT_AFTER));
     let run_end = match result {
         Driven::One(result) => {
             let outcome: RunOutcome = result.map_err(stopped)?;
@@ -736,7 +822,6 @@ pub async fn run_against(
         }
         Driven::Threads(finished) => threads::end(finished?, stopped_by).map_err(stopped)?,
     };
-    let (collector, client_failures) = written?;
     let end = journal::write_json(&out_dir, journal::END_FILE, &run_end)?;
     let summary = output::Summary::build(
         &start,
@@ -745,7 +830,7 @@ pub async fn run_against(
         ServerMetrics::of_run_dir(&out_dir)?,
         Completeness {
             complete: true,
-            notes: Vec::new(),
+            notes: trip.iter().map(Trip::words).collect(),
         },
     );
     journal::write_atomic(&out_dir, output::SUMMARY_FILE, &summary.to_bytes()?)?;
@@ -754,6 +839,7 @@ pub async fn run_against(
         out: out_dir,
         stopped_by: first,
         client_failures,
+        trip,
         _claim: claim,
     })
 }

@@ -11,7 +11,7 @@ use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::Nanos;
 use arbor_engine::Workload;
 
-use crate::options::{MetricsOptions, RunOptions};
+use crate::options::{FailureLimits, MetricsOptions, RunOptions};
 use crate::{inputs, Observer};
 use arbor_backends::endpoint::{Auth, RequestOptions};
 use arbor_error::Error;
@@ -50,6 +50,8 @@ pub struct Prepared {
     pub metrics: MetricsOptions,
     /// When the clock starts: `--start-at`, the barrier, or when ready.
     pub together: super::barrier::Together,
+    /// What failures stop the run or fail it.
+    pub failures: FailureLimits,
 }
 
 /// Checks every flag, loads and compiles the workload, plans it on the
@@ -167,6 +169,7 @@ pub fn prepare_compiled(
         scenario,
         metrics: args.metrics.clone(),
         together: super::barrier::Together::of(&args.start),
+        failures: args.request.failures,
     })
 }
 
@@ -189,6 +192,7 @@ fn request_options(args: &RunOptions) -> Result<RequestOptions, Error> {
         retries: r.retries,
         cache_bust: r.cache_bust,
         cache_bust_salt: r.cache_bust_salt,
+        preflight: r.preflight,
     })
 }
 

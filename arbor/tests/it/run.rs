@@ -104,11 +104,13 @@ fn a_repeat_writes_each_run_and_the_aggregate() {
 #[test]
 fn a_run_none_of_whose_requests_succeeded_measured_nothing_and_says_what_failed() {
     let (mut options, out) = fast_run("run-all-failed");
-    // Every request answered with the emulator's injected error.
+    // Every request answered with the emulator's injected error, and no
+    // circuit breaker (the test below has it).
     options.emulator.flags.fail_rate = Some(1.0);
+    options.request.failures.abort_after = 0;
     let kept = Kept::default();
     let e = arbor::run::run(&options, &kept).expect_err("nothing was measured");
-    assert_eq!(e.kind, Kind::NothingMeasured, "{e:?}");
+    assert_eq!(e.kind, Kind::FailedTooOften, "{e:?}");
     for words in [
         "none of the 12 measured requests succeeded",
         "the first: HTTP 5",
@@ -121,8 +123,72 @@ fn a_run_none_of_whose_requests_succeeded_measured_nothing_and_says_what_failed(
     assert_eq!(summary["counts"]["failed"], 12, "{summary:#}");
     let records = std::fs::read_to_string(out.join("records.jsonl")).unwrap();
     assert_eq!(records.lines().count(), 12);
-    // The same run with one success in it is a measurement (exit 0).
+    // The same run with one success in it is a measurement (exit 0) when
+    // the error rate is allowed.
     options.emulator.flags.fail_rate = Some(0.5);
+    options.request.failures.max_error_rate = 1.0;
     options.force = true;
     arbor::run::run(&options, &Quiet).expect("some succeeded");
+}
+
+#[test]
+fn more_failures_than_the_max_error_rate_fail_the_run_naming_the_share() {
+    let (mut options, out) = fast_run("run-error-rate");
+    options.emulator.flags.fail_rate = Some(0.5);
+    options.request.failures.abort_after = 0;
+    options.request.failures.max_error_rate = 0.1;
+    let e = arbor::run::run(&options, &Quiet).expect_err("over the rate");
+    assert_eq!(e.kind, Kind::FailedTooOften, "{e:?}");
+    let summary = read(&out.join("summary.json"));
+    let (ok, failed) = (
+        summary["counts"]["ok"].as_u64().unwrap(),
+        summary["counts"]["failed"].as_u64().unwrap(),
+    );
+    assert!(ok > 0 && failed * 10 > ok + failed, "{summary:#}");
+    for words in [
+        format!("{failed} of {} measured requests failed", ok + failed),
+        "over --max-error-rate 0.1".to_string(),
+        format!("describe only the {ok} that succeeded"),
+    ] {
+        assert!(e.message.contains(&words), "{words}: {}", e.message);
+    }
+}
+
+#[test]
+fn the_circuit_breaker_stops_a_run_failing_the_same_way_and_says_so() {
+    let (mut options, out) = fast_run("run-breaker");
+    options.emulator.flags.fail_rate = Some(1.0);
+    options.request.failures.abort_after = 3;
+    let kept = Kept::default();
+    let e = arbor::run::run(&options, &kept).expect_err("stopped");
+    assert_eq!(e.kind, Kind::FailedTooOften, "{e:?}");
+    assert!(
+        e.message
+            .contains("stopped after 3 requests in a row failed with HTTP 5xx (--abort-after 3"),
+        "{}",
+        e.message
+    );
+    let summary = read(&out.join("summary.json"));
+    assert_eq!(summary["stopped_by"], "abort_after", "{summary:#}");
+    assert!(
+        summary["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("failed with HTTP 5xx"),
+        "{summary:#}"
+    );
+    // Four trees of three turns, their first turns in flight together:
+    // the turns after the trip were never sent, and every request sent
+    // has its record.
+    let records = std::fs::read_to_string(out.join("records.jsonl")).unwrap();
+    let sent = records.lines().count() as u64;
+    assert_eq!(summary["counts"]["dispatched"], sent);
+    assert!(sent < 12, "{sent} records");
+    assert!(
+        kept.notices()
+            .iter()
+            .any(|n| n.contains("stopped after 3 requests")),
+        "{:?}",
+        kept.notices()
+    );
 }

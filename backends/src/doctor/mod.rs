@@ -10,7 +10,7 @@
 //! [`Report`] ends with the `arbor run` flags to use. When the server
 //! reports its context length, the finding suggests `--max-context` (and,
 //! given a workload whose largest prompt exceeds it, `--isl-scale`; see
-//! [`fit_advice`]). Over `https://` a `tls` probe comes first: the
+//! [`crate::preflight::fit_advice`]). Over `https://` a `tls` probe comes first: the
 //! handshake the run's own client makes, reporting the TLS version, cipher
 //! and ALPN protocol, or the certificate problem in plain words and what
 //! to pass. See `docs/doctor.md`.
@@ -19,7 +19,7 @@
 //! health, models), `prober` (the model requests, through the live client
 //! of `arbor run`), `report` (the findings as data), `flags` (the verdict
 //! and the recommended command), `scrub` (no secret in any text),
-//! `words` (errors in one short line), [`fit_advice`] (a workload against
+//! `words` (errors in one short line), [`crate::preflight::fit_advice`] (a workload against
 //! the context length). Nothing here prints; the human report is the
 //! CLI's.
 
@@ -29,7 +29,6 @@ use arbor_error::Error;
 
 use crate::endpoint;
 
-pub mod fit_advice;
 mod flags;
 mod options;
 mod prober;

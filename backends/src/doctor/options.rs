@@ -15,10 +15,10 @@ use arbor_formats::input::Format;
 use arbor_formats::load;
 use reqwest::header::HeaderMap;
 
-use super::fit_advice::WorkloadSize;
 use crate::endpoint::{self, Auth};
 use crate::live::request::Api;
 use crate::live::tls::{ClientConfig, TlsOptions};
+use crate::preflight::fit_advice::WorkloadSize;
 
 /// What to probe, and with what.
 #[derive(Debug, Clone)]
@@ -76,6 +76,9 @@ pub(crate) struct Checked {
     /// Where the Messages probe's key came from (`env NAME`, `file PATH`),
     /// or the variable it was looked for in: safe to show.
     pub(crate) messages_key_from: String,
+    /// Where the OpenAI APIs' credentials came from (`env NAME`, `file
+    /// PATH`, `--header NAME`), when any are sent: safe to show.
+    pub(crate) key_from: Option<String>,
     pub(crate) timeout: Duration,
     /// Strings never to print: the API key and secret header values.
     pub(crate) secrets: Vec<String>,
@@ -137,6 +140,7 @@ impl Checked {
                     endpoint::default_api_key_env(Api::Messages)
                 )
             }),
+            key_from: auth.key_source(),
             timeout: options.timeout,
             secrets,
             tls,

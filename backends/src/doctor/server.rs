@@ -9,13 +9,14 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use super::fit_advice;
 use super::options::Checked;
 use super::report::{Report, Status};
 use super::words::{root_cause, short};
 use crate::endpoint;
 use crate::live::exchange::Target;
 use crate::live::stream::ConnectError;
+use crate::preflight;
+use crate::preflight::fit_advice;
 
 enum GetError {
     Connect(String),
@@ -184,9 +185,6 @@ pub(crate) async fn probe_health(
     }
 }
 
-/// The context-length keys servers put in `/v1/models` entries.
-const CONTEXT_KEYS: [&str; 3] = ["max_model_len", "context_length", "max_context_length"];
-
 /// `GET /v1/models`: the models, the one to use and its context length.
 /// `None` when there is no model to probe with.
 pub(crate) async fn probe_models(
@@ -205,6 +203,20 @@ pub(crate) async fn probe_models(
                 },
                 Err(_) => Err("GET /v1/models: the answer is not JSON".into()),
             }
+        }
+        Ok((status @ (401 | 403), body)) => {
+            report.push(
+                "models",
+                Status::Fail,
+                format!("GET /v1/models: HTTP {status}"),
+                Some(preflight::auth_refusal(
+                    status,
+                    &preflight::answer::server_words(&body),
+                    options.key_from.as_deref(),
+                    endpoint::default_api_key_env(crate::live::request::Api::Chat),
+                )),
+            );
+            return None;
         }
         Ok((status, _)) => Err(format!("GET /v1/models: HTTP {status}")),
         Err(GetError::Connect(m)) => Err(format!("GET /v1/models: cannot connect: {}", short(&m))),
@@ -278,7 +290,8 @@ pub(crate) async fn probe_models(
         None => match report.models.first().cloned() {
             Some(first) => {
                 let action = (report.models.len() > 1).then(|| {
-                    "arbor run also takes the first listed model; pass --model to choose another"
+                    "the probes use the first listed model; arbor run refuses to guess among \
+                     several: pass --model M to both"
                         .to_string()
                 });
                 report.push(
@@ -310,11 +323,7 @@ pub(crate) async fn probe_models(
     let entry = entries
         .iter()
         .find(|e| e.get("id").and_then(Value::as_str) == Some(model.as_str()));
-    let context = entry.and_then(|e| {
-        CONTEXT_KEYS
-            .iter()
-            .find_map(|k| e.get(*k).and_then(Value::as_u64).map(|n| (*k, n)))
-    });
+    let context = entry.and_then(preflight::fit::context_length);
     match context {
         Some((key, n)) => {
             report.context_length = Some(n);

@@ -8,6 +8,7 @@ mod http;
 mod live;
 mod messages;
 mod policies;
+mod preflight;
 mod record;
 mod reliability;
 mod server;

@@ -395,6 +395,33 @@ pub struct RequestArgs {
     /// that must start cold different salts (or restart the server).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "cache_bust", help_heading = SERVER)]
     pub cache_bust_salt: u64,
+
+    /// How long to wait for a server that refuses connections or answers
+    /// 502-504 (still loading) before the run starts (0: ask once).
+    #[arg(long, value_name = "DURATION", default_value = "10", value_parser = values::duration, help_heading = SERVER)]
+    pub ready_timeout: Nanos,
+
+    /// Send --model even when the server's /v1/models does not list it
+    /// (default: refused, listing what it serves).
+    #[arg(long, help_heading = SERVER)]
+    pub allow_unlisted_model: bool,
+
+    /// Run turns whose prompt and output exceed the context length the
+    /// server reports (they fail as context_overflow; default: refused
+    /// with the --max-context and --isl-scale that fit).
+    #[arg(long, help_heading = SERVER)]
+    pub allow_overflow: bool,
+
+    /// Stop the run after N requests in a row failed the same way that is
+    /// not latency (connect, HTTP 401/403, 404, 5xx); 0 never stops.
+    #[arg(long, value_name = "N", default_value_t = arbor::runs::breaker::DEFAULT_ABORT_AFTER, help_heading = SERVER)]
+    pub abort_after: u32,
+
+    /// Fail a finished run (exit 4) whose share of failed measured
+    /// requests is above this (0-1); a run with none that succeeded
+    /// always fails.
+    #[arg(long, value_name = "SHARE", default_value_t = arbor::options::DEFAULT_MAX_ERROR_RATE, value_parser = values::share, help_heading = SERVER)]
+    pub max_error_rate: f64,
 }
 
 #[derive(Debug, Args)]

@@ -32,6 +32,16 @@ pub fn http_url(text: &str) -> Result<String, String> {
     arbor::backends::endpoint::http_url(text)
 }
 
+/// A share from 0 to 1 (`--max-error-rate 0.1`).
+pub fn share(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected a share from 0 to 1 (0.1 is 10 %), got `{text}`"
+        )),
+    }
+}
+
 /// A percentage `P`, as the gap transform `pct:P`.
 pub fn percent(text: &str) -> Result<GapTransform, String> {
     Policy::think_pct(text).map_err(|e| e.to_string())

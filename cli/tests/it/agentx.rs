@@ -360,6 +360,8 @@ fn context_overflows_above_one_percent_invalidate_the_run() {
         "0.05",
         "--max-model-len",
         "100",
+        // Past the pre-flight's context check: the overflow is the point.
+        "--allow-overflow",
         "--out",
         out_dir.to_str().unwrap(),
         "--no-progress",

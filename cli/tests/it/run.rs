@@ -538,10 +538,20 @@ fn an_unreachable_server_fails_cleanly_with_exit_1() {
         fixture("trace_0187.json").to_str().unwrap(),
         "--endpoint",
         &endpoint,
+        "--ready-timeout",
+        "0",
         "--out",
         dir.join("out").to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("/v1/models"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("nothing listens at"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !dir.join("out").exists(),
+        "refused before the output directory"
+    );
     assert!(!stderr(&out).contains(API_KEY));
 }

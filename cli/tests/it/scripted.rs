@@ -59,6 +59,24 @@ pub enum Script {
     KilledAt { nth: usize, back: bool },
 }
 
+/// How the server answers `GET /v1/models` (the pre-flight's and the
+/// warm-up's question).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Models {
+    /// Lists one model, `m`.
+    One,
+    /// Lists `m`, `m-large` and `other`.
+    Several,
+    /// Lists `m` with a `max_model_len` of this many tokens.
+    Context(u64),
+    /// Answers 401 to every request whose `Authorization` is not
+    /// `Bearer` and this key.
+    NeedsKey(&'static str),
+    /// Answers 503 `Loading model` (llama.cpp's words) for this long
+    /// after it started, then lists `m`.
+    LoadingFor(Duration),
+}
+
 /// One request the server read.
 #[derive(Debug, Clone)]
 pub struct Seen {
@@ -85,6 +103,8 @@ pub struct Scripted {
 /// What every connection task shares.
 struct Shared {
     script: Script,
+    models: Models,
+    started: std::time::Instant,
     port: u16,
     log: Arc<Mutex<Vec<Seen>>>,
     /// Bumped to reset every open connection.
@@ -93,6 +113,11 @@ struct Shared {
 
 impl Scripted {
     pub fn start(script: Script) -> Scripted {
+        Scripted::serving(script, Models::One)
+    }
+
+    /// A server that answers `GET /v1/models` as `models` says.
+    pub fn serving(script: Script, models: Models) -> Scripted {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -105,6 +130,8 @@ impl Scripted {
         let log = Arc::new(Mutex::new(Vec::new()));
         let shared = Arc::new(Shared {
             script,
+            models,
+            started: std::time::Instant::now(),
             port,
             log: Arc::clone(&log),
             kill: watch::channel(0).0,
@@ -183,10 +210,12 @@ async fn serve(conn: &mut BufReader<TcpStream>, shared: &Shared) -> After {
         if shared.script == Script::OneAnswerPerConnection && answered > 0 {
             return After::Close;
         }
-        let after = if request.seen.method == "POST" {
+        let after = if let Some(refusal) = refused(shared, &request) {
+            refusal_of(socket, refusal).await
+        } else if request.seen.method == "POST" {
             answer_post(socket, shared, &request, nth).await
         } else {
-            answer_get(socket, shared.script, &request.seen.path).await
+            answer_get(socket, shared, &request.seen.path).await
         };
         if after != After::KeepAlive {
             return after;
@@ -243,14 +272,45 @@ async fn read_request(conn: &mut BufReader<TcpStream>) -> Option<Request> {
     })
 }
 
-async fn answer_get(socket: &mut TcpStream, script: Script, path: &str) -> After {
+/// A refusal the server's [`Models`] makes of any request: a missing key
+/// (401) or still loading (503).
+fn refused(shared: &Shared, request: &Request) -> Option<(u16, &'static str)> {
+    match shared.models {
+        Models::NeedsKey(key) if request.authorization != format!("Bearer {key}") => Some((
+            401,
+            r#"{"error":{"message":"Invalid API Key","type":"invalid_request_error"}}"#,
+        )),
+        Models::LoadingFor(d) if shared.started.elapsed() < d => Some((
+            503,
+            r#"{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}"#,
+        )),
+        _ => None,
+    }
+}
+
+async fn refusal_of(socket: &mut TcpStream, (code, body): (u16, &'static str)) -> After {
+    match status(socket, code, "", body).await {
+        Ok(()) => After::KeepAlive,
+        Err(_) => After::Close,
+    }
+}
+
+async fn answer_get(socket: &mut TcpStream, shared: &Shared, path: &str) -> After {
+    let listed = match shared.models {
+        Models::Several => {
+            r#"{"object":"list","data":[{"id":"m"},{"id":"m-large"},{"id":"other"}]}"#.to_string()
+        }
+        Models::Context(n) => {
+            format!(
+                r#"{{"object":"list","data":[{{"id":"m","object":"model","max_model_len":{n}}}]}}"#
+            )
+        }
+        _ => r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#.to_string(),
+    };
     let (status, body) = if path == "/v1/models" {
-        (
-            "200 OK",
-            r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#,
-        )
+        ("200 OK", listed)
     } else {
-        ("404 Not Found", r#"{"error":"not found"}"#)
+        ("404 Not Found", r#"{"error":"not found"}"#.to_string())
     };
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
@@ -263,7 +323,7 @@ async fn answer_get(socket: &mut TcpStream, script: Script, path: &str) -> After
     {
         return After::Close;
     }
-    match script {
+    match shared.script {
         Script::CloseAfterEachResponse => After::Close,
         _ => After::KeepAlive,
     }

@@ -194,6 +194,44 @@ fn without_the_cacert_a_run_is_refused_naming_the_certificate_problem() {
 }
 
 #[test]
+fn the_wrong_scheme_is_refused_naming_the_right_url() {
+    // http:// at a port that speaks TLS.
+    let dir = scratch("tls-scheme");
+    let emulator = TlsEmulator::start(&dir, &["127.0.0.1"], false);
+    let https = emulator.url();
+    let http = https.replacen("https://", "http://", 1);
+    let out = run(&http, &dir.join("out"), &["--model", "m"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("pre-flight"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the server speaks TLS on this port: use --endpoint {https}"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("pass --model"), "{err}");
+    assert!(!dir.join("out").exists());
+    assert_eq!(emulator.handle.stats().completed, 0, "no request was sent");
+
+    // https:// at a port that speaks plain HTTP (`arbor emulate`).
+    let (mut plain, http) = emulator_with(&[]);
+    let https = http.replacen("http://", "https://", 1);
+    let out = run(&https, &dir.join("out"), &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the server speaks plain HTTP (no TLS) on this port: use --endpoint {http}"
+        )),
+        "{err}"
+    );
+    assert!(!dir.join("out").exists());
+    let _ = plain.kill();
+    let _ = plain.wait();
+}
+
+#[test]
 fn insecure_runs_without_verification_warns_and_is_recorded() {
     let dir = scratch("tls-insecure");
     let emulator = TlsEmulator::start(&dir, &["127.0.0.1"], false);

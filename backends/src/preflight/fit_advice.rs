@@ -1,10 +1,11 @@
-//! What the doctor suggests to fit a workload to the server's context
-//! length (`--max-context`, `--isl-scale`; engine `fit`).
+//! What to suggest to fit a workload to the server's context length
+//! (`--max-context`, `--isl-scale`; engine `fit`): the doctor's
+//! `context_length` finding and the pre-flight's refusal ([`super::fit`])
+//! both word it so.
 //!
 //! Pure arithmetic on the context length the server reports and, when a
-//! workload was given to the doctor, its largest prompt and output
-//! ([`WorkloadSize`]). Knows nothing of probes or reports; the `models`
-//! probe words the `context_length` finding with it.
+//! workload was given, its largest prompt and output ([`WorkloadSize`]).
+//! Knows nothing of probes or reports.
 
 use arbor_engine::Workload;
 
