@@ -215,6 +215,8 @@ pub struct RequestOptions {
     pub access: AccessOptions,
     pub timeout: Nanos,
     pub retries: u32,
+    /// Statuses a refused request is tried again on (`--retry-on`).
+    pub retry_on: Vec<u16>,
     pub cache_bust: bool,
     pub cache_bust_salt: u64,
     /// What is checked before the clock starts.
@@ -260,6 +262,7 @@ impl Default for RequestOptions {
             access: AccessOptions::default(),
             timeout: defaults::TIMEOUT,
             retries: 0,
+            retry_on: Vec::new(),
             cache_bust: false,
             cache_bust_salt: 0,
             preflight: Preflight::default(),
@@ -347,6 +350,8 @@ impl EmulatorOptions {
             ("stall-rate", f.stall_rate.is_some()),
             ("stall-s", f.stall_s.is_some()),
             ("malformed-rate", f.malformed_rate.is_some()),
+            ("eos-after", f.eos_after.is_some()),
+            ("answer-as", f.answer_as.is_some()),
         ];
         given
             .into_iter()

@@ -52,6 +52,8 @@ pub struct RequestOptions {
     pub tls: TlsOptions,
     pub timeout: Duration,
     pub retries: u32,
+    /// Statuses a refused request is tried again on (`--retry-on`).
+    pub retry_on: Vec<u16>,
     /// Prepend each play's cache-bust marker to its prompts (`--cache-bust`
     /// or a recipe).
     pub cache_bust: bool,

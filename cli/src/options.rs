@@ -129,6 +129,7 @@ fn request(a: &RequestArgs) -> RequestOptions {
         access: access(&a.access),
         timeout: a.timeout,
         retries: a.retries,
+        retry_on: a.retry_on.clone().unwrap_or_default(),
         cache_bust: a.cache_bust,
         cache_bust_salt: a.cache_bust_salt,
         preflight: Preflight {
@@ -181,6 +182,8 @@ fn emulator(a: &EmulatorArgs) -> EmulatorOptions {
             stall_rate: a.stall_rate,
             stall_s: a.stall_s,
             malformed_rate: a.malformed_rate,
+            eos_after: a.eos_after,
+            answer_as: a.answer_as.clone(),
             seed: None,
         },
     }

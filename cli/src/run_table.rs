@@ -86,6 +86,11 @@ pub fn print(
     if let Some(settings) = emulator {
         writeln!(out, "  emulator        built in: {settings}")?;
     }
+    // What the reader must know before the figures: failures in the
+    // server's own words, short outputs, another model's answers.
+    for warning in &summary.warnings {
+        writeln!(out, "  warning         {warning}")?;
+    }
     writeln!(
         out,
         "  requests        {} dispatched: {} ok, {} failed, {} cancelled; {} turns never sent",
@@ -119,8 +124,17 @@ pub fn print(
     let output = &tokens.output_source;
     writeln!(
         out,
-        "  output tokens   {} in {} ok requests ({} usage-reported, {} counted from chunks, {} as planned)",
-        t.work.output_tokens, t.work.requests, output.usage, output.counted, output.planned
+        "  output tokens   {} in {} ok requests ({} usage-reported, {} counted from chunks, {} as \
+         planned); measured {} against {} planned{}, {} requests short of their plan",
+        t.work.output_tokens,
+        t.work.requests,
+        output.usage,
+        output.counted,
+        output.planned,
+        tokens.received_output_tokens,
+        tokens.planned_output_tokens,
+        relative(tokens.received_output_tokens, tokens.planned_output_tokens),
+        tokens.short_outputs
     )?;
     let cache = match summary.cache.hit_ratio {
         Some(r) => format!(
@@ -145,18 +159,6 @@ pub fn print(
         "  idle gaps       {} shortened by the idle-gap cap ({:.3} s of idle time skipped)",
         summary.idle.shifts, summary.idle.skipped_s
     )?;
-    if !summary.errors.is_empty() {
-        let errors: Vec<String> = summary
-            .errors
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        writeln!(
-            out,
-            "  errors          {} (failed requests by class)",
-            errors.join(", ")
-        )?;
-    }
     writeln!(out)?;
     writeln!(out, "{}", latency_table(summary))?;
     writeln!(

@@ -239,6 +239,20 @@
       return k + " " + (v == null ? DASH : typeof v === "object" ? JSON.stringify(v) : String(v));
     }).join(" · ");
   }
+  // ---- warnings: what a reader must know before the figures -----------
+  // (summary.json's warnings: the failures in the server's own words,
+  // outputs shorter than planned, another model's answers.)
+  runs.forEach(function (run) {
+    var w = (run.summary || {}).warnings || [];
+    if (!w.length) return;
+    var box = el("div", { class: "warnings" }, [
+      el("div", { class: "k", text: (runs.length > 1 ? run.name + ": " : "") +
+        w.length + (w.length === 1 ? " warning" : " warnings") })
+    ]);
+    w.forEach(function (line) { box.appendChild(el("div", { text: line })); });
+    app.appendChild(box);
+  });
+
   app.appendChild(el("h2", { text: "Configuration" }));
   var cfg = el("table");
   cfg.appendChild(el("tr", {}, [el("th", { class: "k", text: "" })].concat(runs.map(function (r, i) {

@@ -41,6 +41,8 @@ pub struct Facts<'a> {
     pub error_category: Option<ErrorCategory>,
     /// Times the request was sent again because it provably never left.
     pub resends: u32,
+    /// Times it was tried again after a `--retry-on` refusal.
+    pub retries: u32,
     pub dispatched_s: f64,
     pub sent_s: Option<f64>,
     pub first_content_s: Option<f64>,
@@ -51,11 +53,23 @@ pub struct Facts<'a> {
     pub e2e_s: Option<f64>,
     pub itl_s: &'a [f64],
     pub planned_input_tokens: u32,
+    pub planned_output_tokens: u32,
     pub input_tokens: u64,
     pub input_tokens_source: TokenSource,
     pub output_tokens: u64,
     pub output_tokens_source: TokenSource,
     pub cached_tokens: Option<u64>,
+    /// What the server said when the request failed.
+    pub error: Option<ErrorSeen<'a>>,
+    /// The model the server answered with, when not the one asked for.
+    pub answered_model: Option<&'a str>,
+}
+
+/// A failed request's status and the server's (or the client's) words.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorSeen<'a> {
+    pub http_status: Option<u16>,
+    pub message: &'a str,
 }
 
 impl<'a> From<&'a RequestRecord> for Facts<'a> {
@@ -70,6 +84,7 @@ impl<'a> From<&'a RequestRecord> for Facts<'a> {
             status: Status::of(r.error.as_ref()),
             error_category: r.error.as_ref().map(|e| e.category),
             resends: r.resends,
+            retries: r.retries,
             dispatched_s: r.dispatched_s,
             sent_s: r.sent_s,
             first_content_s: r.first_content_s,
@@ -80,11 +95,17 @@ impl<'a> From<&'a RequestRecord> for Facts<'a> {
             e2e_s: r.e2e_s,
             itl_s: &r.itl_s,
             planned_input_tokens: r.planned_input_tokens,
+            planned_output_tokens: r.planned_output_tokens,
             input_tokens: r.input_tokens,
             input_tokens_source: r.input_tokens_source,
             output_tokens: r.output_tokens,
             output_tokens_source: r.output_tokens_source,
             cached_tokens: r.cached_tokens,
+            error: r.error.as_ref().map(|e| ErrorSeen {
+                http_status: e.http_status.or(r.http_status),
+                message: &e.message,
+            }),
+            answered_model: r.answered_model.as_deref(),
         }
     }
 }
@@ -164,6 +185,8 @@ pub struct RequestCounts {
     /// Requests sent again because they provably never left the client
     /// (over every record, warmups included).
     pub resends: u64,
+    /// Tries again after a `--retry-on` refusal (over every record).
+    pub retries: u64,
 }
 
 /// The latency distributions.
@@ -228,7 +251,49 @@ pub struct TokenReport {
     /// estimated and what the server counted.
     pub planned_input_tokens: u64,
     pub reported_input_tokens: u64,
+    /// Over ok requests whose output was measured (reported in usage or
+    /// counted from chunks, not taken from the plan): the output tokens
+    /// planned, the tokens received, and the requests that received fewer
+    /// than planned (a server that ignores `max_tokens` or `ignore_eos`
+    /// shrinks the workload; docs/run.md). Absent from summaries before
+    /// arbor checked (0).
+    #[serde(default)]
+    pub planned_output_tokens: u64,
+    #[serde(default)]
+    pub received_output_tokens: u64,
+    #[serde(default)]
+    pub short_outputs: u64,
 }
+
+impl TokenReport {
+    /// Ok requests whose output was measured (usage or counted).
+    pub fn measured_outputs(&self) -> u64 {
+        self.output_source.usage + self.output_source.counted
+    }
+
+    /// The share of measured outputs shorter than planned (0 with none).
+    pub fn short_output_share(&self) -> f64 {
+        match self.measured_outputs() {
+            0 => 0.0,
+            n => self.short_outputs as f64 / n as f64,
+        }
+    }
+}
+
+/// The first failure of one error class, in its own words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorSample {
+    pub http_status: Option<u16>,
+    /// The server's message (or the client's) in words: the message of a
+    /// JSON error body, whitespace folded, at most 200 characters
+    /// ([`crate::record::in_words`]).
+    pub message: String,
+}
+
+/// The most distinct model names a summary lists as answered instead of
+/// the one asked for; the rest are counted under [`OTHER_MODELS`].
+pub const ANSWERED_MODEL_NAMES: usize = 8;
+pub const OTHER_MODELS: &str = "(other names)";
 
 /// Everything the records add up to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -239,6 +304,11 @@ pub struct Measured {
     pub cache: CacheReport,
     /// Failed requests by error category.
     pub errors: BTreeMap<String, u64>,
+    /// The first failure of each error category.
+    pub error_samples: BTreeMap<String, ErrorSample>,
+    /// Measured requests the server answered under another model's name,
+    /// by the name it gave.
+    pub answered_models: BTreeMap<String, u64>,
     pub tokens: TokenReport,
     /// Plays counted in `job_time`, and plays left out (a cancelled
     /// request, or fewer records than turns).
@@ -340,6 +410,8 @@ pub struct Collector {
     ok_output_tokens: u64,
     cache: CacheReport,
     errors: BTreeMap<String, u64>,
+    error_samples: BTreeMap<String, ErrorSample>,
+    answered_models: BTreeMap<String, u64>,
     tokens: TokenReport,
     plays: Vec<PlaySpan>,
 }
@@ -377,6 +449,8 @@ impl Collector {
                 input_tokens: 0,
             },
             errors: BTreeMap::new(),
+            error_samples: BTreeMap::new(),
+            answered_models: BTreeMap::new(),
             tokens: TokenReport::default(),
             plays: Vec::new(),
         }
@@ -400,6 +474,7 @@ impl Collector {
         // seen even when the record is marked.
         let planned_warmup = self.warmups.is_warmup(&mut self.first_play, r);
         self.counts.resends += u64::from(r.resends);
+        self.counts.retries += u64::from(r.retries);
         if r.warmup || planned_warmup {
             self.counts.warmups += 1;
             return;
@@ -416,6 +491,9 @@ impl Collector {
         self.queue_wait.push(ns(r.queue_wait_s));
         if let Some(l) = r.lateness_s {
             self.lateness.push(ns(l));
+        }
+        if let Some(model) = r.answered_model {
+            self.answered(model);
         }
 
         let play = r.play as usize;
@@ -443,6 +521,17 @@ impl Collector {
                 self.counts.failed += 1;
                 let category = r.error_category.map_or("unknown", ErrorCategory::as_str);
                 *self.errors.entry(category.to_string()).or_insert(0) += 1;
+                if let Some(seen) = r.error {
+                    if !self.error_samples.contains_key(category) {
+                        self.error_samples.insert(
+                            category.to_string(),
+                            ErrorSample {
+                                http_status: seen.http_status,
+                                message: crate::record::in_words(None, seen.message),
+                            },
+                        );
+                    }
+                }
                 return;
             }
         }
@@ -469,6 +558,14 @@ impl Collector {
         self.ok_input_tokens += r.input_tokens;
         self.ok_output_tokens += r.output_tokens;
         self.tokens.output_source.add(r.output_tokens_source);
+        if r.output_tokens_source != TokenSource::Planned {
+            let planned = u64::from(r.planned_output_tokens);
+            self.tokens.planned_output_tokens += planned;
+            self.tokens.received_output_tokens += r.output_tokens;
+            if r.output_tokens < planned {
+                self.tokens.short_outputs += 1;
+            }
+        }
         self.tokens.input_source.add(r.input_tokens_source);
         if r.input_tokens_source == TokenSource::Usage {
             self.tokens.planned_input_tokens += u64::from(r.planned_input_tokens);
@@ -479,6 +576,21 @@ impl Collector {
                 self.cache.input_tokens += r.input_tokens;
             }
         }
+    }
+
+    /// Counts a request answered under `model`'s name; past
+    /// [`ANSWERED_MODEL_NAMES`] distinct names, under [`OTHER_MODELS`].
+    fn answered(&mut self, model: &str) {
+        if let Some(n) = self.answered_models.get_mut(model) {
+            *n += 1;
+            return;
+        }
+        let key = if self.answered_models.len() < ANSWERED_MODEL_NAMES {
+            model
+        } else {
+            OTHER_MODELS
+        };
+        *self.answered_models.entry(key.to_string()).or_insert(0) += 1;
     }
 
     /// The summary. `tree_turns[t]` is how many turns tree `t` has (a play
@@ -534,6 +646,8 @@ impl Collector {
             requests: self.counts,
             cache: self.cache,
             errors: self.errors,
+            error_samples: self.error_samples,
+            answered_models: self.answered_models,
             tokens: self.tokens,
             plays_complete: job.len() as u64,
             plays_incomplete: incomplete,
@@ -611,6 +725,88 @@ mod tests {
     }
 
     #[test]
+    fn outputs_shorter_than_planned_are_counted_when_measured() {
+        // Planned 3 output tokens each: usage says 1 (short), 3 (full);
+        // counted chunks 2 (short); a failed request is not judged.
+        let m = collect(
+            vec![
+                (
+                    identity(0, 0, 1000, 1000),
+                    with_usage(record(1000, &[1100], 1200), 10, 1, None),
+                ),
+                (
+                    identity(1, 0, 1000, 1000),
+                    with_usage(record(1000, &[1100, 1150, 1200], 1200), 10, 3, None),
+                ),
+                (
+                    identity(2, 0, 1000, 1000),
+                    record(1000, &[1100, 1200], 1200),
+                ),
+                (
+                    identity(3, 0, 1000, 1000),
+                    failed(record(1000, &[], 1200), ErrorCategory::HttpStatus),
+                ),
+            ],
+            &[4],
+        );
+        let t = &m.tokens;
+        assert_eq!(t.measured_outputs(), 3);
+        assert_eq!(
+            (
+                t.short_outputs,
+                t.planned_output_tokens,
+                t.received_output_tokens
+            ),
+            (2, 9, 6)
+        );
+        assert!((t.short_output_share() - 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_first_failure_of_each_class_and_another_models_answers_are_kept() {
+        let mut first = failed(record(1000, &[], 1200), ErrorCategory::HttpStatus);
+        first.error.as_mut().unwrap().message = "The model m does not exist".into();
+        first.http_status = Some(404);
+        let mut answered = record(1000, &[1100], 1200);
+        answered.answered_model = Some("other".into());
+        let m = collect(
+            vec![
+                (identity(0, 0, 1000, 1000), first),
+                (
+                    identity(1, 0, 1000, 1000),
+                    failed(record(1000, &[], 1200), ErrorCategory::HttpStatus),
+                ),
+                (identity(2, 0, 1000, 1000), answered.clone()),
+                (identity(3, 0, 1000, 1000), answered),
+            ],
+            &[4],
+        );
+        assert_eq!(m.errors["http_status"], 2);
+        assert_eq!(
+            m.error_samples["http_status"],
+            ErrorSample {
+                http_status: Some(404),
+                message: "The model m does not exist".into()
+            }
+        );
+        assert_eq!(m.answered_models.get("other"), Some(&2));
+    }
+
+    #[test]
+    fn answered_model_names_are_bounded() {
+        let mut c = Collector::new();
+        for i in 0..20 {
+            c.answered(&format!("m{i}"));
+        }
+        let m = c.finish(&[]);
+        assert_eq!(m.answered_models.len(), ANSWERED_MODEL_NAMES + 1);
+        assert_eq!(
+            m.answered_models[OTHER_MODELS],
+            20 - ANSWERED_MODEL_NAMES as u64
+        );
+    }
+
+    #[test]
     fn resends_add_up_over_the_records() {
         let mut resent = record(1000, &[1100], 1200);
         resent.attempts = 2;
@@ -655,6 +851,7 @@ mod tests {
                 cancelled: 0,
                 warmups: 0,
                 resends: 0,
+                retries: 0,
             }
         );
         let l = &m.latency;
@@ -736,6 +933,7 @@ mod tests {
                 cancelled: 1,
                 warmups: 0,
                 resends: 0,
+                retries: 0,
             }
         );
         assert_eq!(m.errors.get("http_status"), Some(&2));

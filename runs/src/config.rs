@@ -71,6 +71,10 @@ pub struct RunConfig {
     pub insecure: bool,
     pub timeout_s: f64,
     pub retries: u32,
+    /// Statuses a refused request was tried again on (`--retry-on`);
+    /// absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retry_on: Vec<u16>,
     /// When prompts carried cache-bust markers (`--cache-bust`, a recipe):
     /// the salt they were moved by (`--cache-bust-salt`; a live capacity
     /// probe adds its number). Absent without markers.

@@ -11,7 +11,9 @@
 //! [`merge`] (shards joined), [`aggregate`] (repeated runs and their
 //! spread), [`metric`] (the metric vocabulary, declared once),
 //! [`sharding`] and [`shard_manifest`] (a shard's identity),
-//! [`recipe`] (the validity stamp), and the shapes the plan report shares
+//! [`recipe`] (the validity stamp), [`warnings`] (what a reader must be
+//! told before the figures), [`breaker`] (a run stopped when its requests
+//! keep failing the same way), and the shapes the plan report shares
 //! ([`policy`], [`work`]).
 //!
 //! Reads and writes files, never the network or a clock; prints nothing
@@ -36,4 +38,5 @@ pub mod shape;
 pub mod shard_manifest;
 pub mod sharding;
 pub mod summarize;
+pub mod warnings;
 pub mod work;

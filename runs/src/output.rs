@@ -32,10 +32,11 @@ use crate::server_metrics::ServerMetrics;
 use arbor_error::Error;
 
 use crate::collector::{
-    CacheReport, Collector, Facts, Latencies, Measured, Throughput, TokenReport,
+    CacheReport, Collector, ErrorSample, Facts, Latencies, Measured, Throughput, TokenReport,
 };
 use crate::config::RunConfig;
 use crate::journal::{RunEnd, RunStart};
+use std::collections::BTreeMap;
 
 pub use crate::records_file::RECORDS_FILE;
 pub const SUMMARY_FILE: &str = "summary.json";
@@ -311,6 +312,10 @@ pub struct Counts {
     /// write failed with nothing written; at most once each): the sum of
     /// the records' `resends`.
     pub resends: u64,
+    /// Tries again after a refusal with a `--retry-on` status: the sum of
+    /// the records' `retries` (absent from summaries before it: 0).
+    #[serde(default)]
+    pub retries: u64,
     /// Turns never sent (the duration ended, or Ctrl+C).
     pub skipped: u64,
     /// Trees in the workload (one copy).
@@ -372,6 +377,12 @@ pub struct Summary {
     /// What a rebuild had to derive or skip; absent when nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the reader must know before the figures, most serious first:
+    /// the failures in the server's own words, outputs shorter than
+    /// planned, answers under another model's name (`runs::warnings`);
+    /// absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// The recipe (`--scenario`), if any.
     pub scenario: Option<String>,
     /// With a scenario: whether the run can be submitted, and why not.
@@ -394,7 +405,16 @@ pub struct Summary {
     pub latency: Latencies,
     pub throughput: Throughput,
     pub cache: CacheReport,
-    pub errors: std::collections::BTreeMap<String, u64>,
+    pub errors: BTreeMap<String, u64>,
+    /// The first failure of each error class (`errors`), in the server's
+    /// (or the client's) own words; absent when none failed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_samples: BTreeMap<String, ErrorSample>,
+    /// Measured requests the server answered under a model other than the
+    /// one asked for (`config.model`), by the name it gave; absent when
+    /// every answer named the model asked for.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub answered_models: BTreeMap<String, u64>,
     pub tokens: TokenReport,
     pub concurrency: Concurrency,
     pub idle: Idle,
@@ -438,9 +458,13 @@ impl Summary {
                 .unwrap_or(0);
             let mut reasons = crate::recipe::invalid_reasons(
                 &applied,
-                overflows,
-                measured.requests.dispatched,
-                end.cancelled,
+                crate::recipe::Tallies {
+                    context_overflows: overflows,
+                    requests: measured.requests.dispatched,
+                    short_outputs: measured.tokens.short_outputs,
+                    measured_outputs: measured.tokens.measured_outputs(),
+                    cancelled: end.cancelled,
+                },
             );
             if !completeness.complete {
                 reasons.push(crate::recipe::RUN_INCOMPLETE.to_string());
@@ -464,11 +488,13 @@ impl Summary {
                 .collect()
         });
         let waited_for_cap = measured.latency.queue_wait.max_s > 0.0;
+        let warnings = crate::warnings::of(&measured, start.config.model.as_deref());
         Summary {
             schema_version: SUMMARY_SCHEMA.to_string(),
             arbor_version: start.arbor_version.clone(),
             complete: completeness.complete,
             notes: completeness.notes,
+            warnings,
             scenario: start.scenario.as_ref().map(|s| s.name.clone()),
             submission_valid: reasons.as_ref().map(Vec::is_empty),
             submission_invalid_reasons: reasons,
@@ -484,6 +510,7 @@ impl Summary {
                 failed: measured.requests.failed,
                 cancelled: measured.requests.cancelled,
                 resends: measured.requests.resends,
+                retries: measured.requests.retries,
                 skipped: end.skipped,
                 trees: start.trees,
                 plays: end.plays_started,
@@ -496,6 +523,8 @@ impl Summary {
             throughput: measured.throughput,
             cache: measured.cache,
             errors: measured.errors,
+            error_samples: measured.error_samples,
+            answered_models: measured.answered_models,
             tokens: measured.tokens,
             concurrency: Concurrency {
                 planned_peak: start.planned.peak_inflight,

@@ -32,13 +32,18 @@ pub const UNPINNED_DATASET: &str = "unpinned_dataset";
 /// an engine error such as a failed root warmup); its summary was rebuilt
 /// from the records.
 pub const RUN_INCOMPLETE: &str = "run_incomplete";
+/// More than [`SHORT_OUTPUT_LIMIT`] of the measured outputs were shorter
+/// than planned: the server stopped early (it ignored `ignore_eos` or
+/// `max_tokens`), so the run did less work than the recipe's.
+pub const SHORT_OUTPUTS_EXCEEDED: &str = "short_outputs_exceeded";
 
 /// Every reason a stamp may carry: the tags docs/agentx.md lists, and
 /// nothing else.
-pub const REASONS: [&str; 5] = [
+pub const REASONS: [&str; 6] = [
     UNSAFE_OVERRIDE,
     UNPINNED_DATASET,
     CONTEXT_OVERFLOW_RATE_EXCEEDED,
+    SHORT_OUTPUTS_EXCEEDED,
     RUN_CANCELLED,
     RUN_INCOMPLETE,
 ];
@@ -50,6 +55,24 @@ pub const UNPINNED_TEXT: &str = "inputs: not a pinned corpus: ";
 
 /// Above this fraction of requests, context overflows invalidate a run.
 pub const CONTEXT_OVERFLOW_LIMIT: f64 = 0.01;
+
+/// Above this fraction of the measured outputs (ok requests whose output
+/// was reported or counted), outputs shorter than planned invalidate a
+/// run; any run above it is warned about (`runs::warnings`).
+pub const SHORT_OUTPUT_LIMIT: f64 = 0.01;
+
+/// What a finished run's stamp is judged on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tallies {
+    /// Measured requests that failed as `context_overflow`.
+    pub context_overflows: u64,
+    /// Every measured request: ok, failed and cancelled.
+    pub requests: u64,
+    /// Measured outputs shorter than planned, of `measured_outputs`.
+    pub short_outputs: u64,
+    pub measured_outputs: u64,
+    pub cancelled: bool,
+}
 
 /// A recipe applied to the flags.
 #[derive(Debug, Clone)]
@@ -75,19 +98,18 @@ impl Applied {
 }
 
 /// The validity stamp of a finished run: reasons known before it, plus a
-/// context-overflow rate strictly above 1 % of `requests` (every measured
-/// request: ok, failed and cancelled), plus cancellation.
-pub fn invalid_reasons(
-    applied: &Applied,
-    context_overflows: u64,
-    requests: u64,
-    cancelled: bool,
-) -> Vec<String> {
+/// context-overflow rate strictly above 1 % of the requests, plus short
+/// outputs strictly above 1 % of the measured outputs, plus cancellation.
+pub fn invalid_reasons(applied: &Applied, run: Tallies) -> Vec<String> {
     let mut reasons = applied.invalid_reasons();
-    if requests > 0 && context_overflows as f64 > CONTEXT_OVERFLOW_LIMIT * requests as f64 {
+    let over = |n: u64, of: u64, limit: f64| of > 0 && n as f64 > limit * of as f64;
+    if over(run.context_overflows, run.requests, CONTEXT_OVERFLOW_LIMIT) {
         reasons.push(CONTEXT_OVERFLOW_RATE_EXCEEDED.to_string());
     }
-    if cancelled {
+    if over(run.short_outputs, run.measured_outputs, SHORT_OUTPUT_LIMIT) {
+        reasons.push(SHORT_OUTPUTS_EXCEEDED.to_string());
+    }
+    if run.cancelled {
         reasons.push(RUN_CANCELLED.to_string());
     }
     reasons
@@ -118,10 +140,37 @@ mod tests {
             name: AGENTX_MVP,
             overridden: vec![],
         };
-        assert!(invalid_reasons(&a, 1, 100, false).is_empty());
+        let run = |context_overflows, cancelled| Tallies {
+            context_overflows,
+            requests: 100,
+            cancelled,
+            ..Tallies::default()
+        };
+        assert!(invalid_reasons(&a, run(1, false)).is_empty());
         assert_eq!(
-            invalid_reasons(&a, 2, 100, true),
+            invalid_reasons(&a, run(2, true)),
             vec![CONTEXT_OVERFLOW_RATE_EXCEEDED, RUN_CANCELLED]
         );
+    }
+
+    #[test]
+    fn short_outputs_invalidate_strictly_above_one_percent_of_the_measured() {
+        let a = Applied {
+            name: AGENTX_MVP,
+            overridden: vec![],
+        };
+        let run = |short_outputs, measured_outputs| Tallies {
+            requests: 300,
+            short_outputs,
+            measured_outputs,
+            ..Tallies::default()
+        };
+        assert!(invalid_reasons(&a, run(2, 200)).is_empty());
+        assert_eq!(
+            invalid_reasons(&a, run(3, 200)),
+            vec![SHORT_OUTPUTS_EXCEEDED]
+        );
+        // Outputs taken from the plan were not measured: nothing to judge.
+        assert!(invalid_reasons(&a, run(0, 0)).is_empty());
     }
 }

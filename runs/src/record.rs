@@ -208,9 +208,26 @@ impl RequestError {
 /// [`RequestError::in_words`]); also for a record read back.
 pub fn in_words(status: Option<u16>, message: &str) -> String {
     let status = status.map(|s| format!("HTTP {s}: ")).unwrap_or_default();
+    let said = said_in_json(message);
+    let message = said.as_deref().unwrap_or(message);
     let words: Vec<&str> = message.split_whitespace().collect();
     let words: String = words.join(" ").chars().take(200).collect();
     format!("{status}{words}")
+}
+
+/// The message inside a JSON error body: OpenAI's and Anthropic's
+/// `{"error": {"message": ...}}`, vLLM's and others' `{"message": ...}`,
+/// or `{"error": "..."}`; `None` when the text is not such a body.
+fn said_in_json(text: &str) -> Option<String> {
+    let body: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
+    let text_of = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    let error = body.get("error");
+    error
+        .and_then(|e| e.get("message"))
+        .and_then(text_of)
+        .or_else(|| error.and_then(text_of))
+        .or_else(|| body.get("message").and_then(text_of))
+        .or_else(|| body.get("detail").and_then(text_of))
 }
 
 /// Where a token count came from.
@@ -262,6 +279,13 @@ pub struct Response {
     /// Times the request was sent again because it provably never left
     /// (0 or 1; see `exchange`).
     pub resends: u32,
+    /// Times it was tried again after a refusal with a `--retry-on`
+    /// status (counted in `attempts` too).
+    pub retries: u32,
+    /// The model the stream's first payload named, when it is not the
+    /// model the request asked for (`None` when it is, or when the stream
+    /// named none).
+    pub answered_model: Option<String>,
 }
 
 /// The message of a request cancelled at the end of the grace period.
@@ -279,6 +303,10 @@ impl Response {
             retry_after_s: None,
         });
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn secs(ns: Option<Nanos>) -> Option<f64> {
@@ -344,7 +372,15 @@ pub struct RequestRecord {
     /// Times it was sent again because it provably never left the client
     /// (0 or 1): a failed write with nothing written.
     pub resends: u32,
+    /// Times it was tried again after a refusal with a `--retry-on`
+    /// status (counted in `attempts` too); absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
     pub error: Option<RequestError>,
+    /// The model the server answered with, when it is not the one asked
+    /// for; absent when it is (or when the stream named none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_model: Option<String>,
 }
 
 /// Identity of a request in the workload.
@@ -426,7 +462,9 @@ impl RequestRecord {
             http_status: response.http_status,
             attempts: response.attempts,
             resends: response.resends,
+            retries: response.retries,
             error: response.error.clone(),
+            answered_model: response.answered_model.clone(),
         }
     }
 }
@@ -445,6 +483,23 @@ pub trait RecordSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_error_body_is_told_by_its_message() {
+        let openai = r#"{"error":{"code":404,"message":"The model `x` does not exist.","type":"NotFoundError"}}"#;
+        assert_eq!(
+            in_words(Some(404), openai),
+            "HTTP 404: The model `x` does not exist."
+        );
+        let vllm = r#"{"object":"error","message":"too long","type":"BadRequestError"}"#;
+        assert_eq!(in_words(Some(400), vllm), "HTTP 400: too long");
+        assert_eq!(in_words(None, r#"{"error":"busy"}"#), "busy");
+        // Not such a body: the text as it is, its whitespace folded.
+        assert_eq!(
+            in_words(Some(502), "<html>\n Bad   gateway</html>"),
+            "HTTP 502: <html> Bad gateway</html>"
+        );
+    }
 
     /// Every string a JSON Schema lists (`const` and `enum` values), in
     /// order.

@@ -31,7 +31,7 @@ use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::collector::Facts;
+use crate::collector::{ErrorSeen, Facts};
 use crate::record::{unknown_word_of, ErrorCategory, Status, TokenSource};
 use crate::records_file::{for_each_line, not_a_record, Lines};
 use arbor_error::Error;
@@ -77,8 +77,14 @@ pub struct RecordLine<'a> {
     pub attempts: Option<u32>,
     /// Absent from records written before arbor counted resends (0).
     pub resends: Option<u32>,
+    /// Absent when 0, and from records before `--retry-on`.
+    pub retries: Option<u32>,
     #[serde(borrow)]
     pub error: Option<LineError<'a>>,
+    /// The model the server answered with, when it was not the one asked
+    /// for (absent otherwise, and from records before arbor checked).
+    #[serde(borrow, default, deserialize_with = "text")]
+    pub answered_model: Option<Cow<'a, str>>,
 }
 
 /// A failed request's `error` object.
@@ -211,6 +217,7 @@ impl<'a> RecordLine<'a> {
             status: self.status,
             error_category: self.error_category(),
             resends: self.resends.unwrap_or(0),
+            retries: self.retries.unwrap_or(0),
             dispatched_s: need(self.dispatched_s, "dispatched_s")?,
             sent_s: self.sent_s,
             first_content_s: self.first_content_s,
@@ -221,11 +228,17 @@ impl<'a> RecordLine<'a> {
             e2e_s: self.e2e_s,
             itl_s: itl,
             planned_input_tokens: need(self.planned_input_tokens, "planned_input_tokens")?,
+            planned_output_tokens: need(self.planned_output_tokens, "planned_output_tokens")?,
             input_tokens: need(self.input_tokens, "input_tokens")?,
             input_tokens_source: need(self.input_tokens_source, "input_tokens_source")?,
             output_tokens: need(self.output_tokens, "output_tokens")?,
             output_tokens_source: need(self.output_tokens_source, "output_tokens_source")?,
             cached_tokens: self.cached_tokens,
+            error: self.error.as_ref().map(|e| ErrorSeen {
+                http_status: e.http_status.or(self.http_status),
+                message: e.message.as_deref().unwrap_or(""),
+            }),
+            answered_model: self.answered_model.as_deref(),
         })
     }
 }

@@ -80,6 +80,7 @@ pub fn new(
         insecure: requests.tls.insecure,
         timeout_s: requests.timeout.as_secs_f64(),
         retries: requests.retries,
+        retry_on: requests.retry_on.clone(),
         cache_bust_salt: requests.cache_bust.then_some(requests.cache_bust_salt),
         warm_connections: 0,
         warm_connections_proven: 0,

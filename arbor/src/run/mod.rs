@@ -536,7 +536,7 @@ pub async fn run_against(
     let client = http_client(tls.as_ref())?;
     let headers = requests.auth.header_map();
     let url = at(endpoint, requests.api.path());
-    let new_target = || -> Result<Target, Error> {
+    let new_target = |model: &str| -> Result<Target, Error> {
         let mut target = Target::new(
             &url,
             &headers,
@@ -546,6 +546,8 @@ pub async fn run_against(
         )
         .map_err(|e| Error::other(e.replace(&url, &redact_url(&url))))?;
         target.api = requests.api;
+        target.model = Some(Arc::from(model));
+        target.retry_on = Arc::from(requests.retry_on.as_slice());
         Ok(target)
     };
     // The pre-flight: a run that cannot measure what was asked is refused
@@ -570,7 +572,7 @@ pub async fn run_against(
     for notice in &ready.notices {
         observer.notice(notice);
     }
-    let target = new_target()?;
+    let target = new_target(&ready.model)?;
     if tls.is_some() {
         // A certificate the client refuses stops the run here, in plain
         // words, before any request (the connection stays pooled).
@@ -628,7 +630,7 @@ pub async fn run_against(
             .iter()
             .map(|_| {
                 Ok(LiveConfig {
-                    target: new_target()?,
+                    target: new_target(&live_config.body.model)?,
                     ..live_config.clone()
                 })
             })

@@ -190,6 +190,7 @@ fn request_options(args: &RunOptions) -> Result<RequestOptions, Error> {
         tls: r.access.tls(),
         timeout: Duration::from_nanos(r.timeout),
         retries: r.retries,
+        retry_on: r.retry_on.clone(),
         cache_bust: r.cache_bust,
         cache_bust_salt: r.cache_bust_salt,
         preflight: r.preflight,

@@ -123,12 +123,58 @@ fn a_run_none_of_whose_requests_succeeded_measured_nothing_and_says_what_failed(
     assert_eq!(summary["counts"]["failed"], 12, "{summary:#}");
     let records = std::fs::read_to_string(out.join("records.jsonl")).unwrap();
     assert_eq!(records.lines().count(), 12);
+    // The summary leads with the failures in the server's own words.
+    let first = summary["warnings"][0].as_str().unwrap_or_default();
+    assert!(
+        first.starts_with("12 of 12 measured requests failed: http_status 12 (the first: HTTP 500: injected server error"),
+        "{summary:#}"
+    );
     // The same run with one success in it is a measurement (exit 0) when
     // the error rate is allowed.
     options.emulator.flags.fail_rate = Some(0.5);
     options.request.failures.max_error_rate = 1.0;
     options.force = true;
     arbor::run::run(&options, &Quiet).expect("some succeeded");
+}
+
+#[test]
+fn short_outputs_and_another_models_answers_are_warned_about_first() {
+    // A server that stops every stream after 4 of the 10 planned tokens,
+    // and answers under another model's name than the one asked for.
+    let (mut options, out) = fast_run("run-short-outputs");
+    options.emulator.flags.eos_after = Some(4);
+    options.emulator.flags.answer_as = Some("router-other".into());
+    arbor::run::run(&options, &Quiet).expect("a measurement, with warnings");
+    let summary = read(&out.join("summary.json"));
+    let tokens = &summary["tokens"];
+    assert_eq!(tokens["short_outputs"], 12, "{summary:#}");
+    assert_eq!(tokens["planned_output_tokens"], 120, "{summary:#}");
+    assert_eq!(tokens["received_output_tokens"], 48, "{summary:#}");
+    assert_eq!(
+        summary["answered_models"]["router-other"], 12,
+        "{summary:#}"
+    );
+    let warnings: Vec<&str> = summary["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("12 of 12 measured outputs were shorter than planned"),
+        "{}",
+        warnings[0]
+    );
+    assert!(warnings[1].contains("`router-other` 12"), "{}", warnings[1]);
+    // Each record says which model answered.
+    let records = std::fs::read_to_string(out.join("records.jsonl")).unwrap();
+    assert_eq!(
+        records
+            .matches(r#""answered_model":"router-other""#)
+            .count(),
+        12
+    );
 }
 
 #[test]

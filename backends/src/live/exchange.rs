@@ -45,6 +45,7 @@ use super::messages_sse::{self, MessagesUsage};
 use super::record::{classify_message, OVERLOADED_STATUS};
 use super::redact::Secrets;
 use super::request::Api;
+use super::retry::{self, RetryPolicy};
 use super::sse::{classify, data_of, LineSplitter};
 use super::stream::{ConnectError, Dial};
 use super::tls::{ClientConfig, Negotiated};
@@ -73,11 +74,18 @@ pub struct Target {
     /// `POST <path> HTTP/1.1`, `Host`, `Content-Type` and the extra headers.
     post_prefix: Arc<[u8]>,
     pub timeout: Duration,
-    /// Retries of a request whose connection could not be made.
+    /// Retries of a request whose connection could not be made, and (with
+    /// `retry_on`) of one refused with a listed status.
     pub retries: u32,
+    /// Statuses a refused request is tried again on (`--retry-on`; empty:
+    /// none), after the wait [`super::retry::wait`] says.
+    pub retry_on: Arc<[u16]>,
     /// The API the requests speak, which decides how a stream is read
     /// (chat by default; set it with the URL's path).
     pub api: Api,
+    /// The model the requests ask for: a stream whose first payload names
+    /// another is recorded with the name it gave (`answered_model`).
+    pub model: Option<Arc<str>>,
 }
 
 impl Target {
@@ -113,7 +121,9 @@ impl Target {
             post_prefix,
             timeout,
             retries,
+            retry_on: Arc::from(Vec::new()),
             api: Api::Chat,
+            model: None,
         })
     }
 
@@ -331,10 +341,19 @@ pub async fn execute_into(
         deadline,
         epoch,
     };
-    if let Some((conn, head)) = request.deliver(target, begun, response).await {
+    let policy = RetryPolicy {
+        on: target.retry_on.to_vec(),
+        retries: target.retries,
+    };
+    let mut begun = begun;
+    let mut on_head = Some(on_head);
+    let mut retried = 0;
+    while let Some((conn, head)) = request.deliver(target, begun.take(), response).await {
         response.stamps.headers = Some(head.at);
         response.http_status = Some(head.status);
-        on_head();
+        if let Some(on_head) = on_head.take() {
+            on_head();
+        }
         let answer = Answer {
             target,
             conn,
@@ -342,11 +361,32 @@ pub async fn execute_into(
             deadline,
             epoch,
         };
-        if (200..300).contains(&answer.head.status) {
+        let status = answer.head.status;
+        if (200..300).contains(&status) {
             answer.read_stream(response).await;
-        } else {
-            answer.failed_status(response).await;
+            break;
         }
+        answer.failed_status(response).await;
+        // `--retry-on`: a refusal before any content is tried again, after
+        // the server's Retry-After or a backoff, within the timeout.
+        if !policy.retries_status(status, retried) {
+            break;
+        }
+        let retry_after = response.error.as_ref().and_then(|e| e.retry_after_s);
+        let until = tokio::time::Instant::now() + retry::wait(retry_after, retried + 1, request_id);
+        if until >= deadline {
+            break;
+        }
+        tokio::time::sleep_until(until).await;
+        retried += 1;
+        response.attempts += 1;
+        response.retries += 1;
+        response.http_status = None;
+        response.error = None;
+        response.stamps.headers = None;
+        response.stamps.first_byte = None;
+        response.stamps.done = None;
+        response.stamps.sent = Some(clock());
     }
     if let Some(e) = &mut response.error {
         if !target.secrets.is_empty() {
@@ -586,13 +626,16 @@ struct Lines {
     failure: Option<RequestError>,
     /// A Messages stream's usage, added up event by event.
     usage: MessagesUsage,
+    /// The model asked for, until the first payload is checked against it.
+    asked_model: Option<Arc<str>>,
 }
 
 impl Scan {
-    fn new(api: Api) -> Scan {
+    fn new(api: Api, asked_model: Option<Arc<str>>) -> Scan {
         Scan {
             lines: Lines {
                 messages: api == Api::Messages,
+                asked_model,
                 ..Lines::default()
             },
             ..Scan::default()
@@ -618,6 +661,9 @@ impl Scan {
             }
             let split = splitter.feed(data, |line| {
                 let Some(data) = data_of(line) else { return };
+                if let Some(asked) = lines.asked_model.take() {
+                    answered_model(data, &asked, response);
+                }
                 let said = if lines.messages {
                     lines.messages_event(data)
                 } else {
@@ -650,6 +696,16 @@ impl Scan {
             ErrorCategory::StreamCut,
             format!("the stream ended without {marker}"),
         )
+    }
+}
+
+/// Records the model a stream's first payload names when it is not
+/// `asked`.
+fn answered_model(data: &[u8], asked: &str, response: &mut Response) {
+    if let Some(named) = super::sse::string_value(data, &super::sse::MODEL_KEY) {
+        if named != asked {
+            response.answered_model = Some(named.into_owned());
+        }
     }
 }
 
@@ -761,7 +817,7 @@ impl Answer<'_> {
             epoch,
         } = self;
         let mut decoder = BodyDecoder::new(head.framing);
-        let mut scan = Scan::new(target.api);
+        let mut scan = Scan::new(target.api, target.model.clone());
         // Whether the connection is still in step with HTTP framing.
         let mut intact = scan.feed(
             &mut decoder,

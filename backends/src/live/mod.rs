@@ -34,6 +34,7 @@ pub mod prebuild;
 pub mod record;
 pub mod redact;
 pub mod request;
+pub mod retry;
 pub mod sse;
 pub mod stream;
 pub mod tls;

@@ -120,6 +120,47 @@ pub(crate) fn has_text(payload: &[u8], key: &memmem::Finder<'_>) -> bool {
     false
 }
 
+/// The key of the model a stream's payloads name.
+pub(crate) static MODEL_KEY: std::sync::LazyLock<memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memmem::Finder::new(b"\"model\""));
+
+/// The string value of the first `key` in `payload` (`"model":"m"` gives
+/// `m`), unescaped; `None` when the key is absent or its value is not a
+/// string. Borrowed unless the value holds an escape. Read on a stream's
+/// first payload only, not per chunk.
+pub(crate) fn string_value<'a>(
+    payload: &'a [u8],
+    key: &memmem::Finder<'_>,
+) -> Option<std::borrow::Cow<'a, str>> {
+    let pos = key.find(payload)?;
+    let after = &payload[pos + key.needle().len()..];
+    let start = after
+        .iter()
+        .position(|b| !b.is_ascii_whitespace() && *b != b':')?;
+    let value = &after[start..];
+    if value.first() != Some(&b'"') {
+        return None;
+    }
+    // The closing quote: the first one no backslash escapes.
+    let mut end = 1;
+    while end < value.len() {
+        match value[end] {
+            b'\\' => end += 2,
+            b'"' => break,
+            _ => end += 1,
+        }
+    }
+    let quoted = value.get(..=end)?;
+    if quoted.contains(&b'\\') {
+        return serde_json::from_slice::<String>(quoted)
+            .ok()
+            .map(std::borrow::Cow::Owned);
+    }
+    std::str::from_utf8(&quoted[1..end])
+        .ok()
+        .map(std::borrow::Cow::Borrowed)
+}
+
 /// Classifies one payload (the text after `data:`).
 pub fn classify(payload: &[u8]) -> Payload {
     let payload = payload.trim_ascii();
@@ -256,6 +297,34 @@ mod tests {
         assert!(classify(b"[DONE]").done);
         let completion = br#"{"choices":[{"text":" a","index":0}]}"#;
         assert!(classify(completion).content);
+    }
+
+    #[test]
+    fn the_model_a_payload_names_is_read_unescaped() {
+        let chunk =
+            br#"{"id":"c","object":"chat.completion.chunk","model":"qwen/q-0.5b","choices":[]}"#;
+        assert_eq!(
+            string_value(chunk, &MODEL_KEY).as_deref(),
+            Some("qwen/q-0.5b")
+        );
+        let spaced = br#"{"model" : "m\"x\\y", "choices":[]}"#;
+        assert_eq!(string_value(spaced, &MODEL_KEY).as_deref(), Some("m\"x\\y"));
+        // Nested, as in a Messages stream's message_start.
+        let start = br#"{"type":"message_start","message":{"model":"claude-x"}}"#;
+        assert_eq!(string_value(start, &MODEL_KEY).as_deref(), Some("claude-x"));
+        for none in [
+            &br#"{"choices":[]}"#[..],
+            br#"{"model":null}"#,
+            br#"{"model":"unterminated}"#,
+            br#"{"delta":{"content":"say \"model\" here"}}"#,
+        ] {
+            assert_eq!(
+                string_value(none, &MODEL_KEY),
+                None,
+                "{}",
+                String::from_utf8_lossy(none)
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod policies;
 mod preflight;
 mod record;
 mod reliability;
+mod retry;
 mod server;
 mod std_server;
 mod tls;

@@ -71,8 +71,10 @@ fn quick() -> Options {
 #[test]
 fn a_served_model_and_a_workload_that_fits_pass_with_the_context_length() {
     runtime().block_on(async {
-        let mut config = EmulatorConfig::default();
-        config.max_model_len = 4096;
+        let config = EmulatorConfig {
+            max_model_len: 4096,
+            ..EmulatorConfig::default()
+        };
         let emulator = serve(config, "127.0.0.1:0".parse().unwrap()).await.unwrap();
         let ready = check(&emulator.base_url(), None, quick()).await.unwrap();
         assert_eq!(ready.model, "arbor-emulator");
@@ -86,8 +88,10 @@ fn a_served_model_and_a_workload_that_fits_pass_with_the_context_length() {
 #[test]
 fn a_context_too_small_is_refused_unless_overflow_is_allowed() {
     runtime().block_on(async {
-        let mut config = EmulatorConfig::default();
-        config.max_model_len = 100;
+        let config = EmulatorConfig {
+            max_model_len: 100,
+            ..EmulatorConfig::default()
+        };
         let emulator = serve(config, "127.0.0.1:0".parse().unwrap()).await.unwrap();
         let refused = check(&emulator.base_url(), None, quick())
             .await

@@ -62,4 +62,10 @@ pub struct EmulatorArgs {
     /// Fraction of streams with a malformed SSE line.
     #[arg(long, value_name = "P", value_parser = flags::malformed_rate, help_heading = EMULATOR)]
     pub malformed_rate: Option<f64>,
+    /// End every stream after at most N tokens, whatever max_tokens asks (a model that stops early on a server that ignores ignore_eos).
+    #[arg(long, value_name = "N", value_parser = flags::eos_after, help_heading = EMULATOR)]
+    pub eos_after: Option<u32>,
+    /// Answer under this model name instead of --model-name (a router that served the request with another model).
+    #[arg(long, value_name = "NAME", value_parser = flags::model_name, help_heading = EMULATOR)]
+    pub answer_as: Option<String>,
 }

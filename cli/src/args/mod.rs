@@ -379,9 +379,13 @@ pub struct RequestArgs {
     #[arg(long, value_name = "DURATION", default_value = "600", value_parser = values::positive_duration, help_heading = SERVER)]
     pub timeout: Nanos,
 
-    /// Retries of a request that got no response byte (connect errors).
+    /// Retries of a request that got no response byte (connect errors), and with --retry-on of one refused with a listed status.
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = SERVER)]
     pub retries: u32,
+
+    /// Try a request again, up to --retries times, when the server refuses it with one of these statuses before any content (e.g. 429,503): after its Retry-After (capped at 30 s) or a backoff with jitter, within --timeout. Nothing is retried by default.
+    #[arg(long, value_name = "STATUSES", value_parser = values::retry_statuses, help_heading = SERVER)]
+    pub retry_on: Option<Vec<u16>>,
 
     /// Prepend a cache-bust marker (`[rid:<12 hex>]` and a blank line,
     /// derived from the seed) to the first user message of every turn of a

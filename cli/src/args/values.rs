@@ -32,6 +32,11 @@ pub fn http_url(text: &str) -> Result<String, String> {
     arbor::backends::endpoint::http_url(text)
 }
 
+/// `--retry-on 429,503`: refusal statuses.
+pub fn retry_statuses(text: &str) -> Result<Vec<u16>, String> {
+    arbor::backends::live::retry::parse_statuses(text)
+}
+
 /// A share from 0 to 1 (`--max-error-rate 0.1`).
 pub fn share(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {

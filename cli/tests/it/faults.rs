@@ -549,6 +549,41 @@ fn prompts_longer_than_the_context_are_refused_with_the_flags_that_fit() {
 }
 
 #[test]
+fn outputs_shorter_than_planned_and_another_models_answers_lead_the_console() {
+    // The built-in emulator stops every stream after 1 of the 4 planned
+    // tokens and answers under another name: a measurement (exit 0) whose
+    // console says so before its figures.
+    let dir = scratch("faults-short-outputs");
+    let out_dir = dir.join("out");
+    let args = [
+        "run",
+        "--synthetic",
+        WORKLOAD,
+        "--eos-after",
+        "1",
+        "--answer-as",
+        "elsewhere",
+        "--no-progress",
+        "--out",
+        out_dir.to_str().expect("a UTF-8 path"),
+    ];
+    let (code, out, err) = run_bounded(&dir, &args);
+    assert_eq!(code, Some(0), "{err}");
+    let warnings: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("  warning "))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{out}");
+    assert!(
+        warnings[0].contains("measured outputs were shorter than planned"),
+        "{out}"
+    );
+    assert!(warnings[1].contains("`elsewhere`"), "{out}");
+    let first_figure = out.find("  requests ").expect("the counts line");
+    assert!(out.find(warnings[0]).unwrap() < first_figure, "{out}");
+}
+
+#[test]
 fn reset_before_headers() {
     row(
         "reset-before-head",

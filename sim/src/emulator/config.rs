@@ -123,6 +123,10 @@ pub struct Faults {
     /// Share of streams with a malformed SSE line (`data: {not json`)
     /// before their middle chunk.
     pub malformed_rate: f64,
+    /// Every stream ends after at most this many tokens, whatever its
+    /// `max_tokens` asks: a model that stops early on a server that
+    /// ignores `ignore_eos` (`--eos-after`).
+    pub eos_after: Option<u32>,
 }
 
 impl Default for Faults {
@@ -136,6 +140,7 @@ impl Default for Faults {
             stall_rate: 0.0,
             stall: 5 * NANOS_PER_SEC,
             malformed_rate: 0.0,
+            eos_after: None,
         }
     }
 }
@@ -150,6 +155,9 @@ pub struct EmulatorConfig {
     pub max_model_len: u32,
     /// Name reported by `/v1/models` and required of requests that name one.
     pub model_name: String,
+    /// The model name the answers carry, when not `model_name`: a router
+    /// that served the request with another model (`--answer-as`).
+    pub answer_as: Option<String>,
     /// Prefix cache capacity in 64-token blocks (LRU); `None` is unbounded,
     /// `Some(0)` disables the cache.
     pub cache_blocks: Option<usize>,
@@ -174,6 +182,7 @@ impl Default for EmulatorConfig {
             faults: Faults::default(),
             max_model_len: DEFAULT_MAX_MODEL_LEN,
             model_name: DEFAULT_MODEL_NAME.to_string(),
+            answer_as: None,
             cache_blocks: None,
             seed: 0,
             stamp_capacity: DEFAULT_STAMP_CAPACITY,
@@ -210,6 +219,12 @@ impl EmulatorConfig {
             return Err(PolicyError::new("read timeouts: must be positive"));
         }
         flags::model_name(&self.model_name)?;
+        if let Some(name) = &self.answer_as {
+            flags::model_name(name)?;
+        }
+        if self.faults.eos_after == Some(0) {
+            return Err(PolicyError::new("eos after: at least 1 token"));
+        }
         Ok(())
     }
 
@@ -248,6 +263,13 @@ impl EmulatorConfig {
         .filter(|(_, rate)| *rate > 0.0)
         .map(|(flag, rate)| format!("{flag} {rate}"))
         .collect();
+        let mut faults = faults;
+        if let Some(n) = f.eos_after {
+            faults.push(format!("--eos-after {n}"));
+        }
+        if let Some(name) = &self.answer_as {
+            faults.push(format!("--answer-as {name}"));
+        }
         if faults.is_empty() {
             parts.push("no faults".to_string());
         } else {
@@ -337,6 +359,15 @@ pub mod flags {
             n => Ok(n),
         }
     }
+    /// `--eos-after`: a number of tokens (at least 1).
+    pub fn eos_after(text: &str) -> Result<u32, PolicyError> {
+        match integer::<u32>(text, "a positive number of tokens")? {
+            0 => Err(PolicyError::new(format!(
+                "expected at least 1 token, got `{text}`"
+            ))),
+            n => Ok(n),
+        }
+    }
     /// `--model-name`: non-empty, printable, at most 256 bytes.
     pub fn model_name(text: &str) -> Result<String, PolicyError> {
         if text.is_empty() || text.len() > 256 || text.chars().any(|c| c.is_control()) {
@@ -416,6 +447,8 @@ pub struct EmulatorFlags {
     pub stall_rate: Option<f64>,
     pub stall_s: Option<Nanos>,
     pub malformed_rate: Option<f64>,
+    pub eos_after: Option<u32>,
+    pub answer_as: Option<String>,
     pub seed: Option<u64>,
 }
 
@@ -448,9 +481,11 @@ impl EmulatorFlags {
                 stall_rate: self.stall_rate.unwrap_or(f.stall_rate),
                 stall: self.stall_s.unwrap_or(f.stall),
                 malformed_rate: self.malformed_rate.unwrap_or(f.malformed_rate),
+                eos_after: self.eos_after,
             },
             max_model_len: self.max_model_len.unwrap_or(defaults.max_model_len),
             model_name: self.model_name.unwrap_or(defaults.model_name),
+            answer_as: self.answer_as,
             cache_blocks: self.cache_blocks,
             seed: self.seed.unwrap_or(defaults.seed),
             stamp_capacity: defaults.stamp_capacity,

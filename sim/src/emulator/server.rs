@@ -273,6 +273,8 @@ async fn completion(
         );
     }
 
+    // A model that stops early on a server that ignores ignore_eos.
+    let n = config.faults.eos_after.map_or(n, |cap| n.min(cap));
     let plan = FaultPlan::decide(config, seq);
     if let Some(status) = plan.fail {
         let stats = &shared.stats;
@@ -350,7 +352,7 @@ async fn completion(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let head = body::head(endpoint, seq, created, &shared.model_json);
+    let head = body::head(endpoint, seq, created, &shared.answer_json);
     let usage = match endpoint {
         Endpoint::Messages => body::messages_usage(prompt_tokens, cached, n),
         _ => format!(
@@ -460,7 +462,7 @@ async fn completion(
     };
     let json = format!(
         r#"{{"id":"{id}-arbor-{seq}","object":"{object}","created":{created},"model":{},"choices":[{choice}],"usage":{usage}}}"#,
-        shared.model_json
+        shared.answer_json
     );
     json_response(200, json)
 }

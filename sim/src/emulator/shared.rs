@@ -97,6 +97,9 @@ pub(crate) struct Shared {
     pub(crate) config: EmulatorConfig,
     /// The model name as a JSON string.
     pub(crate) model_json: String,
+    /// The model name answers carry, as a JSON string: `model_json`
+    /// unless `--answer-as`.
+    pub(crate) answer_json: String,
     /// The `GET /v1/models` answer.
     pub(crate) models_body: Bytes,
     start: Instant,
@@ -118,6 +121,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     pub(crate) fn new(config: EmulatorConfig) -> Self {
         let model_json = serde_json::to_string(&config.model_name).expect("a string serializes");
+        let answer_json = match &config.answer_as {
+            Some(name) => serde_json::to_string(name).expect("a string serializes"),
+            None => model_json.clone(),
+        };
         let models = serde_json::json!({
             "object": "list",
             "data": [{
@@ -137,6 +144,7 @@ impl Shared {
             engine,
             models_body: Bytes::from(models.to_string()),
             model_json,
+            answer_json,
             start,
             seq: AtomicU64::new(0),
             cache: Mutex::new(PrefixCache::new(config.cache_blocks)),
