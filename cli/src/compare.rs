@@ -1,5 +1,6 @@
 //! `arbor compare BASE NEW...`: the flags to [`arbor::report::compare`]'s
-//! options, its table (or `--json`) on stdout, each crossed threshold on
+//! options, its table (or `--json`) on stdout, each run compared although
+//! not comparable (`--allow-different`) and each crossed threshold on
 //! stderr, and the gate's fault (exit 1) when one was crossed.
 
 use arbor::report::compare::{self, CompareOptions};
@@ -15,8 +16,12 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
         fail_on: args.fail_on.iter().flat_map(|t| t.0.clone()).collect(),
         seed: args.seed,
         resamples: args.resamples,
+        allow_different: args.allow_different,
     };
     let comparison = compare::compare(&options)?;
+    for line in comparison.not_comparable() {
+        eprintln!("arbor compare: warning: not comparable (--allow-different): {line}");
+    }
     stdout::print(|out| {
         if args.json {
             comparison.write_json(out)

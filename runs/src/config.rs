@@ -36,6 +36,16 @@ pub struct RunConfig {
     /// synthetic workload alone or a stream (stdin, a FIFO).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus: Option<arbor_formats::manifest::Corpus>,
+    /// SHA-256 of the compiled workload (`crate::identity`): equal in two
+    /// runs of one workload, wherever its files were read from. What
+    /// `arbor compare` checks; absent in a run made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_hash: Option<String>,
+    /// SHA-256 of the policy without its seed and shard
+    /// (`crate::identity`): equal in two runs under one policy. What
+    /// `arbor compare` checks; absent in a run made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_hash: Option<String>,
     /// Service model of the planned side.
     pub service: String,
     /// Base URL, redacted.

@@ -10,7 +10,8 @@
 //! Around them: [`summarize`] (the summary rebuilt from the files),
 //! [`merge`] (shards joined), [`aggregate`] (repeated runs and their
 //! spread), [`metric`] (the metric vocabulary, declared once),
-//! [`sharding`] and [`shard_manifest`] (a shard's identity),
+//! [`identity`] (the hashes of what a run measured, which `compare`
+//! checks), [`sharding`] and [`shard_manifest`] (a shard's identity),
 //! [`recipe`] (the validity stamp), [`warnings`] (what a reader must be
 //! told before the figures), [`breaker`] (a run stopped when its requests
 //! keep failing the same way), and the shapes the plan report shares
@@ -24,6 +25,7 @@ pub mod aggregate;
 pub mod breaker;
 pub mod collector;
 pub mod config;
+pub mod identity;
 pub mod journal;
 pub mod merge;
 pub mod metric;

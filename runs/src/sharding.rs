@@ -12,13 +12,12 @@
 //! also holds the start barrier's record ([`BarrierRecord`], `config.barrier`)
 //! so a merged run can keep every shard's. Uses no command module.
 
-use std::fmt::{self, Write as _};
-
 use arbor_engine::dag::CompiledTree;
 use arbor_engine::policy::Policy;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+
+use crate::identity::digest;
 
 /// `config.shard`: present for a shard of a sharded run and for a merged
 /// run; absent otherwise.
@@ -152,20 +151,6 @@ pub fn policy_hash(policy: &Policy) -> String {
         shard: None,
         ..policy.clone()
     })
-}
-
-/// SHA-256 of a value's debug form, streamed into the hasher.
-fn digest(value: &impl fmt::Debug) -> String {
-    struct Hashing(Sha256);
-    impl fmt::Write for Hashing {
-        fn write_str(&mut self, s: &str) -> fmt::Result {
-            self.0.update(s.as_bytes());
-            Ok(())
-        }
-    }
-    let mut h = Hashing(Sha256::new());
-    let _ = write!(h, "{value:?}");
-    arbor_formats::manifest::hex(&h.0.finalize())
 }
 
 #[cfg(test)]

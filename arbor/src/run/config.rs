@@ -59,6 +59,8 @@ pub fn new(
         policy: PolicySummary::new(policy, overlap_tolerance),
         fit: None,
         corpus: None,
+        workload_hash: None,
+        policy_hash: None,
         service: service.to_string(),
         endpoint: None,
         url: None,

@@ -17,6 +17,7 @@ use arbor_backends::endpoint::{Auth, RequestOptions};
 use arbor_error::Error;
 use arbor_report::page::planned::PlannedLoad;
 use arbor_report::plan::describe_fit;
+use arbor_runs::identity;
 use arbor_runs::recipe::Applied;
 use arbor_runs::sharding::ShardConfig;
 
@@ -155,6 +156,8 @@ pub fn prepare_compiled(
     } = compiled;
     let scheduler = inputs::scheduler(compiled, policy)?;
     config.shard = ShardConfig::of(scheduler.policy(), scheduler.trees());
+    config.workload_hash = Some(identity::workload_hash(scheduler.trees()));
+    config.policy_hash = Some(identity::policy_hash(scheduler.policy()));
     Ok(Prepared {
         workload: Arc::new(loaded.workload),
         scheduler,

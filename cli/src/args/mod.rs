@@ -543,6 +543,11 @@ pub struct CompareArgs {
           value_parser = clap::value_parser!(u32).range(10..=1_000_000))]
     pub resamples: u32,
 
+    /// Compare runs that played another workload or policy than BASE
+    /// (refused otherwise, exit 2); the difference leads the output.
+    #[arg(long)]
+    pub allow_different: bool,
+
     /// Print one JSON object instead of the table.
     #[arg(long, help_heading = OUTPUT)]
     pub json: bool,

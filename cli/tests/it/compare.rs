@@ -198,3 +198,91 @@ fn a_bad_fail_on_exits_2_saying_what_was_expected() {
     );
     expect_exit_2(&["compare", s(fast)], &["<NEW>"]);
 }
+
+/// A synthetic run under the same policy flags as [`runs`]: another
+/// workload.
+fn synthetic_run() -> &'static PathBuf {
+    static RUN: OnceLock<PathBuf> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let out = scratch("compare-synthetic").join("synthetic");
+        let run = arbor(&[
+            "run",
+            "--synthetic",
+            "trees=2,turns=2,isl=100,osl=5,arrival_s=0.1",
+            "--tool-time=zero",
+            "--think-time-pct=0",
+            "--idle-gap-cap=0.1",
+            "--itl-ms=0.2",
+            "--ttft-ms",
+            "10",
+            "--no-progress",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(run.status.success(), "{}", stderr(&run));
+        out
+    })
+}
+
+/// Runs of different workloads are refused (exit 2, both named, what
+/// differs, the flag that allows it); with `--allow-different` they are
+/// compared, the difference first (on stdout, in the JSON and on
+/// stderr); runs of one workload list the settings that differ before
+/// the table.
+#[test]
+fn runs_of_different_workloads_are_refused_unless_allow_different_says_so() {
+    let (fast, slow) = runs();
+    let synthetic = synthetic_run();
+    let err = expect_exit_2(
+        &["compare", s(fast), s(synthetic)],
+        &[
+            &format!(
+                "not comparable: BASE {} and NEW {} differ: the workloads differ (workload hash ",
+                s(fast),
+                s(synthetic)
+            ),
+            "inputs `",
+            "pass --allow-different to compare them anyway",
+        ],
+    );
+    assert!(!err.contains("the policies differ"), "{err}");
+
+    let out = arbor(&["compare", s(fast), s(synthetic), "--allow-different"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("NOT COMPARABLE (compared anyway: --allow-different)"),
+        "{text}"
+    );
+    let first_metric = text.find("| ttft_mean").expect("the table");
+    let inputs = text.find("\n  inputs ").expect("the inputs differ");
+    assert!(inputs < first_metric, "{text}");
+    assert!(
+        stderr(&out).contains("warning: not comparable (--allow-different): BASE "),
+        "{}",
+        stderr(&out)
+    );
+    let (code, json, _) = compare_json(&[s(fast), s(synthetic), "--allow-different"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(json["comparable"], false);
+    assert_eq!(json["mismatches"][0]["part"], "workload");
+    assert_eq!(json["mismatches"][0]["run"], s(synthetic));
+    assert!(json["mismatches"][0]["base_hash"].is_string(), "{json}");
+    assert!(json["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["setting"] == "inputs"));
+
+    // One workload, another emulator: comparable, the setting listed first.
+    let out = arbor(&["compare", s(fast), s(slow)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("NOT COMPARABLE"), "{text}");
+    let emulator = text.find("\n  emulator ").expect("the emulators differ");
+    assert!(emulator < text.find("| ttft_mean").unwrap(), "{text}");
+    assert!(!text.contains("\n  endpoint "), "{text}");
+    let (_, json, _) = compare_json(&[s(fast), s(slow)]);
+    assert_eq!(json["comparable"], true);
+    assert_eq!(json["mismatches"], serde_json::json!([]));
+}

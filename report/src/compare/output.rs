@@ -1,6 +1,8 @@
-//! What `compare` shows: the side-by-side table and the thresholds for
-//! people, or one JSON object (`--json`) holding the same figures, each
-//! written into the writer it is given, and one crossed threshold's line.
+//! What `compare` shows: runs that are not comparable first (under
+//! `--allow-different`), the settings that differ, then the side-by-side
+//! table and the thresholds for people, or one JSON object (`--json`)
+//! holding the same, each written into the writer it is given, and one
+//! crossed threshold's line.
 //! Owns formatting only; the same rows always give the same bytes.
 
 use std::io::{self, Write};
@@ -8,6 +10,7 @@ use std::io::{self, Write};
 use comfy_table::{presets, CellAlignment, Table};
 use serde::Serialize;
 
+use super::comparable::{shown, Comparability, Difference};
 use super::gate::Verdict;
 use super::metric::Unit;
 use super::rows::{Cell, Row};
@@ -63,24 +66,66 @@ fn interval(unit: Unit, ci: Option<(f64, f64)>) -> String {
 pub fn human(
     out: &mut dyn Write,
     header: &Header,
+    comparability: &Comparability,
     rows: &[Row],
     verdicts: &[Verdict],
 ) -> io::Result<()> {
+    let mismatches = comparability.describe(&header.base);
+    if !mismatches.is_empty() {
+        writeln!(
+            out,
+            "NOT COMPARABLE (compared anyway: --allow-different): the figures below do not measure the same thing"
+        )?;
+        for line in &mismatches {
+            writeln!(out, "  {line}")?;
+        }
+        writeln!(out)?;
+    }
     writeln!(out, "arbor compare: BASE {}", header.base)?;
     let several = header.new.len() > 1;
-    for (i, name) in header.new.iter().enumerate() {
-        let label = if several {
+    let label = |i: usize| {
+        if several {
             format!("NEW {}", i + 1)
         } else {
             "NEW".into()
-        };
-        writeln!(out, "  {label:<5} {name}")?;
+        }
+    };
+    for (i, name) in header.new.iter().enumerate() {
+        writeln!(out, "  {:<5} {name}", label(i))?;
     }
     writeln!(
         out,
         "  delta = NEW - BASE; 95% CI of the delta for percentiles: {} bootstrap resamples, seed {}",
         header.resamples, header.seed
     )?;
+    writeln!(out)?;
+
+    let differences = &comparability.differences;
+    if differences.is_empty() {
+        writeln!(out, "configuration: the same")?;
+    } else {
+        writeln!(out, "configuration differences (BASE -> NEW)")?;
+        for (i, name) in header.new.iter().enumerate() {
+            let of_run: Vec<&Difference> = differences.iter().filter(|d| &d.run == name).collect();
+            if of_run.is_empty() {
+                continue;
+            }
+            if several {
+                writeln!(out, "  {} {name}", label(i))?;
+            }
+            let width = of_run.iter().map(|d| d.setting.len()).max().unwrap_or(0);
+            for d in of_run {
+                writeln!(
+                    out,
+                    "  {}{:<width$}  {} -> {}",
+                    if several { "  " } else { "" },
+                    d.setting,
+                    shown(&d.base),
+                    shown(&d.new)
+                )?;
+            }
+        }
+    }
     writeln!(out)?;
 
     let mut table = Table::new();
@@ -181,6 +226,10 @@ struct JsonRow<'a> {
 
 #[derive(Serialize)]
 struct Json<'a> {
+    /// False only under `--allow-different`, with the mismatches.
+    comparable: bool,
+    #[serde(flatten)]
+    comparability: &'a Comparability,
     #[serde(flatten)]
     header: &'a Header,
     metrics: Vec<JsonRow<'a>>,
@@ -192,6 +241,7 @@ struct Json<'a> {
 pub fn json(
     out: &mut dyn Write,
     header: &Header,
+    comparability: &Comparability,
     rows: &[Row],
     verdicts: &[Verdict],
 ) -> io::Result<()> {
@@ -210,6 +260,8 @@ pub fn json(
         })
         .collect();
     let value = Json {
+        comparable: comparability.comparable(),
+        comparability,
         header,
         metrics,
         thresholds: verdicts,

@@ -14,6 +14,7 @@ use std::path::Path;
 use super::metric::{Latency, Metric, Stat};
 use arbor_engine::stats::nearest_rank;
 use arbor_error::Error;
+use arbor_runs::config::RunConfig;
 use arbor_runs::metric::Rate;
 use arbor_runs::output::Summary;
 use arbor_runs::record::{secs_ns as ns, Status};
@@ -97,6 +98,11 @@ impl RunDir {
             counts,
             summary,
         })
+    }
+
+    /// What produced the run (`summary.json`'s `config`).
+    pub fn config(&self) -> &RunConfig {
+        &self.summary.config
     }
 
     /// The sorted nanoseconds of a latency, when the records hold them

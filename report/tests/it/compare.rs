@@ -24,6 +24,7 @@ fn options(base: &Path, new: &Path, fail: &str) -> CompareOptions {
         },
         seed: 0,
         resamples: 100,
+        allow_different: false,
     }
 }
 
