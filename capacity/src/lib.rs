@@ -37,7 +37,7 @@ pub mod slo;
 
 pub use knob::{Knob, Space};
 pub use observed::{Gaps, Observed, Reading, RequestSeen, Verdict};
-pub use output::{About, Answer, Mode, Outcome, Point};
-pub use probe::{search, sweep, Probe};
+pub use output::{About, Answer, Cause, Mode, Outcome, Point, Stop};
+pub use probe::{search, sweep, Probe, DEFAULT_MIN_REQUESTS};
 pub use search::{Knee, Start};
 pub use slo::Slo;

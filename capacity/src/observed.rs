@@ -1,8 +1,10 @@
 //! What one load point measured (or predicted), whatever produced it, and
 //! how it is judged against the SLOs: each bound's percentile (exact
 //! nearest rank, as `summary.json` computes it), the goodput of requests
-//! and of trees, and whether the point passes. Owns the judging; knows
-//! nothing of run directories or the virtual clock.
+//! and of trees, and whether the point passes, or is too small to decide
+//! (fewer successful requests than the probe needs: [`Verdict::too_small`]).
+//! Owns the judging; knows nothing of run directories or the virtual
+//! clock.
 //!
 //! A failed request counts as an unbounded latency in every request
 //! percentile and never meets a bound; cancelled requests and warmups are
@@ -112,13 +114,21 @@ pub struct Verdict {
     pub job_goodput: Option<f64>,
     pub requests: u64,
     pub failed: u64,
+    /// Requests that succeeded: what the percentiles rest on.
+    pub measured: u64,
     pub jobs: u64,
+    /// Fewer requests succeeded than the probe needs
+    /// ([`crate::Probe::min_measured`], `--min-requests`): the point's
+    /// readings are shown, but it neither passes nor fails, and a search
+    /// stops at it unresolved.
+    pub too_small: bool,
     pub pass: bool,
 }
 
 impl Observed {
-    /// Judges the point against `slo`.
-    pub fn judge(&self, slo: &Slo) -> Verdict {
+    /// Judges the point against `slo`; with fewer than `min_measured`
+    /// successful requests it is too small to decide (never a pass).
+    pub fn judge(&self, slo: &Slo, min_measured: u64) -> Verdict {
         let bounds: Vec<Judged> = slo
             .bounds
             .iter()
@@ -174,14 +184,19 @@ impl Observed {
                     && holds(!job_bounds.is_empty(), job_goodput)
             }
         };
+        let failed = self.requests.iter().filter(|r| !r.ok).count() as u64;
+        let measured = self.requests.len() as u64 - failed;
+        let too_small = measured < min_measured;
         Verdict {
             bounds,
             request_goodput,
             job_goodput,
             requests: self.requests.len() as u64,
-            failed: self.requests.iter().filter(|r| !r.ok).count() as u64,
+            failed,
+            measured,
             jobs: self.jobs.len() as u64,
-            pass: pass && !self.requests.is_empty(),
+            too_small,
+            pass: pass && !self.requests.is_empty() && !too_small,
         }
     }
 
@@ -290,7 +305,7 @@ mod tests {
             jobs: vec![10 * MS, 30 * MS],
         };
         let slo = Slo::parse("ttft_p50<=1s,itl_p90<=10ms,job_p50<=20ms").unwrap();
-        let v = observed.judge(&slo);
+        let v = observed.judge(&slo, 0);
         assert_eq!(v.bounds[0].reading, Reading::Value(600 * MS));
         assert!(v.bounds[0].pass);
         // 90 gaps of 10 ms and one failed request: p90 is a gap.
@@ -302,21 +317,45 @@ mod tests {
         assert_eq!((v.requests, v.failed, v.jobs), (11, 1, 2));
 
         // The p99 of TTFT falls on the failed request.
-        let v = observed.judge(&Slo::parse("ttft_p99<=10s").unwrap());
+        let v = observed.judge(&Slo::parse("ttft_p99<=10s").unwrap(), 0);
         assert_eq!(v.bounds[0].reading, Reading::Failed);
         assert!(!v.pass);
         // With a goodput threshold the percentiles no longer decide.
-        let v = observed.judge(&Slo::parse("ttft_p99<=500ms,goodput>=0.45").unwrap());
+        let v = observed.judge(&Slo::parse("ttft_p99<=500ms,goodput>=0.45").unwrap(), 0);
         assert_eq!(v.request_goodput, Some(5.0 / 11.0));
         assert!(v.pass);
-        let v = observed.judge(&Slo::parse("ttft_p99<=500ms,goodput>=0.5").unwrap());
+        let v = observed.judge(&Slo::parse("ttft_p99<=500ms,goodput>=0.5").unwrap(), 0);
         assert!(!v.pass);
     }
 
     #[test]
     fn nothing_observed_never_passes() {
-        let v = Observed::default().judge(&Slo::parse("e2e_p50<=1s").unwrap());
+        let v = Observed::default().judge(&Slo::parse("e2e_p50<=1s").unwrap(), 0);
         assert_eq!(v.bounds[0].reading, Reading::Missing);
         assert!(!v.pass);
+    }
+
+    #[test]
+    fn fewer_successful_requests_than_needed_is_too_small_to_decide() {
+        let slo = Slo::parse("ttft_p50<=1s").unwrap();
+        // Two fast requests and one failure: the SLO holds on what there
+        // is, but two measured requests decide nothing.
+        let observed = Observed {
+            requests: vec![ok(100, 10, 9), ok(100, 10, 9), RequestSeen::failed()],
+            jobs: Vec::new(),
+        };
+        let v = observed.judge(&slo, 20);
+        assert_eq!((v.requests, v.failed, v.measured), (3, 1, 2));
+        assert!(v.too_small);
+        assert!(!v.pass);
+        assert!(v.bounds[0].pass, "the readings stay as measured");
+        // Failures do not count towards the minimum; enough successes do.
+        let v = observed.judge(&slo, 3);
+        assert!(v.too_small);
+        let v = observed.judge(&slo, 2);
+        assert!(!v.too_small);
+        assert!(v.pass);
+        // No minimum: the verdict as before.
+        assert!(!observed.judge(&slo, 0).too_small);
     }
 }

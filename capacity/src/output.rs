@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::Nanos;
-use arbor_error::Error;
+use arbor_error::{Error, Kind};
 use arbor_runs::collector::Latency;
 use serde::Serialize;
 
@@ -54,9 +54,13 @@ pub struct Report {
     pub schema_version: &'static str,
     pub arbor_version: &'static str,
     pub mode: Mode,
-    /// False: a probe failed and ended the search (the probes before it
-    /// are listed; the answer is empty).
+    /// False: a probe failed or was too small to decide and ended the
+    /// search (`stopped` says which and why; the probes up to it are
+    /// listed; the answer is empty).
     pub complete: bool,
+    /// Why the search ended before its answer, at which probe (`None`:
+    /// it found its answer).
+    pub stopped: Option<Stop>,
     pub slo: String,
     /// A point passes on every percentile bound, or on goodput when set.
     pub goodput_threshold: Option<f64>,
@@ -105,6 +109,11 @@ impl Answer {
                 "every load probed meets every SLO, up to the range's top {}: raise --search's high end",
                 at(p)
             ),
+            (None, Some(f)) if f <= knob.number(1) => format!(
+                "no load meets every SLO: even the least load, {}, fails (SLO {slo_text}): the \
+                 server misses it unloaded; check the SLO against one request's latency",
+                at(f)
+            ),
             (None, Some(f)) => format!(
                 "no load meets every SLO: even {} fails (SLO {slo_text}); lower --search's low end",
                 at(f)
@@ -123,11 +132,91 @@ impl Answer {
 }
 
 /// A search's end: its points in the order probed, and what it found, or
-/// the error that ended it after those points.
+/// the error that ended it after those points (and, when a probe ended
+/// it, which one and why: `stopped`).
 #[derive(Debug)]
 pub struct Outcome {
     pub points: Vec<Point>,
     pub found: Result<Knee, Error>,
+    pub stopped: Option<Stop>,
+}
+
+/// Why a search stopped before its answer, at which probe: its run
+/// failed (the pre-flight refused it, the server failed too many of its
+/// requests, the breaker stopped it, a signal, a file not written), or
+/// it was too small to decide. A search never moves on from either: no
+/// verdict of the probe is taken, and no advice to move the range given.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stop {
+    /// 1-based, in the order probed.
+    pub probe: usize,
+    /// Its load, in the knob's own unit.
+    pub load: f64,
+    pub cause: Cause,
+    /// What happened, in words: the run's own error (the pre-flight's
+    /// refusal, the failures by class with the server's own words), or
+    /// the count that was too small.
+    pub message: String,
+    /// The error's kind, for the exit code.
+    #[serde(skip)]
+    pub kind: Kind,
+}
+
+/// What stopped a search at a probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The probe could not be measured: its error ended the search.
+    Failed,
+    /// Fewer of its requests succeeded than a probe needs
+    /// ([`crate::Probe::min_measured`]).
+    TooSmall,
+}
+
+impl Stop {
+    /// Probe `k` at `value` ended by `error`.
+    pub fn failed(k: usize, knob: Knob, value: u64, error: Error) -> Stop {
+        Stop {
+            probe: k,
+            load: knob.number(value),
+            cause: Cause::Failed,
+            message: error.message,
+            kind: error.kind,
+        }
+    }
+
+    /// `point`, with fewer than `min_measured` successful requests.
+    pub fn too_small(point: &Point, min_measured: u64) -> Stop {
+        let v = &point.verdict;
+        Stop {
+            probe: point.probe,
+            load: point.load,
+            cause: Cause::TooSmall,
+            message: format!(
+                "too small to decide: {} of its {} requests succeeded, fewer than the {} a probe \
+                 needs (--min-requests); the answer is unresolved: lengthen each probe \
+                 (--duration) or lower --min-requests",
+                v.measured, v.requests, min_measured
+            ),
+            kind: Kind::TooFewMeasured,
+        }
+    }
+
+    /// The error a search that stopped here ends with: which probe, and
+    /// why, in the kind of what happened.
+    pub fn error(&self, knob: Knob) -> Error {
+        let at = format!("{}={}", knob.name(), knob.show_number(self.load));
+        Error {
+            kind: self.kind,
+            message: match self.cause {
+                Cause::Failed => format!(
+                    "probe {} ({at}) failed, and the search stopped without an answer: {}",
+                    self.probe, self.message
+                ),
+                Cause::TooSmall => format!("probe {} ({at}) is {}", self.probe, self.message),
+            },
+        }
+    }
 }
 
 /// What `capacity.json` says of a search besides its points and answer.
@@ -148,13 +237,18 @@ impl Outcome {
     /// error, with the points made before it: `"complete": false`) and
     /// hands back what it found, or the error.
     pub fn finish(self, dir: &Path, about: About) -> Result<(Knee, Vec<Point>), Error> {
-        let Outcome { points, found } = self;
+        let Outcome {
+            points,
+            found,
+            stopped,
+        } = self;
         let knob = about.space.knob;
         let report = Report {
             schema_version: SCHEMA_VERSION,
             arbor_version: env!("CARGO_PKG_VERSION"),
             mode: about.mode,
             complete: found.is_ok(),
+            stopped,
             slo: about.slo.to_string(),
             goodput_threshold: about.slo.goodput,
             knob: knob.name(),

@@ -15,9 +15,17 @@ use arbor_error::Error;
 
 use crate::knob::{Knob, Space};
 use crate::observed::Observed;
-use crate::output::{probe_dir, Outcome, Point};
+use crate::output::{probe_dir, Outcome, Point, Stop};
 use crate::search::{self, first_failure, grid, Start};
 use crate::slo::Slo;
+
+/// `--min-requests`'s default: the fewest successful requests a live
+/// probe needs before its verdict counts. With nearest rank, the p90 of
+/// 20 requests is the 18th, two requests below the slowest; with fewer,
+/// a p90 bound is judged on the slowest request or the one below it, and
+/// one slow request decides the probe (docs/capacity.md, "Too small to
+/// decide").
+pub const DEFAULT_MIN_REQUESTS: u64 = 20;
 
 /// A way to measure one load point.
 pub trait Probe {
@@ -36,22 +44,57 @@ pub trait Probe {
         let _ = (point, observed);
         Ok(())
     }
+
+    /// The fewest successful requests a point needs for its verdict to
+    /// count: a point with fewer is too small to decide
+    /// ([`crate::Verdict::too_small`]) and ends the search unresolved. A
+    /// live probe samples a server for a while (`--min-requests`,
+    /// [`DEFAULT_MIN_REQUESTS`]); by default 0, every point decides (a
+    /// virtual point plans the whole workload, the same every time).
+    fn min_measured(&self) -> u64 {
+        0
+    }
 }
 
 /// Searches the largest load of `space` that meets `slo`, from `start`
 /// ([`Start::At`] the space's `start` for a search of its own,
 /// [`Start::Around`] a predicted knee), one `probe` per load; no load is
 /// probed twice. The outcome holds the points in the order probed and the
-/// knee, or the error that ended the search after those points.
+/// knee, or the error that ended the search after those points: a probe
+/// that failed, or one too small to decide ([`Probe::min_measured`]),
+/// stops it at once (`stopped` says which and why).
 pub fn search(probe: &mut impl Probe, space: &Space, start: Start, slo: &Slo) -> Outcome {
     let mut points = Vec::new();
+    let mut stopped = None;
     let found = search::search(space.bounds(), start, |value| {
-        let point = judge(probe, points.len() + 1, space.knob, value, slo)?;
+        let point = match judge(probe, points.len() + 1, space.knob, value, slo) {
+            Ok(point) => point,
+            Err(stop) => {
+                let error = stop.error(space.knob);
+                stopped = Some(stop);
+                return Err(error);
+            }
+        };
+        let too_small = point
+            .verdict
+            .too_small
+            .then(|| Stop::too_small(&point, probe.min_measured()));
         let pass = point.verdict.pass;
         points.push(point);
-        Ok(pass)
+        match too_small {
+            Some(stop) => {
+                let error = stop.error(space.knob);
+                stopped = Some(stop);
+                Err(error)
+            }
+            None => Ok(pass),
+        }
     });
-    Outcome { points, found }
+    Outcome {
+        points,
+        found,
+        stopped,
+    }
 }
 
 /// Probes every load of `space`'s [`grid`] (lo, lo + step, ... hi) instead
@@ -59,8 +102,9 @@ pub fn search(probe: &mut impl Probe, space: &Space, start: Start, slo: &Slo) ->
 /// every core), each point measured and kept by a copy of `probe` in the
 /// thread that took it. Points are numbered in load order and come back
 /// in that order whatever the workers. The answer is the first load that
-/// fails and the one before it ([`first_failure`]); a probe's error ends
-/// the outcome at the first point that failed so, in load order.
+/// fails and the one before it ([`first_failure`]); a probe's error, or a
+/// point too small to decide, ends the outcome at the first such point in
+/// load order.
 pub fn sweep<P: Probe + Clone + Sync>(
     probe: &P,
     space: &Space,
@@ -73,15 +117,23 @@ pub fn sweep<P: Probe + Clone + Sync>(
     });
     let mut points = Vec::with_capacity(measured.len());
     for result in measured {
-        match result {
-            Ok(point) => points.push(point),
-            Err(e) => {
-                return Outcome {
-                    points,
-                    found: Err(e),
-                }
+        let stop = match result {
+            Ok(point) if point.verdict.too_small => {
+                let stop = Stop::too_small(&point, probe.min_measured());
+                points.push(point);
+                stop
             }
-        }
+            Ok(point) => {
+                points.push(point);
+                continue;
+            }
+            Err(stop) => stop,
+        };
+        return Outcome {
+            points,
+            found: Err(stop.error(space.knob)),
+            stopped: Some(stop),
+        };
     }
     let passes: Vec<(u64, bool)> = loads
         .iter()
@@ -91,24 +143,27 @@ pub fn sweep<P: Probe + Clone + Sync>(
     Outcome {
         found: Ok(first_failure(&passes)),
         points,
+        stopped: None,
     }
 }
 
-/// Measures probe `k` at `value`, judges it and lets the probe keep it.
+/// Measures probe `k` at `value`, judges it and lets the probe keep it;
+/// an error stops the search at this probe.
 fn judge(
     probe: &mut impl Probe,
     k: usize,
     knob: Knob,
     value: u64,
     slo: &Slo,
-) -> Result<Point, Error> {
-    let observed = probe.measure(k, value)?;
+) -> Result<Point, Stop> {
+    let stop = |e| Stop::failed(k, knob, value, e);
+    let observed = probe.measure(k, value).map_err(stop)?;
     let point = Point {
         probe: k,
         load: knob.number(value),
         dir: probe_dir(k, knob, value),
-        verdict: observed.judge(slo),
+        verdict: observed.judge(slo, probe.min_measured()),
     };
-    probe.keep(&point, &observed)?;
+    probe.keep(&point, &observed).map_err(stop)?;
     Ok(point)
 }

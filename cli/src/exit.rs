@@ -2,7 +2,9 @@
 //! (docs/cli.md): 2 bad flags or inputs, 1 anything else, 3 a run that
 //! finished but whose client failed requests, 4 a run the server failed
 //! (none of its measured requests succeeded, more failed than
-//! `--max-error-rate`, or `--abort-after` stopped it), 128 + the signal
+//! `--max-error-rate`, or `--abort-after` stopped it), 5 a capacity
+//! search left unresolved by a probe too small to decide
+//! (`--min-requests`), 128 + the signal
 //! that stopped a run (what
 //! a shell reports: 130 for SIGINT, 143 for SIGTERM).
 
@@ -12,6 +14,8 @@ use arbor::{Error, Kind};
 pub const CLIENT_FAILED: u8 = 3;
 /// The exit code of a run the server failed.
 pub const FAILED_TOO_OFTEN: u8 = 4;
+/// The exit code of a capacity search a too-small probe left unresolved.
+pub const TOO_FEW_MEASURED: u8 = 5;
 
 /// The exit code `error` deserves.
 pub fn code(error: &Error) -> u8 {
@@ -20,6 +24,7 @@ pub fn code(error: &Error) -> u8 {
         Kind::Other => 1,
         Kind::ClientFailed => CLIENT_FAILED,
         Kind::FailedTooOften => FAILED_TOO_OFTEN,
+        Kind::TooFewMeasured => TOO_FEW_MEASURED,
         Kind::Stopped { signal } => 128u8.saturating_add(signal),
     }
 }
@@ -38,6 +43,7 @@ mod tests {
         assert_eq!(code(&Error::other("x")), 1);
         assert_eq!(code(&with(Kind::ClientFailed)), 3);
         assert_eq!(code(&with(Kind::FailedTooOften)), 4);
+        assert_eq!(code(&with(Kind::TooFewMeasured)), 5);
         assert_eq!(code(&with(Kind::Stopped { signal: 2 })), 130);
         assert_eq!(code(&with(Kind::Stopped { signal: 15 })), 143);
         assert_eq!(code(&with(Kind::Stopped { signal: 1 })), 129);

@@ -240,6 +240,7 @@ pub fn capacity(a: &CapacityArgs, given: &Given) -> CapacityOptions {
         step: a.step.clone(),
         sweep: a.sweep,
         live: a.live,
+        min_requests: a.min_requests,
         run: run(&a.run, given),
     }
 }

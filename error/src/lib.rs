@@ -34,6 +34,10 @@ pub enum Kind {
     /// measured requests succeeded, more failed than `--max-error-rate`
     /// allows, or the circuit breaker stopped it (`--abort-after`).
     FailedTooOften,
+    /// A capacity search stopped without an answer: a probe measured
+    /// fewer successful requests than it needs to decide
+    /// (`--min-requests`), so no verdict of it was taken.
+    TooFewMeasured,
     /// A signal (its number: 2 for SIGINT, 15 for SIGTERM, ...) stopped a
     /// run; what ran was written.
     Stopped { signal: u8 },

@@ -3,12 +3,16 @@
 //! knob set, its own run directory and its own cache-bust salt, against
 //! the endpoint or the in-process emulator; read back by the search
 //! library ([`arbor_capacity::run_dir::read`]). An implementation of the
-//! library's [`Probe`]. Tells the observer of each probe before it runs;
-//! never changes how a run runs.
+//! library's [`Probe`], whose points need `--min-requests` successful
+//! requests to decide. The pre-flight is asked once, by the first probe's
+//! run, and handed to the later ones (a refusal ends the search there,
+//! before any measured request). Tells the observer of each probe before
+//! it runs; never changes how a run runs.
 
 use std::path::Path;
 
 use arbor_capacity::output::probe_dir;
+use arbor_backends::preflight::Ready;
 use arbor_capacity::{run_dir, Knob, Observed, Probe};
 use arbor_error::Error;
 
@@ -22,6 +26,10 @@ pub struct LiveProbe<'a> {
     settled: Settled,
     compiled: inputs::Compiled,
     knob: Knob,
+    /// The fewest successful requests a probe needs (`--min-requests`).
+    min_requests: u64,
+    /// The pre-flight the first probe's run passed, for the later ones.
+    ready: Option<Ready>,
     out: &'a Path,
     observer: &'a dyn Observer,
 }
@@ -32,6 +40,7 @@ impl<'a> LiveProbe<'a> {
     pub fn new(
         run: &RunOptions,
         knob: Knob,
+        min_requests: u64,
         out: &'a Path,
         observer: &'a dyn Observer,
     ) -> Result<LiveProbe<'a>, Error> {
@@ -41,6 +50,8 @@ impl<'a> LiveProbe<'a> {
             settled,
             compiled,
             knob,
+            min_requests,
+            ready: None,
             out,
             observer,
         })
@@ -51,9 +62,10 @@ impl Probe for LiveProbe<'_> {
     /// Runs probe `k`, the point `knob = value`, into its directory and
     /// reads it back. Its cache-bust markers are salted with `k` (added to
     /// `--cache-bust-salt`): a probe's prompts never hit what an earlier
-    /// probe left in the server's prefix cache. A run that fails, is
-    /// stopped, or whose client failed requests ends the search with its
-    /// error (and its kind).
+    /// probe left in the server's prefix cache. A run that fails (its
+    /// pre-flight refused, the server failed too many of its requests, the
+    /// breaker stopped it), is stopped, or whose client failed requests
+    /// ends the search with its error (and its kind).
     fn measure(&mut self, k: usize, value: u64) -> Result<Observed, Error> {
         let dir = self.out.join(probe_dir(k, self.knob, value));
         self.observer.notice(&format!(
@@ -72,7 +84,18 @@ impl Probe for LiveProbe<'_> {
         // as a run's is).
         let mut compiled = self.compiled.clone();
         compiled.policy = inputs::policy(&one.policy, &one.scenario)?;
-        run::run_compiled(&self.settled, &one, compiled, self.observer)?;
+        let ready = run::run_compiled(
+            &self.settled,
+            &one,
+            compiled,
+            self.ready.clone(),
+            self.observer,
+        )?;
+        self.ready = Some(ready);
         run_dir::read(&dir)
+    }
+
+    fn min_measured(&self) -> u64 {
+        self.min_requests
     }
 }

@@ -44,6 +44,10 @@ pub struct CapacityOptions {
     pub sweep: bool,
     /// Points are live runs (also when `run.request.endpoint` is given).
     pub live: bool,
+    /// The fewest successful requests a live probe needs to decide
+    /// (`--min-requests`; `None`: [`arbor_capacity::DEFAULT_MIN_REQUESTS`]).
+    /// Live only: a virtual point plans the whole workload.
+    pub min_requests: Option<u64>,
     pub run: RunOptions,
 }
 
@@ -119,7 +123,10 @@ pub fn capacity(args: &CapacityOptions, observer: &dyn Observer) -> Result<Found
     }
     if live {
         let start = Start::after(searches.first().map(|(knee, _)| *knee), space.start);
-        let mut probe = LiveProbe::new(&args.run, space.knob, &out, observer)?;
+        let min_requests = args
+            .min_requests
+            .unwrap_or(arbor_capacity::DEFAULT_MIN_REQUESTS);
+        let mut probe = LiveProbe::new(&args.run, space.knob, min_requests, &out, observer)?;
         let outcome = arbor_capacity::search(&mut probe, &space, start, &slo);
         searches.push(outcome.finish(&out, about(Mode::Live, predicted))?);
     }
@@ -152,6 +159,12 @@ fn check_options(args: &CapacityOptions, live: bool) -> Result<(), Error> {
         return Err(Error::input(
             "--sweep: virtual only (a live sweep would run every load for --duration); drop \
              --live and --endpoint, or drop --sweep to search live",
+        ));
+    }
+    if !live && args.min_requests.is_some() {
+        return Err(Error::input(
+            "--min-requests: live only (a virtual point plans the whole workload, the same every \
+             time); add --live, or drop it",
         ));
     }
     if live && args.run.policy.duration.is_none() {

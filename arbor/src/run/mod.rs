@@ -89,6 +89,8 @@ pub struct RunReport {
     /// The circuit breaker's trip (`--abort-after`), when it stopped the
     /// run.
     pub trip: Option<Trip>,
+    /// The pre-flight the run passed (asked, or [`Prepared::checked`]).
+    pub ready: preflight::Ready,
     /// The output directory's lock, held until the report is written.
     _claim: output::Claimed,
 }
@@ -154,6 +156,8 @@ struct Ran {
     client_failures: ClientFailures,
     /// Why the server failed the run ([`failed_too_often`]).
     failed: Option<String>,
+    /// The pre-flight the run passed.
+    ready: preflight::Ready,
 }
 
 impl Ran {
@@ -303,6 +307,7 @@ fn run_prepared(
         stopped_by: report.stopped_by,
         client_failures: report.client_failures,
         failed,
+        ready: report.ready,
     })
 }
 
@@ -479,14 +484,17 @@ fn refuse_emulator_options(args: &RunOptions) -> Result<(), Error> {
 
 /// A prepared run of the compiled workload `compiled` again, under
 /// `args` (a knob changed): what the live capacity probe runs, without
-/// loading and compiling the workload again.
+/// loading and compiling the workload again. With `checked` (the
+/// pre-flight an earlier run of this workload passed) the pre-flight is
+/// not asked again; the one the run passed is handed back, for the next.
 pub fn run_compiled(
     settled: &Settled,
     args: &RunOptions,
     compiled: inputs::Compiled,
+    checked: Option<preflight::Ready>,
     observer: &dyn Observer,
-) -> Result<(), Error> {
-    let prepared = prepare_compiled(
+) -> Result<preflight::Ready, Error> {
+    let mut prepared = prepare_compiled(
         args,
         compiled,
         settled.applied.clone(),
@@ -499,8 +507,10 @@ pub fn run_compiled(
         emulator: settled.emulator.clone(),
         demo: settled.demo,
     };
+    prepared.checked = checked;
     let ran = run_prepared(&settled, prepared, observer)?;
-    ran.exit(observer)
+    ran.exit(observer)?;
+    Ok(ran.ready)
 }
 
 /// Runs a prepared workload against `endpoint` (a base URL such as
@@ -530,6 +540,7 @@ pub async fn run_against(
         metrics,
         together,
         failures,
+        checked,
     } = prepared;
 
     let tls = arbor_backends::endpoint::tls_config(endpoint, &requests.tls)?;
@@ -551,27 +562,34 @@ pub async fn run_against(
         Ok(target)
     };
     // The pre-flight: a run that cannot measure what was asked is refused
-    // here, in one message, before any measured request.
-    let key_from = requests.auth.key_source();
-    let ready = preflight::check(
-        &client,
-        &preflight::Ask {
-            endpoint,
-            api_path: requests.api.path(),
-            headers: &headers,
-            key_from: key_from.as_deref(),
-            key_env: arbor_backends::endpoint::default_api_key_env(requests.api),
-            model: requests.model.as_deref(),
-            workload: &workload,
-            cacert: requests.tls.cacert.as_deref(),
-            options: requests.preflight,
-        },
-    )
-    .await
-    .map_err(|why| Error::other(format!("arbor run: pre-flight: {why}")))?;
-    for notice in &ready.notices {
-        observer.notice(notice);
-    }
+    // here, in one message, before any measured request (once for a
+    // workload run again against the same endpoint: `checked`).
+    let ready = match checked {
+        Some(ready) => ready,
+        None => {
+            let key_from = requests.auth.key_source();
+            let ready = preflight::check(
+                &client,
+                &preflight::Ask {
+                    endpoint,
+                    api_path: requests.api.path(),
+                    headers: &headers,
+                    key_from: key_from.as_deref(),
+                    key_env: arbor_backends::endpoint::default_api_key_env(requests.api),
+                    model: requests.model.as_deref(),
+                    workload: &workload,
+                    cacert: requests.tls.cacert.as_deref(),
+                    options: requests.preflight,
+                },
+            )
+            .await
+            .map_err(|why| Error::other(format!("arbor run: pre-flight: {why}")))?;
+            for notice in &ready.notices {
+                observer.notice(notice);
+            }
+            ready
+        }
+    };
     let target = new_target(&ready.model)?;
     if tls.is_some() {
         // A certificate the client refuses stops the run here, in plain
@@ -580,7 +598,7 @@ pub async fn run_against(
             arbor_backends::endpoint::connect_failure(endpoint, &e, requests.tls.cacert.as_deref())
         })?;
     }
-    let (model, model_from) = (ready.model, ready.model_from);
+    let (model, model_from) = (ready.model.clone(), ready.model_from);
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
     // With threads, each warms its share of the connections in its pool.
     let thread_count = thread_schedulers.len().max(1);
@@ -842,6 +860,7 @@ pub async fn run_against(
         stopped_by: first,
         client_failures,
         trip,
+        ready,
         _claim: claim,
     })
 }

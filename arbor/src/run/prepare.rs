@@ -53,6 +53,10 @@ pub struct Prepared {
     pub together: super::barrier::Together,
     /// What failures stop the run or fail it.
     pub failures: FailureLimits,
+    /// The pre-flight this workload already passed against this endpoint
+    /// (a capacity search's later probes: [`super::run_compiled`]): not
+    /// asked again. `None`: the run asks it.
+    pub checked: Option<arbor_backends::preflight::Ready>,
 }
 
 /// Checks every flag, loads and compiles the workload, plans it on the
@@ -173,6 +177,7 @@ pub fn prepare_compiled(
         metrics: args.metrics.clone(),
         together: super::barrier::Together::of(&args.start),
         failures: args.request.failures,
+        checked: None,
     })
 }
 

@@ -13,7 +13,9 @@ use crate::util::{identical_trees, read, scratch, Kept};
 /// `job_p99<=340ms`: one or two sessions never wait (jobs of about 290
 /// ms), three or more do (a job waits a whole request, about 385 ms). The
 /// 50 ms either side of the bound is what a loaded machine may add to a
-/// job of three requests without changing the verdict.
+/// job of three requests without changing the verdict. Every probe
+/// measures the whole workload, 12 requests: that is the minimum asked
+/// (below the default's 20).
 fn live_search(
     name: &str,
     search: &str,
@@ -26,6 +28,7 @@ fn live_search(
         slo: "job_p99<=340ms".into(),
         search: Some(search.into()),
         live: true,
+        min_requests: Some(12),
         run: RunOptions {
             input: InputOptions {
                 inputs: vec![trees],
@@ -49,7 +52,9 @@ fn live_search(
 
 #[test]
 fn a_live_search_against_the_emulator() {
-    let (options, out) = live_search("capacity-live", "sessions:1..4", None);
+    let (mut options, out) = live_search("capacity-live", "sessions:1..4", None);
+    // Not the emulator's exact id: the pre-flight says which it asks for.
+    options.run.request.model = Some("emulator".into());
     let kept = Kept::default();
     let found = arbor::capacity::capacity(&options, &kept).unwrap();
     assert_eq!(found.answer.passing, Some(2.0), "{:?}", kept.notices());
@@ -74,6 +79,18 @@ fn a_live_search_against_the_emulator() {
         .filter(|l| l.starts_with("arbor capacity: probe "))
         .count();
     assert_eq!(probe_lines, 4);
+    // The pre-flight is asked once, by the first probe, not per probe.
+    let preflights = kept
+        .notices()
+        .iter()
+        .filter(|l| l.contains("asking for arbor-emulator"))
+        .count();
+    assert_eq!(preflights, 1, "{:?}", kept.notices());
+    for p in probes {
+        assert_eq!(p["measured"], 12, "{p}");
+        assert_eq!(p["too_small"], false, "{p}");
+    }
+    assert!(report["stopped"].is_null(), "{report}");
 }
 
 #[test]

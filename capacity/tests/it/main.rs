@@ -1,8 +1,10 @@
 //! arbor-capacity's integration tests, in process (no binary, no port):
-//! the search over a caller's own probe (the `custom_probe` example), and
+//! the search over a caller's own probe (the `custom_probe` example), the
+//! probes that stop a search (failed, too small to decide), and
 //! virtual searches and sweeps whose knees are known by hand, with what
 //! they write. The command's own tests (its flags, console, live probes)
 //! are the CLI's (`cli/tests/it/capacity.rs`).
 
 mod custom_probe;
+mod stops;
 mod virtual_search;

@@ -270,9 +270,16 @@ fn a_probe_error_ends_the_search_and_keeps_the_points_before_it() {
     let error = outcome
         .finish(&dir, about(&space, &slo))
         .expect_err("the third probe fails");
-    assert_eq!(error.to_string(), "the server went away");
+    assert_eq!(
+        error.to_string(),
+        "probe 3 (sessions=2) failed, and the search stopped without an answer: the server \
+         went away"
+    );
     let report = read(&dir.join(output::CAPACITY_FILE));
     assert_eq!(report["complete"], false);
+    assert_eq!(report["stopped"]["probe"], 3);
+    assert_eq!(report["stopped"]["cause"], "failed");
+    assert_eq!(report["stopped"]["message"], "the server went away");
     assert_eq!(report["answer"]["passing"], Value::Null);
     assert_eq!(report["probes"].as_array().map(Vec::len), Some(2));
     std::fs::remove_dir_all(&dir).expect("clean up");

@@ -53,6 +53,13 @@ pub struct CapacityArgs {
     #[arg(long, help_heading = CAPACITY)]
     pub live: bool,
 
+    /// Live only: the fewest successful requests a probe needs to decide
+    /// (default 20). A probe with fewer is too small to decide: the search
+    /// stops there unresolved (exit 5), saying to lengthen each probe
+    /// (--duration) or lower this.
+    #[arg(long, value_name = "N", help_heading = CAPACITY)]
+    pub min_requests: Option<u64>,
+
     /// `arbor run`'s flags: --out is the search's directory (capacity.json
     /// and one directory per probe; default
     /// arbor-results/<UTC time>-capacity-<pid>); --repeat is refused.
