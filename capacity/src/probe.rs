@@ -4,7 +4,10 @@
 //! ([`crate::predict::VirtualProbe`]), run live (the binary's probe, an
 //! `arbor run` per point), or measured some other way by a caller. Each
 //! point is measured, judged against the SLOs ([`Observed::judge`]),
-//! numbered, and given back to the probe to keep ([`Probe::keep`]).
+//! numbered, and given back to the probe to keep ([`Probe::keep`]). A
+//! probe that fails, or a point too small to decide (fewer successful
+//! requests than [`Probe::min_measured`]), stops the search at once: no
+//! verdict of it moves the load ([`Stop`] says which and why).
 //!
 //! Owns the loop from a probe's observations to the points and the
 //! answer; the order of the loads is [`crate::search`]'s, the judging

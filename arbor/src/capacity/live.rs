@@ -11,8 +11,8 @@
 
 use std::path::Path;
 
-use arbor_capacity::output::probe_dir;
 use arbor_backends::preflight::Ready;
+use arbor_capacity::output::probe_dir;
 use arbor_capacity::{run_dir, Knob, Observed, Probe};
 use arbor_error::Error;
 

@@ -4,7 +4,8 @@
 //! [`Prepared`] run ([`prepare`]), the in-process emulator when there is no
 //! `--endpoint`, then [`run_against`] an endpoint: the pre-flight
 //! (`arbor_backends::preflight`: ready, scheme, base path, key, model,
-//! context length; refused before any measured request), the
+//! context length; refused before any measured request; asked once for a
+//! workload run again, as a capacity search's probes: [`run_compiled`]), the
 //! HTTP client and its warmed pool, the live driver with `records.jsonl`
 //! written as requests finish (after `trees.jsonl`, the trees' shape, and
 //! `planned.json`, the plan's requests in flight over time), the output

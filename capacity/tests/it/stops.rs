@@ -120,7 +120,10 @@ fn a_probe_too_small_to_decide_stops_the_search_unresolved() {
     let point = &outcome.points[0];
     assert!(point.verdict.too_small);
     assert!(!point.verdict.pass);
-    assert!(point.verdict.bounds[0].pass, "its reading stays as measured");
+    assert!(
+        point.verdict.bounds[0].pass,
+        "its reading stays as measured"
+    );
     assert_eq!(point.verdict.measured, 2);
     let stop = outcome.stopped.clone().expect("stopped");
     assert_eq!((stop.probe, stop.cause), (1, Cause::TooSmall));
@@ -164,7 +167,10 @@ fn enough_requests_decide_and_the_search_goes_on() {
     let mut server = FakeServer::new(10, 20);
     let outcome = search(&mut server, &space, Start::At(1), &slo);
     assert_eq!(server.measured, [1]);
-    assert_eq!(outcome.found.expect_err("too small").kind, Kind::TooFewMeasured);
+    assert_eq!(
+        outcome.found.expect_err("too small").kind,
+        Kind::TooFewMeasured
+    );
 }
 
 #[test]
@@ -183,7 +189,9 @@ fn a_failed_probe_stops_the_search_in_its_own_kind_naming_the_probe() {
     assert_eq!(error.kind, Kind::FailedTooOften);
     let words = error.to_string();
     assert!(
-        words.starts_with("probe 2 (sessions=2) failed, and the search stopped without an answer: none of the 40"),
+        words.starts_with(
+            "probe 2 (sessions=2) failed, and the search stopped without an answer: none of the 40"
+        ),
         "{words}"
     );
     assert!(words.contains("HTTP 503: the engine is loading"), "{words}");
@@ -211,7 +219,10 @@ fn a_sweep_stops_at_the_first_point_too_small_in_load_order() {
     let stop = outcome.stopped.expect("stopped");
     assert_eq!((stop.probe, stop.cause), (1, Cause::TooSmall));
     assert_eq!(outcome.points.len(), 1);
-    assert_eq!(outcome.found.expect_err("too small").kind, Kind::TooFewMeasured);
+    assert_eq!(
+        outcome.found.expect_err("too small").kind,
+        Kind::TooFewMeasured
+    );
 }
 
 #[test]
@@ -223,13 +234,22 @@ fn no_load_passing_at_the_least_load_asks_for_no_lower_low_end() {
         .finish(&scratch("least"), about(&space, &slo))
         .expect("an answer");
     assert_eq!((knee.passing, knee.failing), (None, Some(1)));
-    let sentence = output::Answer::of(Knob::Sessions, knee).sentence(Knob::Sessions, "e2e_p99<=1ms");
-    assert!(sentence.contains("even the least load, sessions=1, fails"), "{sentence}");
+    let sentence =
+        output::Answer::of(Knob::Sessions, knee).sentence(Knob::Sessions, "e2e_p99<=1ms");
+    assert!(
+        sentence.contains("even the least load, sessions=1, fails"),
+        "{sentence}"
+    );
     assert!(!sentence.contains("lower --search"), "{sentence}");
     // Above the knob's least value the advice stands.
-    let higher = Space { lo: 4, start: 4, ..space };
+    let higher = Space {
+        lo: 4,
+        start: 4,
+        ..space
+    };
     let outcome = search(&mut FakeServer::new(20, 20), &higher, Start::At(4), &slo);
     let knee = outcome.found.expect("an answer");
-    let sentence = output::Answer::of(Knob::Sessions, knee).sentence(Knob::Sessions, "e2e_p99<=1ms");
+    let sentence =
+        output::Answer::of(Knob::Sessions, knee).sentence(Knob::Sessions, "e2e_p99<=1ms");
     assert!(sentence.contains("lower --search's low end"), "{sentence}");
 }

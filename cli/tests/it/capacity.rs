@@ -288,3 +288,175 @@ fn a_virtual_rate_search_finds_the_knee_by_hand() {
     );
     assert!(out.join("probe-1-rate-0.1").join("summary.json").is_file());
 }
+
+/// A free port nothing listens on (bound, then dropped).
+fn dead_port() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    format!("http://127.0.0.1:{port}")
+}
+
+/// A live search against a dead port stops at its first probe, in the
+/// pre-flight (exit 1, before any measured request), naming the probe
+/// and the pre-flight's words; not read as overload, so no advice to
+/// move the range.
+#[test]
+fn a_live_search_against_a_dead_port_stops_at_its_first_probe() {
+    let dir = scratch("capacity-dead-port");
+    let out = dir.join("out");
+    let url = dead_port();
+    let started = std::time::Instant::now();
+    let ran = arbor(&[
+        "capacity",
+        text(&identical_trees()),
+        "--endpoint",
+        &url,
+        "--slo",
+        "e2e_p99<=2s",
+        "--duration",
+        "30",
+        "--ready-timeout",
+        "1",
+        "-o",
+        text(&out),
+    ]);
+    let err = stderr(&ran);
+    assert_eq!(ran.status.code(), Some(1), "{err}");
+    for needle in [
+        "probe 1 (sessions=1) failed, and the search stopped without an answer",
+        "pre-flight: nothing listens at",
+        "Connection refused",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    assert!(!err.contains("--search"), "{err}");
+    assert!(!stdout(&ran).contains("--search"), "{}", stdout(&ran));
+    // Asked for about a second, then refused: not the probe's 30 s.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+    let report = read(&out.join("capacity.json"));
+    assert_eq!(report["complete"], false);
+    assert_eq!(report["stopped"]["probe"], 1);
+    assert_eq!(report["stopped"]["cause"], "failed");
+    assert!(
+        report["stopped"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("nothing listens at")),
+        "{report}"
+    );
+    assert_eq!(report["probes"], serde_json::json!([]));
+    // No measured request was sent: the probe's run never started.
+    assert!(!out.join("probe-1-sessions-1").exists());
+}
+
+/// A server that lists its model but answers every request with a 503:
+/// the first probe's breaker stops its run, the run failed too often
+/// (exit 4), and the search stops there with the server's own words.
+#[test]
+fn a_live_search_whose_server_fails_every_request_stops_with_its_words() {
+    let server = crate::scripted::Scripted::start(crate::scripted::Script::Status {
+        code: 503,
+        extra: "",
+        body: r#"{"error":{"message":"the engine is overloaded"}}"#,
+    });
+    let dir = scratch("capacity-failing-server");
+    let out = dir.join("out");
+    let ran = arbor(&[
+        "capacity",
+        text(&identical_trees()),
+        "--endpoint",
+        &server.url(),
+        "--slo",
+        "e2e_p99<=2s",
+        "--duration",
+        "30",
+        "--search",
+        "sessions:4..64",
+        "-o",
+        text(&out),
+    ]);
+    let err = stderr(&ran);
+    assert_eq!(ran.status.code(), Some(4), "{err}");
+    for needle in [
+        "probe 1 (sessions=4) failed, and the search stopped without an answer",
+        "HTTP 503",
+        "the engine is overloaded",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    assert!(!err.contains("lower --search"), "{err}");
+    let report = read(&out.join("capacity.json"));
+    assert_eq!(report["stopped"]["probe"], 1);
+    assert_eq!(report["stopped"]["load"], 4.0);
+    assert!(
+        report["stopped"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the engine is overloaded")),
+        "{report}"
+    );
+    // One probe only: its run directory, and no second.
+    assert!(out
+        .join("probe-1-sessions-4")
+        .join("records.jsonl")
+        .is_file());
+    assert!(!out.join("probe-2-sessions-8").exists());
+}
+
+/// A live probe with fewer successful requests than --min-requests is too
+/// small to decide: the search stops there unresolved (exit 5), saying
+/// which flag to raise; capacity.json marks the probe. Against the
+/// built-in emulator: the 12 trees of three turns are 36 requests.
+#[test]
+fn a_live_probe_with_too_few_requests_is_too_small_to_decide() {
+    let dir = scratch("capacity-too-small");
+    let out = dir.join("out");
+    let ran = arbor(&[
+        "capacity",
+        text(&identical_trees()),
+        "--live",
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "1",
+        "--slo",
+        "e2e_p99<=2s",
+        "--duration",
+        "20",
+        "--min-requests",
+        "100",
+        "-o",
+        text(&out),
+    ]);
+    let err = stderr(&ran);
+    assert_eq!(ran.status.code(), Some(5), "{err}");
+    for needle in [
+        "probe 1 (sessions=1) is too small to decide",
+        "36 of its 36 requests succeeded, fewer than the 100 a probe needs (--min-requests)",
+        "the answer is unresolved",
+        "--duration",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    let report = read(&out.join("capacity.json"));
+    assert_eq!(report["complete"], false);
+    assert_eq!(report["stopped"]["cause"], "too_small");
+    let probes = report["probes"].as_array().expect("probes");
+    assert_eq!(probes.len(), 1, "no probe after it");
+    assert_eq!(probes[0]["too_small"], true);
+    assert_eq!(probes[0]["measured"], 36);
+    assert_eq!(probes[0]["pass"], false);
+    assert_eq!(report["answer"]["passing"], Value::Null);
+}
+
+#[test]
+fn min_requests_is_live_only() {
+    expect_exit_2(
+        &["capacity", "--slo", "e2e_p99<=2s", "--min-requests", "5"],
+        &["--min-requests: live only"],
+    );
+}
