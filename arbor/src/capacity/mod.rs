@@ -12,7 +12,9 @@
 //! Modes: virtual (the default: every point a plan under `--service`),
 //! or live (`--live` or `--endpoint`: every point a run of `--duration`).
 //! A live search with an explicit `--service` first searches virtually
-//! and then bisects live around the predicted knee.
+//! and then bisects live around the predicted knee. A live probe that
+//! fails, or measures fewer than `--min-requests` successful requests,
+//! stops the search with its error (the library's rule; the probe named).
 
 mod live;
 
