@@ -23,7 +23,7 @@ use arbor_runs::shard_manifest::ShardManifest;
 pub fn plan(args: &PlanOptions, observer: &dyn Observer) -> Result<PlanReport, Error> {
     let mut policy_args = args.policy.clone();
     let mut agentx = args.scenario.clone();
-    let applied = scenario::apply(&mut agentx, &args.input, &mut policy_args, observer)?;
+    let applied = scenario::apply(&mut agentx, &args.input, &mut policy_args, None, observer)?;
     let policy = inputs::policy(&policy_args, &agentx)?;
     if let Some(path) = &args.report {
         check_report_path(path)?;

@@ -2,7 +2,10 @@
 //!
 //! Owns applying a recipe to the options (closed loop, start window,
 //! idle-gap cap, duration, grace, seed, `ignore_eos`, cache-bust) and
-//! which given options conflict with it; the recipe's values and the
+//! which given options conflict with it: every option that changes the
+//! workload's timing, tokens or structure (the gaps, the load, the
+//! prompts' lengths, the trees' derivation, the body fields the recipe
+//! writes); the recipe's values and the
 //! validity stamp a run carries are `arbor_runs::recipe`'s. Works on the
 //! options before they become a policy, so `plan` and `run` read a recipe
 //! the same way. Whether an option was given is its `Option` being `Some`
@@ -11,13 +14,14 @@
 
 use arbor_engine::policy::GapTransform;
 
-use crate::options::{InputOptions, PolicyOptions, ScenarioOptions};
+use crate::options::{defaults, InputOptions, PolicyOptions, ScenarioOptions};
 use crate::Observer;
 use arbor_error::Error;
 use arbor_runs::recipe::{
-    Applied, AGENTX_MVP, DEFAULT_DURATION, GRACE, IDLE_GAP_CAP, MIN_DURATION, START_WINDOW,
-    UNPINNED_TEXT,
+    Applied, AGENTX_MVP, DEFAULT_DURATION, GRACE, IDLE_GAP_CAP, LOCKED_BODY_FIELDS, MIN_DURATION,
+    START_WINDOW, UNPINNED_TEXT,
 };
+use serde_json::{Map, Value};
 
 /// Seconds as a flag shows them (`30`, `0.25`), for messages.
 fn seconds_text(ns: arbor_engine::time::Nanos) -> String {
@@ -43,11 +47,13 @@ fn percent_text(transform: GapTransform) -> String {
 /// where the user gave none, checks every explicit flag against the locks
 /// and reports all conflicts in one exit-2 error, unless
 /// `--unsafe-override` (the synthetic-dataset conflict is never
-/// overridable). `None` without a scenario.
+/// overridable). `body` is `--extra-body` (`None` for a plan, which sends
+/// nothing). `None` without a scenario.
 pub fn apply(
     scenario: &mut ScenarioOptions,
     input: &InputOptions,
     policy: &mut PolicyOptions,
+    body: Option<&Map<String, Value>>,
     observer: &dyn Observer,
 ) -> Result<Option<Applied>, Error> {
     let Some(name) = scenario.scenario.clone() else {
@@ -83,6 +89,45 @@ pub fn apply(
         if let Some(why) = arbor_formats::data::unpinned(&input.inputs)? {
             conflict(format!("{UNPINNED_TEXT}{why}"), true);
         }
+    }
+    // The prompts as recorded: no client-side truncation or scaling.
+    if let Some(n) = input.fit.max_context {
+        conflict(
+            format!("--max-context {n}: prompts are sent as recorded (no client-side truncation)"),
+            true,
+        );
+    }
+    if let Some(f) = input.fit.isl_scale.filter(|f| *f != 1.0) {
+        conflict(
+            format!("--isl-scale {f}: prompt lengths are sent as recorded"),
+            true,
+        );
+    }
+    if input.overlap_tolerance != defaults::OVERLAP_TOLERANCE {
+        conflict(
+            format!(
+                "--overlap-tolerance {}: the trees are derived with the default {} s",
+                seconds_text(input.overlap_tolerance),
+                seconds_text(defaults::OVERLAP_TOLERANCE)
+            ),
+            true,
+        );
+    }
+    let locked: Vec<&str> = body
+        .into_iter()
+        .flat_map(|b| b.keys())
+        .map(String::as_str)
+        .filter(|k| LOCKED_BODY_FIELDS.contains(k))
+        .collect();
+    if !locked.is_empty() {
+        conflict(
+            format!(
+                "--extra-body sets {}: the recipe writes the prompt, the output length and \
+                 `ignore_eos` itself, and nothing may shorten or multiply a request",
+                locked.join(", ")
+            ),
+            true,
+        );
     }
     if let Some(tool_time) = policy.tool_time.filter(|t| *t != GapTransform::Recorded) {
         conflict(
@@ -288,7 +333,13 @@ mod tests {
         mut policy: PolicyOptions,
     ) -> Result<(Option<Applied>, PolicyOptions, ScenarioOptions), Error> {
         // The bundled sample: no inputs, so no unpinned corpus.
-        let a = apply(&mut scenario, &InputOptions::default(), &mut policy, &Quiet)?;
+        let a = apply(
+            &mut scenario,
+            &InputOptions::default(),
+            &mut policy,
+            None,
+            &Quiet,
+        )?;
         Ok((a, policy, scenario))
     }
 

@@ -1,5 +1,10 @@
-//! `arbor data fetch`: downloads a pinned dataset's files into a
-//! directory, verified. Owns the transfer: a `NAME.part` file per file,
+//! `arbor data fetch`: downloads a dataset's files into a directory,
+//! verified. A pinned entry's files are verified against its hashes; an
+//! entry without hashes is fetched only from its own `base_url` (https, or
+//! http to a loopback host), every file from byte 0 whatever is in place,
+//! and the hashes found are returned for the caller to record as its
+//! trust-on-first-use pin (`arbor_formats::data::pin::trust_first_use`),
+//! which later fetches verify against. Owns the transfer: a `NAME.part` file per file,
 //! resumed with an HTTP `Range` request, its length checked against the
 //! registry and against what the server announces, its SHA-256 checked
 //! before it is renamed into place. Nothing unverified is ever moved to
@@ -52,16 +57,50 @@ pub trait FetchObserver {
     fn fetched(&self, file: &str, how: &Fetched);
 }
 
-/// Fetches every file of `dataset` into `dir`: exit 2 for an unpinned
-/// entry, 1 for a transfer or verification failure (naming the file).
-pub fn fetch(dataset: &Dataset, dir: &Path, observer: &dyn FetchObserver) -> Result<(), Error> {
-    if dataset.file_hashes().is_none() {
+/// Whether fetching `dataset` is its first use: it has no hashes, so what
+/// the fetch finds is trusted and recorded.
+pub fn is_first_use(dataset: &Dataset) -> bool {
+    dataset.file_hashes().is_none()
+}
+
+/// A URL a first use may trust: https, or http to a loopback host (a
+/// local mirror, the tests).
+fn trusted_source(url: &str) -> bool {
+    if url.starts_with("https://") {
+        return true;
+    }
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let host = rest.split('/').next().unwrap_or_default();
+    let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+}
+
+/// Fetches every file of `dataset` into `dir` and returns them, each with
+/// its size and SHA-256: exit 2 for an entry that cannot be fetched (no
+/// files listed, no trusted `base_url` for a first use), 1 for a transfer
+/// or verification failure (naming the file).
+pub fn fetch(
+    dataset: &Dataset,
+    dir: &Path,
+    observer: &dyn FetchObserver,
+) -> Result<Vec<DatasetFile>, Error> {
+    let first_use = is_first_use(dataset);
+    if first_use && dataset.files.is_empty() {
         return Err(Error::input(format!(
-            "dataset {}: unpinned ({}): nothing to verify a download against; \
-             fetch it yourself and run `arbor data pin DIR --name {}`",
+            "dataset {}: unpinned ({}) and no file names listed: nothing to fetch. A local copy can be \
+             pinned under a name of its own (`arbor data pin DIR --name my-copy`); it is not the \
+             registry's corpus, so a recipe run of it is stamped `unpinned_dataset`",
             dataset.name,
             dataset.unpinned.as_deref().unwrap_or("no SHA-256 per file"),
-            dataset.name
+        )));
+    }
+    if first_use && !trusted_source(&dataset.base_url) {
+        return Err(Error::input(format!(
+            "dataset {}: no SHA-256 per file, and its base URL `{}` is not an https source: \
+             a first fetch is trusted only from the entry's own https source",
+            dataset.name, dataset.base_url
         )));
     }
     std::fs::create_dir_all(dir)
@@ -74,12 +113,19 @@ pub fn fetch(dataset: &Dataset, dir: &Path, observer: &dyn FetchObserver) -> Res
         .enable_all()
         .build()
         .map_err(|e| Error::other(format!("cannot start the async runtime: {e}")))?;
+    let mut fetched = Vec::with_capacity(dataset.files.len());
     for file in &dataset.files {
         let url = format!("{}{}", dataset.base_url, file.name);
-        let outcome = runtime.block_on(fetch_file(&client, &url, file, dir, observer))?;
+        let (outcome, sha256, size) =
+            runtime.block_on(fetch_file(&client, &url, file, dir, observer))?;
         observer.fetched(&file.name, &outcome);
+        fetched.push(DatasetFile {
+            name: file.name.clone(),
+            size: Some(size),
+            sha256: Some(sha256),
+        });
     }
-    Ok(())
+    Ok(fetched)
 }
 
 fn io_failure(path: &Path, what: &str, e: std::io::Error) -> Error {
@@ -91,30 +137,38 @@ fn part_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.part"))
 }
 
-/// The hash a pinned file must have (checked by the caller).
-fn expected_hash(file: &DatasetFile) -> &str {
-    file.sha256.as_deref().unwrap_or_default()
-}
-
+/// One file in place: how, its SHA-256 and its size.
 async fn fetch_file(
     client: &reqwest::Client,
     url: &str,
     file: &DatasetFile,
     dir: &Path,
     observer: &dyn FetchObserver,
-) -> Result<Fetched, Error> {
+) -> Result<(Fetched, String, u64), Error> {
     let dest = dir.join(&file.name);
-    let expected = expected_hash(file);
-    if dest.is_file() {
-        let got = hash_file(&dest).map_err(|e| io_failure(&dest, "read", e))?;
-        if got == expected {
-            observer.progress(file.size.unwrap_or(0));
-            return Ok(Fetched::Verified);
-        }
-        observer.mismatch(&file.name, &got, expected);
-        std::fs::remove_file(&dest).map_err(|e| io_failure(&dest, "remove", e))?;
-    }
     let part = part_path(dir, &file.name);
+    let expected = file.sha256.as_deref();
+    match expected {
+        Some(expected) if dest.is_file() => {
+            let got = hash_file(&dest).map_err(|e| io_failure(&dest, "read", e))?;
+            if got == expected {
+                let size = std::fs::metadata(&dest).map_or(0, |m| m.len());
+                observer.progress(file.size.unwrap_or(size));
+                return Ok((Fetched::Verified, got, size));
+            }
+            observer.mismatch(&file.name, &got, expected);
+            std::fs::remove_file(&dest).map_err(|e| io_failure(&dest, "remove", e))?;
+        }
+        Some(_) => {}
+        None => {
+            // A first use trusts only what its source sends now.
+            for stale in [&dest, &part] {
+                if stale.exists() {
+                    std::fs::remove_file(stale).map_err(|e| io_failure(stale, "remove", e))?;
+                }
+            }
+        }
+    }
     let mut have = std::fs::metadata(&part).map_or(0, |m| m.len());
     if file.size.is_some_and(|size| have > size) {
         have = 0;
@@ -205,18 +259,23 @@ async fn fetch_file(
         }
     }
     let got = hex(&hasher.finalize());
-    if got != expected {
+    if let Some(expected) = expected.filter(|e| *e != got) {
         let _ = std::fs::remove_file(&part);
         return Err(Error::other(format!(
             "{}: SHA-256 mismatch: expected {expected}, got {got}; the download is discarded",
             file.name
         )));
     }
+    let size = std::fs::metadata(&part).map_or(0, |m| m.len());
     std::fs::rename(&part, &dest).map_err(|e| io_failure(&dest, "move into place", e))?;
-    Ok(Fetched::Downloaded {
-        resumed_from,
-        restarted_from,
-    })
+    Ok((
+        Fetched::Downloaded {
+            resumed_from,
+            restarted_from,
+        },
+        got,
+        size,
+    ))
 }
 
 /// Feeds the first `len` bytes of `path` to `hasher`.
@@ -293,5 +352,21 @@ fn check_range(response: &reqwest::Response, have: u64, file: &DatasetFile) -> R
             "{}: asked for bytes {have}- and got Content-Range `{text}`",
             file.name
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_use_trusts_only_https_or_a_loopback_mirror() {
+        assert!(trusted_source("https://huggingface.co/datasets/x/resolve/main/"));
+        assert!(trusted_source("http://127.0.0.1:8080/d/"));
+        assert!(trusted_source("http://localhost/d/"));
+        assert!(!trusted_source("http://example.org/d/"));
+        assert!(!trusted_source("http://127.0.0.1.example.org/d/"));
+        assert!(!trusted_source(""));
+        assert!(!trusted_source("file:///tmp/d/"));
     }
 }

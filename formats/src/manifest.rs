@@ -30,6 +30,50 @@ pub struct FileHash {
 pub struct Corpus {
     pub manifest_sha256: String,
     pub files: u64,
+    /// The registry dataset whose pinned manifest this is, and how its
+    /// hashes came to be trusted; absent when no dataset pins it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<CorpusPin>,
+}
+
+/// How a dataset's file hashes came to be trusted (docs/data.md,
+/// "Pinning").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Pinning {
+    /// Reviewed: the hashes are in arbor's registry file.
+    Registry,
+    /// Trust on first use: computed by the first `arbor data fetch` of an
+    /// entry without hashes, from its own `base_url`, and verified against
+    /// on every later fetch.
+    TrustOnFirstUse,
+    /// `arbor data pin DIR --name NAME`: a local directory, under a name of
+    /// its own; never the registry's corpus.
+    LocalPin,
+}
+
+impl Pinning {
+    /// The tag `summary.json` and `arbor data info` show.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Pinning::Registry => "registry",
+            Pinning::TrustOnFirstUse => "trust_on_first_use",
+            Pinning::LocalPin => "local_pin",
+        }
+    }
+
+    /// Whether a corpus pinned this way counts as a registry corpus (the
+    /// recipe's check): a local pin never does.
+    pub fn is_public(self) -> bool {
+        !matches!(self, Pinning::LocalPin)
+    }
+}
+
+/// The dataset a corpus is, by its manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, JsonSchema)]
+pub struct CorpusPin {
+    pub dataset: String,
+    pub how: Pinning,
 }
 
 /// Lower-case hex of bytes.
@@ -71,6 +115,7 @@ pub fn corpus(files: &[FileHash]) -> Corpus {
     Corpus {
         manifest_sha256: manifest_hash(files),
         files: files.len() as u64,
+        pinned: None,
     }
 }
 

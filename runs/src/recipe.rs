@@ -53,6 +53,30 @@ pub const REASONS: [&str; 6] = [
 /// [`UNSAFE_OVERRIDE`] (`run.json` keeps only the texts).
 pub const UNPINNED_TEXT: &str = "inputs: not a pinned corpus: ";
 
+/// Request-body fields `--extra-body` may not set under the recipe: the
+/// ones arbor writes from the workload (the prompt, the output length,
+/// `ignore_eos`, streaming) and the ones a server shortens or multiplies a
+/// request by (server-side truncation, stop conditions, several choices,
+/// tool schemas added to the prompt). Any other field (`temperature`,
+/// `chat_template_kwargs`, ...) is the user's.
+pub const LOCKED_BODY_FIELDS: [&str; 15] = [
+    "messages",
+    "prompt",
+    "system",
+    "max_tokens",
+    "max_completion_tokens",
+    "ignore_eos",
+    "min_tokens",
+    "stop",
+    "stop_token_ids",
+    "truncate_prompt_tokens",
+    "n",
+    "best_of",
+    "stream",
+    "stream_options",
+    "tools",
+];
+
 /// Above this fraction of requests, context overflows invalidate a run.
 pub const CONTEXT_OVERFLOW_LIMIT: f64 = 0.01;
 

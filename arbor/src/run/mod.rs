@@ -193,7 +193,13 @@ pub fn settle(args: &RunOptions, observer: &dyn Observer) -> Result<Settled, Err
     } else {
         args.clone()
     };
-    let applied = scenario::apply(&mut args.scenario, &args.input, &mut args.policy, observer)?;
+    let applied = scenario::apply(
+        &mut args.scenario,
+        &args.input,
+        &mut args.policy,
+        args.request.extra_body.as_ref(),
+        observer,
+    )?;
     if applied.is_some() {
         args.request.ignore_eos = true;
     }

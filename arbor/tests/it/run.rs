@@ -238,3 +238,70 @@ fn the_circuit_breaker_stops_a_run_failing_the_same_way_and_says_so() {
         kept.notices()
     );
 }
+
+/// The recipe (2 lanes, the bundled sample: a pinned corpus) with an
+/// `--extra-body` of `body`, settled (nothing run).
+fn recipe_settled(body: &str, unsafe_override: bool) -> Result<arbor::run::Settled, arbor::Error> {
+    let options = RunOptions {
+        policy: PolicyOptions {
+            sessions: Some(2),
+            seed: Some(7),
+            ..PolicyOptions::default()
+        },
+        scenario: arbor::ScenarioOptions {
+            scenario: Some("agentx-mvp".into()),
+            unsafe_override,
+            ..arbor::ScenarioOptions::default()
+        },
+        request: arbor::options::RequestOptions {
+            extra_body: Some(serde_json::from_str(body).unwrap()),
+            ..arbor::options::RequestOptions::default()
+        },
+        ..RunOptions::default()
+    };
+    arbor::run::settle(&options, &Quiet)
+}
+
+#[test]
+fn the_recipe_refuses_an_extra_body_that_sets_the_workloads_fields() {
+    for field in ["max_tokens", "ignore_eos", "messages", "truncate_prompt_tokens", "stop"] {
+        let body = format!(r#"{{"temperature": 0, "{field}": 1}}"#);
+        let e = recipe_settled(&body, false).err().unwrap();
+        assert!(e.is_input(), "{field}: {e:?}");
+        assert!(
+            e.message.contains(&format!("--extra-body sets {field}:")),
+            "{field}: {}",
+            e.message
+        );
+        let settled = recipe_settled(&body, true).unwrap();
+        assert_eq!(
+            settled.applied.unwrap().invalid_reasons(),
+            vec!["unsafe_override"],
+            "{field}"
+        );
+    }
+    // A field the recipe does not write is the user's.
+    let settled = recipe_settled(r#"{"temperature": 0}"#, false).unwrap();
+    assert!(settled.applied.unwrap().invalid_reasons().is_empty());
+}
+
+#[test]
+fn an_overridden_max_context_runs_and_is_stamped_invalid_naming_the_flag() {
+    let dir = scratch("run-recipe-max-context");
+    let out = dir.join("out");
+    let mut options = crate::util::agentx_short(&out);
+    options.input.fit.max_context = Some(4_096);
+    arbor::run::run(&options, &Quiet).unwrap();
+    let summary = read(&out.join("summary.json"));
+    assert_eq!(summary["submission_valid"], false, "{summary:#}");
+    assert_eq!(
+        summary["submission_invalid_reasons"],
+        serde_json::json!(["unsafe_override"])
+    );
+    let run = read(&out.join("run.json"));
+    let overridden = run.to_string();
+    assert!(
+        overridden.contains("--max-context 4096: prompts are sent as recorded"),
+        "{run:#}"
+    );
+}

@@ -8,6 +8,7 @@ use std::io::IsTerminal;
 use arbor::backends::fetch::{self, FetchObserver, Fetched};
 use arbor::formats::data::registry::{self, Dataset, Registry};
 use arbor::formats::data::{self as datasets, pin};
+use arbor::formats::manifest::Pinning;
 use arbor::Error;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -28,8 +29,18 @@ pub fn run(args: &DataArgs) -> Result<(), Error> {
                 None => datasets::default_dir(name)?,
             };
             let bar = progress_bar(dataset.total_size());
-            fetch::fetch(dataset, &dir, &Bar(&bar))?;
+            let files = fetch::fetch(dataset, &dir, &Bar(&bar))?;
             bar.finish_and_clear();
+            if fetch::is_first_use(dataset) {
+                let pinned = pin::trust_first_use(dataset, files)?;
+                eprintln!(
+                    "arbor data: {name}: no reviewed hashes: pinned on first use from {} \
+                     (trust_on_first_use), manifest {}, in {}; later fetches verify against it",
+                    dataset.base_url,
+                    pinned.manifest,
+                    pinned.registry.display()
+                );
+            }
             eprintln!(
                 "arbor data: {name}: {} files in {} (use it as data:{name})",
                 dataset.files.len(),
@@ -53,10 +64,11 @@ pub fn run(args: &DataArgs) -> Result<(), Error> {
 fn list(registry: &Registry) -> String {
     let mut out = String::new();
     for d in &registry.datasets {
-        let pinned = if d.manifest().is_some() {
-            "pinned"
-        } else {
-            "unpinned"
+        let pinned = match d.pinning() {
+            Some(Pinning::Registry) => "pinned",
+            Some(Pinning::TrustOnFirstUse) => "pinned on first use",
+            Some(Pinning::LocalPin) => "local pin",
+            None => "unpinned",
         };
         let fetched = if d.local_dir().is_some() {
             "fetched"
@@ -64,7 +76,7 @@ fn list(registry: &Registry) -> String {
             "not fetched"
         };
         out.push_str(&format!(
-            "{:<32} {:>4} files {:>12} bytes  {pinned:<8}  {fetched}\n",
+            "{:<32} {:>4} files {:>12} bytes  {pinned:<19}  {fetched}\n",
             d.name,
             d.files.len(),
             d.total_size()
@@ -81,13 +93,16 @@ fn info(d: &Dataset) -> String {
     if let Some(license) = &d.license {
         out.push_str(&format!("license:     {license}\n"));
     }
-    match d.manifest() {
-        Some(m) => out.push_str(&format!("manifest:    {m}\n")),
-        None => out.push_str(&format!(
+    match (d.manifest(), d.pinning()) {
+        (Some(m), Some(how)) => out.push_str(&format!(
+            "manifest:    {m}\npinned by:   {}\n",
+            how.tag()
+        )),
+        _ => out.push_str(&format!(
             "manifest:    none: {}\n",
             d.unpinned
                 .as_deref()
-                .unwrap_or("unpinned until `arbor data pin`")
+                .unwrap_or("unpinned until its first `arbor data fetch`")
         )),
     }
     if let Some(dir) = &d.pinned_from {

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,9 @@ struct Behaviour {
     /// Answer a `Range` request with the whole file (200), as a server
     /// without range support does.
     ignore_range: bool,
+    /// Send every file with its first byte changed (a source that changed
+    /// after a first use).
+    tamper: AtomicBool,
 }
 
 /// Every request's path and `Range` header, in order.
@@ -39,6 +42,7 @@ type Seen = Mutex<Vec<(String, Option<String>)>>;
 struct Server {
     base: String,
     seen: Arc<Seen>,
+    behaviour: Arc<Behaviour>,
 }
 
 fn serve(behaviour: Behaviour) -> Server {
@@ -47,14 +51,19 @@ fn serve(behaviour: Behaviour) -> Server {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let behaviour = Arc::new(behaviour);
     let log = Arc::clone(&seen);
+    let served = Arc::clone(&behaviour);
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let log = Arc::clone(&log);
-            let behaviour = Arc::clone(&behaviour);
+            let behaviour = Arc::clone(&served);
             std::thread::spawn(move || answer(stream, &behaviour, &log));
         }
     });
-    Server { base, seen }
+    Server {
+        base,
+        seen,
+        behaviour,
+    }
 }
 
 fn answer(mut stream: TcpStream, behaviour: &Behaviour, log: &Seen) {
@@ -78,11 +87,14 @@ fn answer(mut stream: TcpStream, behaviour: &Behaviour, log: &Seen) {
     }
     log.lock().unwrap().push((path.clone(), range.clone()));
     let name = path.trim_start_matches('/');
-    let Ok(body) = std::fs::read(fixture(name)) else {
+    let Ok(mut body) = std::fs::read(fixture(name)) else {
         let _ = stream
             .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         return;
     };
+    if behaviour.tamper.load(Ordering::SeqCst) {
+        body[0] ^= 0x20;
+    }
     let start: usize = range
         .as_deref()
         .and_then(|r| r.strip_prefix("bytes="))
@@ -180,6 +192,7 @@ fn a_server_that_ignores_the_range_restarts_the_file_and_says_so() {
         cut_big_at: AtomicU64::new(0),
         lie_by: 0,
         ignore_range: true,
+        tamper: AtomicBool::new(false),
     });
     let env = env("data-no-range", &server.base, &[(BIG, sha256(BIG))]);
     // A `.part` of the first 100,000 bytes, as a killed fetch leaves.
@@ -205,6 +218,7 @@ fn fetch_resumes_after_being_killed_mid_file() {
         cut_big_at: AtomicU64::new(100_000),
         lie_by: 0,
         ignore_range: false,
+        tamper: AtomicBool::new(false),
     });
     let env = env("data-resume", &server.base, &[(BIG, sha256(BIG))]);
     let mut child = env
@@ -251,6 +265,7 @@ fn a_wrong_hash_names_the_file_and_both_hashes_and_nothing_is_kept() {
         cut_big_at: AtomicU64::new(0),
         lie_by: 0,
         ignore_range: false,
+        tamper: AtomicBool::new(false),
     });
     let wrong = "0".repeat(64);
     let env = env("data-wrong-hash", &server.base, &[(SMALL, wrong.clone())]);
@@ -270,6 +285,7 @@ fn a_server_that_lies_about_its_length_is_refused_by_file() {
         cut_big_at: AtomicU64::new(0),
         lie_by: 100,
         ignore_range: false,
+        tamper: AtomicBool::new(false),
     });
     let env = env("data-lying-length", &server.base, &[(SMALL, sha256(SMALL))]);
     let out = env.arbor(&["data", "fetch", "weka"]);
@@ -285,6 +301,7 @@ fn a_corrupted_file_in_place_is_fetched_again() {
         cut_big_at: AtomicU64::new(0),
         lie_by: 0,
         ignore_range: false,
+        tamper: AtomicBool::new(false),
     });
     let env = env("data-corrupted", &server.base, &[(SMALL, sha256(SMALL))]);
     std::fs::create_dir_all(env.fetched()).unwrap();
@@ -316,6 +333,7 @@ fn data_name_is_an_input_once_fetched() {
         cut_big_at: AtomicU64::new(0),
         lie_by: 0,
         ignore_range: false,
+        tamper: AtomicBool::new(false),
     });
     let env = env("data-input", &server.base, &all_four());
     let out = env.arbor(&["plan", "data:weka"]);
@@ -339,6 +357,7 @@ fn the_recipe_refuses_an_unpinned_corpus_and_accepts_the_fetched_one() {
         cut_big_at: AtomicU64::new(0),
         lie_by: 0,
         ignore_range: false,
+        tamper: AtomicBool::new(false),
     });
     let env = env("data-scenario", &server.base, &all_four());
     assert!(env.arbor(&["data", "fetch", "weka"]).status.success());
@@ -417,14 +436,25 @@ fn the_recipe_refuses_an_unpinned_corpus_and_accepts_the_fetched_one() {
         serde_json::json!(["unsafe_override", "unpinned_dataset"])
     );
 
-    // Pinned by `arbor data pin`, the local corpus counts.
+    // Pinned by `arbor data pin`, the local corpus is a local pin under
+    // its own name: recorded as one, and still not the registry corpus.
     let out = env.arbor(&["data", "pin", local_arg, "--name", "local-three"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(env.dir.join("config/arbor/datasets.toml").is_file());
     let mut args = recipe.to_vec();
     args.push(local_arg);
     let out = env.arbor(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let err = no_panic(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("it is the local pin local-three"), "{err}");
+    assert_eq!(
+        json(&env.arbor(&["plan", "--json", "data:local-three"]))["corpus"]["pinned"],
+        serde_json::json!({"dataset": "local-three", "how": "local_pin"})
+    );
+    assert_eq!(
+        planned["corpus"]["pinned"],
+        serde_json::json!({"dataset": "weka", "how": "registry"})
+    );
     // Re-pinning a pinned name with other files is refused.
     let out = env.arbor(&[
         "data",
@@ -434,4 +464,125 @@ fn the_recipe_refuses_an_unpinned_corpus_and_accepts_the_fetched_one() {
         "local-three",
     ]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn data_pin_refuses_a_registry_datasets_name() {
+    let env = env("data-pin-registry-name", "http://127.0.0.1:9/", &all_four());
+    let out = env.arbor(&["data", "pin", fixture("").to_str().unwrap(), "--name", "weka"]);
+    let err = no_panic(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--name weka: a registry dataset's name; a local pin gets a name of its own"),
+        "{err}"
+    );
+    assert!(!env.dir.join("config/arbor/datasets.toml").exists());
+    // A user registry that already holds such a pin is refused too.
+    let config = env.dir.join("config/arbor");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("datasets.toml"),
+        format!(
+            "[[dataset]]\nname = \"weka\"\npinned_from = \"/x\"\nfiles = [{{ name = \"{SMALL}\", sha256 = \"{}\" }}]\n",
+            sha256(SMALL)
+        ),
+    )
+    .unwrap();
+    let out = env.arbor(&["data", "list"]);
+    let err = no_panic(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("a local pin under a registry dataset's name"), "{err}");
+}
+
+/// A registry whose one entry `weka` lists `files` by name and size, with
+/// no hashes, served from `base`.
+fn unpinned_env(test: &str, base: &str, files: &[&str]) -> Env {
+    let env = env(test, base, &[]);
+    let mut text = format!(
+        "[[dataset]]\nname = \"weka\"\nsource = \"test\"\nrevision = \"main\"\nbase_url = \"{base}\"\nunpinned = \"no hashes published\"\n"
+    );
+    for name in files {
+        let size = std::fs::metadata(fixture(name)).unwrap().len();
+        text.push_str(&format!("[[dataset.files]]\nname = \"{name}\"\nsize = {size}\n"));
+    }
+    if files.is_empty() {
+        text.push_str("files = []\n");
+    }
+    std::fs::write(env.dir.join("registry.toml"), text).unwrap();
+    env
+}
+
+#[test]
+fn an_entry_without_hashes_is_pinned_on_first_fetch_and_a_later_change_is_refused() {
+    let server = serve(Behaviour {
+        cut_big_at: AtomicU64::new(0),
+        lie_by: 0,
+        ignore_range: false,
+        tamper: AtomicBool::new(false),
+    });
+    let names = ["trace_0187.json", BIG, "trace_0291.json", "trace_0504.json"];
+    let env = unpinned_env("data-tofu", &server.base, &names);
+    // Something already in place is never what a first use trusts.
+    std::fs::create_dir_all(env.fetched()).unwrap();
+    std::fs::write(env.fetched().join(SMALL), b"{}").unwrap();
+    let out = env.arbor(&["data", "fetch", "weka"]);
+    let err = no_panic(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("pinned on first use from {} (trust_on_first_use)", server.base)),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(env.fetched().join(SMALL)).unwrap(),
+        std::fs::read(fixture(SMALL)).unwrap()
+    );
+    let user = std::fs::read_to_string(env.dir.join("config/arbor/datasets.toml")).unwrap();
+    assert!(user.contains("pinned_by = \"trust_on_first_use\""), "{user}");
+    for name in names {
+        assert!(user.contains(&sha256(name)), "{name} in {user}");
+    }
+    // The run records how its corpus was pinned, and the recipe takes it.
+    let planned = json(&env.arbor(&[
+        "plan", "--scenario", "agentx-mvp", "--sessions", "2", "--seed", "1", "--json", "data:weka",
+    ]));
+    assert_eq!(
+        planned["corpus"]["pinned"],
+        serde_json::json!({"dataset": "weka", "how": "trust_on_first_use"})
+    );
+    assert_eq!(planned["submission"]["valid_if_completed"], true);
+    let info = env.arbor(&["data", "info", "weka"]);
+    assert!(String::from_utf8_lossy(&info.stdout).contains("pinned by:   trust_on_first_use"));
+
+    // The source changes: a later fetch verifies against the first use's
+    // hashes and refuses it, and the pin stays.
+    server.behaviour.tamper.store(true, Ordering::SeqCst);
+    std::fs::remove_file(env.fetched().join(SMALL)).unwrap();
+    let out = env.arbor(&["data", "fetch", "weka"]);
+    let err = no_panic(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("SHA-256 mismatch") && err.contains(&sha256(SMALL)), "{err}");
+    assert!(!env.fetched().join(SMALL).exists());
+    assert_eq!(
+        std::fs::read_to_string(env.dir.join("config/arbor/datasets.toml")).unwrap(),
+        user
+    );
+}
+
+#[test]
+fn an_entry_without_hashes_or_names_says_a_local_copy_takes_its_own_name() {
+    let env = unpinned_env("data-no-names", "https://example.org/d/", &[]);
+    let out = env.arbor(&["data", "fetch", "weka"]);
+    let err = no_panic(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--name my-copy") && err.contains("unpinned_dataset"), "{err}");
+    assert!(!err.contains("--name weka"), "{err}");
+}
+
+#[test]
+fn a_first_use_is_refused_from_a_plain_http_source() {
+    let env = unpinned_env("data-tofu-http", "http://example.org/d/", &[SMALL]);
+    let out = env.arbor(&["data", "fetch", "weka"]);
+    let err = no_panic(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not an https source"), "{err}");
 }

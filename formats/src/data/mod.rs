@@ -64,9 +64,15 @@ pub fn resolve_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
 }
 
 /// The corpus identity of trace inputs (already resolved): the bundled
-/// sample's when there are none, `None` when an input is a stream.
+/// sample's when there are none, `None` when an input is a stream; with
+/// the dataset that pins it and how (`pinned`), when one does.
 pub fn corpus_of(inputs: &[PathBuf]) -> Result<Option<Corpus>, Error> {
-    Ok(file_hashes_of(inputs)?.map(|files| manifest::corpus(&files)))
+    let Some(files) = file_hashes_of(inputs)? else {
+        return Ok(None);
+    };
+    let mut corpus = manifest::corpus(&files);
+    corpus.pinned = registry()?.pin_of(&corpus.manifest_sha256);
+    Ok(Some(corpus))
 }
 
 fn file_hashes_of(inputs: &[PathBuf]) -> Result<Option<Vec<FileHash>>, Error> {
@@ -79,8 +85,9 @@ fn file_hashes_of(inputs: &[PathBuf]) -> Result<Option<Vec<FileHash>>, Error> {
     manifest::hash_files(&files).map(Some).map_err(Error::input)
 }
 
-/// Why inputs are not a pinned registry corpus, naming both manifests;
-/// `None` when they are.
+/// Why inputs are not a pinned registry corpus (reviewed, or pinned on
+/// first use from the entry's own source), naming both manifests; `None`
+/// when they are. A local pin (`arbor data pin`) is never one.
 pub fn unpinned(inputs: &[PathBuf]) -> Result<Option<String>, Error> {
     let inputs = resolve_inputs(inputs)?;
     let Some(corpus) = corpus_of(&inputs)? else {
@@ -90,17 +97,23 @@ pub fn unpinned(inputs: &[PathBuf]) -> Result<Option<String>, Error> {
         ));
     };
     let registry = registry()?;
-    if registry.pinned_with(&corpus.manifest_sha256).is_some() {
-        return Ok(None);
-    }
+    let local = match &corpus.pinned {
+        Some(pin) if pin.how.is_public() => return Ok(None),
+        Some(pin) => format!(
+            " (it is the local pin {}: a local pin never counts as a registry corpus)",
+            pin.dataset
+        ),
+        None => String::new(),
+    };
     let pinned: Vec<String> = registry
         .datasets
         .iter()
+        .filter(|d| d.pinning().is_some_and(|p| p.is_public()))
         .filter_map(|d| d.manifest().map(|m| format!("{} {m}", d.name)))
         .collect();
     Ok(Some(format!(
-        "the inputs' manifest {} ({} files) matches no pinned registry corpus (pinned: {}); \
-         fetch one with `arbor data fetch NAME`, or record a local copy with `arbor data pin DIR --name NAME`",
+        "the inputs' manifest {} ({} files) matches no pinned registry corpus{local} (pinned: {}); \
+         fetch one with `arbor data fetch NAME`",
         corpus.manifest_sha256,
         corpus.files,
         if pinned.is_empty() { "none".to_string() } else { pinned.join(", ") }

@@ -1,15 +1,18 @@
 //! The dataset registry: the reviewed file in the repo
 //! (`datasets/registry.toml`, compiled in), or the file
 //! `ARBOR_DATA_REGISTRY` names instead; plus the user registry
-//! `arbor data pin` writes, whose entries replace same-named ones. Owns
-//! the registry's types, where its files and the cache live, and which
-//! entries are pinned. Does no network I/O and hashes nothing.
+//! `arbor data pin` and a first fetch write. Owns the registry's types,
+//! where its files and the cache live, which entries are pinned and how
+//! ([`Pinning`]), and the rule a user entry must keep: it takes a registry
+//! dataset's name only as that entry's trust-on-first-use pin (same
+//! `base_url`, the reviewed entry having no hashes); a local pin has a name
+//! of its own. Does no network I/O and hashes nothing.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::manifest::{self, FileHash};
+use crate::manifest::{self, FileHash, Pinning};
 
 /// The registry shipped with arbor.
 const BUILT_IN: &str = include_str!("../../../datasets/registry.toml");
@@ -49,6 +52,10 @@ pub struct Dataset {
     /// The local directory `arbor data pin` hashed (user registry only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_from: Option<PathBuf>,
+    /// How the hashes came to be trusted (user registry only: a reviewed
+    /// entry with hashes is [`Pinning::Registry`]); see [`Dataset::pinning`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_by: Option<Pinning>,
     #[serde(default)]
     pub files: Vec<DatasetFile>,
 }
@@ -73,6 +80,12 @@ impl Dataset {
     /// The manifest hash of a pinned entry.
     pub fn manifest(&self) -> Option<String> {
         self.file_hashes().map(|f| manifest::manifest_hash(&f))
+    }
+
+    /// How a pinned entry's hashes came to be trusted; `None` unpinned.
+    pub fn pinning(&self) -> Option<Pinning> {
+        self.file_hashes()
+            .map(|_| self.pinned_by.unwrap_or(Pinning::Registry))
     }
 
     pub fn total_size(&self) -> u64 {
@@ -129,24 +142,75 @@ impl RegistryFile {
 #[derive(Debug)]
 pub struct Registry {
     pub datasets: Vec<Dataset>,
+    /// The names the registry file (built-in or `ARBOR_DATA_REGISTRY`)
+    /// holds: no local pin may take one.
+    registry_names: Vec<String>,
 }
 
 impl Registry {
     pub fn load() -> Result<Registry, String> {
-        let mut base = match std::env::var_os(REGISTRY_ENV) {
+        let base = match std::env::var_os(REGISTRY_ENV) {
             Some(path) => RegistryFile::read(Path::new(&path))?,
             None => RegistryFile::parse(BUILT_IN, "datasets/registry.toml")?,
         };
-        if let Some(path) = user_registry_path().filter(|p| p.exists()) {
-            for pinned in RegistryFile::read(&path)?.datasets {
-                base.datasets.retain(|d| d.name != pinned.name);
-                base.datasets.push(pinned);
+        let user = match user_registry_path().filter(|p| p.exists()) {
+            Some(path) => Some((RegistryFile::read(&path)?, path)),
+            None => None,
+        };
+        Registry::merge(base, user)
+    }
+
+    /// `base` (whose hashed entries are [`Pinning::Registry`]) with the
+    /// user's entries: a user entry under a registry name replaces it only
+    /// as its trust-on-first-use pin; any other is a local pin, and one
+    /// under a registry name is refused.
+    fn merge(
+        base: RegistryFile,
+        user: Option<(RegistryFile, PathBuf)>,
+    ) -> Result<Registry, String> {
+        let mut datasets = base.datasets;
+        for d in &mut datasets {
+            d.pinned_by = None;
+        }
+        let registry_names: Vec<String> = datasets.iter().map(|d| d.name.clone()).collect();
+        for (user, path) in user {
+            for mut pinned in user.datasets {
+                let reviewed = datasets.iter().find(|d| d.name == pinned.name);
+                match reviewed {
+                    None => pinned.pinned_by = Some(Pinning::LocalPin),
+                    Some(reviewed) => {
+                        let first_use = pinned.pinned_by == Some(Pinning::TrustOnFirstUse)
+                            && !reviewed.base_url.is_empty()
+                            && reviewed.base_url == pinned.base_url;
+                        if !first_use {
+                            return Err(format!(
+                                "{}: dataset {}: a local pin under a registry dataset's name; a local pin \
+                                 needs a name of its own (rename it in that file, or remove it)",
+                                path.display(),
+                                pinned.name
+                            ));
+                        }
+                        if reviewed.file_hashes().is_some() {
+                            // The reviewed hashes arrived since: they win.
+                            continue;
+                        }
+                        pinned.pinned_from = None;
+                    }
+                }
+                datasets.retain(|d| d.name != pinned.name);
+                datasets.push(pinned);
             }
         }
-        base.datasets.sort_by(|a, b| a.name.cmp(&b.name));
+        datasets.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Registry {
-            datasets: base.datasets,
+            datasets,
+            registry_names,
         })
+    }
+
+    /// Whether `name` is a dataset of the registry file (not a local pin).
+    pub fn is_registry_name(&self, name: &str) -> bool {
+        self.registry_names.iter().any(|n| n == name)
     }
 
     pub fn get(&self, name: &str) -> Result<&Dataset, String> {
@@ -162,11 +226,26 @@ impl Registry {
             })
     }
 
-    /// The pinned dataset whose manifest is `manifest`, if any.
+    /// The pinned dataset whose manifest is `manifest`, if any: a registry
+    /// corpus before a local pin of the same files.
     pub fn pinned_with(&self, manifest: &str) -> Option<&Dataset> {
-        self.datasets
-            .iter()
-            .find(|d| d.manifest().as_deref() == Some(manifest))
+        let with = |public: bool| {
+            self.datasets.iter().find(|d| {
+                d.manifest().as_deref() == Some(manifest)
+                    && d.pinning().is_some_and(|p| p.is_public() == public)
+            })
+        };
+        with(true).or_else(|| with(false))
+    }
+
+    /// The identity a run records of a corpus with `manifest`: the dataset
+    /// that pins it and how.
+    pub fn pin_of(&self, manifest: &str) -> Option<manifest::CorpusPin> {
+        let d = self.pinned_with(manifest)?;
+        Some(manifest::CorpusPin {
+            dataset: d.name.clone(),
+            how: d.pinning()?,
+        })
     }
 }
 
@@ -233,6 +312,53 @@ mod tests {
     fn a_path_as_dataset_name_is_refused() {
         assert!(RegistryFile::parse("[[dataset]]\nname = \"../x\"\n", "t").is_err());
         assert!(check_name("cc-traces_v1.2").is_ok());
+    }
+
+    const REVIEWED: &str = "[[dataset]]\nname = \"public\"\nbase_url = \"https://example.org/d/\"\nfiles = [{ name = \"a.json\" }]\n";
+
+    fn user(entry: &str) -> Option<(RegistryFile, PathBuf)> {
+        Some((
+            RegistryFile::parse(entry, "user").unwrap(),
+            PathBuf::from("datasets.toml"),
+        ))
+    }
+
+    fn merged(user_text: &str) -> Result<Registry, String> {
+        Registry::merge(RegistryFile::parse(REVIEWED, "t").unwrap(), user(user_text))
+    }
+
+    #[test]
+    fn a_local_pin_under_a_registry_name_is_refused_naming_the_fix() {
+        let e = merged("[[dataset]]\nname = \"public\"\npinned_from = \"/x\"\nfiles = [{ name = \"a.json\", sha256 = \"00\" }]\n")
+            .unwrap_err();
+        assert!(e.contains("a local pin under a registry dataset's name"), "{e}");
+        // Claiming to be a first use from another source is no better.
+        let e = merged("[[dataset]]\nname = \"public\"\npinned_by = \"trust_on_first_use\"\nbase_url = \"https://mirror.example/\"\nfiles = [{ name = \"a.json\", sha256 = \"00\" }]\n")
+            .unwrap_err();
+        assert!(e.contains("public"), "{e}");
+    }
+
+    #[test]
+    fn a_first_use_pin_from_the_entrys_own_source_is_recorded_as_such() {
+        let r = merged("[[dataset]]\nname = \"public\"\npinned_by = \"trust_on_first_use\"\nbase_url = \"https://example.org/d/\"\nfiles = [{ name = \"a.json\", sha256 = \"00\" }]\n")
+            .unwrap();
+        let d = r.get("public").unwrap();
+        assert_eq!(d.pinning(), Some(Pinning::TrustOnFirstUse));
+        assert!(r.is_registry_name("public"));
+        let pin = r.pin_of(&d.manifest().unwrap()).unwrap();
+        assert_eq!(pin.how, Pinning::TrustOnFirstUse);
+        assert!(pin.how.is_public());
+    }
+
+    #[test]
+    fn a_users_entry_under_its_own_name_is_a_local_pin_whatever_it_claims() {
+        let r = merged("[[dataset]]\nname = \"mine\"\npinned_by = \"registry\"\nfiles = [{ name = \"a.json\", sha256 = \"00\" }]\n")
+            .unwrap();
+        let d = r.get("mine").unwrap();
+        assert_eq!(d.pinning(), Some(Pinning::LocalPin));
+        assert!(!r.is_registry_name("mine"));
+        assert!(!d.pinning().unwrap().is_public());
+        assert_eq!(r.get("public").unwrap().pinning(), None, "unpinned still");
     }
 
     #[test]
