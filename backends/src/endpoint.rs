@@ -75,6 +75,9 @@ pub struct PreflightOptions {
     /// `--allow-overflow`: run turns longer than the server's context
     /// (they fail as `context_overflow`).
     pub allow_overflow: bool,
+    /// A recipe locks `--max-context` and `--isl-scale` (docs/agentx.md):
+    /// a workload that does not fit is advised a longer context instead.
+    pub fit_locked: bool,
 }
 
 /// `--ready-timeout`'s default.
@@ -86,6 +89,7 @@ impl Default for PreflightOptions {
             ready_timeout: DEFAULT_READY_TIMEOUT,
             allow_unlisted_model: false,
             allow_overflow: false,
+            fit_locked: false,
         }
     }
 }

@@ -136,6 +136,7 @@ fn request(a: &RequestArgs) -> RequestOptions {
             ready_timeout: std::time::Duration::from_nanos(a.ready_timeout),
             allow_unlisted_model: a.allow_unlisted_model,
             allow_overflow: a.allow_overflow,
+            fit_locked: false,
         },
         failures: FailureLimits {
             abort_after: a.abort_after,

@@ -104,6 +104,8 @@ pub fn prepare_compiled(
     let mut requests = request_options(args)?;
     // The recipe always busts the cache.
     requests.cache_bust |= scenario.is_some();
+    // ... and locks the prompts: no `--max-context` advice.
+    requests.preflight.fit_locked = scenario.is_some();
     let options = inputs::derive_options(&args.input);
     let out = OutputDir::check(
         args.out.clone().unwrap_or_else(|| default_out(args)),

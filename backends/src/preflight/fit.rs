@@ -59,14 +59,27 @@ pub fn overflow(workload: &Workload, context: u64) -> Option<Overflow> {
 }
 
 /// The refusal of a workload that overflows `context` (`key` of `model`),
-/// with the doctor's advice.
+/// with the doctor's advice; under a recipe that locks the prompts
+/// (`fit_locked`), the advice is a longer context, never `--max-context`.
 pub fn refusal(
     workload: &Workload,
     over: Overflow,
     context: u64,
     key: &str,
     model: &str,
+    fit_locked: bool,
 ) -> String {
+    if fit_locked {
+        return format!(
+            "{} of {} turns need more than the {context} tokens the server reports for {model} \
+             ({key}; the largest turn needs {} tokens of prompt and output): they would fail as \
+             context_overflow. The recipe sends prompts as recorded (--max-context and \
+             --isl-scale are locked): serve the model with a context of at least {} tokens, or \
+             give --allow-overflow to run it as it is (overflows above 1 % of requests stamp the \
+             run invalid)",
+            over.turns, over.of, over.largest, over.largest
+        );
+    }
     let advice = fit_advice::advise(context, Some(WorkloadSize::of(workload)));
     let scale = advice
         .isl_scale
@@ -143,7 +156,7 @@ mod tests {
     fn the_refusal_gives_the_doctors_advice() {
         let w = workload(101_000);
         let over = overflow(&w, 8192).unwrap();
-        let text = refusal(&w, over, 8192, "max_model_len", "m");
+        let text = refusal(&w, over, 8192, "max_model_len", "m", false);
         let first = format!(
             "1 of {} turns need more than the 8192 tokens the server reports for m",
             w.turn_count()
@@ -157,5 +170,18 @@ mod tests {
         ] {
             assert!(text.contains(words), "{words}: {text}");
         }
+    }
+
+    #[test]
+    fn under_the_recipe_the_refusal_advises_a_longer_context_never_max_context() {
+        let w = workload(101_000);
+        let over = overflow(&w, 8192).unwrap();
+        let text = refusal(&w, over, 8192, "max_model_len", "m", true);
+        assert!(
+            text.contains("a context of at least 101100 tokens") && text.contains("--allow-overflow"),
+            "{text}"
+        );
+        assert!(!text.contains("--max-context 8092"), "{text}");
+        assert!(!text.contains("--isl-scale 0.08"), "{text}");
     }
 }

@@ -240,7 +240,14 @@ pub async fn check(client: &reqwest::Client, ask: &Ask<'_>) -> Result<Ready, Str
     if let Some((key, n)) = context {
         if let Some(over) = fit::overflow(ask.workload, n) {
             if !ask.options.allow_overflow {
-                return Err(fit::refusal(ask.workload, over, n, key, &chosen.model));
+                return Err(fit::refusal(
+                    ask.workload,
+                    over,
+                    n,
+                    key,
+                    &chosen.model,
+                    ask.options.fit_locked,
+                ));
             }
             notices.push(format!(
                 "arbor run: {} of {} turns need more than the server's {n} tokens and will fail \

@@ -173,7 +173,7 @@ impl Registry {
             d.pinned_by = None;
         }
         let registry_names: Vec<String> = datasets.iter().map(|d| d.name.clone()).collect();
-        for (user, path) in user {
+        if let Some((user, path)) = user {
             for mut pinned in user.datasets {
                 let reviewed = datasets.iter().find(|d| d.name == pinned.name);
                 match reviewed {
