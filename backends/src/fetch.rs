@@ -361,7 +361,9 @@ mod tests {
 
     #[test]
     fn a_first_use_trusts_only_https_or_a_loopback_mirror() {
-        assert!(trusted_source("https://huggingface.co/datasets/x/resolve/main/"));
+        assert!(trusted_source(
+            "https://huggingface.co/datasets/x/resolve/main/"
+        ));
         assert!(trusted_source("http://127.0.0.1:8080/d/"));
         assert!(trusted_source("http://localhost/d/"));
         assert!(!trusted_source("http://example.org/d/"));

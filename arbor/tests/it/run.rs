@@ -264,7 +264,13 @@ fn recipe_settled(body: &str, unsafe_override: bool) -> Result<arbor::run::Settl
 
 #[test]
 fn the_recipe_refuses_an_extra_body_that_sets_the_workloads_fields() {
-    for field in ["max_tokens", "ignore_eos", "messages", "truncate_prompt_tokens", "stop"] {
+    for field in [
+        "max_tokens",
+        "ignore_eos",
+        "messages",
+        "truncate_prompt_tokens",
+        "stop",
+    ] {
         let body = format!(r#"{{"temperature": 0, "{field}": 1}}"#);
         let e = recipe_settled(&body, false).err().unwrap();
         assert!(e.is_input(), "{field}: {e:?}");

@@ -178,7 +178,8 @@ mod tests {
         let over = overflow(&w, 8192).unwrap();
         let text = refusal(&w, over, 8192, "max_model_len", "m", true);
         assert!(
-            text.contains("a context of at least 101100 tokens") && text.contains("--allow-overflow"),
+            text.contains("a context of at least 101100 tokens")
+                && text.contains("--allow-overflow"),
             "{text}"
         );
         assert!(!text.contains("--max-context 8092"), "{text}");

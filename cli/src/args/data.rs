@@ -22,8 +22,10 @@ pub enum DataCommand {
         #[arg(value_name = "NAME")]
         name: String,
     },
-    /// Download a pinned dataset, resumable (HTTP Range), each file
-    /// SHA-256 verified before it is moved into place.
+    /// Download a dataset, resumable (HTTP Range), each file SHA-256
+    /// verified before it is moved into place. An entry without hashes is
+    /// fetched from its own base URL and pinned on first use (recorded as
+    /// trust_on_first_use; later fetches verify against it).
     Fetch {
         #[arg(value_name = "NAME")]
         name: String,
@@ -33,8 +35,9 @@ pub enum DataCommand {
         dir: Option<PathBuf>,
     },
     /// Record the SHA-256 of a local directory's trace files as dataset
-    /// NAME in the user registry (~/.config/arbor/datasets.toml), so the
-    /// scenario accepts that corpus as pinned.
+    /// NAME in the user registry (~/.config/arbor/datasets.toml): a local
+    /// pin, under a name of its own (not a registry dataset's), usable as
+    /// data:NAME; it never counts as the registry's corpus.
     Pin {
         #[arg(value_name = "DIR")]
         dir: PathBuf,

@@ -190,13 +190,13 @@ pub struct ScenarioArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct FitArgs {
     /// Scale every prompt by F > 0, its shared prefix blocks with it (two
-    /// turns sharing k blocks share about F*k).
+    /// turns sharing k blocks share about F*k). Locked under --scenario.
     #[arg(long, value_name = "F", value_parser = values::isl_scale, help_heading = INPUT)]
     pub isl_scale: Option<f64>,
 
     /// Cap every prompt at N tokens, dropping the oldest context after the
     /// system/tool head; a turn keeps extending its capped predecessor
-    /// where it fits.
+    /// where it fits. Locked under --scenario (no client-side truncation).
     #[arg(long, value_name = "N", value_parser = values::max_context, help_heading = INPUT)]
     pub max_context: Option<u32>,
 }

@@ -94,10 +94,9 @@ fn info(d: &Dataset) -> String {
         out.push_str(&format!("license:     {license}\n"));
     }
     match (d.manifest(), d.pinning()) {
-        (Some(m), Some(how)) => out.push_str(&format!(
-            "manifest:    {m}\npinned by:   {}\n",
-            how.tag()
-        )),
+        (Some(m), Some(how)) => {
+            out.push_str(&format!("manifest:    {m}\npinned by:   {}\n", how.tag()))
+        }
         _ => out.push_str(&format!(
             "manifest:    none: {}\n",
             d.unpinned

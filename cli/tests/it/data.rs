@@ -469,7 +469,13 @@ fn the_recipe_refuses_an_unpinned_corpus_and_accepts_the_fetched_one() {
 #[test]
 fn data_pin_refuses_a_registry_datasets_name() {
     let env = env("data-pin-registry-name", "http://127.0.0.1:9/", &all_four());
-    let out = env.arbor(&["data", "pin", fixture("").to_str().unwrap(), "--name", "weka"]);
+    let out = env.arbor(&[
+        "data",
+        "pin",
+        fixture("").to_str().unwrap(),
+        "--name",
+        "weka",
+    ]);
     let err = no_panic(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -491,7 +497,10 @@ fn data_pin_refuses_a_registry_datasets_name() {
     let out = env.arbor(&["data", "list"]);
     let err = no_panic(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("a local pin under a registry dataset's name"), "{err}");
+    assert!(
+        err.contains("a local pin under a registry dataset's name"),
+        "{err}"
+    );
 }
 
 /// A registry whose one entry `weka` lists `files` by name and size, with
@@ -503,7 +512,9 @@ fn unpinned_env(test: &str, base: &str, files: &[&str]) -> Env {
     );
     for name in files {
         let size = std::fs::metadata(fixture(name)).unwrap().len();
-        text.push_str(&format!("[[dataset.files]]\nname = \"{name}\"\nsize = {size}\n"));
+        text.push_str(&format!(
+            "[[dataset.files]]\nname = \"{name}\"\nsize = {size}\n"
+        ));
     }
     if files.is_empty() {
         text.push_str("files = []\n");
@@ -529,7 +540,10 @@ fn an_entry_without_hashes_is_pinned_on_first_fetch_and_a_later_change_is_refuse
     let err = no_panic(&out);
     assert!(out.status.success(), "{err}");
     assert!(
-        err.contains(&format!("pinned on first use from {} (trust_on_first_use)", server.base)),
+        err.contains(&format!(
+            "pinned on first use from {} (trust_on_first_use)",
+            server.base
+        )),
         "{err}"
     );
     assert_eq!(
@@ -537,13 +551,24 @@ fn an_entry_without_hashes_is_pinned_on_first_fetch_and_a_later_change_is_refuse
         std::fs::read(fixture(SMALL)).unwrap()
     );
     let user = std::fs::read_to_string(env.dir.join("config/arbor/datasets.toml")).unwrap();
-    assert!(user.contains("pinned_by = \"trust_on_first_use\""), "{user}");
+    assert!(
+        user.contains("pinned_by = \"trust_on_first_use\""),
+        "{user}"
+    );
     for name in names {
         assert!(user.contains(&sha256(name)), "{name} in {user}");
     }
     // The run records how its corpus was pinned, and the recipe takes it.
     let planned = json(&env.arbor(&[
-        "plan", "--scenario", "agentx-mvp", "--sessions", "2", "--seed", "1", "--json", "data:weka",
+        "plan",
+        "--scenario",
+        "agentx-mvp",
+        "--sessions",
+        "2",
+        "--seed",
+        "1",
+        "--json",
+        "data:weka",
     ]));
     assert_eq!(
         planned["corpus"]["pinned"],
@@ -560,7 +585,10 @@ fn an_entry_without_hashes_is_pinned_on_first_fetch_and_a_later_change_is_refuse
     let out = env.arbor(&["data", "fetch", "weka"]);
     let err = no_panic(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("SHA-256 mismatch") && err.contains(&sha256(SMALL)), "{err}");
+    assert!(
+        err.contains("SHA-256 mismatch") && err.contains(&sha256(SMALL)),
+        "{err}"
+    );
     assert!(!env.fetched().join(SMALL).exists());
     assert_eq!(
         std::fs::read_to_string(env.dir.join("config/arbor/datasets.toml")).unwrap(),
@@ -574,7 +602,10 @@ fn an_entry_without_hashes_or_names_says_a_local_copy_takes_its_own_name() {
     let out = env.arbor(&["data", "fetch", "weka"]);
     let err = no_panic(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--name my-copy") && err.contains("unpinned_dataset"), "{err}");
+    assert!(
+        err.contains("--name my-copy") && err.contains("unpinned_dataset"),
+        "{err}"
+    );
     assert!(!err.contains("--name weka"), "{err}");
 }
 

@@ -331,7 +331,10 @@ mod tests {
     fn a_local_pin_under_a_registry_name_is_refused_naming_the_fix() {
         let e = merged("[[dataset]]\nname = \"public\"\npinned_from = \"/x\"\nfiles = [{ name = \"a.json\", sha256 = \"00\" }]\n")
             .unwrap_err();
-        assert!(e.contains("a local pin under a registry dataset's name"), "{e}");
+        assert!(
+            e.contains("a local pin under a registry dataset's name"),
+            "{e}"
+        );
         // Claiming to be a first use from another source is no better.
         let e = merged("[[dataset]]\nname = \"public\"\npinned_by = \"trust_on_first_use\"\nbase_url = \"https://mirror.example/\"\nfiles = [{ name = \"a.json\", sha256 = \"00\" }]\n")
             .unwrap_err();
