@@ -129,7 +129,7 @@ fn request(a: &RequestArgs) -> RequestOptions {
         access: access(&a.access),
         timeout: a.timeout,
         retries: a.retries,
-        retry_on: a.retry_on.clone().unwrap_or_default(),
+        retry_on: a.retry_on.clone().map(|s| s.0).unwrap_or_default(),
         cache_bust: a.cache_bust,
         cache_bust_salt: a.cache_bust_salt,
         preflight: Preflight {

@@ -93,8 +93,17 @@ pub fn print(
     }
     writeln!(
         out,
-        "  requests        {} dispatched: {} ok, {} failed, {} cancelled; {} turns never sent",
-        n.dispatched, n.ok, n.failed, n.cancelled, n.skipped
+        "  requests        {} dispatched: {} ok, {} failed, {} cancelled; {} turns never sent{}",
+        n.dispatched,
+        n.ok,
+        n.failed,
+        n.cancelled,
+        n.skipped,
+        if n.retries > 0 {
+            format!("; {} tries again after a refusal (--retry-on)", n.retries)
+        } else {
+            String::new()
+        }
     )?;
     writeln!(
         out,

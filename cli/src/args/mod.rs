@@ -385,7 +385,7 @@ pub struct RequestArgs {
 
     /// Try a request again, up to --retries times, when the server refuses it with one of these statuses before any content (e.g. 429,503): after its Retry-After (capped at 30 s) or a backoff with jitter, within --timeout. Nothing is retried by default.
     #[arg(long, value_name = "STATUSES", value_parser = values::retry_statuses, help_heading = SERVER)]
-    pub retry_on: Option<Vec<u16>>,
+    pub retry_on: Option<values::Statuses>,
 
     /// Prepend a cache-bust marker (`[rid:<12 hex>]` and a blank line,
     /// derived from the seed) to the first user message of every turn of a

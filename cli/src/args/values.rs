@@ -32,9 +32,14 @@ pub fn http_url(text: &str) -> Result<String, String> {
     arbor::backends::endpoint::http_url(text)
 }
 
+/// HTTP statuses given as one value (`429,503`): a type of its own, since
+/// clap reads an `Option<Vec<_>>` field as a flag of many values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statuses(pub Vec<u16>);
+
 /// `--retry-on 429,503`: refusal statuses.
-pub fn retry_statuses(text: &str) -> Result<Vec<u16>, String> {
-    arbor::backends::live::retry::parse_statuses(text)
+pub fn retry_statuses(text: &str) -> Result<Statuses, String> {
+    arbor::backends::live::retry::parse_statuses(text).map(Statuses)
 }
 
 /// A share from 0 to 1 (`--max-error-rate 0.1`).

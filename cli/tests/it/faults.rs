@@ -584,6 +584,45 @@ fn outputs_shorter_than_planned_and_another_models_answers_lead_the_console() {
 }
 
 #[test]
+fn refusals_listed_in_retry_on_are_tried_again_and_counted() {
+    // The built-in emulator refuses half its requests with a 429
+    // (Retry-After: 0), picked by a seeded hash of the request's number at
+    // the server (the same every run); ten retries leave no request
+    // refused every time, so the run measures no failure.
+    let dir = scratch("faults-retry-on");
+    let out_dir = dir.join("out");
+    let args = [
+        "run",
+        "--synthetic",
+        WORKLOAD,
+        "--fail-rate",
+        "0.5",
+        "--fail-status",
+        "429",
+        "--retry-after-s",
+        "0",
+        "--retry-on",
+        "429",
+        "--retries",
+        "10",
+        "--no-progress",
+        "--out",
+        out_dir.to_str().expect("a UTF-8 path"),
+    ];
+    let (code, out, err) = run_bounded(&dir, &args);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["counts"]["failed"], 0, "{summary:#}");
+    assert!(
+        summary["counts"]["retries"].as_u64().unwrap() > 0,
+        "{summary:#}"
+    );
+    assert_eq!(summary["config"]["retry_on"], serde_json::json!([429]));
+}
+
+#[test]
 fn reset_before_headers() {
     row(
         "reset-before-head",
