@@ -289,15 +289,6 @@ fn a_virtual_rate_search_finds_the_knee_by_hand() {
     assert!(out.join("probe-1-rate-0.1").join("summary.json").is_file());
 }
 
-/// A free port nothing listens on (bound, then dropped).
-fn dead_port() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    format!("http://127.0.0.1:{port}")
-}
-
 /// A live search against a dead port stops at its first probe, in the
 /// pre-flight (exit 1, before any measured request), naming the probe
 /// and the pre-flight's words; not read as overload, so no advice to

@@ -343,15 +343,6 @@ fn refused_row(
     err
 }
 
-/// A free port nothing listens on (bound, then dropped).
-fn dead_port() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    format!("http://127.0.0.1:{port}")
-}
-
 #[test]
 fn refused() {
     let url = dead_port();
@@ -548,26 +539,30 @@ fn prompts_longer_than_the_context_are_refused_with_the_flags_that_fit() {
     assert!(ran.summary["counts"]["dispatched"].as_u64() > Some(0));
 }
 
+/// `arbor run` of the workload against the built-in emulator with
+/// `flags`: the exit code, stdout, stderr and the summary (`Null` when
+/// none was written).
+fn run_emulated(name: &str, flags: &[&str]) -> (Option<i32>, String, String, Value) {
+    let dir = scratch(&format!("faults-{name}"));
+    let out_dir = dir.join("out");
+    let mut args = vec!["run", "--synthetic", WORKLOAD, "--no-progress", "--out"];
+    args.push(out_dir.to_str().expect("a UTF-8 path"));
+    args.extend_from_slice(flags);
+    let (code, out, err) = run_bounded(&dir, &args);
+    let summary = std::fs::read_to_string(out_dir.join("summary.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    (code, out, err, summary)
+}
+
 #[test]
 fn outputs_shorter_than_planned_and_another_models_answers_lead_the_console() {
     // The built-in emulator stops every stream after 1 of the 4 planned
     // tokens and answers under another name: a measurement (exit 0) whose
     // console says so before its figures.
-    let dir = scratch("faults-short-outputs");
-    let out_dir = dir.join("out");
-    let args = [
-        "run",
-        "--synthetic",
-        WORKLOAD,
-        "--eos-after",
-        "1",
-        "--answer-as",
-        "elsewhere",
-        "--no-progress",
-        "--out",
-        out_dir.to_str().expect("a UTF-8 path"),
-    ];
-    let (code, out, err) = run_bounded(&dir, &args);
+    let flags = ["--eos-after", "1", "--answer-as", "elsewhere"];
+    let (code, out, err, _) = run_emulated("short-outputs", &flags);
     assert_eq!(code, Some(0), "{err}");
     let warnings: Vec<&str> = out
         .lines()
@@ -589,12 +584,7 @@ fn refusals_listed_in_retry_on_are_tried_again_and_counted() {
     // (Retry-After: 0), picked by a seeded hash of the request's number at
     // the server (the same every run); ten retries leave no request
     // refused every time, so the run measures no failure.
-    let dir = scratch("faults-retry-on");
-    let out_dir = dir.join("out");
-    let args = [
-        "run",
-        "--synthetic",
-        WORKLOAD,
+    let flags = [
         "--fail-rate",
         "0.5",
         "--fail-status",
@@ -605,15 +595,9 @@ fn refusals_listed_in_retry_on_are_tried_again_and_counted() {
         "429",
         "--retries",
         "10",
-        "--no-progress",
-        "--out",
-        out_dir.to_str().expect("a UTF-8 path"),
     ];
-    let (code, out, err) = run_bounded(&dir, &args);
+    let (code, out, err, summary) = run_emulated("retry-on", &flags);
     assert_eq!(code, Some(0), "{out}{err}");
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
-            .unwrap();
     assert_eq!(summary["counts"]["failed"], 0, "{summary:#}");
     assert!(
         summary["counts"]["retries"].as_u64().unwrap() > 0,

@@ -154,3 +154,12 @@ pub fn emulator_with(flags: &[&str]) -> (Child, String) {
         .to_string();
     (child, url)
 }
+
+/// The URL of a free port nothing listens on (bound, then dropped).
+pub fn dead_port() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    format!("http://127.0.0.1:{port}")
+}
