@@ -4,7 +4,10 @@
 //! RFC 4180, rows ending in `\n`: comma-separated, a cell quoted when it
 //! holds a comma, a quote, a line break or leading/trailing spaces, quotes
 //! doubled inside. An absent value is an empty cell; numbers are written as
-//! in `records.jsonl`.
+//! in `records.jsonl`. A text cell that a spreadsheet would read as a
+//! formula (it starts with `=`, `+`, `-`, `@`, a tab or a carriage return:
+//! OWASP's rule for CSV injection) is written with a `'` before it, so an
+//! error message a server chose is shown as text, never run.
 
 use std::io::{self, Write};
 
@@ -27,7 +30,7 @@ pub fn write_row(out: &mut dyn Write, record: &Record) -> io::Result<()> {
 fn cell(value: Value) -> String {
     match value {
         Value::Null => String::new(),
-        Value::String(s) => s,
+        Value::String(s) => inert(s),
         other => other.to_string(),
     }
 }
@@ -40,6 +43,17 @@ fn write_cells(out: &mut dyn Write, cells: impl Iterator<Item = String>) -> io::
         out.write_all(quoted(&c).as_bytes())?;
     }
     out.write_all(b"\n")
+}
+
+/// A text cell a spreadsheet will not read as a formula: one starting with
+/// `=`, `+`, `-`, `@`, a tab or a carriage return gets a `'` before it.
+/// Numbers are not text cells (a negative number stays a number).
+fn inert(text: String) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text
+    }
 }
 
 /// A cell as CSV: quoted when it must be.
@@ -65,6 +79,22 @@ mod tests {
         assert_eq!(quoted("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(quoted("two\nlines"), "\"two\nlines\"");
         assert_eq!(quoted(" padded"), "\" padded\"");
+    }
+
+    #[test]
+    fn a_text_a_spreadsheet_would_run_is_written_as_text() {
+        let link = r#"=HYPERLINK("http://evil.example","click")"#;
+        assert_eq!(cell(Value::String(link.into())), format!("'{link}"));
+        for text in ["+1", "-2+3", "@SUM(A1)", "\tx", "\rx"] {
+            assert!(cell(Value::String(text.into())).starts_with('\''), "{text}");
+        }
+        assert_eq!(cell(Value::String("HTTP 500: x=1".into())), "HTTP 500: x=1");
+        // A negative number is a number, not a formula.
+        assert_eq!(cell(serde_json::json!(-0.5)), "-0.5");
+        // And the quoting still applies to the escaped cell.
+        let mut out = Vec::new();
+        write_cells(&mut out, [cell(Value::String("=a,b".into()))].into_iter()).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "\"'=a,b\"\n");
     }
 
     #[test]

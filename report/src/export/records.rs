@@ -60,7 +60,11 @@ pub struct Record {
     pub attempts: u32,
     /// Absent (0) in records written before arbor counted resends.
     pub resends: u32,
+    /// Tries again after a `--retry-on` refusal (absent: 0).
+    pub retries: u32,
     pub error: Option<RecordError>,
+    /// The model the server answered with, when not the one asked for.
+    pub answered_model: Option<String>,
 }
 
 /// `error` of a failed request.
@@ -142,6 +146,8 @@ impl Record {
             http_status: line.http_status,
             attempts: line.attempts.unwrap_or(0),
             resends: line.resends.unwrap_or(0),
+            retries: line.retries.unwrap_or(0),
+            answered_model: line.answered_model.as_deref().map(str::to_string),
             error: line.error.as_ref().map(|e| RecordError {
                 category: e.category.as_str().to_string(),
                 message: e.message.as_deref().unwrap_or("").to_string(),
@@ -154,7 +160,8 @@ impl Record {
     /// Every field of the record, flat and in the line's order: `itl_s`
     /// as `itl_count`, `itl_mean_s`, `itl_p99_s`; `error` as
     /// `error_category`, `error_message`, `error_http_status`,
-    /// `error_retry_after_s`. Absent values are `null`.
+    /// `error_retry_after_s`; `answered_model` last. Absent values are
+    /// `null`.
     pub fn fields(&self) -> Vec<(&'static str, Value)> {
         let error = self.error.as_ref();
         vec![
@@ -199,6 +206,7 @@ impl Record {
             ("http_status", self.http_status.into()),
             ("attempts", self.attempts.into()),
             ("resends", self.resends.into()),
+            ("retries", self.retries.into()),
             ("error_category", error.map(|e| e.category.clone()).into()),
             ("error_message", error.map(|e| e.message.clone()).into()),
             (
@@ -209,6 +217,7 @@ impl Record {
                 "error_retry_after_s",
                 error.and_then(|e| e.retry_after_s).into(),
             ),
+            ("answered_model", self.answered_model.clone().into()),
         ]
     }
 
@@ -263,7 +272,7 @@ mod tests {
         let fields = r.fields();
         let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
         assert_eq!(names.first(), Some(&"request"));
-        assert_eq!(names.last(), Some(&"error_retry_after_s"));
+        assert_eq!(names.last(), Some(&"answered_model"));
         assert!(!names.contains(&"itl_s"), "the list is summarised");
         let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
         assert_eq!(unique.len(), names.len(), "no name twice");

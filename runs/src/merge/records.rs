@@ -37,8 +37,12 @@ struct Stripe {
 }
 
 impl Stripe {
-    fn global(self, local: u64) -> u64 {
-        local * u64::from(self.count) + u64::from(self.index)
+    /// The merged id of local id `local`; `None` when it would not fit in
+    /// 64 bits (an id no run numbers, but a records file may hold).
+    fn global(self, local: u64) -> Option<u64> {
+        local
+            .checked_mul(u64::from(self.count))?
+            .checked_add(u64::from(self.index))
     }
 }
 
@@ -108,9 +112,16 @@ fn read(text: &str, stripe: Stripe, derived: &mut Derived) -> Result<Next, Strin
         request: need(line.request, "request")?,
         play: facts.play,
     };
-    let request = stripe.global(ids.request);
-    let play = u32::try_from(stripe.global(u64::from(ids.play)))
-        .map_err(|_| format!("play {} is too large to merge", ids.play))?;
+    let request = stripe.global(ids.request).ok_or_else(|| {
+        format!(
+            "request {} is too large to merge (times {} shards it passes 64 bits)",
+            ids.request, stripe.count
+        )
+    })?;
+    let play = stripe
+        .global(u64::from(ids.play))
+        .and_then(|p| u32::try_from(p).ok())
+        .ok_or_else(|| format!("play {} is too large to merge", ids.play))?;
     let text = rewrite(text, &ids, request, play)?;
     let dispatched = ns(facts.dispatched_s);
     let ended = line
@@ -155,7 +166,7 @@ mod tests {
             play: 1,
         };
         let stripe = Stripe { index: 2, count: 3 };
-        let (r, p) = (stripe.global(3), stripe.global(1) as u32);
+        let (r, p) = (stripe.global(3).unwrap(), stripe.global(1).unwrap() as u32);
         assert_eq!((r, p), (11, 5));
         assert_eq!(
             rewrite(text, &ids, r, p).ok().as_deref(),
@@ -172,10 +183,31 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for index in 0..3 {
             for local in 0..50 {
-                assert!(seen.insert(Stripe { index, count: 3 }.global(local)));
+                assert!(seen.insert(Stripe { index, count: 3 }.global(local).unwrap()));
             }
         }
         assert_eq!(seen.len(), 150);
         assert_eq!(seen.iter().next_back(), Some(&149));
+    }
+
+    #[test]
+    fn an_id_too_large_to_renumber_is_refused_not_wrapped() {
+        // 2^63 + 5 times 2 shards wrapped to 10: a duplicate of a real id.
+        let stripe = Stripe { index: 0, count: 2 };
+        assert_eq!(stripe.global((1 << 63) + 5), None);
+        assert_eq!(
+            Stripe { index: 1, count: 2 }.global(u64::MAX / 2),
+            Some(u64::MAX)
+        );
+        let line = r#"{"request":0,"tree":"t","tree_index":0,"agent":"a","turn":0,"copy":0,"lane":null,"play":0,"warmup":false,"status":"ok","eligible_s":0.0,"dispatched_s":0.0,"sent_s":0.001,"headers_s":0.002,"first_byte_s":0.003,"first_content_s":0.003,"done_s":0.004,"queue_wait_s":0.0,"lateness_s":0.001,"ttft_s":0.002,"e2e_s":0.003,"tpot_s":null,"itl_s":[],"planned_input_tokens":10,"planned_output_tokens":1,"input_tokens":10,"input_tokens_source":"usage","output_tokens":1,"output_tokens_source":"usage","cached_tokens":0,"http_status":200,"attempts":1,"resends":0,"error":null}"#;
+        let mut derived = Derived::default();
+        assert!(read(line, stripe, &mut derived).is_ok(), "the line reads");
+        let text = line.replacen(
+            r#""request":0"#,
+            &format!(r#""request":{}"#, (1u64 << 63) + 5),
+            1,
+        );
+        let e = read(&text, stripe, &mut derived).err().unwrap_or_default();
+        assert!(e.contains("is too large to merge"), "{e}");
     }
 }
