@@ -321,7 +321,7 @@ fn run_prepared(
 /// When the server failed the run: the circuit breaker stopped it
 /// (`--abort-after`), none of its measured requests succeeded, or more
 /// failed than `--max-error-rate` allows. Says what failed (the error
-/// classes and counts, the first failure's own words from the records).
+/// classes and counts, a failure's own words from the summary).
 /// The run's files are written; its figures are no measurement.
 fn failed_too_often(
     summary: &output::Summary,
@@ -365,8 +365,7 @@ fn failed_too_often(
     if !over {
         return None;
     }
-    let first = first_failure(out);
-    let first = first.as_deref().unwrap_or("no error recorded");
+    let first = first_failure(summary);
     if counts.ok == 0 {
         return Some(format!(
             "none of the {} measured requests succeeded ({}; the first: {first}): there is \
@@ -389,21 +388,16 @@ fn failed_too_often(
     ))
 }
 
-/// The first measured failure's own words, from the records (a records
-/// file that cannot be read here only loses the example: the counts
-/// stand).
-fn first_failure(out: &Path) -> Option<String> {
-    let mut first = None;
-    let _ = arbor_runs::record_line::read(&out.join(output::RECORDS_FILE), |r, _| {
-        if first.is_none() && !r.is_warmup() {
-            if let Some(e) = &r.error {
-                let message = e.message.as_deref().unwrap_or("no message");
-                first = Some(arbor_runs::record::in_words(e.http_status, message));
-            }
-        }
-        Ok(())
-    });
-    first
+/// A failure's own words, from the summary: the first failure of the
+/// most frequent error class (`error_samples`), or the cancel's when only
+/// cancelled requests failed.
+fn first_failure(summary: &output::Summary) -> String {
+    let most = summary.errors.iter().max_by_key(|(_, n)| **n);
+    match most.and_then(|(class, _)| summary.error_samples.get(class)) {
+        Some(sample) => arbor_runs::record::in_words(sample.http_status, &sample.message),
+        None if summary.counts.cancelled > 0 => arbor_runs::record::CANCELLED_MESSAGE.to_string(),
+        None => "no error recorded".to_string(),
+    }
 }
 
 /// The run's end: `Stopped` (128 + the signal that stopped it);

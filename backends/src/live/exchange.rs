@@ -45,7 +45,7 @@ use super::messages_sse::{self, MessagesUsage};
 use super::record::{classify_message, OVERLOADED_STATUS};
 use super::redact::Secrets;
 use super::request::Api;
-use super::retry::{self, RetryPolicy};
+use super::retry;
 use super::sse::{classify, data_of, LineSplitter};
 use super::stream::{ConnectError, Dial};
 use super::tls::{ClientConfig, Negotiated};
@@ -341,10 +341,6 @@ pub async fn execute_into(
         deadline,
         epoch,
     };
-    let policy = RetryPolicy {
-        on: target.retry_on.to_vec(),
-        retries: target.retries,
-    };
     let mut begun = begun;
     let mut on_head = Some(on_head);
     let mut retried = 0;
@@ -369,7 +365,7 @@ pub async fn execute_into(
         answer.failed_status(response).await;
         // `--retry-on`: a refusal before any content is tried again, after
         // the server's Retry-After or a backoff, within the timeout.
-        if !policy.retries_status(status, retried) {
+        if !retry::retries_status(&target.retry_on, target.retries, status, retried) {
             break;
         }
         let retry_after = response.error.as_ref().and_then(|e| e.retry_after_s);

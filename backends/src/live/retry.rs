@@ -25,21 +25,12 @@ pub const BACKOFF_CAP: Duration = Duration::from_secs(8);
 /// 503, 504, 529 overloaded).
 pub const RETRYABLE: [u16; 8] = [408, 425, 429, 500, 502, 503, 504, 529];
 
-/// Which answers are retried, and how many times.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Statuses retried (`--retry-on`); empty retries nothing.
-    pub on: Vec<u16>,
-    /// Retries of one request, beyond its first try (`--retries`).
-    pub retries: u32,
-}
-
-impl RetryPolicy {
-    /// Whether an answer with `status` after `done` retries may be tried
-    /// again.
-    pub fn retries_status(&self, status: u16, done: u32) -> bool {
-        done < self.retries && self.on.contains(&status)
-    }
+/// Whether an answer with `status`, after `done` retries, may be tried
+/// again: `on` lists the statuses retried (`--retry-on`; empty retries
+/// nothing), `retries` how many tries a request may have beyond its first
+/// (`--retries`).
+pub fn retries_status(on: &[u16], retries: u32, status: u16, done: u32) -> bool {
+    done < retries && on.contains(&status)
 }
 
 /// The wait before retry number `retry` (1 for the first) of request
@@ -94,14 +85,14 @@ mod tests {
 
     #[test]
     fn nothing_is_retried_by_default_and_only_listed_statuses_up_to_the_count() {
-        assert!(!RetryPolicy::default().retries_status(429, 0));
-        let p = RetryPolicy {
-            on: vec![429, 503],
-            retries: 2,
-        };
-        assert!(p.retries_status(429, 0) && p.retries_status(503, 1));
-        assert!(!p.retries_status(429, 2), "two retries done: no third");
-        assert!(!p.retries_status(500, 0), "500 is not listed");
+        assert!(!retries_status(&[], 3, 429, 0));
+        let on = [429, 503];
+        assert!(retries_status(&on, 2, 429, 0) && retries_status(&on, 2, 503, 1));
+        assert!(
+            !retries_status(&on, 2, 429, 2),
+            "two retries done: no third"
+        );
+        assert!(!retries_status(&on, 2, 500, 0), "500 is not listed");
     }
 
     #[test]

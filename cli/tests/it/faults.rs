@@ -399,29 +399,28 @@ fn several_models_and_no_model_flag_are_refused_listing_them() {
 /// unless among them), bounded: the exit code, stderr and the summary
 /// (`Null` when none was written), and `--out`.
 fn run_plain(name: &str, url: &str, extra: &[&str]) -> (Option<i32>, String, Value, PathBuf) {
+    let mut flags = vec!["--endpoint", url, "--no-metrics"];
+    flags.extend(FAST);
+    flags.extend_from_slice(extra);
+    let (code, _, err, summary, out_dir) = run_workload(name, &flags);
+    (code, err, summary, out_dir)
+}
+
+/// `arbor run` of the workload with `flags` (the built-in emulator
+/// without `--endpoint`), bounded: the exit code, stdout, stderr, the
+/// summary (`Null` when none was written) and `--out`.
+fn run_workload(name: &str, flags: &[&str]) -> (Option<i32>, String, String, Value, PathBuf) {
     let dir = scratch(&format!("faults-{name}"));
     let out_dir = dir.join("out");
-    let mut args = vec![
-        "run",
-        "--synthetic",
-        WORKLOAD,
-        "--endpoint",
-        url,
-        "--no-metrics",
-    ];
-    args.extend([
-        "--no-progress",
-        "--out",
-        out_dir.to_str().expect("a UTF-8 path"),
-    ]);
-    args.extend(FAST);
-    args.extend_from_slice(extra);
-    let (code, _, err) = run_bounded(&dir, &args);
+    let mut args = vec!["run", "--synthetic", WORKLOAD, "--no-progress", "--out"];
+    args.push(out_dir.to_str().expect("a UTF-8 path"));
+    args.extend_from_slice(flags);
+    let (code, out, err) = run_bounded(&dir, &args);
     let summary = std::fs::read_to_string(out_dir.join("summary.json"))
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Null);
-    (code, err, summary, out_dir)
+    (code, out, err, summary, out_dir)
 }
 
 #[test]
@@ -539,30 +538,13 @@ fn prompts_longer_than_the_context_are_refused_with_the_flags_that_fit() {
     assert!(ran.summary["counts"]["dispatched"].as_u64() > Some(0));
 }
 
-/// `arbor run` of the workload against the built-in emulator with
-/// `flags`: the exit code, stdout, stderr and the summary (`Null` when
-/// none was written).
-fn run_emulated(name: &str, flags: &[&str]) -> (Option<i32>, String, String, Value) {
-    let dir = scratch(&format!("faults-{name}"));
-    let out_dir = dir.join("out");
-    let mut args = vec!["run", "--synthetic", WORKLOAD, "--no-progress", "--out"];
-    args.push(out_dir.to_str().expect("a UTF-8 path"));
-    args.extend_from_slice(flags);
-    let (code, out, err) = run_bounded(&dir, &args);
-    let summary = std::fs::read_to_string(out_dir.join("summary.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or(Value::Null);
-    (code, out, err, summary)
-}
-
 #[test]
 fn outputs_shorter_than_planned_and_another_models_answers_lead_the_console() {
     // The built-in emulator stops every stream after 1 of the 4 planned
     // tokens and answers under another name: a measurement (exit 0) whose
     // console says so before its figures.
     let flags = ["--eos-after", "1", "--answer-as", "elsewhere"];
-    let (code, out, err, _) = run_emulated("short-outputs", &flags);
+    let (code, out, err, _, _) = run_workload("short-outputs", &flags);
     assert_eq!(code, Some(0), "{err}");
     let warnings: Vec<&str> = out
         .lines()
@@ -596,7 +578,7 @@ fn refusals_listed_in_retry_on_are_tried_again_and_counted() {
         "--retries",
         "10",
     ];
-    let (code, out, err, summary) = run_emulated("retry-on", &flags);
+    let (code, out, err, summary, _) = run_workload("retry-on", &flags);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(summary["counts"]["failed"], 0, "{summary:#}");
     assert!(
