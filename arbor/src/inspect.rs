@@ -130,8 +130,11 @@ fn shapes(trees: &[&Tree], options: &DeriveOptions) -> Vec<TreeShape> {
         .collect()
 }
 
+/// Levels of indentation the listing draws; deeper agents say their depth.
+const MAX_INDENT: usize = 32;
+
 /// The human listing: per tree, its agents depth first from the root,
-/// each indented under its parent.
+/// each indented under its parent (at most [`MAX_INDENT`] levels).
 pub fn write_listing(out: &mut dyn Write, shapes: &[TreeShape]) -> io::Result<()> {
     writeln!(
         out,
@@ -162,13 +165,26 @@ pub fn write_listing(out: &mut dyn Write, shapes: &[TreeShape]) -> io::Result<()
             if std::mem::replace(seen, true) {
                 continue;
             }
-            writeln!(
-                out,
-                "      {:indent$}{}",
-                "",
-                agent_line(shape, a),
-                indent = depth * 2
-            )?;
+            // Indented under its parent down to MAX_INDENT levels; deeper
+            // agents name their depth instead (the indent of a tree 32,768
+            // agents deep was a gigabyte, and past 65,535 columns a panic).
+            if depth <= MAX_INDENT {
+                writeln!(
+                    out,
+                    "      {:indent$}{}",
+                    "",
+                    agent_line(shape, a),
+                    indent = depth * 2
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "      {:indent$}[depth {depth}] {}",
+                    "",
+                    agent_line(shape, a),
+                    indent = MAX_INDENT * 2
+                )?;
+            }
             for &child in children[a as usize].iter().rev() {
                 stack.push((child, depth + 1));
             }
@@ -229,6 +245,35 @@ mod tests {
             kind: kind.into(),
             turns,
         }
+    }
+
+    #[test]
+    fn a_tree_deeper_than_the_indent_is_listed_in_linear_space() {
+        // Issue 27, item 12: 32,768 agents deep wrote 1.07 GB of indent,
+        // then panicked ("Formatting argument out of range").
+        let depth = 70_000u32;
+        let agents = (0..depth)
+            .map(|a| match a {
+                0 => agent("root", None, "root", 1),
+                a => agent(&format!("a{a}"), Some(a - 1), "blocking", 1),
+            })
+            .collect();
+        let shape = TreeShape {
+            tree_index: 0,
+            tree: "deep".into(),
+            agents,
+            edges: Vec::new(),
+        };
+        let mut out = Vec::new();
+        write_listing(&mut out, &[shape]).expect("written");
+        let text = String::from_utf8(out).expect("text");
+        assert_eq!(text.lines().count(), depth as usize + 2);
+        // Each line's indent is at most MAX_INDENT levels.
+        assert!(text.len() < depth as usize * 200, "{} bytes", text.len());
+        assert!(
+            text.contains("[depth 69999] a69999"),
+            "the deepest agent names its depth"
+        );
     }
 
     fn edge(role: EdgeRole, from: (u32, u32), to: (u32, u32)) -> EdgeShape {

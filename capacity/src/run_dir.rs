@@ -81,7 +81,7 @@ pub fn read(dir: &Path) -> Result<Observed, Error> {
 /// `run.json`'s turns per tree (a play with fewer records did not finish).
 fn tree_turns(dir: &Path) -> Result<Vec<u32>, Error> {
     let path = dir.join(arbor_runs::journal::RUN_FILE);
-    let text = std::fs::read_to_string(&path)
+    let text = arbor_runs::file_cap::read_to_string(&path)
         .map_err(|e| Error::other(format!("{}: cannot read: {e}", path.display())))?;
     let start: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| Error::other(format!("{}: not JSON: {e}", path.display())))?;

@@ -96,7 +96,10 @@ fn turn_name(tree: &Tree, offsets: &[u32], flat: u32) -> String {
 }
 
 /// Checks what the scheduler relies on: a root first, parents before
-/// children, turns in start order, edges between existing turns, no cycle.
+/// children, turns in start order and of at most
+/// [`MAX_TURN_TOKENS`](crate::model::MAX_TURN_TOKENS) input and output
+/// tokens (a turn of 4e9 output tokens made the live client reserve 32 GB),
+/// edges between existing turns, no cycle.
 pub fn validate(tree: &Tree, edges: &[Edge]) -> Result<(), InputError> {
     if tree.turn_count() == 0 {
         return Err(tree_error(
@@ -126,6 +129,21 @@ pub fn validate(tree: &Tree, edges: &[Edge]) -> Result<(), InputError> {
                     ),
                 ))
             }
+        }
+        if let Some((i, t)) = agent.turns.iter().enumerate().find(|(_, t)| {
+            t.isl > crate::model::MAX_TURN_TOKENS || t.osl > crate::model::MAX_TURN_TOKENS
+        }) {
+            return Err(tree_error(
+                tree,
+                format!(
+                    "agent `{}` turn {i}: {} input and {} output tokens: expected at most {} of \
+                     each in one turn (no model's context is longer)",
+                    agent.id,
+                    t.isl,
+                    t.osl,
+                    crate::model::MAX_TURN_TOKENS
+                ),
+            ));
         }
         if let Some(w) = agent.turns.windows(2).position(|w| w[1].start < w[0].start) {
             return Err(tree_error(
@@ -361,6 +379,25 @@ mod tests {
                 .contains("does not exist (the tree has 3 turns)"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_turn_of_more_tokens_than_any_context_is_an_input_error() {
+        // Issue 27, item 10: `out` = 4e9, accepted by every loader, made a
+        // live run reserve 32 GB of stamps and abort.
+        let mut tree = simple_tree(None);
+        tree.agents[0].turns[1].osl = 4_000_000_000;
+        let err = compile_tree(&tree, &Policy::default(), &DeriveOptions::default()).unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "turn 1: 0 input and 4000000000 output tokens: expected at most 16777216"
+            ) || err
+                .to_string()
+                .contains("output tokens: expected at most 16777216"),
+            "{err}"
+        );
+        tree.agents[0].turns[1].osl = crate::model::MAX_TURN_TOKENS;
+        assert!(compile_tree(&tree, &Policy::default(), &DeriveOptions::default()).is_ok());
     }
 
     #[test]

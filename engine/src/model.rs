@@ -144,6 +144,10 @@ pub enum InputKind {
 }
 
 /// One LLM request as recorded.
+/// The most input or output tokens one turn may have (16,777,216):
+/// above any model's context, far below what would exhaust the client.
+pub const MAX_TURN_TOKENS: u32 = 1 << 24;
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Turn {
     /// Recorded send time, from the tree's start.

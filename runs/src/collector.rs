@@ -2,10 +2,12 @@
 //! up to.
 //!
 //! Owns the metric definitions of docs/run.md. [`Collector`] takes each
-//! [`RequestRecord`] as it is written and keeps only compact per-request
-//! values (integer nanoseconds in `Vec<u64>`, inter-token latencies in an
-//! HDR histogram since there can be millions); [`Collector::finish`] turns
-//! them into [`Measured`]. The collector reads a record through [`Facts`],
+//! [`RequestRecord`] as it is written and keeps bounded memory whatever
+//! the run's length: each latency's values by [`crate::latency`]'s rule
+//! (exact up to 100,000, then an HDR histogram; inter-token latencies in
+//! the histogram from the first), and a play only while it is open (a play
+//! with all its tree's turns recorded is folded into `job_time`);
+//! [`Collector::finish`] turns them into [`Measured`]. The collector reads a record through [`Facts`],
 //! a borrowed view that `arbor run` takes of a [`RequestRecord`] in memory
 //! and `arbor summarize` of a line parsed back from `records.jsonl`: both
 //! feed the same numbers (every time is a whole number of nanoseconds over
@@ -19,9 +21,7 @@
 use std::collections::BTreeMap;
 
 use crate::record::{secs_ns as ns, ErrorCategory, RequestRecord, Status, TokenSource};
-use arbor_engine::stats::{Distribution, Seconds};
 use arbor_engine::time::nanos_to_secs;
-use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -122,52 +122,8 @@ impl Facts<'_> {
     }
 }
 
-/// Count, mean and percentiles of a latency, in seconds. Exact
-/// (nearest-rank) for every metric but ITL, whose percentiles come from an
-/// HDR histogram with 3 significant digits (mean and max stay exact).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Latency {
-    pub count: u64,
-    pub mean_s: f64,
-    pub p50_s: f64,
-    pub p90_s: f64,
-    pub p95_s: f64,
-    pub p99_s: f64,
-    pub max_s: f64,
-}
-
-impl Latency {
-    pub fn of(values: &mut [u64]) -> Latency {
-        let d = Distribution::<Seconds>::of(values);
-        Latency {
-            count: d.count,
-            mean_s: d.mean_shown(),
-            p50_s: d.shown(d.p50),
-            p90_s: d.shown(d.p90),
-            p95_s: d.shown(d.p95),
-            p99_s: d.shown(d.p99),
-            max_s: d.shown(d.max),
-        }
-    }
-
-    fn of_histogram(h: &Histogram<u64>, sum: u128, max: u64) -> Latency {
-        let n = h.len();
-        if n == 0 {
-            return Latency::of(&mut []);
-        }
-        // A bucket's highest equivalent value can exceed the true maximum.
-        let q = |p: f64| h.value_at_quantile(p).min(max) as f64 / 1e9;
-        Latency {
-            count: n,
-            mean_s: sum as f64 / n as f64 / 1e9,
-            p50_s: q(0.50),
-            p90_s: q(0.90),
-            p95_s: q(0.95),
-            p99_s: q(0.99),
-            max_s: max as f64 / 1e9,
-        }
-    }
-}
+pub use crate::latency::Latency;
+use crate::latency::Values;
 
 /// Requests by outcome (from the records).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -396,14 +352,13 @@ pub struct Collector {
     /// Measurement starts here at the latest (ns since the run epoch).
     window_start: Option<u64>,
     counts: RequestCounts,
-    ttft: Vec<u64>,
-    tpot: Vec<u64>,
-    e2e: Vec<u64>,
-    lateness: Vec<u64>,
-    queue_wait: Vec<u64>,
-    itl: Histogram<u64>,
-    itl_sum: u128,
-    itl_max: u64,
+    ttft: Values,
+    tpot: Values,
+    e2e: Values,
+    lateness: Values,
+    queue_wait: Values,
+    itl: Values,
+    job: Values,
     first_sent: Option<u64>,
     last_done: Option<u64>,
     ok_input_tokens: u64,
@@ -413,7 +368,13 @@ pub struct Collector {
     error_samples: BTreeMap<String, ErrorSample>,
     answered_models: BTreeMap<String, u64>,
     tokens: TokenReport,
-    plays: Vec<PlaySpan>,
+    /// Turns of each tree (`run.json`'s), to know when a play is whole.
+    tree_turns: Vec<u32>,
+    /// Plays not yet whole.
+    plays: BTreeMap<u32, PlaySpan>,
+    /// Whole plays left out of `job_time` (a cancelled request, or a stamp
+    /// missing).
+    plays_incomplete: u64,
 }
 
 impl Default for Collector {
@@ -429,15 +390,13 @@ impl Collector {
             first_play: Vec::new(),
             window_start: None,
             counts: RequestCounts::default(),
-            ttft: Vec::new(),
-            tpot: Vec::new(),
-            e2e: Vec::new(),
-            lateness: Vec::new(),
-            queue_wait: Vec::new(),
-            // Auto-resizing from 1 ns, 3 significant digits.
-            itl: Histogram::new(3).expect("3 significant digits are valid"),
-            itl_sum: 0,
-            itl_max: 0,
+            ttft: Values::default(),
+            tpot: Values::default(),
+            e2e: Values::default(),
+            lateness: Values::default(),
+            queue_wait: Values::default(),
+            itl: Values::folded(),
+            job: Values::default(),
             first_sent: None,
             last_done: None,
             ok_input_tokens: 0,
@@ -452,8 +411,19 @@ impl Collector {
             error_samples: BTreeMap::new(),
             answered_models: BTreeMap::new(),
             tokens: TokenReport::default(),
-            plays: Vec::new(),
+            tree_turns: Vec::new(),
+            plays: BTreeMap::new(),
+            plays_incomplete: 0,
         }
+    }
+
+    /// The turns of each tree (`run.json`'s `tree_turns`): a play with as
+    /// many records as its tree's turns is whole, and folded into
+    /// `job_time` at once. Without it (or for a tree beyond the list) a
+    /// play is judged by its records alone at [`Collector::finish`].
+    pub fn with_tree_turns(mut self, tree_turns: Vec<u32>) -> Collector {
+        self.tree_turns = tree_turns;
+        self
     }
 
     /// A collector that leaves `warmups` out of every figure and whose
@@ -496,11 +466,7 @@ impl Collector {
             self.answered(model);
         }
 
-        let play = r.play as usize;
-        if self.plays.len() <= play {
-            self.plays.resize(play + 1, PlaySpan::default());
-        }
-        let span = &mut self.plays[play];
+        let span = self.plays.entry(r.play).or_default();
         span.tree_index = r.tree_index;
         span.records += 1;
         if let Some(s) = sent {
@@ -511,13 +477,18 @@ impl Collector {
         }
 
         match r.status {
-            Status::Ok => self.counts.ok += 1,
+            Status::Ok => {
+                self.counts.ok += 1;
+                self.fold_if_whole(r.play);
+            }
             Status::Cancelled => {
                 self.counts.cancelled += 1;
                 span.cancelled = true;
+                self.fold_if_whole(r.play);
                 return;
             }
             Status::Error => {
+                self.fold_if_whole(r.play);
                 self.counts.failed += 1;
                 let category = r.error_category.map_or("unknown", ErrorCategory::as_str);
                 *self.errors.entry(category.to_string()).or_insert(0) += 1;
@@ -547,13 +518,7 @@ impl Collector {
             self.e2e.push(ns(v));
         }
         for &gap in r.itl_s {
-            let v = ns(gap);
-            // Auto-resizing: `record` grows the range; saturating would clamp.
-            if self.itl.record(v).is_err() {
-                self.itl.saturating_record(v);
-            }
-            self.itl_sum += u128::from(v);
-            self.itl_max = self.itl_max.max(v);
+            self.itl.push(ns(gap));
         }
         self.ok_input_tokens += r.input_tokens;
         self.ok_output_tokens += r.output_tokens;
@@ -593,25 +558,46 @@ impl Collector {
         *self.answered_models.entry(key.to_string()).or_insert(0) += 1;
     }
 
-    /// The summary. `tree_turns[t]` is how many turns tree `t` has (a play
-    /// has its tree's); a play with fewer records (turns skipped) or a
-    /// cancelled request is left out of `job_time`. Plays of trees beyond
-    /// the slice are judged by their records alone.
-    pub fn finish(mut self, tree_turns: &[u32]) -> Measured {
-        let mut job = Vec::new();
-        let mut incomplete = 0;
-        for span in &self.plays {
-            if span.records == 0 {
-                continue;
-            }
-            let all_there = tree_turns
-                .get(span.tree_index as usize)
-                .is_none_or(|&t| span.records >= t);
-            match (span.first_sent, span.last_done) {
-                (Some(s), Some(d)) if all_there && !span.cancelled && d >= s => job.push(d - s),
-                _ => incomplete += 1,
+    /// `play`, when it has all its tree's records, folded into
+    /// `job_time` (or counted incomplete) and forgotten.
+    fn fold_if_whole(&mut self, play: u32) {
+        let Some(span) = self.plays.get(&play) else {
+            return;
+        };
+        let whole = self
+            .tree_turns
+            .get(span.tree_index as usize)
+            .is_some_and(|&t| span.records >= t);
+        if whole {
+            let span = *span;
+            self.plays.remove(&play);
+            self.judge(&span);
+        }
+    }
+
+    /// A play done with: its job time, or counted incomplete.
+    fn judge(&mut self, span: &PlaySpan) {
+        let all_there = self
+            .tree_turns
+            .get(span.tree_index as usize)
+            .is_none_or(|&t| span.records >= t);
+        match (span.first_sent, span.last_done) {
+            (Some(s), Some(d)) if all_there && !span.cancelled && d >= s => self.job.push(d - s),
+            _ => self.plays_incomplete += 1,
+        }
+    }
+
+    /// The summary. A play with fewer records than its tree's turns
+    /// (turns skipped) or a cancelled request is left out of `job_time`;
+    /// plays of trees beyond `tree_turns` are judged by their records
+    /// alone.
+    pub fn finish(mut self) -> Measured {
+        for span in std::mem::take(&mut self.plays).into_values() {
+            if span.records > 0 {
+                self.judge(&span);
             }
         }
+        let job_time = self.job.latency();
         let start = match (self.first_sent, self.window_start) {
             (Some(s), Some(w)) => Some(s.min(w)),
             (s, _) => s,
@@ -626,13 +612,13 @@ impl Collector {
         }
         Measured {
             latency: Latencies {
-                ttft: Latency::of(&mut self.ttft),
-                itl: Latency::of_histogram(&self.itl, self.itl_sum, self.itl_max),
-                tpot: Latency::of(&mut self.tpot),
-                e2e: Latency::of(&mut self.e2e),
-                lateness: Latency::of(&mut self.lateness),
-                queue_wait: Latency::of(&mut self.queue_wait),
-                job_time: Latency::of(&mut job),
+                ttft: self.ttft.latency(),
+                itl: self.itl.latency(),
+                tpot: self.tpot.latency(),
+                e2e: self.e2e.latency(),
+                lateness: self.lateness.latency(),
+                queue_wait: self.queue_wait.latency(),
+                job_time,
             },
             throughput: Throughput {
                 window_s: window as f64 / 1e9,
@@ -649,8 +635,8 @@ impl Collector {
             error_samples: self.error_samples,
             answered_models: self.answered_models,
             tokens: self.tokens,
-            plays_complete: job.len() as u64,
-            plays_incomplete: incomplete,
+            plays_complete: job_time.count,
+            plays_incomplete: self.plays_incomplete,
         }
     }
 }
@@ -717,11 +703,11 @@ mod tests {
 
     /// Play `p` is a play of tree `p`: `tree_turns` gives each play's turns.
     fn collect(items: Vec<(RequestIdentity, Response)>, tree_turns: &[u32]) -> Measured {
-        let mut c = Collector::new();
+        let mut c = Collector::new().with_tree_turns(tree_turns.to_vec());
         for (id, r) in items {
             c.add(&Facts::from(&RequestRecord::new(id, &r)));
         }
-        c.finish(tree_turns)
+        c.finish()
     }
 
     #[test]
@@ -798,7 +784,7 @@ mod tests {
         for i in 0..20 {
             c.answered(&format!("m{i}"));
         }
-        let m = c.finish(&[]);
+        let m = c.finish();
         assert_eq!(m.answered_models.len(), ANSWERED_MODEL_NAMES + 1);
         assert_eq!(
             m.answered_models[OTHER_MODELS],
@@ -983,7 +969,7 @@ mod tests {
             identity(0, 0, 0, 0),
             &record(0, &chunks, done),
         )));
-        let m = c.finish(&[]);
+        let m = c.finish();
         let itl = m.latency.itl;
         assert_eq!(itl.count, 1000);
         assert!((itl.p50_s - 0.500).abs() / 0.5 < 0.002, "{}", itl.p50_s);
@@ -1001,7 +987,7 @@ mod tests {
         c.add(&Facts::from(&warm));
         let r = RequestRecord::new(identity(1, 0, 900, 900), &record(1000, &[1100, 1200], 1500));
         c.add(&Facts::from(&r));
-        let m = c.finish(&[]);
+        let m = c.finish();
         assert_eq!((m.requests.dispatched, m.requests.warmups), (1, 1));
         assert_eq!(m.latency.ttft.count, 1);
         assert_eq!(m.latency.queue_wait.count, 1);
@@ -1011,7 +997,7 @@ mod tests {
 
     #[test]
     fn an_empty_run_is_all_zeros_and_nulls() {
-        let m = Collector::new().finish(&[]);
+        let m = Collector::new().finish();
         assert_eq!(m.requests.dispatched, 0);
         assert_eq!(m.latency.itl.count, 0);
         assert_eq!(m.throughput.work.requests_per_s, 0.0);

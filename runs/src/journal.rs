@@ -286,7 +286,7 @@ pub fn write_json<T: Serialize + DeserializeOwned>(
 
 /// Reads a JSON file of the run, checking its schema version first.
 pub fn read_json<T: DeserializeOwned>(path: &Path, schema: &str) -> Result<T, Error> {
-    let bytes = fs::read(path)
+    let bytes = crate::file_cap::read(path)
         .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
     parse_json(&bytes, path, schema)
 }

@@ -5,17 +5,19 @@
 //! ([`journal`]), `records.jsonl` as requests finish ([`record`], the line;
 //! [`records_file`], reading it back; [`record_line`], the one reader of
 //! a line), `summary.json` ([`output`]: the directory's rules and the
-//! summary; [`collector`], the figures the records add up to), `trees.jsonl`
+//! summary; [`collector`], the figures the records add up to; [`latency`],
+//! a latency's values in bounded memory), `trees.jsonl`
 //! ([`shape`]), `metrics.jsonl` ([`server_metrics`]) and `planned.json`.
 //! Around them: [`summarize`] (the summary rebuilt from the files),
 //! [`merge`] (shards joined), [`aggregate`] (repeated runs and their
 //! spread), [`metric`] (the metric vocabulary, declared once),
 //! [`identity`] (the hashes of what a run measured, which `compare`
 //! checks), [`sharding`] and [`shard_manifest`] (a shard's identity),
-//! [`recipe`] (the validity stamp), [`warnings`] (what a reader must be
+//! [`recipe`] (the validity stamp), [`seen`] (a record there twice), [`warnings`] (what a reader must be
 //! told before the figures), [`breaker`] (a run stopped when its requests
 //! keep failing the same way), and the shapes the plan report shares
-//! ([`policy`], [`work`]).
+//! ([`policy`], [`work`]). Every whole JSON file is read through
+//! [`file_cap`] (a regular file, at most 256 MiB).
 //!
 //! Reads and writes files, never the network or a clock; prints nothing
 //! (the front end words what happened).
@@ -25,8 +27,10 @@ pub mod aggregate;
 pub mod breaker;
 pub mod collector;
 pub mod config;
+pub mod file_cap;
 pub mod identity;
 pub mod journal;
+pub mod latency;
 pub mod merge;
 pub mod metric;
 pub mod output;
@@ -35,6 +39,7 @@ pub mod recipe;
 pub mod record;
 pub mod record_line;
 pub mod records_file;
+pub mod seen;
 pub mod server_metrics;
 pub mod shape;
 pub mod shard_manifest;

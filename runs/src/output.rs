@@ -563,7 +563,7 @@ impl Summary {
     /// arbor adds are ignored.
     pub fn read(dir: &Path) -> Result<Summary, Error> {
         let path = dir.join(SUMMARY_FILE);
-        let text = fs::read(&path).map_err(|e| {
+        let text = crate::file_cap::read(&path).map_err(|e| {
             Error::input(format!(
                 "{}: cannot read ({e}); expected the {SUMMARY_FILE} `arbor run` writes \
                  (`arbor summarize {}` rebuilds it from the records)",

@@ -34,6 +34,7 @@ use serde_json::value::RawValue;
 use crate::collector::{ErrorSeen, Facts};
 use crate::record::{unknown_word_of, ErrorCategory, Status, TokenSource};
 use crate::records_file::{for_each_line, not_a_record, Lines};
+use crate::seen::RequestIds;
 use arbor_error::Error;
 
 /// One line of `records.jsonl` (docs/run.md), as written; `None` where
@@ -246,12 +247,18 @@ impl<'a> RecordLine<'a> {
 /// Reads `path`, handing every record (and the line's text) to `each` in
 /// file order (the shared rules of [`crate::records_file`]: an error, a
 /// line's or one `each` gives, names the file and the line; a torn last
-/// line is skipped and reported).
+/// line is skipped and reported). A request id seen twice is an error
+/// ([`RequestIds`]).
 pub fn read(
     path: &Path,
     mut each: impl FnMut(&RecordLine<'_>, &str) -> Result<(), String>,
 ) -> Result<Lines, Error> {
-    for_each_line(path, |_, text| each(&RecordLine::parse(text)?, text))
+    let mut ids = RequestIds::default();
+    for_each_line(path, |_, text| {
+        let line = RecordLine::parse(text)?;
+        ids.add(line.request)?;
+        each(&line, text)
+    })
 }
 
 #[cfg(test)]
@@ -322,16 +329,16 @@ mod tests {
 
     #[test]
     fn a_torn_last_line_is_skipped_and_a_bad_middle_line_is_an_error() {
-        let whole = line(&record(0));
+        let (first, second) = (line(&record(0)), line(&record(2)));
         let torn = &line(&record(1))[..40];
-        let path = file("torn", &format!("{whole}{whole}{torn}"));
+        let path = file("torn", &format!("{first}{second}{torn}"));
         let Ok(found) = read(&path, |_, _| Ok(())) else {
             panic!("a torn last line is not an error")
         };
         assert_eq!(found.records, 2);
         assert_eq!(found.torn.map(|t| t.line), Some(3));
 
-        let path = file("bad", &format!("{whole}{torn}\n{whole}"));
+        let path = file("bad", &format!("{first}{torn}\n{second}"));
         let Err(err) = read(&path, |_, _| Ok(())) else {
             panic!("a bad middle line is an error")
         };
@@ -341,6 +348,67 @@ mod tests {
             err.message
         );
         let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn a_record_twice_is_refused_naming_its_second_line() {
+        // Issue 27, item 2: a records.jsonl appended to itself was read as
+        // twice the requests, complete.
+        let one = line(&record(0));
+        let path = file("twice", &format!("{one}{}{one}", line(&record(1))));
+        let Err(err) = read(&path, |_, _| Ok(())) else {
+            panic!("a request recorded twice is refused")
+        };
+        assert!(err.is_input(), "{}", err.message);
+        assert!(
+            err.message.contains("line 3: request 0 is recorded twice"),
+            "{}",
+            err.message
+        );
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn a_nul_tail_and_an_endless_line_are_refused_where_they_start() {
+        // Issue 27, items 13 and 19: a tail of NULs (or records.jsonl
+        // linked to /dev/zero) was read whole before any reader refused it.
+        let mut bytes = line(&record(0)).into_bytes();
+        bytes.extend(std::iter::repeat_n(0u8, 1 << 20));
+        let path = file("nul", "");
+        std::fs::write(&path, &bytes).unwrap();
+        let Err(err) = read(&path, |_, _| Ok(())) else {
+            panic!("NULs are refused")
+        };
+        assert!(
+            err.message
+                .contains("line 2: a NUL byte at byte 1 of the line"),
+            "{}",
+            err.message
+        );
+        let zero = file("zero", "");
+        let _ = std::fs::remove_file(&zero);
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let Err(err) = read(&zero, |_, _| Ok(())) else {
+            panic!("/dev/zero is refused")
+        };
+        assert!(
+            err.message.contains("line 1: a NUL byte"),
+            "{}",
+            err.message
+        );
+        let long = file("long", "");
+        std::fs::write(&long, vec![b' '; crate::records_file::LINE_CAP + 10]).unwrap();
+        let Err(err) = read(&long, |_, _| Ok(())) else {
+            panic!("a line over the cap is refused")
+        };
+        assert!(
+            err.message.contains("line 1: a line longer than 64 MiB"),
+            "{}",
+            err.message
+        );
+        for p in [path, zero, long] {
+            let _ = std::fs::remove_file(p);
+        }
     }
 
     #[test]

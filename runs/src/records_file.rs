@@ -7,6 +7,9 @@
 //! caller cannot take is an error naming the file and the line, except a
 //! last line without its newline, which a run killed mid-write leaves
 //! torn: it is skipped and reported ([`Lines::torn`]), never an error.
+//! A NUL byte or a line longer than [`LINE_CAP`] is an error where it is
+//! found: a reader never buffers an endless line (`/dev/zero`, a
+//! zero-filled tail) before refusing it.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -88,13 +91,20 @@ impl Reader {
         }
         loop {
             self.buf.clear();
-            let n = self
-                .reader
-                .read_until(b'\n', &mut self.buf)
+            let read = self
+                .read_line()
                 .map_err(|e| Error::input(format!("{}: cannot read: {e}", self.path.display())))?;
-            if n == 0 {
-                return Ok(None);
-            }
+            let n = match read {
+                Ok(0) => return Ok(None),
+                Ok(n) => n,
+                Err(why) => {
+                    return Err(Error::input(format!(
+                        "{} line {}: {why}",
+                        self.path.display(),
+                        self.number + 1
+                    )))
+                }
+            };
             self.number += 1;
             let complete = self.buf.last() == Some(&b'\n');
             let taken = match std::str::from_utf8(self.buf.trim_ascii()) {
@@ -124,6 +134,48 @@ impl Reader {
         }
     }
 }
+
+impl Reader {
+    /// Reads the next line into `buf`, its newline included when there is
+    /// one: `Ok(Ok(bytes))`, 0 at the end of the file. A NUL byte (a tail
+    /// a crash left zero-filled, or `/dev/zero`) or a line longer than
+    /// [`LINE_CAP`] is `Ok(Err(why))`, found without reading past it.
+    fn read_line(&mut self) -> std::io::Result<Result<usize, String>> {
+        loop {
+            let chunk = self.reader.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(Ok(self.buf.len()));
+            }
+            let (take, ends) = match memchr::memchr(b'\n', chunk) {
+                Some(at) => (at + 1, true),
+                None => (chunk.len(), false),
+            };
+            if let Some(at) = memchr::memchr(0, &chunk[..take]) {
+                return Ok(Err(format!(
+                    "a NUL byte at byte {} of the line (a file zero-filled after a crash?); \
+                     expected the records `arbor run` writes, one JSON object per line",
+                    self.buf.len() + at + 1
+                )));
+            }
+            if self.buf.len() + take > LINE_CAP {
+                return Ok(Err(format!(
+                    "a line longer than {} MiB; expected the records `arbor run` writes, one \
+                     JSON object per line",
+                    LINE_CAP >> 20
+                )));
+            }
+            self.buf.extend_from_slice(&chunk[..take]);
+            self.reader.consume(take);
+            if ends {
+                return Ok(Ok(self.buf.len()));
+            }
+        }
+    }
+}
+
+/// The longest line a reader takes (64 MiB): a record of a million output
+/// tokens, whose `itl_s` lists a million gaps, is about 20 MiB.
+pub const LINE_CAP: usize = 64 << 20;
 
 /// The words for a line serde could not read as a record.
 pub fn not_a_record(e: &serde_json::Error) -> String {

@@ -89,7 +89,7 @@ impl ShardManifest {
 
     pub fn read(timeline: &Path) -> Result<Self, Error> {
         let path = Self::path_of(timeline);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let text = crate::file_cap::read_to_string(&path).map_err(|e| {
             Error::input(format!(
                 "{}: cannot read the shard manifest {} ({e}); was it written by `arbor plan --shard I/N --timeline FILE`?",
                 timeline.display(),

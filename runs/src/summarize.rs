@@ -22,6 +22,7 @@ use crate::journal::{self, LaneEnd, RunEnd, RunStart};
 use crate::output::{Completeness, Summary, RECORDS_FILE, SUMMARY_FILE};
 use crate::record::{secs_ns as ns, Status};
 use crate::record_line;
+use crate::seen::PlayRecords;
 use crate::server_metrics::ServerMetrics;
 use arbor_error::Error;
 
@@ -47,8 +48,10 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Error> {
     }
     let records_path = dir.join(RECORDS_FILE);
     let start_path = dir.join(journal::RUN_FILE);
-    if !start_path.is_file() {
-        let why = if records_path.is_file() {
+    // Present but not a regular file (a device, a FIFO) is refused by the
+    // reader, by name; only a missing one is explained here.
+    if !start_path.exists() {
+        let why = if records_path.exists() {
             "the run was made by an older arbor, which wrote no run.json (its summary.json \
              cannot be rebuilt), or was stopped before its clock started"
         } else {
@@ -60,7 +63,7 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Error> {
             start_path.display()
         )));
     }
-    if !records_path.is_file() {
+    if !records_path.exists() {
         return Err(Error::input(format!(
             "{}: missing (run.json is there: the records were moved or deleted)",
             records_path.display()
@@ -74,15 +77,24 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Error> {
         None
     };
 
-    let mut collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
-    let mut derived = Derived::default();
+    let mut collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns)
+        .with_tree_turns(start.tree_turns.clone());
+    // Only a run without end.json needs what the records say of its end
+    // (this keeps every record's times: not kept when not needed).
+    let mut derived = end.is_none().then(Derived::default);
+    let mut plays = PlayRecords::new(&start.tree_turns);
     // One buffer for every line's gaps.
     let mut itl = Vec::new();
     let found = record_line::read(&records_path, |line, _| {
         line.itl_s.read_into(&mut itl)?;
         let facts = line.facts(&itl)?;
+        if !facts.warmup {
+            plays.add(facts.play, facts.tree_index)?;
+        }
         collector.add(&facts);
-        derived.add(&facts);
+        if let Some(derived) = derived.as_mut() {
+            derived.add(&facts);
+        }
         Ok(())
     })?;
 
@@ -107,13 +119,13 @@ pub fn rebuild(dir: &Path) -> Result<Rebuilt, Error> {
                  counts.plays_not_started, idle; profiling_start_s is the planned one",
                 journal::END_FILE
             ));
-            derived.end(&start)
+            derived.unwrap_or_default().end(&start)
         }
     };
     let summary = Summary::build(
         &start,
         &end,
-        collector.finish(&start.tree_turns),
+        collector.finish(),
         ServerMetrics::of_run_dir(dir)?,
         Completeness { complete, notes },
     );
@@ -223,9 +235,12 @@ pub enum Kept {
 /// there as `summary.json.orig` (`.orig.2`, ... if taken).
 pub fn write_keeping_old(dir: &Path, bytes: &[u8]) -> Result<Kept, Error> {
     let path = dir.join(SUMMARY_FILE);
-    let kept = match fs::read(&path) {
+    let kept = match crate::file_cap::read(&path) {
         Ok(old) if old == bytes => return Ok(Kept::Unchanged),
-        Ok(_) => {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Kept::New,
+        // Another summary, or one that cannot be read back (not a regular
+        // file, too long): kept, never overwritten.
+        _ => {
             let old = (1u32..)
                 .map(|i| match i {
                     1 => dir.join(format!("{SUMMARY_FILE}.orig")),
@@ -242,7 +257,6 @@ pub fn write_keeping_old(dir: &Path, bytes: &[u8]) -> Result<Kept, Error> {
             })?;
             Kept::Old(old)
         }
-        Err(_) => Kept::New,
     };
     journal::write_atomic(dir, SUMMARY_FILE, bytes)?;
     Ok(kept)

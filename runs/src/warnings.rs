@@ -76,7 +76,7 @@ mod tests {
 
     /// What 100 ok requests with measured outputs add up to.
     fn measured() -> Measured {
-        let mut m = Collector::new().finish(&[]);
+        let mut m = Collector::new().finish();
         m.requests.dispatched = 100;
         m.requests.ok = 100;
         m.tokens.output_source.usage = 100;

@@ -706,7 +706,8 @@ pub async fn run_against(
     let start = journal::write_json(&out_dir, journal::RUN_FILE, &start)?;
     // Warmups are recorded but measured nowhere; measurement starts at the
     // profiling start (0 without a start window).
-    let collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns);
+    let collector = Collector::with_warmups(start.warmups.clone(), start.window_start_ns)
+        .with_tree_turns(start.tree_turns.clone());
     // The circuit breaker stops the run as a signal does (the grace, then
     // the end), once.
     let stop = Arc::new(tokio::sync::Notify::new());
@@ -847,7 +848,7 @@ pub async fn run_against(
     let summary = output::Summary::build(
         &start,
         &end,
-        collector.finish(&start.tree_turns),
+        collector.finish(),
         ServerMetrics::of_run_dir(&out_dir)?,
         Completeness {
             complete: true,

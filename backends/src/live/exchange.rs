@@ -305,6 +305,9 @@ pub async fn execute(
     response
 }
 
+/// The most content stamps reserved ahead for a request (512 KiB).
+const RESERVED_CHUNKS: usize = 1 << 16;
+
 /// [`execute`], measuring into `response` as it goes: a caller that drops
 /// this future midway (a cancel at the end of the grace period) keeps
 /// every stamp, the status, the chunks and the attempts measured so far.
@@ -321,7 +324,12 @@ pub async fn execute_into(
     on_sent: impl FnOnce(Nanos),
     on_head: impl FnOnce(),
 ) {
-    response.stamps.content.reserve(expected_chunks + 2);
+    // Reserved for the chunks planned, up to a bound: past it the stamps
+    // grow as chunks arrive (a plan's count is not the server's promise).
+    response
+        .stamps
+        .content
+        .reserve(expected_chunks.min(RESERVED_CHUNKS) + 2);
     let deadline = tokio::time::Instant::now() + target.timeout;
     let clock = || nanos_since(epoch);
     let (begun, request_head, sent) = match started {

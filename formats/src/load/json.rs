@@ -22,6 +22,7 @@
 //! | a NUL byte     | `a NUL byte (0x00): expected JSON text (is this a binary or sparse file?)` |
 //! | a long line    | `a line longer than 64 MiB: expected one JSON object per line of at most 64 MiB (the line cap; ...)` |
 //! | a huge input   | `more than 4 GiB of text: expected at most 4 GiB (the input cap; ...)` |
+//! | a huge document | `one JSON document longer than 512 MiB: expected at most 512 MiB read as one document (the document cap; ...)` |
 //!
 //! A NUL byte, a line over the cap and text past the input cap are placed
 //! as `line N, byte offset B` (bytes of text from the start, after zstd
@@ -42,7 +43,7 @@ use serde_json::error::Category;
 use arbor_engine::error::InputError;
 
 use super::sniff;
-use super::source::{show_bytes, Source, MAX_INPUT_BYTES, MAX_LINE_BYTES};
+use super::source::{show_bytes, Source, MAX_DOCUMENT_BYTES, MAX_INPUT_BYTES, MAX_LINE_BYTES};
 
 /// A failure within one JSON text, before a file name is attached.
 #[derive(Debug)]
@@ -331,10 +332,29 @@ impl Lines {
                     ),
                 ));
             }
+            // Where a cap was passed: the start of the line being read, or
+            // in a whole document, the byte where the cap was reached.
+            let passed = || match until {
+                Until::LineEnd => self.place_of(0),
+                Until::End => self.place_of(self.bytes.len()),
+            };
+            if until == Until::End && total > MAX_DOCUMENT_BYTES {
+                return Err(InputError::at(
+                    &self.file,
+                    passed(),
+                    format!(
+                        "one JSON document longer than {}: expected at most {} read as one \
+                         document (the document cap; write it as JSON lines, one record per \
+                         line, to read more: see docs/formats.md)",
+                        show_bytes(MAX_DOCUMENT_BYTES),
+                        show_bytes(MAX_DOCUMENT_BYTES)
+                    ),
+                ));
+            }
             if total > MAX_INPUT_BYTES {
                 return Err(InputError::at(
                     &self.file,
-                    self.place_of(0),
+                    passed(),
                     format!(
                         "more than {} of text: expected at most {} (the input cap; see docs/formats.md)",
                         show_bytes(MAX_INPUT_BYTES),
@@ -449,6 +469,48 @@ pub(super) fn place(line: usize, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `{"a":[` and then `1,` and a line break for ever (a document that
+    /// never ends, as from a pipe).
+    struct Endless {
+        started: bool,
+    }
+
+    impl io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if !std::mem::replace(&mut self.started, true) {
+                buf[..6].copy_from_slice(b"{\"a\":[");
+                return Ok(6);
+            }
+            for pair in buf.chunks_exact_mut(3) {
+                pair.copy_from_slice(b"1,\n");
+            }
+            Ok(buf.len() / 3 * 3)
+        }
+    }
+
+    #[test]
+    fn an_endless_document_is_refused_at_the_document_cap_where_it_passed_it() {
+        // Issue 27, item 20: buffered to the 4 GiB input cap (4.2 GB of
+        // memory), and the error named line 1, byte offset 0.
+        let source = Source::stream("stdin".into(), None, Box::new(Endless { started: false }))
+            .expect("opens");
+        let mut lines = Lines::open(source, "a trace").expect("opens");
+        let mut text = String::new();
+        let Err(e) = lines.read_rest(&mut text) else {
+            panic!("an endless document is refused")
+        };
+        let e = e.to_string();
+        assert!(e.contains("one JSON document longer than 512 MiB"), "{e}");
+        // The place is where the cap was passed: past line 100 million.
+        let line: u64 = e
+            .split("line ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(line > 100_000_000, "{e}");
+    }
 
     #[derive(serde::Deserialize, Debug)]
     #[serde(expecting = "a thing (an object with `n`)")]

@@ -6,7 +6,8 @@
 //! FIFO, `/dev/stdin`, `<(cat f)`, a device) can be read only once, so its
 //! first [`SNIFF_BYTES`] are read for detection and kept in front of the
 //! rest of the same stream, which the reader then reads. Owns the caps too:
-//! [`MAX_INPUT_BYTES`] (a whole input) and [`MAX_LINE_BYTES`] (one line),
+//! [`MAX_INPUT_BYTES`] (a whole input), [`MAX_DOCUMENT_BYTES`] (one JSON
+//! document) and [`MAX_LINE_BYTES`] (one line),
 //! which `json.rs` enforces while it reads. Knows nothing of formats.
 
 use std::fs::{self, File};
@@ -24,6 +25,12 @@ pub const MAX_INPUT_BYTES: u64 = 4 << 30;
 /// The longest line of a JSON-lines input: 64 MiB (one trace per line in
 /// the largest Weka corpora is a few MB).
 pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// The longest input read as one JSON document (a format of one document
+/// per file, e.g. a Weka trace): 512 MiB. The whole document is parsed
+/// at once (several times its size in memory); the largest real ones are
+/// a few MB, and a larger corpus is JSON lines.
+pub const MAX_DOCUMENT_BYTES: u64 = 512 << 20;
 
 /// The input path that means standard input.
 pub const STDIN: &str = "-";
@@ -95,7 +102,7 @@ impl Source {
         Source::stream(name, Some(path.to_path_buf()), Box::new(file))
     }
 
-    fn stream(
+    pub(super) fn stream(
         name: String,
         path: Option<PathBuf>,
         mut rest: Box<dyn Read + Send>,

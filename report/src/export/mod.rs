@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use arbor_runs::shape;
 
 use arbor_error::Error;
-use output::Output;
+use output::{Output, Staged};
 use records::Record;
 
 /// What `arbor export` writes, of which run directory.
@@ -61,37 +61,34 @@ pub fn export(options: &ExportOptions, note: &mut dyn FnMut(&str)) -> Result<Vec
     if !repeat || options.perfetto.is_some() || options.csv.is_some() {
         records::check_dir(&options.run_dir)?;
     }
+    // Every file is staged under a temporary name and named only once all
+    // are written: a failure at the last leaves none behind.
+    let mut staged = Vec::new();
     let mut report = Vec::new();
     if options.perfetto.is_some() || options.csv.is_some() {
-        report = trace_and_rows(options, note)?;
+        report = trace_and_rows(options, &mut staged, note)?;
     }
     if let Some(dir) = &options.aiperf {
         if repeat {
-            report.extend(aiperf::write_repeat(&options.run_dir, dir)?);
+            report.extend(aiperf::write_repeat(&options.run_dir, dir, &mut staged)?);
         } else {
-            report.push(aiperf::write(&options.run_dir, dir)?);
+            report.push(aiperf::write(&options.run_dir, dir, &mut staged)?);
         }
     }
+    output::commit_all(staged)?;
     Ok(report)
 }
 
 /// `--perfetto` and `--csv`: one read of the records; the report's lines.
 fn trace_and_rows(
     options: &ExportOptions,
+    staged: &mut Vec<Staged>,
     note: &mut dyn FnMut(&str),
 ) -> Result<Vec<String>, Error> {
     let mut csv_out = options.csv.as_deref().map(Output::create).transpose()?;
-    let report = match trace_and_csv(options, csv_out.as_mut(), note) {
-        Ok(report) => report,
-        Err(failure) => {
-            if let Some(out) = csv_out {
-                out.discard();
-            }
-            return Err(failure);
-        }
-    };
+    let report = trace_and_csv(options, csv_out.as_mut(), staged, note)?;
     if let Some(out) = csv_out {
-        out.finish()?;
+        staged.push(out.finish()?);
     }
     Ok(report)
 }
@@ -101,6 +98,7 @@ fn trace_and_rows(
 fn trace_and_csv(
     options: &ExportOptions,
     mut csv_out: Option<&mut Output>,
+    staged: &mut Vec<Staged>,
     note: &mut dyn FnMut(&str),
 ) -> Result<Vec<String>, Error> {
     if let Some(out) = csv_out.as_deref_mut() {
@@ -131,7 +129,7 @@ fn trace_and_csv(
     read?;
     let mut report = Vec::new();
     if let Some(path) = &options.perfetto {
-        report.push(trace(&options.run_dir, path, &records, note)?);
+        report.push(trace(&options.run_dir, path, &records, staged, note)?);
     }
     if let Some(out) = csv_out {
         report.push(format!(
@@ -147,6 +145,7 @@ fn trace(
     dir: &Path,
     path: &Path,
     records: &[Record],
+    staged: &mut Vec<Staged>,
     note: &mut dyn FnMut(&str),
 ) -> Result<String, Error> {
     let shapes = shape::read(dir)?;
@@ -159,15 +158,9 @@ fn trace(
         ));
     }
     let mut out = Output::create(path)?;
-    let written = match perfetto::write(out.writer(), records, shapes.as_deref()) {
-        Ok(written) => written,
-        Err(e) => {
-            let failure = out.fail(e);
-            out.discard();
-            return Err(failure);
-        }
-    };
-    out.finish()?;
+    let written =
+        perfetto::write(out.writer(), records, shapes.as_deref()).map_err(|e| out.fail(e))?;
+    staged.push(out.finish()?);
     if written.undrawn > 0 {
         note(&format!(
             "note: {} records have no usable time and are not drawn",

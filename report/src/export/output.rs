@@ -1,7 +1,9 @@
-//! A file an export writes: buffered, gzipped when its
-//! name ends in `.gz`, and removed again when the export fails. Owns the
-//! message of a file that cannot be written (exit 1); knows nothing of
-//! what is written.
+//! A file an export writes: buffered, gzipped when its name ends in
+//! `.gz`, written under a temporary name beside it (`.NAME.partial`) and
+//! given its name only when the whole export succeeded. Owns that rule
+//! (an export that fails, even at its last file, leaves none of its files
+//! behind: docs/export.md) and the message of a file that cannot be
+//! written (exit 1); knows nothing of what is written.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -14,10 +16,15 @@ use arbor_error::Error;
 
 const BUFFER: usize = 1 << 16;
 
-/// An output file being written.
+/// An output file being written (under its temporary name).
 pub struct Output {
     path: PathBuf,
-    sink: Sink,
+    temp: PathBuf,
+    /// `None` once finished.
+    sink: Option<Sink>,
+    /// What a finished output would be written to (never: `finish` takes
+    /// the output).
+    gone: io::Sink,
 }
 
 enum Sink {
@@ -26,10 +33,23 @@ enum Sink {
     Gzip(BufWriter<GzEncoder<File>>),
 }
 
+/// A file written in full under its temporary name, waiting for the rest
+/// of the export: [`Staged::commit`] names it; dropped uncommitted, it is
+/// removed.
+pub struct Staged {
+    path: PathBuf,
+    temp: PathBuf,
+    committed: bool,
+}
+
 impl Output {
-    /// Creates `path` (exit 1 when it cannot be).
+    /// Creates `path`'s temporary file (exit 1 when it cannot be).
     pub fn create(path: &Path) -> Result<Output, Error> {
-        let file = File::create(path).map_err(|e| cannot_write(path, &e))?;
+        let name = path
+            .file_name()
+            .map_or_else(|| "export".into(), |n| n.to_string_lossy().into_owned());
+        let temp = path.with_file_name(format!(".{name}.partial"));
+        let file = File::create(&temp).map_err(|e| cannot_write(path, &e))?;
         let sink = if path.extension().is_some_and(|e| e == "gz") {
             let gzip = GzEncoder::new(file, Compression::default());
             Sink::Gzip(BufWriter::with_capacity(BUFFER, gzip))
@@ -38,7 +58,9 @@ impl Output {
         };
         Ok(Output {
             path: path.to_path_buf(),
-            sink,
+            temp,
+            sink: Some(sink),
+            gone: io::sink(),
         })
     }
 
@@ -48,8 +70,9 @@ impl Output {
 
     pub fn writer(&mut self) -> &mut dyn Write {
         match &mut self.sink {
-            Sink::Plain(w) => w,
-            Sink::Gzip(w) => w,
+            Some(Sink::Plain(w)) => w,
+            Some(Sink::Gzip(w)) => w,
+            None => &mut self.gone,
         }
     }
 
@@ -58,27 +81,57 @@ impl Output {
         cannot_write(&self.path, &e)
     }
 
-    /// Ends the file (the gzip trailer) and flushes it.
-    pub fn finish(self) -> Result<(), Error> {
-        let done = match self.sink {
-            Sink::Plain(mut w) => w.flush(),
-            Sink::Gzip(w) => w
+    /// Ends the file (the gzip trailer) and flushes it: staged, named when
+    /// the export commits.
+    pub fn finish(mut self) -> Result<Staged, Error> {
+        let done = match self.sink.take() {
+            Some(Sink::Plain(mut w)) => w.flush(),
+            Some(Sink::Gzip(w)) => w
                 .into_inner()
                 .map_err(|e| e.into_error())
                 .and_then(|gzip| gzip.finish())
                 .and_then(|mut f| f.flush()),
+            None => Ok(()),
         };
-        done.map_err(|e| cannot_write(&self.path, &e))
+        let staged = Staged {
+            path: std::mem::take(&mut self.path),
+            temp: std::mem::take(&mut self.temp),
+            committed: false,
+        };
+        done.map_err(|e| cannot_write(&staged.path, &e))?;
+        Ok(staged)
     }
+}
 
-    /// Drops what was written and removes the file: an export that fails
-    /// leaves no half-written file behind.
-    pub fn discard(self) {
-        let path = self.path;
-        drop(self.sink);
-        // Already failing: a file that cannot be removed changes nothing.
-        let _ = std::fs::remove_file(path);
+impl Drop for Output {
+    /// An output never finished is removed: nothing half-written stays.
+    fn drop(&mut self) {
+        if self.sink.take().is_some() {
+            // Already failing: a file that cannot be removed changes nothing.
+            let _ = std::fs::remove_file(&self.temp);
+        }
     }
+}
+
+impl Staged {
+    /// Gives the file its name.
+    pub fn commit(mut self) -> Result<(), Error> {
+        self.committed = true;
+        std::fs::rename(&self.temp, &self.path).map_err(|e| cannot_write(&self.path, &e))
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Names every staged file, in order (the export succeeded).
+pub fn commit_all(staged: Vec<Staged>) -> Result<(), Error> {
+    staged.into_iter().try_for_each(Staged::commit)
 }
 
 fn cannot_write(path: &Path, e: &io::Error) -> Error {

@@ -69,7 +69,7 @@ impl PlannedLoad {
 /// error naming the file.
 pub fn read(dir: &Path) -> Result<Option<PlannedLoad>, Error> {
     let path = dir.join(PLANNED_FILE);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match arbor_runs::file_cap::read(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
@@ -79,10 +79,41 @@ pub fn read(dir: &Path) -> Result<Option<PlannedLoad>, Error> {
             )))
         }
     };
-    serde_json::from_str(&text).map(Some).map_err(|e| {
-        Error::input(format!(
-            "{}: expected the plan's load ({PLANNED_SCHEMA}): {e}",
-            path.display()
-        ))
-    })
+    // Another schema version is refused by name before a field is read.
+    arbor_runs::journal::parse_json(&text, &path, PLANNED_SCHEMA).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_planned_json_of_another_schema_is_refused_by_name() {
+        // A planned.json of another version was read as this one's.
+        let dir = std::env::temp_dir().join(format!("arbor-planned-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let load = r#"{"service":"recorded","peak_inflight":1,"peak_inflight_at_s":0,"bin_s":1,"t_s":[0],"inflight_max":[1],"inflight_mean":[1.0]"#;
+        std::fs::write(
+            dir.join(PLANNED_FILE),
+            format!(r#"{load},"schema_version":"arbor.planned/9"}}"#),
+        )
+        .unwrap();
+        let Err(e) = read(&dir) else {
+            panic!("another schema is refused")
+        };
+        assert!(e.is_input(), "{}", e.message);
+        assert!(
+            e.message
+                .contains("schema version arbor.planned/9, this arbor reads arbor.planned/1"),
+            "{}",
+            e.message
+        );
+        std::fs::write(
+            dir.join(PLANNED_FILE),
+            format!(r#"{load},"schema_version":"{PLANNED_SCHEMA}"}}"#),
+        )
+        .unwrap();
+        assert!(matches!(read(&dir), Ok(Some(p)) if p.peak_inflight == 1));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -48,7 +48,7 @@ pub fn read(dir: &Path) -> Result<RunPage, Error> {
         )));
     }
     let summary_path = dir.join(SUMMARY_FILE);
-    let summary_text = std::fs::read_to_string(&summary_path).map_err(|e| {
+    let summary_text = arbor_runs::file_cap::read_to_string(&summary_path).map_err(|e| {
         Error::input(format!(
             "{}: not a finished run directory: cannot read {SUMMARY_FILE} ({e})",
             dir.display()

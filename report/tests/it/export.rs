@@ -142,3 +142,67 @@ fn aiperf_export_of_a_bad_run_dir_is_an_input_error_naming_it() {
     );
     assert!(!out_dir.join("profile_export.jsonl").exists());
 }
+
+#[test]
+fn an_export_failing_at_its_last_file_leaves_none_of_its_files() {
+    // Issue 27, item 21: `--csv --perfetto --aiperf` with a summary AIPerf's
+    // export cannot read exited 2 but left the CSV and the trace behind.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/runs/small");
+    let run = scratch("export-last-fails").join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    for name in ["records.jsonl", "run.json", "trees.jsonl"] {
+        std::fs::copy(fixture.join(name), run.join(name)).unwrap();
+    }
+    write(
+        &run,
+        "summary.json",
+        "{\"schema_version\": \"arbor.summary/0\"}",
+    );
+    let out = scratch("export-last-fails-out");
+    let options = ExportOptions {
+        run_dir: run.clone(),
+        perfetto: Some(out.join("trace.json")),
+        csv: Some(out.join("rows.csv")),
+        aiperf: Some(out.join("aiperf")),
+    };
+    let e = fault(&options);
+    assert_eq!(e.kind, Kind::Input, "{}", e.message);
+    let left: Vec<_> = walk(&out);
+    assert!(left.is_empty(), "files left behind: {left:?}");
+
+    // With a good summary every file is named, no temporary one left.
+    std::fs::copy(fixture.join("summary.json"), run.join("summary.json")).unwrap();
+    let mut notes = Vec::new();
+    export(&options, &mut |n| notes.push(n.to_string())).expect("the export succeeds");
+    let mut names: Vec<String> = walk(&out)
+        .iter()
+        .map(|p| p.strip_prefix(&out).unwrap().display().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "aiperf/profile_export.jsonl",
+            "aiperf/profile_export_aiperf.json",
+            "rows.csv",
+            "trace.json"
+        ]
+    );
+}
+
+/// Every file under `dir`, recursively.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}

@@ -112,7 +112,7 @@ pub fn resolve(out: &Path) -> Result<Aggregate, Error> {
             out.display()
         )));
     }
-    let plan = read_plan(out);
+    let plan = read_plan(out)?;
     let planned = match &plan {
         Some(plan) => plan.runs,
         None => count_run_dirs(out),
@@ -157,12 +157,33 @@ pub fn resolve(out: &Path) -> Result<Aggregate, Error> {
     Ok(aggregate)
 }
 
-fn read_plan(out: &Path) -> Option<RepeatPlan> {
-    let text = std::fs::read_to_string(out.join(REPEAT_FILE)).ok()?;
-    serde_json::from_str(&text).ok()
+/// The most runs `--repeat` makes: a `repeat.json` or a `run-K`
+/// directory beyond it is not one of arbor's.
+pub const MAX_RUNS: u32 = 1000;
+
+/// `repeat.json`, or `None` when it is missing or cannot be read (the
+/// aggregate is then stamped `repeat_unresolved`); a plan of more than
+/// [`MAX_RUNS`] runs is refused, naming the file.
+fn read_plan(out: &Path) -> Result<Option<RepeatPlan>, Error> {
+    let path = out.join(REPEAT_FILE);
+    let Ok(text) = crate::file_cap::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let Ok(plan) = serde_json::from_str::<RepeatPlan>(&text) else {
+        return Ok(None);
+    };
+    if plan.runs > MAX_RUNS {
+        return Err(Error::input(format!(
+            "{}: runs {}: expected at most {MAX_RUNS}, the most `arbor run --repeat` makes",
+            path.display(),
+            plan.runs
+        )));
+    }
+    Ok(Some(plan))
 }
 
-/// The largest `k` of the `run-k` directories in `out` (0 when none).
+/// The largest `k` of the `run-k` directories in `out` (0 when none),
+/// `k` up to [`MAX_RUNS`] (a `run-4294967295` is not one of a sequence's).
 fn count_run_dirs(out: &Path) -> u32 {
     let Ok(entries) = std::fs::read_dir(out) else {
         return 0;
@@ -175,6 +196,7 @@ fn count_run_dirs(out: &Path) -> u32 {
                 .and_then(|name| name.strip_prefix("run-"))
                 .and_then(|k| k.parse::<u32>().ok())
         })
+        .filter(|&k| k <= MAX_RUNS)
         .max()
         .unwrap_or(0)
 }
@@ -195,6 +217,40 @@ fn write_json<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<(), Err
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("arbor-aggregate-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_plan_of_more_runs_than_repeat_makes_is_refused_not_walked() {
+        // Issue 27, item 15: 4,294,967,295 planned runs were each looked
+        // up (and listed) before the aggregate was written.
+        let dir = scratch("huge");
+        std::fs::write(dir.join(REPEAT_FILE), r#"{"runs":4294967295,"seed":0}"#).unwrap();
+        let Err(e) = resolve(&dir) else {
+            panic!("a plan beyond --repeat's maximum is refused")
+        };
+        assert!(e.is_input(), "{}", e.message);
+        assert!(
+            e.message.contains("runs 4294967295: expected at most 1000"),
+            "{}",
+            e.message
+        );
+
+        // Without a plan, a run-K directory beyond the maximum is not a run.
+        std::fs::remove_file(dir.join(REPEAT_FILE)).unwrap();
+        std::fs::create_dir(dir.join("run-4294967295")).unwrap();
+        let Ok(aggregate) = resolve(&dir) else {
+            panic!("the directory resolves")
+        };
+        assert!(aggregate.runs.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn run_seeds_derive_from_the_global_seed() {

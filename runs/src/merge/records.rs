@@ -26,6 +26,7 @@ use std::path::Path;
 use crate::record::secs_ns as ns;
 use crate::record_line::{need, RecordLine};
 use crate::records_file::{Lines, Reader, RECORDS_FILE};
+use crate::seen::{PlayRecords, RequestIds};
 use crate::summarize::Derived;
 use arbor_error::Error;
 
@@ -60,8 +61,19 @@ struct Next {
 
 /// Merges the records of `dirs` (shard `i` of `dirs.len()` at position
 /// `i`) into `out`, feeding `derived`; returns what each reader found.
-pub fn merge(dirs: &[&Path], out: &Path, derived: &mut Derived) -> Result<Vec<Lines>, Error> {
+/// `tree_turns` is `run.json`'s: a play with more records than its tree's
+/// turns, or a request id twice, is refused naming the shard's line.
+pub fn merge(
+    dirs: &[&Path],
+    out: &Path,
+    tree_turns: &[u32],
+    derived: &mut Derived,
+) -> Result<Vec<Lines>, Error> {
     let count = dirs.len() as u32;
+    let mut seen = Seen {
+        requests: RequestIds::default(),
+        plays: PlayRecords::new(tree_turns),
+    };
     let mut readers = Vec::with_capacity(dirs.len());
     for dir in dirs {
         readers.push(Reader::open(&dir.join(RECORDS_FILE))?);
@@ -82,7 +94,7 @@ pub fn merge(dirs: &[&Path], out: &Path, derived: &mut Derived) -> Result<Vec<Li
             index: shard as u32,
             count,
         };
-        if let Some(next) = readers[shard].next(|_, text| read(text, stripe, derived))? {
+        if let Some(next) = readers[shard].next(|_, text| read(text, stripe, &mut seen, derived))? {
             heap.push(Reverse((next.ended, shard)));
             pending[shard] = Some(next.text);
         }
@@ -102,9 +114,20 @@ pub fn merge(dirs: &[&Path], out: &Path, derived: &mut Derived) -> Result<Vec<Li
     Ok(readers.into_iter().map(|r| r.found).collect())
 }
 
-/// A shard's line with its ids made global, its key, and the line as the
-/// summary sees it handed to `derived`.
-fn read(text: &str, stripe: Stripe, derived: &mut Derived) -> Result<Next, String> {
+/// The merged ids seen so far.
+struct Seen {
+    requests: RequestIds,
+    plays: PlayRecords,
+}
+
+/// A shard's line with its ids made global (checked against those `seen`),
+/// its key, and the line as the summary sees it handed to `derived`.
+fn read(
+    text: &str,
+    stripe: Stripe,
+    seen: &mut Seen,
+    derived: &mut Derived,
+) -> Result<Next, String> {
     let line = RecordLine::parse(text)?;
     let itl = line.itl_s.values()?;
     let mut facts = line.facts(&itl)?;
@@ -122,6 +145,10 @@ fn read(text: &str, stripe: Stripe, derived: &mut Derived) -> Result<Next, Strin
         .global(u64::from(ids.play))
         .and_then(|p| u32::try_from(p).ok())
         .ok_or_else(|| format!("play {} is too large to merge", ids.play))?;
+    seen.requests.add(Some(request))?;
+    if !facts.warmup {
+        seen.plays.add(play, facts.tree_index)?;
+    }
     let text = rewrite(text, &ids, request, play)?;
     let dispatched = ns(facts.dispatched_s);
     let ended = line
@@ -134,24 +161,82 @@ fn read(text: &str, stripe: Stripe, derived: &mut Derived) -> Result<Next, Strin
     Ok(Next { ended, text })
 }
 
-/// `text` with its `request` and `play` replaced. A record's line starts
-/// with its `request` and has `play` as its first key named so (keys
-/// before it hold no object, and a string's quotes are escaped): both are
-/// checked against the parsed `ids` before anything is replaced.
+/// `text` with its `request` and `play` replaced, the rest as the shard
+/// wrote it (spaces included: a record re-serialized by another program
+/// reads as every other reader reads it). Each is the number of a key of
+/// the line's top-level object, checked against the parsed `ids` before
+/// anything is replaced.
 fn rewrite(text: &str, ids: &Ids, request: u64, play: u32) -> Result<String, String> {
     let unexpected = || {
-        "expected a record of `arbor run` starting {\"request\":N, with one \"play\":N".to_string()
+        "expected a record of `arbor run`: an object with one top-level \"request\": N and \
+         \"play\": N"
+            .to_string()
     };
-    let head = format!("{{\"request\":{},", ids.request);
-    let rest = text.strip_prefix(&head).ok_or_else(unexpected)?;
-    let key = ",\"play\":";
-    let at = rest.find(key).ok_or_else(unexpected)?;
-    let old_play = format!("{key}{},", ids.play);
-    let after = rest[at..].strip_prefix(&old_play).ok_or_else(unexpected)?;
-    Ok(format!(
-        "{{\"request\":{request},{}{key}{play},{after}",
-        &rest[..at]
-    ))
+    let at_request = top_level_value(text, "request").ok_or_else(unexpected)?;
+    let at_play = top_level_value(text, "play").ok_or_else(unexpected)?;
+    if text[at_request.clone()] != ids.request.to_string()
+        || text[at_play.clone()] != ids.play.to_string()
+    {
+        return Err(unexpected());
+    }
+    let mut spans = [
+        (at_request, request.to_string()),
+        (at_play, play.to_string()),
+    ];
+    spans.sort_by_key(|(span, _)| span.start);
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut from = 0;
+    for (span, value) in spans {
+        out.push_str(&text[from..span.start]);
+        out.push_str(&value);
+        from = span.end;
+    }
+    out.push_str(&text[from..]);
+    Ok(out)
+}
+
+/// Where the value of `key` in the top-level object of `text` is (its
+/// text without the spaces around it), for a value that holds no object,
+/// array or string (a number); `None` when the object has no such key.
+fn top_level_value(text: &str, key: &str) -> Option<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    // At depth 1, whether the next string is a key.
+    let mut key_next = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                let name = text.get(start..i)?;
+                if depth == 1 && key_next && name == key {
+                    let mut v = i + 1;
+                    while v < bytes.len() && (bytes[v].is_ascii_whitespace() || bytes[v] == b':') {
+                        v += 1;
+                    }
+                    let mut end = v;
+                    while end < bytes.len() && !matches!(bytes[end], b',' | b'}') {
+                        end += 1;
+                    }
+                    let value = text.get(v..end)?.trim_end();
+                    return Some(v..v + value.len());
+                }
+                key_next = false;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                key_next = depth == 1 && bytes[i] == b'{';
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' if depth == 1 => key_next = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -174,8 +259,15 @@ mod tests {
                 r#"{"request":11,"tree":"t,\"play\":9,","tree_index":0,"agent":"a","turn":0,"copy":0,"lane":null,"play":5,"warmup":false}"#
             )
         );
-        let moved = r#"{"tree":"t","request":3,"play":1}"#;
-        assert!(rewrite(moved, &ids, r, p).is_err());
+        // Spaced and reordered, as another program re-serializes a line.
+        let spaced = r#"{ "tree": "t", "play" : 1 , "request": 3, "x": {"play": 1} }"#;
+        assert_eq!(
+            rewrite(spaced, &ids, r, p).ok().as_deref(),
+            Some(r#"{ "tree": "t", "play" : 5 , "request": 11, "x": {"play": 1} }"#)
+        );
+        // A nested "request" is not the line's.
+        let nested = r#"{"x":{"request":3},"play":1}"#;
+        assert!(rewrite(nested, &ids, r, p).is_err());
     }
 
     #[test]
@@ -201,13 +293,44 @@ mod tests {
         );
         let line = r#"{"request":0,"tree":"t","tree_index":0,"agent":"a","turn":0,"copy":0,"lane":null,"play":0,"warmup":false,"status":"ok","eligible_s":0.0,"dispatched_s":0.0,"sent_s":0.001,"headers_s":0.002,"first_byte_s":0.003,"first_content_s":0.003,"done_s":0.004,"queue_wait_s":0.0,"lateness_s":0.001,"ttft_s":0.002,"e2e_s":0.003,"tpot_s":null,"itl_s":[],"planned_input_tokens":10,"planned_output_tokens":1,"input_tokens":10,"input_tokens_source":"usage","output_tokens":1,"output_tokens_source":"usage","cached_tokens":0,"http_status":200,"attempts":1,"resends":0,"error":null}"#;
         let mut derived = Derived::default();
-        assert!(read(line, stripe, &mut derived).is_ok(), "the line reads");
+        let mut seen = Seen {
+            requests: RequestIds::default(),
+            plays: PlayRecords::new(&[]),
+        };
+        assert!(
+            read(line, stripe, &mut seen, &mut derived).is_ok(),
+            "the line reads"
+        );
         let text = line.replacen(
             r#""request":0"#,
             &format!(r#""request":{}"#, (1u64 << 63) + 5),
             1,
         );
-        let e = read(&text, stripe, &mut derived).err().unwrap_or_default();
+        let e = read(&text, stripe, &mut seen, &mut derived)
+            .err()
+            .unwrap_or_default();
         assert!(e.contains("is too large to merge"), "{e}");
+
+        // Issue 27, item 2: a shard's line there twice is refused, and so
+        // is a third record of a play whose tree has two turns.
+        let mut seen = Seen {
+            requests: RequestIds::default(),
+            plays: PlayRecords::new(&[2]),
+        };
+        assert!(read(line, stripe, &mut seen, &mut derived).is_ok());
+        let e = read(line, stripe, &mut seen, &mut derived)
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("request 0 is recorded twice"), "{e}");
+        let second = line.replacen(r#""request":0"#, r#""request":1"#, 1);
+        let third = line.replacen(r#""request":0"#, r#""request":2"#, 1);
+        assert!(read(&second, stripe, &mut seen, &mut derived).is_ok());
+        let e = read(&third, stripe, &mut seen, &mut derived)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("play 0 has more records than the 2 turns"),
+            "{e}"
+        );
     }
 }

@@ -80,7 +80,12 @@ pub fn merge(inputs: &[PathBuf], out: &Path, force: bool) -> Result<Written, Err
     let out = claimed.path.as_path();
     let dirs: Vec<&Path> = shards.iter().map(|s| s.dir.as_path()).collect();
     let mut derived = Derived::default();
-    let found = super::records::merge(&dirs, &out.join(RECORDS_FILE), &mut derived)?;
+    let found = super::records::merge(
+        &dirs,
+        &out.join(RECORDS_FILE),
+        &shards[0].start.tree_turns,
+        &mut derived,
+    )?;
     let start = merged_start(&shards, &found, out);
     let start = journal::write_json(out, journal::RUN_FILE, &start)?;
     let ends: Option<Vec<&RunEnd>> = shards.iter().map(|s| s.end.as_ref()).collect();

@@ -293,6 +293,8 @@ fn a_reader_that_needs_a_field_names_it_on_its_line() {
     let ok = serde_json::to_string(&full()).unwrap();
     let mut bad = object(&full());
     bad.remove("agent");
+    // Another request: a second line of one request is refused for that.
+    bad.insert("request".into(), Value::from(1_000));
     let path = scratch("needs", &[ok, Value::Object(bad).to_string()]);
     let read = record_line::read(&path, |line, _| {
         let itl = line.itl_s.values()?;

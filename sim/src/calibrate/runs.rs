@@ -92,7 +92,7 @@ pub fn read(dir: &Path) -> Result<Run, Error> {
         }
         Ok(())
     })?;
-    let run_json: RunJson = match std::fs::read_to_string(dir.join("run.json")) {
+    let run_json: RunJson = match arbor_runs::file_cap::read_to_string(&dir.join("run.json")) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| {
             Error::input(format!(
                 "{}: not the run.json of `arbor run`: {e}",

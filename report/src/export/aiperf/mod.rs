@@ -25,7 +25,7 @@ mod run_summary;
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::output::Output;
+use super::output::{Output, Staged};
 use super::records;
 use aggregate::{AggregateProfile, AGGREGATE_FILE};
 use arbor_error::Error;
@@ -39,7 +39,8 @@ pub const PROFILE_FILE: &str = "profile_export_aiperf.json";
 pub const RECORDS_FILE: &str = "profile_export.jsonl";
 
 /// Writes both files into `dir` (created if missing); the report's line.
-pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Error> {
+/// Both are staged (named when the whole export commits).
+pub fn write(run_dir: &Path, dir: &Path, staged: &mut Vec<Staged>) -> Result<String, Error> {
     records::check_dir(run_dir)?;
     let summary = Summary::read(run_dir)?;
     let epoch_ns = run_summary::epoch_unix_ns(&summary).unwrap_or(0);
@@ -62,25 +63,15 @@ pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Error> {
         })
     });
     if let Some(e) = write_error {
-        let failure = lines_out.fail(e);
-        lines_out.discard();
-        return Err(failure);
+        return Err(lines_out.fail(e));
     }
-    if let Err(failure) = read {
-        lines_out.discard();
-        return Err(failure);
-    }
+    read?;
     let benchmark_id = run_dir
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let profile = Profile::of(benchmark_id, &summary, measured)?;
-    let profile_path = dir.join(PROFILE_FILE);
-    let written = write_pretty(&profile_path, &profile);
-    if let Err(failure) = written.and_then(|()| lines_out.finish()) {
-        let _ = std::fs::remove_file(&profile_path);
-        let _ = std::fs::remove_file(dir.join(RECORDS_FILE));
-        return Err(failure);
-    }
+    staged.push(write_pretty(&dir.join(PROFILE_FILE), &profile)?);
+    staged.push(lines_out.finish()?);
     Ok(format!(
         "wrote {}: {PROFILE_FILE} and {RECORDS_FILE} ({lines} requests) in AIPerf 0.13's schema",
         dir.display()
@@ -90,7 +81,11 @@ pub fn write(run_dir: &Path, dir: &Path) -> Result<String, Error> {
 /// Writes the aggregate of the `--repeat` directory `repeat_dir` into
 /// `dir`, and each run that wrote a summary into `dir/run-k`; the
 /// report's lines. Writes nothing into `repeat_dir`.
-pub fn write_repeat(repeat_dir: &Path, dir: &Path) -> Result<Vec<String>, Error> {
+pub fn write_repeat(
+    repeat_dir: &Path,
+    dir: &Path,
+    staged: &mut Vec<Staged>,
+) -> Result<Vec<String>, Error> {
     let aggregate = arbor_runs::aggregate::resolve(repeat_dir)?;
     let mut report = Vec::new();
     for run in &aggregate.runs {
@@ -101,11 +96,15 @@ pub fn write_repeat(repeat_dir: &Path, dir: &Path) -> Result<Vec<String>, Error>
             ));
             continue;
         }
-        report.push(write(&repeat_dir.join(&run.dir), &dir.join(&run.dir))?);
+        report.push(write(
+            &repeat_dir.join(&run.dir),
+            &dir.join(&run.dir),
+            staged,
+        )?);
     }
     let path = dir.join(AGGREGATE_FILE);
     let profile = AggregateProfile::of(&aggregate);
-    write_pretty(&path, &profile)?;
+    staged.push(write_pretty(&path, &profile)?);
     report.push(format!(
         "wrote {}: {} metrics over {} of {} runs, submission_valid: {}",
         path.display(),
@@ -117,18 +116,12 @@ pub fn write_repeat(repeat_dir: &Path, dir: &Path) -> Result<Vec<String>, Error>
     Ok(report)
 }
 
-/// Writes `value` as pretty JSON to `path`; nothing is left behind on
-/// failure.
-fn write_pretty<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Error> {
+/// Writes `value` as pretty JSON to `path`, staged; nothing is left
+/// behind on failure.
+fn write_pretty<T: serde::Serialize>(path: &Path, value: &T) -> Result<Staged, Error> {
     let mut out = Output::create(path)?;
-    match serde_json::to_writer_pretty(out.writer(), value) {
-        Ok(()) => out.finish(),
-        Err(e) => {
-            let failure = out.fail(io::Error::other(e));
-            out.discard();
-            Err(failure)
-        }
-    }
+    serde_json::to_writer_pretty(out.writer(), value).map_err(|e| out.fail(io::Error::other(e)))?;
+    out.finish()
 }
 
 fn write_line(out: &mut dyn Write, line: &Request) -> io::Result<()> {
