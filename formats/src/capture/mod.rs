@@ -173,7 +173,7 @@ fn redact(r: &Redactor, line: &mut CaptureLine) {
         .or_else(|| RawValue::from_string("{\"messages\":[]}".to_string()).ok())
         .unwrap_or_else(|| line.request.clone());
     if let Some(response) = line.response.as_mut() {
-        r.value(response, None);
+        r.body(response);
     }
     if let Some(error) = line.error.as_mut() {
         *error = r.text(error);

@@ -13,27 +13,24 @@
 //! cannot be recovered without the salt, which is never written, and
 //! equal words in different places redact differently.
 //!
-//! Kept as they are: numbers (token counts, `max_tokens`), object keys,
-//! and the structural strings of [`KEEP`] (roles, block types, ids, the
-//! model name). Knows no HTTP and no I/O.
+//! Kept as they are: numbers (token counts, `max_tokens`), booleans,
+//! object keys, and the strings that name structure at their places in
+//! the OpenAI chat completions and Anthropic Messages schemas (a request,
+//! a response, a stream chunk's `choices`, the capture's short form
+//! `{content, usage}`): the model, the response's `id` and `object`,
+//! roles, content block and tool call types and ids, `tool_call_id`,
+//! `tool_use_id`, a `source`'s `type` and `media_type`, finish and stop
+//! reasons, `tool_choice`'s mode. The same key anywhere else (a tool's
+//! input, a JSON schema in `tools`, `metadata`) is content, and redacted:
+//! the walk goes by position, not by key ([`Redactor::body`]). Knows no
+//! HTTP and no I/O.
 
 use serde_json::value::{to_raw_value, RawValue};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Keys whose string values are structure, not content.
-const KEEP: [&str; 10] = [
-    "role",
-    "type",
-    "model",
-    "id",
-    "tool_call_id",
-    "tool_use_id",
-    "object",
-    "finish_reason",
-    "stop_reason",
-    "media_type",
-];
+/// The modes `tool_choice` may name as a string (chat's and Messages').
+const TOOL_CHOICE_MODES: [&str; 4] = ["auto", "none", "required", "any"];
 
 /// Bytes synthesized per link of the chain.
 const LINK: usize = 16;
@@ -79,30 +76,142 @@ impl Redactor {
     /// A request body (raw JSON), redacted; `None` if it is not JSON.
     pub fn request(&self, raw: &RawValue) -> Option<Box<RawValue>> {
         let mut request = serde_json::from_str::<Value>(raw.get()).ok()?;
-        self.value(&mut request, None);
+        self.body(&mut request);
         to_raw_value(&request).ok()
     }
 
-    /// Every content string of `value`, in place (see [`KEEP`]).
-    pub fn value(&self, value: &mut Value, key: Option<&str>) {
+    /// A chat completions or Messages body (request, response, stream
+    /// chunk, or the capture's short form `{content, usage}`), in place:
+    /// its structural strings kept, every other string redacted.
+    pub fn body(&self, value: &mut Value) {
+        let keep = ["model", "id", "object", "type", "role", "stop_reason"];
+        self.fields(value, &keep, |r, key, v| {
+            match key {
+                "messages" => r.each(v, Self::message),
+                "choices" => r.each(v, Self::choice),
+                "system" | "content" => r.content(v),
+                "tools" => r.each(v, Self::tool),
+                "tool_choice" => r.tool_choice(v),
+                "response_format" | "thinking" | "cache_control" | "error" => r.typed(v),
+                _ => return false,
+            }
+            true
+        });
+    }
+
+    /// Every string of `value`, at any depth, redacted (keys kept).
+    fn all(&self, value: &mut Value) {
         match value {
-            Value::String(s) => {
-                if !key.is_some_and(|k| KEEP.contains(&k)) {
-                    *s = self.text(s);
-                }
-            }
-            Value::Array(items) => {
-                for item in items {
-                    self.value(item, key);
-                }
-            }
-            Value::Object(map) => {
-                for (k, v) in map.iter_mut() {
-                    self.value(v, Some(k));
-                }
-            }
+            Value::String(s) => *s = self.text(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.all(v)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.all(v)),
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
+    }
+
+    /// A structural string, kept; anything else in its place redacted.
+    fn kept(&self, value: &mut Value) {
+        if !value.is_string() {
+            self.all(value);
+        }
+    }
+
+    /// Each item of an array, by `item`; anything else redacted.
+    fn each(&self, value: &mut Value, item: fn(&Self, &mut Value)) {
+        match value {
+            Value::Array(items) => items.iter_mut().for_each(|v| item(self, v)),
+            other => self.all(other),
+        }
+    }
+
+    /// `value`'s fields: those `keep` names kept, those `walk` places
+    /// walked by their function, the rest redacted.
+    fn fields(&self, value: &mut Value, keep: &[&str], walk: fn(&Self, &str, &mut Value) -> bool) {
+        let Value::Object(map) = value else {
+            return self.all(value);
+        };
+        for (key, v) in map.iter_mut() {
+            if keep.contains(&key.as_str()) {
+                self.kept(v);
+            } else if !walk(self, key, v) {
+                self.all(v);
+            }
+        }
+    }
+
+    /// A chat or Messages message (or a chat stream's `delta`).
+    fn message(&self, value: &mut Value) {
+        self.fields(value, &["role", "tool_call_id"], |r, key, v| {
+            match key {
+                "content" => r.content(v),
+                "tool_calls" => r.each(v, Self::tool_call),
+                _ => return false,
+            }
+            true
+        });
+    }
+
+    /// A chat completion's choice.
+    fn choice(&self, value: &mut Value) {
+        self.fields(value, &["finish_reason"], |r, key, v| {
+            match key {
+                "message" | "delta" => r.message(v),
+                _ => return false,
+            }
+            true
+        });
+    }
+
+    /// A message's content: a text, or an array of content blocks.
+    fn content(&self, value: &mut Value) {
+        match value {
+            Value::Array(_) => self.each(value, Self::block),
+            other => self.all(other),
+        }
+    }
+
+    /// A content block (chat's content parts, Messages' blocks).
+    fn block(&self, value: &mut Value) {
+        self.fields(value, &["type", "id", "tool_use_id"], |r, key, v| {
+            match key {
+                "content" => r.content(v),
+                "cache_control" => r.typed(v),
+                "source" => r.fields(v, &["type", "media_type"], |_, _, _| false),
+                _ => return false,
+            }
+            true
+        });
+    }
+
+    /// A chat tool call: its id and type kept, its function redacted.
+    fn tool_call(&self, value: &mut Value) {
+        self.fields(value, &["id", "type"], |_, _, _| false);
+    }
+
+    /// A tool definition: its type kept, its name, description and schema
+    /// redacted.
+    fn tool(&self, value: &mut Value) {
+        self.fields(value, &["type"], |r, key, v| {
+            if key != "cache_control" {
+                return false;
+            }
+            r.typed(v);
+            true
+        });
+    }
+
+    /// `tool_choice`: a mode, or an object naming its type (and a tool).
+    fn tool_choice(&self, value: &mut Value) {
+        match value {
+            Value::String(s) if TOOL_CHOICE_MODES.contains(&s.as_str()) => {}
+            Value::Object(_) => self.typed(value),
+            other => self.all(other),
+        }
+    }
+
+    /// An object whose `type` is structure and the rest content.
+    fn typed(&self, value: &mut Value) {
+        self.fields(value, &["type"], |_, _, _| false);
     }
 }
 
@@ -138,7 +247,7 @@ mod tests {
             {"role": "user", "content": [{"type": "text", "text": "secret plan"}]},
             {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
               "function": {"name": "read", "arguments": "{\"path\":\"a.rs\"}"}}]}]});
-        r.value(&mut v, None);
+        r.body(&mut v);
         let text = v.to_string();
         for gone in ["secret plan", "a.rs", "\"read\""] {
             assert!(!text.contains(gone), "{gone} in {text}");
@@ -153,5 +262,78 @@ mod tests {
                 .map(str::len),
             Some(11)
         );
+    }
+
+    /// Issue 27, item 4: a structural key name is kept only at its
+    /// structural place; inside tool inputs, tool schemas, metadata or
+    /// unknown fields it is content.
+    #[test]
+    fn structural_keys_anywhere_else_are_redacted() {
+        let r = Redactor::new();
+        let secret = json!({"id": "JIRA-SECRET-4711", "type": "SECRET-TYPE", "model": "SECRET-MODEL",
+                            "role": "SECRET-ROLE", "object": "SECRET-OBJECT"});
+        let mut messages_request = json!({
+            "model": "claude-x", "max_tokens": 9, "metadata": {"user_id": "SECRET-USER", "id": "SECRET-META"},
+            "system": [{"type": "text", "text": "SECRET-SYSTEM", "cache_control": {"type": "ephemeral"}}],
+            "tools": [{"name": "SECRET-TOOL", "description": "SECRET-DESC",
+                       "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}}}],
+            "tool_choice": {"type": "tool", "name": "SECRET-TOOL"},
+            "messages": [
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "SECRET-TOOL", "input": secret.clone()}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1",
+                     "content": [{"type": "text", "text": "SECRET-RESULT"}]},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "SECRET-DATA"}}]},
+                {"role": "user", "content": "SECRET-USER-TEXT", "extra": secret.clone()}]});
+        r.body(&mut messages_request);
+        let mut chat_response = json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-x",
+            "extra": secret.clone(),
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
+                "content": "SECRET-ANSWER", "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "SECRET-FN", "arguments": "{}", "id": "SECRET-FN-ID"}}]}}],
+            "usage": {"prompt_tokens": 3, "model": "SECRET-USAGE"}});
+        r.body(&mut chat_response);
+        let mut short_form = json!({"content": [{"type": "tool_use", "id": "toolu_2", "name": "SECRET-TOOL",
+            "input": {"items": [secret]}}], "usage": {"output_tokens": 4}});
+        r.body(&mut short_form);
+        for v in [&messages_request, &chat_response, &short_form] {
+            let text = v.to_string();
+            assert!(!text.contains("SECRET"), "{text}");
+        }
+        let m = &messages_request;
+        assert_eq!(m["model"], "claude-x");
+        assert_eq!(m["system"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(m["tool_choice"]["type"], "tool");
+        assert_eq!(m["messages"][0]["role"], "assistant");
+        assert_eq!(m["messages"][0]["content"][0]["type"], "tool_use");
+        assert_eq!(m["messages"][0]["content"][0]["id"], "toolu_1");
+        assert_eq!(m["messages"][1]["content"][0]["tool_use_id"], "toolu_1");
+        assert_eq!(
+            m["messages"][1]["content"][1]["source"]["media_type"],
+            "image/png"
+        );
+        assert_eq!(
+            m["messages"][0]["content"][0]["input"]["id"]
+                .as_str()
+                .map(str::len),
+            Some(16)
+        );
+        let c = &chat_response;
+        assert_eq!(
+            (&c["id"], &c["object"], &c["model"]),
+            (
+                &json!("chatcmpl-1"),
+                &json!("chat.completion"),
+                &json!("gpt-x")
+            )
+        );
+        assert_eq!(c["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(c["choices"][0]["message"]["tool_calls"][0]["id"], "call_1");
+        assert_eq!(c["usage"]["prompt_tokens"], 3);
+        assert_eq!(short_form["content"][0]["id"], "toolu_2");
+        let mut modes = json!({"tool_choice": "auto", "messages": []});
+        r.body(&mut modes);
+        assert_eq!(modes["tool_choice"], "auto");
     }
 }
