@@ -4,7 +4,10 @@
 //! Owns [`Proxy`] (the upstream and what every exchange shares), [`Link`]
 //! (one client connection's upstream connection) and [`handle`]. The
 //! request body is read whole (it is the capture's `request`, and it is
-//! small next to the response); the response streams. Headers are
+//! small next to the response), bounded in size and in time (a larger
+//! `Content-Length` is refused before a byte of the body is read: 413; a
+//! body that has not arrived within the read timeout: 408); the response
+//! streams. Headers are
 //! forwarded except the hop-by-hop ones and `Accept-Encoding` (so the
 //! upstream answers uncompressed and the capture can read the text);
 //! `Host` names the upstream. No header is ever written to the capture.
@@ -21,13 +24,16 @@
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+use std::time::Duration;
 
 use arbor_formats::capture::CaptureSink;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Either, Full, Limited};
+use http_body_util::{BodyExt, Either, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, HOST};
+use hyper::header::{
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST,
+};
 use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
@@ -37,12 +43,9 @@ use serde_json::value::RawValue;
 
 use super::clock::UtcClock;
 use super::scan::Shape;
-use super::tap::{Exchange, Pending, TapBody};
+use super::tap::{Cutting, Exchange, Pending, TapBody};
 use crate::live::redact::Secrets;
 use crate::live::stream::Dial;
-
-/// The largest request body forwarded (bytes).
-pub const MAX_REQUEST_BYTES: usize = 64 << 20;
 
 /// What a client gets back: the upstream's body, or the proxy's own
 /// error.
@@ -87,6 +90,12 @@ pub struct Proxy {
     pub session_headers: Vec<HeaderName>,
     /// Exchanges forwarded without a capture line.
     pub forwarded: AtomicU64,
+    /// Set when the exchanges still open at the stop are cut.
+    pub cutting: Cutting,
+    /// The largest request body read (bytes).
+    pub max_request_bytes: usize,
+    /// The longest a request body may take to arrive.
+    pub read_timeout: Duration,
 }
 
 /// One client connection and its upstream connection.
@@ -182,6 +191,54 @@ fn forwardable(headers: &HeaderMap, host: &HeaderValue) -> HeaderMap {
     out
 }
 
+/// The proxy's own answer to a request it did not read whole; the
+/// connection closes after it (the rest of the body is not read).
+fn refused(status: StatusCode, message: &str) -> Response<ProxyBody> {
+    let mut r = proxy_error(status, message);
+    r.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
+/// A request body, whole: at most `max_request_bytes` (a larger declared
+/// `Content-Length` is refused before any of it is read), within
+/// `read_timeout`; or the proxy's answer refusing it.
+async fn read_body(
+    proxy: &Proxy,
+    headers: &HeaderMap,
+    body: Incoming,
+) -> Result<Bytes, Response<ProxyBody>> {
+    let max = proxy.max_request_bytes;
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(n) = declared.filter(|&n| n > max as u64) {
+        return Err(refused(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the request body is {n} bytes, more than --max-request-bytes {max}"),
+        ));
+    }
+    match tokio::time::timeout(proxy.read_timeout, Limited::new(body, max).collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(refused(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the request body is more than --max-request-bytes {max}"),
+        )),
+        Ok(Err(e)) => Err(refused(
+            StatusCode::BAD_REQUEST,
+            &format!("cannot read the request body: {e}"),
+        )),
+        Err(_) => Err(refused(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the request body did not arrive within {} s (--read-timeout)",
+                proxy.read_timeout.as_secs_f64()
+            ),
+        )),
+    }
+}
+
 /// The proxy's own answer (the upstream could not be asked).
 fn proxy_error(status: StatusCode, message: &str) -> Response<ProxyBody> {
     let body = serde_json::json!({
@@ -213,7 +270,12 @@ fn pending(proxy: &Proxy, parts: &Parts, body: &[u8], start_ns: u64) -> Option<P
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_bytes())),
     );
-    Some(Pending::new(proxy.clock, proxy.sink.clone(), exchange))
+    Some(Pending::new(
+        proxy.clock,
+        proxy.sink.clone(),
+        proxy.cutting.clone(),
+        exchange,
+    ))
 }
 
 /// A request the capture has not read yet (it reads it once the request
@@ -280,14 +342,9 @@ pub async fn handle(
     let proxy = &link.proxy;
     let start_ns = proxy.clock.now_ns();
     let (parts, body) = request.into_parts();
-    let body = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            return Ok(proxy_error(
-                StatusCode::BAD_REQUEST,
-                &format!("cannot read the request body (at most {MAX_REQUEST_BYTES} bytes): {e}"),
-            ))
-        }
+    let body = match read_body(proxy, &parts.headers, body).await {
+        Ok(body) => body,
+        Err(refusal) => return Ok(refusal),
     };
     let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let uri = match format!("{}{path_and_query}", proxy.prefix).parse::<Uri>() {

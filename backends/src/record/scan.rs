@@ -10,7 +10,10 @@
 //! `message_delta`), or a whole JSON body (a chat completion or a Messages
 //! `message`, kept as it is). What it keeps is capped at [`KEEP_CAP`]
 //! bytes; past it the rest still passes through the proxy, uncaptured.
-//! Knows no HTTP and no I/O.
+//! A stream line that is not SSE (a field other than `data`, `event`, `id`
+//! or `retry`, a comment or a blank) or whose `data` is neither JSON nor
+//! `[DONE]` is counted ([`Scanned::malformed`]), so the capture line says
+//! what it could not read. Knows no HTTP and no I/O.
 
 use serde_json::{json, Map, Value};
 
@@ -57,6 +60,7 @@ pub struct ResponseScan {
     error: Option<String>,
     kept: usize,
     truncated: bool,
+    malformed: u64,
 }
 
 /// What a finished scan says.
@@ -68,6 +72,8 @@ pub struct Scanned {
     /// An error object or event's message.
     pub error: Option<String>,
     pub truncated: bool,
+    /// Stream lines that were not SSE, or whose `data` was not JSON.
+    pub malformed: u64,
 }
 
 impl ResponseScan {
@@ -82,6 +88,7 @@ impl ResponseScan {
             error: None,
             kept: 0,
             truncated: false,
+            malformed: 0,
         }
     }
 
@@ -119,14 +126,27 @@ impl ResponseScan {
 
     fn on_line(&mut self, line: &[u8]) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Some(payload) = line.strip_prefix(b"data:") else {
+        if line.is_empty() || line.starts_with(b":") {
             return;
+        }
+        let (field, payload) = match line.iter().position(|&b| b == b':') {
+            Some(at) => (&line[..at], &line[at + 1..]),
+            None => (line, &b""[..]),
         };
+        match field {
+            b"data" => {}
+            b"event" | b"id" | b"retry" => return,
+            _ => {
+                self.malformed += 1;
+                return;
+            }
+        }
         let payload = payload.strip_prefix(b" ").unwrap_or(payload);
         if payload == b"[DONE]" {
             return;
         }
         let Ok(value) = serde_json::from_slice::<Value>(payload) else {
+            self.malformed += 1;
             return;
         };
         if let Some(error) = value.get("error") {
@@ -275,6 +295,7 @@ impl ResponseScan {
             response,
             error: self.error,
             truncated: self.truncated,
+            malformed: self.malformed,
         }
     }
 }
@@ -371,5 +392,26 @@ mod tests {
         }
         let out = s.finish(Some(200));
         assert!(out.truncated && out.response.is_none());
+    }
+
+    /// Issue 27: a malformed stream line is counted, not dropped unseen;
+    /// comments, blanks and the other SSE fields are not malformed.
+    #[test]
+    fn malformed_stream_lines_are_counted() {
+        let body = ": keep-alive\n\
+                    event: x\nid: 1\nretry: 5\n\n\
+                    data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\n\
+                    data: {\"choices\":[{\"delta\":\n\n\
+                    garbage without a field\n\
+                    data: [DONE]\n\n";
+        let out = scan(Shape::ChatStream, &[body], 200);
+        assert_eq!(out.malformed, 2);
+        assert_eq!(out.response.expect("response")["content"], "ok");
+        let clean = scan(
+            Shape::MessagesStream,
+            &["event: ping\ndata: {\"type\":\"ping\"}\n\n"],
+            200,
+        );
+        assert_eq!(clean.malformed, 0);
     }
 }

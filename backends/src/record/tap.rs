@@ -18,9 +18,13 @@
 //! The line is sent when the body ends, when the upstream fails mid-body,
 //! or when the client goes away (hyper drops the body, or the request's
 //! task before the head came): every exchange gets exactly one line,
-//! whichever way it ends.
+//! whichever way it ends. A drop after the proxy began cutting the
+//! exchanges still open at its stop ([`Cutting`]) says the proxy shut
+//! down, not that the client went away.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use arbor_formats::capture::{seconds, CaptureLine, CaptureSink};
@@ -87,28 +91,58 @@ impl Exchange {
             status: self.status,
             error,
             response_truncated: scanned.truncated,
+            malformed_sse_lines: scanned.malformed,
             request: self.request,
             response: scanned.response,
         }
     }
 }
 
+/// Set when the proxy cuts the exchanges still open after its stop
+/// grace; shared by every exchange.
+#[derive(Debug, Clone, Default)]
+pub struct Cutting(Arc<AtomicBool>);
+
+impl Cutting {
+    /// From now on, an exchange dropped unfinished was cut by the proxy.
+    pub fn start(&self) {
+        self.0.store(true, Relaxed);
+    }
+}
+
 /// An exchange whose capture line is written when its response ends; if
-/// it is dropped first (the client went away before the response head),
-/// the line is written then.
+/// it is dropped first (the client went away before the response head, or
+/// the proxy cut it at its stop), the line is written then.
 pub struct Pending {
     clock: UtcClock,
     sink: CaptureSink,
+    cutting: Cutting,
     /// `None` once the line is sent.
     exchange: Option<Exchange>,
 }
 
 impl Pending {
-    pub fn new(clock: UtcClock, sink: CaptureSink, exchange: Exchange) -> Pending {
+    pub fn new(
+        clock: UtcClock,
+        sink: CaptureSink,
+        cutting: Cutting,
+        exchange: Exchange,
+    ) -> Pending {
         Pending {
             clock,
             sink,
+            cutting,
             exchange: Some(exchange),
+        }
+    }
+
+    /// Why an exchange dropped `before` its end ended: the proxy's stop,
+    /// or the client.
+    fn gone(&self, before: &str) -> String {
+        if self.cutting.0.load(Relaxed) {
+            format!("the proxy shut down before {before}")
+        } else {
+            format!("the client went away before {before}")
         }
     }
 
@@ -158,10 +192,10 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        self.send(
-            None,
-            Some("the client went away before the response head".to_string()),
-        );
+        if self.exchange.is_some() {
+            let error = self.gone("the response head");
+            self.send(None, Some(error));
+        }
     }
 }
 
@@ -256,10 +290,9 @@ where
 
 impl<B: Body> Drop for TapBody<B> {
     fn drop(&mut self) {
-        if self.pending.is_some() {
+        if let Some(pending) = self.pending.as_ref() {
             // An empty body hyper never had to poll ended well.
-            let error = (!self.inner.is_end_stream())
-                .then(|| "the client went away before the response ended".to_string());
+            let error = (!self.inner.is_end_stream()).then(|| pending.gone("the response ended"));
             self.finish(error);
         }
     }
@@ -304,11 +337,12 @@ mod tests {
     #[test]
     fn a_chunk_is_handed_over_before_it_is_read_and_read_after_a_flush() {
         let path = std::env::temp_dir().join(format!("arbor-tap-{}.jsonl", std::process::id()));
-        let file = CaptureFile::create(&path, None).expect("create");
+        let file = CaptureFile::create(&path, None, None).expect("create");
         let request = RawValue::from_string(r#"{"messages":[]}"#.into()).expect("raw");
         let mut pending = Pending::new(
             UtcClock::anchored_now(),
             file.sink(),
+            Cutting::default(),
             Exchange::new(1, "POST".into(), "/v1/chat/completions".into(), request),
         );
         pending.head(200, Shape::ChatStream);
@@ -347,7 +381,7 @@ mod tests {
         assert!(matches!(poll(&mut body), Poll::Ready(None)));
         assert!(body.pending.is_none());
         drop(body);
-        assert_eq!(file.finish().expect("finish"), 1);
+        assert_eq!(file.finish().lines, 1);
         let line: serde_json::Value =
             serde_json::from_str(std::fs::read_to_string(&path).expect("read").trim())
                 .expect("json");

@@ -1,11 +1,13 @@
 //! `arbor record`: the flags to a recording's options, the recording
 //! (the proxy is `arbor::backends::record`, the capture file
 //! `arbor::formats::capture`), and what the console says: where it listens,
-//! that it stops, how many exchanges the capture holds.
+//! that it stops, how many exchanges the capture holds, a warning for a
+//! listen address other machines may reach, and, at once, a capture that
+//! cannot be written.
 
 use std::net::SocketAddr;
 
-use arbor::backends::record::{self, RecordObserver, RecordOptions};
+use arbor::backends::record::{self, RecordObserver};
 use arbor::Error;
 
 use crate::args::RecordArgs;
@@ -14,14 +16,7 @@ use arbor::runtime;
 
 pub fn run(args: &RecordArgs) -> Result<(), Error> {
     runtime::raise_fd_limit();
-    let options = RecordOptions {
-        upstream: args.upstream.clone(),
-        listen: args.listen,
-        out: args.out.clone(),
-        session_header: args.session_header.clone(),
-        redact: args.redact,
-        tls: args.tls(),
-    };
+    let options = args.options();
     let recorded = record::record(&options, &Console { args })?;
     eprintln!(
         "arbor record: {} exchanges written to {}; {} other requests forwarded only",
@@ -39,6 +34,9 @@ struct Console<'a> {
 
 impl RecordObserver for Console<'_> {
     fn listening(&self, addr: SocketAddr, upstream: &str) -> Result<(), Error> {
+        if let Some(warning) = record::exposure_warning(addr) {
+            eprintln!("arbor record: {warning}");
+        }
         stdout::print(|out| {
             writeln!(
                 out,
@@ -51,5 +49,21 @@ impl RecordObserver for Console<'_> {
 
     fn stopping(&self, addr: SocketAddr) {
         eprintln!("arbor record: stopping (no new connections on {addr})");
+    }
+
+    fn capture_failed(&self, error: &str, forwarding: bool) {
+        let out = self.args.out.display();
+        if forwarding {
+            eprintln!(
+                "arbor record: WARNING: writing the capture {out} failed: {error}\n\
+                 arbor record: WARNING: FORWARDING WITHOUT RECORDING \
+                 (--forward-without-recording): no exchange from now on is in the capture"
+            );
+        } else {
+            eprintln!(
+                "arbor record: writing the capture {out} failed: {error}; no new exchanges \
+                 are accepted (--forward-without-recording keeps forwarding instead)"
+            );
+        }
     }
 }

@@ -743,3 +743,88 @@ fn an_https_upstream_is_reached_with_the_trusted_certificate() {
     assert_eq!(lines[0]["status"], 200, "{}", lines[0]);
     assert!(lines[0]["error"].is_null(), "{}", lines[0]);
 }
+
+// ---------------------------------------------------------------------------
+// Issue 27, item 1: a capture that cannot be written, as the process sees it
+
+impl Recorder {
+    /// Waits (bounded) for the process to end by itself; its exit code
+    /// and stderr.
+    fn exit_by_itself(mut self) -> (Option<i32>, String) {
+        let deadline = Instant::now() + BOUND;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                let mut err = String::new();
+                if let Some(mut e) = self.child.stderr.take() {
+                    std::io::Read::read_to_string(&mut e, &mut err).ok();
+                }
+                return (status.code(), err);
+            }
+            assert!(Instant::now() < deadline, "arbor record went on");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The next stderr line that contains `word` (bounded by the test's
+    /// client timeouts: the process writes it at once).
+    fn stderr_line_with(&mut self, word: &str) -> String {
+        let err = self.child.stderr.as_mut().expect("stderr");
+        let mut lines = BufReader::new(err);
+        loop {
+            let mut line = String::new();
+            let n = lines.read_line(&mut line).expect("stderr");
+            assert!(n > 0, "stderr ended without `{word}`");
+            if line.contains(word) {
+                return line;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_capture_on_a_full_disk_stops_the_recording_at_once_with_exit_1() {
+    let upstream = Scripted::start(Script::Healthy);
+    let recorder = Recorder::start(&upstream.url(), Path::new("/dev/full"), &[]);
+    let base = recorder.url.clone();
+    with_client(|client| async move {
+        let mut response = open_stream(&client, &base).await;
+        while response.chunk().await.expect("the body").is_some() {}
+    });
+    // No signal: the failed write alone ends it.
+    let (code, err) = recorder.exit_by_itself();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("writing the capture /dev/full failed"),
+        "{err}"
+    );
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains("no new exchanges are accepted"), "{err}");
+    assert!(err.contains("1 lost"), "{err}");
+}
+
+#[test]
+fn forward_without_recording_says_so_loudly_and_keeps_forwarding() {
+    let upstream = Scripted::start(Script::Healthy);
+    let mut recorder = Recorder::start(
+        &upstream.url(),
+        Path::new("/dev/full"),
+        &["--forward-without-recording"],
+    );
+    let base = recorder.url.clone();
+    with_client(|client| async move {
+        let mut response = open_stream(&client, &base).await;
+        while response.chunk().await.expect("the body").is_some() {}
+    });
+    let line = recorder.stderr_line_with("FORWARDING WITHOUT RECORDING");
+    assert!(line.contains("WARNING"), "{line}");
+    let base = recorder.url.clone();
+    with_client(|client| async move {
+        let mut response = open_stream(&client, &base).await;
+        assert_eq!(response.status(), 200);
+        while response.chunk().await.expect("the body").is_some() {}
+    });
+    kill(Pid::from_raw(recorder.child.id() as i32), Signal::SIGTERM).expect("signal");
+    let (code, err) = recorder.exit_by_itself();
+    assert_eq!(code, Some(1), "the capture is incomplete: {err}");
+    assert!(err.contains("forwarding without recording"), "{err}");
+}

@@ -10,7 +10,9 @@
 //! end), redacts it (`--redact`), serializes and appends it, and flushes
 //! whenever it has nothing more waiting, so a line is on disk as soon as
 //! its response has ended and no request task ever waits on the disk.
-//! Knows no HTTP.
+//! A write or flush that fails is reported at once, to the hook given at
+//! creation (the proxy stops on it), and every later line is counted as
+//! lost, never silently dropped ([`Written`]). Knows no HTTP.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -55,10 +57,18 @@ pub struct CaptureLine {
     /// More of the response came than the capture keeps of it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub response_truncated: bool,
+    /// Lines of the response's event stream that were not SSE or whose
+    /// `data` was not JSON: passed to the client, left out of `response`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub malformed_sse_lines: u64,
     /// The request body as sent (on one line).
     pub request: Box<RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response: Option<Value>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Unix nanoseconds as unix seconds.
@@ -89,21 +99,53 @@ impl CaptureSink {
     }
 }
 
+/// Called on the writer thread, once, with the first error writing the
+/// capture.
+pub type OnFailure = Box<dyn FnOnce(&io::Error) + Send>;
+
+/// What a capture holds once its writer stopped.
+#[derive(Debug)]
+pub struct Written {
+    /// Lines written (and flushed).
+    pub lines: u64,
+    /// Lines lost: those a failed write or flush took, and every line
+    /// sent after it.
+    pub lost: u64,
+    /// The first error writing the capture.
+    pub error: Option<io::Error>,
+}
+
 /// The open capture file and its writer thread.
 pub struct CaptureFile {
     sink: CaptureSink,
-    writer: JoinHandle<io::Result<u64>>,
+    writer: JoinHandle<Written>,
 }
 
 impl CaptureFile {
     /// Creates (or truncates) `path` and starts the writer, which
-    /// redacts every line with `redactor` when there is one.
-    pub fn create(path: &Path, redactor: Option<Redactor>) -> io::Result<CaptureFile> {
+    /// redacts every line with `redactor` when there is one and calls
+    /// `on_failure` as soon as a write fails.
+    pub fn create(
+        path: &Path,
+        redactor: Option<Redactor>,
+        on_failure: Option<OnFailure>,
+    ) -> io::Result<CaptureFile> {
         let file = BufWriter::new(File::create(path)?);
         let (tx, rx) = channel();
+        let writer = Writer {
+            file,
+            redactor,
+            on_failure,
+            buffered: 0,
+            written: Written {
+                lines: 0,
+                lost: 0,
+                error: None,
+            },
+        };
         let writer = std::thread::Builder::new()
             .name("arbor-capture".to_string())
-            .spawn(move || write_lines(file, rx, redactor))?;
+            .spawn(move || writer.run(rx))?;
         Ok(CaptureFile {
             sink: CaptureSink { tx },
             writer,
@@ -114,54 +156,91 @@ impl CaptureFile {
         self.sink.clone()
     }
 
-    /// Writes every line queued so far, closes the file and returns how
-    /// many lines it holds. Lines sent after this are dropped.
-    pub fn finish(self) -> io::Result<u64> {
+    /// Writes every line queued so far, closes the file and says what it
+    /// holds. Lines sent after this are dropped.
+    pub fn finish(self) -> Written {
         let _ = self.sink.tx.send(Message::Stop);
-        self.writer
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the capture writer panicked")))
+        self.writer.join().unwrap_or_else(|_| Written {
+            lines: 0,
+            lost: 0,
+            error: Some(io::Error::other("the capture writer panicked")),
+        })
     }
 }
 
-fn write_lines(
-    mut file: BufWriter<File>,
-    rx: Receiver<Message>,
+/// The writer thread's state.
+struct Writer {
+    file: BufWriter<File>,
     redactor: Option<Redactor>,
-) -> io::Result<u64> {
-    let mut lines = 0u64;
-    let mut failed: Option<io::Error> = None;
-    let mut write = |file: &mut BufWriter<File>, make: MakeLine| {
+    on_failure: Option<OnFailure>,
+    /// Lines written to the buffer since the last flush.
+    buffered: u64,
+    written: Written,
+}
+
+impl Writer {
+    /// Writes lines until [`Message::Stop`], flushing whenever none is
+    /// waiting.
+    fn run(mut self, rx: Receiver<Message>) -> Written {
+        'outer: while let Ok(message) = rx.recv() {
+            let mut next = Some(message);
+            while let Some(message) = next.take() {
+                match message {
+                    Message::Line(make) => self.line(make),
+                    Message::Stop => break 'outer,
+                }
+                next = rx.try_recv().ok();
+            }
+            self.flush();
+        }
+        self.flush();
+        self.written
+    }
+
+    /// Makes, redacts and writes one line; after a failure, counts it
+    /// lost without making it.
+    fn line(&mut self, make: MakeLine) {
+        if self.written.error.is_some() {
+            self.written.lost += 1;
+            return;
+        }
         let mut line = make();
-        if let Some(r) = &redactor {
+        if let Some(r) = &self.redactor {
             redact(r, &mut line);
         }
-        let Ok(mut bytes) = serde_json::to_vec(&line) else {
-            return;
+        let mut bytes = match serde_json::to_vec(&line) {
+            Ok(bytes) => bytes,
+            Err(e) => return self.fail(io::Error::other(e), 1),
         };
         bytes.push(b'\n');
-        if failed.is_none() {
-            match file.write_all(&bytes) {
-                Ok(()) => lines += 1,
-                Err(e) => failed = Some(e),
-            }
+        match self.file.write_all(&bytes) {
+            Ok(()) => self.buffered += 1,
+            Err(e) => self.fail(e, 1),
         }
-    };
-    'outer: while let Ok(message) = rx.recv() {
-        let mut next = Some(message);
-        while let Some(message) = next.take() {
-            match message {
-                Message::Line(line) => write(&mut file, line),
-                Message::Stop => break 'outer,
-            }
-            next = rx.try_recv().ok();
-        }
-        file.flush()?;
     }
-    file.flush()?;
-    match failed {
-        Some(e) => Err(e),
-        None => Ok(lines),
+
+    fn flush(&mut self) {
+        if self.written.error.is_some() {
+            return;
+        }
+        match self.file.flush() {
+            Ok(()) => {
+                self.written.lines += self.buffered;
+                self.buffered = 0;
+            }
+            Err(e) => self.fail(e, 0),
+        }
+    }
+
+    /// The first failure: the buffered lines and `failing` (the line
+    /// being written) are lost, and the hook hears of it.
+    fn fail(&mut self, error: io::Error, failing: u64) {
+        self.written.lost += self.buffered + failing;
+        self.buffered = 0;
+        if let Some(hook) = self.on_failure.take() {
+            hook(&error);
+        }
+        self.written.error = Some(error);
     }
 }
 
@@ -184,31 +263,38 @@ fn redact(r: &Redactor, line: &mut CaptureLine) {
 mod tests {
     use super::*;
 
+    fn line(i: u64) -> CaptureLine {
+        CaptureLine {
+            start: seconds(i),
+            end: seconds(i + 1),
+            start_ns: i,
+            first_byte_ns: None,
+            end_ns: i + 1,
+            session_id: None,
+            infer: true,
+            method: "POST".into(),
+            path: "/v1/chat/completions".into(),
+            stream: false,
+            status: Some(200),
+            error: None,
+            response_truncated: false,
+            malformed_sse_lines: 0,
+            request: RawValue::from_string(r#"{"messages":[]}"#.into()).expect("raw"),
+            response: None,
+        }
+    }
+
     #[test]
     fn lines_are_written_in_order_and_counted() {
         let path = std::env::temp_dir().join(format!("arbor-capture-{}.jsonl", std::process::id()));
-        let file = CaptureFile::create(&path, None).expect("create");
+        let file = CaptureFile::create(&path, None, None).expect("create");
         let sink = file.sink();
         for i in 0..3u64 {
-            sink.send_later(move || CaptureLine {
-                start: seconds(i),
-                end: seconds(i + 1),
-                start_ns: i,
-                first_byte_ns: None,
-                end_ns: i + 1,
-                session_id: None,
-                infer: true,
-                method: "POST".into(),
-                path: "/v1/chat/completions".into(),
-                stream: false,
-                status: Some(200),
-                error: None,
-                response_truncated: false,
-                request: RawValue::from_string(r#"{"messages":[]}"#.into()).expect("raw"),
-                response: None,
-            });
+            sink.send_later(move || line(i));
         }
-        assert_eq!(file.finish().expect("finish"), 3);
+        let written = file.finish();
+        assert!(written.error.is_none());
+        assert_eq!((written.lines, written.lost), (3, 0));
         let text = std::fs::read_to_string(&path).expect("read");
         let starts: Vec<u64> = text
             .lines()
@@ -220,5 +306,31 @@ mod tests {
             .collect();
         assert_eq!(starts, [0, 1, 2]);
         std::fs::remove_file(&path).ok();
+    }
+
+    /// Issue 27, item 1: a capture that cannot be written is reported at
+    /// once (the hook, before the writer is asked to stop), and every line
+    /// after the failure is counted lost.
+    #[test]
+    fn a_failed_write_is_reported_at_once_and_later_lines_are_counted_lost() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let hook: OnFailure = Box::new(move |e: &io::Error| {
+            let _ = tx.send(e.to_string());
+        });
+        let file = CaptureFile::create(Path::new("/dev/full"), None, Some(hook)).expect("create");
+        let sink = file.sink();
+        sink.send_later(|| line(0));
+        // Bounded so that a writer which never reports fails the test
+        // instead of hanging it; generous for a loaded machine.
+        let said = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the failure is reported while the capture is open");
+        assert!(said.contains("No space left"), "{said}");
+        for i in 1..4 {
+            sink.send_later(move || line(i));
+        }
+        let written = file.finish();
+        assert_eq!((written.lines, written.lost), (0, 4));
+        assert!(written.error.is_some());
     }
 }
