@@ -4,6 +4,7 @@
 mod body;
 mod build;
 mod doctor;
+mod fetch;
 mod http;
 mod live;
 mod messages;

@@ -1,8 +1,8 @@
 //! Value parsers: flag text to typed values, at parse time.
 //!
-//! Owns the parsers clap calls for every typed flag value (durations,
-//! percentages, the API, the max-tokens field, JSON objects, URLs). Each says
-//! what it expected and what it got; clap names the flag
+//! Owns the parsers clap calls for every typed flag value (durations, byte
+//! counts, percentages, the API, the max-tokens field, JSON objects,
+//! URLs). Each says what it expected and what it got; clap names the flag
 //! (`error: invalid value 'x' for '--grace <DURATION>': ...`) and exits 2.
 //! Policy types with a `FromStr` of their own (gap transforms, arrivals,
 //! staggers, start windows, service models, formats) are parsed by it.
@@ -23,6 +23,36 @@ pub fn positive_duration(text: &str) -> Result<Nanos, String> {
     match duration(text)? {
         0 => Err(format!("expected more than 0 seconds, got `{text}`")),
         ns => Ok(ns),
+    }
+}
+
+/// A byte count above 0: `1000000`, or with a binary unit `64KiB`,
+/// `512MiB`, `4GiB`, `1TiB`.
+pub fn byte_count(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        "TiB" => 40,
+        _ => {
+            return Err(format!(
+                "expected a byte count such as 1000000, 512MiB or 4GiB, got `{text}`"
+            ))
+        }
+    };
+    match number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+    {
+        Some(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "expected a byte count above 0 such as 1000000, 512MiB or 4GiB, got `{text}`"
+        )),
     }
 }
 
@@ -124,6 +154,16 @@ mod tests {
         assert!(json_object(r#"{"temperature":0}"#).is_ok());
         for bad in ["[1]", "3", "{oops", ""] {
             assert!(json_object(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn byte_counts_take_binary_units() {
+        assert_eq!(byte_count("4GiB"), Ok(4 << 30));
+        assert_eq!(byte_count("512 MiB"), Ok(512 << 20));
+        assert_eq!(byte_count("1000"), Ok(1000));
+        for bad in ["0", "", "4GB", "-1", "1.5GiB", "99999999999TiB", "GiB"] {
+            assert!(byte_count(bad).is_err(), "{bad}");
         }
     }
 

@@ -4,8 +4,9 @@
 //! the list, a dataset's details, the fetch's progress bar and notes.
 
 use std::io::IsTerminal;
+use std::time::Duration;
 
-use arbor::backends::fetch::{self, FetchObserver, Fetched};
+use arbor::backends::fetch::{self, FetchObserver, FetchOptions, Fetched};
 use arbor::formats::data::registry::{self, Dataset, Registry};
 use arbor::formats::data::{self as datasets, pin};
 use arbor::formats::manifest::Pinning;
@@ -22,14 +23,24 @@ pub fn run(args: &DataArgs) -> Result<(), Error> {
             let text = info(registry.get(name).map_err(Error::input)?);
             crate::stdout::print(|out| out.write_all(text.as_bytes()))
         }
-        DataCommand::Fetch { name, dir } => {
+        DataCommand::Fetch {
+            name,
+            dir,
+            timeout,
+            max_bytes,
+        } => {
             let dataset = registry.get(name).map_err(Error::input)?;
             let dir = match dir {
                 Some(d) => d.clone(),
                 None => datasets::default_dir(name)?,
             };
             let bar = progress_bar(dataset.total_size());
-            let files = fetch::fetch(dataset, &dir, &Bar(&bar))?;
+            let options = FetchOptions {
+                timeout: Duration::from_nanos(*timeout),
+                max_bytes: *max_bytes,
+                ..FetchOptions::default()
+            };
+            let files = fetch::fetch(dataset, &dir, &options, &Bar(&bar))?;
             bar.finish_and_clear();
             if fetch::is_first_use(dataset) {
                 let pinned = pin::trust_first_use(dataset, files)?;

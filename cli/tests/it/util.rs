@@ -3,12 +3,34 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub fn arbor(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_arbor"))
         .args(args)
         .output()
         .expect("the arbor binary runs")
+}
+
+/// `command`'s output (stdin closed), failing the test, the process
+/// killed, when it runs longer than `bound`: for what hung before a fix.
+pub fn output_within(command: &mut Command, bound: Duration) -> Output {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the arbor binary runs");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {bound:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("its output")
 }
 
 pub fn stdout(out: &Output) -> String {

@@ -2,9 +2,10 @@
 //! size and SHA-256 of a local directory's trace files (the files `arbor
 //! run DIR` would read) as a local pin, under a name of its own (a
 //! registry dataset's name is refused: a local pin never counts as the
-//! registry's corpus); and [`trust_first_use`] records the hashes the
-//! first fetch of a registry entry without hashes computed from the
-//! entry's own `base_url` ([`Pinning::TrustOnFirstUse`]). Owns writing
+//! registry's corpus); and [`trust_first_use`] records the sizes and
+//! hashes the first fetch of an unpinned registry entry (a file without a
+//! SHA-256 or a size) found at the entry's own `base_url`
+//! ([`Pinning::TrustOnFirstUse`]). Owns writing
 //! that file; a name already pinned must keep its manifest. Prints
 //! nothing: what it did is its [`Pinned`].
 
@@ -78,7 +79,7 @@ pub fn pin(dir: &Path, name: &str) -> Result<Pinned, Error> {
 /// Records `files` (each with its size and SHA-256, as the first fetch of
 /// `dataset` from its `base_url` found them) as `dataset`'s
 /// trust-on-first-use pin; later fetches verify against them. Refused for
-/// an entry that already has hashes.
+/// an entry already pinned.
 pub fn trust_first_use(dataset: &Dataset, files: Vec<DatasetFile>) -> Result<Pinned, Error> {
     if dataset.file_hashes().is_some() {
         return Err(Error::other(format!(
@@ -90,7 +91,7 @@ pub fn trust_first_use(dataset: &Dataset, files: Vec<DatasetFile>) -> Result<Pin
     entry.files = files;
     let Some(hashes) = entry.file_hashes() else {
         return Err(Error::other(format!(
-            "dataset {}: a first fetch without every file's SHA-256",
+            "dataset {}: a first fetch without every file's size and SHA-256",
             dataset.name
         )));
     };

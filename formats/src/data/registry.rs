@@ -2,8 +2,9 @@
 //! (`datasets/registry.toml`, compiled in), or the file
 //! `ARBOR_DATA_REGISTRY` names instead; plus the user registry
 //! `arbor data pin` and a first fetch write. Owns the registry's types,
-//! where its files and the cache live, which entries are pinned and how
-//! ([`Pinning`]), and the rule a user entry must keep: it takes a registry
+//! where its files and the cache live, which entries are pinned (every
+//! file with a size and a SHA-256) and how ([`Pinning`]), what a file name
+//! may be ([`check_file_name`]), and the rule a user entry must keep: it takes a registry
 //! dataset's name only as that entry's trust-on-first-use pin (same
 //! `base_url`, the reviewed entry having no hashes); a local pin has a name
 //! of its own. Does no network I/O and hashes nothing.
@@ -20,10 +21,14 @@ const BUILT_IN: &str = include_str!("../../../datasets/registry.toml");
 /// Replaces the built-in registry with this file (tests, mirrors).
 pub const REGISTRY_ENV: &str = "ARBOR_DATA_REGISTRY";
 
-/// One file of a dataset.
+/// One file of a dataset: pinned when it has both a size and a SHA-256
+/// ([`DatasetFile::is_pinned`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DatasetFile {
+    /// A plain file name ([`check_file_name`]), appended to the base URL.
     pub name: String,
+    /// Bytes: a fetch takes no more (and no fewer); absent, the fetch's
+    /// cap on a file of unknown size bounds it and the file is not pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// Lower-case hex; absent in an unpinned entry.
@@ -60,8 +65,19 @@ pub struct Dataset {
     pub files: Vec<DatasetFile>,
 }
 
+impl DatasetFile {
+    /// Pinned: its SHA-256 and its size are known, so a fetch knows when
+    /// to stop and what the bytes must be.
+    pub fn is_pinned(&self) -> bool {
+        self.sha256.is_some() && self.size.is_some()
+    }
+}
+
 impl Dataset {
-    /// Every file's hash, when every file has one and there are files.
+    /// Every file's hash, when the entry is pinned: there are files and
+    /// each is pinned (a SHA-256 and a size, [`DatasetFile::is_pinned`]).
+    /// An entry with a file lacking either is unpinned, fetched as a first
+    /// use.
     pub fn file_hashes(&self) -> Option<Vec<FileHash>> {
         if self.files.is_empty() {
             return None;
@@ -69,10 +85,13 @@ impl Dataset {
         self.files
             .iter()
             .map(|f| {
-                f.sha256.as_ref().map(|h| FileHash {
-                    name: f.name.clone(),
-                    sha256: h.clone(),
-                })
+                f.sha256
+                    .as_ref()
+                    .filter(|_| f.is_pinned())
+                    .map(|h| FileHash {
+                        name: f.name.clone(),
+                        sha256: h.clone(),
+                    })
             })
             .collect()
     }
@@ -119,12 +138,8 @@ impl RegistryFile {
         for d in &file.datasets {
             check_name(&d.name).map_err(|e| format!("{origin}: {e}"))?;
             for f in &d.files {
-                if f.name.contains('/') || f.name.contains('\\') || f.name.starts_with('.') {
-                    return Err(format!(
-                        "{origin}: dataset {}: file `{}`: expected a plain file name",
-                        d.name, f.name
-                    ));
-                }
+                check_file_name(&f.name)
+                    .map_err(|e| format!("{origin}: dataset {}: {e}", d.name))?;
             }
         }
         Ok(file)
@@ -190,8 +205,9 @@ impl Registry {
                                 pinned.name
                             ));
                         }
-                        if reviewed.file_hashes().is_some() {
-                            // The reviewed hashes arrived since: they win.
+                        if reviewed.file_hashes().is_some() || contradicts(reviewed, &pinned) {
+                            // The reviewed hashes (and sizes) arrived, or
+                            // changed, since: they win.
                             continue;
                         }
                         pinned.pinned_from = None;
@@ -249,6 +265,20 @@ impl Registry {
     }
 }
 
+/// Whether a first-use pin holds a hash other than one its reviewed entry
+/// gives (an entry with hashes but not every size is fetched as a first
+/// use, verified against the hashes it has).
+fn contradicts(reviewed: &Dataset, pinned: &Dataset) -> bool {
+    reviewed.files.iter().any(|r| {
+        r.sha256.is_some()
+            && pinned
+                .files
+                .iter()
+                .find(|p| p.name == r.name)
+                .is_none_or(|p| p.sha256 != r.sha256)
+    })
+}
+
 /// A dataset name is a directory name of the cache: letters, digits,
 /// `.`, `_`, `-`, not starting with `.`.
 pub fn check_name(name: &str) -> Result<(), String> {
@@ -258,6 +288,19 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.starts_with('.') || !plain {
         return Err(format!(
             "dataset name `{name}`: expected letters, digits, `.`, `_` or `-`, not starting with `.`"
+        ));
+    }
+    Ok(())
+}
+
+/// A dataset's file name is a plain name inside the directory it is
+/// fetched to: not empty, no `/` or `\\`, no NUL, not starting with `.`
+/// (so neither `..` nor a hidden file, nor an absolute path).
+pub fn check_file_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.starts_with('.') || name.contains(['/', '\\', '\0']) {
+        return Err(format!(
+            "file `{}`: expected a plain file name (no `/`, `\\` or NUL, not empty, not starting with `.`)",
+            name.escape_debug()
         ));
     }
     Ok(())
@@ -329,21 +372,21 @@ mod tests {
 
     #[test]
     fn a_local_pin_under_a_registry_name_is_refused_naming_the_fix() {
-        let e = merged("[[dataset]]\nname = \"public\"\npinned_from = \"/x\"\nfiles = [{ name = \"a.json\", sha256 = \"00\" }]\n")
+        let e = merged("[[dataset]]\nname = \"public\"\npinned_from = \"/x\"\nfiles = [{ name = \"a.json\", size = 2, sha256 = \"00\" }]\n")
             .unwrap_err();
         assert!(
             e.contains("a local pin under a registry dataset's name"),
             "{e}"
         );
         // Claiming to be a first use from another source is no better.
-        let e = merged("[[dataset]]\nname = \"public\"\npinned_by = \"trust_on_first_use\"\nbase_url = \"https://mirror.example/\"\nfiles = [{ name = \"a.json\", sha256 = \"00\" }]\n")
+        let e = merged("[[dataset]]\nname = \"public\"\npinned_by = \"trust_on_first_use\"\nbase_url = \"https://mirror.example/\"\nfiles = [{ name = \"a.json\", size = 2, sha256 = \"00\" }]\n")
             .unwrap_err();
         assert!(e.contains("public"), "{e}");
     }
 
     #[test]
     fn a_first_use_pin_from_the_entrys_own_source_is_recorded_as_such() {
-        let r = merged("[[dataset]]\nname = \"public\"\npinned_by = \"trust_on_first_use\"\nbase_url = \"https://example.org/d/\"\nfiles = [{ name = \"a.json\", sha256 = \"00\" }]\n")
+        let r = merged("[[dataset]]\nname = \"public\"\npinned_by = \"trust_on_first_use\"\nbase_url = \"https://example.org/d/\"\nfiles = [{ name = \"a.json\", size = 2, sha256 = \"00\" }]\n")
             .unwrap();
         let d = r.get("public").unwrap();
         assert_eq!(d.pinning(), Some(Pinning::TrustOnFirstUse));
@@ -355,7 +398,7 @@ mod tests {
 
     #[test]
     fn a_users_entry_under_its_own_name_is_a_local_pin_whatever_it_claims() {
-        let r = merged("[[dataset]]\nname = \"mine\"\npinned_by = \"registry\"\nfiles = [{ name = \"a.json\", sha256 = \"00\" }]\n")
+        let r = merged("[[dataset]]\nname = \"mine\"\npinned_by = \"registry\"\nfiles = [{ name = \"a.json\", size = 2, sha256 = \"00\" }]\n")
             .unwrap();
         let d = r.get("mine").unwrap();
         assert_eq!(d.pinning(), Some(Pinning::LocalPin));
@@ -366,7 +409,50 @@ mod tests {
 
     #[test]
     fn a_path_as_file_name_is_refused() {
-        let text = "[[dataset]]\nname = \"x\"\n[[dataset.files]]\nname = \"../etc/passwd\"\n";
-        assert!(RegistryFile::parse(text, "t").is_err());
+        for name in [
+            "../etc/passwd",
+            "/etc/passwd",
+            "..",
+            "a/b",
+            "a\\\\b",
+            "",
+            ".hidden",
+        ] {
+            let text = format!("[[dataset]]\nname = \"x\"\n[[dataset.files]]\nname = \"{name}\"\n");
+            let e = RegistryFile::parse(&text, "t").unwrap_err();
+            assert!(e.contains("expected a plain file name"), "{name}: {e}");
+        }
+        assert!(check_file_name("trace_0187.json").is_ok());
+    }
+
+    #[test]
+    fn a_file_without_a_size_leaves_its_entry_unpinned() {
+        // Issue 27, item 17: a SHA-256 alone does not bound the download,
+        // so it does not pin the entry; the fetch is a first use.
+        let text = "[[dataset]]\nname = \"x\"\nbase_url = \"https://example.org/\"\n\
+                    files = [{ name = \"a.json\", size = 2, sha256 = \"00\" }, { name = \"b.json\", sha256 = \"11\" }]\n";
+        let file = RegistryFile::parse(text, "t").unwrap();
+        let d = &file.datasets[0];
+        assert!(d.files[0].is_pinned() && !d.files[1].is_pinned());
+        assert!(d.file_hashes().is_none());
+        assert!(d.manifest().is_none());
+        assert_eq!(d.pinning(), None);
+        let r = Registry::merge(file, None).unwrap();
+        assert_eq!(r.get("x").unwrap().pinning(), None);
+        // Its first-use pin takes its place only while it agrees with
+        // the reviewed hashes.
+        let pin = |b: &str| {
+            user(&format!(
+                "[[dataset]]\nname = \"x\"\npinned_by = \"trust_on_first_use\"\nbase_url = \"https://example.org/\"\n\
+                 files = [{{ name = \"a.json\", size = 2, sha256 = \"00\" }}, {{ name = \"b.json\", size = 3, sha256 = \"{b}\" }}]\n"
+            ))
+        };
+        let r = Registry::merge(RegistryFile::parse(text, "t").unwrap(), pin("11")).unwrap();
+        assert_eq!(
+            r.get("x").unwrap().pinning(),
+            Some(Pinning::TrustOnFirstUse)
+        );
+        let r = Registry::merge(RegistryFile::parse(text, "t").unwrap(), pin("22")).unwrap();
+        assert_eq!(r.get("x").unwrap().pinning(), None);
     }
 }
