@@ -27,6 +27,7 @@ pub mod shard;
 pub mod start;
 pub mod stats;
 pub mod time;
+pub mod window;
 
 pub use error::{EngineError, InputError, PolicyError};
 pub use model::{

@@ -31,6 +31,11 @@
 //! reports the response measured so far (stamps, status, chunks, tokens,
 //! attempts), marked `cancelled` at the time of the cancel.
 //!
+//! Memory is bounded by what is in flight, whatever the run's length: the
+//! scheduler forgets finished plays ([`Scheduler::forget_finished`]) and
+//! the loop's per-request and per-play tables drop the same prefix
+//! ([`IdWindow`]).
+//!
 //! Must not: allocate, lock or hop a channel per event beyond what a
 //! request needs (its body, its task, its cancel signal, its two events),
 //! nor stamp anything the request's task stamps (sent, bytes arriving).
@@ -45,6 +50,7 @@ use tokio::sync::{mpsc, oneshot};
 use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{Command, Outcome, RequestId, Scheduler};
 use arbor_engine::time::Nanos;
+use arbor_engine::window::IdWindow;
 use arbor_engine::{EngineError, Workload};
 
 use super::exchange::{execute_into, Target};
@@ -171,6 +177,11 @@ pub async fn run_among<S: RecordSink>(
     stop: impl Future<Output = ()>,
 ) -> Result<RunOutcome, LiveError> {
     let (tx, rx) = mpsc::unbounded_channel();
+    // The loop reads a request only between its dispatch and the call
+    // after its completion (its record): finished plays can go.
+    scheduler.forget_finished(Scheduler::FORGET_BATCH);
+    let mut inflight = IdWindow::default();
+    inflight.drop_finished(Scheduler::FORGET_BATCH);
     let live = LiveLoop {
         epoch: among.epoch,
         numbers: among.numbering.map(Numbers::new),
@@ -178,7 +189,7 @@ pub async fn run_among<S: RecordSink>(
         target: Arc::new(config.target.clone()),
         bodies: Bodies::new(workload, config.body.clone(), config.cache_bust),
         tx,
-        inflight: Vec::new(),
+        inflight,
         outstanding: 0,
         sent_not_done: 0,
         observed_peak: 0,
@@ -220,8 +231,9 @@ struct LiveLoop<'a, S> {
     bodies: Bodies,
     /// Given (cloned) to every request's task.
     tx: mpsc::UnboundedSender<TaskEvent>,
-    /// By request id: the requests dispatched and not yet done.
-    inflight: Vec<Option<InFlight>>,
+    /// By request id: the requests dispatched and not yet done (from the
+    /// scheduler's first request id on; those below are all done).
+    inflight: IdWindow<Option<InFlight>>,
     /// Requests dispatched and not yet done (the entries of `inflight`).
     outstanding: u64,
     /// Requests sent and not yet done.
@@ -352,14 +364,16 @@ impl<S: RecordSink> LiveLoop<'_, S> {
                 response: Box::new(response),
             });
         });
-        let index = id as usize;
-        if self.inflight.len() <= index {
-            self.inflight.resize_with(index + 1, || None);
+        let first = u32::try_from(self.scheduler.first_request()).unwrap_or(u32::MAX);
+        self.inflight.forget_below(first);
+        // Request ids are u32 slot numbers, at or past the scheduler's
+        // first (`id` is in flight there).
+        if let Some(entry) = u32::try_from(id).ok().and_then(|i| self.inflight.entry(i)) {
+            *entry = Some(InFlight {
+                cancel: Some(cancel),
+                sent: sent_now,
+            });
         }
-        self.inflight[index] = Some(InFlight {
-            cancel: Some(cancel),
-            sent: sent_now,
-        });
         self.outstanding += 1;
         self.progress.inflight.fetch_add(1, Ordering::Relaxed);
         match sent_now {
@@ -373,7 +387,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
     /// (handled by [`Self::on_done`]).
     fn on_cancel(&mut self, id: RequestId) -> Result<(), LiveError> {
         let at = self.now();
-        if let Some(Some(entry)) = self.inflight.get_mut(id as usize) {
+        if let Some(entry) = self.entry(id) {
             if let Some(cancel) = entry.cancel.take() {
                 let _ = cancel.send(at);
             }
@@ -383,7 +397,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
 
     /// A request's task sent it at `at`.
     fn on_sent(&mut self, id: RequestId, at: Nanos) -> Result<(), LiveError> {
-        let Some(Some(entry)) = self.inflight.get_mut(id as usize) else {
+        let Some(entry) = self.entry(id) else {
             return Ok(());
         };
         entry.sent = Some(at);
@@ -451,10 +465,19 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         Ok(())
     }
 
+    /// Request `id`'s entry in the in-flight table, if it is in flight.
+    fn entry(&mut self, id: RequestId) -> Option<&mut InFlight> {
+        let index = u32::try_from(id).ok()?;
+        self.inflight.get_mut(index)?.as_mut()
+    }
+
     /// Takes request `id` out of the in-flight table (`None`: it was not
     /// in flight) and counts it out.
     fn take_inflight(&mut self, id: RequestId) -> Option<InFlight> {
-        let entry = self.inflight.get_mut(id as usize).and_then(Option::take)?;
+        let entry = u32::try_from(id)
+            .ok()
+            .and_then(|i| self.inflight.get_mut(i))
+            .and_then(Option::take)?;
         if entry.sent.is_some() {
             self.sent_not_done = self.sent_not_done.saturating_sub(1);
         }

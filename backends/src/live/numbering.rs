@@ -13,12 +13,15 @@
 //! same plays ran, in the order the process started them.
 //!
 //! Owns the shared counters and a loop's map from its own numbers to the
-//! process's; reads the scheduler, never changes it.
+//! process's (from the scheduler's first play on: the plays it forgot are
+//! done and recorded, their numbers dropped with them); reads the
+//! scheduler, never changes it.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arbor_engine::scheduler::{RequestId, Scheduler};
+use arbor_engine::window::IdWindow;
 
 /// The process's next request id and next play number.
 #[derive(Debug, Default)]
@@ -32,7 +35,8 @@ pub struct Numbering {
 #[derive(Debug)]
 pub(super) struct Numbers {
     shared: Arc<Numbering>,
-    plays: Vec<Option<(u32, RequestId)>>,
+    /// By the scheduler's play id.
+    plays: IdWindow<Option<(u32, RequestId)>>,
 }
 
 /// A request's numbers in the process.
@@ -44,10 +48,9 @@ pub(super) struct Number {
 
 impl Numbers {
     pub(super) fn new(shared: Arc<Numbering>) -> Numbers {
-        Numbers {
-            shared,
-            plays: Vec::new(),
-        }
+        let mut plays = IdWindow::default();
+        plays.drop_finished(Scheduler::FORGET_BATCH);
+        Numbers { shared, plays }
     }
 
     /// Request `id`'s numbers in the process (its play's block is taken
@@ -55,13 +58,11 @@ impl Numbers {
     /// a request the scheduler does not know.
     pub(super) fn of(&mut self, scheduler: &Scheduler, id: RequestId) -> Option<Number> {
         let local_play = scheduler.slot(id)?.play;
-        let play = scheduler.plays().get(local_play as usize)?;
+        let play = scheduler.play(local_play)?;
         let base = play.request(0)?;
-        let index = local_play as usize;
-        if self.plays.len() <= index {
-            self.plays.resize(index + 1, None);
-        }
-        let (number, first) = match self.plays[index] {
+        self.plays.forget_below(scheduler.first_play());
+        let entry = self.plays.entry(local_play)?;
+        let (number, first) = match *entry {
             Some(taken) => taken,
             None => {
                 let turns = scheduler.trees().get(play.tree as usize)?.turn_count();
@@ -71,7 +72,7 @@ impl Numbers {
                         .requests
                         .fetch_add(u64::from(turns), Ordering::Relaxed),
                 );
-                self.plays[index] = Some(taken);
+                *entry = Some(taken);
                 taken
             }
         };

@@ -528,3 +528,41 @@ fn markers_are_shared_within_a_play_and_differ_across_plays() {
         "without markers the replay hits the cache"
     );
 }
+
+#[test]
+fn a_long_closed_loop_keeps_only_a_window_of_its_requests() {
+    // 5,000 one-turn plays over 8 lanes, answered at once: more than one
+    // batch of finished requests (`Scheduler::FORGET_BATCH`, 4,096), so
+    // the live driver's scheduler has dropped the first batch by the end;
+    // every request is still recorded, once, under its own id.
+    let plays = 5_000;
+    let mut config = EmulatorConfig::default();
+    config.timing.ttft = 0;
+    config.timing.itl = 0;
+    let policy = Policy {
+        copies: plays,
+        sessions: Some(8),
+        ..Policy::default()
+    };
+    let (scheduler, records) = run_live(
+        one_turn_trees(1, 1),
+        policy,
+        config,
+        Duration::from_secs(30),
+    );
+    let ids: std::collections::BTreeSet<u64> = records.iter().map(|r| r.request).collect();
+    assert_eq!((records.len(), ids.len()), (plays as usize, plays as usize));
+    assert!(records.iter().all(|r| r.status == "ok"));
+    assert!(
+        scheduler.slot(0).is_none(),
+        "the first request is forgotten"
+    );
+    // Kept: what came after the dropped batch (5,000 - 4,096 = 904 at
+    // most, the run being over); without forgetting, all 5,000.
+    assert!(
+        scheduler.slots().len() <= 904,
+        "{}",
+        scheduler.slots().len()
+    );
+    assert_eq!(scheduler.stats().plays_done, u64::from(plays));
+}

@@ -158,13 +158,16 @@ impl CacheWarmup {
     /// The duration is up: accelerated turns not yet released become
     /// measured turns waiting for the profiling start, with their recorded
     /// constraints. Those already released (on a timer, queued or in
-    /// flight) stay warmups.
-    pub(super) fn close(&mut self, slots: &mut [Slot]) {
+    /// flight) stay warmups. `slots` are the slots from request id `base`
+    /// (those below are of finished plays: nothing to release).
+    pub(super) fn close(&mut self, base: u32, slots: &mut [Slot]) {
         if !self.holds {
             return;
         }
         for &id in &self.requests {
-            let slot = &mut slots[id as usize];
+            let Some(slot) = id.checked_sub(base).and_then(|i| slots.get_mut(i as usize)) else {
+                continue;
+            };
             if slot.accelerated && slot.state == TurnState::Blocked {
                 slot.accelerated = false;
                 slot.warmup = false;

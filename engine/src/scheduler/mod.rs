@@ -74,6 +74,18 @@
 //! a tree. Derived and validated DAGs cannot deadlock: every blocked turn
 //! waits on an edge whose source is pending, in flight or on a timer.
 //!
+//! # Forgetting finished plays
+//! By default the scheduler keeps every play and every slot: a plan is the
+//! whole history. A long live run calls [`Scheduler::forget_finished`]:
+//! then a play that is done, when every play opened before it is done
+//! too, is forgotten with its slots at the start of a later `handle_*`
+//! call (what a call finished stays readable until the next call), and
+//! the forgotten prefix is dropped in batches ([`crate::window`]). Ids
+//! never change; [`Scheduler::slots`] and [`Scheduler::plays`] then start
+//! at [`Scheduler::first_request`] and [`Scheduler::first_play`], and a
+//! request id below the first is unknown. No decision reads a finished
+//! play, so forgetting changes none.
+//!
 //! # Layout
 //! This module is the core: the protocol, the timer heap, the commands, and
 //! the event handlers, which call owned sub-states at fixed points. Each
@@ -139,6 +151,8 @@ pub struct Scheduler {
     now: Nanos,
     stopped: bool,
     grace_fired: bool,
+    /// [`Scheduler::forget_finished`] was called.
+    forgetting: bool,
     stats: Stats,
 }
 
@@ -172,6 +186,7 @@ impl Scheduler {
             now: 0,
             stopped: false,
             grace_fired: false,
+            forgetting: false,
             stats: Stats::default(),
             policy,
         };
@@ -264,6 +279,23 @@ impl Scheduler {
         }
     }
 
+    /// How many finished slots (or plays) [`Scheduler::forget_finished`]
+    /// lets pile up before dropping them: a batch this large (and at least
+    /// half of what is stored) is moved at most once, and a short run
+    /// drops nothing.
+    pub const FORGET_BATCH: u32 = 4096;
+
+    /// From now on, forget finished plays and their slots (see the module
+    /// documentation), dropping them in batches of at least `min_drop`
+    /// ([`Scheduler::FORGET_BATCH`] for a live run; 1 drops as early as
+    /// possible). For drivers that read a request only between its
+    /// dispatch and the call after its completion; a plan keeps all.
+    pub fn forget_finished(&mut self, min_drop: u32) {
+        self.forgetting = true;
+        self.slots.drop_finished(min_drop);
+        self.plays.drop_finished(min_drop);
+    }
+
     // ----- driver-facing verbs -------------------------------------------
 
     /// The next command, if any. Call until `None` after every `handle_*`.
@@ -292,6 +324,7 @@ impl Scheduler {
     /// Time has reached `now`: fire every timer due by then.
     pub fn handle_timeout(&mut self, now: Nanos) -> Result<(), EngineError> {
         self.advance(now)?;
+        self.forget_done();
         let deadline = self.deadline();
         while let Some(key) = self.timers.peek_key() {
             let due = self.idle.due(key);
@@ -304,7 +337,9 @@ impl Scheduler {
             self.stats.events += 1;
             match timer {
                 // A turn skipped while its timer was pending: a tombstone.
-                Timer::Turn(slot) if self.slots[slot].state != TurnState::Timer => {}
+                // (Or of a play since forgotten.)
+                Timer::Turn(slot)
+                    if self.slots.get(slot.into()).map(|s| s.state) != Some(TurnState::Timer) => {}
                 Timer::Turn(slot) => self.become_eligible(slot, due, now),
                 Timer::Play(play) => self.start_play(play, due, now),
                 Timer::Lane(lane) => self.start_next_in_lane(lane, due, now),
@@ -314,8 +349,8 @@ impl Scheduler {
                 }
                 Timer::Profiling => self.warmup.profiling_fired(due),
                 Timer::CacheWarmupEnd => {
-                    let total = self.slots.all().len() as u32;
-                    self.cache_warmup.close(self.slots.block_mut(0, total));
+                    let base = self.slots.base();
+                    self.cache_warmup.close(base, self.slots.all_mut());
                     self.start_profiling_if_ready(due, now);
                 }
             }
@@ -337,6 +372,7 @@ impl Scheduler {
     /// flight get the policy's grace, then are cancelled. Idempotent.
     pub fn handle_stop(&mut self, now: Nanos) -> Result<(), EngineError> {
         self.advance(now)?;
+        self.forget_done();
         if !self.stopped {
             self.stop(now, now);
         }
@@ -359,6 +395,7 @@ impl Scheduler {
         if sent {
             return Err(EngineError::AlreadySent(id));
         }
+        self.forget_done();
         let now = self.catch_up(at);
         self.stats.events += 1;
         self.sent(index, at);
@@ -376,6 +413,7 @@ impl Scheduler {
         outcome: Outcome,
     ) -> Result<(), EngineError> {
         let (index, sent) = self.slots.in_flight(id)?;
+        self.forget_done();
         let now = self.catch_up(at);
         self.stats.events += 1;
         if !sent {
@@ -424,17 +462,35 @@ impl Scheduler {
         &self.trees
     }
 
+    /// Every play (planned or started), by play id from
+    /// [`Scheduler::first_play`] (0 unless forgetting).
     pub fn plays(&self) -> &[Play] {
         self.plays.all()
+    }
+
+    /// The id of `plays()[0]`.
+    pub fn first_play(&self) -> u32 {
+        self.plays.base()
+    }
+
+    /// Play `play`; `None` when there is none or it was forgotten.
+    pub fn play(&self, play: u32) -> Option<&Play> {
+        self.plays.get(play)
     }
 
     pub fn lanes(&self) -> &[Lane] {
         self.lanes.all()
     }
 
-    /// Every turn of every started play, in request-id order.
+    /// Every turn of every started play, in request-id order from
+    /// [`Scheduler::first_request`] (0 unless forgetting).
     pub fn slots(&self) -> &[Slot] {
         self.slots.all()
+    }
+
+    /// The request id of `slots()[0]`.
+    pub fn first_request(&self) -> RequestId {
+        RequestId::from(self.slots.base())
     }
 
     pub fn slot(&self, id: RequestId) -> Option<&Slot> {
@@ -444,7 +500,7 @@ impl Scheduler {
     /// The tree and play of a request.
     pub fn request_tree(&self, id: RequestId) -> Option<(&CompiledTree, &Play, u32)> {
         let slot = self.slot(id)?;
-        let play = self.plays.all().get(slot.play as usize)?;
+        let play = self.plays.get(slot.play)?;
         Some((self.trees.get(play.tree as usize)?, play, slot.turn))
     }
 
@@ -585,7 +641,11 @@ impl Scheduler {
     #[inline]
     fn resolve_one(&mut self, target: u32, at: Nanos) {
         let contribution = self.idle.key(at);
-        let t = &mut self.slots[target];
+        // A forgotten target (a gated turn of a play since finished) is no
+        // longer blocked either.
+        let Some(t) = self.slots.get_mut(target) else {
+            return;
+        };
         if t.state != TurnState::Blocked {
             return;
         }
@@ -675,7 +735,7 @@ impl Scheduler {
             }
         }
         self.admission.clear();
-        for play in 0..self.plays.len() {
+        for play in self.plays.ids() {
             let p = self.plays[play];
             if p.started.is_none() || p.done.is_some() {
                 continue;
@@ -691,9 +751,9 @@ impl Scheduler {
 
     fn fire_grace(&mut self) {
         self.grace_fired = true;
-        for (index, slot) in self.slots.all().iter().enumerate() {
+        for (id, slot) in (self.first_request()..).zip(self.slots.all()) {
             if slot.state.is_in_flight() {
-                self.commands.push_back(Command::Cancel(index as RequestId));
+                self.commands.push_back(Command::Cancel(id));
             }
         }
     }
@@ -725,6 +785,34 @@ impl Scheduler {
     fn catch_up(&mut self, at: Nanos) -> Nanos {
         self.now = self.now.max(at);
         self.now
+    }
+
+    /// With forgetting on: forgets the plays done whose predecessors in
+    /// opening order (the order of their slot blocks) are all done, and
+    /// their slots. Each step moves a cursor forward: O(1) amortized.
+    fn forget_done(&mut self) {
+        if !self.forgetting {
+            return;
+        }
+        let mut cut = self.slots.forgotten();
+        // `cut` is the first id of a block; its play is not forgotten yet.
+        while let Some(slot) = self.slots.get(cut.into()) {
+            let p = self.plays[slot.play];
+            if p.done.is_none() {
+                break;
+            }
+            cut = p.slot_base + self.trees[p.tree as usize].turn_count();
+        }
+        self.slots.forget_below(cut);
+        let mut play = self.plays.forgotten();
+        while self
+            .plays
+            .get(play)
+            .is_some_and(|p| p.done.is_some() && p.slot_base < cut)
+        {
+            play += 1;
+        }
+        self.plays.forget_below(play);
     }
 
     /// When in-flight requests are cancelled, once stopped.
@@ -846,7 +934,7 @@ impl Scheduler {
         for lane in hand_off.lanes {
             self.start_next_in_lane(lane, at, now);
         }
-        for play in 0..self.plays.len() {
+        for play in self.plays.ids() {
             self.check_tree_idle(play, now);
         }
     }
@@ -1045,6 +1133,79 @@ mod tests {
         assert_eq!(s.profiling_start(), 5 * NANOS_PER_SEC);
         assert!(s.is_finished());
         assert_eq!(s.aborted(), None);
+    }
+
+    /// Eight looping lanes of the two-turn tree for 6,250 ns: with zero
+    /// service time a play takes 5 ns (turn 1 follows turn 0's end by
+    /// 5 ns), so 10,000 plays.
+    fn looping_scheduler(forget: bool) -> Scheduler {
+        let workload = one_tree(vec![agent("root", None, AgentKind::Root, &[0, 15], 10)]);
+        let policy = Policy {
+            copies: 8,
+            sessions: Some(8),
+            loop_lanes: true,
+            duration: Some(6_250),
+            ..Policy::default()
+        };
+        let compiled = compile(&workload, &policy, &DeriveOptions::default()).unwrap();
+        let mut s = Scheduler::new(compiled, policy).unwrap();
+        if forget {
+            s.forget_finished(Scheduler::FORGET_BATCH);
+        }
+        s
+    }
+
+    #[test]
+    fn forgetting_keeps_a_long_loop_in_a_bounded_window() {
+        let mut s = looping_scheduler(true);
+        let (mut now, mut most_slots, mut most_plays) = (0, 0, 0);
+        loop {
+            while let Some(command) = s.poll_command() {
+                let Command::Dispatch(id) = command else {
+                    continue;
+                };
+                s.handle_sent(now, id).unwrap();
+                s.handle_completion(now, id, Outcome::Ok).unwrap();
+                most_slots = most_slots.max(s.slots().len());
+                most_plays = most_plays.max(s.plays().len());
+            }
+            let Some(next) = s.poll_timeout() else { break };
+            now = next.max(now);
+            s.handle_timeout(now).unwrap();
+        }
+        assert!(s.stats().plays_done >= 9_000, "{:?}", s.stats().plays_done);
+        assert!(s.first_request() > 0 && s.first_play() > 0);
+        // At most a batch of finished slots (one two-turn block past it at
+        // worst), and the eight plays in flight (two turns each).
+        let bound = Scheduler::FORGET_BATCH as usize + 2 + 8 * 2;
+        assert!(most_slots <= bound, "{most_slots} slots kept");
+        assert!(most_plays <= Scheduler::FORGET_BATCH as usize + 1 + 8);
+        // Without forgetting: every play and every turn stays.
+        let kept = run_with(looping_scheduler(false), u64::MAX, Outcome::Ok);
+        assert_eq!(kept.slots().len() as u64, 2 * kept.stats().plays_started);
+        assert_eq!(kept.stats().plays_done, s.stats().plays_done);
+    }
+
+    #[test]
+    fn a_forgotten_request_is_unknown() {
+        let mut s = looping_scheduler(false);
+        s.forget_finished(1);
+        let mut now = 0;
+        while s.first_request() == 0 {
+            while let Some(Command::Dispatch(id)) = s.poll_command() {
+                s.handle_completion(now, id, Outcome::Ok).unwrap();
+            }
+            now = s.poll_timeout().unwrap().max(now);
+            s.handle_timeout(now).unwrap();
+        }
+        assert!(s.slot(0).is_none() && s.play(0).is_none());
+        assert_eq!(s.request_tree(0).map(|(_, _, turn)| turn), None);
+        assert_eq!(
+            s.handle_completion(now, 0, Outcome::Ok),
+            Err(EngineError::UnknownRequest(0))
+        );
+        let first = s.first_request();
+        assert!(std::ptr::eq(s.slot(first).unwrap(), &s.slots()[0]));
     }
 
     #[test]

@@ -1,16 +1,18 @@
 //! Plays: the scheduled instances of trees.
 //!
-//! Owns the list of plays (planned, started, done), how many are live, and
-//! the open-loop plan ([`open_loop`]: each play's planned arrival, a pure
-//! function of the trees and the policy). A play's turns are a contiguous
-//! block of slots from `slot_base`; the slots themselves are
-//! [`super::slots`]'s.
+//! Owns the plays (planned, started, done) by play id (with forgetting on,
+//! finished plays are dropped from the front, ids unchanged: an
+//! [`IdWindow`]), how many are live, and the open-loop plan
+//! ([`open_loop`]: each play's planned arrival, a pure function of the
+//! trees and the policy). A play's turns are a contiguous block of slots
+//! from `slot_base`; the slots themselves are [`super::slots`]'s.
 
-use std::ops::{Index, IndexMut};
+use std::ops::{Index, IndexMut, Range};
 
 use crate::dag::CompiledTree;
 use crate::policy::Policy;
 use crate::time::Nanos;
+use crate::window::IdWindow;
 
 use super::types::{Play, Stats};
 
@@ -52,28 +54,56 @@ pub(super) fn open_loop(trees: &[CompiledTree], policy: &Policy) -> Vec<Play> {
 
 #[derive(Debug, Default)]
 pub(super) struct Plays {
-    list: Vec<Play>,
+    list: IdWindow<Play>,
     /// Plays started and not done.
     live: u32,
 }
 
 impl Plays {
     pub(super) fn planned(list: Vec<Play>) -> Self {
-        Plays { list, live: 0 }
+        Plays {
+            list: list.into(),
+            live: 0,
+        }
     }
 
+    /// See [`IdWindow::drop_finished`].
+    pub(super) fn drop_finished(&mut self, min_drop: u32) {
+        self.list.drop_finished(min_drop);
+    }
+
+    /// The plays stored, from play id [`Plays::base`].
     pub(super) fn all(&self) -> &[Play] {
-        &self.list
+        self.list.as_slice()
     }
 
-    pub(super) fn len(&self) -> u32 {
-        self.list.len() as u32
+    /// The id of the first play stored.
+    pub(super) fn base(&self) -> u32 {
+        self.list.base()
+    }
+
+    /// The ids of the plays stored.
+    pub(super) fn ids(&self) -> Range<u32> {
+        self.list.ids()
+    }
+
+    pub(super) fn get(&self, play: u32) -> Option<&Play> {
+        self.list.get(play)
+    }
+
+    /// Play ids below it are finished (see [`IdWindow::forgotten`]).
+    pub(super) fn forgotten(&self) -> u32 {
+        self.list.forgotten()
+    }
+
+    /// Every play below `play` is finished.
+    pub(super) fn forget_below(&mut self, play: u32) {
+        self.list.forget_below(play);
     }
 
     /// Adds a play; returns its index.
     pub(super) fn push(&mut self, play: Play) -> u32 {
-        self.list.push(play);
-        self.list.len() as u32 - 1
+        self.list.push(play)
     }
 
     /// Some play is started and not done.
@@ -84,7 +114,7 @@ impl Plays {
 
     /// `play` starts at `at` with `turns` turns from request id `base`.
     pub(super) fn open(&mut self, play: u32, at: Nanos, base: u32, turns: u32, stats: &mut Stats) {
-        let p = &mut self.list[play as usize];
+        let p = &mut self.list[play];
         p.started = Some(at);
         p.slot_base = base;
         p.remaining = turns;
@@ -99,18 +129,18 @@ impl Plays {
     /// A request of `play` was dispatched.
     #[inline]
     pub(super) fn request_dispatched(&mut self, play: u32) {
-        self.list[play as usize].inflight += 1;
+        self.list[play].inflight += 1;
     }
 
     /// A request of `play` ended.
     #[inline]
     pub(super) fn request_ended(&mut self, play: u32) {
-        self.list[play as usize].inflight -= 1;
+        self.list[play].inflight -= 1;
     }
 
     /// `count` turns of `play` are history: finished before it started.
     pub(super) fn skip_history(&mut self, play: u32, count: u32) {
-        self.list[play as usize].remaining -= count;
+        self.list[play].remaining -= count;
     }
 
     /// One turn of `play` finished at `now`. When it was the play's last,
@@ -122,7 +152,7 @@ impl Plays {
         now: Nanos,
         stats: &mut Stats,
     ) -> Option<u32> {
-        let p = &mut self.list[play as usize];
+        let p = &mut self.list[play];
         p.remaining -= 1;
         if p.remaining > 0 {
             return None;
@@ -138,14 +168,14 @@ impl Index<u32> for Plays {
     type Output = Play;
     #[inline]
     fn index(&self, play: u32) -> &Play {
-        &self.list[play as usize]
+        &self.list[play]
     }
 }
 
 impl IndexMut<u32> for Plays {
     #[inline]
     fn index_mut(&mut self, play: u32) -> &mut Play {
-        &mut self.list[play as usize]
+        &mut self.list[play]
     }
 }
 

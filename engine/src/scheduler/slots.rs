@@ -1,23 +1,26 @@
 //! Slots: the per-request state of every turn of every started play.
 //!
-//! Owns the flat array of [`Slot`]s (request id = index; a play's turns are
-//! one contiguous block, allocated when it starts), and a request's legal
-//! moves once dispatched: which reports a driver may make (misuse is an
-//! [`EngineError`] and changes nothing) and what sending and ending record.
-//! When a turn becomes eligible, and what its end releases, is the core's
-//! business.
+//! Owns the [`Slot`]s, by request id (a play's turns are one contiguous
+//! block of ids, allocated when it starts; with forgetting on, the blocks
+//! of finished plays are dropped from the front, ids unchanged: an
+//! [`IdWindow`]), and a request's legal moves once dispatched: which
+//! reports a driver may make (misuse is an [`EngineError`] and changes
+//! nothing) and what sending and ending record. When a turn becomes
+//! eligible, what its end releases, and which blocks are finished, is the
+//! core's business.
 
 use std::ops::{Index, IndexMut};
 
 use crate::dag::CompiledTree;
 use crate::error::EngineError;
 use crate::time::Nanos;
+use crate::window::IdWindow;
 
 use super::types::{Outcome, RequestId, Slot, TurnState};
 
 #[derive(Debug, Default)]
 pub(super) struct Slots {
-    slots: Vec<Slot>,
+    slots: IdWindow<Slot>,
 }
 
 impl Slots {
@@ -25,18 +28,44 @@ impl Slots {
         self.slots.reserve(additional);
     }
 
+    /// See [`IdWindow::drop_finished`].
+    pub(super) fn drop_finished(&mut self, min_drop: u32) {
+        self.slots.drop_finished(min_drop);
+    }
+
+    /// The slots stored, from request id [`Slots::base`].
     pub(super) fn all(&self) -> &[Slot] {
-        &self.slots
+        self.slots.as_slice()
+    }
+
+    /// The request id of the first slot stored.
+    pub(super) fn base(&self) -> u32 {
+        self.slots.base()
+    }
+
+    /// Request ids below it are finished (see [`IdWindow::forgotten`]).
+    pub(super) fn forgotten(&self) -> u32 {
+        self.slots.forgotten()
+    }
+
+    /// Every request below `id` is of a finished play.
+    pub(super) fn forget_below(&mut self, id: u32) {
+        self.slots.forget_below(id);
     }
 
     pub(super) fn get(&self, id: RequestId) -> Option<&Slot> {
-        usize::try_from(id).ok().and_then(|i| self.slots.get(i))
+        u32::try_from(id).ok().and_then(|i| self.slots.get(i))
+    }
+
+    #[inline]
+    pub(super) fn get_mut(&mut self, index: u32) -> Option<&mut Slot> {
+        self.slots.get_mut(index)
     }
 
     /// Allocates the turns of `play`, a play of `tree`, all blocked on
     /// their incoming edges; returns the request id of its turn 0.
     pub(super) fn open(&mut self, play: u32, tree: &CompiledTree) -> u32 {
-        let base = self.slots.len() as u32;
+        let base = self.slots.end();
         self.slots.extend(
             (0..tree.turn_count())
                 .map(|turn| Slot::blocked(play, turn, tree.in_degree[turn as usize])),
@@ -47,9 +76,13 @@ impl Slots {
     /// The `turns` slots of a play from request id `base`.
     #[inline]
     pub(super) fn block_mut(&mut self, base: u32, turns: u32) -> &mut [Slot] {
-        &mut self.slots[base as usize..(base + turns) as usize]
+        self.slots.range_mut(base, base + turns)
     }
 
+    /// The slots stored, mutable, from request id [`Slots::base`].
+    pub(super) fn all_mut(&mut self) -> &mut [Slot] {
+        self.slots.as_mut_slice()
+    }
     /// Skips the turns not yet sent of the play whose `turns` turns start
     /// at request id `base`, those `skip(turn)` selects; returns their
     /// request ids.
@@ -86,7 +119,7 @@ impl Slots {
     /// The request went on the wire at `at` (idle shift `shift` by then).
     #[inline]
     pub(super) fn mark_sent(&mut self, index: u32, at: Nanos, shift: Nanos) {
-        let slot = &mut self.slots[index as usize];
+        let slot = &mut self.slots[index];
         slot.state = TurnState::Sent;
         slot.sent = at;
         slot.shift_at_sent = shift;
@@ -101,7 +134,7 @@ impl Slots {
         shift: Nanos,
         outcome: Outcome,
     ) -> u32 {
-        let slot = &mut self.slots[index as usize];
+        let slot = &mut self.slots[index];
         slot.end = at;
         slot.shift_at_end = shift;
         slot.state = TurnState::ended(outcome);
@@ -113,14 +146,14 @@ impl Index<u32> for Slots {
     type Output = Slot;
     #[inline]
     fn index(&self, index: u32) -> &Slot {
-        &self.slots[index as usize]
+        &self.slots[index]
     }
 }
 
 impl IndexMut<u32> for Slots {
     #[inline]
     fn index_mut(&mut self, index: u32) -> &mut Slot {
-        &mut self.slots[index as usize]
+        &mut self.slots[index]
     }
 }
 

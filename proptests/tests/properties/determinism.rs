@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use arbor_engine::policy::{Arrival, Policy, Stagger};
 use arbor_proptests::gen::{self, MEDIUM};
-use arbor_proptests::{run, show};
+use arbor_proptests::{driver, run, scheduler, show};
 use proptest::prelude::*;
 
 /// True when the seed decides something in this policy: poisson arrivals,
@@ -70,5 +70,30 @@ proptest! {
                 }
             }
         }
+    }
+
+    /// **Forgetting finished plays changes no decision.** A scheduler that
+    /// forgets finished plays and their slots as early as it may (the live
+    /// driver's mode, batches of one) makes the same calls at the same
+    /// times with the same ids as one that keeps everything, ends with the
+    /// same counters and lanes, and what it still holds is the tail of the
+    /// other's history, open and closed loops, with and without `--loop`.
+    #[test]
+    fn forgetting_finished_plays_changes_no_decision(
+        w in gen::any_workload(MEDIUM),
+        p in prop_oneof![gen::policy(), gen::timed_policy(), gen::looping_policy()],
+        svc in gen::service(),
+    ) {
+        let ctx = show::case(&w, &p, &svc);
+        let (kept, kept_trace) = run(&w, &p, &svc);
+        let mut s = scheduler(&w, &p);
+        s.forget_finished(1);
+        let trace = driver::run(&mut s, &|r| svc.time(r), &mut driver::no_hook);
+        prop_assert_eq!(&kept_trace, &trace, "{}", ctx);
+        prop_assert_eq!(kept.stats(), s.stats(), "{}", ctx);
+        prop_assert_eq!(format!("{:?}", kept.lanes()), format!("{:?}", s.lanes()));
+        let (request, play) = (s.first_request() as usize, s.first_play() as usize);
+        prop_assert_eq!(format!("{:?}", &kept.slots()[request..]), format!("{:?}", s.slots()), "{}", ctx);
+        prop_assert_eq!(format!("{:?}", &kept.plays()[play..]), format!("{:?}", s.plays()), "{}", ctx);
     }
 }
