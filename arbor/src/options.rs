@@ -303,6 +303,8 @@ pub struct StartOptions {
     pub barrier_size: Option<u32>,
     pub barrier: Option<String>,
     pub barrier_timeout: Nanos,
+    /// The barrier's shared token: the first line of this file.
+    pub barrier_token_file: Option<PathBuf>,
 }
 
 impl Default for StartOptions {
@@ -313,6 +315,7 @@ impl Default for StartOptions {
             barrier_size: None,
             barrier: None,
             barrier_timeout: defaults::BARRIER_TIMEOUT,
+            barrier_token_file: None,
         }
     }
 }

@@ -152,7 +152,7 @@ impl Auth {
             .collect::<Result<Vec<_>, _>>()?;
         let (api_key, api_key_from) = match (api_key_file, api_key_env) {
             (Some(path), _) => (
-                Some(key_from_file(path)?),
+                Some(secret_from_file(path, "--api-key-file")?),
                 Some(format!("file {}", path.display())),
             ),
             (None, Some(name)) => match env_key(name) {
@@ -233,30 +233,38 @@ fn env_key(name: &str) -> Option<String> {
         .filter(|k| !k.is_empty())
 }
 
-/// The first line of `path`, trimmed. Errors name the file, never what it
-/// holds.
-fn key_from_file(path: &std::path::Path) -> Result<String, Error> {
-    let text = std::fs::read(path).map_err(|e| {
-        Error::input(format!(
-            "--api-key-file {}: cannot read: {}",
-            path.display(),
-            e.kind()
-        ))
-    })?;
-    let text = String::from_utf8(text).map_err(|_| {
-        Error::input(format!(
-            "--api-key-file {}: is not UTF-8 text",
-            path.display()
-        ))
-    })?;
-    let key = text.lines().next().unwrap_or("").trim();
-    if key.is_empty() {
+/// The most a secret's file is read of (a key or token is one short
+/// line; a file linked to `/dev/zero` is not read to the end).
+const SECRET_FILE_CAP: u64 = 64 * 1024;
+
+/// The first line of the secret file `path` (`--api-key-file`,
+/// `--barrier-token-file`: `flag`), trimmed. Reads at most
+/// [`SECRET_FILE_CAP`] bytes. Errors name the flag and the file, never
+/// what it holds.
+pub fn secret_from_file(path: &std::path::Path, flag: &str) -> Result<String, Error> {
+    use std::io::Read;
+    let at = || format!("{flag} {}", path.display());
+    let mut text = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(SECRET_FILE_CAP + 1).read_to_end(&mut text))
+        .map_err(|e| Error::input(format!("{}: cannot read: {}", at(), e.kind())))?;
+    if text.len() as u64 > SECRET_FILE_CAP {
         return Err(Error::input(format!(
-            "--api-key-file {}: the first line holds no key",
-            path.display()
+            "{}: longer than {} KiB, not a secret's file",
+            at(),
+            SECRET_FILE_CAP / 1024
         )));
     }
-    Ok(key.to_string())
+    let text = String::from_utf8(text)
+        .map_err(|_| Error::input(format!("{}: is not UTF-8 text", at())))?;
+    let secret = text.lines().next().unwrap_or("").trim();
+    if secret.is_empty() {
+        return Err(Error::input(format!(
+            "{}: the first line holds no key or token",
+            at()
+        )));
+    }
+    Ok(secret.to_string())
 }
 
 /// The TLS configuration for `endpoint`: `None` for `http://` (with a

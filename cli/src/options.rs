@@ -161,6 +161,7 @@ fn start(a: &StartArgs) -> StartOptions {
         barrier_size: a.barrier_size,
         barrier: a.barrier.clone(),
         barrier_timeout: a.barrier_timeout,
+        barrier_token_file: a.barrier_token_file.clone(),
     }
 }
 

@@ -72,9 +72,10 @@ pub fn prepare(
     args.out = Some(args.out.clone().unwrap_or_else(|| default_out(&args)));
     let args = &args;
     // Refused before anything is loaded, in this order: the request
-    // options, the policy, the output directory.
+    // options, the policy, the start barrier's flags, the output directory.
     request_options(args)?;
     inputs::policy(&args.policy, &args.scenario)?;
+    super::barrier::Together::of(&args.start, args.policy.shard)?;
     OutputDir::check(args.out.clone().unwrap_or_default(), args.force)?;
     let compiled = compile(args, scenario.is_some(), observer)?;
     prepare_compiled(args, compiled, scenario, emulator_in_process, observer)
@@ -177,7 +178,7 @@ pub fn prepare_compiled(
         config,
         scenario,
         metrics: args.metrics.clone(),
-        together: super::barrier::Together::of(&args.start),
+        together: super::barrier::Together::of(&args.start, args.policy.shard)?,
         failures: args.request.failures,
         checked: None,
     })

@@ -5,6 +5,7 @@
 //! itself is `crate::run::barrier`'s; this module holds no logic of it.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use arbor::engine::time::Nanos;
 use clap::Args;
@@ -30,9 +31,10 @@ pub struct StartArgs {
     #[arg(long, value_name = "UTC_TIME", value_parser = utc_time, conflicts_with_all = ["barrier_listen", "barrier", "repeat"], help_heading = LOAD)]
     pub start_at: Option<UtcNanos>,
 
-    /// Rank 0 of a sharded run: listen on ADDR:PORT for the other shards'
-    /// `--barrier`, measure their clock offsets, and announce one start
-    /// instant once --barrier-size shards (this one included) are there.
+    /// Rank 0 of a sharded run (`--shard 0/N`): listen on ADDR:PORT for
+    /// the other shards' `--barrier`, measure their clock offsets, and
+    /// announce one start instant once --barrier-size shards (this one
+    /// included) are there. Not loopback: needs --barrier-token-file.
     #[arg(long, value_name = "ADDR:PORT", requires = "barrier_size", conflicts_with_all = ["barrier", "repeat"], help_heading = LOAD)]
     pub barrier_listen: Option<SocketAddr>,
 
@@ -41,8 +43,9 @@ pub struct StartArgs {
     #[arg(long, value_name = "N", requires = "barrier_listen", value_parser = clap::value_parser!(u32).range(1..=100_000), help_heading = LOAD)]
     pub barrier_size: Option<u32>,
 
-    /// A shard other than rank 0: meet rank 0's barrier at HOST:PORT
-    /// (retried until it answers) and start at the instant it announces.
+    /// A shard other than rank 0 (`--shard I/N`, I ≥ 1): meet rank 0's
+    /// barrier at HOST:PORT (retried until it answers) and start at the
+    /// instant it announces.
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "repeat", help_heading = LOAD)]
     pub barrier: Option<String>,
 
@@ -50,4 +53,11 @@ pub struct StartArgs {
     /// for rank 0 (the others); past it the run fails without starting.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = values::positive_duration, help_heading = LOAD)]
     pub barrier_timeout: Nanos,
+
+    /// The start barrier's shared token: the first line of FILE, 16 to
+    /// 256 visible ASCII characters (`openssl rand -hex 32`), the same for
+    /// every shard. Rank 0 refuses a shard without it; a --barrier-listen
+    /// address that is not loopback needs it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["start_at", "repeat"], help_heading = LOAD)]
+    pub barrier_token_file: Option<PathBuf>,
 }
