@@ -407,10 +407,11 @@ impl Lead {
                 Ok((stream, peer)) => match Place::take(&open, others + SPARE) {
                     Some(place) => {
                         let (tx, seats, token) = (tx.clone(), Arc::clone(&seats), token.clone());
-                        let until = deadline.min(Instant::now() + greet);
+                        let given = Instant::now();
+                        let until = deadline.min(given + greet);
                         thread::spawn(move || {
-                            let greeted = match admit(&stream, size, token.as_ref(), &seats, until)
-                            {
+                            let admitted = admit(&stream, size, token.as_ref(), &seats, until);
+                            let greeted = match admitted.map_err(|why| why.said(until - given)) {
                                 Ok(seat) => Greeted::Ready(stream, seat, place),
                                 Err(why) => {
                                     refuse(stream, &why);
@@ -453,7 +454,7 @@ impl Lead {
         let start = now_ns() + MARGIN as i64;
         let announce = Line::Start(start).render();
         for (stream, _, _) in &mut ready {
-            if let Err(e) = writeln!(stream, "{announce}") {
+            if let Err(e) = send(stream, &announce) {
                 observer.notice(&format!(
                     "warning: barrier: a shard left before the start was announced: {e}"
                 ));
@@ -480,33 +481,61 @@ fn refused_notice(observer: &dyn Observer, count: usize, peer: SocketAddr, why: 
     }
 }
 
+/// Why a connection was refused: its words, or that its time ran out.
+enum Refusal {
+    Said(String),
+    TimeUp,
+}
+
+impl From<String> for Refusal {
+    fn from(why: String) -> Refusal {
+        Refusal::Said(why)
+    }
+}
+
+impl From<&str> for Refusal {
+    fn from(why: &str) -> Refusal {
+        Refusal::Said(why.to_string())
+    }
+}
+
+impl Refusal {
+    /// The words of `refused WHY`, for a connection given `time`.
+    fn said(self, time: Duration) -> String {
+        match self {
+            Refusal::Said(why) => why,
+            Refusal::TimeUp => format!(
+                "no hello, pings and `ready` within {} s",
+                time.as_secs_f64().ceil()
+            ),
+        }
+    }
+}
+
 /// One connection at rank 0, until it is ready (its seat held) or
-/// refused (why, for `refused WHY`): the hello of a shard of `size` with
-/// rank 0's token and an index not taken, at most [`PINGS`] pings, then
-/// `ready`, all before `until`.
+/// refused: the hello of a shard of `size` with rank 0's token and an
+/// index not taken, at most [`PINGS`] pings, then `ready`, all before
+/// `until`.
 fn admit(
     stream: &TcpStream,
     size: u32,
     token: Option<&Token>,
     seats: &Arc<Seats>,
     until: Instant,
-) -> Result<Seat, String> {
-    let io = |e: std::io::Error| format!("the connection failed: {e}");
+) -> Result<Seat, Refusal> {
+    let io = |e: std::io::Error| Refusal::Said(format!("the connection failed: {e}"));
     stream.set_nonblocking(false).map_err(io)?;
     let mut writer = stream.try_clone().map_err(io)?;
     let mut reader = BufReader::new(Timed {
         stream: stream.try_clone().map_err(io)?,
         until,
     });
-    let mut next = || -> Result<Vec<u8>, String> {
+    let mut next = || -> Result<Vec<u8>, Refusal> {
         let line = wire::read_line(&mut reader).map_err(|e| match e.kind() {
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => format!(
-                "no hello, {PINGS} pings and `ready` within {} s",
-                greet_secs(until)
-            ),
-            _ => e.to_string(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Refusal::TimeUp,
+            _ => Refusal::Said(e.to_string()),
         })?;
-        line.ok_or_else(|| "it closed the connection".to_string())
+        line.ok_or_else(|| "it closed the connection".into())
     };
     let line = next()?;
     let Line::Hello {
@@ -533,10 +562,11 @@ fn admit(
     if count != size {
         return Err(format!(
             "shard {index}/{count}: this barrier is for {size} shards (--barrier-size)"
-        ));
+        )
+        .into());
     }
     if index == 0 {
-        return Err(format!("shard 0/{size} is rank 0, this barrier"));
+        return Err(format!("shard 0/{size} is rank 0, this barrier").into());
     }
     let seat = Seats::take(seats, index)
         .ok_or_else(|| format!("shard {index}/{count} is at the barrier already"))?;
@@ -545,20 +575,19 @@ fn admit(
         match wire::parse(&next()?)? {
             Line::Ping if pings < PINGS => {
                 pings += 1;
-                writeln!(writer, "{}", Line::Pong(now_ns()).render()).map_err(io)?;
+                send(&mut writer, &Line::Pong(now_ns()).render()).map_err(io)?;
             }
-            Line::Ping => return Err(format!("more than {PINGS} pings")),
+            Line::Ping => return Err(format!("more than {PINGS} pings").into()),
             Line::Ready => return Ok(seat),
             _ => return Err("expected `ping` or `ready`".into()),
         }
     }
 }
 
-/// Whole seconds from now to `until`, rounded up, for a message.
-fn greet_secs(until: Instant) -> u64 {
-    GREET
-        .as_secs()
-        .min(until.saturating_duration_since(Instant::now()).as_secs() + 1)
+/// Sends `line` and its newline in one write (one segment: a `pong`'s
+/// instant is not held back behind its first half).
+fn send(writer: &mut impl Write, line: &str) -> std::io::Result<()> {
+    writer.write_all(format!("{line}\n").as_bytes())
 }
 
 /// Tells a connection `refused WHY` (sanitized) and closes it.
@@ -571,8 +600,7 @@ fn refuse(stream: TcpStream, why: &str) {
 fn answer_and_close(stream: TcpStream, line: &str) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_write_timeout(Some(LINGER));
-    let mut writer = &stream;
-    if writeln!(writer, "{line}").is_err() {
+    if send(&mut &stream, line).is_err() {
         return;
     }
     let _ = stream.shutdown(Shutdown::Write);
@@ -671,11 +699,11 @@ fn join(addr: &str, hello: &str, timeout: Nanos, observer: &dyn Observer) -> Res
             Err(e) => Err(lost(format!("rank 0 said a line not of the protocol: {e}"))),
         }
     };
-    writeln!(writer, "{hello}").map_err(io)?;
+    send(&mut writer, hello).map_err(io)?;
     let mut best: Option<(u64, i64)> = None;
     for _ in 0..PINGS {
         let sent = now_ns();
-        writeln!(writer, "{}", Line::Ping.render()).map_err(io)?;
+        send(&mut writer, &Line::Ping.render()).map_err(io)?;
         let theirs = answer(false)?;
         let received = now_ns();
         let rtt = (received - sent).max(0) as u64;
@@ -685,7 +713,7 @@ fn join(addr: &str, hello: &str, timeout: Nanos, observer: &dyn Observer) -> Res
         }
     }
     let (rtt, offset) = best.unwrap_or((0, 0));
-    writeln!(writer, "{}", Line::Ready.render()).map_err(io)?;
+    send(&mut writer, &Line::Ready.render()).map_err(io)?;
     let start = answer(true)?;
     let start_local = start - offset;
     let now = now_ns();
