@@ -2,7 +2,7 @@
 # Runs one of arbor's coverage-guided fuzz targets with AFL++ (cargo-afl,
 # stable Rust) for SECONDS (default 300), at the lowest CPU priority.
 #
-#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: loaders | sse | http_response
+#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: loaders | sse | http_response | barrier
 #
 # Installs cargo-afl and builds AFL++'s runtime when they are missing
 # (needs a C compiler and llvm-config), builds fuzz/ (not a workspace
@@ -14,11 +14,11 @@
 # See docs/testing.md, "Fuzzing".
 set -euo pipefail
 
-target="${1:?usage: scripts/fuzz.sh loaders|sse|http_response [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh loaders|sse|http_response|barrier [SECONDS]}"
 seconds="${2:-300}"
 case "$target" in
-  loaders | sse | http_response) ;;
-  *) echo "unknown target \`$target\`: loaders, sse or http_response" >&2; exit 2 ;;
+  loaders | sse | http_response | barrier) ;;
+  *) echo "unknown target \`$target\`: loaders, sse, http_response or barrier" >&2; exit 2 ;;
 esac
 root="$(cd "$(dirname "$0")/.." && pwd)"
 fuzz="$root/fuzz"

@@ -692,8 +692,7 @@ fn join(addr: &str, hello: &str, timeout: Nanos, observer: &dyn Observer) -> Res
             Ok(Line::Start(t)) if start => Ok(t),
             Ok(Line::Late(t)) => Err(late(t)),
             Ok(Line::Refused(why)) => Err(missed(format!(
-                "rank 0 at {addr} refused this shard: {}",
-                wire::printable(why)
+                "rank 0 at {addr} refused this shard: {why}"
             ))),
             Ok(other) => Err(lost(format!("rank 0 said {other:?}, out of turn"))),
             Err(e) => Err(lost(format!("rank 0 said a line not of the protocol: {e}"))),

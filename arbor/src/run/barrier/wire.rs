@@ -103,6 +103,11 @@ pub fn parse(line: &[u8]) -> Result<Line<'_>, String> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let text = std::str::from_utf8(line).map_err(|_| format!("not UTF-8 text; {EXPECTED}"))?;
     if let Some(why) = text.strip_prefix("refused ") {
+        // Printable only, as rank 0 sends it: no terminal escapes, and a
+        // `\r` kept would not survive rendering and parsing again.
+        if !why.bytes().all(|b| b == b' ' || b.is_ascii_graphic()) {
+            return Err("a refusal's words are printable ASCII".to_string());
+        }
         return Ok(Line::Refused(why));
     }
     let words: Vec<&str> = text.split(' ').collect();
@@ -277,6 +282,8 @@ mod tests {
             b"arbor-barrier 2 1/2 0123456789abcdef extra",
             b"arbor-barrier 2 1/2  0123456789abcdef",
             b"\xff\xfe",
+            b"refused shard 1/4 \r\r",
+            b"refused \x1b[2Jgone",
         ] {
             let e = parse(bad).unwrap_err();
             assert!(!e.contains(TOKEN), "{e}");
