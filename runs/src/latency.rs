@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 pub const EXACT_VALUES: usize = 100_000;
 
 /// Count, mean and percentiles of a latency, in seconds: exact
-/// (nearest-rank) up to [`EXACT_VALUES`] values, else from an HDR
-/// histogram with 3 significant digits (mean and max stay exact).
+/// (nearest-rank) up to 100,000 values, else (and for ITL always) from an
+/// HDR histogram with 3 significant digits (count, mean and max stay
+/// exact).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Latency {
     pub count: u64,
