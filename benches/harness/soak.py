@@ -123,6 +123,7 @@ def main():
         emulator.wait()
 
     failed = []
+    lines = count_lines(os.path.join(run_dir, "records.jsonl"))
     print(f"soak: arbor run exited {run_exit} after {time.monotonic() - started:.0f} s, {len(samples)} RSS samples")
     if run_exit != 0:
         failed.append("run")
@@ -138,11 +139,10 @@ def main():
         base = after[0][1]
         peak = max(s[1] for s in after)
         growth = (peak - base) / base
-        lines_now = count_lines(os.path.join(run_dir, "records.jsonl"))
         total_bytes = after[-1][2] or 1
         # Records over the judged stretch, from the bytes (lines are about
         # the same length).
-        records = int(lines_now * (after[-1][2] - after[0][2]) / total_bytes)
+        records = int(lines * (after[-1][2] - after[0][2]) / total_bytes)
         per_request = (after[-1][1] - base) * 1024 / records if records else 0
         ok = growth <= 0.10
         print(f"soak: RSS after a {warmup_s:.0f} s warm-up {base / 1024:.1f} MB, peak {peak / 1024:.1f} MB "
@@ -154,7 +154,6 @@ def main():
         print("soak: too few samples after the warm-up to judge RSS")
         failed.append("rss")
 
-    lines = count_lines(os.path.join(run_dir, "records.jsonl"))
     try:
         with open(os.path.join(run_dir, "summary.json")) as f:
             requests = json.load(f)["counts"]

@@ -50,7 +50,7 @@ impl Latency {
 
     /// From a histogram of the values (nanoseconds), their exact sum and
     /// maximum.
-    pub fn of_histogram(h: &Histogram<u64>, sum: u128, max: u64) -> Latency {
+    fn of_histogram(h: &Histogram<u64>, sum: u128, max: u64) -> Latency {
         let n = h.len();
         if n == 0 {
             return Latency::of(&mut []);

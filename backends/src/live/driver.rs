@@ -467,17 +467,18 @@ impl<S: RecordSink> LiveLoop<'_, S> {
 
     /// Request `id`'s entry in the in-flight table, if it is in flight.
     fn entry(&mut self, id: RequestId) -> Option<&mut InFlight> {
-        let index = u32::try_from(id).ok()?;
-        self.inflight.get_mut(index)?.as_mut()
+        self.slot(id)?.as_mut()
+    }
+
+    /// Request `id`'s place in the in-flight table (`None` below its base).
+    fn slot(&mut self, id: RequestId) -> Option<&mut Option<InFlight>> {
+        self.inflight.get_mut(u32::try_from(id).ok()?)
     }
 
     /// Takes request `id` out of the in-flight table (`None`: it was not
     /// in flight) and counts it out.
     fn take_inflight(&mut self, id: RequestId) -> Option<InFlight> {
-        let entry = u32::try_from(id)
-            .ok()
-            .and_then(|i| self.inflight.get_mut(i))
-            .and_then(Option::take)?;
+        let entry = self.slot(id)?.take()?;
         if entry.sent.is_some() {
             self.sent_not_done = self.sent_not_done.saturating_sub(1);
         }
