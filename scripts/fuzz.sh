@@ -2,7 +2,10 @@
 # Runs one of arbor's coverage-guided fuzz targets with AFL++ (cargo-afl,
 # stable Rust) for SECONDS (default 300), at the lowest CPU priority.
 #
-#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: loaders | sse | http_response | barrier
+#   scripts/fuzz.sh TARGET [SECONDS]
+#
+# TARGET: loaders | sse | http_response | barrier (inputs and the wire)
+#         records | summary | run_json | repeat_json (the run directory's readers)
 #
 # Installs cargo-afl and builds AFL++'s runtime when they are missing
 # (needs a C compiler and llvm-config), builds fuzz/ (not a workspace
@@ -14,11 +17,15 @@
 # See docs/testing.md, "Fuzzing".
 set -euo pipefail
 
-target="${1:?usage: scripts/fuzz.sh loaders|sse|http_response|barrier [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh loaders|sse|http_response|barrier|records|summary|run_json|repeat_json [SECONDS]}"
 seconds="${2:-300}"
 case "$target" in
-  loaders | sse | http_response | barrier) ;;
-  *) echo "unknown target \`$target\`: loaders, sse, http_response or barrier" >&2; exit 2 ;;
+  loaders | sse | http_response | barrier | records | summary | run_json | repeat_json) ;;
+  *)
+    echo "unknown target \`$target\`: loaders, sse, http_response, barrier, records, summary," \
+      "run_json or repeat_json" >&2
+    exit 2
+    ;;
 esac
 root="$(cd "$(dirname "$0")/.." && pwd)"
 fuzz="$root/fuzz"
@@ -48,6 +55,28 @@ if [ "$target" = loaders ]; then
     \( -name '*.json' -o -name '*.jsonl' -o -name '*.zst' \) \
     -not -path '*/golden/plan/*' -print0 | sort -z)
 fi
+# The run directory's readers: every file of that name in testdata/ too,
+# behind the byte that says whether end.json is there (records, run_json;
+# both ways) or as it is (summary).
+case "$target" in
+  records | run_json | summary)
+    case "$target" in
+      records) name=records.jsonl ;;
+      run_json) name=run.json ;;
+      summary) name=summary.json ;;
+    esac
+    n=0
+    while IFS= read -r -d '' file; do
+      n=$((n + 1))
+      if [ "$target" = summary ]; then
+        cp "$file" "$seeds/testdata-$n"
+      else
+        { printf '\000'; cat "$file"; } >"$seeds/testdata-$n-no-end"
+        { printf '\001'; cat "$file"; } >"$seeds/testdata-$n-end"
+      fi
+    done < <(find "$root/testdata" -type f -name "$name" -size -64k -print0 | sort -z)
+    ;;
+esac
 
 export AFL_SKIP_CPUFREQ=1
 export AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
