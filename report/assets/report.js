@@ -425,6 +425,11 @@
       edgesNote.textContent = run.edges ?
         "Arrows: spawn (green) from the parent's turn to the subagent's first turn; join (violet) from the subagent's last turn to the parent's turn that waits for it." :
         "Spawn and join arrows are not drawn: this run directory has no trees.jsonl (written by an older arbor).";
+      if (L.left_out > 0) {
+        var kept = L.done_us.length;
+        edgesNote.textContent += " The lanes show the plays that reported a turn first, whole: " +
+          kept.toLocaleString("en-US") + " of " + (kept + L.left_out).toLocaleString("en-US") + " turns (a page keeps about 100,000); every turn is in the charts above and in records.jsonl.";
+      }
       resetView();
     }
     function resetView() { x0 = 0; x1 = spanEnd * 1.01; yOff = 0; draw(); }
@@ -666,7 +671,7 @@
   app.appendChild(el("div", { class: "note", text: shownCdfs.length === 0 ?
     "A plan has no distributions to draw: latency is measured by a run, and the plan's queue wait exists only under --max-inflight." :
     plans ? "Fraction of planned requests (warmups included) that waited at most x ms for the --max-inflight cap." :
-    "Fraction of requests at most x ms; warmups left out; up to a few hundred points per curve (denser in the top 1 %). ITL from a 3-significant-digit histogram." + (runs.length > 1 ? " Runs overlaid." : "") }));
+    "Fraction of requests at most x ms; warmups left out; up to a few hundred points per curve (denser in the top 1 %). Exact up to 100,000 values, then (and for ITL always) from a 3-significant-digit histogram, as the summary counts them." + (runs.length > 1 ? " Runs overlaid." : "") }));
   var logBox = el("input", { type: "checkbox", id: "cdf-log" });
   if (shownCdfs.length) {
     app.appendChild(el("div", { class: "controls" }, [logBox, el("label", { for: "cdf-log", text: " log scale for x (values of 0 left out)" })]));

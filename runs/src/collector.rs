@@ -520,25 +520,35 @@ impl Collector {
         for &gap in r.itl_s {
             self.itl.push(ns(gap));
         }
-        self.ok_input_tokens += r.input_tokens;
-        self.ok_output_tokens += r.output_tokens;
+        self.ok_input_tokens = self.ok_input_tokens.saturating_add(r.input_tokens);
+        self.ok_output_tokens = self.ok_output_tokens.saturating_add(r.output_tokens);
         self.tokens.output_source.add(r.output_tokens_source);
         if r.output_tokens_source != TokenSource::Planned {
             let planned = u64::from(r.planned_output_tokens);
-            self.tokens.planned_output_tokens += planned;
-            self.tokens.received_output_tokens += r.output_tokens;
+            self.tokens.planned_output_tokens =
+                self.tokens.planned_output_tokens.saturating_add(planned);
+            self.tokens.received_output_tokens = self
+                .tokens
+                .received_output_tokens
+                .saturating_add(r.output_tokens);
             if r.output_tokens < planned {
                 self.tokens.short_outputs += 1;
             }
         }
         self.tokens.input_source.add(r.input_tokens_source);
         if r.input_tokens_source == TokenSource::Usage {
-            self.tokens.planned_input_tokens += u64::from(r.planned_input_tokens);
-            self.tokens.reported_input_tokens += r.input_tokens;
+            self.tokens.planned_input_tokens = self
+                .tokens
+                .planned_input_tokens
+                .saturating_add(u64::from(r.planned_input_tokens));
+            self.tokens.reported_input_tokens = self
+                .tokens
+                .reported_input_tokens
+                .saturating_add(r.input_tokens);
             if let Some(cached) = r.cached_tokens {
                 self.cache.requests += 1;
-                self.cache.cached_tokens += cached;
-                self.cache.input_tokens += r.input_tokens;
+                self.cache.cached_tokens = self.cache.cached_tokens.saturating_add(cached);
+                self.cache.input_tokens = self.cache.input_tokens.saturating_add(r.input_tokens);
             }
         }
     }

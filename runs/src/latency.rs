@@ -129,6 +129,49 @@ impl Values {
         }
     }
 
+    /// How many values were pushed.
+    pub fn len(&self) -> u64 {
+        match &self.folded {
+            Some(f) => f.histogram.len(),
+            None => self.exact.len() as u64,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values' cumulative distribution, ascending: `(value, how many
+    /// values are at most it)`, a step per distinct value (once folded,
+    /// per bucket: its highest equivalent value, cut to the maximum), so
+    /// the report's CDFs follow the summary's precision rule.
+    pub fn steps(&mut self) -> Vec<(u64, u64)> {
+        match &self.folded {
+            Some(f) => {
+                let mut cumulative = 0;
+                f.histogram
+                    .iter_recorded()
+                    .map(|v| {
+                        cumulative += v.count_since_last_iteration();
+                        let top = f.histogram.highest_equivalent(v.value_iterated_to());
+                        (top.min(f.max), cumulative)
+                    })
+                    .collect()
+            }
+            None => {
+                self.exact.sort_unstable();
+                let mut steps: Vec<(u64, u64)> = Vec::new();
+                for (i, &v) in self.exact.iter().enumerate() {
+                    match steps.last_mut() {
+                        Some(last) if last.0 == v => last.1 = i as u64 + 1,
+                        _ => steps.push((v, i as u64 + 1)),
+                    }
+                }
+                steps
+            }
+        }
+    }
+
     /// The latency of the values pushed.
     pub fn latency(&mut self) -> Latency {
         match &self.folded {
@@ -156,6 +199,9 @@ mod tests {
             Latency::of(&mut all),
             "exact below the limit"
         );
+        let steps = few.steps();
+        assert_eq!(steps.last(), Some(&(*all.iter().max().unwrap(), 1_000)));
+        assert!(steps.windows(2).all(|w| w[0].0 < w[1].0));
 
         let n = 3 * EXACT_VALUES as u64;
         let mut many = Values::default();
@@ -167,6 +213,15 @@ mod tests {
             many.exact.capacity() == 0,
             "the values are not kept one by one"
         );
+        let steps = many.steps();
+        assert_eq!(
+            steps.last().map(|s| s.1),
+            Some(n),
+            "every value in the steps"
+        );
+        assert!(steps
+            .windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
         let (got, exact) = (many.latency(), Latency::of(&mut all));
         assert_eq!((got.count, got.max_s), (exact.count, exact.max_s));
         assert!((got.mean_s - exact.mean_s).abs() <= exact.mean_s * 1e-12);

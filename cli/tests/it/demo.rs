@@ -2,12 +2,14 @@
 //!
 //! One run of the demo (the bundled sample against the built-in emulator
 //! at `--ttft-ms 10 --itl-ms 0.2`), then: the console names the
-//! emulator's settings; the emulator paced its tokens at the configured
-//! ITL (the median chunk gap the client saw is within 50 % of 0.2 ms, and
-//! fewer than half of the gaps are zero, i.e. chunks read together: the
-//! unpaced emulator gave 84 %, an idle machine gives about 1.4 %, and a
-//! machine saturated by parallel builds 13-33 %, so the bound tells a
-//! broken pacer from a busy machine); and
+//! emulator's settings;
+//! the emulator paced its tokens at the configured ITL: the mean chunk gap
+//! the client saw is within 0.5x and 5x of 0.2 ms. The mean, not the
+//! median: the emulator's deadlines are absolute, so chunks read together
+//! on a loaded machine (CI has seen more than half of the gaps at zero)
+//! shift the median but not the mean, which is a stream's span over its
+//! gaps; load only lengthens it (the 5x bound), and an unpaced emulator
+//! puts it at a few microseconds, far below 0.5x; and
 //! the prompt tokens the emulator reported equal the plan's, request by
 //! request.
 
@@ -41,32 +43,26 @@ fn the_demo_paces_its_tokens_and_counts_prompts_as_planned() {
     }
 
     // Pacing: chunk gaps as the client stamped them.
-    let mut gaps: Vec<f64> = records
+    let gaps: Vec<f64> = records
         .iter()
         .flat_map(|r| r["itl_s"].as_array().cloned().unwrap_or_default())
         .map(|g| g.as_f64().expect("a gap in seconds"))
         .collect();
     assert!(gaps.len() > 10_000, "{} gaps", gaps.len());
-    gaps.sort_by(f64::total_cmp);
-    let median = gaps[gaps.len() / 2];
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
     assert!(
-        (ITL_S * 0.5..=ITL_S * 1.5).contains(&median),
-        "median chunk gap {median} s against an ITL of {ITL_S} s"
-    );
-    let zeros = gaps.iter().filter(|&&g| g == 0.0).count();
-    assert!(
-        zeros * 2 < gaps.len(),
-        "{zeros} of {} chunk gaps are zero",
-        gaps.len()
+        (ITL_S * 0.5..=ITL_S * 5.0).contains(&mean),
+        "mean chunk gap {mean} s against an ITL of {ITL_S} s"
     );
 
-    // The console's ITL p50 is the same figure, in milliseconds.
+    // The console's ITL mean is the same figure, in milliseconds.
     let itl_row = text
         .lines()
         .find(|l| l.starts_with("| ITL"))
         .expect("an ITL row");
-    let p50: f64 = itl_row.split('|').nth(4).unwrap().trim().parse().unwrap();
-    // 0.2 ms by the demo's model; the upper bound is 5x, for a loaded
-    // machine's late chunks.
-    assert!((0.1..=1.0).contains(&p50), "{itl_row}");
+    let console_mean: f64 = itl_row.split('|').nth(3).unwrap().trim().parse().unwrap();
+    assert!(
+        (console_mean - mean * 1e3).abs() <= 0.01,
+        "{itl_row} against {mean} s"
+    );
 }

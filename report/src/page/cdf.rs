@@ -3,7 +3,7 @@
 //! Points are kept evenly in rank, and more densely in the top 1 % (where
 //! the p99 lives).
 
-use hdrhistogram::Histogram;
+use arbor_runs::latency::Values;
 use serde::Serialize;
 
 /// Points kept evenly over the ranks.
@@ -31,14 +31,11 @@ impl Cdf {
         )
     }
 
-    /// From a histogram of nanoseconds.
-    pub fn of_histogram(h: &Histogram<u64>) -> Cdf {
-        let mut cumulative = 0;
-        let steps = h.iter_recorded().map(|v| {
-            cumulative += v.count_since_last_iteration();
-            (h.highest_equivalent(v.value_iterated_to()), cumulative)
-        });
-        Cdf::of_steps(steps, h.len())
+    /// From a run's values of a latency (nanoseconds), at the summary's
+    /// precision (`arbor_runs::latency`).
+    pub fn of_latency(values: &mut Values) -> Cdf {
+        let n = values.len();
+        Cdf::of_steps(values.steps().into_iter(), n)
     }
 
     /// From (value, cumulative count) steps in ascending order, `n` in all.

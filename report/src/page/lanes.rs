@@ -1,8 +1,14 @@
 //! Swim lanes: one row per agent of a play (a tree's instance), rows
 //! grouped by play, each row's turns in `sent` order. Stored as columns of
 //! integers (microseconds from the run's epoch, token counts; -1 for
-//! nothing) so a 100k-request run stays a few megabytes and the page can
-//! binary-search a row for what is visible.
+//! nothing) so the page can binary-search a row for what is visible.
+//!
+//! Bounded whatever the run's length: the lanes keep whole plays, in the
+//! order their first turn reached the builder, while fewer than
+//! [`MAX_LANE_TURNS`] turns are kept (a play already kept goes on up to
+//! twice that), and count the turns they leave out; a failed turn's
+//! error text is kept once per distinct text, up to [`MAX_ERROR_TEXTS`].
+//! A page of a 100,000-turn run stays about ten megabytes.
 
 use std::collections::BTreeMap;
 
@@ -41,8 +47,17 @@ pub struct Lanes {
     pub cached_tokens: Vec<i64>,
     /// Index in `errors`, or -1.
     pub error: Vec<i64>,
+    /// Distinct error texts.
     pub errors: Vec<ErrorText>,
+    /// Turns not in the lanes (their plays started after the lanes were
+    /// full).
+    pub left_out: u64,
 }
+
+/// Turns the lanes take new plays up to.
+pub const MAX_LANE_TURNS: usize = 100_000;
+/// Distinct error texts kept; later failures show their class only.
+pub const MAX_ERROR_TEXTS: usize = 1_000;
 
 impl Lanes {
     /// Spawn and join arrows between turns of these lanes, from the trees'
@@ -112,6 +127,16 @@ pub struct LaneBuilder {
     rows: Vec<Row>,
     turns: Vec<(u32, Turn)>,
     errors: Vec<ErrorText>,
+    /// category -> message -> index in `errors`.
+    error_index: BTreeMap<String, BTreeMap<String, u32>>,
+    left_out: u64,
+}
+
+/// A failed turn's error, borrowed from its record.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorRef<'a> {
+    pub category: &'a str,
+    pub message: &'a str,
 }
 
 /// Which row a turn belongs to: its agent in its play.
@@ -125,8 +150,9 @@ pub struct RowKey<'a> {
 }
 
 impl LaneBuilder {
-    /// Adds a record; returns its turn (with its error index set).
-    pub fn add(&mut self, r: &Record) -> &Turn {
+    /// Adds a record's turn (`turn`, made from `r`), if the lanes have
+    /// room for it.
+    pub fn add(&mut self, r: &Record, turn: Turn) {
         let key = RowKey {
             play: r.play.unwrap_or(0),
             tree: r.tree.as_deref().unwrap_or(""),
@@ -134,16 +160,25 @@ impl LaneBuilder {
             copy: r.copy.unwrap_or(0),
             lane: r.lane,
         };
-        let error = r.error.as_ref().map(|e| ErrorText {
-            category: e.category.as_str().to_string(),
-            message: e.message.as_deref().unwrap_or("").to_string(),
+        let error = r.error.as_ref().map(|e| ErrorRef {
+            category: e.category.as_str(),
+            message: e.message.as_deref().unwrap_or(""),
         });
-        self.push(key, Turn::of(r), error)
+        self.push(key, turn, error);
     }
 
-    /// Adds `turn` to the row of `key`, with its error if it failed;
-    /// returns it (with its error index set).
-    pub fn push(&mut self, key: RowKey, mut turn: Turn, error: Option<ErrorText>) -> &Turn {
+    /// Adds `turn` to the row of `key`, with its error if it failed, if
+    /// the lanes have room for it (else counts it left out).
+    pub fn push(&mut self, key: RowKey, mut turn: Turn, error: Option<ErrorRef>) {
+        let kept = self.turns.len();
+        let room = match self.index.contains_key(&key.play) {
+            true => kept < 2 * MAX_LANE_TURNS,
+            false => kept < MAX_LANE_TURNS,
+        };
+        if !room {
+            self.left_out += 1;
+            return;
+        }
         let agents = self.index.entry(key.play).or_default();
         let row = match agents.get(key.agent) {
             Some(&row) => row,
@@ -160,23 +195,35 @@ impl LaneBuilder {
                 row
             }
         };
-        if let Some(e) = error {
-            turn.error = Some(self.errors.len() as u32);
-            self.errors.push(e);
-        }
+        turn.error = error.map(|e| self.error_text(e));
         self.turns.push((row, turn));
-        let last = self.turns.len() - 1;
-        &self.turns[last].1
     }
 
-    /// The turns collected so far, in record order.
-    pub fn turns(&self) -> impl Iterator<Item = &Turn> + Clone {
-        self.turns.iter().map(|(_, t)| t)
-    }
-
-    /// Error classes by error index.
-    pub fn classes(&self) -> Vec<&str> {
-        self.errors.iter().map(|e| e.category.as_str()).collect()
+    /// The index of an error's text, kept once.
+    fn error_text(&mut self, e: ErrorRef) -> u32 {
+        if let Some(&i) = self
+            .error_index
+            .get(e.category)
+            .and_then(|m| m.get(e.message))
+        {
+            return i;
+        }
+        let message = if self.errors.len() < MAX_ERROR_TEXTS {
+            e.message
+        } else {
+            "(not kept: the page keeps the first 1,000 distinct error messages)"
+        };
+        let messages = self.error_index.entry(e.category.to_string()).or_default();
+        if let Some(&i) = messages.get(message) {
+            return i;
+        }
+        let i = self.errors.len() as u32;
+        messages.insert(message.to_string(), i);
+        self.errors.push(ErrorText {
+            category: e.category.to_string(),
+            message: message.to_string(),
+        });
+        i
     }
 
     /// Rows ordered by play, then by their first turn's `sent`.
@@ -185,6 +232,7 @@ impl LaneBuilder {
             rows,
             mut turns,
             errors,
+            left_out,
             ..
         } = self;
         let mut first_sent = vec![u64::MAX; rows.len()];
@@ -207,6 +255,7 @@ impl LaneBuilder {
                 .filter_map(|&r| rows.get_mut(r as usize).and_then(Option::take))
                 .collect(),
             errors,
+            left_out,
             ..Lanes::default()
         };
         let mut row_start = vec![0u32; lanes.rows.len() + 1];
@@ -260,10 +309,11 @@ mod tests {
         ];
         let mut builder = LaneBuilder::default();
         for line in lines {
-            builder.add(&record(line));
+            let r = record(line);
+            builder.add(&r, Turn::of(&r));
         }
-        assert_eq!(builder.classes(), ["timeout"]);
         let lanes = builder.finish();
+        assert_eq!(lanes.errors[0].category, "timeout");
         let rows: Vec<(u32, &str)> = lanes
             .rows
             .iter()
@@ -277,5 +327,94 @@ mod tests {
         assert_eq!(lanes.status, [0, 0, 1, 0]);
         assert_eq!(lanes.error, [-1, -1, 0, -1]);
         assert_eq!(lanes.rows[2].lane, Some(2));
+    }
+
+    fn turn_at(request: u64, sent: u64) -> Turn {
+        Turn {
+            request,
+            turn: 0,
+            status: Status::Error,
+            eligible: sent,
+            sent,
+            first: None,
+            done: sent + 1,
+            queue_wait: 0,
+            ttft: None,
+            input_tokens: 1,
+            output_tokens: 1,
+            cached_tokens: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_lanes_keep_whole_plays_up_to_their_cap_and_each_error_text_once() {
+        let mut builder = LaneBuilder::default();
+        // 2,000 lanes (closed-loop sessions) each playing plays of 10
+        // turns one after another, 30,000 plays in all, the lanes'
+        // turns interleaved (records come as turns finish); every turn
+        // failed with one of 3 texts, except the very last play's, each
+        // with a text of its own.
+        let (lanes_n, plays, per_play) = (2_000u32, 30_000u32, 10u64);
+        let mut request = 0;
+        for round in 0..plays / lanes_n {
+            for k in 0..per_play {
+                for lane in 0..lanes_n {
+                    let play = round * lanes_n + lane;
+                    let message = if play == plays - 1 {
+                        format!("distinct {k}")
+                    } else {
+                        format!("busy {}", play % 3)
+                    };
+                    let key = RowKey {
+                        play,
+                        tree: "t",
+                        agent: "root",
+                        copy: 0,
+                        lane: Some(lane),
+                    };
+                    let error = ErrorRef {
+                        category: "http_status",
+                        message: &message,
+                    };
+                    builder.push(key, turn_at(request, request), Some(error));
+                    request += 1;
+                }
+            }
+        }
+        let lanes = builder.finish();
+        let kept = lanes.request.len() as u64;
+        assert!(kept <= 2 * MAX_LANE_TURNS as u64, "{kept}");
+        assert_eq!(kept + lanes.left_out, u64::from(plays) * per_play);
+        // Whole plays: every kept row has all its play's turns.
+        for r in 0..lanes.rows.len() {
+            assert_eq!(lanes.row_start[r + 1] - lanes.row_start[r], per_play as u32);
+        }
+        assert_eq!(lanes.rows.len() as u64 * per_play, kept);
+        assert_eq!(kept, MAX_LANE_TURNS as u64, "the first plays, whole");
+        assert_eq!(lanes.errors.len(), 3, "one text per distinct message");
+
+        let mut builder = LaneBuilder::default();
+        for i in 0..2 * MAX_ERROR_TEXTS as u64 {
+            let message = format!("request {i} failed");
+            let key = RowKey {
+                play: i as u32,
+                tree: "t",
+                agent: "root",
+                copy: 0,
+                lane: None,
+            };
+            let error = ErrorRef {
+                category: "timeout",
+                message: &message,
+            };
+            builder.push(key, turn_at(i, i), Some(error));
+        }
+        let lanes = builder.finish();
+        assert_eq!(lanes.errors.len(), MAX_ERROR_TEXTS + 1);
+        assert!(lanes.errors[MAX_ERROR_TEXTS]
+            .message
+            .starts_with("(not kept"));
+        assert_eq!(lanes.error.iter().max(), Some(&(MAX_ERROR_TEXTS as i64)));
     }
 }

@@ -11,8 +11,9 @@
 //!
 //! Modules: [`data`] (what one source gives the page), [`record`] (a line
 //! of `records.jsonl`), [`cdf`], [`series`] and [`lanes`] (what is drawn,
-//! each from turns), [`run_dir`] (a run directory streamed once into all
-//! three), [`plan_turns`] (the turns a finished plan sent), [`plan`] (a
+//! each from turns, in memory bounded whatever the run's length; the
+//! series through [`cells`] and [`sketch`]), [`run_dir`] (a run directory
+//! streamed once into all three), [`plan_turns`] (the turns a finished plan sent), [`plan`] (a
 //! finished plan as the same data), [`planned`] (the
 //! plan's in-flight series a run keeps in `planned.json`), [`server`]
 //! (the server's scraped gauges, from `metrics.jsonl`), [`spread`] (an
@@ -22,6 +23,7 @@
 //! version with the same record fields reads the same.
 
 mod cdf;
+mod cells;
 mod data;
 mod html;
 mod lanes;
@@ -32,6 +34,7 @@ mod record;
 mod run_dir;
 mod series;
 mod server;
+mod sketch;
 mod spread;
 
 use std::path::{Path, PathBuf};

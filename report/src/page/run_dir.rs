@@ -5,14 +5,18 @@
 //! series and the swim lanes, the plan's in-flight series
 //! (`planned.json`) when the run wrote one, and the server's gauges
 //! (`metrics.jsonl`) when it scraped them.
+//!
+//! Memory is bounded whatever the number of records: the CDFs keep the
+//! summary's precision rule (`arbor_runs::latency`), the series their
+//! time cells, the lanes their first plays; no record is kept.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hdrhistogram::Histogram;
 use serde_json::Value;
 
 use arbor_error::Error;
+use arbor_runs::latency::Values as LatencyValues;
 use arbor_runs::record::secs_ns;
 use arbor_runs::record_line;
 use arbor_runs::records_file::RECORDS_FILE;
@@ -21,21 +25,21 @@ use super::cdf::Cdf;
 use super::data::{RunPage, Source};
 use super::lanes::LaneBuilder;
 use super::planned;
-use super::record::{check, for_each_itl, Status};
-use super::series;
+use super::record::{check, for_each_itl, Status, Turn};
+use super::series::SeriesBuilder;
 use super::server;
 
 pub use arbor_runs::output::SUMMARY_FILE;
 use arbor_runs::output::{Summary, SUMMARY_SCHEMA};
 
-/// Values of the distributions with exact CDFs, in nanoseconds.
-#[derive(Default)]
+/// Values of the distributions drawn as CDFs, in nanoseconds.
 struct Values {
-    ttft: Vec<u64>,
-    tpot: Vec<u64>,
-    e2e: Vec<u64>,
-    lateness: Vec<u64>,
-    queue_wait: Vec<u64>,
+    ttft: LatencyValues,
+    itl: LatencyValues,
+    tpot: LatencyValues,
+    e2e: LatencyValues,
+    lateness: LatencyValues,
+    queue_wait: LatencyValues,
 }
 
 /// Reads `dir` (a directory `arbor run` wrote). A missing directory or
@@ -69,43 +73,57 @@ pub fn read(dir: &Path) -> Result<RunPage, Error> {
         Summary::parse(summary_text.as_bytes(), &summary_path)?;
     }
 
-    let mut values = Values::default();
-    let mut itl = Histogram::<u64>::new(3)
-        .map_err(|e| Error::other(format!("cannot make a histogram: {e}")))?;
+    let mut values = Values {
+        ttft: LatencyValues::default(),
+        // As the summary's: millions of them, folded from the first.
+        itl: LatencyValues::folded(),
+        tpot: LatencyValues::default(),
+        e2e: LatencyValues::default(),
+        lateness: LatencyValues::default(),
+        queue_wait: LatencyValues::default(),
+    };
+    let mut series = SeriesBuilder::run();
     let mut lanes = LaneBuilder::default();
+    let mut records = 0u64;
     record_line::read(&dir.join(RECORDS_FILE), |record, line| {
         check(record)?;
-        let turn = lanes.add(record);
-        if turn.status == Status::Warmup {
-            return Ok(());
+        records += 1;
+        let turn = Turn::of(record);
+        if turn.status != Status::Warmup {
+            let class = record.error.as_ref().map(|e| e.category.as_str());
+            series.add(&turn, class);
+            if turn.status == Status::Ok {
+                let push = |v: &mut LatencyValues, s: Option<f64>| {
+                    if let Some(s) = s {
+                        v.push(secs_ns(s));
+                    }
+                };
+                push(&mut values.ttft, record.ttft_s);
+                push(&mut values.tpot, record.tpot_s);
+                push(&mut values.e2e, record.e2e_s);
+                for_each_itl(line, |gap| values.itl.push(secs_ns(gap)));
+            }
+            if let Some(s) = record.lateness_s {
+                values.lateness.push(secs_ns(s));
+            }
+            if let Some(s) = record.queue_wait_s {
+                values.queue_wait.push(secs_ns(s));
+            }
         }
-        if turn.status == Status::Ok {
-            let ns = |v: Option<f64>| v.map(secs_ns);
-            values.ttft.extend(ns(record.ttft_s));
-            values.tpot.extend(ns(record.tpot_s));
-            values.e2e.extend(ns(record.e2e_s));
-            for_each_itl(line, |gap| {
-                // Values beyond the histogram's reach (none in practice)
-                // are left out rather than failing the report.
-                let _ = itl.record(secs_ns(gap));
-            });
-        }
-        values.lateness.extend(record.lateness_s.map(secs_ns));
-        values.queue_wait.extend(record.queue_wait_s.map(secs_ns));
+        lanes.add(record, turn);
         Ok(())
     })?;
 
-    let series = series::build(lanes.turns(), &lanes.classes());
-    let records = lanes.turns().count() as u64;
+    let series = series.finish();
     let lanes = lanes.finish();
     let edges = arbor_runs::shape::read(dir)?.map(|trees| lanes.arrows(&trees));
     let mut cdf = BTreeMap::new();
-    cdf.insert("ttft", Cdf::of_values(values.ttft));
-    cdf.insert("itl", Cdf::of_histogram(&itl));
-    cdf.insert("tpot", Cdf::of_values(values.tpot));
-    cdf.insert("e2e", Cdf::of_values(values.e2e));
-    cdf.insert("lateness", Cdf::of_values(values.lateness));
-    cdf.insert("queue_wait", Cdf::of_values(values.queue_wait));
+    cdf.insert("ttft", Cdf::of_latency(&mut values.ttft));
+    cdf.insert("itl", Cdf::of_latency(&mut values.itl));
+    cdf.insert("tpot", Cdf::of_latency(&mut values.tpot));
+    cdf.insert("e2e", Cdf::of_latency(&mut values.e2e));
+    cdf.insert("lateness", Cdf::of_latency(&mut values.lateness));
+    cdf.insert("queue_wait", Cdf::of_latency(&mut values.queue_wait));
     Ok(RunPage {
         source: Source::Run,
         name: dir.file_name().map_or_else(

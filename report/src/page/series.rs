@@ -1,19 +1,30 @@
 //! Time series of a run or a plan, binned adaptively (about
-//! [`TARGET_BINS`] bins of a round width over its span). Both sources have
-//! the load: requests in flight and input and output tokens/s. Only a run
-//! has what was measured ([`Measured`]): TTFT p50/p99 of the requests sent
-//! in each bin, failed requests by error class, and the server-reported
-//! cache-hit ratio; a plan's series has none of it (absent, not zeros).
-//! A run's warmups are left out, as in the summary; a plan's are counted
-//! in flight, as its planned peak counts them.
-
+//! [`TARGET_BINS`] bins of a round width over its span), built while the
+//! turns stream by ([`SeriesBuilder`]) in memory bounded whatever the
+//! run's length: turns are added to time cells ([`super::cells`]) and the
+//! page's bins are sums of cells. Both sources have the load: requests in
+//! flight and input and output tokens/s. Only a run has what was measured
+//! ([`Measured`]): TTFT p50/p99 of the requests sent in each bin, failed
+//! requests by error class, and the server-reported cache-hit ratio; a
+//! plan's series has none of it (absent, not zeros). A run's warmups are
+//! left out, as in the summary (the caller does not add them); a plan's
+//! are counted in flight, as its planned peak counts them.
+//!
+//! Precision: token rates, the mean in flight, error counts and cache
+//! hits are exact sums. The most in flight within a bin is read at the
+//! bin's sample instants (at least 65 a bin, every cell boundary) and is
+//! at least the bin's mean rounded up: a lower bound of the true peak
+//! that misses only a spike shorter than a cell. TTFT percentiles are
+//! exact up to 100,000 values, then within 0.5 % ([`super::sketch`]).
 use std::collections::BTreeMap;
 
 use arbor_engine::time::NANOS_PER_MS;
 use serde::Serialize;
 
 use super::cdf::round_secs;
+use super::cells::{coarse_cell, coarse_sample, merge_tens, slot, Cells, Spread};
 use super::record::{Status, Turn};
+use super::sketch::CellValues;
 
 /// Bins aimed at over the span.
 pub const TARGET_BINS: u64 = 200;
@@ -53,29 +64,11 @@ pub struct Measured {
     pub cache_hit: Vec<Option<f64>>,
 }
 
-/// Bins of one width from the epoch to the end of a span.
-#[derive(Debug, Clone, Copy)]
-struct Bins {
-    width: u64,
-    count: usize,
-}
-
-impl Bins {
-    /// Bins covering every turn (up to the last `done`).
-    fn over<'a>(turns: impl Iterator<Item = &'a Turn>) -> Bins {
-        let span = turns.map(|t| t.done).max().unwrap_or(0);
-        let width = bin_width(span);
-        Bins {
-            width,
-            count: (span / width + 1) as usize,
-        }
-    }
-
-    /// The bin holding instant `t` (the last one for any later instant).
-    fn of(&self, t: u64) -> usize {
-        ((t / self.width) as usize).min(self.count - 1)
-    }
-}
+/// Cells of the load (in flight, tokens): a page bin spans at least 65.
+const LOAD_CELLS: u64 = 1 << 17;
+/// Cells of what a run measured (TTFT percentiles, errors, cache hits):
+/// a page bin spans at least one.
+const MEASURED_CELLS: u64 = 2_000;
 
 /// A round bin width (1, 2 or 5 times a power of ten, at least 1 ms) that
 /// cuts `span` nanoseconds into about [`TARGET_BINS`] bins.
@@ -84,171 +77,279 @@ pub fn bin_width(span: u64) -> u64 {
     let mut unit = NANOS_PER_MS;
     loop {
         for m in [1, 2, 5] {
-            if unit * m >= want {
-                return unit * m;
+            if unit.saturating_mul(m) >= want {
+                return unit.saturating_mul(m);
             }
         }
-        unit *= 10;
-    }
-}
-
-/// A run's series of `turns` (warmups left out); `classes[i]` is the
-/// error class of error `i` (a turn's `error`).
-pub fn build<'a>(turns: impl Iterator<Item = &'a Turn> + Clone, classes: &[&str]) -> Series {
-    let measured = || turns.clone().filter(|t| t.status != Status::Warmup);
-    let bins = Bins::over(measured());
-    Series {
-        measured: Some(measure(measured(), bins, classes)),
-        ..load(measured(), bins)
+        unit = unit.saturating_mul(10);
     }
 }
 
 /// A plan's series of `turns` (every turn it sent, warmups included in
 /// flight): the load only.
-pub fn planned<'a>(turns: impl Iterator<Item = &'a Turn> + Clone) -> Series {
-    load(turns.clone(), Bins::over(turns))
-}
-
-/// Requests in flight over every turn; tokens of the successful ones.
-fn load<'a>(turns: impl Iterator<Item = &'a Turn> + Clone, bins: Bins) -> Series {
-    let width = bins.width;
-    let (inflight_max, inflight_mean) = in_flight(turns.clone(), width, bins.count);
-    let mut output = vec![0.0; bins.count];
-    let mut input = vec![0.0; bins.count];
-    for t in turns.filter(|t| t.status == Status::Ok) {
-        let first = t.first.unwrap_or(t.done);
-        spread(&mut output, width, first, t.done, t.output_tokens as f64);
-        spread(&mut input, width, t.sent, first, t.input_tokens as f64);
-    }
-    let per_s = 1e9 / width as f64;
-    let rate = |v: Vec<f64>| v.into_iter().map(|x| (x * per_s).round()).collect();
-    Series {
-        bin_s: round_secs(width),
-        t_s: (0..bins.count as u64)
-            .map(|i| round_secs(i * width))
-            .collect(),
-        inflight_max,
-        inflight_mean,
-        output_tok_s: rate(output),
-        input_tok_s: rate(input),
-        measured: None,
-    }
-}
-
-/// TTFT percentiles, failures by class and cache hits per bin.
-fn measure<'a>(turns: impl Iterator<Item = &'a Turn>, bins: Bins, classes: &[&str]) -> Measured {
-    let mut ttfts: Vec<(usize, u64)> = Vec::new();
-    let mut errors: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-    let mut cached = vec![(0u64, 0u64); bins.count];
+pub fn planned<'a>(turns: impl Iterator<Item = &'a Turn>) -> Series {
+    let mut series = SeriesBuilder::plan();
     for t in turns {
+        series.add(t, None);
+    }
+    series.finish()
+}
+
+/// A series as turns are added.
+#[derive(Debug)]
+pub struct SeriesBuilder {
+    load: Load,
+    /// A run's; `None` for a plan.
+    measured: Option<Measuring>,
+    /// The last `done` of the turns added.
+    end: u64,
+}
+
+impl SeriesBuilder {
+    /// A run's series: the load and what was measured.
+    pub fn run() -> SeriesBuilder {
+        SeriesBuilder {
+            measured: Some(Measuring::new()),
+            ..SeriesBuilder::plan()
+        }
+    }
+
+    /// A plan's series: the load only.
+    pub fn plan() -> SeriesBuilder {
+        SeriesBuilder {
+            load: Load::new(),
+            measured: None,
+            end: 0,
+        }
+    }
+
+    /// Adds a turn; `class` is a failed turn's error class.
+    pub fn add(&mut self, turn: &Turn, class: Option<&str>) {
+        self.end = self.end.max(turn.done);
+        self.load.add(turn);
+        if let Some(m) = self.measured.as_mut() {
+            m.add(turn, class);
+        }
+    }
+
+    /// The series, in bins of a round width over the turns' span.
+    pub fn finish(self) -> Series {
+        let mut unit = self.load.cells.width();
+        if let Some(m) = &self.measured {
+            unit = unit.max(m.cells.width());
+        }
+        // A whole number of cells of both kinds (the cells' widths are
+        // powers of ten no wider than the round width; see cells.rs).
+        let width = bin_width(self.end).div_ceil(unit).saturating_mul(unit);
+        let count = (self.end / width + 1) as usize;
+        Series {
+            measured: self.measured.map(|m| m.finish(width, count)),
+            ..self.load.finish(width, count)
+        }
+    }
+}
+
+/// Requests in flight and tokens, per load cell.
+#[derive(Debug)]
+struct Load {
+    cells: Cells,
+    /// Change of the level in flight at each sample instant.
+    level: Vec<i64>,
+    /// Time in flight (nanoseconds, summed over requests).
+    busy: Spread,
+    output: Spread,
+    input: Spread,
+}
+
+impl Load {
+    fn new() -> Load {
+        Load {
+            cells: Cells::new(LOAD_CELLS),
+            level: Vec::new(),
+            busy: Spread::default(),
+            output: Spread::default(),
+            input: Spread::default(),
+        }
+    }
+
+    /// Widens the cells until `t` falls in one.
+    fn fit(&mut self, t: u64) {
+        while self.cells.too_narrow_for(t) {
+            let width = self.cells.width();
+            merge_tens(&mut self.level, coarse_sample, |a, b| *a += b);
+            self.busy.coarsen(width);
+            self.output.coarsen(width);
+            self.input.coarsen(width);
+            self.cells.widen();
+        }
+    }
+
+    /// A request is in flight over `[sent, done)`; its input tokens
+    /// spread over its prefill (sent to first content) and its output
+    /// tokens over its streaming (first content to done), when it
+    /// succeeded.
+    fn add(&mut self, t: &Turn) {
+        self.fit(t.done);
+        let cells = self.cells;
+        *slot(&mut self.level, cells.sample_at_or_after(t.sent)) += 1;
+        *slot(&mut self.level, cells.sample_at_or_after(t.done)) -= 1;
+        let busy = t.done.saturating_sub(t.sent) as f64;
+        self.busy.add(&cells, t.sent, t.done, busy);
+        if t.status == Status::Ok {
+            let first = t.first.unwrap_or(t.done);
+            self.output
+                .add(&cells, first, t.done, t.output_tokens as f64);
+            self.input.add(&cells, t.sent, first, t.input_tokens as f64);
+        }
+    }
+
+    fn finish(self, width: u64, count: usize) -> Series {
+        let cell = self.cells.width();
+        let per_bin = (width / cell).max(1) as usize;
+        let bin_of = |j: usize| (j / per_bin).min(count - 1);
+        let per_bin_sum = |amounts: Vec<f64>| {
+            let mut bins = vec![0.0; count];
+            for (j, a) in amounts.into_iter().enumerate() {
+                bins[bin_of(j)] += a;
+            }
+            bins
+        };
+        let busy = per_bin_sum(self.busy.finish(cell));
+        let mut inflight_max = vec![0u32; count];
+        let mut level = 0i64;
+        for (k, change) in self.level.into_iter().enumerate() {
+            level += change;
+            let max = &mut inflight_max[bin_of(k)];
+            *max = (*max).max(u32::try_from(level.max(0)).unwrap_or(u32::MAX));
+        }
+        let mean: Vec<f64> = busy.iter().map(|a| a / width as f64).collect();
+        for (max, mean) in inflight_max.iter_mut().zip(&mean) {
+            // The peak is at least the mean (a short spike between two
+            // sample instants is not seen, its time in flight is).
+            let floor = (mean - 1e-9).ceil().max(0.0);
+            *max = (*max).max(floor.min(f64::from(u32::MAX)) as u32);
+        }
+        let per_s = 1e9 / width as f64;
+        let rate = |amounts: Vec<f64>| -> Vec<f64> {
+            per_bin_sum(amounts)
+                .into_iter()
+                .map(|x| (x * per_s).round())
+                .collect()
+        };
+        Series {
+            bin_s: round_secs(width),
+            t_s: (0..count as u64)
+                .map(|i| round_secs(i.saturating_mul(width)))
+                .collect(),
+            inflight_max,
+            inflight_mean: mean.iter().map(|m| (m * 100.0).round() / 100.0).collect(),
+            output_tok_s: rate(self.output.finish(cell)),
+            input_tok_s: rate(self.input.finish(cell)),
+            measured: None,
+        }
+    }
+}
+
+/// What a run measured, per measured cell.
+#[derive(Debug)]
+struct Measuring {
+    cells: Cells,
+    /// TTFT of successful requests, at their `sent`.
+    ttft: CellValues,
+    /// Cached and input tokens of successful requests whose usage
+    /// reported cached tokens, at their `sent`.
+    cached: Vec<(u64, u64)>,
+    /// Failed requests by error class, at their `done`.
+    errors: BTreeMap<String, Vec<u32>>,
+}
+
+impl Measuring {
+    fn new() -> Measuring {
+        Measuring {
+            cells: Cells::new(MEASURED_CELLS),
+            ttft: CellValues::default(),
+            cached: Vec::new(),
+            errors: BTreeMap::new(),
+        }
+    }
+
+    fn fit(&mut self, t: u64) {
+        while self.cells.too_narrow_for(t) {
+            self.ttft.coarsen();
+            merge_tens(&mut self.cached, coarse_cell, |a, b| {
+                a.0 = a.0.saturating_add(b.0);
+                a.1 = a.1.saturating_add(b.1);
+            });
+            for counts in self.errors.values_mut() {
+                merge_tens(counts, coarse_cell, |a, b| *a = a.saturating_add(b));
+            }
+            self.cells.widen();
+        }
+    }
+
+    fn add(&mut self, t: &Turn, class: Option<&str>) {
+        self.fit(t.done);
+        let cells = self.cells;
         match t.status {
             Status::Ok => {
                 if let Some(ttft) = t.ttft {
-                    ttfts.push((bins.of(t.sent), ttft));
+                    self.ttft.add(&cells, t.sent, ttft);
                 }
                 if let Some(c) = t.cached_tokens {
-                    let slot = &mut cached[bins.of(t.sent)];
-                    slot.0 += c;
-                    slot.1 += t.input_tokens;
+                    let s = slot(&mut self.cached, cells.cell(t.sent));
+                    s.0 = s.0.saturating_add(c);
+                    s.1 = s.1.saturating_add(t.input_tokens);
                 }
             }
             Status::Error => {
-                let class = t
-                    .error
-                    .and_then(|e| classes.get(e as usize))
-                    .copied()
-                    .unwrap_or("unknown");
-                let counts = errors
-                    .entry(class.to_string())
-                    .or_insert_with(|| vec![0; bins.count]);
-                counts[bins.of(t.done)] += 1;
+                let class = class.unwrap_or("unknown");
+                // Looked up before inserting: no allocation per failure.
+                let counts = match self.errors.get_mut(class) {
+                    Some(counts) => counts,
+                    None => self.errors.entry(class.to_string()).or_default(),
+                };
+                let n = slot(counts, cells.cell(t.done));
+                *n = n.saturating_add(1);
             }
             Status::Cancelled | Status::Warmup => {}
         }
     }
-    let (ttft_p50_s, ttft_p99_s) = percentiles_by_bin(ttfts, bins.count);
-    Measured {
-        ttft_p50_s,
-        ttft_p99_s,
-        errors,
-        cache_hit: cached
+
+    fn finish(self, width: u64, count: usize) -> Measured {
+        let per_bin = (width / self.cells.width()).max(1) as usize;
+        let bin_of = |j: usize| (j / per_bin).min(count - 1);
+        let mut ttft = self
+            .ttft
+            .percentiles(&self.cells, per_bin, count, &[0.50, 0.99])
             .into_iter()
-            .map(|(c, i)| (i > 0).then(|| (c as f64 / i as f64 * 1e4).round() / 1e4))
-            .collect(),
-    }
-}
-
-/// Adds `amount` to the bins over `[from, to)`, in proportion to the time
-/// spent in each (all to `from`'s bin for an instant).
-fn spread(bins: &mut [f64], width: u64, from: u64, to: u64, amount: f64) {
-    let last = bins.len() - 1;
-    if to <= from {
-        bins[((from / width) as usize).min(last)] += amount;
-        return;
-    }
-    let per_ns = amount / (to - from) as f64;
-    let mut at = from;
-    while at < to {
-        let i = (at / width) as usize;
-        let end = ((i as u64 + 1) * width).min(to);
-        bins[i.min(last)] += per_ns * (end - at) as f64;
-        at = end;
-    }
-}
-
-/// Requests in flight per bin: the most at once and the time average.
-/// A request is in flight over `[sent, done)`.
-fn in_flight<'a>(
-    turns: impl Iterator<Item = &'a Turn>,
-    width: u64,
-    bins: usize,
-) -> (Vec<u32>, Vec<f64>) {
-    let mut events: Vec<(u64, i32)> = turns.flat_map(|t| [(t.sent, 1), (t.done, -1)]).collect();
-    // Ends before starts at one instant: a request done as another is
-    // sent never overlaps it.
-    events.sort_unstable();
-    let mut max = vec![0u32; bins];
-    let mut area = vec![0f64; bins];
-    let (mut level, mut at) = (0i64, 0u64);
-    let last = bins - 1;
-    for (time, delta) in events {
-        while at < time {
-            let i = ((at / width) as usize).min(last);
-            let end = ((i as u64 + 1) * width).min(time);
-            area[i] += level as f64 * (end.max(at) - at) as f64;
-            max[i] = max[i].max(level.max(0) as u32);
-            if end <= at {
-                break;
-            }
-            at = end;
+            .map(|bins| bins.into_iter().map(|v| v.map(round_secs)).collect());
+        let mut cached = vec![(0u64, 0u64); count];
+        for (j, (c, i)) in self.cached.into_iter().enumerate() {
+            let slot = &mut cached[bin_of(j)];
+            slot.0 = slot.0.saturating_add(c);
+            slot.1 = slot.1.saturating_add(i);
         }
-        at = time;
-        level += i64::from(delta);
-        let i = ((time / width) as usize).min(last);
-        max[i] = max[i].max(level.max(0) as u32);
+        let errors = self
+            .errors
+            .into_iter()
+            .map(|(class, counts)| {
+                let mut bins = vec![0u32; count];
+                for (j, n) in counts.into_iter().enumerate() {
+                    bins[bin_of(j)] = bins[bin_of(j)].saturating_add(n);
+                }
+                (class, bins)
+            })
+            .collect();
+        Measured {
+            ttft_p50_s: ttft.next().unwrap_or_default(),
+            ttft_p99_s: ttft.next().unwrap_or_default(),
+            errors,
+            cache_hit: cached
+                .into_iter()
+                .map(|(c, i)| (i > 0).then(|| (c as f64 / i as f64 * 1e4).round() / 1e4))
+                .collect(),
+        }
     }
-    let mean = area
-        .into_iter()
-        .map(|a| (a / width as f64 * 100.0).round() / 100.0)
-        .collect();
-    (max, mean)
-}
-
-/// Nearest-rank p50 and p99 of the values of each bin.
-fn percentiles_by_bin(
-    mut values: Vec<(usize, u64)>,
-    bins: usize,
-) -> (Vec<Option<f64>>, Vec<Option<f64>>) {
-    values.sort_unstable();
-    let mut p50 = vec![None; bins];
-    let mut p99 = vec![None; bins];
-    for group in values.chunk_by(|a, b| a.0 == b.0) {
-        let rank = |q: f64| ((q * group.len() as f64).ceil() as usize).clamp(1, group.len()) - 1;
-        let i = group[0].0;
-        p50[i] = Some(round_secs(group[rank(0.50)].1));
-        p99[i] = Some(round_secs(group[rank(0.99)].1));
-    }
-    (p50, p99)
 }
 
 #[cfg(test)]
@@ -273,6 +374,111 @@ mod tests {
         }
     }
 
+    fn run<'a>(turns: impl Iterator<Item = &'a Turn>) -> Series {
+        let mut series = SeriesBuilder::run();
+        for t in turns {
+            series.add(t, None);
+        }
+        series.finish()
+    }
+
+    /// A deterministic scatter of `n` requests over about `span_s`
+    /// seconds, some failed.
+    fn scatter(n: u64, span_s: u64) -> Vec<Turn> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        (0..n)
+            .map(|i| {
+                let sent = next(span_s * 1_000_000_000);
+                let mut t = turn(0, 0);
+                t.sent = sent;
+                t.eligible = sent;
+                t.first = Some(sent + next(50_000_000));
+                t.done = t.first.unwrap() + next(2_000_000_000);
+                t.ttft = Some(t.first.unwrap() - sent);
+                t.request = i;
+                if i % 7 == 0 {
+                    t.status = Status::Error;
+                }
+                t
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_long_series_keeps_its_sums_and_a_lower_bound_of_its_peaks() {
+        let turns = scatter(20_000, 3_600);
+        let mut series = SeriesBuilder::run();
+        for t in &turns {
+            series.add(t, t.status.eq(&Status::Error).then_some("timeout"));
+        }
+        // Bounded: the cells, not the turns, are kept.
+        assert!(series.load.level.len() as u64 <= LOAD_CELLS + 1);
+        let s = series.finish();
+        let width = (s.bin_s * 1e9).round() as u64;
+        let bins = s.t_s.len();
+        // Exact figures per bin, from every turn.
+        let mut events: Vec<(u64, i64)> = turns
+            .iter()
+            .flat_map(|t| [(t.sent, 1), (t.done, -1)])
+            .collect();
+        events.sort_unstable();
+        // The most after any event of the bin, and the level entering it.
+        let mut peak = vec![0i64; bins];
+        let mut entering = vec![0i64; bins];
+        let (mut level, mut bin) = (0i64, 0usize);
+        for (at, change) in events {
+            let i = ((at / width) as usize).min(bins - 1);
+            while bin < i {
+                bin += 1;
+                entering[bin] = level;
+            }
+            level += change;
+            peak[i] = peak[i].max(level);
+        }
+        while bin + 1 < bins {
+            bin += 1;
+            entering[bin] = level;
+        }
+        let mut area = vec![0f64; bins];
+        for t in &turns {
+            let mut at = t.sent;
+            while at < t.done {
+                let i = (at / width) as usize;
+                let end = ((i as u64 + 1) * width).min(t.done);
+                area[i.min(bins - 1)] += (end - at) as f64;
+                at = end;
+            }
+        }
+        for i in 0..bins {
+            let mean = area[i] / width as f64;
+            assert!((s.inflight_mean[i] - mean).abs() <= 0.005 + 1e-9, "bin {i}");
+            let true_peak = peak[i].max(entering[i]);
+            let got = i64::from(s.inflight_max[i]);
+            assert!(
+                got <= true_peak,
+                "bin {i}: {got} above the true {true_peak}"
+            );
+            assert!(
+                got as f64 >= mean - 1e-9,
+                "bin {i}: {got} below the mean {mean}"
+            );
+        }
+        let failed = turns.iter().filter(|t| t.status == Status::Error).count();
+        let m = s.measured.as_ref().unwrap();
+        assert_eq!(m.errors["timeout"].iter().sum::<u32>() as usize, failed);
+        let tokens: f64 = s.output_tok_s.iter().map(|r| r * s.bin_s).sum();
+        let ok = turns.len() - failed;
+        // Each bin's rate is rounded to a whole token per second.
+        let rounding = 0.5 * bins as f64 * s.bin_s;
+        assert!((tokens - 100.0 * ok as f64).abs() <= rounding, "{tokens}");
+    }
+
     #[test]
     fn bin_widths_are_round() {
         assert_eq!(bin_width(0), NANOS_PER_MS);
@@ -283,7 +489,7 @@ mod tests {
     #[test]
     fn in_flight_and_tokens_add_up() {
         // Two overlapping requests over 200 ms (1 ms bins).
-        let s = build([turn(0, 100), turn(50, 200)].iter(), &[]);
+        let s = run([turn(0, 100), turn(50, 200)].iter());
         assert_eq!(s.bin_s, 0.001);
         assert_eq!(s.inflight_max.iter().max(), Some(&2));
         assert_eq!(s.inflight_max[10], 1);

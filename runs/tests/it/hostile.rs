@@ -93,6 +93,35 @@ fn a_play_id_near_the_top_of_u32_is_no_allocation() {
 }
 
 #[test]
+fn token_counts_at_the_top_of_u64_saturate_instead_of_wrapping() {
+    // Found by the `records` fuzz target's review: two successful
+    // records claiming u64::MAX tokens overflowed the sums (a panic in a
+    // debug build, a wrapped, small total in a release build).
+    let dir = copy("many-tokens");
+    let mut lines = records(&dir);
+    let ok: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i]["status"] == "ok")
+        .take(2)
+        .collect();
+    assert_eq!(ok.len(), 2, "the fixture has successful records");
+    for &i in &ok {
+        for field in ["input_tokens", "output_tokens", "cached_tokens"] {
+            lines[i][field] = u64::MAX.into();
+        }
+        lines[i]["input_tokens_source"] = "usage".into();
+        lines[i]["output_tokens_source"] = "usage".into();
+    }
+    write_records(&dir, &lines);
+    let rebuilt = summarize::rebuild(&dir).expect("the summary is rebuilt");
+    let json = serde_json::to_value(&rebuilt.summary).unwrap();
+    let text = json.to_string();
+    assert!(
+        text.contains("18446744073709551615"),
+        "the sums stay at the top, not wrapped"
+    );
+}
+
+#[test]
 fn times_no_run_reaches_do_not_hang_the_summary() {
     // Issue 27, item 14: a done_s of 1e11 s (and larger) spun for ever.
     // Any such time reads as no time (0): a test that hangs fails by its
