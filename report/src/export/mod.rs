@@ -19,7 +19,9 @@
 //! A file whose name ends in `.gz` is gzipped ([`output`]). Reads
 //! `records.jsonl` once ([`records`]), writing each CSV row as its line is
 //! read; the trace, written in time order, keeps the records (not their
-//! events) until the last one is read. Reads `trees.jsonl`
+//! events) until the last one is read, at most `perfetto::MAX_TURNS` of
+//! them: a longer run's trace is its first stretch of time, whole
+//! (`perfetto::Window`), and a note says where it stops. Reads `trees.jsonl`
 //! ([`arbor_runs::shape`]) for the trace; writes only the files it is asked
 //! for. A missing directory or file, or a bad line, is an input error
 //! (exit 2) naming the file and line, and leaves no output file behind; a
@@ -38,7 +40,6 @@ use arbor_runs::shape;
 
 use arbor_error::Error;
 use output::{Output, Staged};
-use records::Record;
 
 /// What `arbor export` writes, of which run directory.
 #[derive(Debug, Clone, Default)]
@@ -104,9 +105,12 @@ fn trace_and_csv(
     if let Some(out) = csv_out.as_deref_mut() {
         csv::write_header(out.writer()).map_err(|e| out.fail(e))?;
     }
-    // The trace needs every record; the CSV none.
-    let keep = options.perfetto.is_some();
-    let mut records: Vec<Record> = Vec::new();
+    // The trace holds the run's first stretch of time (a window of at
+    // most perfetto::MAX_TURNS records); the CSV holds none.
+    let mut window = options
+        .perfetto
+        .as_ref()
+        .map(|_| perfetto::Window::default());
     let mut rows = 0usize;
     let mut write_error: Option<io::Error> = None;
     let read = records::for_each(&options.run_dir, |record| {
@@ -118,8 +122,8 @@ fn trace_and_csv(
             })?;
         }
         rows += 1;
-        if keep {
-            records.push(record);
+        if let Some(w) = window.as_mut() {
+            w.add(record);
         }
         Ok(())
     });
@@ -128,8 +132,14 @@ fn trace_and_csv(
     }
     read?;
     let mut report = Vec::new();
-    if let Some(path) = &options.perfetto {
-        report.push(trace(&options.run_dir, path, &records, staged, note)?);
+    if let (Some(path), Some(window)) = (&options.perfetto, window) {
+        report.push(trace(
+            &options.run_dir,
+            path,
+            window.finish(),
+            staged,
+            note,
+        )?);
     }
     if let Some(out) = csv_out {
         report.push(format!(
@@ -140,11 +150,11 @@ fn trace_and_csv(
     Ok(report)
 }
 
-/// Writes the trace of `records` to `path`; the report's line.
+/// Writes the trace of the records `kept` to `path`; the report's line.
 fn trace(
     dir: &Path,
     path: &Path,
-    records: &[Record],
+    kept: perfetto::Kept,
     staged: &mut Vec<Staged>,
     note: &mut dyn FnMut(&str),
 ) -> Result<String, Error> {
@@ -158,13 +168,27 @@ fn trace(
         ));
     }
     let mut out = Output::create(path)?;
-    let written =
-        perfetto::write(out.writer(), records, shapes.as_deref()).map_err(|e| out.fail(e))?;
+    let written = perfetto::write(out.writer(), &kept.records, shapes.as_deref(), kept.cut)
+        .map_err(|e| out.fail(e))?;
     staged.push(out.finish()?);
-    if written.undrawn > 0 {
+    if kept.undrawn > 0 {
         note(&format!(
             "note: {} records have no usable time and are not drawn",
-            written.undrawn
+            kept.undrawn
+        ));
+    }
+    if let Some(cut) = kept.cut {
+        note(&format!(
+            "note: the trace holds the run's first {:.3} s, every turn eligible before then \
+             ({} of {} turns; a trace holds at most {}, which the Perfetto UI opens): \
+             {} later turns are left out, and the in-flight counter stops at {:.3} s; \
+             --csv and records.jsonl have every request",
+            cut.0 as f64 / 1e9,
+            written.turns,
+            written.turns as u64 + kept.left_out,
+            perfetto::MAX_TURNS,
+            kept.left_out,
+            cut.0 as f64 / 1e9,
         ));
     }
     Ok(format!(

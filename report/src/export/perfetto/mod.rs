@@ -31,6 +31,9 @@
 
 mod event;
 mod placed;
+mod window;
+
+pub use window::{Kept, Window, MAX_TURNS};
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -65,11 +68,14 @@ struct Drawn {
 }
 
 /// Writes the trace of `records`; `shapes` (from `trees.jsonl`) give the
-/// spawn and join flows, none without them.
+/// spawn and join flows, none without them. With a `cut` (the records
+/// are a [`Window`]'s), the in-flight counter stops before it, where it
+/// is no longer exact.
 pub fn write<'r>(
     out: &mut dyn Write,
     records: &'r [Record],
     shapes: Option<&[TreeShape]>,
+    cut: Option<Micros>,
 ) -> io::Result<Written> {
     let mut placed: Vec<Placed<'r>> = Vec::with_capacity(records.len());
     let mut undrawn = 0;
@@ -106,8 +112,11 @@ pub fn write<'r>(
     }
     trace.written.plays = plays.len();
     trace.written.undrawn = undrawn;
-    let counter = in_flight(&placed);
-    trace.write_json(out, &counter)
+    let mut counter = in_flight(&placed);
+    if let Some(cut) = cut {
+        counter.retain(|&(at, _)| at < cut);
+    }
+    trace.write_json(out, &counter, cut)
 }
 
 fn play_pid(play: u32) -> u64 {
@@ -307,7 +316,12 @@ impl<'r> Trace<'r> {
 
     /// The whole file: names, slices in time order (a longer slice before
     /// a shorter one that starts with it), flows, the counter.
-    fn write_json(mut self, out: &mut dyn Write, counter: &[(Micros, i64)]) -> io::Result<Written> {
+    fn write_json(
+        mut self,
+        out: &mut dyn Write,
+        counter: &[(Micros, i64)],
+        cut: Option<Micros>,
+    ) -> io::Result<Written> {
         self.slices
             // `seq` is unique: no two keys are equal, and the unstable
             // sort needs no buffer.
@@ -340,11 +354,18 @@ impl<'r> Trace<'r> {
             put(out, &counter_event(at, level))?;
         }
         out.write_all(b"\n],\"otherData\":")?;
-        let other = serde_json::json!({
+        let mut other = serde_json::json!({
             "generator": "arbor export",
             "arbor_version": env!("CARGO_PKG_VERSION"),
             "time": "microseconds from the run's epoch",
         });
+        if let Some(cut) = cut {
+            other["window"] = serde_json::json!(format!(
+                "the run's first {} s: every turn eligible before then; \
+                 later turns are left out (a trace holds at most {MAX_TURNS} turns)",
+                cut.0 as f64 / 1e9
+            ));
+        }
         serde_json::to_writer(&mut *out, &other).map_err(io::Error::other)?;
         out.write_all(b"}\n")?;
         Ok(self.written)
@@ -462,7 +483,7 @@ mod tests {
             record(2, "a", 2, [0.010, 0.011, 0.012, 0.013]),
         ];
         let mut out = Vec::new();
-        let written = write(&mut out, &records, None).unwrap();
+        let written = write(&mut out, &records, None, None).unwrap();
         assert_eq!(written.turns, 3);
         let trace: Value = serde_json::from_slice(&out).unwrap();
         let events = trace["traceEvents"].as_array().unwrap();
@@ -489,6 +510,44 @@ mod tests {
             .map(|e| e["args"]["name"].as_str().unwrap())
             .collect();
         assert!(names.contains(&"a (overlap 1)"), "{names:?}");
+    }
+
+    #[test]
+    fn a_windowed_trace_stops_its_counter_at_the_cut_and_says_so() {
+        // Ten one-second turns of ten agents, one starting every second;
+        // a window of 4 keeps the first four (cut at 4 s).
+        let mut window = Window::new(4);
+        for k in 0..10u32 {
+            let t = f64::from(k);
+            window.add(record(
+                u64::from(k),
+                &format!("a{k}"),
+                0,
+                [t, t, t + 0.5, t + 3.0],
+            ));
+        }
+        let kept = window.finish();
+        assert_eq!(kept.cut, Some(Micros(4_000_000_000)));
+        assert_eq!((kept.records.len(), kept.left_out), (4, 6));
+        let mut out = Vec::new();
+        let written = write(&mut out, &kept.records, None, kept.cut).unwrap();
+        assert_eq!(written.turns, 4);
+        let trace: Value = serde_json::from_slice(&out).unwrap();
+        let counter: Vec<u64> = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "C")
+            .map(|e| e["ts"].as_u64().unwrap())
+            .collect();
+        // Uncut, the kept turns' ends (3 s to 6 s) would count down past
+        // 4 s as if nothing else were in flight.
+        assert!(counter.iter().all(|&ts| ts < 4_000_000), "{counter:?}");
+        assert!(counter.contains(&3_000_000), "{counter:?}");
+        assert!(trace["otherData"]["window"]
+            .as_str()
+            .unwrap()
+            .starts_with("the run's first 4 s"));
     }
 
     #[test]
