@@ -70,6 +70,18 @@ fn write_report(out: &mut dyn Write, c: &Calibration) -> io::Result<()> {
                 "  no request ran alone: the per-request overhead is not identified (0); add a \
                  low-load run (e.g. --sessions 1)"
             )?,
+            Note::Windowed {
+                run,
+                read,
+                left_out,
+                cut_s,
+            } => writeln!(
+                out,
+                "  {run}: fitted on its first {cut_s:.3} s, the {read} finished requests sent \
+                 before then; {left_out} later ones not read (a calibration reads at most {} \
+                 a run, its first stretch of time, whole)",
+                calibrate::MAX_REQUESTS
+            )?,
         }
     }
     match &c.correction {

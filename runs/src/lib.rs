@@ -13,7 +13,9 @@
 //! spread), [`metric`] (the metric vocabulary, declared once),
 //! [`identity`] (the hashes of what a run measured, which `compare`
 //! checks), [`sharding`] and [`shard_manifest`] (a shard's identity),
-//! [`recipe`] (the validity stamp), [`seen`] (a record there twice), [`warnings`] (what a reader must be
+//! [`recipe`] (the validity stamp), [`seen`] (a record there twice),
+//! [`earliest`] (the first stretch of a long run, for readers that keep
+//! whole records), [`warnings`] (what a reader must be
 //! told before the figures), [`breaker`] (a run stopped when its requests
 //! keep failing the same way), and the shapes the plan report shares
 //! ([`policy`], [`work`]). Every whole JSON file is read through
@@ -27,6 +29,7 @@ pub mod aggregate;
 pub mod breaker;
 pub mod collector;
 pub mod config;
+pub mod earliest;
 pub mod file_cap;
 pub mod identity;
 pub mod journal;

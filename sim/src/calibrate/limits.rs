@@ -102,6 +102,8 @@ mod tests {
             name: name.into(),
             requests: Vec::new(),
             skipped: 0,
+            left_out: 0,
+            cut: None,
             engine_labels: labels.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             preemptions: None,
             model: None,

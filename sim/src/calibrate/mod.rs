@@ -48,6 +48,7 @@ use runs::Run;
 
 pub use fit_error::{Compared, Metric};
 pub use limits::GivenLimits;
+pub use runs::MAX_REQUESTS;
 pub use stage_a::Fit;
 pub use stage_b::Factors;
 
@@ -110,6 +111,15 @@ pub enum Note {
     /// No request ran alone: the per-request overhead is not identified
     /// (fitted as 0).
     OverheadNotIdentified,
+    /// `run` had more finished requests than a calibration reads
+    /// ([`runs::MAX_REQUESTS`]): it was fitted on the `read` requests
+    /// sent in its first `cut_s` seconds, `left_out` later ones not read.
+    Windowed {
+        run: String,
+        read: usize,
+        left_out: u64,
+        cut_s: f64,
+    },
 }
 
 /// What stage B found.
@@ -191,6 +201,16 @@ pub fn fit(options: &Options) -> Result<Calibration, Error> {
         .collect();
     if fit.prefill_rows == 0 {
         notes.push(Note::OverheadNotIdentified);
+    }
+    for run in &runs {
+        if let Some(cut) = run.cut {
+            notes.push(Note::Windowed {
+                run: run.name.clone(),
+                read: run.requests.len(),
+                left_out: run.left_out,
+                cut_s: cut as f64 / 1e9,
+            });
+        }
     }
     Ok(Calibration {
         fit_error: compare(&profile, &runs),

@@ -17,7 +17,9 @@ use std::path::Path;
 use arbor_engine::time::secs_to_nanos;
 use serde::Deserialize;
 
+use arbor_engine::time::Nanos;
 use arbor_error::Error;
+use arbor_runs::earliest::Earliest;
 use arbor_runs::record::Status;
 use arbor_runs::record_line::{self, need, RecordLine};
 use arbor_runs::records_file::RECORDS_FILE;
@@ -25,6 +27,14 @@ use arbor_runs::server_metrics::line;
 use arbor_runs::server_metrics::names::Metric;
 
 use super::request::Observed;
+
+/// Finished requests a calibration reads of one run at most: the run's
+/// first stretch of time by send (`arbor_runs::earliest`), whole. Far
+/// more than the fit needs for its rows, and it bounds the memory and
+/// the replays (stage B replays every request read dozens of times)
+/// however long the run was: a 3-million-request run took over 4.7 GB
+/// and over 400 s of CPU before (stopped there).
+pub const MAX_REQUESTS: usize = 100_000;
 
 /// One run directory, read.
 #[derive(Debug, Clone)]
@@ -36,6 +46,12 @@ pub struct Run {
     /// Records left out: failed, cancelled, or without the stamps a fit
     /// needs.
     pub skipped: u64,
+    /// Finished requests sent at or after `cut`, left out (more than
+    /// [`MAX_REQUESTS`] finished).
+    pub left_out: u64,
+    /// `Some` when requests were left out: those read are every finished
+    /// request sent before it.
+    pub cut: Option<Nanos>,
     /// `cache_config_info` labels the server's metrics carried (vLLM:
     /// `block_size`, `num_gpu_blocks`), by label.
     pub engine_labels: BTreeMap<String, u32>,
@@ -82,16 +98,23 @@ struct RunJsonConfig {
 /// Reads `dir`: its records (required), `run.json` and `metrics.jsonl`
 /// when present.
 pub fn read(dir: &Path) -> Result<Run, Error> {
-    let mut requests = Vec::new();
+    read_at_most(dir, MAX_REQUESTS)
+}
+
+/// [`read`], keeping at most `cap` finished requests.
+fn read_at_most(dir: &Path, cap: usize) -> Result<Run, Error> {
+    let mut earliest = Earliest::new(cap);
     let mut skipped = 0u64;
     record_line::read(&dir.join(RECORDS_FILE), |line, _| {
         check(line)?;
         match observed(line) {
-            Some(o) => requests.push(o),
+            Some(o) => earliest.add(o.sent, o),
             None => skipped += 1,
         }
         Ok(())
     })?;
+    let kept = earliest.finish();
+    let mut requests = kept.items;
     let run_json: RunJson = match arbor_runs::file_cap::read_to_string(&dir.join("run.json")) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| {
             Error::input(format!(
@@ -125,6 +148,8 @@ pub fn read(dir: &Path) -> Result<Run, Error> {
         name,
         requests,
         skipped,
+        left_out: kept.left_out,
+        cut: kept.cut,
         engine_labels,
         preemptions: preemption_counter.map(|(first, last)| (last - first).max(0.0)),
         server: match (run_json.config.emulator, run_json.config.endpoint) {
@@ -204,6 +229,32 @@ mod tests {
 
     fn line(json: &str) -> Line<'_> {
         serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn a_run_of_more_requests_than_the_cap_is_read_as_its_first_stretch() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/calibrate/two-sessions");
+        let whole = read(&dir).unwrap();
+        assert_eq!((whole.cut, whole.left_out), (None, 0));
+        let n = whole.requests.len();
+        assert!(n > 4, "{n} requests");
+        let first = read_at_most(&dir, 4).unwrap();
+        let cut = first.cut.expect("requests left out");
+        assert!(first.requests.len() <= 4);
+        let before: Vec<&Observed> = whole.requests.iter().filter(|r| r.sent < cut).collect();
+        assert_eq!(
+            first.requests.len(),
+            before.len(),
+            "every request before the cut"
+        );
+        assert_eq!(first.left_out as usize, n - before.len());
+        // Linked among themselves: a kept request follows a kept one.
+        assert!(first
+            .requests
+            .iter()
+            .filter_map(|r| r.after)
+            .all(|a| a.request < first.requests.len()));
     }
 
     const BASE: &str = r#"{"tree_index":0,"agent":"a","copy":0,"play":1,"warmup":false,

@@ -1,17 +1,13 @@
 //! Which records a trace holds, in memory bounded whatever the run's
 //! length: every record whose slice starts before a cut, at most
-//! [`MAX_TURNS`] of them. A run of at most that many records is held whole
-//! (no cut). A longer one keeps the [`MAX_TURNS`] earliest-starting
-//! records as they stream by (a heap that gives up its latest start when
-//! full) and then the ones that start before the earliest start it gave
-//! up: the trace is then the run's first stretch of time, whole (every
-//! turn eligible before the cut, and the requests-in-flight counter exact
-//! up to it), not a sample.
+//! [`MAX_TURNS`] of them, by `arbor_runs::earliest`'s rule. A run of at
+//! most that many records is held whole; a longer one's trace is its
+//! first stretch of time, whole (every turn eligible before the cut, and
+//! the requests-in-flight counter exact up to it), not a sample.
 //!
-//! Owns the choice and its count; draws nothing.
+//! Owns the trace's cap and what has no place in time; draws nothing.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use arbor_runs::earliest::Earliest;
 
 use super::super::records::Record;
 use super::event::Micros;
@@ -24,12 +20,7 @@ pub const MAX_TURNS: usize = 200_000;
 /// The records a trace holds, as they stream by.
 #[derive(Debug)]
 pub struct Window {
-    cap: usize,
-    held: BinaryHeap<ByStart>,
-    /// Records read, of a usable time or not.
-    seen: u64,
-    /// The earliest start given up so far.
-    cut: Option<Micros>,
+    earliest: Earliest<Record>,
     /// Records with no usable time (never drawn).
     undrawn: u64,
 }
@@ -48,31 +39,6 @@ pub struct Kept {
     pub undrawn: u64,
 }
 
-/// A held record, ordered by its start (then by when it was read).
-#[derive(Debug)]
-struct ByStart {
-    start: Micros,
-    seq: u64,
-    record: Record,
-}
-
-impl PartialEq for ByStart {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for ByStart {}
-impl PartialOrd for ByStart {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for ByStart {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.start, self.seq).cmp(&(other.start, other.seq))
-    }
-}
-
 impl Default for Window {
     fn default() -> Window {
         Window::new(MAX_TURNS)
@@ -83,53 +49,26 @@ impl Window {
     /// A window of at most `cap` records.
     pub fn new(cap: usize) -> Window {
         Window {
-            cap: cap.max(1),
-            held: BinaryHeap::new(),
-            seen: 0,
-            cut: None,
+            earliest: Earliest::new(cap),
             undrawn: 0,
         }
     }
 
     /// Takes a record, if it starts early enough.
     pub fn add(&mut self, record: Record) {
-        self.seen += 1;
-        let Some(start) = Placed::of(&record).map(|p| p.start) else {
-            self.undrawn += 1;
-            return;
-        };
-        if self.cut.is_some_and(|cut| start >= cut) {
-            return;
-        }
-        self.held.push(ByStart {
-            start,
-            seq: self.seen,
-            record,
-        });
-        if self.held.len() > self.cap {
-            if let Some(latest) = self.held.pop() {
-                self.cut = Some(self.cut.map_or(latest.start, |c| c.min(latest.start)));
-            }
+        match Placed::of(&record).map(|p| p.start) {
+            Some(start) => self.earliest.add(start.0, record),
+            None => self.undrawn += 1,
         }
     }
 
     /// The records kept, in the order they were read.
     pub fn finish(self) -> Kept {
-        let cut = self.cut;
-        let mut held: Vec<ByStart> = self
-            .held
-            .into_vec()
-            .into_iter()
-            // A record held before the cut came down to its start.
-            .filter(|h| cut.is_none_or(|c| h.start < c))
-            .collect();
-        held.sort_unstable_by_key(|h| h.seq);
-        let records: Vec<Record> = held.into_iter().map(|h| h.record).collect();
-        let left_out = self.seen - self.undrawn - records.len() as u64;
+        let kept = self.earliest.finish();
         Kept {
-            records,
-            cut,
-            left_out,
+            records: kept.items,
+            cut: kept.cut.map(Micros),
+            left_out: kept.left_out,
             undrawn: self.undrawn,
         }
     }
@@ -165,20 +104,13 @@ mod tests {
     }
 
     #[test]
-    fn a_long_run_keeps_exactly_the_records_that_start_before_the_cut() {
-        // Records come in no order of start (as they finish); 1,000 of
-        // them with starts 0..1000 s shuffled by a fixed stride, and ten
-        // that share one start at the edge.
+    fn a_long_run_keeps_the_records_that_start_before_the_cut() {
+        // Records come in no order of start (as they finish): starts
+        // 0..1000 s by a fixed stride, and one with no usable time.
+        // The rule itself is arbor_runs::earliest's (tested there).
         let mut w = Window::new(100);
-        let n = 1_000u64;
-        let mut starts = Vec::new();
-        for k in 0..n {
-            let s = (k * 389) % n;
-            starts.push(s);
-            w.add(record(k, s as f64));
-        }
-        for k in 0..10 {
-            w.add(record(n + k, 95.0));
+        for k in 0..1_000u64 {
+            w.add(record(k, ((k * 389) % 1_000) as f64));
         }
         w.add(Record {
             request: 9_999,
@@ -187,31 +119,9 @@ mod tests {
             ..Record::default()
         });
         let kept = w.finish();
-        let cut = kept.cut.expect("records were left out");
-        assert!(kept.records.len() <= 100, "{}", kept.records.len());
-        // Whole before the cut: every record starting before it is there.
-        let before = starts
-            .iter()
-            .filter(|&&s| Micros::round(s * 1_000_000_000) < cut)
-            .count()
-            + if Micros::round(95_000_000_000) < cut {
-                10
-            } else {
-                0
-            };
-        assert_eq!(kept.records.len(), before);
-        assert!(kept
-            .records
-            .iter()
-            .all(|r| Micros::round((r.eligible_s * 1e9) as u64) < cut));
-        assert_eq!(kept.undrawn, 1);
-        assert_eq!(
-            kept.left_out + kept.records.len() as u64,
-            n + 10,
-            "every record with a time is kept or counted left out"
-        );
-        // The ties at 95 s: all in or all out, never split.
-        let ties = kept.records.iter().filter(|r| r.eligible_s == 95.0).count();
-        assert!(ties == 0 || ties == 11, "{ties}");
+        assert_eq!(kept.cut, Some(Micros(100_000_000_000)), "at 100 s");
+        assert_eq!(kept.records.len(), 100);
+        assert!(kept.records.iter().all(|r| r.eligible_s < 100.0));
+        assert_eq!((kept.left_out, kept.undrawn), (900, 1));
     }
 }
