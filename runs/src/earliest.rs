@@ -138,8 +138,8 @@ mod tests {
             keys.push(key);
             e.add(key, key);
         }
+        keys.extend(std::iter::repeat_n(95, 10));
         for _ in 0..10 {
-            keys.push(95);
             e.add(95, 95);
         }
         let kept = e.finish();
