@@ -160,10 +160,16 @@
   if (spread) {
     var planned = spread.runs_planned == null ? "?" : String(spread.runs_planned);
     app.appendChild(el("h2", { text: "Spread: " + spread.runs_complete + " of " + planned + " runs complete" }));
+    // Runs of no recipe are no submission: no validity stamp, only what
+    // else went wrong (aggregate.json keeps its fail-closed false).
+    var others = spread.submission_invalid_reasons.filter(function (r) { return r !== "no_scenario"; });
     var stamp = spread.submission_valid ?
       el("div", { class: "stamp valid" }, [(spread.scenario || "aggregate") + ": submission_valid: true"]) :
+      spread.scenario == null ?
+      el("div", { class: "note", text: "No recipe (--scenario): not a submission, so no validity stamp" +
+        (others.length ? "; " + others.join(", ") : "") + "." }) :
       el("div", { class: "stamp invalid" }, [
-        el("div", { text: (spread.scenario || "aggregate") + ": submission_valid: false" }),
+        el("div", { text: spread.scenario + ": submission_valid: false" }),
         el("ul", {}, spread.submission_invalid_reasons.map(function (r) { return el("li", { text: r }); }))
       ]);
     app.appendChild(stamp);
@@ -175,7 +181,13 @@
     app.appendChild(el("div", { class: "note", text: "Per headline metric of aggregate.json, over the complete runs: the mean (black tick), its " +
       Math.round(spread.confidence * 100) + " % Student-t interval (band) and each run's value (a dot in the run's colour; hover for the numbers). " +
       "Every row is drawn relative to its own mean on one axis (square-root scale; faint ticks at ±1 % and ±10 % of the mean), so wide bands are the noisy metrics; " +
-      "a value beyond the axis sits at its edge, hollow. One run has no interval." }));
+      "a value beyond the axis sits at its edge, hollow. One run has no interval. Intervals are cut to what a metric can take (a latency is never below 0, a ratio never above 1)." }));
+    var fewest = Math.min.apply(null, spread.metrics.map(function (m) { return m.n; }).concat([Infinity]));
+    if (fewest >= 2 && fewest < 5) {
+      app.appendChild(el("div", { class: "note", text: "With " + fewest + " runs (t = " +
+        num(spread.metrics.filter(function (m) { return m.n === fewest; })[0].t_critical, 2) +
+        ") an interval bounds little: --repeat 5 or more narrows it." }));
+    }
     var wide = 360;
     // The axis: the widest reach among the rows, from 1 % to 100 % of the
     // mean (a reach beyond is drawn at the edge).

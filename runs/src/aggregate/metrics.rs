@@ -77,6 +77,15 @@ impl Headline {
         }
     }
 
+    /// The values the metric can take, `(low, high)`: a latency or a
+    /// throughput is never below 0, the cache-hit ratio never above 1.
+    pub fn range(&self) -> (f64, f64) {
+        match self.of {
+            Of::Rate(Rate::CacheHits) => (0.0, 1.0),
+            Of::Latency(..) | Of::Rate(_) => (0.0, f64::INFINITY),
+        }
+    }
+
     /// The metric's value in one summary: `None` for a latency over no
     /// values, or the cache-hit ratio of a server that reported no cached
     /// tokens.

@@ -131,7 +131,8 @@ pub fn resolve(out: &Path) -> Result<Aggregate, Error> {
             .iter()
             .filter_map(|r| r.summary.as_ref().and_then(|s| headline.value(s)))
             .collect();
-        if let Some(spread) = Spread::of(&values) {
+        let (low, high) = headline.range();
+        if let Some(spread) = Spread::within(&values, low, high) {
             metrics.insert(
                 headline.name.to_string(),
                 MetricSpread {

@@ -1,8 +1,11 @@
 //! The arithmetic of an aggregate: over one metric's values across runs,
 //! the mean, the sample standard deviation (n − 1) and the 95 % Student-t
-//! interval of the mean, `mean ± t(0.975, n − 1) · sd / √n`. Owns the t
-//! quantiles: a table for 1 to 30 degrees of freedom, the normal's 1.96
-//! beyond (off by less than 2 % at 31). Reads no file.
+//! interval of the mean, `mean ± t(0.975, n − 1) · sd / √n`, cut to the
+//! range the metric can take ([`Spread::within`]: a latency's mean is
+//! never below 0, a ratio's never above 1; the cut interval holds the
+//! mean whenever the whole one does, so its coverage is the same). Owns
+//! the t quantiles: a table for 1 to 30 degrees of freedom, the normal's
+//! 1.96 beyond (off by less than 2 % at 31). Reads no file.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -39,7 +42,8 @@ pub struct Spread {
     pub max: f64,
     /// `t(0.975, n − 1)`; `null` with one run.
     pub t_critical: Option<f64>,
-    /// The 95 % interval of the mean; `null` with one run.
+    /// The 95 % interval of the mean, within the metric's range; `null`
+    /// with one run.
     pub ci95_low: Option<f64>,
     pub ci95_high: Option<f64>,
     /// The values, run by run (runs without the metric left out).
@@ -77,6 +81,15 @@ impl Spread {
         })
     }
 
+    /// [`Spread::of`] with the interval cut to `low..=high`, the values
+    /// the metric can take.
+    pub fn within(values: &[f64], low: f64, high: f64) -> Option<Spread> {
+        let mut s = Spread::of(values)?;
+        s.ci95_low = s.ci95_low.map(|v| v.clamp(low, high));
+        s.ci95_high = s.ci95_high.map(|v| v.clamp(low, high));
+        Some(s)
+    }
+
     /// The interval's width (`None` with one run).
     #[cfg(test)]
     pub fn width(&self) -> Option<f64> {
@@ -104,6 +117,22 @@ mod tests {
         assert!(close(s.ci95_low.expect("low"), 2.0 - half));
         assert!(close(s.ci95_high.expect("high"), 2.0 + half));
         assert_eq!((s.min, s.max), (1.0, 3.0));
+    }
+
+    #[test]
+    fn the_interval_stays_within_what_the_metric_can_take() {
+        // Two runs' p99 ITL: the t-interval (t = 12.7) reaches below 0,
+        // which no latency's mean can.
+        let open = Spread::of(&[0.000_28, 0.000_34]).expect("two");
+        assert!(open.ci95_low.unwrap() < 0.0);
+        let cut = Spread::within(&[0.000_28, 0.000_34], 0.0, f64::INFINITY).expect("two");
+        assert_eq!(cut.ci95_low, Some(0.0));
+        assert_eq!(cut.ci95_high, open.ci95_high);
+        assert_eq!((cut.mean, cut.std), (open.mean, open.std));
+        // A ratio's interval stops at 1.
+        let ratio = Spread::within(&[0.9, 0.99], 0.0, 1.0).expect("two");
+        assert_eq!(ratio.ci95_high, Some(1.0));
+        assert!(ratio.ci95_low.unwrap() >= 0.0);
     }
 
     #[test]
