@@ -122,8 +122,17 @@ pub fn frame(span: Span, planned: Nanos, elapsed: Nanos, counts: Counts, last: b
             )
         }
     };
+    // Past a time-based run's duration the run waits for what is in
+    // flight (its grace period): say so, not "ETA 0.0 s" for up to the
+    // grace's 30 s.
+    let draining = matches!(span, Span::Time { duration } if elapsed >= duration);
     let eta = if last {
         "finished".to_string()
+    } else if draining {
+        format!(
+            "duration reached, waiting for {} in flight",
+            counts.in_flight()
+        )
     } else {
         format!("ETA {}", clock(remaining))
     };
@@ -310,10 +319,17 @@ mod tests {
         let f = frame(span, 125 * S, 30 * S, Counts::consistent(9, 9, 0), false);
         assert_eq!((f.position, f.length), (30_000, 120_000));
         assert!(f.label.contains("ETA 1:30"), "{}", f.label);
-        // Past the duration (the grace period), the bar stays full.
-        let f = frame(span, 125 * S, 123 * S, Counts::default(), false);
+        // Past the duration (the grace period), the bar stays full and
+        // the label says what it waits for, not an ETA of 0.
+        let f = frame(span, 125 * S, 123 * S, Counts::consistent(9, 6, 0), false);
         assert_eq!(f.position, f.length);
-        assert!(f.label.contains("ETA 0.0 s"), "{}", f.label);
+        assert!(!f.label.contains("ETA"), "{}", f.label);
+        assert!(
+            f.label
+                .contains("duration reached, waiting for 3 in flight"),
+            "{}",
+            f.label
+        );
         assert_eq!(Span::of(None, 7), Span::Requests { total: 7 });
     }
 

@@ -51,9 +51,15 @@ fn a_piped_run_prints_status_lines_with_every_field() {
     let lines = status_lines(&err);
     assert!(lines.len() >= 2, "want two status lines or more in:\n{err}");
     for line in &lines {
+        // Within the duration an ETA; past it (the grace period, while the
+        // last requests finish) what the run waits for.
+        assert!(
+            line.contains(" planned, ETA ")
+                || line.contains(" planned, duration reached, waiting for "),
+            "{line:?}"
+        );
         for field in [
             " elapsed of ",
-            " planned, ETA ",
             " sent, ",
             " done, ",
             " in flight, ",
