@@ -6,6 +6,7 @@ mod table;
 
 use std::path::Path;
 
+use arbor::runs::aggregate::validity::NO_SCENARIO;
 use arbor::runs::aggregate::{rebuild, Aggregate, AGGREGATE_FILE};
 use arbor::Error;
 
@@ -38,7 +39,8 @@ fn headline(aggregate: &Aggregate) -> String {
     let reasons = &aggregate.submission_invalid_reasons;
     let validity = if aggregate.submission_valid {
         "submission_valid: true".to_string()
-    } else if is_plain(aggregate) {
+    } else if aggregate.scenario.is_none() {
+        // No run had a recipe (`scenario` is any run's).
         let others: Vec<&str> = reasons
             .iter()
             .map(String::as_str)
@@ -58,15 +60,6 @@ fn headline(aggregate: &Aggregate) -> String {
         "aggregate: {} of {planned} runs complete; {validity}",
         aggregate.runs_complete
     )
-}
-
-/// The reason a run without a recipe gives.
-const NO_SCENARIO: &str = "no_scenario";
-
-/// Runs of no recipe at all (`scenario` is any run's recipe): no
-/// validity stamp to show.
-fn is_plain(aggregate: &Aggregate) -> bool {
-    aggregate.scenario.is_none()
 }
 
 #[cfg(test)]

@@ -66,11 +66,7 @@ pub fn merge_tens<T: Default>(
 ) {
     let old = std::mem::take(values);
     for (j, v) in old.into_iter().enumerate() {
-        let i = into(j);
-        if values.len() <= i {
-            values.resize_with(i + 1, T::default);
-        }
-        merge(&mut values[i], v);
+        merge(slot(values, into(j)), v);
     }
 }
 

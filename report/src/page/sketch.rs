@@ -9,7 +9,7 @@
 //! distributions (the summary's, the page's CDFs) keep theirs in
 //! `arbor_runs::latency`.
 
-use super::cells::{coarse_cell, merge_tens, Cells};
+use super::cells::{coarse_cell, merge_tens, slot, Cells};
 
 /// Values kept one by one before they are sketched.
 pub const EXACT_VALUES: usize = 100_000;
@@ -162,10 +162,7 @@ impl CellValues {
 }
 
 fn add_sketched(sketches: &mut Vec<Option<Box<Sketch>>>, cell: usize, value: u64) {
-    if sketches.len() <= cell {
-        sketches.resize_with(cell + 1, || None);
-    }
-    sketches[cell]
+    slot(sketches, cell)
         .get_or_insert_with(|| Box::new(Sketch::new()))
         .add(value);
 }

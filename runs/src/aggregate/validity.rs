@@ -5,6 +5,10 @@
 
 use super::runs::{RunSeen, RunState};
 
+/// The reason of runs made without a recipe (`--scenario`): nothing was
+/// checked. A front end shows no validity stamp for such runs.
+pub const NO_SCENARIO: &str = "no_scenario";
+
 /// The reasons an aggregate is invalid (empty: valid). `planned_known` is
 /// false when `repeat.json` could not be read.
 pub fn reasons(runs: &[RunSeen], planned_known: bool) -> Vec<String> {
@@ -34,7 +38,7 @@ pub fn reasons(runs: &[RunSeen], planned_known: bool) -> Vec<String> {
             continue;
         }
         if run.scenario.is_none() {
-            add("no_scenario".to_string());
+            add(NO_SCENARIO.to_string());
         } else if run.scenario != first_scenario {
             add(format!("scenario_mismatch:{k}"));
         }

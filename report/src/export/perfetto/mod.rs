@@ -54,8 +54,6 @@ pub struct Written {
     pub turns: usize,
     pub plays: usize,
     pub flows: usize,
-    /// Records with no usable time (not drawn).
-    pub undrawn: usize,
 }
 
 /// Where a turn's slice was drawn.
@@ -77,14 +75,8 @@ pub fn write<'r>(
     shapes: Option<&[TreeShape]>,
     cut: Option<Micros>,
 ) -> io::Result<Written> {
-    let mut placed: Vec<Placed<'r>> = Vec::with_capacity(records.len());
-    let mut undrawn = 0;
-    for r in records {
-        match Placed::of(r) {
-            Some(p) => placed.push(p),
-            None => undrawn += 1,
-        }
-    }
+    // Records with no usable time are not drawn ([`Window`] counts them).
+    let placed: Vec<Placed<'r>> = records.iter().filter_map(Placed::of).collect();
     let shapes: BTreeMap<u32, &TreeShape> = shapes
         .unwrap_or(&[])
         .iter()
@@ -111,7 +103,6 @@ pub fn write<'r>(
         trace.add_play(play, turns, shape);
     }
     trace.written.plays = plays.len();
-    trace.written.undrawn = undrawn;
     let mut counter = in_flight(&placed);
     if let Some(cut) = cut {
         counter.retain(|&(at, _)| at < cut);
