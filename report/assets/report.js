@@ -1,12 +1,18 @@
 // arbor report: draws the page from the JSON blob in #arbor-data.
-// Sections: configuration, summary, deltas (several runs), CDFs, time
-// series, swim lanes; a --repeat directory's page has the aggregate's
-// spread (validity stamp, means, intervals, each run's value) on top. A source is a run directory (source "run") or a plan
-// on the virtual clock (source "plan", `arbor plan --report`): a plan has
-// the load (in flight, tokens), lanes and swim lanes, and no measured
-// distributions, errors or cache hits; what it lacks is left out. When everything has rendered non-empty the page sets
-// document.title to "arbor report: ok"; on any error, to
-// "arbor report: error: ..." (scripts/check-report.sh reads it).
+// Sections, the answer first: the verdict (one run: its status, what ran
+// against what and how long, headline figures, SLOs, errors in the
+// server's words; a plan: its planned figures; several runs: one row each
+// in load order and their curves against load), warnings, where the time
+// went (the critical path in classes, a run's beside its plan's), the
+// summary, deltas (two to four runs), the configuration (several runs:
+// only what differs), swim lanes, CDFs and time series. A --repeat
+// directory's page has the aggregate's spread on top. A source is a run
+// directory (source "run") or a plan on the virtual clock (source "plan",
+// `arbor plan --report`); what a source lacks is left out, and a chart
+// with no value is not drawn but named in its section's note. When
+// everything has rendered non-empty the page sets document.title to
+// "arbor report: ok"; on any error, to "arbor report: error: ..."
+// (scripts/check-report.sh reads it).
 (function () {
   "use strict";
 
@@ -56,12 +62,14 @@
   }
   function ms(s) { return s == null ? DASH : num(s * 1000, s * 1000 >= 100 ? 1 : 2); }
   function pct(r) { return r == null ? DASH : num(r * 100, 1) + " %"; }
-  function swatch(i) { return el("span", { class: "swatch", style: "background:" + COLORS[i % COLORS.length] }); }
+  function swatch(i) { return el("span", { class: "swatch", style: "background:" + color(i) }); }
   function runLabel(run, i) { return el("span", {}, [swatch(i), run.name]); }
-  function table(head, rows) {
+  // left: indexes of further columns aligned left (text, not numbers).
+  function table(head, rows, left) {
     var t = el("table");
+    left = left || [];
     t.appendChild(el("tr", {}, head.map(function (h, i) {
-      return el("th", { class: i === 0 ? "k" : "" }, [h]);
+      return el("th", { class: i === 0 || left.indexOf(i) >= 0 ? "k" : "" }, [h]);
     })));
     rows.forEach(function (r) {
       t.appendChild(el("tr", {}, r.map(function (c, i) {
@@ -87,17 +95,55 @@
   var app = document.getElementById("app");
   var charts = [];   // {name, plot} drawn with data
   var checks = [];   // functions returning an error message or null
+  var notDrawn = []; // charts left out for want of values, by name
   function isPlan(r) { return r.source === "plan"; }
   var plans = runs.length > 0 && runs.every(isPlan);
   var measured = runs.some(function (r) { return !isPlan(r); });
+
+  // ---- order: many runs by their load ------------------------------------
+  // Runs that differ in load (--sessions, --arrival, --copies,
+  // --max-inflight, --duration) are drawn in the order of that load, never
+  // in the order a shell glob gave them; otherwise in the order given. A
+  // --repeat page keeps its order (the spread refers to it).
+  var LOAD_KEYS = [["sessions", "sessions"], ["arrival", "arrival"], ["copies", "copies"],
+    ["max_inflight", "max in flight"], ["duration_s", "duration (s)"]];
+  function policyOf(r) { return get(r.summary, "config.policy") || {}; }
+  // The first load key whose value differs between the runs, or null.
+  var knob = null;
+  if (!data.spread && runs.length > 1 && runs.every(function (r) { return !isPlan(r); })) {
+    LOAD_KEYS.some(function (k) {
+      var first = JSON.stringify(policyOf(runs[0])[k[0]]);
+      if (runs.some(function (r) { return JSON.stringify(policyOf(r)[k[0]]) !== first; })) { knob = k; return true; }
+      return false;
+    });
+  }
+  // A load as a number on its knob's axis (the rate of "poisson:12.5").
+  function loadValue(r) {
+    if (!knob) return null;
+    var v = policyOf(r)[knob[0]];
+    if (typeof v === "number") return v;
+    var m = v == null ? null : String(v).match(/[0-9]+(\.[0-9]+)?/);
+    return m ? Number(m[0]) : null;
+  }
+  function loadLabel(r) {
+    if (!knob) return DASH;
+    var v = policyOf(r)[knob[0]];
+    return v == null ? "none" : String(v);
+  }
+  if (knob) {
+    runs = runs.map(function (r, i) { return { r: r, i: i, v: loadValue(r) }; }).sort(function (a, b) {
+      if (a.v == null || b.v == null) return a.v == null ? (b.v == null ? a.i - b.i : 1) : -1;
+      return a.v - b.v || a.i - b.i;
+    }).map(function (o) { return o.r; });
+  }
 
   // ---- header ----------------------------------------------------------
   app.appendChild(el("h1", { text: plans ? "arbor plan" : "arbor report" }));
   app.appendChild(el("div", { class: "sub", text: plans ?
     "a plan on the virtual clock (--service " + (get(runs[0], "summary.service") || DASH) + "): nothing was sent · " +
       runs[0].path + " · arbor " + data.arbor_version :
-    runs.length + " run" + (runs.length === 1 ? "" : "s") +
-      ": " + runs.map(function (r) { return r.path; }).join(", ") + " · arbor " + data.arbor_version }));
+    runs.length + " run" + (runs.length === 1 ? "" : "s") + ": " + (runs.length <= 4 ? runs.map(function (r) { return r.path; }).join(", ") :
+      runs[0].path + " … " + runs[runs.length - 1].path) + " · arbor " + data.arbor_version }));
 
   // ---- spread (a --repeat directory) -------------------------------------
   // The aggregate's validity stamp, then per headline metric the mean, its
@@ -215,42 +261,176 @@
     app.appendChild(t);
   }
 
-  // ---- configuration ---------------------------------------------------
-  function validity(s) {
-    if (s.cancelled) return "cancelled by Ctrl+C";
-    if (!s.scenario) return "no recipe (--scenario): not a submission";
-    if (s.submission_valid) return s.scenario + ": valid";
-    return s.scenario + ": INVALID: " + (s.submission_invalid_reasons || []).join("; ");
+  // ---- verdict: what ran, against what, and what it came to --------------
+  // First on every page: one run's status, headline figures, SLOs and
+  // errors in the server's own words; a plan's planned figures; several
+  // runs' one row each.
+  function secs(s) {
+    if (s == null || !isFinite(s)) return DASH;
+    if (s >= 120) return num(s / 60, 1) + " min";
+    return num(s, s >= 10 ? 1 : 2) + " s";
   }
-  function workload(c) {
-    var w = c.inputs || (c.input_paths || []).join(", ") || DASH;
-    if (c.format) w += " (" + c.format + ")";
-    return w;
+  // A latency in the unit it reads best in.
+  function lat(s) {
+    if (s == null || !isFinite(s)) return DASH;
+    if (s >= 1) return num(s, s >= 10 ? 1 : 2) + " s";
+    var m = s * 1000;
+    return num(m, m >= 100 ? 0 : m >= 10 ? 1 : 2) + " ms";
   }
-  // [label, of a run's summary.json, of a plan's plan --json]
-  var CONFIG = [
-    ["workload", function (s) { return workload(s.config || {}); }, function (s) { return s.inputs || DASH; }],
-    ["endpoint", function (s) { return get(s, "config.url") || get(s, "config.endpoint") || DASH; },
-      function (s) { return "none: the virtual clock, --service " + (s.service || DASH); }],
-    ["model", function (s) { var c = s.config || {}; return (c.model || DASH) + (c.model_from ? " (from " + c.model_from + ")" : ""); },
-      function () { return DASH; }],
-    ["seed", function (s) { var v = get(s, "config.seed"); return v == null ? DASH : String(v); },
-      function (s) { return s.seed == null ? DASH : String(s.seed); }],
-    ["arbor version", function (s) { return s.arbor_version || DASH; }, function () { return data.arbor_version || DASH; }],
-    ["started", function (s) { return s.started_at || DASH; }, function () { return DASH; }],
-    ["validity", validity, function (s) { return (s.scenario ? s.scenario + ": " : "") + "a plan: nothing measured"; }],
-    ["records", function (s, run) { return String(run.records); }, function (s, run) { return run.records + " planned requests"; }],
-    ["policy", function (s) { return policyText(s.config && s.config.policy); },
-      function (s) { return policyText(s.policy); }]
-  ];
-  // A policy as "key value" pairs, one per line-wrap, nulls shown as "–".
-  function policyText(p) {
-    if (!p) return DASH;
-    return Object.keys(p).map(function (k) {
-      var v = p[k];
-      return k + " " + (v == null ? DASH : typeof v === "object" ? JSON.stringify(v) : String(v));
-    }).join(" · ");
+  function dist(s, name) { var d = get(s, "latency." + name); return d && d.count ? d : null; }
+  function against(s) {
+    var c = s.config || {};
+    if (c.emulator) return "the built-in emulator (" + c.emulator + ")";
+    return (c.url || c.endpoint || DASH) + (c.model ? " · model " + c.model : "");
   }
+  function loadWords(p) {
+    p = p || {};
+    var w = [];
+    if (p.sessions != null) w.push(p.sessions + " sessions (closed loop)");
+    if (p.arrival && p.arrival !== "recorded") w.push("arrival " + p.arrival);
+    else if (p.sessions == null) w.push("recorded arrivals");
+    if (p.copies != null && p.copies !== 1) w.push(p.copies + " copies");
+    if (p.max_inflight != null) w.push("at most " + p.max_inflight + " in flight");
+    if (p.duration_s != null) w.push("for " + secs(p.duration_s));
+    return w.join(", ");
+  }
+  // Error classes, most frequent first, with the first failure's words.
+  function errorRows(s) {
+    var samples = s.error_samples || {};
+    return Object.keys(s.errors || {}).map(function (k) {
+      var e = samples[k] || {};
+      var words = e.message || "";
+      if (e.http_status) words = "HTTP " + e.http_status + (words ? ": " + words : "");
+      return [k, s.errors[k], words || "(no message recorded)"];
+    }).sort(function (a, b) { return b[1] - a[1] || (a[0] < b[0] ? -1 : 1); });
+  }
+  // The run's state in a word and a sentence: ok, partial, failed, stopped.
+  function status(s) {
+    var c = s.counts || {};
+    var settled = (c.ok || 0) + (c.failed || 0);
+    var stop = s.stopped_by === "abort_after" ? "stopped by the circuit breaker (--abort-after)" :
+      s.stopped_by ? "stopped by " + s.stopped_by : s.cancelled ? "cancelled" : "";
+    if (!c.dispatched) return ["failed", "Nothing was measured: no request was sent" + (stop ? " (" + stop + ")" : "") + "."];
+    if (!c.ok) return ["failed", "Every request failed: " + num(c.failed, 0) + " of " + num(c.dispatched, 0) +
+      (stop ? ", then " + stop : "") + ". There is no latency to report; the server's words are below."];
+    if (stop) {
+      return ["stopped", "Stopped early (" + stop + "): " + num(c.ok, 0) + " of " + num(c.dispatched, 0) +
+        " requests ok; the figures cover what ran."];
+    }
+    if (c.failed) return ["partial", num(c.failed, 0) + " of " + num(settled, 0) + " requests failed (" +
+      num(100 * c.failed / settled, 1) + " %): the latencies describe the " + num(c.ok, 0) + " that succeeded."];
+    return ["ok", "All " + num(c.ok, 0) + " requests succeeded" + (c.cancelled ? " (" + num(c.cancelled, 0) + " cancelled)" : "") + "."];
+  }
+  function tile(label, main, sub) {
+    return el("div", { class: "tile" }, [el("div", { class: "tile-k", text: label }),
+      el("div", { class: "tile-v", text: main }), el("div", { class: "tile-s", text: sub || "" })]);
+  }
+  function pair(d, a, b) { return d ? lat(d[a]) + " · " + lat(d[b]) : DASH; }
+  function runVerdict(run) {
+    var s = run.summary || {}, c = s.counts || {}, t = s.throughput || {}, cfg = s.config || {};
+    var st = status(s);
+    var box = el("div", { class: "verdict " + st[0] });
+    box.appendChild(el("div", { class: "verdict-line", text: st[1] }));
+    box.appendChild(el("div", { class: "verdict-what", text: (cfg.inputs || (cfg.input_paths || []).join(", ") || DASH) +
+      " · " + num(c.trees, 0) + " trees, " + num(c.plays, 0) + " plays · " + loadWords(cfg.policy) }));
+    box.appendChild(el("div", { class: "verdict-what", text: "against " + against(s) }));
+    box.appendChild(el("div", { class: "verdict-what", text: secs(s.elapsed_s) + " from " + (s.started_at || DASH) +
+      (s.scenario ? " · recipe " + s.scenario + ": " + (s.submission_valid ? "submission valid" :
+        "NOT a valid submission (" + (s.submission_invalid_reasons || []).join("; ") + ")") : "") }));
+    var tiles = el("div", { class: "tiles" });
+    var ttft = dist(s, "ttft"), itl = dist(s, "itl"), e2e = dist(s, "e2e"), job = dist(s, "job_time");
+    tiles.appendChild(tile("TTFT p50 · p99", pair(ttft, "p50_s", "p99_s"), ttft ? num(ttft.count, 0) + " requests" : "no successful request"));
+    tiles.appendChild(tile("ITL p50 · p99", pair(itl, "p50_s", "p99_s"), itl ? num(itl.count, 0) + " gaps" : "no gap"));
+    tiles.appendChild(tile("E2E p50 · p99", pair(e2e, "p50_s", "p99_s"), e2e ? num(e2e.count, 0) + " requests" : "no successful request"));
+    tiles.appendChild(tile("throughput", num(t.requests_per_s, 2) + " req/s",
+      num(t.output_tokens_per_s, 0) + " output tok/s · " + num(t.input_tokens_per_s, 0) + " input tok/s"));
+    tiles.appendChild(tile("job time p50 · p90", job ? secs(job.p50_s) + " · " + secs(job.p90_s) : DASH,
+      job ? num(job.count, 0) + " complete plays" : "no complete play"));
+    var hit = get(s, "cache.hit_ratio");
+    tiles.appendChild(tile("cache hits", hit == null ? DASH : pct(hit), hit == null ? "the server reported none" : "of input tokens, server-reported"));
+    box.appendChild(tiles);
+    if (run.slo) box.appendChild(sloTable(run.slo));
+    var errs = errorRows(s);
+    if (errs.length) {
+      box.appendChild(el("div", { class: "verdict-k", text: "Errors by class (the first failure's own words)" }));
+      box.appendChild(table(["class", "requests", "message"], errs.map(function (e) {
+        return [e[0], num(e[1], 0), { text: e[2], cls: "v msg" }];
+      }), [2]));
+    }
+    return box;
+  }
+  // A run's --slo judged: each bound, goodput, the verdict.
+  function sloTable(slo) {
+    var box = el("div", {});
+    box.appendChild(el("div", { class: "verdict-k", text: "SLO " + (slo.spec || "") + ": " + (slo.pass ? "PASS" : slo.too_small ? "UNDECIDED (too few requests)" : "FAIL") }));
+    var rows = (slo.bounds || []).map(function (b) {
+      var r = b.reading || {};
+      var seen = r.kind === "value" ? lat(r.ns / 1e9) : r.kind === "failed" ? "falls on a failed request" : "nothing measured";
+      return [b.metric, "≤ " + lat(b.limit_ns / 1e9), seen, { text: b.pass ? "pass" : "fail", cls: b.pass ? "good" : "bad" }];
+    });
+    if (slo.request_goodput != null) rows.push(["goodput (requests)", slo.goodput == null ? DASH : "≥ " + pct(slo.goodput), pct(slo.request_goodput), ""]);
+    if (slo.job_goodput != null) rows.push(["goodput (trees)", slo.goodput == null ? DASH : "≥ " + pct(slo.goodput), pct(slo.job_goodput), ""]);
+    box.appendChild(table(["bound", "limit", "observed", ""], rows));
+    return box;
+  }
+  function planVerdict(run) {
+    var s = run.summary || {}, d = s.demand || {};
+    var box = el("div", { class: "verdict plan" });
+    box.appendChild(el("div", { class: "verdict-line", text: "A plan: " + num(s.dispatched, 0) + " requests over " + secs(s.makespan_s) +
+      " on the virtual clock; nothing was sent." }));
+    box.appendChild(el("div", { class: "verdict-what", text: (s.inputs || DASH) + " · " + num(s.trees, 0) + " trees, " + num(s.plays, 0) + " plays · " +
+      loadWords(s.policy) + " · --service " + (s.service || DASH) }));
+    var tiles = el("div", { class: "tiles" });
+    tiles.appendChild(tile("planned peak in flight", num(s.peak_inflight, 0), "first at " + secs(s.peak_inflight_at_s)));
+    tiles.appendChild(tile("makespan", secs(s.makespan_s), num(s.idle_shifts, 0) + " idle gaps cut (" + secs(s.idle_skipped_s) + ")"));
+    tiles.appendChild(tile("demand", num(d.requests_per_s, 2) + " req/s", num(d.output_tokens_per_s, 0) + " output tok/s · " + num(d.input_tokens_per_s, 0) + " input tok/s"));
+    var q = s.queue_wait;
+    if (q && q.count) tiles.appendChild(tile("queue wait p50 · p99", lat(q.p50_s) + " · " + lat(q.p99_s), "for --max-inflight"));
+    box.appendChild(tiles);
+    return box;
+  }
+  // Several runs: one row each, in load order.
+  function runsTable() {
+    var head = ["run"].concat(knob ? [knob[1]] : []).concat(["ok / failed", "TTFT p50", "TTFT p99", "ITL p50", "E2E p50", "E2E p99",
+      "req/s", "output tok/s", "job p90", "errors"]);
+    var t = table(head, []);
+    runs.forEach(function (r, i) {
+      var s = r.summary || {}, c = s.counts || {}, ttft = dist(s, "ttft"), itl = dist(s, "itl"), e2e = dist(s, "e2e"), job = dist(s, "job_time");
+      var errs = errorRows(s);
+      var cells = [el("td", { class: "k" }, [runLabel(r, i)])];
+      if (knob) cells.push(el("td", { text: loadLabel(r) }));
+      var failed = el("td", { class: c.failed ? "bad" : "", text: num(c.ok, 0) + " / " + num(c.failed, 0) });
+      cells.push(failed);
+      [ttft && ttft.p50_s, ttft && ttft.p99_s, itl && itl.p50_s, e2e && e2e.p50_s, e2e && e2e.p99_s].forEach(function (v) {
+        cells.push(el("td", { text: lat(v) }));
+      });
+      cells.push(el("td", { text: num(get(s, "throughput.requests_per_s"), 2) }));
+      cells.push(el("td", { text: num(get(s, "throughput.output_tokens_per_s"), 0) }));
+      cells.push(el("td", { text: job ? secs(job.p90_s) : DASH }));
+      cells.push(el("td", { class: "v msg" + (errs.length ? " bad" : ""), text: errs.length ?
+        errs.map(function (e) { return e[0] + " " + e[1]; }).join(", ") + ": " + errs[0][2] : "none" }));
+      t.appendChild(el("tr", {}, cells));
+    });
+    return t;
+  }
+  if (!spread) {
+    if (runs.length === 1) app.appendChild(isPlan(runs[0]) ? planVerdict(runs[0]) : runVerdict(runs[0]));
+    else if (runs.length > 1) {
+      app.appendChild(el("h2", { text: "Runs" + (knob ? " by " + knob[1] : "") }));
+      app.appendChild(el("div", { class: "note", text: (knob ? "Ordered by " + knob[1] + ", the load setting that differs. " : "In the order given. ") +
+        "Latencies over successful requests; ITL over every gap; errors: classes and counts, then the most frequent class's first message." }));
+      app.appendChild(runsTable());
+      if (knob) loadCurves();
+      // An all-failed run among several: its words, loudly.
+      runs.forEach(function (r) {
+        var s = r.summary || {};
+        if (isPlan(r) || get(s, "counts.ok") || !get(s, "counts.dispatched")) return;
+        app.appendChild(el("div", { class: "banner", text: r.name + ": every request failed: " +
+          errorRows(s).map(function (e) { return e[0] + " " + e[1] + " (" + e[2] + ")"; }).join("; ") }));
+      });
+    }
+  }
+
   // ---- warnings: what a reader must know before the figures -----------
   // (summary.json's warnings: the failures in the server's own words,
   // outputs shorter than planned, another model's answers.)
@@ -265,21 +445,72 @@
     app.appendChild(box);
   });
 
-  app.appendChild(el("h2", { text: "Configuration" }));
-  var cfg = el("table");
-  cfg.appendChild(el("tr", {}, [el("th", { class: "k", text: "" })].concat(runs.map(function (r, i) {
-    return el("th", { class: "k" }, [runLabel(r, i)]);
-  }))));
-  CONFIG.forEach(function (row) {
-    cfg.appendChild(el("tr", {}, [el("td", { class: "k", text: row[0] })].concat(runs.map(function (r) {
-      return el("td", { class: "v", text: row[isPlan(r) ? 2 : 1](r.summary || {}, r) });
-    }))));
-  });
-  app.appendChild(cfg);
+  // ---- where the time went -------------------------------------------------
+  // The critical path in classes (summary.json's time_breakdown: the run's
+  // observed path beside its plan's; a plan's own). Shares are of the path
+  // as replayed (every class but the idle caps' cut), so they add up to
+  // 100 %; what the caps cut is its own row.
+  function breakdownOf(r) {
+    var s = r.summary || {};
+    if (isPlan(r)) return s.time_breakdown ? { observed: null, planned: s.time_breakdown } : null;
+    return s.time_breakdown || null;
+  }
+  function timeTable(b) {
+    var o = b.observed, p = b.planned;
+    var sides = [o, p].filter(function (x) { return x; });
+    var byClass = function (x, k) { return x ? x.classes.filter(function (c) { return c.class === k; })[0] : null; };
+    var classes = sides[0].classes.map(function (c) { return c.class; }).filter(function (k) {
+      return k !== "idle_skipped" && sides.some(function (x) { var c = byClass(x, k); return c && c.ns !== 0; });
+    });
+    var head = ["class"];
+    if (o) head.push("run (s)", "share");
+    if (p) head.push((o ? "plan" : "planned") + " (s)", "share");
+    head.push("scaled by");
+    var cell = function (x, k, what) {
+      var c = byClass(x, k);
+      if (!c) return [DASH, DASH];
+      return [num(c.s, 3), pct(c.share)];
+    };
+    var rows = classes.map(function (k) {
+      var row = [k];
+      if (o) row = row.concat(cell(o, k));
+      if (p) row = row.concat(cell(p, k));
+      row.push((byClass(sides[0], k) || {}).scaled_by || "");
+      return row;
+    });
+    var cut = sides.some(function (x) { var c = byClass(x, "idle_skipped"); return c && c.ns !== 0; });
+    if (cut) {
+      var replayed = ["path as replayed"], saved = ["cut by the idle caps"], made = ["makespan"];
+      sides.forEach(function (x) {
+        var c = byClass(x, "idle_skipped");
+        replayed.push(num(x.replayed_ns / 1e9, 3), "100 %");
+        saved.push(num(c ? c.s : 0, 3), pct(c ? c.share : 0));
+        made.push(num(x.makespan_ns / 1e9, 3), "");
+      });
+      replayed.push(""); saved.push("--idle-gap-cap, --tree-idle-cap"); made.push("");
+      rows.push(replayed, saved, made);
+    }
+    var t = table(head, rows, [head.length - 1]);
+    t.querySelectorAll("tr").forEach(function (tr) { var c = tr.lastChild; if (c && c.tagName === "TD") c.className = "k"; });
+    return t;
+  }
+  var broken = runs.filter(function (r) { return breakdownOf(r); });
+  if (broken.length && runs.length <= 4) {
+    app.appendChild(el("h2", { text: "Where the time went" }));
+    app.appendChild(el("div", { class: "note", text: "The critical path (from the request that ended last, back along what held each request) in classes: " +
+      "service is the server's time, queue the wait for --max-inflight (and, in a run, the driver's lag), the gaps the replayed tool, think, spawn and join times, arrival the wait for a play's start. " +
+      "Shares are of the path as replayed and add up to 100 %; the idle caps then cut recorded idle time, shown on its own row, which leaves the makespan." +
+      (plans ? "" : " A run's path is beside its plan's (the same workload on the virtual clock).") }));
+    broken.forEach(function (r) {
+      var b = breakdownOf(r);
+      var src = b.observed || b.planned;
+      app.appendChild(el("h3", {}, (runs.length > 1 ? [runLabel(r, runs.indexOf(r)), " · "] : []).concat([
+        "critical path of " + num(src.path_requests, 0) + " requests, makespan " + secs(src.makespan_ns / 1e9)])));
+      app.appendChild(timeTable(b));
+    });
+  }
 
   // ---- summary -----------------------------------------------------------
-  app.appendChild(el("h2", { text: "Summary" }));
-  if (measured) app.appendChild(el("div", { class: "note", text: "Milliseconds. TTFT, ITL, TPOT and E2E over successful requests; lateness and queue wait over every request with the stamps; job time per complete play. An empty distribution shows " + DASH + "." }));
   function planSummary(s) {
     var d = s.demand || {}, q = s.queue_wait;
     app.appendChild(facts([
@@ -302,45 +533,37 @@
             num(l.t_star_s, 3), num(l.warmups, 0), l.stalled ? "yes" : "no"];
         })));
     }
-    var tb = s.time_breakdown;
-    if (tb && tb.classes && tb.classes.length) {
-      app.appendChild(el("h3", { text: "Where the time goes (critical path of " + num(tb.path_requests, 0) + " requests)" }));
-      app.appendChild(table(["class", "time (s)", "share", "scaled by"],
-        tb.classes.filter(function (c) { return c.ns !== 0; }).map(function (c) {
-          return [c.class, num(c.s, 3), pct(c.share), c.scaled_by];
-        })));
-    }
     if (q && q.count) {
       app.appendChild(table(["planned (ms)", "count", "mean", "p50", "p90", "p95", "p99", "max"],
         [["queue wait", num(q.count, 0), ms(q.mean_s), ms(q.p50_s), ms(q.p90_s), ms(q.p95_s), ms(q.p99_s), ms(q.max_s)]]));
     }
   }
-  if (plans) {
-    app.appendChild(el("div", { class: "note", text: "What the plan asks of a server. A plan measures no latency: TTFT, ITL, TPOT, E2E and lateness come from a run." }));
-  }
-  runs.forEach(function (run, i) {
-    var s = run.summary || {};
-    if (runs.length > 1) app.appendChild(el("h3", {}, [runLabel(run, i)]));
-    if (isPlan(run)) { planSummary(s); return; }
+  function runSummary(s) {
     var c = s.counts || {}, t = s.throughput || {}, k = s.concurrency || {};
-    var errs = Object.keys(s.errors || {}).map(function (e) { return e + " " + s.errors[e]; }).join(", ");
     app.appendChild(facts([
       ["requests", num(c.dispatched, 0) + " dispatched, " + num(c.ok, 0) + " ok, " + num(c.failed, 0) + " failed, " + num(c.cancelled, 0) + " cancelled, " + num(c.skipped, 0) + " skipped"],
       ["throughput", num(t.requests_per_s, 2) + " req/s, " + num(t.input_tokens_per_s, 0) + " input tok/s, " + num(t.output_tokens_per_s, 0) + " output tok/s over " + num(t.window_s, 3) + " s"],
       ["peak in flight", num(k.observed_peak, 0) + " observed, " + num(k.planned_peak, 0) + " planned"],
-      ["cache hits", pct(get(s, "cache.hit_ratio")) + " server-reported"],
-      ["errors", errs || "none"]
+      ["cache hits", pct(get(s, "cache.hit_ratio")) + " server-reported"]
     ]));
-    var rows = METRICS.map(function (m) {
-      var d = get(s, "latency." + m[0]) || {};
-      var empty = !d.count;
-      var cell = function (key) { return empty ? DASH : ms(d[key]); };
-      return [m[1], empty ? DASH : num(d.count, 0), cell("mean_s"), cell("p50_s"), cell("p90_s"), cell("p95_s"), cell("p99_s"), cell("max_s")];
+    var rows = METRICS.filter(function (m) { return dist(s, m[0]); }).map(function (m) {
+      var d = dist(s, m[0]);
+      return [m[1], num(d.count, 0), ms(d.mean_s), ms(d.p50_s), ms(d.p90_s), ms(d.p95_s), ms(d.p99_s), ms(d.max_s)];
     });
-    app.appendChild(table(["metric (ms)", "count", "mean", "p50", "p90", "p95", "p99", "max"], rows));
-  });
+    var missing = METRICS.filter(function (m) { return !dist(s, m[0]); }).map(function (m) { return m[1]; });
+    if (rows.length) app.appendChild(table(["metric (ms)", "count", "mean", "p50", "p90", "p95", "p99", "max"], rows));
+    if (missing.length) app.appendChild(el("div", { class: "note", text: "No values: " + missing.join(", ") + "." }));
+  }
+  if (runs.length === 1) {
+    app.appendChild(el("h2", { text: "Summary" }));
+    if (measured) app.appendChild(el("div", { class: "note", text: "Milliseconds. TTFT, ITL, TPOT and E2E over successful requests; lateness and queue wait over every request with the stamps; job time per complete play." }));
+    if (plans) {
+      app.appendChild(el("div", { class: "note", text: "What the plan asks of a server. A plan measures no latency: TTFT, ITL, TPOT, E2E and lateness come from a run." }));
+      planSummary(runs[0].summary || {});
+    } else runSummary(runs[0].summary || {});
+  }
 
-  // ---- deltas ------------------------------------------------------------
+  // ---- deltas (a few runs) -----------------------------------------------
   var HEADLINES = [
     ["TTFT p50 (ms)", "latency.ttft.p50_s", 1000, -1], ["TTFT p99 (ms)", "latency.ttft.p99_s", 1000, -1],
     ["ITL p50 (ms)", "latency.itl.p50_s", 1000, -1], ["ITL p99 (ms)", "latency.itl.p99_s", 1000, -1],
@@ -352,12 +575,12 @@
   ];
   function headline(run, h) {
     var s = run.summary || {};
-    var dist = h[1].match(/^latency\.(\w+)\./);
-    if (dist && !get(s, "latency." + dist[1] + ".count")) return null;
+    var d = h[1].match(/^latency\.(\w+)\./);
+    if (d && !get(s, "latency." + d[1] + ".count")) return null;
     var v = get(s, h[1]);
     return v == null ? null : v * h[2];
   }
-  if (runs.length > 1) {
+  if (runs.length > 1 && runs.length <= 4 && !spread) {
     app.appendChild(el("h2", { text: "Deltas against " + runs[0].name }));
     app.appendChild(el("div", { class: "note", text: "Each run against the first. Green: better (lower latency, higher throughput); red: worse." }));
     var head = ["metric", runs[0].name];
@@ -374,6 +597,86 @@
       });
       return row;
     })));
+  }
+
+  // ---- configuration -----------------------------------------------------
+  // One run: every setting. Several: only what differs between them, with
+  // what they share in a sentence below.
+  function workload(c) {
+    var w = c.inputs || (c.input_paths || []).join(", ") || DASH;
+    if (c.format) w += " (" + c.format + ")";
+    return w;
+  }
+  // A policy: one row a key when runs are compared (so what differs shows),
+  // one row of "key value" pairs for a single source.
+  function policyRows(p) {
+    p = p || {};
+    if (runs.length > 1) return Object.keys(p).map(function (k) { return ["policy: " + k, show(p[k])]; });
+    return [["policy", Object.keys(p).map(function (k) { return k + " " + show(p[k]); }).join(" · ") || DASH]];
+  }
+  function show(v) { return v == null ? DASH : typeof v === "object" ? JSON.stringify(v) : String(v); }
+  // [label, value] of every setting of one source.
+  function settings(r) {
+    var s = r.summary || {};
+    if (isPlan(r)) {
+      var rows = [["workload", s.inputs || DASH], ["service", "--service " + (s.service || DASH) + " (virtual clock: nothing sent)"],
+        ["seed", show(s.seed)], ["arbor version", data.arbor_version || DASH], ["planned requests", String(r.records)]];
+      policyRows(s.policy).forEach(function (row) { rows.push(row); });
+      return rows;
+    }
+    var c = s.config || {};
+    var out = [
+      ["workload", workload(c)],
+      ["endpoint", c.emulator ? "the built-in emulator" : (c.url || c.endpoint || DASH)],
+      ["emulator", c.emulator || DASH],
+      ["model", (c.model || DASH) + (c.model_from ? " (from " + c.model_from + ")" : "")],
+      ["api", show(c.api)], ["planned with", "--service " + show(c.service)], ["seed", show(c.seed)],
+      ["recipe", s.scenario ? s.scenario + (s.submission_valid ? ": valid" : ": INVALID: " + (s.submission_invalid_reasons || []).join("; ")) : "none (not a submission)"],
+      ["threads", show(c.threads)], ["timeout (s)", show(c.timeout_s)], ["retries", show(c.retries)],
+      ["arbor version", s.arbor_version || DASH], ["started", s.started_at || DASH], ["records", String(r.records)]
+    ];
+    policyRows(c.policy).forEach(function (row) { out.push(row); });
+    return out;
+  }
+  app.appendChild(el("h2", { text: "Configuration" }));
+  var every = runs.map(settings);
+  var labels = [];
+  every.forEach(function (rows) { rows.forEach(function (row) { if (labels.indexOf(row[0]) < 0) labels.push(row[0]); }); });
+  function valueOf(i, label) { var f = every[i].filter(function (row) { return row[0] === label; })[0]; return f ? f[1] : DASH; }
+  // started, records and the like always differ: they are no setting.
+  var ALWAYS = ["started", "records", "planned requests"];
+  var differing = labels.filter(function (l) {
+    return runs.length === 1 || runs.some(function (r, i) { return valueOf(i, l) !== valueOf(0, l); });
+  });
+  var common = runs.length > 1 ? labels.filter(function (l) { return differing.indexOf(l) < 0 && ALWAYS.indexOf(l) < 0; }) : [];
+  var shownLabels = runs.length > 1 ? differing.filter(function (l) { return ALWAYS.indexOf(l) < 0; }) : differing;
+  if (runs.length > 1) {
+    app.appendChild(el("div", { class: "note", text: shownLabels.length ?
+      "What differs between the runs (" + shownLabels.length + " of " + labels.length + " settings); the rest is common, below." :
+      "The runs have the same settings (below); they differ only in when they ran." }));
+  }
+  if (shownLabels.length && runs.length > 4) {
+    // Many runs: a row a run, a column a setting that differs.
+    app.appendChild(table(["run"].concat(shownLabels), runs.map(function (r, i) {
+      return [r.name].concat(shownLabels.map(function (l) { return { text: valueOf(i, l), cls: "v" }; }));
+    }), shownLabels.map(function (l, k) { return k + 1; })));
+  } else if (shownLabels.length) {
+    var cfg = el("table", { class: "config" });
+    cfg.appendChild(el("tr", {}, [el("th", { class: "k", text: "" })].concat(runs.map(function (r, i) {
+      return el("th", { class: "k" }, [runLabel(r, i)]);
+    }))));
+    shownLabels.forEach(function (l) {
+      cfg.appendChild(el("tr", {}, [el("td", { class: "k", text: l })].concat(runs.map(function (r, i) {
+        return el("td", { class: "v", text: valueOf(i, l) });
+      }))));
+    });
+    var wrapCfg = el("div", { class: "scroll" });
+    wrapCfg.appendChild(cfg);
+    app.appendChild(wrapCfg);
+  }
+  if (common.length) {
+    app.appendChild(el("div", { class: "common" }, [el("span", { class: "k", text: "Common to all " + runs.length + " runs: " }),
+      common.map(function (l) { return l + " " + valueOf(0, l); }).join(" · ")]));
   }
 
   // ---- swim lanes --------------------------------------------------------
@@ -440,7 +743,8 @@
       if (L.left_out > 0) {
         var kept = L.done_us.length;
         edgesNote.textContent += " The lanes show the plays that reported a turn first, whole: " +
-          kept.toLocaleString("en-US") + " of " + (kept + L.left_out).toLocaleString("en-US") + " turns (a page keeps about 100,000); every turn is in the charts above and in records.jsonl.";
+          kept.toLocaleString("en-US") + " of " + (kept + L.left_out).toLocaleString("en-US") + " turns (this page keeps about " + (L.budget || 100000).toLocaleString("en-US") +
+          " a run" + (runs.length > 1 ? ", its share of a page's 100,000" : "") + "); every turn is in the charts above and in records.jsonl.";
       }
       resetView();
     }
@@ -644,59 +948,182 @@
 
   // ---- charts (uPlot) --------------------------------------------------
   function chartWidth(box) { return Math.max(320, box.clientWidth || 620); }
-  // tables: [[x...], [y...]] per series; names/colors per series.
+  // An axis tick in few characters (1.2M, 15k, 0.25), so labels never
+  // run into the axis title.
+  function compact(v) {
+    if (v == null) return "";
+    var a = Math.abs(v);
+    if (a >= 1e9) return num(v / 1e9, a >= 1e10 ? 0 : 1) + "G";
+    if (a >= 1e6) return num(v / 1e6, a >= 1e7 ? 0 : 1) + "M";
+    if (a >= 1e4) return num(v / 1e3, 0) + "k";
+    if (a >= 1e3) return num(v / 1e3, 1) + "k";
+    if (a >= 100 || a === 0) return num(v, 0);
+    if (a >= 1) return String(Math.round(v * 100) / 100);
+    return String(Number(v.toPrecision(2)));
+  }
+  function ticks(u, splits) { return splits.map(compact); }
+  // Charts with no value anywhere are not drawn; their names are said
+  // once per section (in `notDrawn`).
+  // series: {name, color, x, y, dash, stepped, points}. The legend is the
+  // page's own: one entry per distinct name (no placeholder values), and
+  // under the chart the values at the cursor.
   function plot(box, title, unitX, unitY, series, opts) {
     opts = opts || {};
-    box.appendChild(el("div", { class: "chart-title", text: title }));
-    var withData = series.filter(function (s) { return s.x.length > 0; });
+    var withData = series.filter(function (s) { return s.x.length > 0 && s.y.some(function (v) { return v != null; }); });
     if (withData.length === 0) {
-      box.appendChild(el("div", { class: "empty", text: opts.emptyText || "no values" }));
+      notDrawn.push(opts.emptyText || title);
+      if (box.parentNode) box.parentNode.removeChild(box);
       return null;
     }
+    box.appendChild(el("div", { class: "chart-title", text: title }));
     var joined = withData.length === 1 ? [withData[0].x, withData[0].y]
       : uPlot.join(withData.map(function (s) { return [s.x, s.y]; }));
+    var digits = opts.digits == null ? 3 : opts.digits;
+    var readout = el("div", { class: "readout", text: "hover for values" });
     var u = new uPlot({
       width: chartWidth(box), height: opts.height || 220,
       scales: { x: opts.logX ? { time: false, distr: 3 } : { time: false }, y: opts.yRange ? { range: opts.yRange } : { auto: true } },
-      axes: [{ label: unitX, size: 40 }, { label: unitY, size: 60 }],
-      legend: { live: true },
-      series: [{ label: unitX, value: function (u, v) { return v == null ? DASH : num(v, 3); } }].concat(withData.map(function (s) {
+      axes: [{ label: unitX, size: 40, values: ticks }, { label: unitY, size: 56, values: ticks }],
+      legend: { show: false },
+      hooks: { setCursor: [function (u) {
+        var i = u.cursor.idx;
+        if (i == null) { readout.textContent = "hover for values"; return; }
+        var parts = [unitX + " " + num(u.data[0][i], 3)];
+        for (var k = 1; k < u.series.length; k++) {
+          var v = u.data[k][i];
+          if (v != null) parts.push(u.series[k].label + " " + num(v, digits));
+        }
+        readout.textContent = parts.join(" · ");
+      }] },
+      series: [{ label: unitX }].concat(withData.map(function (s) {
         return {
           label: s.name, stroke: s.color, width: 1.5, spanGaps: true, dash: s.dash,
           paths: s.points ? function () { return null; } : s.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
-          points: s.points ? { show: true, size: 9, fill: s.color, stroke: s.color } : undefined,
-          value: function (u, v) { return v == null ? DASH : num(v, opts.digits == null ? 3 : opts.digits); }
+          points: s.points ? { show: true, size: 9, fill: s.color, stroke: s.color } :
+            s.marks ? { show: true, size: 7, fill: s.color, stroke: s.color } : undefined
         };
       }))
     }, joined, box);
+    box.appendChild(legendOf(withData));
+    box.appendChild(readout);
     charts.push({ name: title, plot: u });
     return u;
   }
+  // One entry per series of one run; with several runs, one per kind of
+  // line (solid, dashed) in grey, the runs' colours being the key at the
+  // section's top.
+  function legendOf(list) {
+    var box = el("div", { class: "legend" });
+    var seen = {};
+    list.forEach(function (s) {
+      // Several runs: one entry per kind of line, in grey; the run key
+      // above says whose colour is whose (a CDF's, without kinds, keeps
+      // one entry a run up to four runs).
+      var grouped = runs.length > 1 && s.what && !s.fixed;
+      if (runs.length > 4 && !s.what) return;
+      var what = grouped ? s.what : s.name;
+      if (seen[what]) return;
+      seen[what] = true;
+      var c = grouped ? "#667085" : s.color;
+      var mark = s.points ? el("span", { class: "dot", style: "background:" + c }) :
+        el("span", { class: "line" + (s.dash ? (s.dash[0] <= 2 ? " dotted" : " dashed") : ""), style: "border-color:" + c });
+      box.appendChild(el("span", { class: "legend-item" }, [mark, what]));
+    });
+    return box;
+  }
+  function runKey() {
+    return el("div", { class: "legend runkey" }, runs.map(function (r, i) {
+      return el("span", { class: "legend-item" }, [swatch(i), r.name + (knob ? " (" + loadLabel(r) + ")" : "")]);
+    }));
+  }
+  // The note of a section's charts not drawn (no values), filled once
+  // the section is drawn.
+  function notDrawnNote(start) {
+    var names = notDrawn.slice(start);
+    return names.length ? el("div", { class: "note", text: "Not drawn, no values: " + names.join("; ") + "." }) : null;
+  }
   function toMs(xs) { return xs.map(function (v) { return v * 1000; }); }
-  function color(i) { return COLORS[i % COLORS.length]; }
+  // Up to 8 runs in fixed colours; more spread evenly round the wheel.
+  function color(i) {
+    if (runs.length <= COLORS.length) return COLORS[i % COLORS.length];
+    return "hsl(" + Math.round((215 + i * 360 / runs.length) % 360) + ", 70%, " + (i % 2 ? 38 : 50) + "%)";
+  }
+
+  // ---- load curves (runs that differ in load) ------------------------------
+  // One point per run on the knob that differs: the latencies an SLO is
+  // set on, throughput and job time, each against the load.
+  function loadCurves() {
+    var at = runs.map(loadValue);
+    var usable = runs.map(function (r, i) { return at[i] != null; });
+    function curve(title, unit, metrics, digits) {
+      var box = el("div", { class: "chart" });
+      grid.appendChild(box);
+      plot(box, title, knob[1], unit, metrics.map(function (m, k) {
+        var xs = [], ys = [];
+        runs.forEach(function (r, i) {
+          var v = get(r.summary, m[1]);
+          var d = m[1].match(/^latency\.(\w+)\./);
+          if (!usable[i] || v == null || (d && !get(r.summary, "latency." + d[1] + ".count"))) return;
+          xs.push(at[i]); ys.push(v * m[2]);
+        });
+        return { name: m[0], what: m[0], fixed: true, color: COLORS[k], x: xs, y: ys, marks: true, dash: k ? [4, 3] : undefined };
+      }), { digits: digits, height: 200, emptyText: title + " (no run measured it)" });
+    }
+    app.appendChild(el("h2", { text: "Against load (" + knob[1] + ")" }));
+    app.appendChild(el("div", { class: "note", text: "One point per run at its " + knob[1] + ". Latencies over successful requests; a run with none has no point." }));
+    var grid = el("div", { class: "grid" });
+    app.appendChild(grid);
+    var start = notDrawn.length;
+    curve("TTFT", "ms", [["p50", "latency.ttft.p50_s", 1000], ["p99", "latency.ttft.p99_s", 1000]], 2);
+    curve("ITL", "ms", [["p50", "latency.itl.p50_s", 1000], ["p99", "latency.itl.p99_s", 1000]], 2);
+    curve("E2E", "ms", [["p50", "latency.e2e.p50_s", 1000], ["p99", "latency.e2e.p99_s", 1000]], 1);
+    curve("Output tokens/s", "tok/s", [["output tok/s", "throughput.output_tokens_per_s", 1]], 0);
+    curve("Requests/s", "req/s", [["ok requests/s", "throughput.requests_per_s", 1]], 2);
+    curve("Job time", "s", [["p50", "latency.job_time.p50_s", 1], ["p90", "latency.job_time.p90_s", 1]], 2);
+    var n = notDrawnNote(start);
+    if (n) app.appendChild(n);
+  }
 
   // ---- CDFs --------------------------------------------------------------
   // A distribution no source has (a plan has only queue wait, and that
-  // only under --max-inflight) is left out, not drawn empty.
-  var shownCdfs = CDFS.filter(function (m) { return runs.some(function (r) { return r.cdf && r.cdf[m[0]]; }); });
+  // only under --max-inflight) is left out, not drawn empty; so is a
+  // queue wait that is 0 for every request (nothing waited for the cap).
+  function cdfOf(r, key) { var c = (r.cdf || {})[key]; return c && c.n > 0 ? c : null; }
+  function allZero(c) { return c.x.length === 1 && c.x[0] === 0; }
+  var shownCdfs = CDFS.filter(function (m) {
+    return runs.some(function (r) { var c = cdfOf(r, m[0]); return c && !(m[0] === "queue_wait" && allZero(c)); });
+  });
+  var cdfStart = notDrawn.length;
+  CDFS.forEach(function (m) {
+    if (shownCdfs.indexOf(m) >= 0) return;
+    var any = runs.some(function (r) { return cdfOf(r, m[0]); });
+    if (m[0] === "queue_wait" && any) notDrawn.push("queue wait CDF (every request waited 0 ms: --max-inflight never held one)");
+    else if (measured) notDrawn.push(m[1] + " CDF");
+  });
   app.appendChild(el("h2", { text: "Distributions (CDF)" }));
   app.appendChild(el("div", { class: "note", text: shownCdfs.length === 0 ?
-    "A plan has no distributions to draw: latency is measured by a run, and the plan's queue wait exists only under --max-inflight." :
+    (plans ? "A plan has no distributions to draw: latency is measured by a run, and the plan's queue wait exists only under --max-inflight." :
+      "Nothing to draw: no request succeeded.") :
     plans ? "Fraction of planned requests (warmups included) that waited at most x ms for the --max-inflight cap." :
     "Fraction of requests at most x ms; warmups left out; up to a few hundred points per curve (denser in the top 1 %). Exact up to 100,000 values, then (and for ITL always) from a 3-significant-digit histogram, as the summary counts them." + (runs.length > 1 ? " Runs overlaid." : "") }));
   var logBox = el("input", { type: "checkbox", id: "cdf-log" });
   if (shownCdfs.length) {
     app.appendChild(el("div", { class: "controls" }, [logBox, el("label", { for: "cdf-log", text: " log scale for x (values of 0 left out)" })]));
   }
+  if (runs.length > 4 && shownCdfs.length) app.appendChild(runKey());
   var cdfGrid = el("div", { class: "grid" });
   app.appendChild(cdfGrid);
+  var cdfNote = el("div");
+  app.appendChild(cdfNote);
   function drawCdfs(log) {
     cdfGrid.textContent = "";
+    charts = charts.filter(function (c) { return c.kind !== "cdf"; });
+    notDrawn.length = cdfStart;
     shownCdfs.forEach(function (m) {
       var box = el("div", { class: "chart" });
       cdfGrid.appendChild(box);
-      plot(box, m[1] + " CDF", "ms", "fraction", runs.map(function (r, i) {
-        var c = (r.cdf || {})[m[0]] || { x: [], p: [], n: 0 };
+      var u = plot(box, m[1] + " CDF", "ms", "fraction", runs.map(function (r, i) {
+        var c = cdfOf(r, m[0]) || { x: [], p: [], n: 0 };
         var same = c.x.length === 1 ? ", all " + num(c.x[0] * 1000, 2) + " ms" : "";
         var x = toMs(c.x), y = c.p;
         if (log) {
@@ -704,21 +1131,29 @@
           x = x.filter(function (v, k) { return keep[k]; });
           y = y.filter(function (v, k) { return keep[k]; });
         }
-        return { name: r.name + " (n=" + c.n + same + ")", color: color(i), x: x, y: y };
-      }), { yRange: [0, 1], logX: log, emptyText: m[1] + ": no values" + (log ? " above 0" : "") + " (" + DASH + ")" });
+        return { name: r.name + " (n=" + num(c.n, 0) + same + ")", color: color(i), x: x, y: y };
+      }), { yRange: [0, 1], logX: log, digits: 3, emptyText: m[1] + " CDF (no values" + (log ? " above 0" : "") + ")" });
+      if (u) charts[charts.length - 1].kind = "cdf";
     });
+    cdfNote.textContent = "";
+    var n = notDrawnNote(cdfStart);
+    if (n) cdfNote.appendChild(n);
   }
   drawCdfs(false);
   logBox.addEventListener("change", function () { drawCdfs(logBox.checked); });
 
   // ---- time series -----------------------------------------------------
   app.appendChild(el("h2", { text: "Over time" }));
-  var bins = runs.map(function (r) { return num(r.series.bin_s * 1000, 0) + " ms"; }).join(" / ");
+  var bins = runs.map(function (r) { return num(r.series.bin_s * 1000, 0) + " ms"; }).filter(function (b, i, all) { return all.indexOf(b) === i; }).join(" / ");
+  var many = runs.length > 4;
   app.appendChild(el("div", { class: "note", text: plans ?
     "Seconds on the plan's virtual clock, in bins of " + bins + ". In flight: requests sent and not yet ended (warmups included, as the planned peak counts them). " +
       "Demand: input tokens/s are the prompts of the requests sent in each bin (a plan knows no prefill time); output tokens/s spread each request's output over its planned service (sent to end)." :
     "Seconds from each run's start, in bins of " + bins + ". Tokens are spread over each request's prefill (input) or streaming (output); TTFT percentiles and cache hits by the bin a request was sent in; errors by the bin it ended in." +
-      " The planned series is the run's plan on its virtual clock (planned.json), from the same start." }));
+      (many ? " With more than four runs, one line per run (in flight: the most at once in each bin; TTFT: p50; errors: every class)." :
+        " The planned series is the run's plan on its virtual clock (planned.json), from the same start.") }));
+  if (runs.length > 1) app.appendChild(runKey());
+  var seriesStart = notDrawn.length;
   var seriesGrid = el("div", { class: "grid" });
   app.appendChild(seriesGrid);
   function seriesChart(title, unitY, make, opts) {
@@ -728,103 +1163,84 @@
     runs.forEach(function (r, i) { make(r, i, list); });
     return plot(box, title, "s", unitY, list, opts);
   }
-  function nameOf(r, what) { return runs.length > 1 ? r.name + ": " + what : what; }
+  // A line of run `r` (index i): named for its run when there are several.
+  function line(r, i, what, props) {
+    var s = { name: runs.length > 1 ? r.name + ": " + what : what, what: what, color: color(i) };
+    Object.keys(props).forEach(function (k) { s[k] = props[k]; });
+    return s;
+  }
   // The planned peak: a dashed line over the span, and (a plan's) a
   // point where it is first reached.
-  function peakMarks(r, list, peak, at) {
+  function peakMarks(r, i, list, peak, at) {
     var s = r.series;
-    if (peak == null || !s.t_s.length) return;
-    var where = at == null ? "" : " at " + num(at, 3) + " s (plan's clock)";
-    list.push({ name: nameOf(r, "planned peak " + num(peak, 0) + where), color: "#888", x: s.t_s, y: s.t_s.map(function () { return peak; }), dash: [8, 4] });
-    if (at != null) list.push({ name: nameOf(r, "peak first reached"), color: "#d62828", x: [at], y: [peak], points: true });
+    if (peak == null || !s.t_s.length || many) return;
+    list.push(line(r, i, "planned peak " + num(peak, 0), { color: "#888", x: s.t_s, y: s.t_s.map(function () { return peak; }), dash: [8, 4] }));
+    if (at != null) list.push(line(r, i, "peak first reached at " + num(at, 3) + " s", { color: "#d62828", x: [at], y: [peak], points: true }));
   }
-  seriesChart(plans ? "Planned requests in flight" : "Requests in flight, observed against planned", "requests", function (r, i, list) {
+  seriesChart(plans ? "Planned requests in flight" : many ? "Requests in flight (most at once per bin)" : "Requests in flight, observed against planned", "requests", function (r, i, list) {
     var s = r.series;
     if (isPlan(r)) {
-      list.push({ name: nameOf(r, "planned (max in bin)"), color: color(i), x: s.t_s, y: s.inflight_max, stepped: true });
-      list.push({ name: nameOf(r, "planned (mean)"), color: color(i), x: s.t_s, y: s.inflight_mean, dash: [4, 3], stepped: true });
-      peakMarks(r, list, get(r.summary, "peak_inflight"), get(r.summary, "peak_inflight_at_s"));
+      list.push(line(r, i, "planned (max in bin)", { x: s.t_s, y: s.inflight_max, stepped: true }));
+      list.push(line(r, i, "planned (mean)", { x: s.t_s, y: s.inflight_mean, dash: [4, 3], stepped: true }));
+      peakMarks(r, i, list, get(r.summary, "peak_inflight"), get(r.summary, "peak_inflight_at_s"));
       return;
     }
-    list.push({ name: nameOf(r, "observed (max in bin)"), color: color(i), x: s.t_s, y: s.inflight_max, stepped: true });
-    list.push({ name: nameOf(r, "observed (mean)"), color: color(i), x: s.t_s, y: s.inflight_mean, dash: [4, 3], stepped: true });
+    list.push(line(r, i, "observed (max in bin)", { x: s.t_s, y: s.inflight_max, stepped: true }));
+    if (many) return;
+    list.push(line(r, i, "observed (mean)", { x: s.t_s, y: s.inflight_mean, dash: [4, 3], stepped: true }));
     if (r.planned && r.planned.t_s.length) {
-      list.push({ name: nameOf(r, "planned (max in bin, plan's clock)"), color: "#555", x: r.planned.t_s, y: r.planned.inflight_max, stepped: true });
+      list.push(line(r, i, "planned (max in bin, plan's clock)", { color: runs.length > 1 ? color(i) : "#555", dash: runs.length > 1 ? [1, 3] : undefined,
+        x: r.planned.t_s, y: r.planned.inflight_max, stepped: true }));
     }
-    peakMarks(r, list, get(r.summary, "concurrency.planned_peak"), null);
+    peakMarks(r, i, list, get(r.summary, "concurrency.planned_peak"), null);
   }, { digits: 1 });
   seriesChart(plans ? "Planned demand: output tokens/s" : "Output tokens/s", "tok/s", function (r, i, list) {
-    list.push({ name: nameOf(r, "output tok/s"), color: color(i), x: r.series.t_s, y: r.series.output_tok_s, stepped: true });
+    list.push(line(r, i, "output tok/s", { x: r.series.t_s, y: r.series.output_tok_s, stepped: true }));
   }, { digits: 0 });
   seriesChart(plans ? "Planned demand: input tokens/s" : "Input tokens/s", "tok/s", function (r, i, list) {
-    list.push({ name: nameOf(r, "input tok/s"), color: color(i), x: r.series.t_s, y: r.series.input_tok_s, stepped: true });
+    list.push(line(r, i, "input tok/s", { x: r.series.t_s, y: r.series.input_tok_s, stepped: true }));
   }, { digits: 0 });
   // What only a run measured; a plan's series has none of it.
-  if (measured) seriesChart("TTFT per bin (p50, p99)", "ms", function (r, i, list) {
+  if (measured) seriesChart(many ? "TTFT per bin (p50)" : "TTFT per bin (p50, p99)", "ms", function (r, i, list) {
     if (isPlan(r)) return;
-    list.push({ name: nameOf(r, "p50"), color: color(i), x: r.series.t_s, y: r.series.ttft_p50_s.map(function (v) { return v == null ? null : v * 1000; }) });
-    list.push({ name: nameOf(r, "p99"), color: color(i), dash: [4, 3], x: r.series.t_s, y: r.series.ttft_p99_s.map(function (v) { return v == null ? null : v * 1000; }) });
-  }, { digits: 2 });
-  if (measured) seriesChart("Failed requests by error class", "requests", function (r, i, list) {
+    var toMsOrNull = function (v) { return v == null ? null : v * 1000; };
+    list.push(line(r, i, "p50", { x: r.series.t_s, y: r.series.ttft_p50_s.map(toMsOrNull) }));
+    if (!many) list.push(line(r, i, "p99", { dash: [4, 3], x: r.series.t_s, y: r.series.ttft_p99_s.map(toMsOrNull) }));
+  }, { digits: 2, emptyText: "TTFT per bin (no successful request)" });
+  var failures = runs.some(function (r) { return !isPlan(r) && Object.keys(r.series.errors || {}).length; });
+  if (measured && !failures) notDrawn.push("failed requests over time (none failed)");
+  if (failures) seriesChart("Failed requests" + (many ? "" : " by error class"), "requests", function (r, i, list) {
     if (isPlan(r)) return;
     var classes = Object.keys(r.series.errors || {});
-    if (classes.length === 0) {
-      list.push({ name: nameOf(r, "no failed requests"), color: color(i), x: r.series.t_s, y: r.series.t_s.map(function () { return 0; }) });
+    if (many) {
+      if (!classes.length) return;
+      var sum = r.series.t_s.map(function (t, k) { return classes.reduce(function (n, c) { return n + (r.series.errors[c][k] || 0); }, 0); });
+      list.push(line(r, i, "failed", { x: r.series.t_s, y: sum, stepped: true }));
+      return;
     }
     classes.forEach(function (c, k) {
-      list.push({ name: nameOf(r, c), color: COLORS[(i + k + 1) % COLORS.length], x: r.series.t_s, y: r.series.errors[c], stepped: true });
+      list.push(line(r, i, c, { color: COLORS[(i + k + 1) % COLORS.length], x: r.series.t_s, y: r.series.errors[c], stepped: true }));
     });
   }, { digits: 0 });
   if (measured) seriesChart("Cache-hit ratio (server-reported)", "ratio", function (r, i, list) {
     if (!isPlan(r) && r.series.cache_hit.some(function (v) { return v != null; })) {
-      list.push({ name: nameOf(r, "cached / input tokens"), color: color(i), x: r.series.t_s, y: r.series.cache_hit });
+      list.push(line(r, i, "cached / input tokens", { x: r.series.t_s, y: r.series.cache_hit }));
     }
-  }, { yRange: [0, 1], emptyText: "no cached-token counts: the server's usage reported none", digits: 3 });
+  }, { yRange: [0, 1], emptyText: "cache-hit ratio (the server's usage reported no cached tokens)", digits: 3 });
 
   // The server's own view (scraped /metrics), only when a run has it.
   var scraped = function (r) { return r.server && r.server.t_s.length > 0; };
-  if (runs.some(scraped)) seriesChart("Server's view (scraped /metrics): running and waiting, against requests in flight", "requests", function (r, i, list) {
+  if (runs.some(scraped)) seriesChart("Server's view (scraped /metrics): running and waiting" + (many ? "" : ", against requests in flight"), "requests", function (r, i, list) {
     if (!scraped(r)) return;
     var g = r.server.gauges;
-    list.push({ name: nameOf(r, "in flight (client, max in bin)"), color: "#888", x: r.series.t_s, y: r.series.inflight_max, stepped: true });
-    if (g.running) list.push({ name: nameOf(r, "running (server)"), color: color(i), x: r.server.t_s, y: g.running });
-    if (g.waiting) list.push({ name: nameOf(r, "waiting (server)"), color: color(i), dash: [4, 3], x: r.server.t_s, y: g.waiting });
+    if (!many) list.push(line(r, i, "in flight (client, max in bin)", { color: "#888", x: r.series.t_s, y: r.series.inflight_max, stepped: true }));
+    if (g.running) list.push(line(r, i, "running (server)", { x: r.server.t_s, y: g.running }));
+    if (g.waiting && !many) list.push(line(r, i, "waiting (server)", { dash: [4, 3], x: r.server.t_s, y: g.waiting }));
   }, { digits: 1 });
+  var sn = notDrawnNote(seriesStart);
+  if (sn) app.appendChild(sn);
 
   if (runs.length > 0) lanes.load(runs[0]);
-
-  // ---- throughput against latency (runs that differ in load) -----------
-  function load(run) {
-    var p = get(run.summary, "config.policy") || {};
-    return JSON.stringify([p.sessions, p.arrival, p.copies, p.max_inflight, p.loop, p.duration_s]);
-  }
-  if (runs.length > 1) {
-    app.appendChild(el("h2", { text: "Throughput against latency" }));
-    var loads = runs.map(load);
-    var differ = loads.some(function (l) { return l !== loads[0]; });
-    if (!differ) {
-      app.appendChild(el("div", { class: "note", text: "The runs have the same load (--sessions, --arrival, --copies, --max-inflight, --loop, --duration): no curve." }));
-    } else {
-      app.appendChild(el("div", { class: "note", text: "One point per run, by output tokens/s: TTFT p99 (ms) and job time p90 (s)." }));
-      var points = runs.map(function (r) {
-        return [get(r.summary, "throughput.output_tokens_per_s"), headline(r, HEADLINES[1]), headline(r, HEADLINES[8])];
-      }).filter(function (p) { return p[0] != null; }).sort(function (a, b) { return a[0] - b[0]; });
-      var tbox = el("div", { class: "chart" });
-      app.appendChild(tbox);
-      var xs = points.map(function (p) { return p[0]; });
-      var pts = function (size) { return { show: true, size: size }; };
-      var tu = new uPlot({
-        width: chartWidth(tbox), height: 260,
-        scales: { x: { time: false }, ms: { auto: true }, s: { auto: true } },
-        axes: [{ label: "output tok/s", size: 40 }, { scale: "ms", label: "TTFT p99 (ms)", size: 60 },
-          { scale: "s", side: 1, label: "job time p90 (s)", size: 60, grid: { show: false } }],
-        series: [{ label: "output tok/s" },
-          { label: "TTFT p99 (ms)", scale: "ms", stroke: COLORS[0], width: 1.5, points: pts(8) },
-          { label: "job time p90 (s)", scale: "s", stroke: COLORS[1], width: 1.5, dash: [4, 3], points: pts(8) }]
-      }, [xs, points.map(function (p) { return p[1]; }), points.map(function (p) { return p[2]; })], tbox);
-      charts.push({ name: "throughput against latency", plot: tu });
-    }
-  }
 
   // ---- self-check --------------------------------------------------------
   checks.push(function () { return runs.length ? null : "no runs in the data"; });
@@ -841,12 +1257,12 @@
     return bad.length ? "empty chart: " + bad.map(function (c) { return c.name; }).join(", ") : null;
   });
   // Records give data to the in-flight, token and error series and the
-  // lateness CDF at least: fewer than six charts (three for a plan) means
+  // lateness CDF at least: fewer than four charts (three for a plan) means
   // something broke.
   var records = runs.reduce(function (n, r) { return n + (r.records || 0); }, 0);
   checks.push(function () {
     // A plan has three: in flight and the two demands.
-    var least = plans ? 3 : 6;
+    var least = plans ? 3 : 4;
     return records === 0 || charts.length >= least ? null : "only " + charts.length + " charts drawn";
   });
   checks.push(function () {

@@ -5,8 +5,6 @@
 //!   --json`'s object, [`plan::PlanReport`]), the per-turn timeline
 //!   (`--timeline`), and the batching server model's predictions
 //!   ([`plan::server::ServerPrediction`]);
-//! - [`breakdown`]: the makespan's breakdown as the reports show it (the
-//!   `time_breakdown` field, the flag that scales each class, its table);
 //! - [`page`]: the self-contained HTML page of run directories, of a
 //!   `--repeat` directory and of a plan, with its assets (`report/assets/`:
 //!   uPlot, MIT, vendored; arbor's own script and styles), compiled in;
@@ -25,7 +23,6 @@
 //! console; a fault is an [`arbor_error::Error`].
 #![forbid(unsafe_code)]
 
-pub mod breakdown;
 pub mod compare;
 pub mod export;
 pub mod page;

@@ -25,7 +25,7 @@ use serde::Serialize;
 use arbor_runs::policy::PolicySummary;
 use arbor_runs::work::Work;
 
-use crate::breakdown::TimeBreakdown;
+use arbor_runs::time_breakdown::TimeBreakdown;
 
 pub mod server;
 
@@ -385,7 +385,7 @@ impl PlanReport {
         if let Some(server) = &self.server {
             server.print_human(out)?;
         }
-        self.time_breakdown.print_human(out)
+        self.time_breakdown.print_human("where the time goes", out)
     }
 }
 

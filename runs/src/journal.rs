@@ -12,6 +12,7 @@
 use std::fs;
 use std::path::Path;
 
+use arbor_engine::breakdown::breakdown;
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::Nanos;
 use serde::de::DeserializeOwned;
@@ -21,6 +22,7 @@ use arbor_error::Error;
 
 use crate::collector::Warmups;
 use crate::config::RunConfig;
+use crate::time_breakdown::TimeBreakdown;
 
 pub const RUN_FILE: &str = "run.json";
 pub const END_FILE: &str = "end.json";
@@ -40,6 +42,10 @@ pub struct Planned {
     pub peak_inflight_at_s: f64,
     /// Requests the plan dispatches (the progress bar's length).
     pub dispatched: u64,
+    /// Where the plan's time goes (its critical path on the virtual
+    /// clock); absent in runs of older arbors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_breakdown: Option<TimeBreakdown>,
 }
 
 /// The recipe a run followed.
@@ -169,6 +175,11 @@ pub struct RunEnd {
     pub idle_skipped_ns: Nanos,
     /// Per lane, with `--sessions` (empty otherwise).
     pub lanes: Vec<LaneEnd>,
+    /// Where the run's time went: its observed critical path in classes
+    /// (with `--threads`, the thread whose last request ended last);
+    /// absent in runs of older arbors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_breakdown: Option<TimeBreakdown>,
 }
 
 /// What a driver says of a run once it is over.
@@ -214,6 +225,7 @@ impl RunEnd {
                     stalled: l.stalled,
                 })
                 .collect(),
+            time_breakdown: Some(TimeBreakdown::from(&breakdown(scheduler))),
         }
     }
 }
@@ -253,7 +265,18 @@ impl RunEnd {
             idle_shifts: self.idle_shifts + other.idle_shifts,
             idle_skipped_ns: self.idle_skipped_ns + other.idle_skipped_ns,
             lanes,
+            time_breakdown: later(self.time_breakdown, other.time_breakdown),
         }
+    }
+}
+
+/// Of two threads' critical paths, the run's: the one that ended later
+/// (the first among equals).
+fn later(a: Option<TimeBreakdown>, b: Option<TimeBreakdown>) -> Option<TimeBreakdown> {
+    match (a, b) {
+        (Some(a), Some(b)) if b.makespan_ns > a.makespan_ns => Some(b),
+        (Some(a), _) => Some(a),
+        (None, b) => b,
     }
 }
 

@@ -17,7 +17,8 @@
 //! [`earliest`] (the first stretch of a long run, for readers that keep
 //! whole records), [`warnings`] (what a reader must be
 //! told before the figures), [`breaker`] (a run stopped when its requests
-//! keep failing the same way), and the shapes the plan report shares
+//! keep failing the same way), [`time_breakdown`] (where the time went,
+//! as the reports show it), and the shapes the plan report shares
 //! ([`policy`], [`work`]). Every whole JSON file is read through
 //! [`file_cap`] (a regular file, at most 256 MiB).
 //!
@@ -48,5 +49,6 @@ pub mod shape;
 pub mod shard_manifest;
 pub mod sharding;
 pub mod summarize;
+pub mod time_breakdown;
 pub mod warnings;
 pub mod work;

@@ -29,6 +29,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::server_metrics::ServerMetrics;
+use crate::time_breakdown::RunTimeBreakdown;
 use arbor_error::Error;
 
 use crate::collector::{
@@ -418,6 +419,11 @@ pub struct Summary {
     pub tokens: TokenReport,
     pub concurrency: Concurrency,
     pub idle: Idle,
+    /// Where the time went: the run's critical path in classes beside the
+    /// plan's (`runs::time_breakdown`); absent when the run has no
+    /// `end.json` or was written by an older arbor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_breakdown: Option<RunTimeBreakdown>,
     /// What the server's own metrics said (`metrics.jsonl`); absent when
     /// none were scraped.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -538,6 +544,10 @@ impl Summary {
                 shifts: end.idle_shifts,
                 skipped_s: nanos_to_secs(end.idle_skipped_ns),
             },
+            time_breakdown: end.time_breakdown.clone().map(|observed| RunTimeBreakdown {
+                observed,
+                planned: start.planned.time_breakdown.clone(),
+            }),
             server_metrics,
             lanes,
             config: RunConfig {

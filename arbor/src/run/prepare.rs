@@ -127,6 +127,9 @@ pub fn prepare_compiled(
         peak_inflight: stats.peak_inflight,
         peak_inflight_at_s: arbor_engine::time::nanos_to_secs(stats.peak_inflight_at),
         dispatched: stats.dispatched,
+        time_breakdown: Some(arbor_runs::time_breakdown::TimeBreakdown::from(
+            &arbor_engine::breakdown::breakdown(&plan),
+        )),
     };
     let planned_duration = plan.slots().iter().map(|s| s.end).max().unwrap_or(0);
     let planned_load = PlannedLoad::of(&plan, &planned.service);

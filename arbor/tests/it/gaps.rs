@@ -189,3 +189,42 @@ fn a_run_records_the_gap_policies_in_its_summary() {
     assert_eq!(policy["spawn_time"], "zero", "{policy}");
     assert_eq!(policy["other_time"], "recorded", "{policy}");
 }
+
+/// Capped idle gaps make `idle_skipped` negative; the shares are of the
+/// path as replayed, so the other classes' add up to 100 % and none is
+/// above it, and the caps' cut is its own share (issue 28, item 2: a plan
+/// page showed 345.8 % and -362.8 %).
+#[test]
+fn shares_are_of_the_replayed_path_and_the_caps_cut_is_its_own() {
+    let capped = plan(
+        PolicyOptions {
+            idle_gap_cap: Some(5_000_000_000),
+            ..PolicyOptions::default()
+        },
+        None,
+    );
+    let b = &capped["time_breakdown"];
+    let classes = b["classes"].as_array().unwrap();
+    let share = |c: &Value| c["share"].as_f64().unwrap();
+    let skipped = classes
+        .iter()
+        .find(|c| c["class"] == "idle_skipped")
+        .unwrap();
+    assert!(skipped["ns"].as_i64().unwrap() < 0, "{b:#}");
+    let rest: Vec<&Value> = classes
+        .iter()
+        .filter(|c| c["class"] != "idle_skipped")
+        .collect();
+    let sum: f64 = rest.iter().map(|c| share(c)).sum();
+    assert!((sum - 1.0).abs() < 1e-9, "{sum} {b:#}");
+    assert!(
+        rest.iter().all(|c| (0.0..=1.0).contains(&share(c))),
+        "{b:#}"
+    );
+    assert!((-1.0..0.0).contains(&share(skipped)), "{b:#}");
+    let replayed = b["replayed_ns"].as_i64().unwrap();
+    assert_eq!(
+        replayed + skipped["ns"].as_i64().unwrap(),
+        b["makespan_ns"].as_i64().unwrap()
+    );
+}

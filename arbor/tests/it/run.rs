@@ -60,6 +60,43 @@ fn a_run_writes_its_directory_and_tells_the_observer() {
     );
 }
 
+/// A run's summary says where its time went: its observed critical path in
+/// classes that sum to its makespan, beside its plan's (issue 28, item 2).
+#[test]
+fn a_run_says_where_its_time_went_beside_its_plan() {
+    let (options, out) = fast_run("run-time-breakdown");
+    arbor::run::run(&options, &Kept::default()).unwrap();
+    let summary = read(&out.join("summary.json"));
+    let sum = |b: &serde_json::Value| -> (i64, i64) {
+        let classes = b["classes"].as_array().expect("classes");
+        let total = classes.iter().map(|c| c["ns"].as_i64().unwrap()).sum();
+        let service = classes
+            .iter()
+            .find(|c| c["class"] == "service")
+            .map(|c| c["ns"].as_i64().unwrap())
+            .unwrap();
+        (total, service)
+    };
+    let observed = &summary["time_breakdown"]["observed"];
+    let planned = &summary["time_breakdown"]["planned"];
+    let (total, service) = sum(observed);
+    assert_eq!(
+        total,
+        observed["makespan_ns"].as_i64().unwrap(),
+        "{observed:#}"
+    );
+    // Three turns of 1 ms TTFT and a few 0.1 ms tokens back to back: the
+    // path is served, at least the three first tokens' time.
+    assert!(service >= 3_000_000, "{observed:#}");
+    assert!(observed["path_requests"].as_u64().unwrap() >= 3);
+    let (total, _) = sum(planned);
+    assert_eq!(
+        total,
+        planned["makespan_ns"].as_i64().unwrap(),
+        "{planned:#}"
+    );
+}
+
 #[test]
 fn emulator_options_with_an_endpoint_are_bad_input() {
     let (mut options, _) = fast_run("run-emulator-options");

@@ -4,9 +4,10 @@
 //! nothing) so the page can binary-search a row for what is visible.
 //!
 //! Bounded whatever the run's length: the lanes keep whole plays, in the
-//! order their first turn reached the builder, while fewer than
-//! [`MAX_LANE_TURNS`] turns are kept (a play already kept goes on up to
-//! twice that), and count the turns they leave out; a failed turn's
+//! order their first turn reached the builder, while fewer than their
+//! budget of turns are kept ([`MAX_LANE_TURNS`] for a page of one source,
+//! a share of it for each of several: [`budget_of`]; a play already kept
+//! goes on up to twice that), and count the turns they leave out; a failed turn's
 //! error text is kept once per distinct text, up to [`MAX_ERROR_TEXTS`].
 //! A page of a 100,000-turn run stays about ten megabytes.
 
@@ -52,10 +53,21 @@ pub struct Lanes {
     /// Turns not in the lanes (their plays started after the lanes were
     /// full).
     pub left_out: u64,
+    /// The turns the lanes took new plays up to.
+    pub budget: u64,
 }
 
-/// Turns the lanes take new plays up to.
+/// Turns the lanes of a page take new plays up to.
 pub const MAX_LANE_TURNS: usize = 100_000;
+/// The least budget a source of a page with many gets.
+pub const MIN_LANE_TURNS: usize = 2_000;
+
+/// The lane budget of each of `sources` on one page: a page's
+/// [`MAX_LANE_TURNS`] shared, at least [`MIN_LANE_TURNS`] each, so a page
+/// of twenty runs weighs about what a page of one does.
+pub fn budget_of(sources: usize) -> usize {
+    (MAX_LANE_TURNS / sources.max(1)).max(MIN_LANE_TURNS)
+}
 /// Distinct error texts kept; later failures show their class only.
 pub const MAX_ERROR_TEXTS: usize = 1_000;
 
@@ -120,8 +132,9 @@ pub struct ErrorText {
 }
 
 /// Collects rows and turns as records stream by.
-#[derive(Default)]
 pub struct LaneBuilder {
+    /// Turns new plays are taken up to.
+    budget: usize,
     /// play -> agent -> row index (in order of first appearance).
     index: BTreeMap<u32, BTreeMap<String, u32>>,
     rows: Vec<Row>,
@@ -149,7 +162,26 @@ pub struct RowKey<'a> {
     pub lane: Option<u32>,
 }
 
+impl Default for LaneBuilder {
+    fn default() -> Self {
+        LaneBuilder::with_budget(MAX_LANE_TURNS)
+    }
+}
+
 impl LaneBuilder {
+    /// Lanes that take new plays while fewer than `budget` turns are kept.
+    pub fn with_budget(budget: usize) -> Self {
+        LaneBuilder {
+            budget,
+            index: BTreeMap::new(),
+            rows: Vec::new(),
+            turns: Vec::new(),
+            errors: Vec::new(),
+            error_index: BTreeMap::new(),
+            left_out: 0,
+        }
+    }
+
     /// Adds a record's turn (`turn`, made from `r`), if the lanes have
     /// room for it.
     pub fn add(&mut self, r: &Record, turn: Turn) {
@@ -172,8 +204,8 @@ impl LaneBuilder {
     pub fn push(&mut self, key: RowKey, mut turn: Turn, error: Option<ErrorRef>) {
         let kept = self.turns.len();
         let room = match self.index.contains_key(&key.play) {
-            true => kept < 2 * MAX_LANE_TURNS,
-            false => kept < MAX_LANE_TURNS,
+            true => kept < 2 * self.budget,
+            false => kept < self.budget,
         };
         if !room {
             self.left_out += 1;
@@ -229,6 +261,7 @@ impl LaneBuilder {
     /// Rows ordered by play, then by their first turn's `sent`.
     pub fn finish(self) -> Lanes {
         let LaneBuilder {
+            budget,
             rows,
             mut turns,
             errors,
@@ -256,6 +289,7 @@ impl LaneBuilder {
                 .collect(),
             errors,
             left_out,
+            budget: budget as u64,
             ..Lanes::default()
         };
         let mut row_start = vec![0u32; lanes.rows.len() + 1];
@@ -294,6 +328,39 @@ impl LaneBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn many_sources_share_a_pages_budget_down_to_a_floor() {
+        assert_eq!(budget_of(1), MAX_LANE_TURNS);
+        assert_eq!(budget_of(0), MAX_LANE_TURNS);
+        assert_eq!(budget_of(20), 5_000);
+        assert_eq!(budget_of(1_000), MIN_LANE_TURNS);
+    }
+
+    #[test]
+    fn a_small_budget_keeps_whole_plays_and_says_so() {
+        let mut builder = LaneBuilder::with_budget(10);
+        let mut request = 0;
+        for play in 0..5 {
+            for _ in 0..4 {
+                let key = RowKey {
+                    play,
+                    tree: "t",
+                    agent: "root",
+                    copy: 0,
+                    lane: None,
+                };
+                builder.push(key, turn_at(request, request), None);
+                request += 1;
+            }
+        }
+        let lanes = builder.finish();
+        // Plays 0-2 started while fewer than 10 turns were kept; play 2
+        // went on to its end (12 turns), plays 3 and 4 were left out.
+        assert_eq!(lanes.request.len(), 12);
+        assert_eq!(lanes.left_out, 8);
+        assert_eq!(lanes.budget, 10);
+    }
 
     fn record(line: &str) -> Record<'_> {
         serde_json::from_str(line).expect("a record")

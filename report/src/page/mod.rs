@@ -120,7 +120,7 @@ pub fn write_for_run(run_dir: &Path) -> Result<String, Error> {
 pub fn write(run_dirs: &[PathBuf], out: &Path) -> Result<u64, Error> {
     let runs = run_dirs
         .iter()
-        .map(|dir| run_dir::read(dir))
+        .map(|dir| run_dir::read(dir, lanes::budget_of(run_dirs.len())))
         .collect::<Result<Vec<_>, _>>()?;
     let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
     let page = render(&format!("arbor report: {}", names.join(", ")), &runs, None)?;
@@ -152,7 +152,7 @@ pub fn write_for_repeat(
     }
     let runs = dirs
         .iter()
-        .map(|d| run_dir::read(&dir.join(d)))
+        .map(|d| run_dir::read(&dir.join(d), lanes::budget_of(dirs.len())))
         .collect::<Result<Vec<_>, _>>()?;
     let spread = SpreadPage::of(aggregate, dir.display().to_string(), &dirs);
     let title = format!("arbor report: {} ({} runs)", dir.display(), runs.len());

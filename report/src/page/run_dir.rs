@@ -42,9 +42,10 @@ struct Values {
     queue_wait: LatencyValues,
 }
 
-/// Reads `dir` (a directory `arbor run` wrote). A missing directory or
+/// Reads `dir` (a directory `arbor run` wrote), its swim lanes taking
+/// plays up to `lane_turns` turns. A missing directory or
 /// file, or a line that is not a record, is bad input (exit 2).
-pub fn read(dir: &Path) -> Result<RunPage, Error> {
+pub fn read(dir: &Path, lane_turns: usize) -> Result<RunPage, Error> {
     if !dir.is_dir() {
         return Err(Error::input(format!(
             "{}: no such run directory",
@@ -83,7 +84,7 @@ pub fn read(dir: &Path) -> Result<RunPage, Error> {
         queue_wait: LatencyValues::default(),
     };
     let mut series = SeriesBuilder::run();
-    let mut lanes = LaneBuilder::default();
+    let mut lanes = LaneBuilder::with_budget(lane_turns);
     let mut records = 0u64;
     record_line::read(&dir.join(RECORDS_FILE), |record, line| {
         check(record)?;
