@@ -387,6 +387,9 @@ pub struct RunOptions {
     pub scenario: ScenarioOptions,
     pub start: StartOptions,
     pub emulator: EmulatorOptions,
+    /// `--slo`: latency targets the finished run is judged against
+    /// (`slo.json`; a miss is the run's exit).
+    pub slo: Option<String>,
 }
 
 impl RunOptions {

@@ -11,7 +11,7 @@ use arbor::runs::aggregate::Aggregate;
 use arbor::{Error, Observer};
 
 use crate::progress::{Span, Ticker};
-use crate::{aggregate, run_table, stdout};
+use crate::{aggregate, run_table, stdout, verdict};
 
 /// The console of one command.
 #[derive(Default)]
@@ -45,7 +45,8 @@ impl Observer for Console {
 
     fn run_finished(&self, finished: &Finished<'_>) -> Result<(), Error> {
         stdout::print(|mut out| {
-            run_table::print(&mut out, finished.summary, finished.out, finished.emulator)
+            run_table::print(&mut out, finished.summary, finished.out, finished.emulator)?;
+            verdict::print(&mut out, finished.summary, finished.slo)
         })
     }
 

@@ -4,7 +4,8 @@
 //! (none of its measured requests succeeded, more failed than
 //! `--max-error-rate`, or `--abort-after` stopped it), 5 a capacity
 //! search left unresolved by a probe too small to decide
-//! (`--min-requests`), 128 + the signal
+//! (`--min-requests`) or a `--slo` run too small to decide, 6 a run that
+//! missed its `--slo` targets, 128 + the signal
 //! that stopped a run (what
 //! a shell reports: 130 for SIGINT, 143 for SIGTERM).
 
@@ -14,8 +15,11 @@ use arbor::{Error, Kind};
 pub const CLIENT_FAILED: u8 = 3;
 /// The exit code of a run the server failed.
 pub const FAILED_TOO_OFTEN: u8 = 4;
-/// The exit code of a capacity search a too-small probe left unresolved.
+/// The exit code of a capacity search a too-small probe left unresolved
+/// (and of a `--slo` run too small to decide).
 pub const TOO_FEW_MEASURED: u8 = 5;
+/// The exit code of a run that missed its `--slo` targets.
+pub const SLO_MISSED: u8 = 6;
 
 /// The exit code `error` deserves.
 pub fn code(error: &Error) -> u8 {
@@ -25,6 +29,7 @@ pub fn code(error: &Error) -> u8 {
         Kind::ClientFailed => CLIENT_FAILED,
         Kind::FailedTooOften => FAILED_TOO_OFTEN,
         Kind::TooFewMeasured => TOO_FEW_MEASURED,
+        Kind::SloMissed => SLO_MISSED,
         Kind::Stopped { signal } => 128u8.saturating_add(signal),
     }
 }
@@ -44,6 +49,7 @@ mod tests {
         assert_eq!(code(&with(Kind::ClientFailed)), 3);
         assert_eq!(code(&with(Kind::FailedTooOften)), 4);
         assert_eq!(code(&with(Kind::TooFewMeasured)), 5);
+        assert_eq!(code(&with(Kind::SloMissed)), 6);
         assert_eq!(code(&with(Kind::Stopped { signal: 2 })), 130);
         assert_eq!(code(&with(Kind::Stopped { signal: 15 })), 143);
         assert_eq!(code(&with(Kind::Stopped { signal: 1 })), 129);

@@ -40,6 +40,7 @@ mod run_table;
 mod schema;
 mod stdout;
 mod summarize;
+mod verdict;
 
 use std::process::ExitCode;
 

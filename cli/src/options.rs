@@ -207,6 +207,7 @@ pub fn run(a: &RunArgs, given: &Given) -> RunOptions {
         scenario: scenario(&a.scenario),
         start: start(&a.start),
         emulator: emulator(&a.emulator),
+        slo: a.slo.clone(),
     }
 }
 

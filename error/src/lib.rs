@@ -38,6 +38,9 @@ pub enum Kind {
     /// fewer successful requests than it needs to decide
     /// (`--min-requests`), so no verdict of it was taken.
     TooFewMeasured,
+    /// A run met none or not all of its `--slo` targets: it wrote its
+    /// outputs and its verdict (`slo.json`).
+    SloMissed,
     /// A signal (its number: 2 for SIGINT, 15 for SIGTERM, ...) stopped a
     /// run; what ran was written.
     Stopped { signal: u8 },

@@ -329,6 +329,13 @@
   function runVerdict(run) {
     var s = run.summary || {}, c = s.counts || {}, t = s.throughput || {}, cfg = s.config || {};
     var st = status(s);
+    // The SLO's verdict leads when the run was judged (arbor run --slo).
+    var slo = run.slo;
+    if (slo && slo.too_small) st = ["partial", "SLO undecided: only " + num(slo.measured, 0) + " requests succeeded, fewer than the " +
+      num(slo.min_requests, 0) + " a verdict needs. " + st[1]];
+    else if (slo && !slo.pass) st = ["failed", "SLO missed (" + (slo.bounds || []).filter(function (b) { return !b.pass; })
+      .map(function (b) { return b.metric; }).concat(slo.goodput != null ? ["goodput ≥ " + pct(slo.goodput)] : []).join(", ") + "). " + st[1]];
+    else if (slo) st = [st[0], "SLO met (" + slo.spec + "). " + st[1]];
     var box = el("div", { class: "verdict " + st[0] });
     box.appendChild(el("div", { class: "verdict-line", text: st[1] }));
     box.appendChild(el("div", { class: "verdict-what", text: (cfg.inputs || (cfg.input_paths || []).join(", ") || DASH) +

@@ -44,6 +44,9 @@ pub const SUMMARY_FILE: &str = "summary.json";
 /// The plan's requests in flight over time, written beside `run.json`
 /// before the clock starts (its shape is the report's, which draws it).
 pub const PLANNED_FILE: &str = "planned.json";
+/// `arbor run --slo`'s verdict (written by `arbor::run`, drawn by the
+/// page); absent without `--slo`.
+pub const SLO_FILE: &str = "slo.json";
 
 /// The lock file of an output directory: `flock`ed for the whole run, it
 /// holds the pid of the run that claimed the directory last. Not counted

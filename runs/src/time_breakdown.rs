@@ -116,6 +116,28 @@ impl From<&Breakdown> for TimeBreakdown {
 }
 
 impl TimeBreakdown {
+    /// Nanoseconds of replayed gaps on the path (tool, think, other,
+    /// spawn, join, concurrent) less what the idle caps cut: the time a
+    /// run spends waiting as the agents did.
+    pub fn replayed_gaps(&self) -> u64 {
+        const GAPS: [&str; 7] = [
+            "tool",
+            "think",
+            "other",
+            "spawn",
+            "join",
+            "concurrent",
+            IDLE_SKIPPED,
+        ];
+        let ns: i64 = self
+            .classes
+            .iter()
+            .filter(|c| GAPS.contains(&c.class.as_str()))
+            .map(|c| c.ns)
+            .sum();
+        u64::try_from(ns).unwrap_or(0)
+    }
+
     /// The caps' saving (≤ 0 ns), when they cut anything.
     pub fn skipped(&self) -> Option<&TimeShare> {
         self.classes

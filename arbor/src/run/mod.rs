@@ -40,6 +40,7 @@ mod notices;
 mod prepare;
 mod repeat;
 mod signals;
+pub mod slo;
 mod threads;
 
 use std::path::{Path, PathBuf};
@@ -159,10 +160,14 @@ struct Ran {
     failed: Option<String>,
     /// The pre-flight the run passed.
     ready: preflight::Ready,
+    /// How the run missed its `--slo` (or was too small to judge).
+    slo_missed: Option<Error>,
 }
 
 impl Ran {
     /// How the run ends ([`exit_of`] its parts).
+    /// How the run ends ([`exit_of`] its parts); a run that ended well
+    /// but missed its `--slo` ends with the miss.
     fn exit(&self, observer: &dyn Observer) -> Result<(), Error> {
         exit_of(
             self.stopped_by,
@@ -170,7 +175,11 @@ impl Ran {
             self.failed.as_deref(),
             &self.out,
             observer,
-        )
+        )?;
+        match &self.slo_missed {
+            Some(miss) => Err(miss.clone()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -179,6 +188,8 @@ impl Ran {
 /// everything decided before the workload is loaded.
 pub struct Settled {
     pub args: RunOptions,
+    /// `--slo` parsed.
+    pub slo: Option<arbor_capacity::slo::Slo>,
     pub applied: Option<Applied>,
     pub emulator: Option<EmulatorConfig>,
     demo: bool,
@@ -187,6 +198,7 @@ pub struct Settled {
 /// Applies the demo's defaults and the recipe, refuses emulator options
 /// with an endpoint, and configures the in-process emulator.
 pub fn settle(args: &RunOptions, observer: &dyn Observer) -> Result<Settled, Error> {
+    let slo = args.slo.as_deref().map(slo::parse).transpose()?;
     let demo = is_demo(args);
     let mut args = if demo {
         demo_args(args, observer)
@@ -220,6 +232,7 @@ pub fn settle(args: &RunOptions, observer: &dyn Observer) -> Result<Settled, Err
     }
     Ok(Settled {
         args,
+        slo,
         applied,
         emulator,
         demo,
@@ -260,6 +273,11 @@ fn run_prepared(
         planned: prepared.planned_duration,
         service: &prepared.planned.service,
         cache_bust: prepared.requests.cache_bust,
+        gaps: prepared
+            .planned
+            .time_breakdown
+            .as_ref()
+            .map_or(0, |b| b.replayed_gaps()),
     };
     for line in notices::before_run(&shape) {
         observer.notice(&line);
@@ -301,20 +319,27 @@ fn run_prepared(
         }
     };
 
+    let judged = match (&settled.args.slo, &settled.slo) {
+        (Some(spec), Some(targets)) => Some(slo::judge(&report.out, spec, targets)?),
+        _ => None,
+    };
     observer.run_finished(&Finished {
         summary: &report.summary,
         out: &report.out,
         emulator: emulator_settings.as_deref(),
+        slo: judged.as_ref(),
     })?;
     let line = arbor_report::page::write_for_run(&report.out)?;
     observer.output(&line)?;
     let failed = failed_too_often(&report.summary, &report.out, failures, report.trip.as_ref());
+    let slo_missed = judged.as_ref().and_then(|j| slo::miss(j, &report.out));
     Ok(Ran {
         out: report.out,
         stopped_by: report.stopped_by,
         client_failures: report.client_failures,
         failed,
         ready: report.ready,
+        slo_missed,
     })
 }
 
@@ -504,6 +529,7 @@ pub fn run_compiled(
     )?;
     let settled = Settled {
         args: args.clone(),
+        slo: settled.slo.clone(),
         applied: settled.applied.clone(),
         emulator: settled.emulator.clone(),
         demo: settled.demo,

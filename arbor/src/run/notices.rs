@@ -1,6 +1,8 @@
 //! What `arbor run` says on stderr before the clock starts: the planned
-//! duration, and warnings about the known traps (lanes that stay empty,
-//! a loop that replays identical prompts into the server's cache).
+//! duration, how much of it is replayed tool and think time (and how to
+//! shorten it for a quick check), and warnings about the known traps
+//! (lanes that stay empty, a loop that replays identical prompts into the
+//! server's cache).
 //!
 //! Pure: the caller prints the lines. Reads the policy and the plan's
 //! figures; owns no other part of the run.
@@ -19,12 +21,26 @@ pub struct RunShape<'a> {
     pub service: &'a str,
     /// Prompts carry a cache-bust marker (`--cache-bust`, or the recipe).
     pub cache_bust: bool,
+    /// Replayed gaps (tool, think, ... after the idle caps' cut) on the
+    /// plan's critical path.
+    pub gaps: Nanos,
 }
+
+/// Replayed gaps beyond this get the quick-check hint.
+const LONG_GAPS: Nanos = 60 * arbor_engine::time::NANOS_PER_SEC;
 
 /// The lines to print before the run, in order.
 pub fn before_run(shape: &RunShape) -> Vec<String> {
     let policy = shape.policy;
     let mut lines = vec![planned_duration(shape)];
+    if shape.gaps > LONG_GAPS {
+        lines.push(format!(
+            "arbor run: {} of it is recorded tool and think time replayed between turns; for a \
+             quick check add --gap-scale 0.01 --idle-gap-cap 0.25 (gaps at 1 %, idle waits cut \
+             to 0.25 s: the demo's pace), or end it early with --duration 60",
+            about(shape.gaps)
+        ));
+    }
     let corpus = shape.trees.saturating_mul(u64::from(policy.copies.max(1)));
     if let Some(sessions) = policy.sessions {
         if u64::from(sessions) > corpus {
@@ -95,7 +111,32 @@ mod tests {
             planned: 900 * NANOS_PER_SEC,
             service: "recorded",
             cache_bust,
+            gaps: 0,
         }
+    }
+
+    #[test]
+    fn long_replayed_gaps_say_how_to_check_quickly() {
+        let policy = Policy::default();
+        let long = RunShape {
+            gaps: 840 * NANOS_PER_SEC,
+            ..shape(&policy, false)
+        };
+        let lines = before_run(&long);
+        assert!(
+            lines[1].starts_with("arbor run: 14 min of it is recorded tool and think time"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].contains("--gap-scale 0.01 --idle-gap-cap 0.25"),
+            "{lines:?}"
+        );
+        let short = RunShape {
+            gaps: 30 * NANOS_PER_SEC,
+            ..shape(&policy, false)
+        };
+        assert_eq!(before_run(&short).len(), 1, "half a minute needs no hint");
+        assert!(!lines[1].contains("  "), "{lines:?}");
     }
 
     #[test]

@@ -97,6 +97,52 @@ fn a_run_says_where_its_time_went_beside_its_plan() {
     );
 }
 
+/// `--slo`: the finished run is judged, the verdict written beside the
+/// records and handed to the console; a miss is the run's exit, a pass
+/// is none (issue 28, item 1).
+#[test]
+fn a_run_with_an_slo_is_judged_and_a_miss_is_its_exit() {
+    let (mut options, out) = fast_run("run-slo-miss");
+    // 24 requests: a verdict needs 20 that succeeded.
+    options.policy.copies = Some(2);
+    // A 1 ms TTFT cannot be under a tenth of it.
+    options.slo = Some("ttft_p50<=0.1ms".to_string());
+    let kept = Kept::default();
+    let error = arbor::run::run(&options, &kept).unwrap_err();
+    assert_eq!(error.kind, Kind::SloMissed, "{}", error.message);
+    assert!(
+        error.message.contains("missed ttft_p50"),
+        "{}",
+        error.message
+    );
+    let verdict = read(&out.join("slo.json"));
+    assert_eq!(verdict["pass"], false);
+    assert_eq!(verdict["bounds"][0]["metric"], "ttft_p50");
+    assert_eq!(verdict["bounds"][0]["pass"], false);
+    assert!(
+        out.join("report.html").is_file(),
+        "the page is written first"
+    );
+
+    let (mut options, out) = fast_run("run-slo-pass");
+    options.policy.copies = Some(2);
+    options.slo = Some("ttft_p99<=10s,job_p90<=60s".to_string());
+    arbor::run::run(&options, &Kept::default()).unwrap();
+    let verdict = read(&out.join("slo.json"));
+    assert_eq!(verdict["pass"], true, "{verdict:#}");
+    assert_eq!(verdict["job_goodput"], 1.0, "{verdict:#}");
+}
+
+#[test]
+fn a_bad_slo_is_bad_input_before_anything_runs() {
+    let (mut options, out) = fast_run("run-slo-bad");
+    options.slo = Some("ttft_p99<2s".to_string());
+    let error = arbor::run::run(&options, &Kept::default()).unwrap_err();
+    assert_eq!(error.kind, Kind::Input);
+    assert!(error.message.starts_with("--slo "), "{}", error.message);
+    assert!(!out.exists());
+}
+
 #[test]
 fn emulator_options_with_an_endpoint_are_bad_input() {
     let (mut options, _) = fast_run("run-emulator-options");

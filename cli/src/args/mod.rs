@@ -319,6 +319,15 @@ pub struct RunArgs {
     #[arg(long, visible_alias = "num-profile-runs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = OUTPUT)]
     pub repeat: Option<u32>,
 
+    /// Judge the finished run against latency targets, as `arbor capacity`
+    /// does a probe: comma-separated METRIC_pNN<=DURATION (ttft, itl,
+    /// tpot, e2e, job) and optionally goodput>=SHARE, e.g.
+    /// 'ttft_p99<=2s,e2e_p90<=30s'. The verdict goes to OUT/slo.json, the
+    /// console and the page; a miss exits 6, fewer than 20 successful
+    /// requests exit 5 (undecided).
+    #[arg(long, value_name = "SLOS", help_heading = OUTPUT)]
+    pub slo: Option<String>,
+
     #[command(flatten)]
     pub scenario: ScenarioArgs,
 

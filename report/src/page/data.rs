@@ -53,4 +53,8 @@ pub struct RunPage {
     /// The server's gauges over time (`metrics.jsonl`): `None` when the
     /// run scraped none, and for a plan.
     pub server: Option<ServerSeries>,
+    /// The run judged against `--slo` (`slo.json` as written): `None`
+    /// without one, and for a plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Value>,
 }

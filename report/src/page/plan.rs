@@ -50,5 +50,6 @@ pub fn page(scheduler: &Scheduler, recorded: &[Tree], summary: Value, inputs: &s
         lanes,
         planned: None,
         server: None,
+        slo: None,
     }
 }

@@ -30,7 +30,7 @@ use super::series::SeriesBuilder;
 use super::server;
 
 pub use arbor_runs::output::SUMMARY_FILE;
-use arbor_runs::output::{Summary, SUMMARY_SCHEMA};
+use arbor_runs::output::{Summary, SLO_FILE, SUMMARY_SCHEMA};
 
 /// Values of the distributions drawn as CDFs, in nanoseconds.
 struct Values {
@@ -40,6 +40,25 @@ struct Values {
     e2e: LatencyValues,
     lateness: LatencyValues,
     queue_wait: LatencyValues,
+}
+
+/// `slo.json` when the run was judged (`arbor run --slo`), as written: a
+/// file that is not a JSON object is bad input naming it.
+fn read_slo(dir: &Path) -> Result<Option<Value>, Error> {
+    let path = dir.join(SLO_FILE);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = arbor_runs::file_cap::read_to_string(&path)
+        .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
+    match serde_json::from_str::<Value>(&text) {
+        Ok(v) if v.is_object() => Ok(Some(v)),
+        Ok(_) => Err(Error::input(format!(
+            "{}: expected a JSON object",
+            path.display()
+        ))),
+        Err(e) => Err(Error::input(format!("{}: {e}", path.display()))),
+    }
 }
 
 /// Reads `dir` (a directory `arbor run` wrote), its swim lanes taking
@@ -140,5 +159,6 @@ pub fn read(dir: &Path, lane_turns: usize) -> Result<RunPage, Error> {
         edges,
         planned: planned::read(dir)?,
         server: server::read(dir)?,
+        slo: read_slo(dir)?,
     })
 }
