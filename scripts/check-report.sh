@@ -2,18 +2,22 @@
 # Browser check of `arbor report`: renders report pages in headless
 # Chromium, fails on any console error or empty chart, saves screenshots.
 #
-#   scripts/check-report.sh                  # the demo run, a two-run report, a plan, a --repeat 2
+#   scripts/check-report.sh                  # the pages below
 #   scripts/check-report.sh PAGE.html...     # pages already written
 #
-# With no argument it builds arbor (debug), runs the demo twice into
-# $OUT (default target/report-check; the second run with a slower
-# emulator, --ttft-ms 20, so the two differ) and checks the demo's own
-# report.html, `arbor report` of both runs, and the page of a plan
-# (`arbor plan --report` of the testdata fixtures under --sessions 2, so
-# it has lanes), and the multi-run page of `arbor run --repeat 2` (its
-# spread: the validity stamp, means, intervals and each run's value),
-# redrawn by `arbor report OUT` first. Screenshots go beside each page's check files in $OUT:
-# <name>.png (1400x2400, or $WINDOW).
+# With no argument it builds arbor (debug) and checks the pages a user
+# meets: the demo run's own report.html; a run whose every request failed
+# (`--fail-rate 1`: its verdict must lead with the server's words);
+# `arbor report` of two runs that differ in the emulator's TTFT (the
+# configuration must show what differed); twenty runs at 5..100 sessions
+# given in shell-glob order (drawn in load order, under 5 MB); the page
+# of a plan (`arbor plan --report` of the testdata fixtures under
+# --sessions 2, so it has lanes); and the multi-run page of `arbor run
+# --repeat 2` (its spread), redrawn by `arbor report OUT` first.
+# Screenshots go beside each page's check files in $OUT (default
+# target/report-check): <name>.png (1400x2400, or $WINDOW). With
+# IMAGES=DIR, the top of each is also saved as DIR/report-<name>.png
+# (docs/images holds the committed ones).
 #
 # The page checks itself: once every chart has rendered with data and the
 # swim lanes drew bars, it sets its title to "arbor report: ok"; on any
@@ -118,6 +122,24 @@ check() {
   ready=$(grep -o 'data-ready-ms="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
   bars=$(grep -o 'data-lane-bars="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
   echo "check-report: $name ok ($(du -k "$page" | cut -f1) kB; script ${render:-?} ms, interactive ${ready:-?} ms after navigation start, ${bars:-?} lane bars; screenshot $OUT/$name.png)"
+  if [ -n "${IMAGES:-}" ]; then
+    mkdir -p "$IMAGES"
+    python3 - "$OUT/$name.png" "$IMAGES/report-$name.png" <<'PY' || cp "$OUT/$name.png" "$IMAGES/report-$name.png"
+import sys
+from PIL import Image
+im = Image.open(sys.argv[1])
+im.crop((0, 0, im.width, min(im.height, 1500))).save(sys.argv[2], optimize=True)
+PY
+  fi
+}
+
+# must PAGE_NAME PATTERN WHY: the rendered page (its dumped DOM) holds
+# PATTERN, or the check fails saying WHY.
+must() {
+  if ! grep -q -- "$2" "$OUT/$1.dom.html"; then
+    echo "check-report: $1: $3 (no '$2' in $OUT/$1.dom.html)" >&2
+    return 1
+  fi
 }
 
 if [ $# -gt 0 ]; then
@@ -131,14 +153,33 @@ fi
 cd "$root"
 timeout 900 cargo build -q -p arbor-cli
 arbor=$root/target/debug/arbor
-rm -rf "$OUT/demo" "$OUT/slower" "$OUT/repeat"
+rm -rf "$OUT/demo" "$OUT/slower" "$OUT/repeat" "$OUT/failed" "$OUT/loads"
 timeout 300 "$arbor" run --out "$OUT/demo" --no-progress >"$OUT/demo.txt"
 timeout 300 "$arbor" run --out "$OUT/slower" --no-progress --ttft-ms 20 >"$OUT/slower.txt"
 tail -1 "$OUT/demo.txt" | grep -q "report.html" || {
   echo "check-report: the run's last line does not name report.html" >&2
   exit 1
 }
+# Every request fails (exit 4, the server failed the run).
+status=0
+timeout 300 "$arbor" run --out "$OUT/failed" --no-progress --fail-rate 1 >"$OUT/failed.txt" 2>&1 || status=$?
+if [ "$status" != 4 ]; then
+  echo "check-report: a run whose every request failed exited $status, not 4" >&2
+  exit 1
+fi
 timeout 60 "$arbor" report "$OUT/demo" "$OUT/slower" -o "$OUT/two-runs.html"
+# Twenty loads, given in the shell's order (probe-10 before probe-5).
+mkdir -p "$OUT/loads"
+for n in $(seq 5 5 100); do
+  timeout 120 "$arbor" run --sessions "$n" --loop --cache-bust --duration 1 --grace 1 \
+    --out "$OUT/loads/probe-$n" --no-progress >"$OUT/loads-probe-$n.txt" 2>&1
+done
+timeout 120 "$arbor" report "$OUT"/loads/probe-* -o "$OUT/loads.html"
+size=$(wc -c <"$OUT/loads.html")
+if [ "$size" -ge 5000000 ]; then
+  echo "check-report: the page of 20 runs is $size bytes (budget 5 MB)" >&2
+  exit 1
+fi
 timeout 120 "$arbor" plan testdata/weka-kv-cache-tester --sessions 2 --idle-gap-cap 5 \
   --report "$OUT/plan.html" >"$OUT/plan.txt"
 timeout 300 "$arbor" run --repeat 2 --out "$OUT/repeat" --no-progress >"$OUT/repeat.txt" 2>&1
@@ -148,6 +189,19 @@ grep -q "the spread of" "$OUT/repeat.txt" || {
   exit 1
 }
 check "$OUT/demo/report.html" demo
+must demo 'class="verdict ok"' "the demo's verdict is not first and green"
+check "$OUT/failed/report.html" failed
+must failed 'class="verdict failed"' "the failed run's verdict does not say it failed"
+must failed 'injected server error' "the failed run's page does not show the server's words"
 check "$OUT/two-runs.html" two-runs
+must two-runs '--ttft-ms 20' "the comparison does not show the setting that differed"
+check "$OUT/loads.html" loads
+# The runs table in load order: probe-5 first, probe-100 last.
+order=$(grep -o '</span>probe-[0-9]*</span></td>' "$OUT/loads.dom.html" | grep -o 'probe-[0-9]*' | head -20 | tr '\n' ' ')
+if [ "$order" != "$(for n in $(seq 5 5 100); do printf 'probe-%s ' "$n"; done)" ]; then
+  echo "check-report: loads: the runs are not in load order: $order" >&2
+  exit 1
+fi
+must loads 'Against load (sessions)' "the page of 20 loads draws no curve against load"
 check "$OUT/plan.html" plan
 check "$OUT/repeat/report.html" repeat

@@ -420,7 +420,8 @@
     });
     return t;
   }
-  if (!spread) {
+  // (A --repeat page has its spread above: the runs' table follows it.)
+  {
     if (runs.length === 1) app.appendChild(isPlan(runs[0]) ? planVerdict(runs[0]) : runVerdict(runs[0]));
     else if (runs.length > 1) {
       app.appendChild(el("h2", { text: "Runs" + (knob ? " by " + knob[1] : "") }));
