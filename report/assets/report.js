@@ -957,19 +957,31 @@
   // ---- charts (uPlot) --------------------------------------------------
   function chartWidth(box) { return Math.max(320, box.clientWidth || 620); }
   // An axis tick in few characters (1.2M, 15k, 0.25), so labels never
-  // run into the axis title.
-  function compact(v) {
-    if (v == null) return "";
-    var a = Math.abs(v);
-    if (a >= 1e9) return num(v / 1e9, a >= 1e10 ? 0 : 1) + "G";
-    if (a >= 1e6) return num(v / 1e6, a >= 1e7 ? 0 : 1) + "M";
-    if (a >= 1e4) return num(v / 1e3, 0) + "k";
-    if (a >= 1e3) return num(v / 1e3, 1) + "k";
-    if (a >= 100 || a === 0) return num(v, 0);
-    if (a >= 1) return String(Math.round(v * 100) / 100);
-    return String(Number(v.toPrecision(2)));
+  // run into the axis title; as many decimals as the ticks' step needs
+  // (10.5k, 10.6k rather than 11k, 11k).
+  // The unit of ticks up to `top`: [divisor, suffix].
+  function tickUnit(top) {
+    if (top >= 1e9) return [1e9, "G"];
+    if (top >= 1e6) return [1e6, "M"];
+    if (top >= 1e4) return [1e3, "k"];
+    return [1, ""];
   }
-  function ticks(u, splits) { return splits.map(compact); }
+  // Decimals that write every multiple of `step` exactly (0.25: 2).
+  function stepDigits(step) {
+    if (!step || !isFinite(step)) return 2;
+    var d = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+    while (d < 6 && Math.abs(step * Math.pow(10, d) - Math.round(step * Math.pow(10, d))) > 1e-6) d++;
+    return d;
+  }
+  function compact(v, step, unit) {
+    if (v == null) return "";
+    unit = unit || tickUnit(Math.abs(v));
+    return num(v / unit[0], stepDigits(step / unit[0])) + unit[1];
+  }
+  function ticks(u, splits, axis, space, step) {
+    var unit = tickUnit(Math.max.apply(null, splits.map(function (v) { return Math.abs(v || 0); })));
+    return splits.map(function (v) { return compact(v, step, unit); });
+  }
   // Charts with no value anywhere are not drawn; their names are said
   // once per section (in `notDrawn`).
   // series: {name, color, x, y, dash, stepped, points}. The legend is the
