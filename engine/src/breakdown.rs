@@ -169,8 +169,22 @@ struct Step {
     by_end: bool,
 }
 
-/// The breakdown of `scheduler`'s makespan (see the module documentation).
+/// The breakdown of a live run's scheduler: `None` when it forgot finished
+/// plays ([`Scheduler::forget_finished`], a run past
+/// [`Scheduler::FORGET_BATCH`] plays), since the path may go back through
+/// them; else [`breakdown`].
+pub fn observed(scheduler: &Scheduler) -> Option<Breakdown> {
+    let whole = scheduler.first_play() == 0 && scheduler.first_request() == 0;
+    whole.then(|| breakdown(scheduler))
+}
+
+/// The breakdown of `scheduler`'s makespan (see the module documentation),
+/// of a scheduler that kept every play (a plan, or a live run before it
+/// forgot any: [`observed`]); one that forgot gives an empty breakdown.
 pub fn breakdown(scheduler: &Scheduler) -> Breakdown {
+    if scheduler.first_play() != 0 || scheduler.first_request() != 0 {
+        return Breakdown::default();
+    }
     let slots = scheduler.slots();
     let mut out = Breakdown::default();
     let Some(last) = last_completion(slots, |_| true) else {
@@ -445,6 +459,48 @@ mod tests {
         assert_eq!(b.get(TimeClass::Service), 100);
         assert_eq!(b.get(TimeClass::Gap(GapClass::Tool)), 380);
         assert_eq!(b.total(), 620);
+    }
+
+    #[test]
+    fn a_scheduler_that_forgot_plays_has_no_observed_path() {
+        let w = Workload {
+            trees: vec![tree(0), tree(0), tree(0)],
+        };
+        let policy = Policy {
+            sessions: Some(1),
+            ..Policy::default()
+        };
+        let compiled = compile(&w, &policy, &DeriveOptions::default()).unwrap();
+        let mut s = Scheduler::new(compiled, policy).unwrap();
+        s.forget_finished(1);
+        let mut now = 0;
+        // Drive it to the end, each request done 10 ns after it is sent.
+        loop {
+            let mut sent = Vec::new();
+            while let Some(command) = s.poll_command() {
+                if let Command::Dispatch(id) = command {
+                    s.handle_sent(now, id).unwrap();
+                    sent.push(id);
+                }
+            }
+            if !sent.is_empty() {
+                now += 10;
+                for id in sent {
+                    s.handle_completion(now, id, Outcome::Ok).unwrap();
+                }
+                continue;
+            }
+            match s.poll_timeout() {
+                Some(t) => {
+                    now = t;
+                    s.handle_timeout(now).unwrap();
+                }
+                None => break,
+            }
+        }
+        assert!(s.first_play() > 0, "the test needs plays forgotten");
+        assert_eq!(observed(&s), None);
+        assert_eq!(breakdown(&s), Breakdown::default(), "and no panic");
     }
 
     #[test]

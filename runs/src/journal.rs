@@ -12,7 +12,7 @@
 use std::fs;
 use std::path::Path;
 
-use arbor_engine::breakdown::breakdown;
+use arbor_engine::breakdown::observed;
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::time::Nanos;
 use serde::de::DeserializeOwned;
@@ -177,7 +177,8 @@ pub struct RunEnd {
     pub lanes: Vec<LaneEnd>,
     /// Where the run's time went: its observed critical path in classes
     /// (with `--threads`, the thread whose last request ended last);
-    /// absent in runs of older arbors.
+    /// absent in runs of older arbors, and in a run so long its scheduler
+    /// forgot finished plays (past 4,096), whose path it cannot walk back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_breakdown: Option<TimeBreakdown>,
 }
@@ -225,7 +226,7 @@ impl RunEnd {
                     stalled: l.stalled,
                 })
                 .collect(),
-            time_breakdown: Some(TimeBreakdown::from(&breakdown(scheduler))),
+            time_breakdown: observed(scheduler).map(|b| TimeBreakdown::from(&b)),
         }
     }
 }
@@ -271,12 +272,13 @@ impl RunEnd {
 }
 
 /// Of two threads' critical paths, the run's: the one that ended later
-/// (the first among equals).
+/// (the first among equals); none when either thread has none (it forgot
+/// its finished plays: the run's path may be the one it cannot walk).
 fn later(a: Option<TimeBreakdown>, b: Option<TimeBreakdown>) -> Option<TimeBreakdown> {
     match (a, b) {
         (Some(a), Some(b)) if b.makespan_ns > a.makespan_ns => Some(b),
-        (Some(a), _) => Some(a),
-        (None, b) => b,
+        (Some(a), Some(_)) => Some(a),
+        _ => None,
     }
 }
 
