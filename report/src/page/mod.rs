@@ -25,7 +25,7 @@
 mod cdf;
 mod cells;
 mod data;
-mod html;
+pub(crate) mod html;
 mod lanes;
 mod plan;
 mod plan_turns;
@@ -76,6 +76,11 @@ pub struct ReportOptions {
 /// `arbor report`: writes the page; the line that says where it is and
 /// what it holds.
 pub fn report(options: &ReportOptions) -> Result<String, Error> {
+    if let [one] = options.run_dirs.as_slice() {
+        if crate::capacity::is_capacity_dir(one) {
+            return crate::capacity::report(one, options.out.as_deref());
+        }
+    }
     let out = match (&options.out, options.run_dirs.as_slice()) {
         (Some(out), _) => out.clone(),
         (None, [one]) => one.join(REPORT_FILE),
