@@ -128,10 +128,24 @@
     }
     vline(a.passing, "#137333");
     vline(a.failing, LIMIT);
-    var at = a.passing != null ? a.passing : a.failing;
-    if (at != null) {
-      ctx.save(); ctx.fillStyle = "#1d2330"; ctx.font = (11 * devicePixelRatio) + "px system-ui, sans-serif";
-      ctx.fillText("knee", x(at) + 4 * devicePixelRatio, top + 12 * devicePixelRatio); ctx.restore();
+  }
+  // The legend's entries of the knee's marks, after the series'.
+  function kneeLegend(legend) {
+    if (a.passing != null && a.failing != null) {
+      legend.appendChild(el("span", { class: "legend-item" }, [el("span", { class: "cap-band" }),
+        "knee: " + loadShort(a.passing) + " passes, " + loadShort(a.failing) + " fails"]));
+    } else if (a.passing != null || a.failing != null) {
+      var only = a.passing != null ? a.passing : a.failing;
+      legend.appendChild(el("span", { class: "legend-item" }, [
+        el("span", { class: "line", style: "border-top-color:" + (a.passing != null ? "#137333" : LIMIT) }),
+        (a.passing != null ? "largest passing: " : "first failing: ") + loadShort(only)]));
+    }
+    var pa = predicted && predicted.answer;
+    if (pa && (pa.passing != null || pa.failing != null)) {
+      legend.appendChild(el("span", { class: "legend-item" }, [
+        el("span", { class: "line dashed", style: "border-top-color:" + PREDICTED }),
+        "predicted knee" + (pa.passing != null ? ": " + loadShort(pa.passing) + " passes" : "") +
+          (pa.failing != null ? (pa.passing != null ? ", " : ": ") + loadShort(pa.failing) + " fails" : "")]));
     }
   }
 
@@ -185,6 +199,7 @@
         el("span", { class: "line" + (s.dash ? " dashed" : ""), style: "border-top-color:" + s.color });
       legend.appendChild(el("span", { class: "legend-item" }, [mark, s.name]));
     });
+    kneeLegend(legend);
     b.appendChild(legend);
     b.appendChild(readout);
     charts.push({ name: name, plot: u });
@@ -225,7 +240,13 @@
     var gbox = el("div", { class: "cap-wide" });
     app.appendChild(gbox);
     plot(gbox, "goodput", "Goodput (% meeting the SLO)", "%", g, {
-      yRange: [0, 100], height: 260, emptyText: "no probe measured a goodput",
+      // Up to 100 %, down to the tens below the least value (or the
+      // threshold), so a curve between 90 and 100 % is not flattened.
+      yRange: function (u, min) {
+        var least = Math.min(min, data.goodput_threshold == null ? 100 : data.goodput_threshold * 100);
+        return [Math.max(0, Math.floor((least - 1) / 10) * 10), 100];
+      },
+      height: 260, emptyText: "no probe measured a goodput",
       show: function (v) { return num(v, 1) + " %"; }
     });
 
@@ -259,8 +280,8 @@
   function probeTable(c) {
     var t = el("table", { class: "cap-probes" });
     var head = ["probe", data.knob, "verdict", "reason", "requests", "failed", "goodput req", "goodput trees"]
-      .concat(data.bounds.map(function (b) { return b.metric; }), ["output tok/s", "directory"]);
-    t.appendChild(el("tr", {}, head.map(function (h, i) { return el("th", { class: i === 3 || i === head.length - 1 ? "k" : "", text: h }); })));
+      .concat(data.bounds.map(function (b) { return b.metric; }), ["output tok/s"]);
+    t.appendChild(el("tr", {}, head.map(function (h, i) { return el("th", { class: i === 3 ? "k" : "", text: h }); })));
     c.points.forEach(function (p) {
       var v = VERDICT[p.verdict] || [p.verdict, ""];
       var cells = [
@@ -279,15 +300,17 @@
         cells.push(el("td", { class: p.verdict !== "unresolved" && !r.pass ? "bad" : "", text: text }));
       });
       cells.push(el("td", { text: num(p.output_tokens_per_s, 0) }));
-      cells.push(el("td", { class: "k cap-dir", text: p.dir || DASH }));
-      t.appendChild(el("tr", { class: p.load === a.passing || p.load === a.failing ? "cap-knee-row" : "" }, cells));
+      var row = el("tr", { class: p.load === a.passing || p.load === a.failing ? "cap-knee-row" : "" }, cells);
+      if (p.dir) row.title = p.dir;
+      t.appendChild(row);
     });
     return el("div", { class: "scroll" }, [t]);
   }
   app.appendChild(el("h2", { text: "Probes, by load" }));
   app.appendChild(el("div", { class: "note", text: "Each probe's verdict against the SLO and why; red: a reading over its limit; highlighted: the knee's two loads. " +
     "A probe too small to decide (fewer successful requests than --min-requests) neither passes nor fails and stops a live search; one whose run failed has no reading. " +
-    "Output tokens/s from the probe's summary.json; each probe's own page is report.html in its directory (a live probe's run)." }));
+    "Output tokens/s from the probe's summary.json. Probe K at load N is the directory probe-K-" + data.knob + "-N" +
+    (predicted ? " (the prediction's under predicted/)" : "") + (data.mode === "live" ? ", a run with its own report.html." : "; arbor report on several overlays them like runs.") }));
   if (curve.points.length) app.appendChild(probeTable(curve));
   else app.appendChild(el("div", { class: "note", text: "No probe was measured." }));
   if (predicted) {
