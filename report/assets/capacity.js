@@ -27,7 +27,7 @@
   window.addEventListener("error", function (e) { fail(e.message || String(e)); });
 
   var DASH = "–";
-  var LIVE = "#2563eb", TREES = "#e8590c", PREDICTED = "#6b7280", LIMIT = "#b3261e", FAILS = "#b3261e";
+  var LIVE = "#2563eb", TREES = "#e8590c", PREDICTED = "#6b7280", LIMIT = "#b3261e", FAILS = "#b3261e", SMALL = "#8a4b00";
 
   function el(tag, attrs, children) {
     var e = document.createElement(tag);
@@ -101,9 +101,11 @@
     c.points.forEach(function (p) { allLoads.push(p.load); });
   });
   var xMin = Math.min.apply(null, allLoads), xMax = Math.max.apply(null, allLoads);
-  // The x of a line across the chart (a limit), each load once.
-  var across = xMin === xMax ? [xMin] : [xMin, xMax];
-  function level(v) { return across.map(function () { return v; }); }
+  // The x axis spans the loads and a little more; a limit is a line from
+  // edge to edge (also over a single load).
+  var pad = (xMax - xMin) * 0.04 || 1;
+  var across = [xMin - pad, xMax + pad];
+  function level(v) { return [v, v]; }
 
   // The knee's bracket shaded behind the series, its ends marked; a
   // prediction's bracket outlined, dashed.
@@ -149,7 +151,8 @@
     }
   }
 
-  // series: {name, color, x, y, dash, points (markers only), marker}
+  // series: {name, color, x, y, dash, points (rings only, no line), limit
+  // (a line edge to edge, no markers, read out only beside a curve)}
   function plot(parent, name, title, yLabel, series, opts) {
     var b = el("div", { class: "chart" });
     parent.appendChild(b);
@@ -162,7 +165,6 @@
     }
     var joined = uPlot.join(shown.map(function (s) { return [s.x, s.y]; }));
     var readout = el("div", { class: "cap-readout" });
-    var pad = (xMax - xMin) * 0.04 || 1;
     var u = new uPlot({
       width: chartWidth(b), height: opts.height || 230,
       legend: { show: false },
@@ -176,7 +178,7 @@
           label: s.name, stroke: s.color, width: s.points ? 0 : 2, dash: s.dash, spanGaps: true,
           paths: s.points ? function () { return null; } : undefined,
           points: s.points ? { show: true, size: 11, fill: "#fff", stroke: s.color, width: 2 } :
-            s.marker === false ? { show: false } : { show: true, size: 6, fill: s.color, stroke: s.color }
+            s.limit ? { show: false } : { show: true, size: 6, fill: s.color, stroke: s.color }
         };
       })),
       hooks: {
@@ -184,12 +186,16 @@
         setCursor: [function (u) {
           var i = u.cursor.idx;
           if (i == null) { readout.textContent = ""; return; }
-          var parts = [];
+          // A curve's values at the load under the cursor; a limit's
+          // only beside them (its ends are past the loads).
+          var parts = [], curves = 0;
           shown.forEach(function (s, k) {
             var v = u.data[k + 1][i];
-            if (v != null && !s.points) parts.push(s.name + " " + opts.show(v));
+            if (v == null || s.points) return;
+            if (!s.limit) curves++;
+            parts.push(s.name + " " + opts.show(v));
           });
-          readout.textContent = data.knob + " " + loadShort(u.data[0][i]) + ": " + (parts.join(" · ") || DASH);
+          readout.textContent = curves ? data.knob + " " + loadShort(u.data[0][i]) + ": " + parts.join(" · ") : "";
         }]
       }
     }, joined, b);
@@ -229,7 +235,7 @@
       g.push(goodputSeries(predicted, "job_goodput", "trees (predicted)", TREES, [6, 4]));
     }
     if (data.goodput_threshold != null) {
-      g.push({ name: "goodput threshold " + pct(data.goodput_threshold), color: LIMIT, dash: [3, 3], marker: false,
+      g.push({ name: "goodput threshold " + pct(data.goodput_threshold), color: LIMIT, dash: [3, 3], limit: true,
         x: across, y: level(data.goodput_threshold * 100) });
     }
     var fails = measured(curve).filter(function (p) {
@@ -237,6 +243,11 @@
     });
     g.push({ name: "probes that fail", color: FAILS, points: true, x: fails.map(function (p) { return p.load; }),
       y: fails.map(function (p) { return (p.request_goodput != null ? p.request_goodput : p.job_goodput) * 100; }) });
+    var small = curve.points.filter(function (p) {
+      return p.verdict === "too_small" && (p.request_goodput != null || p.job_goodput != null);
+    });
+    g.push({ name: "too small to decide", color: SMALL, points: true, x: small.map(function (p) { return p.load; }),
+      y: small.map(function (p) { return (p.request_goodput != null ? p.request_goodput : p.job_goodput) * 100; }) });
     var gbox = el("div", { class: "cap-wide" });
     app.appendChild(gbox);
     plot(gbox, "goodput", "Goodput (% meeting the SLO)", "%", g, {
@@ -261,11 +272,14 @@
       function ys(c) { return c.points.map(function (p) { var s = p.readings[k] && p.readings[k].s; return s == null ? null : s * u[1]; }); }
       var list = [{ name: ownName, color: LIVE, x: xs(curve), y: ys(curve) }];
       if (predicted) list.push({ name: "predicted", color: PREDICTED, dash: [6, 4], x: xs(predicted), y: ys(predicted) });
-      list.push({ name: "limit " + reading(bound, bound.limit_s), color: LIMIT, dash: [3, 3], marker: false,
+      list.push({ name: "limit " + reading(bound, bound.limit_s), color: LIMIT, dash: [3, 3], limit: true,
         x: across, y: level(bound.limit_s * u[1]) });
       var over = curve.points.filter(function (p) { var r = p.readings[k]; return r && r.s != null && !r.pass; });
       list.push({ name: "over the limit", color: FAILS, points: true, x: over.map(function (p) { return p.load; }),
         y: over.map(function (p) { return p.readings[k].s * u[1]; }) });
+      var small = curve.points.filter(function (p) { var r = p.readings[k]; return p.verdict === "too_small" && r && r.s != null; });
+      list.push({ name: "too small to decide", color: SMALL, points: true, x: small.map(function (p) { return p.load; }),
+        y: small.map(function (p) { return p.readings[k].s * u[1]; }) });
       // A chart with only its limit drawn is empty: no reading at all.
       if (!list[0].y.some(function (v) { return v != null; }) && !(predicted && list[1].y.some(function (v) { return v != null; }))) list = [];
       plot(grid, bound.metric, bound.metric + " (limit " + reading(bound, bound.limit_s) + ")", u[0], list, {
