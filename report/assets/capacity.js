@@ -1,5 +1,5 @@
 // arbor capacity page: draws a capacity search's directory from the JSON
-// blob in #arbor-data (report/src/capacity/data.rs). Answer first: the
+// blob in #arbor-data (report/src/page/capacity/data.rs). Answer first: the
 // headline (how much load holds within the SLOs), the knee and how it was
 // measured; then the goodput curve and each SLO metric against the load
 // with its limit, the knee's bracket shaded, a live search's prediction

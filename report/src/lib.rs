@@ -9,9 +9,9 @@
 //!   `time_breakdown` field, the flag that scales each class, its table);
 //! - [`page`]: the self-contained HTML page of run directories, of a
 //!   `--repeat` directory and of a plan, with its assets (`report/assets/`:
-//!   uPlot, MIT, vendored; arbor's own script and styles), compiled in;
-//! - [`capacity`]: the page of a capacity search's directory (its
-//!   answer, goodput and SLO curves against the load, each probe's
+//!   uPlot, MIT, vendored; arbor's own script and styles), compiled in,
+//!   and the page of a capacity search's directory ([`page::capacity`]:
+//!   its answer, goodput and SLO curves against the load, each probe's
 //!   verdict), with its own script and styles;
 //! - [`export`]: a run directory in other tools' formats (a Perfetto
 //!   trace, a CSV, AIPerf 0.13's result files);
@@ -29,7 +29,6 @@
 #![forbid(unsafe_code)]
 
 pub mod breakdown;
-pub mod capacity;
 pub mod compare;
 pub mod export;
 pub mod page;

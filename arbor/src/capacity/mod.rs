@@ -90,16 +90,16 @@ pub fn capacity(args: &CapacityOptions, observer: &dyn Observer) -> Result<Found
     let searched = search(args, observer, &slo, &space, &out);
     // The page, also of a search a probe stopped (its capacity.json says
     // why); none when the search wrote no capacity.json.
-    if !arbor_report::capacity::is_capacity_dir(&out) {
+    if !arbor_report::page::capacity::is_capacity_dir(&out) {
         return searched;
     }
     match searched {
         Ok(mut found) => {
-            found.report = arbor_report::capacity::write_for_search(&out)?;
+            found.report = arbor_report::page::capacity::write_for_search(&out)?;
             Ok(found)
         }
         Err(e) => {
-            if let Ok(line) = arbor_report::capacity::write_for_search(&out) {
+            if let Ok(line) = arbor_report::page::capacity::write_for_search(&out) {
                 observer.notice(&format!("arbor capacity: {line}"));
             }
             Err(e)

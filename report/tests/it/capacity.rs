@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use arbor_error::Kind;
-use arbor_report::capacity::data::{self, CapacityPage};
-use arbor_report::capacity::words::Verdict;
+use arbor_report::page::capacity::data::{self, CapacityPage};
+use arbor_report::page::capacity::words::Verdict;
 use arbor_report::page::{report, ReportOptions};
 use serde_json::{json, Value};
 

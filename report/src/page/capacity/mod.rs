@@ -11,8 +11,8 @@
 //! Modules: [`file`] (`capacity.json` read back), [`words`] (the answer
 //! and each verdict in words), [`data`] (the page's JSON). The page is
 //! drawn by its own script, `report/assets/capacity.js`, with the
-//! report's vendored uPlot and styles and `capacity.css`
-//! ([`crate::page`]'s `html`). Reads only the files a search wrote (and
+//! report's vendored uPlot and styles and `capacity.css` (the page's
+//! `html`, its sibling). Reads only the files a search wrote (and
 //! each probe's `summary.json` for its throughput); never a probe's
 //! records, so the page stays small whatever the probes held.
 
@@ -24,13 +24,13 @@ use std::path::{Path, PathBuf};
 
 use arbor_error::Error;
 
-use crate::page::html;
-use crate::page::REPORT_FILE;
+use super::html;
+use super::REPORT_FILE;
 
 pub use file::CAPACITY_FILE;
 
-const CAPACITY_JS: &str = include_str!("../../assets/capacity.js");
-const CAPACITY_CSS: &str = include_str!("../../assets/capacity.css");
+const CAPACITY_JS: &str = include_str!("../../../assets/capacity.js");
+const CAPACITY_CSS: &str = include_str!("../../../assets/capacity.css");
 
 /// Whether `dir` is a capacity search's directory (it holds
 /// `capacity.json`).

@@ -246,7 +246,7 @@ fn missed_bound(b: &Bound) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capacity::file::Mode;
+    use crate::page::capacity::file::Mode;
 
     fn search(passing: Option<f64>, failing: Option<f64>) -> Search {
         Search {
