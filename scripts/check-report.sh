@@ -12,12 +12,14 @@
 # configuration must show what differed); twenty runs at 5..100 sessions
 # given in shell-glob order (drawn in load order, under 5 MB); the page
 # of a plan (`arbor plan --report` of the testdata fixtures under
-# --sessions 2, so it has lanes); and the multi-run page of `arbor run
-# --repeat 2` (its spread), redrawn by `arbor report OUT` first.
-# Screenshots go beside each page's check files in $OUT (default
-# target/report-check): <name>.png (1400x2400, or $WINDOW). With
-# IMAGES=DIR, the top of each is also saved as DIR/report-<name>.png
-# (docs/images holds the committed ones).
+# --sessions 2, so it has lanes); the multi-run page of `arbor run
+# --repeat 2` (its spread), redrawn by `arbor report OUT` first; and the
+# capacity pages of a 20-load virtual sweep (under 5 MB) and of a live
+# search against the built-in emulator (`arbor capacity` writes each;
+# `arbor report DIR` redraws the live one). Screenshots go beside each
+# page's check files in $OUT (default target/report-check): <name>.png
+# (1400x2400, or $WINDOW). With IMAGES=DIR, the top of each is also saved
+# as DIR/report-<name>.png (docs/images holds the committed ones).
 #
 # The page checks itself: once every chart has rendered with data and the
 # swim lanes drew bars, it sets its title to "arbor report: ok"; on any
@@ -52,7 +54,22 @@ interaction=$(cat <<'JS'
   try {
   var log = document.getElementById('cdf-log');
   if (log && log.isConnected) log.click();
-  var c = document.getElementById('lanes'), r = c.getBoundingClientRect();
+  var c = document.getElementById('lanes');
+  if (!c) {
+    // A page without swim lanes (the capacity page): hover its first
+    // chart until its readout names a probe's values.
+    var over = document.querySelector('.u-over'), out = document.querySelector('.cap-readout'), read = 0;
+    if (over && out) {
+      var o = over.getBoundingClientRect();
+      for (var ox = 1; ox < o.width && !read; ox += 2) {
+        over.dispatchEvent(new MouseEvent('mousemove', {clientX: o.left + ox, clientY: o.top + o.height / 2, bubbles: true}));
+        if (out.textContent.indexOf(': ') > 0) read++;
+      }
+    }
+    document.title += ' | interacted, tip ' + read;
+    return;
+  }
+  var r = c.getBoundingClientRect();
   // hover along a row until the tip shows
   var shown = 0;
   for (var x = 188; x < r.width; x += 1) {
@@ -120,8 +137,13 @@ check() {
   local render ready bars
   render=$(grep -o 'data-render-ms="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
   ready=$(grep -o 'data-ready-ms="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
-  bars=$(grep -o 'data-lane-bars="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
-  echo "check-report: $name ok ($(du -k "$page" | cut -f1) kB; script ${render:-?} ms, interactive ${ready:-?} ms after navigation start, ${bars:-?} lane bars; screenshot $OUT/$name.png)"
+  # A page without swim lanes (the capacity page) has no count.
+  bars=$(grep -o 'data-lane-bars="[0-9]*"' "$dom" | head -1 | tr -dc 0-9 || true)
+  local drawn="${bars:-?} lane bars"
+  if [ -z "$bars" ]; then
+    drawn="$(grep -o 'data-charts="[0-9]*"' "$dom" | head -1 | tr -dc 0-9 || true) charts"
+  fi
+  echo "check-report: $name ok ($(du -k "$page" | cut -f1) kB; script ${render:-?} ms, interactive ${ready:-?} ms after navigation start, $drawn; screenshot $OUT/$name.png)"
   if [ -n "${IMAGES:-}" ]; then
     mkdir -p "$IMAGES"
     python3 - "$OUT/$name.png" "$IMAGES/report-$name.png" <<'PY' || cp "$OUT/$name.png" "$IMAGES/report-$name.png"
@@ -205,3 +227,37 @@ fi
 must loads 'Against load (sessions)' "the page of 20 loads draws no curve against load"
 check "$OUT/plan.html" plan
 check "$OUT/repeat/report.html" repeat
+
+# ---- The capacity pages (issue 28, item 4) ------------------------------
+# A 20-load sweep on the virtual clock (the batching server model of
+# profiles/example.toml, 20 small synthetic trees: under a second) and a
+# live search against the built-in emulator under the same profile,
+# started from its prediction (3 s a probe, a handful of probes). Each
+# page is checked like the others (its title, the log, a hover over its
+# first chart); the sweep's must be under 5 MB.
+rm -rf "$OUT/capacity-sweep" "$OUT/capacity-live"
+timeout 120 "$arbor" capacity --synthetic trees=20,turns=4 --service server:profiles/example.toml \
+  --slo 'ttft_p99<=600ms,e2e_p99<=9s,job_p90<=94s' --search sessions:1..20 --sweep \
+  -o "$OUT/capacity-sweep" >"$OUT/capacity-sweep.txt" 2>&1
+tail -1 "$OUT/capacity-sweep.txt" | grep -q "^report in .*capacity-sweep/report.html$" || {
+  echo "check-report: arbor capacity's last line does not name its report.html" >&2
+  exit 1
+}
+sweep_bytes=$(wc -c <"$OUT/capacity-sweep/report.html")
+if [ "$sweep_bytes" -ge 5000000 ]; then
+  echo "check-report: the 20-load sweep's page is $sweep_bytes bytes, not under 5 MB" >&2
+  exit 1
+fi
+timeout 300 "$arbor" capacity --synthetic trees=40,turns=6,isl=600,isl_growth=100,osl=30,depth=0 \
+  --tool-time zero --think-time-pct 0 --live --profile profiles/example.toml \
+  --service server:profiles/example.toml --cache-bust --sessions 4 --loop --duration 3 \
+  --slo 'ttft_p99<=100ms,e2e_p99<=500ms' --search sessions:1..32 --no-progress \
+  -o "$OUT/capacity-live" >"$OUT/capacity-live.txt" 2>&1
+# Drawn again from the directory, as `arbor report` does.
+timeout 60 "$arbor" report "$OUT/capacity-live" >>"$OUT/capacity-live.txt"
+grep -q "(capacity: " "$OUT/capacity-live.txt" || {
+  echo "check-report: arbor report of the capacity directory did not draw its capacity page" >&2
+  exit 1
+}
+check "$OUT/capacity-sweep/report.html" capacity-sweep
+check "$OUT/capacity-live/report.html" capacity-live

@@ -7,7 +7,10 @@
 //!   ([`plan::server::ServerPrediction`]);
 //! - [`page`]: the self-contained HTML page of run directories, of a
 //!   `--repeat` directory and of a plan, with its assets (`report/assets/`:
-//!   uPlot, MIT, vendored; arbor's own script and styles), compiled in;
+//!   uPlot, MIT, vendored; arbor's own script and styles), compiled in,
+//!   and the page of a capacity search's directory ([`page::capacity`]:
+//!   its answer, goodput and SLO curves against the load, each probe's
+//!   verdict), with its own script and styles;
 //! - [`export`]: a run directory in other tools' formats (a Perfetto
 //!   trace, a CSV, AIPerf 0.13's result files);
 //! - [`compare`]: run directories side by side, with seeded bootstrap

@@ -18,7 +18,7 @@
 
 mod live;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use arbor_backends::side_by_side;
 use arbor_capacity::predict::{self, Bench, VirtualProbe};
@@ -63,6 +63,8 @@ pub struct Found {
     pub slo: String,
     /// The directory `capacity.json` is in.
     pub out: PathBuf,
+    /// Where its page is (`report in OUT/report.html`).
+    pub report: String,
 }
 
 /// `arbor capacity`.
@@ -75,23 +77,53 @@ pub fn capacity(args: &CapacityOptions, observer: &dyn Observer) -> Result<Found
         args.run.policy.arrival(),
     )
     .map_err(Error::input)?;
-    let live = args.live || args.run.request.endpoint.is_some();
+    let live = is_live(args);
     check_options(args, live)?;
     if args.sweep {
         space.check_sweep()?;
     }
-    let predicting = !live || args.run.service.is_some();
-    if predicting {
+    if is_predicting(args) {
         predict::refuse_without_first_token(&slo, &args.run.service())?;
     }
     let out = args.run.out.clone().unwrap_or_else(default_out);
     output::claim(&out, args.run.force)?;
+    let searched = search(args, observer, &slo, &space, &out);
+    // The page, also of a search a probe stopped (its capacity.json says
+    // why); none when the search wrote no capacity.json.
+    if !arbor_report::page::capacity::is_capacity_dir(&out) {
+        return searched;
+    }
+    match searched {
+        Ok(mut found) => {
+            found.report = arbor_report::page::capacity::write_for_search(&out)?;
+            Ok(found)
+        }
+        Err(e) => {
+            if let Ok(line) = arbor_report::page::capacity::write_for_search(&out) {
+                observer.notice(&format!("arbor capacity: {line}"));
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The search itself (virtual, live, or live from a prediction), its
+/// `capacity.json` written into `out`.
+fn search(
+    args: &CapacityOptions,
+    observer: &dyn Observer,
+    slo: &Slo,
+    space: &Space,
+    out: &Path,
+) -> Result<Found, Error> {
+    let live = is_live(args);
+    let predicting = is_predicting(args);
     let bench = predicting.then(|| bench(args, observer)).transpose()?;
     let service = args.run.service().to_string();
     let about = |mode, predicted| About {
         mode,
-        space: &space,
-        slo: &slo,
+        space,
+        slo,
         service: &service,
         predicted,
     };
@@ -102,13 +134,13 @@ pub fn capacity(args: &CapacityOptions, observer: &dyn Observer) -> Result<Found
         let dir = if live {
             out.join("predicted")
         } else {
-            out.clone()
+            out.to_path_buf()
         };
         let mut probe = VirtualProbe::new(bench, space.knob, &dir);
         let outcome = if args.sweep {
-            arbor_capacity::sweep(&probe, &space, &slo, side_by_side::cores())
+            arbor_capacity::sweep(&probe, space, slo, side_by_side::cores())
         } else {
-            arbor_capacity::search(&mut probe, &space, Start::At(space.start), &slo)
+            arbor_capacity::search(&mut probe, space, Start::At(space.start), slo)
         };
         let (knee, points) = outcome.finish(&dir, about(Mode::Virtual, None))?;
         if live {
@@ -128,9 +160,9 @@ pub fn capacity(args: &CapacityOptions, observer: &dyn Observer) -> Result<Found
         let min_requests = args
             .min_requests
             .unwrap_or(arbor_capacity::DEFAULT_MIN_REQUESTS);
-        let mut probe = LiveProbe::new(&args.run, space.knob, min_requests, &out, observer)?;
-        let outcome = arbor_capacity::search(&mut probe, &space, start, &slo);
-        searches.push(outcome.finish(&out, about(Mode::Live, predicted))?);
+        let mut probe = LiveProbe::new(&args.run, space.knob, min_requests, out, observer)?;
+        let outcome = arbor_capacity::search(&mut probe, space, start, slo);
+        searches.push(outcome.finish(out, about(Mode::Live, predicted))?);
     }
     let Some((knee, points)) = searches.pop() else {
         return Err(Error::other("no search was made"));
@@ -140,8 +172,21 @@ pub fn capacity(args: &CapacityOptions, observer: &dyn Observer) -> Result<Found
         points,
         answer: Answer::of(space.knob, knee),
         slo: slo.to_string(),
-        out,
+        out: out.to_path_buf(),
+        report: String::new(),
     })
+}
+
+/// Whether the points are live runs (`--live`, or `--endpoint`).
+fn is_live(args: &CapacityOptions) -> bool {
+    args.live || args.run.request.endpoint.is_some()
+}
+
+/// Whether the search plans on the virtual clock (every point of a
+/// virtual search; a live one's prediction, under an explicit
+/// `--service`).
+fn is_predicting(args: &CapacityOptions) -> bool {
+    !is_live(args) || args.run.service.is_some()
 }
 
 /// Refuses options a capacity search cannot honour (bad input).

@@ -1,6 +1,7 @@
 //! `arbor capacity INPUT... --slo '...'`: the flags to the library's
 //! capacity search ([`arbor::capacity::capacity`]), then the console: its
-//! progress lines on stderr and the table ([`table`]) on stdout.
+//! progress lines on stderr and the table ([`table`]) on stdout, ending
+//! with where the capacity page is (`report in OUT/report.html`).
 
 mod table;
 
@@ -27,6 +28,7 @@ pub fn run(args: &CapacityArgs, given: &Given) -> Result<(), Error> {
             text,
             "capacity in {}",
             found.out.join(CAPACITY_FILE).display()
-        )
+        )?;
+        writeln!(text, "{}", found.report)
     })
 }

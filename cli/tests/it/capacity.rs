@@ -122,6 +122,25 @@ fn a_virtual_search_finds_the_knee_by_hand() {
         );
         assert_eq!(jsonl(&probe.join("records.jsonl")).len(), 36);
     }
+    // The capacity page: written at the end, said in the last line, and
+    // drawn again by `arbor report OUT`.
+    let page_file = out.join("report.html");
+    assert_eq!(
+        console.lines().last(),
+        Some(format!("report in {}", page_file.display()).as_str()),
+        "{console}"
+    );
+    let written = std::fs::read_to_string(&page_file).expect("the capacity page");
+    assert!(written.contains("<title>arbor capacity: "));
+    std::fs::remove_file(&page_file).expect("removed");
+    let redrawn = arbor(&["report", text(&out)]);
+    assert!(redrawn.status.success(), "{}", stderr(&redrawn));
+    assert!(
+        stdout(&redrawn).contains("(capacity: Holds 4 sessions within "),
+        "{}",
+        stdout(&redrawn)
+    );
+    assert_eq!(std::fs::read_to_string(&page_file).ok(), Some(written));
     let page = arbor(&[
         "report",
         text(&out.join("probe-1-sessions-1")),
@@ -140,7 +159,7 @@ fn the_same_flags_give_the_same_table() {
     let table = |o: &std::process::Output| {
         let s = stdout(o);
         s.lines()
-            .filter(|l| !l.starts_with("capacity in"))
+            .filter(|l| !l.starts_with("capacity in") && !l.starts_with("report in"))
             .collect::<Vec<_>>()
             .join("\n")
     };
@@ -341,6 +360,16 @@ fn a_live_search_against_a_dead_port_stops_at_its_first_probe() {
         "{report}"
     );
     assert_eq!(report["probes"], serde_json::json!([]));
+    // Its page says why, and the console where it is.
+    assert!(
+        err.contains(&format!("report in {}", out.join("report.html").display())),
+        "{err}"
+    );
+    let page = std::fs::read_to_string(out.join("report.html")).expect("the page");
+    assert!(
+        page.contains("No answer: the search stopped at probe 1 (1 session), whose run failed"),
+        "the headline"
+    );
     // No measured request was sent: the probe's run never started.
     assert!(!out.join("probe-1-sessions-1").exists());
 }

@@ -10,7 +10,13 @@ const PAGE_CSS: &str = include_str!("../../assets/report.css");
 
 /// The page for `data` (the JSON the script reads), titled `title`.
 pub fn page(title: &str, data: &str) -> String {
-    let mut html = String::with_capacity(data.len() + UPLOT_JS.len() + PAGE_JS.len() + 8_192);
+    page_drawn_by(title, data, PAGE_JS, "")
+}
+
+/// The page for `data`, drawn by `script` (another page's own, e.g. the
+/// capacity page's) with uPlot and the report's styles, then `styles`.
+pub fn page_drawn_by(title: &str, data: &str, script: &str, styles: &str) -> String {
+    let mut html = String::with_capacity(data.len() + UPLOT_JS.len() + script.len() + 8_192);
     html.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     html.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     html.push_str("<title>");
@@ -19,13 +25,17 @@ pub fn page(title: &str, data: &str) -> String {
     html.push_str(UPLOT_CSS);
     html.push('\n');
     html.push_str(PAGE_CSS);
+    if !styles.is_empty() {
+        html.push('\n');
+        html.push_str(styles);
+    }
     html.push_str("\n</style>\n</head>\n<body>\n<div id=\"app\"></div>\n");
     html.push_str("<script id=\"arbor-data\" type=\"application/json\">");
     html.push_str(&in_script(data));
     html.push_str("</script>\n<script>\n");
     html.push_str(UPLOT_JS);
     html.push_str("\n</script>\n<script>\n");
-    html.push_str(PAGE_JS);
+    html.push_str(script);
     html.push_str("\n</script>\n</body>\n</html>\n");
     html
 }

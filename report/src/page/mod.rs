@@ -6,8 +6,9 @@
 //! --report FILE` writes it for a plan ([`write_for_plan`]). The directory
 //! of `arbor run --repeat N` gets the multi-run page ([`write_for_repeat`],
 //! and `arbor report OUT`): its runs overlaid and, on top, the
-//! aggregate's spread. Each returns what it wrote (the line to say, or the
-//! page's size); the front end prints it.
+//! aggregate's spread. A capacity search's directory gets its own page
+//! ([`capacity`], and `arbor report OUT`). Each returns what it wrote (the
+//! line to say, or the page's size); the front end prints it.
 //!
 //! Modules: [`data`] (what one source gives the page), [`record`] (a line
 //! of `records.jsonl`), [`cdf`], [`series`] and [`lanes`] (what is drawn,
@@ -22,6 +23,7 @@
 //! never the types a run writes with, so a run directory from any arbor
 //! version with the same record fields reads the same.
 
+pub mod capacity;
 mod cdf;
 mod cells;
 mod data;
@@ -76,6 +78,11 @@ pub struct ReportOptions {
 /// `arbor report`: writes the page; the line that says where it is and
 /// what it holds.
 pub fn report(options: &ReportOptions) -> Result<String, Error> {
+    if let [one] = options.run_dirs.as_slice() {
+        if capacity::is_capacity_dir(one) {
+            return capacity::report(one, options.out.as_deref());
+        }
+    }
     let out = match (&options.out, options.run_dirs.as_slice()) {
         (Some(out), _) => out.clone(),
         (None, [one]) => one.join(REPORT_FILE),

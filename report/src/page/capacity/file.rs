@@ -1,0 +1,224 @@
+//! `capacity.json` read back as the page needs it: the SLOs, the knob,
+//! the answer, why a search stopped, and every probe's verdict (its
+//! bounds' readings, goodput and counts). Owns the file's shape on the
+//! reading side only, with types of its own (the search writes with
+//! `arbor_capacity::output`'s): a file of schema `arbor.capacity/1` from
+//! any arbor version with these fields reads the same. A file that is
+//! missing, not JSON, of another schema or short of a field is bad input
+//! that names the file and what was expected.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use arbor_error::Error;
+
+/// The file a capacity search writes into its directory.
+pub const CAPACITY_FILE: &str = "capacity.json";
+/// The schema this page reads.
+const SCHEMA_VERSION: &str = "arbor.capacity/1";
+
+/// One capacity search as its `capacity.json` holds it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Search {
+    #[serde(default)]
+    pub arbor_version: Option<String>,
+    pub mode: Mode,
+    /// False: a probe stopped the search before its answer.
+    pub complete: bool,
+    pub stopped: Option<Stopped>,
+    /// The SLOs as given (`ttft_p99<=2s,e2e_p99<=30s`).
+    pub slo: String,
+    /// A point passes on goodput at least this share, when set.
+    pub goodput_threshold: Option<f64>,
+    pub knob: Knob,
+    pub range: [f64; 2],
+    pub step: f64,
+    /// The service model of the virtual points (and of a live search's
+    /// prediction).
+    pub service: String,
+    /// A live search's start: the virtual knee it bisected around.
+    pub predicted: Option<Answer>,
+    pub answer: Answer,
+    /// In the order probed.
+    pub probes: Vec<Probe>,
+}
+
+/// How the points were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Plans on the virtual clock.
+    Virtual,
+    /// Real runs.
+    Live,
+}
+
+/// What the search turned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Knob {
+    /// Closed-loop lanes.
+    Sessions,
+    /// Open-loop trees per second.
+    Rate,
+}
+
+/// The knee, in the knob's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+pub struct Answer {
+    /// The largest load that passed.
+    pub passing: Option<f64>,
+    /// The smallest load above it that failed.
+    pub failing: Option<f64>,
+}
+
+/// Why a search ended before its answer, at which probe.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Stopped {
+    pub probe: usize,
+    pub load: f64,
+    pub cause: Cause,
+    pub message: String,
+}
+
+/// What stopped a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The probe's run failed: it has no verdict.
+    Failed,
+    /// Too few of its requests succeeded to decide.
+    TooSmall,
+}
+
+/// One probed point and its verdict.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Probe {
+    /// 1-based, in the order probed.
+    pub probe: usize,
+    pub load: f64,
+    /// Its directory, relative to the search's.
+    pub dir: String,
+    pub bounds: Vec<Bound>,
+    pub request_goodput: Option<f64>,
+    pub job_goodput: Option<f64>,
+    pub requests: u64,
+    pub failed: u64,
+    pub measured: u64,
+    pub jobs: u64,
+    pub too_small: bool,
+    pub pass: bool,
+}
+
+/// One SLO bound judged at one point.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Bound {
+    /// `ttft_p99`.
+    pub metric: String,
+    pub limit_ns: u64,
+    pub reading: Reading,
+    pub pass: bool,
+}
+
+/// A bound's percentile at one point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "ns")]
+pub enum Reading {
+    Value(u64),
+    /// The percentile falls on a failed request.
+    Failed,
+    /// Nothing to measure.
+    Missing,
+}
+
+/// Reads `path` (a `capacity.json`).
+pub fn read(path: &Path) -> Result<Search, Error> {
+    let text = arbor_runs::file_cap::read_to_string(path)
+        .map_err(|e| Error::input(format!("{}: cannot read ({e})", path.display())))?;
+    parse(&text, path)
+}
+
+/// `text`, the content of `path`.
+pub fn parse(text: &str, path: &Path) -> Result<Search, Error> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| Error::input(format!("{}: not JSON: {e}", path.display())))?;
+    match value.get("schema_version").and_then(|v| v.as_str()) {
+        Some(SCHEMA_VERSION) => {}
+        other => {
+            return Err(Error::input(format!(
+                "{}: schema_version {}: expected \"{SCHEMA_VERSION}\" (the file `arbor capacity` writes)",
+                path.display(),
+                other.map_or("missing".to_string(), |s| format!("\"{s}\""))
+            )))
+        }
+    }
+    serde_json::from_value(value).map_err(|e| {
+        Error::input(format!(
+            "{}: not a capacity search's result: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// `throughput.output_tokens_per_s` of the `summary.json` in `probe_dir`
+/// (a run's, or a virtual probe's): `None` when the probe wrote none (a
+/// run that stopped before its summary); a summary that cannot be read
+/// is bad input naming it.
+pub fn output_tokens_per_s(probe_dir: &Path) -> Result<Option<f64>, Error> {
+    let path = probe_dir.join("summary.json");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = arbor_runs::file_cap::read_to_string(&path)
+        .map_err(|e| Error::input(format!("{}: cannot read ({e})", path.display())))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::input(format!("{}: not JSON: {e}", path.display())))?;
+    Ok(value
+        .pointer("/throughput/output_tokens_per_s")
+        .and_then(serde_json::Value::as_f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ONE: &str = r#"{"schema_version":"arbor.capacity/1","mode":"virtual","complete":true,
+      "stopped":null,"slo":"ttft_p99<=1s","goodput_threshold":null,"knob":"sessions",
+      "range":[1,4],"step":1,"service":"fixed:10:1","predicted":null,
+      "answer":{"passing":2,"failing":3},
+      "probes":[{"probe":1,"load":2,"dir":"probe-1-sessions-2","bounds":[{"metric":"ttft_p99",
+        "limit_ns":1000000000,"reading":{"kind":"value","ns":5},"pass":true}],
+        "request_goodput":1.0,"job_goodput":null,"requests":3,"failed":0,"measured":3,"jobs":1,
+        "too_small":false,"pass":true},
+       {"probe":2,"load":3,"dir":"probe-2-sessions-3","bounds":[{"metric":"ttft_p99",
+        "limit_ns":1000000000,"reading":{"kind":"failed"},"pass":false}],
+        "request_goodput":0.5,"job_goodput":null,"requests":4,"failed":2,"measured":2,"jobs":0,
+        "too_small":false,"pass":false}]}"#;
+
+    #[test]
+    fn a_search_reads_with_its_readings() {
+        let s = parse(ONE, Path::new("c.json")).unwrap();
+        assert_eq!(s.knob, Knob::Sessions);
+        assert_eq!(s.mode, Mode::Virtual);
+        assert_eq!(s.answer.passing, Some(2.0));
+        assert_eq!(s.probes[0].bounds[0].reading, Reading::Value(5));
+        assert_eq!(s.probes[1].bounds[0].reading, Reading::Failed);
+    }
+
+    #[test]
+    fn another_schema_or_a_missing_field_names_the_file() {
+        let other = ONE.replace("arbor.capacity/1", "arbor.summary/1");
+        let e = parse(&other, Path::new("x/capacity.json")).unwrap_err();
+        assert!(e.message.contains("x/capacity.json"), "{}", e.message);
+        assert!(e.message.contains("\"arbor.summary/1\""), "{}", e.message);
+
+        let short = ONE.replace("\"knob\":\"sessions\",", "");
+        let e = parse(&short, Path::new("x/capacity.json")).unwrap_err();
+        assert!(e.message.contains("x/capacity.json"), "{}", e.message);
+        assert!(e.message.contains("missing field `knob`"), "{}", e.message);
+
+        let e = parse("{\"schema_version\":", Path::new("x/capacity.json")).unwrap_err();
+        assert!(e.message.contains("not JSON"), "{}", e.message);
+    }
+}
