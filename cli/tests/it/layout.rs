@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 /// What `cli` may use once the reshaping is done: the facade, the console
 /// and argument crates (std, core and alloc go without saying).
-const CLI_MAY_USE: &[&str] = &["arbor", "clap", "indicatif", "comfy-table"];
+const CLI_MAY_USE: &[&str] = &["arbor", "clap", "indicatif", "comfy-table", "crossterm"];
 
 /// What `cli` still uses (in `cli/src` or `cli/Cargo.toml`'s
 /// `[dependencies]`) and will not once its domain code has moved to the
