@@ -1460,10 +1460,10 @@ fn the_cli_rule_rejects_a_planted_import_and_a_stale_entry() {
         cli_problems(&deps, &planted, &known, &locals, CLI_MAY_USE, &still),
         [
             "cli uses `arbor_formats` (cli/src/b.rs): cli may use only the facade `arbor`, \
-             `clap`, `indicatif`, `comfy-table` and std (CLI_MAY_USE); reach the domain \
+             `clap`, `indicatif`, `comfy-table`, `crossterm` and std (CLI_MAY_USE); reach the domain \
              through the facade",
             "cli uses `serde` (cli/src/b.rs): cli may use only the facade `arbor`, `clap`, \
-             `indicatif`, `comfy-table` and std (CLI_MAY_USE); reach the domain through the \
+             `indicatif`, `comfy-table`, `crossterm` and std (CLI_MAY_USE); reach the domain through the \
              facade"
         ]
     );
