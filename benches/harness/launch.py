@@ -3,7 +3,8 @@
 
 Part of arbor's measurement harness (benches/harness/run.sh).
 
-    launch.py --emulator URL --usage OUT.json [--stamps OUT.json] [--cacert PEM] -- CMD...
+    launch.py --emulator URL --usage OUT.json [--stamps OUT.json] [--cacert PEM]
+              [--pty COLSxROWS] -- CMD...
 
 An https:// emulator URL is trusted with --cacert (the harness's
 HARNESS_TLS=1). The clock reads go over one kept-alive connection opened
@@ -24,18 +25,29 @@ process's clock, minus the launch stamp (the time from exec to the first
 request arriving at the server: runtime start, workload load and plan,
 model query, connection warm-up).
 
+With --pty COLSxROWS the client's stderr is a pseudo-terminal of that
+size (COLUMNS and LINES say it too), read and thrown away by a thread of
+this process: what a terminal costs the client (`arbor run --ui
+dashboard` draws on it) is in its figures, what the terminal itself costs
+is not.
+
 With --emulator-pid it also reports the emulator's CPU over the run and
 the rest of the machine's: busy CPU time from /proc/stat minus the client
 and the emulator (`other_cores`: other processes' load, which on a shared
 machine disturbs timing; it is printed with every result).
 """
 
+import fcntl
 import http.client
 import json
 import os
 import ssl
 import subprocess
+import pty
+import struct
 import sys
+import termios
+import threading
 import time
 import urllib.parse
 
@@ -76,6 +88,26 @@ def proc_cpu_s(pid):
         return 0.0
 
 
+def open_pty(size):
+    """A pseudo-terminal of `size` (`COLSxROWS`): (its master, its slave,
+    the thread that drains the master)."""
+    cols, rows = (int(n) for n in size.lower().split("x"))
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def drain():
+        while True:
+            try:
+                if not os.read(master, 65536):
+                    return
+            except OSError:  # EIO: the slave side closed
+                return
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    return master, slave, reader
+
+
 def main(argv):
     if "--" not in argv:
         print(__doc__)
@@ -99,8 +131,18 @@ def main(argv):
     emu0 = proc_cpu_s(emu_pid) if emu_pid else 0.0
     busy0 = machine_busy_s()
     launch = time.monotonic_ns()
-    child = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT)
+    if "--pty" in o:
+        master, slave, reader = open_pty(o["--pty"])
+        cols, rows = o["--pty"].lower().split("x")
+        env = dict(os.environ, COLUMNS=cols, LINES=rows)
+        child = subprocess.Popen(cmd, stdout=stdout, stderr=slave, env=env)
+        os.close(slave)
+    else:
+        child = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT)
     _, status, ru = os.wait4(child.pid, 0)
+    if "--pty" in o:
+        reader.join(timeout=5)
+        os.close(master)
     end = time.monotonic_ns()
     busy1 = machine_busy_s()
     emu1 = proc_cpu_s(emu_pid) if emu_pid else 0.0
