@@ -41,10 +41,10 @@ import fcntl
 import http.client
 import json
 import os
-import ssl
-import subprocess
 import pty
+import ssl
 import struct
+import subprocess
 import sys
 import termios
 import threading
