@@ -165,7 +165,7 @@ client() {
     rm -rf "$OUT/$name.run"
     # HARNESS_UI=dashboard|simple: that --ui, drawn on a 200x50 pty.
     local ui=(--no-progress) pty=()
-    if [[ -n "${HARNESS_UI:-}" ]]; then ui=(--ui "$HARNESS_UI"); pty=(--pty 200x50); fi
+    if [[ -n "${HARNESS_UI:-}" ]]; then ui=(--ui "$HARNESS_UI"); pty=(--pty 200x50 --thread arbor-dashboard); fi
     python3 "$HERE/launch.py" --emulator "$URL" --emulator-pid "$EMU_PID" --usage "$OUT/$name.usage.json" \
         --stdout "$OUT/$name.client.log" "${stamps[@]}" "${TRUST[@]}" "${pty[@]}" -- \
         "$ARBOR" run "$@" --threads "${THREADS:-1}" --endpoint "${CLIENT_URL:-$URL}" "${TRUST[@]}" "${ui[@]}" --out "$OUT/$name.run"
