@@ -5,16 +5,19 @@
 //!
 //! Nothing here is on a run's request path: the clock's counters are
 //! atomics the driver bumps ([`Progress`]); an observer reads them on its
-//! own timer.
+//! own timer, and may read the records the driver writes anyway
+//! ([`Clock::watch`]) on its own thread.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arbor_backends::live::Progress;
 use arbor_engine::time::Nanos;
 use arbor_error::Error;
 use arbor_runs::aggregate::Aggregate;
+use arbor_runs::journal::RunStart;
 use arbor_runs::output::Summary;
+use arbor_runs::watch::RecordsWatch;
 
 /// A run's clock, as it starts: what to show progress against.
 pub struct Clock {
@@ -26,6 +29,20 @@ pub struct Clock {
     pub dispatched: u64,
     /// The plan's makespan on the virtual clock.
     pub planned: Nanos,
+    /// The run's `records.jsonl`, written as requests finish.
+    pub records: PathBuf,
+    /// `run.json`: what the run knew when its clock started (its trees,
+    /// warmups, planned peak).
+    pub run: RunStart,
+}
+
+impl Clock {
+    /// A reader of the run's records as they are written, adding up as
+    /// the summary will (for a live display; read it off the run's
+    /// threads).
+    pub fn watch(&self) -> RecordsWatch {
+        RecordsWatch::of_run(self.records.clone(), &self.run)
+    }
 }
 
 /// A run that finished and wrote its summary (its page comes next).

@@ -3,7 +3,8 @@
 
 Part of arbor's measurement harness (benches/harness/run.sh).
 
-    launch.py --emulator URL --usage OUT.json [--stamps OUT.json] [--cacert PEM] -- CMD...
+    launch.py --emulator URL --usage OUT.json [--stamps OUT.json] [--cacert PEM]
+              [--pty COLSxROWS] -- CMD...
 
 An https:// emulator URL is trusted with --cacert (the harness's
 HARNESS_TLS=1). The clock reads go over one kept-alive connection opened
@@ -24,18 +25,35 @@ process's clock, minus the launch stamp (the time from exec to the first
 request arriving at the server: runtime start, workload load and plan,
 model query, connection warm-up).
 
+With --pty COLSxROWS the client's stderr is a pseudo-terminal of that
+size (COLUMNS and LINES say it too), read and thrown away by a thread of
+this process: what a terminal costs the client (`arbor run --ui
+dashboard` draws on it) is in its figures, what the terminal itself costs
+is not.
+
+With --thread NAME it also samples, every 20 ms while the client runs,
+the user+sys CPU of its threads named NAME (/proc/PID/task/*/stat; a
+thread's last sample stands for it, so at most 20 ms of each is missed):
+`thread_cpu_s` in the usage, e.g. `arbor-dashboard`, the dashboard's own
+thread, whose CPU is what the dashboard costs the client.
+
 With --emulator-pid it also reports the emulator's CPU over the run and
 the rest of the machine's: busy CPU time from /proc/stat minus the client
 and the emulator (`other_cores`: other processes' load, which on a shared
 machine disturbs timing; it is printed with every result).
 """
 
+import fcntl
 import http.client
 import json
 import os
+import pty
 import ssl
+import struct
 import subprocess
 import sys
+import termios
+import threading
 import time
 import urllib.parse
 
@@ -76,6 +94,54 @@ def proc_cpu_s(pid):
         return 0.0
 
 
+def open_pty(size):
+    """A pseudo-terminal of `size` (`COLSxROWS`): (its master, its slave,
+    the thread that drains the master)."""
+    cols, rows = (int(n) for n in size.lower().split("x"))
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def drain():
+        while True:
+            try:
+                if not os.read(master, 65536):
+                    return
+            except OSError:  # EIO: the slave side closed
+                return
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    return master, slave, reader
+
+
+def thread_cpu_s(pid, name):
+    """user+sys CPU seconds of each of `pid`'s threads named `name`, by
+    thread id."""
+    found = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        if comm == name:
+            fields = text.rsplit(")", 1)[1].split()
+            found[tid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+def sample_threads(pid, name, into, done):
+    """Samples `pid`'s threads named `name` into `into` until `done`."""
+    while not done.is_set():
+        into.update(thread_cpu_s(pid, name))
+        done.wait(0.02)
+
+
 def main(argv):
     if "--" not in argv:
         print(__doc__)
@@ -99,8 +165,27 @@ def main(argv):
     emu0 = proc_cpu_s(emu_pid) if emu_pid else 0.0
     busy0 = machine_busy_s()
     launch = time.monotonic_ns()
-    child = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT)
+    if "--pty" in o:
+        master, slave, reader = open_pty(o["--pty"])
+        cols, rows = o["--pty"].lower().split("x")
+        env = dict(os.environ, COLUMNS=cols, LINES=rows)
+        child = subprocess.Popen(cmd, stdout=stdout, stderr=slave, env=env)
+        os.close(slave)
+    else:
+        child = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT)
+    threads, sampled = {}, threading.Event()
+    sampler = None
+    if "--thread" in o:
+        sampler = threading.Thread(
+            target=sample_threads, args=(child.pid, o["--thread"], threads, sampled), daemon=True)
+        sampler.start()
     _, status, ru = os.wait4(child.pid, 0)
+    sampled.set()
+    if sampler:
+        sampler.join()
+    if "--pty" in o:
+        reader.join(timeout=5)
+        os.close(master)
     end = time.monotonic_ns()
     busy1 = machine_busy_s()
     emu1 = proc_cpu_s(emu_pid) if emu_pid else 0.0
@@ -127,6 +212,7 @@ def main(argv):
         "machine_busy_s": busy1 - busy0,
         "other_cores": (busy1 - busy0 - (emu1 - emu0) - ru.ru_utime - ru.ru_stime)
         / ((end - launch) / 1e9) if emu_pid else None,
+        "thread_cpu_s": sum(threads.values()) if "--thread" in o else None,
         "voluntary_ctx_switches": ru.ru_nvcsw,
         "involuntary_ctx_switches": ru.ru_nivcsw,
     }

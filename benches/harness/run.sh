@@ -89,6 +89,9 @@
 # JSON reports) under $HARNESS_OUT (default /tmp/arbor-harness).
 # Environment: CARGO_TARGET_DIR (default /work/target-harness),
 # HARNESS_PORT (default 18431), HARNESS_NO_BUILD=1 to skip the build,
+# HARNESS_UI=dashboard (or simple) to run every client with that --ui
+# instead of --no-progress, its stderr a 200x50 pseudo-terminal (launch.py
+# --pty; docs/performance.md, "The dashboard's cost"),
 # HARNESS_TLS=1 to run every scenario over https: the emulator serves a
 # self-signed certificate (`arbor emulate --tls-self-signed`, its PEM at
 # $HARNESS_OUT/emulator-cert.pem) and the client trusts it with --cacert.
@@ -160,9 +163,12 @@ client() {
     if [[ "$1" == --stamps ]]; then stamps=(--stamps "$OUT/$name.stamps.json"); shift; fi
     [[ "$1" == -- ]] && shift
     rm -rf "$OUT/$name.run"
+    # HARNESS_UI=dashboard|simple: that --ui, drawn on a 200x50 pty.
+    local ui=(--no-progress) pty=()
+    if [[ -n "${HARNESS_UI:-}" ]]; then ui=(--ui "$HARNESS_UI"); pty=(--pty 200x50 --thread arbor-dashboard); fi
     python3 "$HERE/launch.py" --emulator "$URL" --emulator-pid "$EMU_PID" --usage "$OUT/$name.usage.json" \
-        --stdout "$OUT/$name.client.log" "${stamps[@]}" "${TRUST[@]}" -- \
-        "$ARBOR" run "$@" --threads "${THREADS:-1}" --endpoint "${CLIENT_URL:-$URL}" "${TRUST[@]}" --no-progress --out "$OUT/$name.run"
+        --stdout "$OUT/$name.client.log" "${stamps[@]}" "${TRUST[@]}" "${pty[@]}" -- \
+        "$ARBOR" run "$@" --threads "${THREADS:-1}" --endpoint "${CLIENT_URL:-$URL}" "${TRUST[@]}" "${ui[@]}" --out "$OUT/$name.run"
 }
 
 workload() { # NAME TREES TURNS OSL

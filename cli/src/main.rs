@@ -8,9 +8,11 @@
 //! Modules: `exit` (an error's exit code: the one mapping); `args` (every
 //! clap struct and value parser); `options` (flags to the library's
 //! options, and which flags were given); `stdout` (reports, quiet on a
-//! closed pipe); `progress` (the ticker while a run's clock runs);
+//! closed pipe); `terminal` (the console's sizes, and which `--ui` a run
+//! gets); `fit` (text made to fit a width); `progress` (the simple line
+//! while a run's clock runs); `dashboard` (the live dashboard);
 //! `run_table` (a finished run's console table); `console` (the library's
-//! observer: stderr, stdout, the ticker, the tables); then one module per command: `plan`, `inspect`, `convert`,
+//! observer: stderr, stdout, the progress display, the tables); then one module per command: `plan`, `inspect`, `convert`,
 //! `emulate`, `run`, `doctor`, `compare`, `summarize`, `capacity`,
 //! `aggregate`, `export`, `page` (`arbor report`), `record`, `schema`,
 //! `data` and `calibrate`.
@@ -23,11 +25,13 @@ mod capacity;
 mod compare;
 mod console;
 mod convert;
+mod dashboard;
 mod data;
 mod doctor;
 mod emulate;
 mod exit;
 mod export;
+mod fit;
 mod inspect;
 mod merge;
 mod options;
@@ -40,6 +44,7 @@ mod run_table;
 mod schema;
 mod stdout;
 mod summarize;
+mod terminal;
 mod verdict;
 
 use std::process::ExitCode;

@@ -17,6 +17,8 @@ use arbor::sim::emulator::EmulatorFlags;
 use clap::parser::ValueSource;
 use clap::ArgMatches;
 
+use crate::terminal::Ui;
+
 use crate::args::{
     AccessArgs, CapacityArgs, EmulateArgs, EmulatorArgs, FitArgs, InputArgs, MetricsArgs, PlanArgs,
     PolicyArgs, RequestArgs, RunArgs, ScenarioArgs, StartArgs,
@@ -201,7 +203,8 @@ pub fn run(a: &RunArgs, given: &Given) -> RunOptions {
         metrics: metrics(&a.metrics),
         out: a.out.clone(),
         force: a.force,
-        progress: !a.no_progress,
+        // `Ui::resolve` gives `none` only when asked to.
+        progress: !a.no_progress && a.ui != Some(Ui::None),
         repeat: a.repeat,
         repeat_of: None,
         scenario: scenario(&a.scenario),

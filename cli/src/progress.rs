@@ -1,8 +1,9 @@
 //! What `arbor run` shows on stderr while the clock runs.
 //!
-//! Owns when progress is shown and how: a bar when stderr is a terminal,
-//! one status line every [`STATUS_EVERY`] when it is not, nothing under
-//! `--no-progress`. Both are fed by a ticker thread of its own that reads
+//! Owns the simple display (`--ui simple`): a bar when stderr is a
+//! terminal, one status line every [`STATUS_EVERY`] when it is not, each
+//! label in the longest form that fits the width ([`Frame::label_within`]:
+//! words, then whole figures left out). Both are fed by a ticker thread of its own that reads
 //! the live driver's [`Progress`] atomics on its own timer (never the
 //! driver's thread); the driver never touches
 //! the display, so a request event costs a relaxed atomic add and nothing
@@ -21,11 +22,16 @@ use arbor::backends::live::Progress;
 use arbor::engine::time::{Nanos, NANOS_PER_MS, NANOS_PER_SEC};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::{fit, terminal};
+
 /// How often the bar is redrawn.
 pub const TICK: Duration = Duration::from_millis(250);
 
 /// How often a status line is printed when stderr is not a terminal.
 pub const STATUS_EVERY: Duration = Duration::from_secs(10);
+
+/// What starts a status line.
+const STATUS: &str = "arbor run: ";
 
 /// For tests only: the status interval in milliseconds, instead of
 /// [`STATUS_EVERY`], so a short run can print several lines.
@@ -87,12 +93,28 @@ impl Counts {
     }
 }
 
-/// One frame of the bar: `position` out of `length`, and the label.
+/// What a frame says instead of an ETA, or the ETA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eta {
+    /// The time left.
+    Left(Nanos),
+    /// Past a `--duration`: the run waits for what is in flight (its
+    /// grace period).
+    Draining,
+    /// The final frame.
+    Finished,
+}
+
+/// One frame of the bar: `position` out of `length`, and what its label
+/// says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     pub position: u64,
     pub length: u64,
-    pub label: String,
+    pub elapsed: Nanos,
+    pub planned: Nanos,
+    pub eta: Eta,
+    pub counts: Counts,
 }
 
 /// The frame at `elapsed` into a run of `planned` (the plan's makespan on
@@ -127,28 +149,71 @@ pub fn frame(span: Span, planned: Nanos, elapsed: Nanos, counts: Counts, last: b
     // grace's 30 s.
     let draining = matches!(span, Span::Time { duration } if elapsed >= duration);
     let eta = if last {
-        "finished".to_string()
+        Eta::Finished
     } else if draining {
-        format!(
-            "duration reached, waiting for {} in flight",
-            counts.in_flight()
-        )
+        Eta::Draining
     } else {
-        format!("ETA {}", clock(remaining))
+        Eta::Left(remaining)
     };
-    let label = format!(
-        "{} elapsed of {} planned, {eta}; {} sent, {} done, {} in flight, {} errors",
-        clock(elapsed),
-        clock(planned),
-        counts.sent,
-        counts.done,
-        counts.in_flight(),
-        counts.errors,
-    );
     Frame {
         position,
         length,
-        label,
+        elapsed,
+        planned,
+        eta,
+        counts,
+    }
+}
+
+impl Frame {
+    /// What stands for the ETA: `ETA 45.0 s`, `finished`, or past a
+    /// duration `duration reached, waiting for 3 in flight` (`short`:
+    /// `waiting for 3 in flight`).
+    pub fn eta_words(&self, short: bool) -> String {
+        match self.eta {
+            Eta::Left(remaining) => format!("ETA {}", clock(remaining)),
+            Eta::Finished => "finished".to_string(),
+            Eta::Draining if short => format!("waiting for {} in flight", self.counts.in_flight()),
+            Eta::Draining => format!(
+                "duration reached, waiting for {} in flight",
+                self.counts.in_flight()
+            ),
+        }
+    }
+
+    /// The label in full: `15.0 s elapsed of 1:00 planned, ETA 45.0 s; 30
+    /// sent, 25 done, 5 in flight, 1 errors`.
+    #[cfg(test)]
+    pub fn label(&self) -> String {
+        self.label_forms().swap_remove(0)
+    }
+
+    /// The longest form of the label that fits `max` columns: words and
+    /// then whole figures are left out, never a number cut.
+    pub fn label_within(&self, max: usize) -> String {
+        fit::first_fitting(&self.label_forms(), max)
+    }
+
+    /// The label's forms, longest first.
+    fn label_forms(&self) -> Vec<String> {
+        let (elapsed, planned) = (clock(self.elapsed), clock(self.planned));
+        let (eta, eta_short) = (self.eta_words(false), self.eta_words(true));
+        let c = &self.counts;
+        let (sent, done, flying, errors) = (c.sent, c.done, c.in_flight(), c.errors);
+        vec![
+            format!(
+                "{elapsed} elapsed of {planned} planned, {eta}; {sent} sent, {done} done, \
+                 {flying} in flight, {errors} errors"
+            ),
+            format!(
+                "{elapsed} of {planned}, {eta_short}; {sent} sent, {done} done, {flying} in \
+                 flight, {errors} errors"
+            ),
+            format!("{elapsed} of {planned}, {eta_short}; {done} done, {flying} in flight, {errors} errors"),
+            format!("{elapsed}, {eta_short}; {done} done, {flying} in flight"),
+            format!("{elapsed}; {done} done, {flying} in flight"),
+            format!("{done} done"),
+        ]
     }
 }
 
@@ -178,9 +243,18 @@ fn status_every() -> Duration {
 
 /// Where frames go.
 enum Display {
-    Bar(ProgressBar),
+    /// A bar of `cells` on a terminal.
+    Bar {
+        bar: ProgressBar,
+        cells: usize,
+    },
     Lines,
 }
+
+/// Cells of the bar on a terminal narrower than
+/// [`terminal::DASHBOARD_MIN_COLUMNS`], and on a wider one.
+const NARROW_BAR: usize = 10;
+const WIDE_BAR: usize = 20;
 
 /// The progress of one run, and what it needs to draw a frame.
 struct Shown {
@@ -202,12 +276,20 @@ impl Shown {
             last,
         );
         match &self.display {
-            Display::Bar(bar) => {
+            Display::Bar { bar, cells } => {
+                // `[` bar `] ` label, short of the last column.
+                let columns = terminal::stderr_size().map_or(80, |s| usize::from(s.columns));
+                let room = columns.saturating_sub(cells + 4);
                 bar.set_length(f.length);
                 bar.set_position(f.position);
-                bar.set_message(f.label);
+                bar.set_message(f.label_within(room));
             }
-            Display::Lines => eprintln!("arbor run: {}", f.label),
+            Display::Lines => {
+                let room = terminal::stderr_size().map_or(usize::MAX, |s| {
+                    usize::from(s.columns).saturating_sub(STATUS.len())
+                });
+                eprintln!("{STATUS}{}", f.label_within(room));
+            }
         }
     }
 }
@@ -224,13 +306,16 @@ impl Ticker {
     /// terminal, else a status line every [`STATUS_EVERY`].
     pub fn start(progress: Arc<Progress>, span: Span, planned: Nanos) -> Ticker {
         let (display, every) = if std::io::stderr().is_terminal() {
+            let wide = terminal::stderr_size()
+                .is_some_and(|s| s.columns >= terminal::DASHBOARD_MIN_COLUMNS);
+            let cells = if wide { WIDE_BAR } else { NARROW_BAR };
             let bar = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("[{bar:20}] {wide_msg}")
+                ProgressStyle::with_template(&format!("[{{bar:{cells}}}] {{msg}}"))
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
-            (Display::Bar(bar), TICK)
+            (Display::Bar { bar, cells }, TICK)
         } else {
             (Display::Lines, status_every())
         };
@@ -277,7 +362,7 @@ impl Ticker {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        if let Display::Bar(bar) = &self.shown.display {
+        if let Display::Bar { bar, .. } = &self.shown.display {
             self.shown.draw(true);
             bar.abandon();
         }
@@ -300,7 +385,7 @@ mod tests {
         let f = of_100(15 * S, Counts::consistent(30, 25, 1), false);
         assert_eq!((f.position, f.length), (25, 100));
         assert_eq!(
-            f.label,
+            f.label(),
             "15.0 s elapsed of 1:00 planned, ETA 45.0 s; 30 sent, 25 done, 5 in flight, 1 errors"
         );
     }
@@ -309,7 +394,7 @@ mod tests {
     fn past_the_plan_the_eta_comes_from_the_observed_rate() {
         let f = of_100(80 * S, Counts::consistent(60, 40, 0), false);
         // 40 done in 80 s: the 60 left take 120 s more.
-        assert!(f.label.contains("ETA 2:00"), "{}", f.label);
+        assert!(f.label().contains("ETA 2:00"), "{}", f.label());
     }
 
     #[test]
@@ -318,17 +403,17 @@ mod tests {
         assert_eq!(span, Span::Time { duration: 120 * S });
         let f = frame(span, 125 * S, 30 * S, Counts::consistent(9, 9, 0), false);
         assert_eq!((f.position, f.length), (30_000, 120_000));
-        assert!(f.label.contains("ETA 1:30"), "{}", f.label);
+        assert!(f.label().contains("ETA 1:30"), "{}", f.label());
         // Past the duration (the grace period), the bar stays full and
         // the label says what it waits for, not an ETA of 0.
         let f = frame(span, 125 * S, 123 * S, Counts::consistent(9, 6, 0), false);
         assert_eq!(f.position, f.length);
-        assert!(!f.label.contains("ETA"), "{}", f.label);
+        assert!(!f.label().contains("ETA"), "{}", f.label());
         assert!(
-            f.label
+            f.label()
                 .contains("duration reached, waiting for 3 in flight"),
             "{}",
-            f.label
+            f.label()
         );
         assert_eq!(Span::of(None, 7), Span::Requests { total: 7 });
     }
@@ -345,9 +430,9 @@ mod tests {
         assert!(read.done <= read.sent, "{read:?}");
         let f = frame(Span::Requests { total: 4 }, S, S, read, false);
         assert!(
-            f.label.contains("3 sent, 3 done, 0 in flight"),
+            f.label().contains("3 sent, 3 done, 0 in flight"),
             "{}",
-            f.label
+            f.label()
         );
         assert!(f.position <= f.length);
     }
@@ -358,13 +443,58 @@ mod tests {
         let f = of_100(61 * S, all, true);
         assert_eq!((f.position, f.length), (100, 100));
         assert!(f
-            .label
+            .label()
             .ends_with("finished; 100 sent, 100 done, 0 in flight, 2 errors"));
-        assert!(!f.label.contains("ETA"));
+        assert!(!f.label().contains("ETA"));
         // A run stopped early ends where it stopped, not on a full bar.
         let cut = Counts::consistent(40, 38, 0);
         let f = of_100(20 * S, cut, true);
         assert_eq!(f.position, 38);
+    }
+
+    #[test]
+    fn a_narrow_label_leaves_words_and_figures_out_whole() {
+        let f = frame(
+            Span::Time { duration: 3600 * S },
+            3725 * S,
+            754 * S,
+            Counts::consistent(123_456, 123_000, 7),
+            false,
+        );
+        assert_eq!(
+            f.label(),
+            "12:34 elapsed of 1:02:05 planned, ETA 47:26; 123456 sent, 123000 done, 456 in \
+             flight, 7 errors"
+        );
+        // The bar at 80 columns leaves 66 for the label.
+        let narrow = f.label_within(66);
+        assert_eq!(
+            narrow,
+            "12:34 of 1:02:05, ETA 47:26; 123000 done, 456 in flight, 7 errors"
+        );
+        for max in [10, 30, 40, 50, 66, 80] {
+            let label = f.label_within(max);
+            assert!(fit::width(&label) <= max || max < 12, "{max}: {label}");
+            // Every number in it whole: each is one of the frame's.
+            for word in label.split(|c: char| !c.is_ascii_digit()) {
+                if !word.is_empty() {
+                    assert!(f.label().contains(word), "{max}: {word} in {label}");
+                }
+            }
+        }
+        // Past the duration, the short form still says what it waits for.
+        let f = frame(
+            Span::Time { duration: 60 * S },
+            60 * S,
+            61 * S,
+            Counts::consistent(9, 6, 0),
+            false,
+        );
+        assert!(
+            f.label_within(60).contains("waiting for 3 in flight"),
+            "{}",
+            f.label_within(60)
+        );
     }
 
     #[test]

@@ -3,6 +3,11 @@
 //! what it counts (requests, tokens, plays, gaps) and on which clock a
 //! time is (the plan's or the run's), and the server's own metrics when
 //! they were scraped.
+//!
+//! Given a width (a terminal's, or `COLUMNS`), everything fits it: a
+//! line is wrapped at spaces under its label, and a table wider than the
+//! width is split into tables of as many columns as fit, each with the
+//! metric's name. Without one (a file, a pipe) the lines are whole.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -13,13 +18,15 @@ use arbor::runs::collector::Latency;
 use arbor::runs::output::Summary;
 use arbor::runs::server_metrics::ServerMetrics;
 
+use crate::fit;
+
 fn ms(seconds: f64) -> String {
     format!("{:.2}", seconds * 1e3)
 }
 
-pub fn latency_table(summary: &Summary) -> Table {
-    let mut table = Table::new();
-    table.load_preset(presets::ASCII_MARKDOWN).set_header(vec![
+/// The latency table's header and its rows (metric name first).
+fn latency_cells(summary: &Summary) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let header = vec![
         "metric (ms)",
         "count",
         "mean",
@@ -28,7 +35,7 @@ pub fn latency_table(summary: &Summary) -> Table {
         "p95",
         "p99",
         "max",
-    ]);
+    ];
     let l = &summary.latency;
     let rows: [(&str, &Latency); 7] = [
         ("TTFT", &l.ttft),
@@ -39,19 +46,40 @@ pub fn latency_table(summary: &Summary) -> Table {
         ("queue wait", &l.queue_wait),
         ("job time (plays)", &l.job_time),
     ];
-    for (name, d) in rows {
-        table.add_row(vec![
-            name.to_string(),
-            d.count.to_string(),
-            ms(d.mean_s),
-            ms(d.p50_s),
-            ms(d.p90_s),
-            ms(d.p95_s),
-            ms(d.p99_s),
-            ms(d.max_s),
-        ]);
+    let rows = rows
+        .iter()
+        .map(|(name, d)| {
+            vec![
+                name.to_string(),
+                d.count.to_string(),
+                ms(d.mean_s),
+                ms(d.p50_s),
+                ms(d.p90_s),
+                ms(d.p95_s),
+                ms(d.p99_s),
+                ms(d.max_s),
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// A table of the name column and the `columns` (indices) of `rows`.
+fn table_of(header: &[&str], rows: &[Vec<String>], columns: &[usize]) -> Table {
+    let pick = |cells: Vec<String>| -> Vec<String> {
+        std::iter::once(0)
+            .chain(columns.iter().copied())
+            .filter_map(|i| cells.get(i).cloned())
+            .collect()
+    };
+    let mut table = Table::new();
+    table
+        .load_preset(presets::ASCII_MARKDOWN)
+        .set_header(pick(header.iter().map(|h| h.to_string()).collect()));
+    for row in rows {
+        table.add_row(pick(row.clone()));
     }
-    for index in 1..8 {
+    for index in 1..=columns.len() {
         if let Some(column) = table.column_mut(index) {
             column.set_cell_alignment(CellAlignment::Right);
         }
@@ -59,13 +87,83 @@ pub fn latency_table(summary: &Summary) -> Table {
     table
 }
 
-/// Prints the console summary. `emulator` describes the built-in
-/// emulator's settings when the run used it.
+/// Columns of a table as [`presets::ASCII_MARKDOWN`] draws it.
+fn table_width(table: &Table) -> usize {
+    table.lines().map(|l| fit::width(&l)).max().unwrap_or(0)
+}
+
+/// The latency tables: one, or, when it is wider than `width`, as many
+/// as it takes for each to fit (the metric's name in each; a column wider
+/// than the width alone stays whole).
+pub fn latency_tables(summary: &Summary, width: Option<usize>) -> Vec<Table> {
+    let (header, rows) = latency_cells(summary);
+    let all: Vec<usize> = (1..header.len()).collect();
+    let Some(width) = width else {
+        return vec![table_of(&header, &rows, &all)];
+    };
+    let mut tables = Vec::new();
+    let mut columns: Vec<usize> = Vec::new();
+    for &column in &all {
+        let mut wider = columns.clone();
+        wider.push(column);
+        if !columns.is_empty() && table_width(&table_of(&header, &rows, &wider)) > width {
+            tables.push(table_of(&header, &rows, &columns));
+            columns = vec![column];
+        } else {
+            columns = wider;
+        }
+    }
+    tables.push(table_of(&header, &rows, &columns));
+    tables
+}
+
+/// Prints the console summary within `width` columns (no limit: `None`);
+/// `emulator` describes the built-in emulator's settings when the run
+/// used it. The verdict and the line naming the run's files follow it
+/// ([`crate::verdict`], [`results_line`]).
 pub fn print(
     out: &mut impl Write,
     summary: &Summary,
-    dir: &Path,
     emulator: Option<&str>,
+    width: Option<usize>,
+) -> io::Result<()> {
+    let mut text = Vec::new();
+    lines(&mut text, summary, emulator, width)?;
+    let text = String::from_utf8_lossy(&text);
+    for line in text.lines() {
+        for part in fitted(line, width) {
+            writeln!(out, "{part}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `line` wrapped at spaces within `width`, under its label: a line of
+/// the summary (`  label           figures`) goes on under the figures'
+/// column, any other at its own indent. A table's line is never wrapped
+/// (the tables fit already).
+fn fitted(line: &str, width: Option<usize>) -> Vec<String> {
+    match width {
+        Some(width) if fit::width(line) > width && !line.starts_with('|') => {
+            let indent = if line.starts_with("  ") && line.get(17..18) == Some(" ") {
+                18
+            } else {
+                line.len() - line.trim_start().len()
+            };
+            let (head, rest) = line.split_at(indent.min(line.len()));
+            let hanging = " ".repeat(indent);
+            fit::wrap(head, &hanging, rest, width)
+        }
+        _ => vec![line.to_string()],
+    }
+}
+
+/// The console summary, each line whole.
+fn lines(
+    out: &mut impl Write,
+    summary: &Summary,
+    emulator: Option<&str>,
+    width: Option<usize>,
 ) -> io::Result<()> {
     let c = &summary.config;
     let n = &summary.counts;
@@ -169,12 +267,21 @@ pub fn print(
         summary.idle.shifts, summary.idle.skipped_s
     )?;
     writeln!(out)?;
-    writeln!(out, "{}", latency_table(summary))?;
+    for (i, table) in latency_tables(summary, width).iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        writeln!(out, "{table}")?;
+    }
     writeln!(
         out,
         "count: ok requests for TTFT, ITL gaps, TPOT and E2E; every request with the stamps for \
          lateness and queue wait; complete plays for job time"
-    )?;
+    )
+}
+
+/// The line that says where the run's files are (after the verdict).
+pub fn results_line(out: &mut impl Write, dir: &Path) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,

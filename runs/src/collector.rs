@@ -272,6 +272,20 @@ pub struct Measured {
     pub plays_incomplete: u64,
 }
 
+/// What the records so far add up to, for a live display
+/// ([`Collector::so_far`]): the server latencies a dashboard shows, the
+/// requests by outcome, the ok requests' output tokens, the errors by
+/// class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SoFar {
+    pub requests: RequestCounts,
+    pub ttft: Latency,
+    pub itl: Latency,
+    pub e2e: Latency,
+    pub output_tokens: u64,
+    pub errors: BTreeMap<String, u64>,
+}
+
 /// Per play: what the records said so far.
 #[derive(Debug, Clone, Copy, Default)]
 struct PlaySpan {
@@ -594,6 +608,20 @@ impl Collector {
         match (span.first_sent, span.last_done) {
             (Some(s), Some(d)) if all_there && !span.cancelled && d >= s => self.job.push(d - s),
             _ => self.plays_incomplete += 1,
+        }
+    }
+
+    /// What the records so far add up to, without ending the collection
+    /// (the percentiles follow [`crate::latency`]'s rule, as the summary's
+    /// will).
+    pub fn so_far(&mut self) -> SoFar {
+        SoFar {
+            requests: self.counts.clone(),
+            ttft: self.ttft.latency(),
+            itl: self.itl.latency(),
+            e2e: self.e2e.latency(),
+            output_tokens: self.ok_output_tokens,
+            errors: self.errors.clone(),
         }
     }
 

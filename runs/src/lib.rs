@@ -15,7 +15,8 @@
 //! checks), [`sharding`] and [`shard_manifest`] (a shard's identity),
 //! [`recipe`] (the validity stamp), [`seen`] (a record there twice),
 //! [`earliest`] (the first stretch of a long run, for readers that keep
-//! whole records), [`warnings`] (what a reader must be
+//! whole records), [`watch`] (a running run's records read back for a
+//! live display), [`warnings`] (what a reader must be
 //! told before the figures), [`breaker`] (a run stopped when its requests
 //! keep failing the same way), [`time_breakdown`] (where the time went,
 //! as the reports show it), and the shapes the plan report shares
@@ -51,4 +52,5 @@ pub mod sharding;
 pub mod summarize;
 pub mod time_breakdown;
 pub mod warnings;
+pub mod watch;
 pub mod work;

@@ -767,6 +767,8 @@ pub async fn run_against(
             duration: scheduler.policy().duration,
             dispatched: start.planned.dispatched,
             planned: planned_duration,
+            records: out_dir.join(output::RECORDS_FILE),
+            run: start.clone(),
         });
     }
     let stopped_by: OnceLock<StopSignal> = OnceLock::new();

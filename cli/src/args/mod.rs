@@ -307,9 +307,16 @@ pub struct RunArgs {
     #[arg(long, help_heading = OUTPUT)]
     pub force: bool,
 
-    /// No progress on stderr (a bar on a terminal, else a status line
-    /// every 10 s).
-    #[arg(long, help_heading = OUTPUT)]
+    /// How progress is shown on stderr while the clock runs: `dashboard`
+    /// (live figures redrawn in place), `simple` (one line: a bar on a
+    /// terminal, else a status line every 10 s) or `none`. Default: the
+    /// dashboard on a terminal of at least 100 columns and 20 rows, else
+    /// simple.
+    #[arg(long, value_enum, value_name = "UI", help_heading = OUTPUT)]
+    pub ui: Option<crate::terminal::Ui>,
+
+    /// No progress on stderr: the same as `--ui none`.
+    #[arg(long, conflicts_with = "ui", help_heading = OUTPUT)]
     pub no_progress: bool,
 
     /// Make N profiling runs one after another (AIPerf's
