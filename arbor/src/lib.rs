@@ -5,7 +5,8 @@
 //! - [`plan::plan`]: a workload planned on the virtual clock (with a
 //!   service model, or the batching server model's predictions);
 //! - [`run::run`]: a live run against a server or the built-in emulator,
-//!   its run directory written as it goes; [`run::prepare`] and
+//!   its run directory written as it goes (judged against `--slo` by
+//!   [`slo`]); [`run::prepare`] and
 //!   [`run::run_prepared`] split it where a caller reuses the compiled
 //!   workload (the live capacity probe);
 //! - [`capacity::capacity`]: the largest load within SLOs, virtual or live;
@@ -20,7 +21,7 @@
 //! works goes to an [`Observer`]; every failure is one [`Error`] whose
 //! [`Kind`] says whose fault it is (the CLI maps it to an exit code).
 //!
-//! Modules, each used only by those after it: `options`, `observer`,
+//! Modules, each used only by those after it: `options`, `slo`, `observer`,
 //! `runtime`, `tokenizer`, `scenario`, `schema`, `inputs`, `emulate`, `plan`,
 //! `run`, `capacity`.
 #![forbid(unsafe_code)]
@@ -38,6 +39,7 @@ pub mod run;
 pub mod runtime;
 pub mod scenario;
 pub mod schema;
+pub mod slo;
 pub mod tokenizer;
 
 pub use arbor_error::{Error, Kind};

@@ -52,7 +52,7 @@ pub struct Finished<'a> {
     /// The in-process emulator's settings, when the run used it.
     pub emulator: Option<&'a str>,
     /// The run judged against `--slo`, when given.
-    pub slo: Option<&'a crate::run::slo::SloReport>,
+    pub slo: Option<&'a crate::slo::SloReport>,
 }
 
 /// Hooks a use case calls as it goes. Every method has a default but

@@ -114,7 +114,7 @@ impl Observer for Console {
         stdout::print(|mut out| {
             run_table::print(&mut out, finished.summary, finished.emulator, width)?;
             verdict::print(&mut out, finished.summary, finished.slo)?;
-            run_table::results_line(&mut out, finished.out)
+            run_table::results_line(&mut out, finished.out, width)
         })
     }
 

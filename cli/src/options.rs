@@ -210,7 +210,8 @@ pub fn run(a: &RunArgs, given: &Given) -> RunOptions {
         scenario: scenario(&a.scenario),
         start: start(&a.start),
         emulator: emulator(&a.emulator),
-        slo: a.slo.clone(),
+        // `arbor run --slo` only ([`crate::args::RunCommand`]).
+        slo: None,
     }
 }
 
@@ -266,7 +267,7 @@ mod tests {
         let crate::args::Command::Run(run) = command else {
             panic!("not run")
         };
-        (run, Given::of_subcommand(&matches))
+        (run.run, Given::of_subcommand(&matches))
     }
 
     /// The help shows clap's defaults; the library applies its own to

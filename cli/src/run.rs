@@ -5,13 +5,15 @@
 
 use arbor::Error;
 
-use crate::args::RunArgs;
+use crate::args::RunCommand;
 use crate::console::Console;
 use crate::options::{self, Given};
 use crate::terminal::Ui;
 
 /// `arbor run`.
-pub fn run(args: &RunArgs, given: &Given) -> Result<(), Error> {
-    let console = Console::with_ui(Ui::resolve(args.ui, args.no_progress));
-    arbor::run::run(&options::run(args, given), &console)
+pub fn run(args: &RunCommand, given: &Given) -> Result<(), Error> {
+    let console = Console::with_ui(Ui::resolve(args.run.ui, args.run.no_progress));
+    let mut options = options::run(&args.run, given);
+    options.slo = args.slo.clone();
+    arbor::run::run(&options, &console)
 }

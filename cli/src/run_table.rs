@@ -280,16 +280,20 @@ fn lines(
     )
 }
 
-/// The line that says where the run's files are (after the verdict).
-pub fn results_line(out: &mut impl Write, dir: &Path) -> io::Result<()> {
+/// The line that says where the run's files are (after the verdict),
+/// within `width` columns.
+pub fn results_line(out: &mut impl Write, dir: &Path, width: Option<usize>) -> io::Result<()> {
     writeln!(out)?;
-    writeln!(
-        out,
+    let line = format!(
         "results in {} ({}, {})",
         dir.display(),
         arbor::runs::output::RECORDS_FILE,
         arbor::runs::output::SUMMARY_FILE
-    )
+    );
+    for part in fitted(&line, width) {
+        writeln!(out, "{part}")?;
+    }
+    Ok(())
 }
 
 /// What the server's own metrics said: each gauge's mean and max over the

@@ -10,14 +10,15 @@ use std::io::IsTerminal;
 
 use clap::ValueEnum;
 
-/// The progress display of a run (`--ui`).
+/// The progress display of a run (`--ui`): `Dashboard`, a block of live
+/// figures redrawn in place on stderr; `Simple`, one line (a bar on a
+/// terminal, else a status line every 10 s); `None`, nothing
+/// (`--no-progress`). (Described here, not on each variant: described
+/// variants would turn `arbor run --help` into clap's long form.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Ui {
-    /// A block of live figures redrawn in place on stderr.
     Dashboard,
-    /// One line: a bar on a terminal, else a status line every 10 s.
     Simple,
-    /// Nothing (`--no-progress`).
     None,
 }
 

@@ -8,7 +8,7 @@
 use std::io::{self, Write};
 
 use arbor::capacity_search::Reading;
-use arbor::run::slo::SloReport;
+use arbor::slo::SloReport;
 use arbor::runs::output::Summary;
 use arbor::runs::time_breakdown::{TimeBreakdown, IDLE_SKIPPED};
 
@@ -273,8 +273,10 @@ mod tests {
             "The model `llama-3-8b` does not exist or you do not have access to it. ".repeat(3);
         s.error_samples.insert(
             "http_status".to_string(),
-            serde_json::from_value(serde_json::json!({"http_status": 404, "message": long}))
-                .unwrap(),
+            arbor::runs::collector::ErrorSample {
+                http_status: Some(404),
+                message: long,
+            },
         );
         let text = printed(&s);
         assert!(text.contains("verdict: FAILED: all "), "{text}");

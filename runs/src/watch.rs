@@ -27,10 +27,10 @@ use crate::record_line::RecordLine;
 
 /// The most new bytes one read takes from the file; the older new bytes
 /// are skipped.
-pub const BYTES_PER_READ: u64 = 512 * 1024;
+pub const BYTES_PER_READ: u64 = 128 * 1024;
 
 /// The most new lines one read adds up; the older new lines are skipped.
-pub const LINES_PER_READ: usize = 1000;
+pub const LINES_PER_READ: usize = 200;
 
 /// A line longer than this (never written by arbor) is dropped unread.
 const LONGEST_LINE: usize = 16 << 20;

@@ -40,7 +40,6 @@ mod notices;
 mod prepare;
 mod repeat;
 mod signals;
-pub mod slo;
 mod threads;
 
 use std::path::{Path, PathBuf};
@@ -198,7 +197,7 @@ pub struct Settled {
 /// Applies the demo's defaults and the recipe, refuses emulator options
 /// with an endpoint, and configures the in-process emulator.
 pub fn settle(args: &RunOptions, observer: &dyn Observer) -> Result<Settled, Error> {
-    let slo = args.slo.as_deref().map(slo::parse).transpose()?;
+    let slo = args.slo.as_deref().map(crate::slo::parse).transpose()?;
     let demo = is_demo(args);
     let mut args = if demo {
         demo_args(args, observer)
@@ -320,7 +319,7 @@ fn run_prepared(
     };
 
     let judged = match (&settled.args.slo, &settled.slo) {
-        (Some(spec), Some(targets)) => Some(slo::judge(&report.out, spec, targets)?),
+        (Some(spec), Some(targets)) => Some(crate::slo::judge(&report.out, spec, targets)?),
         _ => None,
     };
     observer.run_finished(&Finished {
@@ -332,7 +331,7 @@ fn run_prepared(
     let line = arbor_report::page::write_for_run(&report.out)?;
     observer.output(&line)?;
     let failed = failed_too_often(&report.summary, &report.out, failures, report.trip.as_ref());
-    let slo_missed = judged.as_ref().and_then(|j| slo::miss(j, &report.out));
+    let slo_missed = judged.as_ref().and_then(|j| crate::slo::miss(j, &report.out));
     Ok(Ran {
         out: report.out,
         stopped_by: report.stopped_by,

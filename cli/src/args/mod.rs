@@ -89,7 +89,7 @@ pub enum Command {
     /// measure it: records.jsonl, summary.json, report.html and a console
     /// table.
     /// Without --endpoint: the bundled sample against the built-in emulator.
-    Run(RunArgs),
+    Run(RunCommand),
     /// Serve the built-in OpenAI-compatible emulator on 127.0.0.1.
     Emulate(EmulateArgs),
     /// Find the largest load (--sessions, or --arrival rate:) that meets
@@ -146,7 +146,7 @@ impl Command {
     pub fn peer_flags(&self) -> Option<&PeerFlags> {
         match self {
             Command::Plan(a) => Some(&a.peer),
-            Command::Run(a) => Some(&a.peer),
+            Command::Run(a) => Some(&a.run.peer),
             Command::Capacity(a) => Some(&a.run.peer),
             Command::Doctor(a) => Some(&a.peer),
             Command::Inspect(_)
@@ -271,6 +271,23 @@ pub struct ConvertArgs {
     pub output: PathBuf,
 }
 
+/// `arbor run`'s flags: every flag of a run ([`RunArgs`], which `arbor
+/// capacity` shares for its probes) and the verdict only a run gives.
+#[derive(Debug, Args, Clone)]
+pub struct RunCommand {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Judge the finished run against latency targets, as `arbor capacity`
+    /// does a probe: comma-separated METRIC_pNN<=DURATION (ttft, itl,
+    /// tpot, e2e, job) and optionally goodput>=SHARE, e.g.
+    /// 'ttft_p99<=2s,e2e_p90<=30s'. The verdict goes to OUT/slo.json, the
+    /// console and the page; a miss exits 6, fewer than 20 successful
+    /// requests exit 5 (undecided).
+    #[arg(long, value_name = "SLOS", help_heading = OUTPUT)]
+    pub slo: Option<String>,
+}
+
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -325,15 +342,6 @@ pub struct RunArgs {
     /// 95 % t-interval per headline metric, valid only if every run is.
     #[arg(long, visible_alias = "num-profile-runs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = OUTPUT)]
     pub repeat: Option<u32>,
-
-    /// Judge the finished run against latency targets, as `arbor capacity`
-    /// does a probe: comma-separated METRIC_pNN<=DURATION (ttft, itl,
-    /// tpot, e2e, job) and optionally goodput>=SHARE, e.g.
-    /// 'ttft_p99<=2s,e2e_p90<=30s'. The verdict goes to OUT/slo.json, the
-    /// console and the page; a miss exits 6, fewer than 20 successful
-    /// requests exit 5 (undecided).
-    #[arg(long, value_name = "SLOS", help_heading = OUTPUT)]
-    pub slo: Option<String>,
 
     #[command(flatten)]
     pub scenario: ScenarioArgs,
