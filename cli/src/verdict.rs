@@ -8,9 +8,9 @@
 use std::io::{self, Write};
 
 use arbor::capacity_search::Reading;
-use arbor::slo::SloReport;
 use arbor::runs::output::Summary;
 use arbor::runs::time_breakdown::{TimeBreakdown, IDLE_SKIPPED};
+use arbor::slo::SloReport;
 
 /// The widest line this prints.
 pub const WIDTH: usize = 80;

@@ -415,8 +415,9 @@ mod tests {
             short.remove(optional);
         }
         let short = format!("{}\n", serde_json::to_string(&short).unwrap());
-        let many = LINES_PER_READ + 100;
-        assert!(short.len() * many < BYTES_PER_READ as usize);
+        // More lines than a read adds up, all within its bytes.
+        let many = (BYTES_PER_READ as usize / short.len() - 1).min(LINES_PER_READ + 100);
+        assert!(many > LINES_PER_READ, "{} bytes a line", short.len());
         for _ in 0..many {
             file.write_all(short.as_bytes()).unwrap();
         }

@@ -331,7 +331,9 @@ fn run_prepared(
     let line = arbor_report::page::write_for_run(&report.out)?;
     observer.output(&line)?;
     let failed = failed_too_often(&report.summary, &report.out, failures, report.trip.as_ref());
-    let slo_missed = judged.as_ref().and_then(|j| crate::slo::miss(j, &report.out));
+    let slo_missed = judged
+        .as_ref()
+        .and_then(|j| crate::slo::miss(j, &report.out));
     Ok(Ran {
         out: report.out,
         stopped_by: report.stopped_by,
