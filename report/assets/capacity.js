@@ -12,40 +12,10 @@
   "use strict";
 
   var startedAt = performance.now();
-  var failed = false;
-  function fail(message) {
-    failed = true;
-    document.title = "arbor report: error: " + message;
-    var app = document.getElementById("app");
-    if (app) {
-      var b = document.createElement("div");
-      b.className = "banner";
-      b.textContent = "report error: " + message;
-      app.insertBefore(b, app.firstChild);
-    }
-  }
-  window.addEventListener("error", function (e) { fail(e.message || String(e)); });
+  var page = window.arborPage, fail = page.fail, el = page.el, num = page.num, pct = page.pct, DASH = page.DASH;
 
-  var DASH = "–";
   var LIVE = "#2563eb", TREES = "#e8590c", PREDICTED = "#6b7280", LIMIT = "#b3261e", FAILS = "#b3261e", SMALL = "#8a4b00";
 
-  function el(tag, attrs, children) {
-    var e = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) {
-      if (k === "text") e.textContent = attrs[k];
-      else if (k === "class") e.className = attrs[k];
-      else e.setAttribute(k, attrs[k]);
-    });
-    (children || []).forEach(function (c) {
-      e.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
-    });
-    return e;
-  }
-  function num(v, digits) {
-    if (v == null || !isFinite(v)) return DASH;
-    return Number(v).toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
-  }
-  function pct(share) { return share == null ? DASH : num(share * 100, 1) + " %"; }
 
   var data, app = document.getElementById("app");
   try {
@@ -337,7 +307,7 @@
   charts.forEach(function (c) {
     if (!c.plot.root.querySelector("canvas") || !(c.plot.data[0] && c.plot.data[0].length)) problems.push("empty chart: " + c.name);
   });
-  if (!failed) {
+  if (!page.failed()) {
     if (problems.length) fail(problems.join("; "));
     else document.title = "arbor report: ok";
   }

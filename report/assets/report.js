@@ -17,19 +17,7 @@
   "use strict";
 
   var startedAt = performance.now();
-  var failed = false;
-  function fail(message) {
-    failed = true;
-    document.title = "arbor report: error: " + message;
-    var app = document.getElementById("app");
-    if (app) {
-      var b = document.createElement("div");
-      b.className = "banner";
-      b.textContent = "report error: " + message;
-      app.insertBefore(b, app.firstChild);
-    }
-  }
-  window.addEventListener("error", function (e) { fail(e.message || String(e)); });
+  var page = window.arborPage, fail = page.fail, el = page.el, num = page.num, pct = page.pct, DASH = page.DASH;
 
   var COLORS = ["#2563eb", "#e8590c", "#0f9d58", "#9c27b0", "#d81b60", "#00897b", "#795548", "#546e7a"];
   var METRICS = [
@@ -37,31 +25,11 @@
     ["lateness", "lateness"], ["queue_wait", "queue wait"], ["job_time", "job time"]
   ];
   var CDFS = METRICS.slice(0, 6);
-  var DASH = "–";
 
-  function el(tag, attrs, children) {
-    var e = document.createElement(tag);
-    if (attrs) {
-      Object.keys(attrs).forEach(function (k) {
-        if (k === "text") e.textContent = attrs[k];
-        else if (k === "class") e.className = attrs[k];
-        else e.setAttribute(k, attrs[k]);
-      });
-    }
-    (children || []).forEach(function (c) {
-      e.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
-    });
-    return e;
-  }
   function get(obj, path) {
     return path.split(".").reduce(function (o, k) { return o == null ? undefined : o[k]; }, obj);
   }
-  function num(v, digits) {
-    if (v == null || !isFinite(v)) return DASH;
-    return Number(v).toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
-  }
   function ms(s) { return s == null ? DASH : num(s * 1000, s * 1000 >= 100 ? 1 : 2); }
-  function pct(r) { return r == null ? DASH : num(r * 100, 1) + " %"; }
   function swatch(i) { return el("span", { class: "swatch", style: "background:" + color(i) }); }
   function runLabel(run, i) { return el("span", {}, [swatch(i), run.name]); }
   // left: indexes of further columns aligned left (text, not numbers).
@@ -1288,7 +1256,7 @@
   checks.push(function () {
     return lanes.turns() === 0 || lanes.stats.drawn > 0 ? null : "swim lanes drew no bar";
   });
-  if (!failed) {
+  if (!page.failed()) {
     var problems = checks.map(function (c) { return c(); }).filter(function (m) { return m; });
     if (problems.length) fail(problems.join("; "));
     else document.title = "arbor report: ok";

@@ -5,6 +5,7 @@
 
 const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
+const COMMON_JS: &str = include_str!("../../assets/common.js");
 const PAGE_JS: &str = include_str!("../../assets/report.js");
 const PAGE_CSS: &str = include_str!("../../assets/report.css");
 
@@ -14,7 +15,8 @@ pub fn page(title: &str, data: &str) -> String {
 }
 
 /// The page for `data`, drawn by `script` (another page's own, e.g. the
-/// capacity page's) with uPlot and the report's styles, then `styles`.
+/// capacity page's) with uPlot, the pages' shared helpers
+/// (`assets/common.js`) and the report's styles, then `styles`.
 pub fn page_drawn_by(title: &str, data: &str, script: &str, styles: &str) -> String {
     let mut html = String::with_capacity(data.len() + UPLOT_JS.len() + script.len() + 8_192);
     html.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -34,6 +36,8 @@ pub fn page_drawn_by(title: &str, data: &str, script: &str, styles: &str) -> Str
     html.push_str(&in_script(data));
     html.push_str("</script>\n<script>\n");
     html.push_str(UPLOT_JS);
+    html.push_str("\n</script>\n<script>\n");
+    html.push_str(COMMON_JS);
     html.push_str("\n</script>\n<script>\n");
     html.push_str(script);
     html.push_str("\n</script>\n</body>\n</html>\n");
@@ -60,13 +64,13 @@ mod tests {
     #[test]
     fn data_cannot_close_its_script_element() {
         let html = page("a <b>", r#"{"name":"</script><script>alert(1)"}"#);
-        assert_eq!(html.matches("</script>").count(), 3);
+        assert_eq!(html.matches("</script>").count(), 4);
         assert!(html.contains("<title>a &lt;b&gt;</title>"));
     }
 
     #[test]
     fn assets_hold_no_closing_script_tag() {
-        for asset in [UPLOT_JS, PAGE_JS] {
+        for asset in [UPLOT_JS, COMMON_JS, PAGE_JS] {
             assert!(!asset.to_ascii_lowercase().contains("</script"));
         }
     }
