@@ -83,6 +83,25 @@ pub fn report(options: &ReportOptions) -> Result<String, Error> {
             return capacity::report(one, options.out.as_deref());
         }
     }
+    // Among several, a capacity or --repeat directory draws no run page:
+    // it has its own, of itself alone.
+    for dir in &options.run_dirs {
+        let own = if capacity::is_capacity_dir(dir) {
+            Some("a capacity search's")
+        } else if options.run_dirs.len() > 1 && aggregate::is_repeat_dir(dir) {
+            Some("a --repeat sequence's")
+        } else {
+            None
+        };
+        if let (Some(what), true) = (own, options.run_dirs.len() > 1) {
+            return Err(Error::input(format!(
+                "{}: {what} directory has a page of its own: give it to `arbor report` alone                  (or give its run directories, e.g. {}/probe-*, {}/run-*, to overlay them)",
+                dir.display(),
+                dir.display(),
+                dir.display()
+            )));
+        }
+    }
     let out = match (&options.out, options.run_dirs.as_slice()) {
         (Some(out), _) => out.clone(),
         (None, [one]) => one.join(REPORT_FILE),

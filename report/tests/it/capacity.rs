@@ -237,3 +237,25 @@ fn a_bad_or_partial_capacity_directory_names_the_file() {
     write(&bad_prediction.join("predicted"), "capacity.json", "[]");
     expect_input_error(&bad_prediction, &["predicted/capacity.json"]);
 }
+
+/// A capacity directory among others draws no run page (it has none): the
+/// fault says to give it alone, or its probes.
+#[test]
+fn a_capacity_directory_among_others_is_refused_naming_it() {
+    let dir = scratch("capacity-among-others");
+    let search_dir = dir.join("search");
+    virtual_dir(&search_dir);
+    let e = report(&ReportOptions {
+        run_dirs: vec![search_dir.clone(), dir.join("other")],
+        out: Some(dir.join("page.html")),
+    })
+    .expect_err("a fault");
+    assert_eq!(e.kind, Kind::Input, "{}", e.message);
+    assert!(e.message.contains("has a page of its own"), "{}", e.message);
+    assert!(
+        e.message.starts_with(&search_dir.display().to_string()),
+        "{}",
+        e.message
+    );
+    assert!(!dir.join("page.html").exists());
+}
