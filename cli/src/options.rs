@@ -11,6 +11,7 @@ use arbor::capacity::CapacityOptions;
 use arbor::options::{
     AccessOptions, EmulateOptions, EmulatorOptions, FitOptions, InputOptions, MetricsOptions,
     PlanOptions, PolicyOptions, RequestOptions, RunOptions, ScenarioOptions, StartOptions,
+    SubsetOptions,
 };
 use arbor::options::{FailureLimits, Preflight};
 use arbor::sim::emulator::EmulatorFlags;
@@ -58,7 +59,9 @@ impl Given {
     }
 }
 
-pub fn input(a: &InputArgs) -> InputOptions {
+/// The input options; `seed` is `--seed`, which draws the `--trees`
+/// sample.
+pub fn input(a: &InputArgs, seed: u64) -> InputOptions {
     InputOptions {
         inputs: a.inputs.clone(),
         format: a.format,
@@ -66,6 +69,12 @@ pub fn input(a: &InputArgs) -> InputOptions {
         synthetic: a.synthetic.clone(),
         overlap_tolerance: a.overlap_tolerance,
         fit: fit(&a.fit),
+        subset: SubsetOptions {
+            trees: a.subset.sample,
+            names: a.subset.names.clone(),
+            max_requests: a.subset.max_requests,
+            seed,
+        },
     }
 }
 
@@ -195,7 +204,7 @@ fn emulator(a: &EmulatorArgs) -> EmulatorOptions {
 
 pub fn run(a: &RunArgs, given: &Given) -> RunOptions {
     RunOptions {
-        input: input(&a.input),
+        input: input(&a.input, a.policy.seed),
         policy: policy(&a.policy, given),
         service: given.pick("service", &a.service),
         threads: a.threads,
@@ -217,7 +226,7 @@ pub fn run(a: &RunArgs, given: &Given) -> RunOptions {
 
 pub fn plan(a: &PlanArgs, given: &Given) -> PlanOptions {
     PlanOptions {
-        input: input(&a.input),
+        input: input(&a.input, a.policy.seed),
         policy: policy(&a.policy, given),
         service: given.pick("service", &a.service),
         timeline: a.timeline.clone(),
