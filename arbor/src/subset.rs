@@ -13,6 +13,10 @@ use arbor_engine::model::{Tree, Workload};
 use arbor_engine::rng::{self, Purpose};
 use arbor_error::Error;
 
+/// How many of the ids taken the description lists (the seed and the
+/// corpus's identity reproduce the rest).
+const SHOWN_IDS: usize = 20;
+
 /// Which part of the corpus to take; `Default` is all of it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SubsetOptions {
@@ -62,7 +66,12 @@ pub fn apply(workload: &mut Workload, options: &SubsetOptions) -> Result<Option<
         (kept, how.join(", then "))
     };
     let requests: usize = kept.iter().map(Tree::turn_count).sum();
-    let ids: Vec<&str> = kept.iter().map(|t| t.id.as_str()).collect();
+    let mut ids: Vec<&str> = kept.iter().map(|t| t.id.as_str()).take(SHOWN_IDS).collect();
+    let more = kept.len().saturating_sub(SHOWN_IDS);
+    let more = format!("and {more} more");
+    if kept.len() > SHOWN_IDS {
+        ids.push(&more);
+    }
     let description = format!(
         "subset ({how}): {} of {total} trees, {requests} requests: {}",
         kept.len(),
