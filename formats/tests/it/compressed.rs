@@ -134,3 +134,25 @@ fn a_truncated_or_garbage_gzip_file_is_an_error_naming_it() {
         assert!(text.contains("corrupt gzip stream"), "{text}");
     }
 }
+
+#[test]
+fn a_gzip_bomb_stops_at_the_line_cap() {
+    // A Mooncake row, then a line of 64 MiB and more that compresses to
+    // almost nothing: read only up to the cap, then refused with it.
+    let mut text =
+        br#"{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}"#.to_vec();
+    text.push(b'\n');
+    text.resize(text.len() + (64 << 20) + 1024, b'a');
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(&text).expect("gzip");
+    let packed = encoder.finish().expect("gzip");
+    drop(text);
+    assert!(packed.len() < 1 << 20, "{} bytes", packed.len());
+    let bomb = TempFile::new("bomb.jsonl.gz", &packed);
+    assert_eq!(detect(&bomb.0).expect("detects"), Format::Mooncake);
+    let err = load_path(&bomb.0, None).expect_err("refused");
+    let text = err.to_string();
+    assert!(text.contains("bomb.jsonl.gz"), "{text}");
+    assert!(text.contains("line 2"), "{text}");
+    assert!(text.contains("64 MiB"), "{text}");
+}
