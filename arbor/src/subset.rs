@@ -9,6 +9,8 @@
 //! would pass N requests (never part of a tree). Knows nothing of reading
 //! files or of the policy.
 
+use std::borrow::Borrow;
+
 use arbor_engine::model::{Tree, Workload};
 use arbor_engine::rng::{self, Purpose};
 use arbor_error::Error;
@@ -41,34 +43,60 @@ impl SubsetOptions {
 /// Keeps the part of `workload` that `options` asks for; says what was
 /// taken (for the run's config and the console), `None` when all was.
 pub fn apply(workload: &mut Workload, options: &SubsetOptions) -> Result<Option<String>, Error> {
+    let Some((kept, description)) = choose(&workload.trees, options)? else {
+        return Ok(None);
+    };
+    let mut wanted = kept.into_iter().peekable();
+    let mut index = 0usize;
+    workload.trees.retain(|_| {
+        let keep = wanted.peek() == Some(&index);
+        if keep {
+            wanted.next();
+        }
+        index += 1;
+        keep
+    });
+    Ok(Some(description))
+}
+
+/// The indices (ascending) of the trees `options` takes out of `trees`,
+/// and what was taken in words; `None` when all are. For callers that keep
+/// trees in several lists (`inspect`, `convert`: one per input).
+pub fn choose<T: Borrow<Tree>>(
+    trees: &[T],
+    options: &SubsetOptions,
+) -> Result<Option<(Vec<usize>, String)>, Error> {
     if options.is_whole() {
         return Ok(None);
     }
     check_combination(options)?;
-    let total = workload.trees.len();
-    let trees = std::mem::take(&mut workload.trees);
+    let total = trees.len();
     let (kept, how) = if !options.names.is_empty() {
         (
             named(trees, &options.names)?,
             format!("--tree {}", options.names.join(" --tree ")),
         )
     } else {
-        let mut kept = trees;
+        let mut kept: Vec<usize> = (0..total).collect();
         let mut how = Vec::new();
         if let Some(n) = options.trees {
-            kept = sample(kept, n, options.seed);
+            kept = sample(total, n, options.seed);
             how.push(format!("--trees {n} sampled with seed {}", options.seed));
         }
         if let Some(cap) = options.max_requests {
-            kept = within_requests(kept, cap)?;
+            kept = within_requests(trees, kept, cap)?;
             how.push(format!("--max-requests {cap}"));
         }
         (kept, how.join(", then "))
     };
-    let requests: usize = kept.iter().map(Tree::turn_count).sum();
-    let mut ids: Vec<&str> = kept.iter().map(|t| t.id.as_str()).take(SHOWN_IDS).collect();
-    let more = kept.len().saturating_sub(SHOWN_IDS);
-    let more = format!("and {more} more");
+    let chosen = || {
+        kept.iter()
+            .filter_map(|&i| trees.get(i))
+            .map(Borrow::borrow)
+    };
+    let requests: usize = chosen().map(Tree::turn_count).sum();
+    let mut ids: Vec<&str> = chosen().map(|t| t.id.as_str()).take(SHOWN_IDS).collect();
+    let more = format!("and {} more", kept.len().saturating_sub(SHOWN_IDS));
     if kept.len() > SHOWN_IDS {
         ids.push(&more);
     }
@@ -77,8 +105,7 @@ pub fn apply(workload: &mut Workload, options: &SubsetOptions) -> Result<Option<
         kept.len(),
         ids.join(" ")
     );
-    workload.trees = kept;
-    Ok(Some(description))
+    Ok(Some((kept, description)))
 }
 
 /// Refuses the combinations that make no sense, and zeros.
@@ -104,33 +131,25 @@ fn check_combination(options: &SubsetOptions) -> Result<(), Error> {
     Ok(())
 }
 
-/// A seeded sample of `n` trees (all when there are no more), in their
-/// order.
-fn sample(trees: Vec<Tree>, n: u32, seed: u64) -> Vec<Tree> {
+/// A seeded sample of `n` of `total` indices (all when there are no
+/// more), ascending.
+fn sample(total: usize, n: u32, seed: u64) -> Vec<usize> {
     let n = n as usize;
-    if n >= trees.len() {
-        return trees;
+    if n >= total {
+        return (0..total).collect();
     }
     let mut rng = rng::stream(seed, Purpose::Subset, 0, 0, 0);
-    let mut picked = rand::seq::index::sample(&mut rng, trees.len(), n).into_vec();
+    let mut picked = rand::seq::index::sample(&mut rng, total, n).into_vec();
     picked.sort_unstable();
-    let mut wanted = picked.into_iter().peekable();
-    let mut kept = Vec::with_capacity(n);
-    for (i, tree) in trees.into_iter().enumerate() {
-        if wanted.peek() == Some(&i) {
-            wanted.next();
-            kept.push(tree);
-        }
-    }
-    kept
+    picked
 }
 
 /// The trees whose ids are named (every tree with such an id), in the
 /// corpus's order; an unknown name is refused, naming the nearest ids.
-fn named(trees: Vec<Tree>, names: &[String]) -> Result<Vec<Tree>, Error> {
+fn named<T: Borrow<Tree>>(trees: &[T], names: &[String]) -> Result<Vec<usize>, Error> {
     for name in names {
-        if !trees.iter().any(|t| &t.id == name) {
-            let mut ids: Vec<&str> = trees.iter().map(|t| t.id.as_str()).collect();
+        if !trees.iter().any(|t| &t.borrow().id == name) {
+            let mut ids: Vec<&str> = trees.iter().map(|t| t.borrow().id.as_str()).collect();
             ids.sort_by_key(|id| (distance(id, name), *id));
             ids.dedup();
             let nearest: Vec<&str> = ids.into_iter().take(5).collect();
@@ -142,23 +161,27 @@ fn named(trees: Vec<Tree>, names: &[String]) -> Result<Vec<Tree>, Error> {
             )));
         }
     }
-    Ok(trees
-        .into_iter()
-        .filter(|t| names.iter().any(|n| n == &t.id))
+    Ok((0..trees.len())
+        .filter(|&i| trees.get(i).is_some_and(|t| names.contains(&t.borrow().id)))
         .collect())
 }
 
-/// Whole trees in order while their requests add up to at most `cap`.
-fn within_requests(trees: Vec<Tree>, cap: u64) -> Result<Vec<Tree>, Error> {
+/// Of `candidates`, whole trees in order while their requests add up to
+/// at most `cap`.
+fn within_requests<T: Borrow<Tree>>(
+    trees: &[T],
+    candidates: Vec<usize>,
+    cap: u64,
+) -> Result<Vec<usize>, Error> {
     let mut taken = 0u64;
     let mut kept = Vec::new();
-    for tree in trees {
-        let requests = tree.turn_count() as u64;
+    for i in candidates {
+        let requests = trees.get(i).map_or(0, |t| t.borrow().turn_count()) as u64;
         if taken.saturating_add(requests) > cap {
             break;
         }
         taken += requests;
-        kept.push(tree);
+        kept.push(i);
     }
     if kept.is_empty() {
         return Err(Error::input(format!(

@@ -22,7 +22,7 @@ use crate::terminal::Ui;
 
 use crate::args::{
     AccessArgs, CapacityArgs, EmulateArgs, EmulatorArgs, FitArgs, InputArgs, MetricsArgs, PlanArgs,
-    PolicyArgs, RequestArgs, RunArgs, ScenarioArgs, StartArgs,
+    PolicyArgs, RequestArgs, RunArgs, ScenarioArgs, StartArgs, SubsetArgs,
 };
 
 /// The argument ids the user gave (on the command line or in the
@@ -69,12 +69,17 @@ pub fn input(a: &InputArgs, seed: u64) -> InputOptions {
         synthetic: a.synthetic.clone(),
         overlap_tolerance: a.overlap_tolerance,
         fit: fit(&a.fit),
-        subset: SubsetOptions {
-            trees: a.subset.sample,
-            names: a.subset.names.clone(),
-            max_requests: a.subset.max_requests,
-            seed,
-        },
+        subset: subset(&a.subset, seed),
+    }
+}
+
+/// The part of the corpus to take; `seed` draws the `--trees` sample.
+pub fn subset(a: &SubsetArgs, seed: u64) -> SubsetOptions {
+    SubsetOptions {
+        trees: a.sample,
+        names: a.names.clone(),
+        max_requests: a.max_requests,
+        seed,
     }
 }
 

@@ -147,3 +147,23 @@ fn senseless_combinations_are_refused() {
         assert!(err.to_string().contains("--"), "{err}");
     }
 }
+
+#[test]
+fn convert_writes_the_trees_plan_takes() {
+    let subset = SubsetOptions {
+        trees: Some(2),
+        seed: 3,
+        ..SubsetOptions::default()
+    };
+    let (planned, _, _) = take(corpus(), subset.clone()).expect("loads");
+    let out = crate::util::scratch("subset-convert").join("taken.jsonl");
+    let options = arbor::convert::ConvertOptions {
+        inputs: vec![corpus()],
+        format: None,
+        output: out.clone(),
+        subset,
+    };
+    let written = arbor::convert::convert(&options, &Kept::default()).expect("converts");
+    assert_eq!(written, 2);
+    assert_eq!(all_ids(out), planned);
+}
