@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use arbor_formats::input::Format;
 use arbor_formats::load::{self, arbor::write_tree};
 
+use crate::subset::{self, SubsetOptions};
 use crate::Observer;
 use arbor_error::Error;
 
@@ -23,6 +24,9 @@ pub struct ConvertOptions {
     pub format: Option<Format>,
     /// The arbor JSONL file to write.
     pub output: PathBuf,
+    /// Which part of the inputs to write (`--trees`, `--tree`,
+    /// `--max-requests`); `Default` is all of them.
+    pub subset: SubsetOptions,
 }
 
 /// Writes the trees of every input to the output, in arbor's form (the
@@ -43,11 +47,12 @@ pub fn convert(args: &ConvertOptions, observer: &dyn Observer) -> Result<u64, Er
     let file =
         File::create(output).map_err(|e| Error::other(format!("{name}: cannot create: {e}")))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
-    let result = write_all(&inputs, format, &mut out, &name).and_then(|trees| {
-        out.flush()
-            .map_err(|e| Error::other(format!("{name}: cannot write: {e}")))?;
-        Ok(trees)
-    });
+    let result =
+        write_all(&inputs, format, &args.subset, observer, &mut out, &name).and_then(|trees| {
+            out.flush()
+                .map_err(|e| Error::other(format!("{name}: cannot write: {e}")))?;
+            Ok(trees)
+        });
     match result {
         Ok(trees) => {
             observer.notice(&format!("arbor convert: wrote {trees} trees to {name}"));
@@ -62,19 +67,40 @@ pub fn convert(args: &ConvertOptions, observer: &dyn Observer) -> Result<u64, Er
     }
 }
 
+/// Writes every input's trees, input by input; with a subset, every input
+/// is read first (a sample needs the whole corpus) and only the trees
+/// taken are written.
 fn write_all(
     inputs: &[PathBuf],
     format: Option<Format>,
+    part: &SubsetOptions,
+    observer: &dyn Observer,
     out: &mut impl Write,
     name: &str,
 ) -> Result<u64, Error> {
     let mut trees = 0u64;
-    for input in inputs {
-        let loaded = load::load_path(input, format).map_err(Error::input)?;
-        for tree in &loaded.trees {
-            write_tree(tree, out)
-                .map_err(|e| Error::other(format!("{name}: cannot write: {e}")))?;
-            trees += 1;
+    let mut write = |tree: &arbor_engine::model::Tree| {
+        trees += 1;
+        write_tree(tree, out).map_err(|e| Error::other(format!("{name}: cannot write: {e}")))
+    };
+    if part.is_whole() {
+        for input in inputs {
+            let loaded = load::load_path(input, format).map_err(Error::input)?;
+            loaded.trees.iter().try_for_each(&mut write)?;
+        }
+    } else {
+        let mut all = Vec::new();
+        for input in inputs {
+            all.extend(load::load_path(input, format).map_err(Error::input)?.trees);
+        }
+        match subset::choose(&all, part)? {
+            Some((kept, taken)) => {
+                observer.notice(&format!("arbor convert: {taken}"));
+                kept.iter()
+                    .filter_map(|&i| all.get(i))
+                    .try_for_each(&mut write)?;
+            }
+            None => all.iter().try_for_each(&mut write)?,
         }
     }
     if trees == 0 {

@@ -1,6 +1,7 @@
 //! Turns the input and policy options into a compiled workload and a
 //! policy, the same way for `plan` and `run`: load (traces, synthetic or
-//! the bundled sample), recount tokens, fit prompts to the server
+//! the bundled sample), take the subset asked for (`subset.rs`), recount
+//! tokens, fit prompts to the server
 //! (`--isl-scale`, `--max-context`), check the policy's combinations
 //! (naming the flags), refuse a workload or plan too large for this
 //! machine before allocating it (estimated from counts and sizes), compile,
@@ -71,6 +72,10 @@ pub fn load(args: &InputOptions, observer: &dyn Observer) -> Result<LoadedInput,
         })?;
         parts.push(format!("synthetic {}", spec.to_spec_string()));
         workload.trees.extend(spec.generate().trees);
+    }
+    if let Some(taken) = crate::subset::apply(&mut workload, &args.subset)? {
+        observer.notice(&taken);
+        parts.push(taken);
     }
     if let Some(path) = &args.tokenizer {
         let tokenizer = crate::tokenizer::load(path)?;

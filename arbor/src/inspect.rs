@@ -19,10 +19,10 @@ use arbor_formats::inspect::{inspect, Inspection};
 use arbor_formats::load;
 use std::path::PathBuf;
 
-use arbor_formats::input::Format;
+use arbor_formats::input::{Format, Loaded};
 use serde::Serialize;
 
-use crate::options::FitOptions;
+use crate::options::{FitOptions, SubsetOptions};
 use crate::Observer;
 use arbor_error::Error;
 use arbor_report::plan::describe_fit;
@@ -50,6 +50,9 @@ pub struct InspectOptions {
     pub json: bool,
     /// List the trees whatever their number.
     pub trees: bool,
+    /// Which part of the inputs to inspect (`--tree`, `--max-requests`);
+    /// `Default` is all of them.
+    pub subset: SubsetOptions,
 }
 
 /// What `arbor inspect` found.
@@ -61,6 +64,35 @@ pub struct Inspected {
     with_shapes: bool,
 }
 
+/// Keeps the trees of the subset asked for, in each input's list.
+fn take_subset(
+    loaded: &mut [Loaded],
+    part: &SubsetOptions,
+    observer: &dyn Observer,
+) -> Result<(), Error> {
+    if part.is_whole() {
+        return Ok(());
+    }
+    let all: Vec<&Tree> = loaded.iter().flat_map(|l| l.trees.iter()).collect();
+    let Some((kept, taken)) = crate::subset::choose(&all, part)? else {
+        return Ok(());
+    };
+    observer.notice(&format!("arbor inspect: {taken}"));
+    let mut wanted = kept.into_iter().peekable();
+    let mut index = 0usize;
+    for one in loaded.iter_mut() {
+        one.trees.retain(|_| {
+            let keep = wanted.peek() == Some(&index);
+            if keep {
+                wanted.next();
+            }
+            index += 1;
+            keep
+        });
+    }
+    Ok(())
+}
+
 /// Loads, fits and inspects the inputs.
 pub fn inspect_inputs(args: &InspectOptions, observer: &dyn Observer) -> Result<Inspected, Error> {
     let options = DeriveOptions {
@@ -68,6 +100,7 @@ pub fn inspect_inputs(args: &InspectOptions, observer: &dyn Observer) -> Result<
     };
     let paths = arbor_formats::data::resolve_inputs(&args.inputs)?;
     let mut loaded = load::load_all(&paths, args.format).map_err(Error::input)?;
+    take_subset(&mut loaded, &args.subset, observer)?;
     let fit = args.fit.fit();
     if !fit.is_identity() {
         let report = apply_trees(loaded.iter_mut().flat_map(|l| l.trees.iter_mut()), &fit);

@@ -40,6 +40,7 @@ pub mod runtime;
 pub mod scenario;
 pub mod schema;
 pub mod slo;
+pub mod subset;
 pub mod tokenizer;
 
 pub use arbor_error::{Error, Kind};

@@ -19,6 +19,8 @@ pub use arbor_backends::preflight::Options as Preflight;
 use arbor_engine::policy::{Arrival, GapScale, GapTransform, Shard, Stagger, StartWindow};
 use arbor_engine::time::{Nanos, NANOS_PER_SEC};
 use arbor_formats::input::Format;
+
+pub use crate::subset::SubsetOptions;
 use arbor_sim::emulator::EmulatorFlags;
 use arbor_sim::Service;
 use serde_json::{Map, Value};
@@ -66,6 +68,9 @@ pub struct InputOptions {
     /// after the other.
     pub overlap_tolerance: Nanos,
     pub fit: FitOptions,
+    /// Which part of the corpus to take (`--trees`, `--tree`,
+    /// `--max-requests`); `Default` is all of it.
+    pub subset: SubsetOptions,
 }
 
 impl Default for InputOptions {
@@ -77,6 +82,7 @@ impl Default for InputOptions {
             synthetic: None,
             overlap_tolerance: defaults::OVERLAP_TOLERANCE,
             fit: FitOptions::default(),
+            subset: SubsetOptions::default(),
         }
     }
 }

@@ -7,6 +7,7 @@ use arbor::Error;
 
 use crate::args::ConvertArgs;
 use crate::console::Console;
+use crate::options;
 
 /// `arbor convert`.
 pub fn run(args: &ConvertArgs) -> Result<(), Error> {
@@ -14,6 +15,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), Error> {
         inputs: args.traces.inputs.clone(),
         format: args.traces.format,
         output: args.output.clone(),
+        subset: options::subset(&args.subset, args.seed),
     };
     arbor::convert::convert(&options, &Console::default()).map(|_| ())
 }

@@ -2,6 +2,7 @@
 //! ([`arbor::inspect::inspect_inputs`]), printed human or as JSON.
 
 use arbor::inspect::InspectOptions;
+use arbor::options::SubsetOptions;
 use arbor::Error;
 
 use crate::args::InspectArgs;
@@ -17,6 +18,11 @@ pub fn run(args: &InspectArgs) -> Result<(), Error> {
         overlap_tolerance: args.overlap_tolerance,
         json: args.json,
         trees: args.trees,
+        subset: SubsetOptions {
+            names: args.tree_names.clone(),
+            max_requests: args.max_requests,
+            ..SubsetOptions::default()
+        },
     };
     let inspected = arbor::inspect::inspect_inputs(&options, &Console::default())?;
     stdout::json_or_human(args.json, &inspected, |out| inspected.write_human(out))

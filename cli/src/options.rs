@@ -11,6 +11,7 @@ use arbor::capacity::CapacityOptions;
 use arbor::options::{
     AccessOptions, EmulateOptions, EmulatorOptions, FitOptions, InputOptions, MetricsOptions,
     PlanOptions, PolicyOptions, RequestOptions, RunOptions, ScenarioOptions, StartOptions,
+    SubsetOptions,
 };
 use arbor::options::{FailureLimits, Preflight};
 use arbor::sim::emulator::EmulatorFlags;
@@ -21,7 +22,7 @@ use crate::terminal::Ui;
 
 use crate::args::{
     AccessArgs, CapacityArgs, EmulateArgs, EmulatorArgs, FitArgs, InputArgs, MetricsArgs, PlanArgs,
-    PolicyArgs, RequestArgs, RunArgs, ScenarioArgs, StartArgs,
+    PolicyArgs, RequestArgs, RunArgs, ScenarioArgs, StartArgs, SubsetArgs,
 };
 
 /// The argument ids the user gave (on the command line or in the
@@ -58,7 +59,9 @@ impl Given {
     }
 }
 
-pub fn input(a: &InputArgs) -> InputOptions {
+/// The input options; `seed` is `--seed`, which draws the `--trees`
+/// sample.
+pub fn input(a: &InputArgs, seed: u64) -> InputOptions {
     InputOptions {
         inputs: a.inputs.clone(),
         format: a.format,
@@ -66,6 +69,17 @@ pub fn input(a: &InputArgs) -> InputOptions {
         synthetic: a.synthetic.clone(),
         overlap_tolerance: a.overlap_tolerance,
         fit: fit(&a.fit),
+        subset: subset(&a.subset, seed),
+    }
+}
+
+/// The part of the corpus to take; `seed` draws the `--trees` sample.
+pub fn subset(a: &SubsetArgs, seed: u64) -> SubsetOptions {
+    SubsetOptions {
+        trees: a.sample,
+        names: a.names.clone(),
+        max_requests: a.max_requests,
+        seed,
     }
 }
 
@@ -195,7 +209,7 @@ fn emulator(a: &EmulatorArgs) -> EmulatorOptions {
 
 pub fn run(a: &RunArgs, given: &Given) -> RunOptions {
     RunOptions {
-        input: input(&a.input),
+        input: input(&a.input, a.policy.seed),
         policy: policy(&a.policy, given),
         service: given.pick("service", &a.service),
         threads: a.threads,
@@ -217,7 +231,7 @@ pub fn run(a: &RunArgs, given: &Given) -> RunOptions {
 
 pub fn plan(a: &PlanArgs, given: &Given) -> PlanOptions {
     PlanOptions {
-        input: input(&a.input),
+        input: input(&a.input, a.policy.seed),
         policy: policy(&a.policy, given),
         service: given.pick("service", &a.service),
         timeline: a.timeline.clone(),

@@ -28,6 +28,8 @@ pub enum Purpose {
     CacheBust = 7,
     /// Bootstrap resamples of `arbor compare`.
     Bootstrap = 8,
+    /// Which trees a corpus subset (`--trees N`) takes.
+    Subset = 9,
 }
 
 /// SplitMix64 finalizer: a bijective mixer with good avalanche.

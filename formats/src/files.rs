@@ -1,5 +1,5 @@
 //! Which files an input path stands for: a file as given, a directory's
-//! trace files (`*.json`, `*.jsonl`, `*.zst`, sorted, not recursive), or
+//! trace files (`*.json`, `*.jsonl`, `*.zst`, `*.gz`, sorted, not recursive), or
 //! `None` for a stream. Shared by the loader (`load` re-exports both
 //! functions) and by what hashes a corpus without reading it (`data`):
 //! listing files is not reading them, so it needs no reader.
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use arbor_engine::error::InputError;
 
-/// The trace files of a directory: `*.json`, `*.jsonl` and `*.zst`,
+/// The trace files of a directory: `*.json`, `*.jsonl`, `*.zst` and `*.gz`,
 /// sorted by name, not recursive. One that is not a regular file (a FIFO,
 /// a device, a socket) is refused by name: reading it could wait forever.
 pub fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
@@ -19,7 +19,7 @@ pub fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     for entry in std::fs::read_dir(dir).map_err(unreadable)? {
         let path = entry.map_err(unreadable)?.path();
         let wanted = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-            ["json", "jsonl", "zst"]
+            ["json", "jsonl", "zst", "gz"]
                 .iter()
                 .any(|w| e.eq_ignore_ascii_case(w))
         });
@@ -42,7 +42,7 @@ pub fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     if files.is_empty() {
         return Err(InputError::whole(
             name,
-            "no trace files in this directory: expected *.json, *.jsonl or *.zst files",
+            "no trace files in this directory: expected *.json, *.jsonl, *.zst or *.gz files",
         ));
     }
     Ok(files)

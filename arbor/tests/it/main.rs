@@ -9,6 +9,7 @@ mod plan;
 mod run;
 mod server_cache;
 mod server_plan;
+mod subset;
 mod summarize;
 mod threads;
 mod util;

@@ -394,3 +394,21 @@ fn an_overridden_max_context_runs_and_is_stamped_invalid_naming_the_flag() {
         "{run:#}"
     );
 }
+
+#[test]
+fn a_run_of_a_subset_plays_it_and_records_what_was_taken() {
+    let (mut options, out) = fast_run("run-subset");
+    options.input.subset = arbor::options::SubsetOptions {
+        max_requests: Some(7),
+        ..arbor::options::SubsetOptions::default()
+    };
+    arbor::run::run(&options, &Quiet).unwrap();
+    let summary = read(&out.join("summary.json"));
+    // Two whole trees of three turns: a third would pass 7 requests.
+    assert_eq!(summary["counts"]["ok"], 6, "{summary:#}");
+    let inputs = summary["config"]["inputs"].as_str().unwrap_or_default();
+    assert!(
+        inputs.contains("subset (--max-requests 7): 2 of 4 trees, 6 requests"),
+        "{inputs}"
+    );
+}

@@ -44,7 +44,7 @@ pub use metrics::MetricsArgs;
 pub use peer::PeerFlags;
 pub use record::RecordArgs;
 pub use start::StartArgs;
-pub use workload::{FitArgs, InputArgs, PolicyArgs, ScenarioArgs, TraceArgs};
+pub use workload::{FitArgs, InputArgs, PolicyArgs, ScenarioArgs, SubsetArgs, TraceArgs};
 
 /// Every flag that takes a value takes `-5` as that value, so a negative
 /// number reaches the flag's own parser and its message ("must not be
@@ -255,6 +255,16 @@ pub struct InspectArgs {
     /// for inputs of at most 10 trees; with --json, as `tree_shapes`).
     #[arg(long, help_heading = OUTPUT)]
     pub trees: bool,
+
+    /// Inspect exactly the tree with this id (repeatable); an unknown id is
+    /// refused. Not with --max-requests.
+    #[arg(long = "tree", value_name = "NAME", help_heading = INPUT)]
+    pub tree_names: Vec<String>,
+
+    /// Inspect whole trees in corpus order while their requests add up to
+    /// at most N; a tree is never cut.
+    #[arg(long, value_name = "N", help_heading = INPUT)]
+    pub max_requests: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -269,6 +279,14 @@ pub struct ConvertArgs {
     /// Output file.
     #[arg(short = 'o', long = "out", visible_alias = "output", value_name = "FILE", help_heading = OUTPUT)]
     pub output: PathBuf,
+
+    #[command(flatten)]
+    pub subset: SubsetArgs,
+
+    /// Seed of the --trees sample (as `plan` and `run` take it, so the
+    /// same seed writes the trees they would play).
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = INPUT)]
+    pub seed: u64,
 }
 
 /// `arbor run`'s flags: every flag of a run ([`RunArgs`], which `arbor

@@ -16,7 +16,8 @@ use super::values;
 #[derive(Debug, Args, Clone)]
 pub struct InputArgs {
     /// Trace files or directories, in any supported format (detected by
-    /// content; see docs/formats.md); `-` is stdin. None: the bundled sample workload.
+    /// content, `.zst` and `.gz` decompressed; see docs/formats.md); `-` is
+    /// stdin. None: the bundled sample workload.
     #[arg(value_name = "INPUT", help_heading = INPUT)]
     pub inputs: Vec<PathBuf>,
 
@@ -43,6 +44,30 @@ pub struct InputArgs {
 
     #[command(flatten)]
     pub fit: FitArgs,
+
+    #[command(flatten)]
+    pub subset: SubsetArgs,
+}
+
+/// Taking part of the corpus (docs/formats.md, "Taking part of a corpus"),
+/// before the policy (copies, sessions) applies.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SubsetArgs {
+    /// Take a sample of N trees, drawn with --seed and kept in the
+    /// corpus's order (the same seed takes the same trees); all when the
+    /// corpus has no more.
+    #[arg(long = "trees", value_name = "N", help_heading = INPUT)]
+    pub sample: Option<u32>,
+
+    /// Take exactly the tree with this id (repeatable); an unknown id is
+    /// refused. Not with --trees or --max-requests.
+    #[arg(long = "tree", value_name = "NAME", help_heading = INPUT)]
+    pub names: Vec<String>,
+
+    /// Take whole trees in corpus order (after --trees) while their
+    /// requests add up to at most N; a tree is never cut.
+    #[arg(long, value_name = "N", help_heading = INPUT)]
+    pub max_requests: Option<u64>,
 }
 
 /// Recorded traces, at least one (`inspect`, `convert`).

@@ -22,7 +22,7 @@ use arbor_engine::time::{Nanos, MAX_SECONDS};
 
 use super::fields::{show_number, tokens_for_bytes, Count, Millis, RawMessage, MAX_NANOS};
 use super::json::Lines;
-use super::sniff::TopKeys;
+use super::sniff::{Codec, TopKeys};
 use super::source::Source;
 use super::tally::Tally;
 use crate::input::{Loaded, Problem};
@@ -115,10 +115,10 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
     Ok(loaded)
 }
 
-fn conventions(compressed: bool) -> Vec<String> {
+fn conventions(compressed: Option<Codec>) -> Vec<String> {
     let mut out = Vec::new();
-    if compressed {
-        out.push("zstd-compressed JSONL".to_string());
+    if let Some(codec) = compressed {
+        out.push(format!("{}-compressed JSONL", codec.name()));
     }
     out.push(
         "turn k starts at turn k-1's start + pre_gap_ms of turn k (turn 0 at 0, tree arrival 0)"

@@ -33,7 +33,7 @@ const CORPUS: &[(&str, &str, &[&str])] = &[
     ("lmcache", "float_timestamp.jsonl", &["float_timestamp.jsonl", "line 1, $.timestamp", "got 1760587801.647311"]),
     ("lmcache", "empty_session_id.jsonl", &["empty_session_id.jsonl", "line 1, $.session_id", "expected a non-empty string, got \"\""]),
     ("lmcache", "array_row.jsonl", &["array_row.jsonl", "line 1", "expected an LMCache trace row"]),
-    ("lmcache", "binary.jsonl", &["binary.jsonl", "line 1", "not UTF-8 text"]),
+    ("lmcache", "binary.jsonl", &["binary.jsonl", "line 1", "corrupt gzip stream"]),
     ("lmcache", "nul_bytes.jsonl", &["nul_bytes.jsonl", "line 1, byte offset 0", "a NUL byte (0x00)"]),
     ("openai-log", "empty.jsonl", &["empty.jsonl", "empty file", "expected one recorded request"]),
     ("openai-log", "invalid_json.jsonl", &["invalid_json.jsonl", "line 3, column 82, $.request: invalid JSON: the text ends early (truncated?)"]),

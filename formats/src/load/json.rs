@@ -42,7 +42,7 @@ use serde_json::error::Category;
 
 use arbor_engine::error::InputError;
 
-use super::sniff;
+use super::sniff::{self, Codec};
 use super::source::{show_bytes, Source, MAX_DOCUMENT_BYTES, MAX_INPUT_BYTES, MAX_LINE_BYTES};
 
 /// A failure within one JSON text, before a file name is attached.
@@ -220,7 +220,7 @@ pub(super) struct Lines {
     bytes: Vec<u8>,
     /// The last line read, as text.
     text: String,
-    compressed: bool,
+    compressed: Option<Codec>,
     /// What a record is, for messages.
     what: &'static str,
 }
@@ -262,15 +262,14 @@ impl Lines {
         self.what
     }
 
-    pub(super) fn compressed(&self) -> bool {
+    pub(super) fn compressed(&self) -> Option<Codec> {
         self.compressed
     }
 
     fn read_error(&self, e: &io::Error) -> InputError {
-        let message = if self.compressed {
-            format!("corrupt zstd stream: {e}")
-        } else {
-            format!("cannot read: {e}")
+        let message = match self.compressed {
+            Some(codec) => format!("corrupt {} stream: {e}", codec.name()),
+            None => format!("cannot read: {e}"),
         };
         InputError::at(&self.file, format!("line {}", self.line + 1), message)
     }
@@ -356,8 +355,12 @@ impl Lines {
                     &self.file,
                     passed(),
                     format!(
-                        "more than {} of text: expected at most {} (the input cap; see docs/formats.md)",
+                        "more than {} of text{}: expected at most {} (the input cap; see docs/formats.md)",
                         show_bytes(MAX_INPUT_BYTES),
+                        self.compressed.map_or(String::new(), |c| format!(
+                            " (after {} decompression)",
+                            c.name()
+                        )),
                         show_bytes(MAX_INPUT_BYTES)
                     ),
                 ));

@@ -15,7 +15,7 @@
 //! line caps), `json.rs` (line reader, parser, error wording, the caps
 //! enforced), `fields.rs` (field types: counts, times, hash ids, messages;
 //! the token estimate), `sniff.rs` (the file prefix detectors see, key
-//! checks, zstd) and `tally.rs` (problem counts). A reader uses only those, its own
+//! checks, zstd and gzip) and `tally.rs` (problem counts). A reader uses only those, its own
 //! sibling (agentic Mooncake uses Mooncake's row checks) and
 //! [`crate::input`]; only this module knows every reader, so no module
 //! here uses one that uses it. What readers produce ([`Loaded`],
@@ -64,7 +64,7 @@ use arbor_engine::model::Workload;
 pub use crate::files::{directory_files, trace_files};
 pub use crate::input::{Format, Loaded, Problem};
 pub use fields::estimate_tokens;
-pub use sniff::{Prefix, SNIFF_BYTES, ZSTD_MAGIC};
+pub use sniff::{Codec, Prefix, GZIP_MAGIC, SNIFF_BYTES, ZSTD_MAGIC};
 pub use source::{show_bytes, Source, MAX_INPUT_BYTES, MAX_LINE_BYTES, STDIN};
 
 /// One format: how it is recognised and read.
@@ -97,7 +97,11 @@ pub const FORMATS: [Reader; 7] = [
     },
     Reader {
         format: Format::Abench,
-        looks_like: |p| p.zstd || abench::looks_like(&p.text),
+        // A compressed start that does not decode: abench's reader names
+        // the corruption (abench was the one compressed format).
+        looks_like: |p| {
+            (p.compressed.is_some() && p.text.trim().is_empty()) || abench::looks_like(&p.text)
+        },
         read: abench::load,
     },
     Reader {
@@ -150,7 +154,7 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
 /// Recognises an opened input's format by its first bytes.
 pub fn detect_source(source: &Source) -> Result<Format, InputError> {
     let prefix = source.prefix()?;
-    if !prefix.zstd && prefix.text.trim().is_empty() {
+    if prefix.compressed.is_none() && prefix.text.trim().is_empty() {
         // Nothing to recognise: name every format rather than guess one.
         let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
         return Err(InputError::whole(

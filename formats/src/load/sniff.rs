@@ -1,13 +1,16 @@
-//! Recognising a file by its first bytes, and decoding zstd.
+//! Recognising a file by its first bytes, and decoding zstd and gzip.
 //!
 //! Owns the prefix every detector looks at ([`Prefix`]: the first
-//! [`SNIFF_BYTES`] bytes, the zstd magic), the key checks detectors share
+//! [`SNIFF_BYTES`] bytes of text, decompressed first when the file starts
+//! with the zstd or gzip magic, so a compressed file is recognised by its
+//! content, not its extension), the key checks detectors share
 //! ([`has_key`], [`first_row`], [`first_object_keys`]) and the transparent
-//! zstd decoder ([`decode`]). Detectors see a prefix that may be cut
-//! anywhere and must never fail on it.
+//! decoders ([`decode`]). Detectors see a prefix that may be cut anywhere
+//! and must never fail on it. The caps on decompressed text are `json.rs`'s
+//! (the same as on plain text), so a zstd or gzip bomb stops at them.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 
 use ruzstd::frame::ReadFrameHeaderError;
@@ -21,38 +24,100 @@ pub const SNIFF_BYTES: u64 = 64 * 1024;
 /// zstd frame magic number (little endian 0xFD2FB528).
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
+/// gzip member magic number (RFC 1952).
+pub const GZIP_MAGIC: [u8; 2] = [0x1F, 0x8B];
+
+/// A compression arbor decodes on the fly, recognised by its magic bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    Zstd,
+    Gzip,
+}
+
+impl Codec {
+    /// The codec whose magic these first bytes start with.
+    pub fn of(head: &[u8]) -> Option<Codec> {
+        if head.starts_with(&ZSTD_MAGIC) {
+            Some(Codec::Zstd)
+        } else if head.starts_with(&GZIP_MAGIC) {
+            Some(Codec::Gzip)
+        } else {
+            None
+        }
+    }
+
+    /// `zstd`, `gzip`: as messages name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Zstd => "zstd",
+            Codec::Gzip => "gzip",
+        }
+    }
+
+    /// The decompressed stream of `raw`.
+    fn reader(self, raw: Box<dyn BufRead>) -> Box<dyn Read> {
+        match self {
+            Codec::Zstd => Box::new(ZstdReader {
+                source: raw,
+                decoder: FrameDecoder::new(),
+                in_frame: false,
+            }),
+            // Every member of a multi-member file (`cat a.gz b.gz`), as gzip
+            // itself reads it.
+            Codec::Gzip => Box::new(GzipReader(flate2::bufread::MultiGzDecoder::new(raw))),
+        }
+    }
+}
+
 /// The start of a file, as detectors see it.
 #[derive(Debug, Clone, Default)]
 pub struct Prefix {
-    /// The file starts with the zstd magic (its text is then empty).
-    pub zstd: bool,
-    /// The first bytes as text (invalid UTF-8 replaced), possibly cut
-    /// anywhere.
+    /// The compression the file starts with the magic of (its text is then
+    /// the decompressed start, as far as it decodes).
+    pub compressed: Option<Codec>,
+    /// The first bytes of text (invalid UTF-8 replaced), possibly cut
+    /// anywhere; empty when a compressed start does not decode.
     pub text: String,
 }
 
 impl Prefix {
-    /// Reads the first [`SNIFF_BYTES`] of a file.
+    /// Reads the first [`SNIFF_BYTES`] of a file's text (decompressed
+    /// from as much of the file as that takes).
     pub fn read(path: &Path) -> Result<Prefix, InputError> {
         let name = path.display().to_string();
-        let mut bytes = Vec::new();
-        File::open(path)
-            .and_then(|f| f.take(SNIFF_BYTES).read_to_end(&mut bytes))
-            .map_err(|e| InputError::whole(&name, format!("cannot read: {e}")))?;
-        Ok(Prefix::of(&bytes))
+        let file =
+            File::open(path).map_err(|e| InputError::whole(&name, format!("cannot read: {e}")))?;
+        Ok(Prefix::from_reader(Box::new(BufReader::new(file))))
     }
 
-    /// The prefix of these bytes.
+    /// The prefix of these bytes (the start of a stream).
     pub fn of(bytes: &[u8]) -> Prefix {
-        if bytes.starts_with(&ZSTD_MAGIC) {
-            return Prefix {
-                zstd: true,
-                text: String::new(),
-            };
+        Prefix::from_reader(Box::new(Cursor::new(bytes.to_vec())))
+    }
+
+    /// The first [`SNIFF_BYTES`] of text of `raw`; a read or decoding error
+    /// ends the text where it happened (the reader reports it later, with
+    /// its place).
+    fn from_reader(mut raw: Box<dyn BufRead>) -> Prefix {
+        let compressed = raw.fill_buf().ok().and_then(Codec::of);
+        let text: Box<dyn Read> = match compressed {
+            Some(codec) => codec.reader(raw),
+            None => raw,
+        };
+        let mut bytes = Vec::new();
+        let mut limited = text.take(SNIFF_BYTES);
+        let mut chunk = [0u8; 8192];
+        loop {
+            match limited.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => bytes.extend_from_slice(chunk.get(..n).unwrap_or_default()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
         }
         Prefix {
-            zstd: false,
-            text: String::from_utf8_lossy(bytes).into_owned(),
+            compressed,
+            text: String::from_utf8_lossy(&bytes).into_owned(),
         }
     }
 }
@@ -155,37 +220,50 @@ pub(super) fn first_object_keys(text: &str) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------
-// Opening, with zstd decoded on the fly
+// Opening, with zstd and gzip decoded on the fly
 
 /// The text of an input: `raw` decompressed on the fly when it starts with
-/// the zstd magic bytes; says whether it was.
+/// the zstd or gzip magic bytes; says which it was.
 pub(super) fn decode(
     mut raw: Box<dyn BufRead>,
     file: &str,
-) -> Result<(Box<dyn BufRead>, bool), InputError> {
+) -> Result<(Box<dyn BufRead>, Option<Codec>), InputError> {
     let head = raw
         .fill_buf()
         .map_err(|e| InputError::whole(file, format!("cannot read: {e}")))?;
-    if head.starts_with(&ZSTD_MAGIC) {
-        let decoder = ZstdReader {
-            source: raw,
-            decoder: FrameDecoder::new(),
-            in_frame: false,
-        };
-        Ok((Box::new(BufReader::with_capacity(1 << 16, decoder)), true))
-    } else {
-        Ok((raw, false))
+    match Codec::of(head) {
+        Some(codec) => Ok((
+            Box::new(BufReader::with_capacity(1 << 16, codec.reader(raw))),
+            Some(codec),
+        )),
+        None => Ok((raw, None)),
     }
 }
 
-/// An error raised while decoding zstd, marked so it is not mistaken for a
-/// UTF-8 error of the decoded text.
+/// An error raised while decompressing, marked so it is not mistaken for
+/// a UTF-8 error of the decoded text.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 struct ZstdError(String);
 
 fn zstd_error(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, ZstdError(message))
+}
+
+/// A gzip stream; a stream that ends before its trailer is an error (flate2
+/// reports it as an early end of file).
+struct GzipReader<R>(flate2::bufread::MultiGzDecoder<R>);
+
+impl<R: BufRead> Read for GzipReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf).map_err(|e| {
+            let message = match e.kind() {
+                io::ErrorKind::UnexpectedEof => "the stream ends early (truncated)".to_string(),
+                _ => e.to_string(),
+            };
+            zstd_error(message)
+        })
+    }
 }
 
 /// A zstd stream of one or more frames (skippable frames skipped), with

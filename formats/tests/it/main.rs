@@ -4,6 +4,7 @@
 //! and the datasets' and the bundled sample's identity (`data`).
 
 mod cache_warmup;
+mod compressed;
 mod data;
 mod prompt;
 mod start;
