@@ -1,0 +1,551 @@
+//! Dynamo request traces (`dynamo.request.trace.v1`, written by the Dynamo
+//! frontend's request tracing; `docs/formats/dynamo.md`): JSONL records,
+//! one `request_end` per model request, with the session
+//! (`agent_context.session_id`), its parent session
+//! (`agent_context.parent_session_id`), request timings (unix-ms
+//! `request_received_ms`, `ttft_ms`, `total_time_ms`), token counts and the
+//! prompt's block hashes (`request.replay.input_sequence_hashes`).
+//!
+//! Owns turning those records into trees: a session is an agent, a parent
+//! session the agent's parent (a blocking subagent), a root session and its
+//! descendants one tree. Edges are not written: they are derived from the
+//! recorded times (`docs/model.md`, "Edges"), which is how Dynamo's own
+//! lowering infers launch and join without tool evidence. Sequence hashes
+//! (u64) are renumbered densely in order of first appearance, file-wide:
+//! equal hashes stay equal, so prefix sharing within and across trees is
+//! kept. Tool events (`tool_start`, `tool_end`, `tool_error`) are counted
+//! and skipped.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use arbor_engine::error::InputError;
+use arbor_engine::model::{Agent, AgentKind, BlockIdsBuilder, HashScope, InputKind, Tree, Turn};
+use arbor_engine::time::{Nanos, MAX_SECONDS};
+
+use super::fields::{show_number, Count, Id, Millis, NonEmpty, MAX_NANOS};
+use super::json::Lines;
+use super::sniff::first_row;
+use super::source::Source;
+use crate::input::{Loaded, Problem};
+
+/// The `schema` value every record carries.
+pub const SCHEMA: &str = "dynamo.request.trace.v1";
+
+/// What a record is, in messages.
+const RECORD: &str = "a Dynamo request-trace record (a JSON object with `schema`, `event_type`, `agent_context` and `request`)";
+
+/// Does this start of a file look like a Dynamo request trace? (Its first
+/// row names the schema.)
+pub fn looks_like(text_prefix: &str) -> bool {
+    first_row(text_prefix).is_some_and(|row| row.contains(SCHEMA) && row.contains("\"schema\""))
+}
+
+#[derive(Deserialize)]
+#[serde(
+    expecting = "a Dynamo request-trace record (a JSON object with `schema`, `event_type`, `agent_context` and `request`)"
+)]
+struct RawRecord {
+    schema: String,
+    event_type: String,
+    event_time_unix_ms: Option<u64>,
+    agent_context: Option<RawContext>,
+    request: Option<RawRequest>,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "an agent context (an object with `session_id`)")]
+struct RawContext {
+    session_id: NonEmpty,
+    parent_session_id: Option<NonEmpty>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    expecting = "request metrics (an object with `request_id`, `request_received_ms`, `output_tokens`)"
+)]
+struct RawRequest {
+    request_id: Id,
+    input_tokens: Option<Count>,
+    output_tokens: Option<Count>,
+    request_received_ms: Option<u64>,
+    ttft_ms: Option<Millis>,
+    total_time_ms: Option<Millis>,
+    replay: Option<RawReplay>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    expecting = "replay metrics (an object with `trace_block_size`, `input_length`, `input_sequence_hashes`)"
+)]
+struct RawReplay {
+    trace_block_size: Count,
+    input_length: Count,
+    input_sequence_hashes: Vec<u64>,
+}
+
+/// One request as kept until its session's tree is built.
+struct Request {
+    line: usize,
+    received_ms: u64,
+    turn: Turn,
+}
+
+struct Session {
+    id: String,
+    first_line: usize,
+    /// Parent session name and the line that named it.
+    parent: Option<(String, usize)>,
+    requests: Vec<Request>,
+}
+
+/// Reads one Dynamo request-trace JSONL file.
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
+    let mut reader = Lines::open(input.into(), RECORD)?;
+    let file = reader.file().to_string();
+    let mut sessions: Vec<Session> = Vec::new();
+    let mut session_index: HashMap<String, usize> = HashMap::new();
+    let mut hash_ids: HashMap<u64, u32> = HashMap::new();
+    let mut block_size: Option<(u32, usize)> = None;
+    let mut tool_events = 0usize;
+    let mut no_hashes = 0usize;
+    let mut end_from_event = 0usize;
+    let mut unknown_durations = 0usize;
+    let mut earliest: Option<u64> = None;
+
+    while let Some(raw) = reader.next::<RawRecord>()? {
+        let line = reader.line();
+        if raw.schema != SCHEMA {
+            return Err(reader.error(
+                "$.schema",
+                format!("\"{}\": expected \"{SCHEMA}\"", raw.schema),
+            ));
+        }
+        match raw.event_type.as_str() {
+            "request_end" => {}
+            "tool_start" | "tool_end" | "tool_error" => {
+                tool_events += 1;
+                continue;
+            }
+            other => {
+                return Err(reader.error(
+                    "$.event_type",
+                    format!(
+                        "\"{other}\": expected request_end, tool_start, tool_end or tool_error"
+                    ),
+                ))
+            }
+        }
+        let Some(context) = raw.agent_context else {
+            return Err(reader.error(
+                "$.agent_context",
+                "missing: expected the agent context with `session_id` on every request (start Dynamo's request tracing with the session headers)",
+            ));
+        };
+        let Some(request) = raw.request else {
+            return Err(reader.error(
+                "$.request",
+                "missing: expected the request's metrics on a request_end record",
+            ));
+        };
+        let Some(received_ms) = request.request_received_ms else {
+            return Err(reader.error(
+                "$.request.request_received_ms",
+                "missing: expected when the request was received (unix milliseconds)",
+            ));
+        };
+        let Some(Count(osl)) = request.output_tokens else {
+            return Err(reader.error(
+                "$.request.output_tokens",
+                "missing: expected the request's output token count",
+            ));
+        };
+        let (isl, ids) = match request.replay {
+            Some(replay) => {
+                let size = replay.trace_block_size.0;
+                if size == 0 {
+                    return Err(reader.error(
+                        "$.request.replay.trace_block_size",
+                        "0: expected a positive number of tokens per block",
+                    ));
+                }
+                match block_size {
+                    Some((first, first_line)) if first != size => {
+                        return Err(reader.error(
+                            "$.request.replay.trace_block_size",
+                            format!("{size}: expected the same block size on every record ({first} on line {first_line})"),
+                        ))
+                    }
+                    Some(_) => {}
+                    None => block_size = Some((size, line)),
+                }
+                let isl = replay.input_length.0;
+                let blocks = isl.div_ceil(size) as usize;
+                if replay.input_sequence_hashes.len() != blocks {
+                    return Err(reader.error(
+                        "$.request.replay.input_sequence_hashes",
+                        format!(
+                            "{} hashes: expected {blocks} (input_length {isl} in blocks of {size}, rounded up)",
+                            replay.input_sequence_hashes.len()
+                        ),
+                    ));
+                }
+                let mut builder = BlockIdsBuilder::default();
+                for hash in replay.input_sequence_hashes {
+                    let next = hash_ids.len();
+                    let id = *hash_ids.entry(hash).or_insert_with(|| {
+                        // More than 2^32 distinct blocks cannot be read
+                        // into memory anyway (the input cap is far lower).
+                        u32::try_from(next).unwrap_or(u32::MAX)
+                    });
+                    builder.push(id);
+                }
+                (isl, builder.finish())
+            }
+            None => {
+                no_hashes += 1;
+                let Some(Count(isl)) = request.input_tokens else {
+                    return Err(reader.error(
+                        "$.request",
+                        "no `replay.input_length` and no `input_tokens`: expected the prompt's token count in one of them",
+                    ));
+                };
+                (isl, Default::default())
+            }
+        };
+        let duration = match (request.total_time_ms, raw.event_time_unix_ms) {
+            (Some(Millis(d)), _) => Some(d),
+            (None, Some(end_ms)) => {
+                end_from_event += 1;
+                Some(end_ms.saturating_sub(received_ms).saturating_mul(1_000_000))
+            }
+            (None, None) => {
+                unknown_durations += 1;
+                None
+            }
+        };
+        if duration.is_some_and(|d| d > MAX_NANOS) {
+            return Err(reader.error(
+                "$.request",
+                format!("the request lasts past the largest time a trace may state ({} s): expected a shorter total_time_ms", show_number(MAX_SECONDS)),
+            ));
+        }
+        let ttft = request.ttft_ms.map(|Millis(t)| t);
+        earliest = Some(earliest.map_or(received_ms, |e: u64| e.min(received_ms)));
+        let NonEmpty(session_name) = context.session_id;
+        let parent = context.parent_session_id.map(|NonEmpty(p)| (p, line));
+        let index = match session_index.get(&session_name) {
+            Some(&s) => s,
+            None => {
+                session_index.insert(session_name.clone(), sessions.len());
+                sessions.push(Session {
+                    id: session_name,
+                    first_line: line,
+                    parent: None,
+                    requests: Vec::new(),
+                });
+                sessions.len() - 1
+            }
+        };
+        let Some(session) = sessions.get_mut(index) else {
+            continue;
+        };
+        match (&session.parent, parent) {
+            (Some((known, known_line)), Some((named, _))) if *known != named => {
+                return Err(reader.error(
+                    "$.agent_context.parent_session_id",
+                    format!("\"{named}\": expected the parent this session named on line {known_line} (\"{known}\")"),
+                ))
+            }
+            (None, Some(named)) => session.parent = Some(named),
+            _ => {}
+        }
+        let _ = request.request_id;
+        session.requests.push(Request {
+            line,
+            received_ms,
+            turn: Turn {
+                start: 0,
+                duration,
+                isl,
+                osl,
+                ttft,
+                model: None,
+                input_kind: InputKind::Unknown,
+                hash_ids: ids,
+                text: None,
+                tokens_estimated: false,
+            },
+        });
+    }
+    let Some(earliest) = earliest else {
+        return Err(reader.empty(
+            "Dynamo request-trace records (one JSON object per line with `schema` \"dynamo.request.trace.v1\" and `event_type` request_end)",
+        ));
+    };
+
+    let parents = resolve_parents(&sessions, &session_index, &file)?;
+    let mut loaded = Loaded::default();
+    let mut early_children = 0usize;
+    let block_size = block_size.map_or(0, |(size, _)| size);
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); sessions.len()];
+    for (s, parent) in parents.iter().enumerate() {
+        if let Some(p) = parent {
+            children[*p].push(s);
+        }
+    }
+    let mut slots: Vec<Option<Session>> = sessions.into_iter().map(Some).collect();
+    let mut subagents = 0usize;
+    for (root, parent) in parents.iter().enumerate() {
+        if parent.is_some() {
+            continue;
+        }
+        // Breadth first from the root: a parent always comes before its
+        // children, as the model requires.
+        let mut order: Vec<(usize, Option<u32>)> = vec![(root, None)];
+        let mut next = 0;
+        while let Some(&(s, _)) = order.get(next) {
+            for &c in &children[s] {
+                order.push((c, Some(next as u32)));
+            }
+            next += 1;
+        }
+        let mut agents = Vec::with_capacity(order.len());
+        let mut first_line = 0;
+        for (s, parent) in order {
+            let Some(mut session) = slots.get_mut(s).and_then(Option::take) else {
+                continue;
+            };
+            if parent.is_none() {
+                first_line = session.first_line;
+            }
+            // Stable: requests received together keep file order.
+            session.requests.sort_by_key(|r| r.received_ms);
+            agents.push((session, parent));
+        }
+        let arrival_ms = agents
+            .first()
+            .and_then(|(s, _)| s.requests.first())
+            .map_or(earliest, |r| r.received_ms);
+        let mut built = Vec::with_capacity(agents.len());
+        let mut first_starts: Vec<Nanos> = Vec::with_capacity(agents.len());
+        for (session, parent) in agents {
+            let mut turns = Vec::with_capacity(session.requests.len());
+            for request in session.requests {
+                let start = to_nanos(request.received_ms, arrival_ms).ok_or_else(|| {
+                    InputError::at(
+                        &file,
+                        format!("line {}, $.request.request_received_ms", request.line),
+                        format!(
+                            "{} ms is more than {} s from its tree's first request ({arrival_ms} ms): expected a tree's requests within that span",
+                            request.received_ms,
+                            show_number(MAX_SECONDS)
+                        ),
+                    )
+                })?;
+                turns.push(Turn {
+                    start,
+                    ..request.turn
+                });
+            }
+            let first = turns.first().map_or(0, |t| t.start);
+            if let Some(p) = parent {
+                subagents += 1;
+                if first_starts.get(p as usize).is_some_and(|&ps| ps >= first) {
+                    early_children += 1;
+                }
+            }
+            first_starts.push(first);
+            built.push(Agent {
+                id: session.id,
+                parent,
+                kind: if parent.is_some() {
+                    AgentKind::Blocking
+                } else {
+                    AgentKind::Root
+                },
+                recorded_end: None,
+                turns,
+            });
+        }
+        let arrival = to_nanos(arrival_ms, earliest).unwrap_or(MAX_NANOS);
+        loaded.trees.push(Tree {
+            id: built.first().map_or_else(String::new, |a| a.id.clone()),
+            source: format!("{file}:line {first_line}"),
+            arrival,
+            agents: built,
+            explicit_edges: None,
+            models: vec![],
+            block_size,
+            hash_scope: HashScope::Global,
+            tool_tokens: 0,
+            system_tokens: 0,
+        });
+    }
+    // Stable: trees arriving together keep their order of appearance.
+    loaded.trees.sort_by_key(|t| t.arrival);
+
+    loaded.conventions.push(format!(
+        "sessions: {} in {} trees ({subagents} subagent sessions, blocking); spawn and join inferred from the recorded times",
+        slots.len(),
+        loaded.trees.len()
+    ));
+    loaded.conventions.push(
+        "times: request_received_ms (unix ms) from each tree's first request; duration total_time_ms; ttft ttft_ms".to_string(),
+    );
+    loaded.conventions.push(format!(
+        "input_sequence_hashes: {} distinct u64 hashes renumbered in order of first appearance (file-wide; block size {block_size})",
+        hash_ids.len()
+    ));
+    if tool_events > 0 {
+        loaded.conventions.push(format!(
+            "{tool_events} tool events skipped (tool time is in the gaps between requests)"
+        ));
+    }
+    let mut problem = |message: String| {
+        loaded.problems.push(Problem {
+            place: file.clone(),
+            message,
+        })
+    };
+    if no_hashes > 0 {
+        problem(format!("{no_hashes} requests have no `replay` block: no block hashes (no prefix sharing), isl from input_tokens"));
+    }
+    if end_from_event > 0 {
+        problem(format!("{end_from_event} requests have no total_time_ms: duration = event_time_unix_ms - request_received_ms (millisecond resolution)"));
+    }
+    if unknown_durations > 0 {
+        problem(format!("{unknown_durations} requests have neither total_time_ms nor event_time_unix_ms: duration unknown, gaps replay start to start"));
+    }
+    if early_children > 0 {
+        problem(format!("{early_children} subagent sessions start no later than their parent's first request: no parent request precedes them to spawn them"));
+    }
+    Ok(loaded)
+}
+
+/// `ms - from` in nanoseconds, when within the engine's time range.
+fn to_nanos(ms: u64, from: u64) -> Option<Nanos> {
+    ms.checked_sub(from)?
+        .checked_mul(1_000_000)
+        .filter(|&n| n <= MAX_NANOS)
+}
+
+/// Each session's parent index; fails on a parent never seen as a session
+/// or on a loop of parents.
+fn resolve_parents(
+    sessions: &[Session],
+    index: &HashMap<String, usize>,
+    file: &str,
+) -> Result<Vec<Option<usize>>, InputError> {
+    let mut parents = Vec::with_capacity(sessions.len());
+    for session in sessions {
+        let parent = match &session.parent {
+            None => None,
+            Some((name, line)) => match index.get(name) {
+                Some(&p) => Some(p),
+                None => {
+                    return Err(InputError::at(
+                        file,
+                        format!("line {line}, $.agent_context.parent_session_id"),
+                        format!("\"{name}\": expected the session_id of a session in this file"),
+                    ))
+                }
+            },
+        };
+        parents.push(parent);
+    }
+    // A loop of parents: walk up from each session, at most n steps
+    // (colours make the whole check linear).
+    let mut state = vec![0u8; sessions.len()]; // 0 new, 1 on the path, 2 done
+    for start in 0..sessions.len() {
+        let mut path = Vec::new();
+        let mut s = start;
+        while state[s] == 0 {
+            state[s] = 1;
+            path.push(s);
+            match parents[s] {
+                Some(p) => s = p,
+                None => break,
+            }
+        }
+        if state[s] == 1 && parents[s].is_some() {
+            let session = &sessions[s];
+            let line = session
+                .parent
+                .as_ref()
+                .map_or(session.first_line, |(_, l)| *l);
+            return Err(InputError::at(
+                file,
+                format!("line {line}, $.agent_context.parent_session_id"),
+                format!(
+                    "session \"{}\" is its own ancestor: expected parent sessions to form trees",
+                    session.id
+                ),
+            ));
+        }
+        for p in path {
+            state[p] = 2;
+        }
+    }
+    Ok(parents)
+}
+
+/// A generated trace of `trees` trees (for benches of load speed): each a
+/// root session of four requests whose second spawns two subagent
+/// sessions of three requests, joined at the root's third; prompts of
+/// 2k to 8k tokens in 64-token blocks sharing the root's prefix.
+pub fn generated(trees: usize) -> String {
+    let mut text = String::with_capacity(trees * 12 * 1400);
+    let mut line = |session: &str,
+                    parent: Option<&str>,
+                    id: &str,
+                    at: u64,
+                    blocks: u64,
+                    base: u64| {
+        let parent = parent.map_or(String::new(), |p| format!(",\"parent_session_id\":\"{p}\""));
+        let hashes: Vec<String> = (0..blocks)
+            .map(|b| {
+                (if b < 16 { base } else { base ^ 0x5bd1_e995 })
+                    .wrapping_mul(1_000_003)
+                    .wrapping_add(b)
+                    .to_string()
+            })
+            .collect();
+        text.push_str(&format!(
+            "{{\"schema\":\"{SCHEMA}\",\"event_type\":\"request_end\",\"event_time_unix_ms\":{},\"event_source\":\"dynamo\",\"agent_context\":{{\"session_id\":\"{session}\"{parent}}},\"request\":{{\"request_id\":\"{id}\",\"model\":\"m\",\"input_tokens\":{},\"output_tokens\":200,\"cached_tokens\":0,\"request_received_ms\":{at},\"ttft_ms\":120.5,\"total_time_ms\":2000.0,\"replay\":{{\"trace_block_size\":64,\"input_length\":{},\"input_sequence_hashes\":[{}]}}}}}}\n",
+            at + 2000,
+            blocks * 64,
+            blocks * 64,
+            hashes.join(",")
+        ));
+    };
+    for t in 0..trees as u64 {
+        let t0 = 1_760_000_000_000 + t * 1000;
+        let root = format!("r{t}");
+        for (k, at) in [0u64, 3000, 14000, 17000].into_iter().enumerate() {
+            line(
+                &root,
+                None,
+                &format!("{root}-{k}"),
+                t0 + at,
+                32 + 16 * k as u64,
+                t,
+            );
+        }
+        for c in 0..2 {
+            let child = format!("r{t}-c{c}");
+            for k in 0..3u64 {
+                line(
+                    &child,
+                    Some(&root),
+                    &format!("{child}-{k}"),
+                    t0 + 5500 + k * 2500,
+                    40 + 8 * k,
+                    t + 7 + c,
+                );
+            }
+        }
+    }
+    text
+}
