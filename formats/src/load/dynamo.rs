@@ -549,3 +549,166 @@ pub fn generated(trees: usize) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::testdata;
+    use super::super::{load_path, Format};
+    use super::*;
+    use arbor_engine::derive::{derive_edges, DeriveOptions};
+    use arbor_engine::model::{Anchor, Edge, EdgeKind};
+
+    const MS: Nanos = 1_000_000;
+
+    fn sample() -> Loaded {
+        load_path(&testdata("dynamo").join("sample.jsonl"), None).expect("the fixture loads")
+    }
+
+    #[test]
+    fn the_fixture_is_detected_by_content() {
+        assert_eq!(sample().format, Some(Format::Dynamo));
+    }
+
+    #[test]
+    fn sessions_become_agents_and_parent_sessions_their_parents() {
+        let loaded = sample();
+        let shape: Vec<(String, Nanos, Vec<(String, Option<u32>, AgentKind, usize)>)> = loaded
+            .trees
+            .iter()
+            .map(|t| {
+                let agents = t
+                    .agents
+                    .iter()
+                    .map(|a| (a.id.clone(), a.parent, a.kind, a.turns.len()))
+                    .collect();
+                (t.id.clone(), t.arrival, agents)
+            })
+            .collect();
+        let agent = |id: &str, parent, kind, turns| (id.to_string(), parent, kind, turns);
+        assert_eq!(
+            shape,
+            vec![
+                (
+                    "thread-1".to_string(),
+                    0,
+                    vec![
+                        agent("thread-1", None, AgentKind::Root, 4),
+                        agent("thread-1-explore", Some(0), AgentKind::Blocking, 2),
+                        agent("thread-1-test", Some(0), AgentKind::Blocking, 1),
+                    ]
+                ),
+                (
+                    "thread-2".to_string(),
+                    4000 * MS,
+                    vec![agent("thread-2", None, AgentKind::Root, 2)]
+                ),
+            ]
+        );
+        assert!(loaded.trees.iter().all(|t| t.block_size == 16
+            && t.hash_scope == HashScope::Global
+            && t.explicit_edges.is_none()));
+    }
+
+    #[test]
+    fn requests_keep_their_times_and_tokens() {
+        let loaded = sample();
+        let root = &loaded.trees[0].agents[0];
+        let got: Vec<(Nanos, Option<Nanos>, u32, u32, Option<Nanos>)> = root
+            .turns
+            .iter()
+            .map(|t| (t.start, t.duration, t.isl, t.osl, t.ttft))
+            .collect();
+        let ttft = Some(85 * MS);
+        assert_eq!(
+            got,
+            vec![
+                (0, Some(1500 * MS), 40, 30, ttft),
+                (2000 * MS, Some(1200 * MS), 70, 20, ttft),
+                (7000 * MS, Some(1000 * MS), 100, 40, ttft),
+                (9000 * MS, Some(500 * MS), 120, 10, ttft),
+            ]
+        );
+        // Without total_time_ms the duration is event time - received.
+        let second = &loaded.trees[1].agents[0].turns[1];
+        assert_eq!((second.start, second.duration), (2000 * MS, Some(700 * MS)));
+        assert!(loaded
+            .problems
+            .iter()
+            .any(|p| p.message.starts_with("1 requests have no total_time_ms")));
+    }
+
+    #[test]
+    fn equal_sequence_hashes_become_equal_block_ids() {
+        let loaded = sample();
+        let ids = |tree: usize, agent: usize, turn: usize| {
+            loaded.trees[tree].agents[agent].turns[turn]
+                .hash_ids
+                .to_vec()
+        };
+        // The root's prompts grow: each extends the previous one.
+        assert_eq!(ids(0, 0, 0), vec![0, 1, 2]);
+        assert_eq!(ids(0, 0, 1), vec![0, 1, 2, 3, 4]);
+        assert!(ids(0, 0, 3).starts_with(&ids(0, 0, 2)));
+        // Subagents and the other tree share only the first block.
+        assert_eq!(ids(0, 1, 0)[0], 0);
+        assert_eq!(ids(1, 0, 0)[0], 0);
+        assert!(ids(0, 1, 1).starts_with(&ids(0, 1, 0)));
+        assert!(!ids(0, 1, 0)[1..].iter().any(|id| ids(0, 0, 3).contains(id)));
+        let lengths: Vec<usize> = loaded.trees[0]
+            .agents
+            .iter()
+            .flat_map(|a| a.turns.iter().map(|t| t.hash_ids.len()))
+            .collect();
+        assert_eq!(lengths, vec![3, 5, 7, 8, 3, 4, 2]);
+    }
+
+    #[test]
+    fn subagents_are_spawned_by_the_preceding_parent_turn_and_joined_at_the_next() {
+        let loaded = sample();
+        let (edges, _) = derive_edges(&loaded.trees[0], &DeriveOptions::default());
+        let mut crossing: Vec<Edge> = edges
+            .into_iter()
+            .filter(|e| e.kind != EdgeKind::Sequence)
+            .collect();
+        crossing.sort();
+        // Flat turns: root 0..=3, explore 4..=5, test 6.
+        let edge = |from, to, gap_ms: Nanos, kind| Edge {
+            from,
+            to,
+            anchor: Anchor::End,
+            gap: gap_ms * MS,
+            kind,
+        };
+        let mut expected = vec![
+            // req-2 ended at 3.2 s; the subagents start at 3.5 s and 3.6 s.
+            edge(1, 4, 300, EdgeKind::Spawn),
+            edge(1, 6, 400, EdgeKind::Spawn),
+            // They end at 5.9 s and 6.1 s; the root's next request is at 7 s.
+            edge(5, 2, 1100, EdgeKind::Join),
+            edge(6, 2, 900, EdgeKind::Join),
+        ];
+        expected.sort();
+        assert_eq!(crossing, expected);
+    }
+
+    #[test]
+    fn tool_events_are_skipped_and_counted() {
+        assert!(sample()
+            .conventions
+            .iter()
+            .any(|c| c.starts_with("1 tool events skipped")));
+    }
+
+    #[test]
+    fn a_generated_trace_loads_to_its_stated_shape() {
+        let path = super::super::test_support::scratch_file("dynamo-gen", generated(50).as_bytes());
+        let loaded = load_path(&path, None).expect("the generated trace loads");
+        std::fs::remove_file(&path).ok();
+        assert_eq!(loaded.format, Some(Format::Dynamo));
+        assert_eq!(loaded.trees.len(), 50);
+        assert!(loaded
+            .trees
+            .iter()
+            .all(|t| t.agents.len() == 3 && t.turn_count() == 10));
+    }
+}
