@@ -560,6 +560,9 @@ mod tests {
 
     const MS: Nanos = 1_000_000;
 
+    /// An agent as the tests compare it: id, parent, kind, turns.
+    type AgentShape = (String, Option<u32>, AgentKind, usize);
+
     fn sample() -> Loaded {
         load_path(&testdata("dynamo").join("sample.jsonl"), None).expect("the fixture loads")
     }
@@ -572,7 +575,7 @@ mod tests {
     #[test]
     fn sessions_become_agents_and_parent_sessions_their_parents() {
         let loaded = sample();
-        let shape: Vec<(String, Nanos, Vec<(String, Option<u32>, AgentKind, usize)>)> = loaded
+        let shape: Vec<(String, Nanos, Vec<AgentShape>)> = loaded
             .trees
             .iter()
             .map(|t| {
