@@ -562,6 +562,8 @@ mod tests {
 
     /// An agent as the tests compare it: id, parent, kind, turns.
     type AgentShape = (String, Option<u32>, AgentKind, usize);
+    /// A turn as the tests compare it: start, duration, isl, osl, ttft.
+    type TurnShape = (Nanos, Option<Nanos>, u32, u32, Option<Nanos>);
 
     fn sample() -> Loaded {
         load_path(&testdata("dynamo").join("sample.jsonl"), None).expect("the fixture loads")
@@ -616,7 +618,7 @@ mod tests {
     fn requests_keep_their_times_and_tokens() {
         let loaded = sample();
         let root = &loaded.trees[0].agents[0];
-        let got: Vec<(Nanos, Option<Nanos>, u32, u32, Option<Nanos>)> = root
+        let got: Vec<TurnShape> = root
             .turns
             .iter()
             .map(|t| (t.start, t.duration, t.isl, t.osl, t.ttft))
