@@ -82,7 +82,26 @@ struct RawRequest {
 struct RawReplay {
     trace_block_size: Count,
     input_length: Count,
-    input_sequence_hashes: Vec<u64>,
+    input_sequence_hashes: Vec<SequenceHash>,
+}
+
+/// One entry of `input_sequence_hashes`: an unsigned 64-bit integer.
+struct SequenceHash(u64);
+
+impl<'de> Deserialize<'de> for SequenceHash {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = SequenceHash;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sequence hash (an integer in 0..=18446744073709551615)")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SequenceHash, E> {
+                Ok(SequenceHash(v))
+            }
+        }
+        d.deserialize_u64(V)
+    }
 }
 
 /// One request as kept until its session's tree is built.
@@ -192,7 +211,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
                     ));
                 }
                 let mut builder = BlockIdsBuilder::default();
-                for hash in replay.input_sequence_hashes {
+                for SequenceHash(hash) in replay.input_sequence_hashes {
                     let next = hash_ids.len();
                     let id = *hash_ids.entry(hash).or_insert_with(|| {
                         // More than 2^32 distinct blocks cannot be read
