@@ -21,7 +21,8 @@ pub struct InputArgs {
     pub inputs: Vec<PathBuf>,
 
     /// Read every INPUT as this format instead of detecting it: weka,
-    /// mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor.
+    /// mooncake, agentic-mooncake, abench, dynamo, lmcache, openai-log,
+    /// arbor.
     #[arg(long, value_name = "NAME", help_heading = INPUT)]
     pub format: Option<Format>,
 
@@ -54,7 +55,8 @@ pub struct TraceArgs {
     pub inputs: Vec<PathBuf>,
 
     /// Read every INPUT as this format instead of detecting it: weka,
-    /// mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor.
+    /// mooncake, agentic-mooncake, abench, dynamo, lmcache, openai-log,
+    /// arbor.
     #[arg(long, value_name = "NAME", help_heading = INPUT)]
     pub format: Option<Format>,
 }

@@ -314,13 +314,21 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
             children[*p].push(s);
         }
     }
+    // Children in order of their first request (ties: file order).
+    let first_received: Vec<u64> = sessions
+        .iter()
+        .map(|s| s.requests.iter().map(|r| r.received_ms).min().unwrap_or(0))
+        .collect();
+    for list in &mut children {
+        list.sort_by_key(|&c| first_received[c]);
+    }
     let mut slots: Vec<Option<Session>> = sessions.into_iter().map(Some).collect();
     let mut subagents = 0usize;
     for (root, parent) in parents.iter().enumerate() {
         if parent.is_some() {
             continue;
         }
-        // Breadth first from the root: a parent always comes before its
+        // Breadth first from the root, so a parent always comes before its
         // children, as the model requires.
         let mut order: Vec<(usize, Option<u32>)> = vec![(root, None)];
         let mut next = 0;
