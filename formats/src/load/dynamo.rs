@@ -42,6 +42,23 @@ pub fn looks_like(text_prefix: &str) -> bool {
     first_row(text_prefix).is_some_and(|row| row.contains(SCHEMA) && row.contains("\"schema\""))
 }
 
+/// One line: a record, or the recorder's envelope `{"timestamp", "event":
+/// record}` (Dynamo's docs show both). `schema` and `event_type` are
+/// required on the record itself; optional here only so that an envelope
+/// may omit them.
+#[derive(Deserialize)]
+#[serde(
+    expecting = "a Dynamo request-trace record (a JSON object with `schema`, `event_type`, `agent_context` and `request`)"
+)]
+struct RawLine {
+    schema: Option<String>,
+    event_type: Option<String>,
+    event_time_unix_ms: Option<u64>,
+    agent_context: Option<RawContext>,
+    request: Option<RawRequest>,
+    event: Option<Box<RawRecord>>,
+}
+
 #[derive(Deserialize)]
 #[serde(
     expecting = "a Dynamo request-trace record (a JSON object with `schema`, `event_type`, `agent_context` and `request`)"
@@ -52,6 +69,31 @@ struct RawRecord {
     event_time_unix_ms: Option<u64>,
     agent_context: Option<RawContext>,
     request: Option<RawRequest>,
+}
+
+impl RawLine {
+    /// The record and the JSON path it sits at (`$` or `$.event`).
+    fn record(self, reader: &Lines) -> Result<(RawRecord, &'static str), InputError> {
+        if let Some(event) = self.event {
+            return Ok((*event, "$.event"));
+        }
+        let missing = |field: &str| {
+            reader.error(
+                "",
+                format!("missing field `{field}`: expected it in {RECORD}"),
+            )
+        };
+        Ok((
+            RawRecord {
+                schema: self.schema.ok_or_else(|| missing("schema"))?,
+                event_type: self.event_type.ok_or_else(|| missing("event_type"))?,
+                event_time_unix_ms: self.event_time_unix_ms,
+                agent_context: self.agent_context,
+                request: self.request,
+            },
+            "$",
+        ))
+    }
 }
 
 #[derive(Deserialize)]
@@ -133,11 +175,17 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
     let mut unknown_durations = 0usize;
     let mut earliest: Option<u64> = None;
 
-    while let Some(raw) = reader.next::<RawRecord>()? {
+    let mut wrapped = 0usize;
+    while let Some(raw) = reader.next::<RawLine>()? {
         let line = reader.line();
+        let (raw, at) = raw.record(&reader)?;
+        if at != "$" {
+            wrapped += 1;
+        }
+        let path = |field: &str| format!("{at}{field}");
         if raw.schema != SCHEMA {
             return Err(reader.error(
-                "$.schema",
+                &path(".schema"),
                 format!("\"{}\": expected \"{SCHEMA}\"", raw.schema),
             ));
         }
@@ -149,7 +197,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
             }
             other => {
                 return Err(reader.error(
-                    "$.event_type",
+                    &path(".event_type"),
                     format!(
                         "\"{other}\": expected request_end, tool_start, tool_end or tool_error"
                     ),
@@ -158,25 +206,25 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
         }
         let Some(context) = raw.agent_context else {
             return Err(reader.error(
-                "$.agent_context",
+                &path(".agent_context"),
                 "missing: expected the agent context with `session_id` on every request (start Dynamo's request tracing with the session headers)",
             ));
         };
         let Some(request) = raw.request else {
             return Err(reader.error(
-                "$.request",
+                &path(".request"),
                 "missing: expected the request's metrics on a request_end record",
             ));
         };
         let Some(received_ms) = request.request_received_ms else {
             return Err(reader.error(
-                "$.request.request_received_ms",
+                &path(".request.request_received_ms"),
                 "missing: expected when the request was received (unix milliseconds)",
             ));
         };
         let Some(Count(osl)) = request.output_tokens else {
             return Err(reader.error(
-                "$.request.output_tokens",
+                &path(".request.output_tokens"),
                 "missing: expected the request's output token count",
             ));
         };
@@ -185,14 +233,14 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
                 let size = replay.trace_block_size.0;
                 if size == 0 {
                     return Err(reader.error(
-                        "$.request.replay.trace_block_size",
+                        &path(".request.replay.trace_block_size"),
                         "0: expected a positive number of tokens per block",
                     ));
                 }
                 match block_size {
                     Some((first, first_line)) if first != size => {
                         return Err(reader.error(
-                            "$.request.replay.trace_block_size",
+                &path(".request.replay.trace_block_size"),
                             format!("{size}: expected the same block size on every record ({first} on line {first_line})"),
                         ))
                     }
@@ -203,7 +251,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
                 let blocks = isl.div_ceil(size) as usize;
                 if replay.input_sequence_hashes.len() != blocks {
                     return Err(reader.error(
-                        "$.request.replay.input_sequence_hashes",
+                &path(".request.replay.input_sequence_hashes"),
                         format!(
                             "{} hashes: expected {blocks} (input_length {isl} in blocks of {size}, rounded up)",
                             replay.input_sequence_hashes.len()
@@ -226,7 +274,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
                 no_hashes += 1;
                 let Some(Count(isl)) = request.input_tokens else {
                     return Err(reader.error(
-                        "$.request",
+                &path(".request"),
                         "no `replay.input_length` and no `input_tokens`: expected the prompt's token count in one of them",
                     ));
                 };
@@ -246,7 +294,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
         };
         if duration.is_some_and(|d| d > MAX_NANOS) {
             return Err(reader.error(
-                "$.request",
+                &path(".request"),
                 format!("the request lasts past the largest time a trace may state ({} s): expected a shorter total_time_ms", show_number(MAX_SECONDS)),
             ));
         }
@@ -273,7 +321,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
         match (&session.parent, parent) {
             (Some((known, known_line)), Some((named, _))) if *known != named => {
                 return Err(reader.error(
-                    "$.agent_context.parent_session_id",
+                &path(".agent_context.parent_session_id"),
                     format!("\"{named}\": expected the parent this session named on line {known_line} (\"{known}\")"),
                 ))
             }
@@ -425,6 +473,11 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
         "input_sequence_hashes: {} distinct u64 hashes renumbered in order of first appearance (file-wide; block size {block_size})",
         hash_ids.len()
     ));
+    if wrapped > 0 {
+        loaded.conventions.push(format!(
+            "{wrapped} records read from the recorder's envelope (`event`)"
+        ));
+    }
     if tool_events > 0 {
         loaded.conventions.push(format!(
             "{tool_events} tool events skipped (tool time is in the gaps between requests)"
@@ -721,6 +774,42 @@ mod tests {
         ];
         expected.sort();
         assert_eq!(crossing, expected);
+    }
+
+    #[test]
+    fn records_in_the_recorders_envelope_load_the_same() {
+        let plain = std::fs::read_to_string(testdata("dynamo").join("sample.jsonl")).expect("read");
+        let wrapped: String = plain
+            .lines()
+            .enumerate()
+            .map(|(i, l)| format!("{{\"timestamp\": {i}, \"event\": {l}}}\n"))
+            .collect();
+        let path = super::super::test_support::scratch_file("dynamo-envelope", wrapped.as_bytes());
+        let loaded = load_path(&path, None);
+        std::fs::remove_file(&path).ok();
+        let loaded = loaded.expect("the wrapped fixture loads");
+        assert_eq!(loaded.format, Some(Format::Dynamo));
+        let trees = |l: &Loaded| -> Vec<(String, usize, usize)> {
+            l.trees
+                .iter()
+                .map(|t| (t.id.clone(), t.agents.len(), t.turn_count()))
+                .collect()
+        };
+        assert_eq!(trees(&loaded), trees(&sample()));
+        assert_eq!(
+            loaded.trees[0].agents[1].turns,
+            sample().trees[0].agents[1].turns
+        );
+        // Errors inside the envelope name its path.
+        let bad = wrapped.replacen("\"output_tokens\":30", "\"output_tokens\":\"x\"", 1);
+        let path = super::super::test_support::scratch_file("dynamo-envelope", bad.as_bytes());
+        let err = load_path(&path, None).expect_err("a string token count");
+        std::fs::remove_file(&path).ok();
+        assert!(
+            err.to_string()
+                .contains("line 1, $.event.request.output_tokens"),
+            "{err}"
+        );
     }
 
     #[test]
