@@ -30,6 +30,32 @@ use super::sniff::first_row;
 use super::source::Source;
 use crate::input::{Loaded, Problem};
 
+/// Hashes a sequence hash for the renumbering map: the splitmix64
+/// finaliser (a bijection, so distinct hashes stay distinct), several times
+/// cheaper than the default SipHash on the hot path of a load. Sequence
+/// hashes are the server's own, not chosen by an adversary.
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        let mut z = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type HashIdMap = HashMap<u64, u32, std::hash::BuildHasherDefault<MixHasher>>;
+
 /// The `schema` value every record carries.
 pub const SCHEMA: &str = "dynamo.request.trace.v1";
 
@@ -167,7 +193,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
     let file = reader.file().to_string();
     let mut sessions: Vec<Session> = Vec::new();
     let mut session_index: HashMap<String, usize> = HashMap::new();
-    let mut hash_ids: HashMap<u64, u32> = HashMap::new();
+    let mut hash_ids = HashIdMap::default();
     let mut block_size: Option<(u32, usize)> = None;
     let mut tool_events = 0usize;
     let mut no_hashes = 0usize;
@@ -584,11 +610,14 @@ pub fn generated(trees: usize) -> String {
                     blocks: u64,
                     base: u64| {
         let parent = parent.map_or(String::new(), |p| format!(",\"parent_session_id\":\"{p}\""));
+        // Full-width u64s, as Dynamo's rolling hashes are; the first 16
+        // blocks are the tree's shared prefix.
         let hashes: Vec<String> = (0..blocks)
             .map(|b| {
-                (if b < 16 { base } else { base ^ 0x5bd1_e995 })
-                    .wrapping_mul(1_000_003)
+                let key = if b < 16 { base } else { base ^ 0x5bd1_e995 };
+                key.wrapping_mul(1_000_003)
                     .wrapping_add(b)
+                    .wrapping_mul(0x9E37_79B9_7F4A_7C15)
                     .to_string()
             })
             .collect();
