@@ -841,6 +841,59 @@ mod tests {
         );
     }
 
+    /// Every leaf of every record of the fixture replaced, in turn, by a
+    /// hostile value: each file loads or is refused, never a panic.
+    #[test]
+    fn never_panics_on_any_field_value() {
+        use serde_json::Value;
+        fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
+            match v {
+                Value::Object(map) => map
+                    .iter()
+                    .for_each(|(k, v)| leaves(v, format!("{at}/{k}"), out)),
+                Value::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, v)| leaves(v, format!("{at}/{i}"), out)),
+                _ => out.push(at),
+            }
+        }
+        let text = std::fs::read_to_string(testdata("dynamo").join("sample.jsonl")).expect("read");
+        let records: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        let nasties = [
+            serde_json::json!(null),
+            serde_json::json!(-1),
+            serde_json::json!(0),
+            serde_json::json!(1e300),
+            serde_json::json!(u64::MAX),
+            serde_json::json!("thread-1"),
+            serde_json::json!([]),
+        ];
+        let path = super::super::test_support::scratch_path("dynamo-nasty", ".jsonl");
+        let mut loads = 0;
+        for (i, record) in records.iter().enumerate() {
+            let mut paths = Vec::new();
+            leaves(record, String::new(), &mut paths);
+            for leaf in paths {
+                for nasty in &nasties {
+                    let mut changed = records.clone();
+                    if let Some(slot) = changed[i].pointer_mut(&leaf) {
+                        *slot = nasty.clone();
+                    }
+                    let body: String = changed.iter().map(|r| format!("{r}\n")).collect();
+                    std::fs::write(&path, body).expect("write");
+                    let _ = load_path(&path, Some(Format::Dynamo));
+                    loads += 1;
+                }
+            }
+        }
+        std::fs::remove_file(&path).ok();
+        assert!(loads > 1000, "only {loads} variants");
+    }
+
     #[test]
     fn tool_events_are_skipped_and_counted() {
         assert!(sample()
