@@ -14,7 +14,9 @@
 //! (u64) are renumbered densely in order of first appearance, file-wide:
 //! equal hashes stay equal, so prefix sharing within and across trees is
 //! kept. Tool events (`tool_start`, `tool_end`, `tool_error`) are counted
-//! and skipped.
+//! and skipped. A line may also be the recorder's envelope `{"timestamp",
+//! "event": record}`. Must not touch other formats' rows or the engine's
+//! edge rule (it only leaves `explicit_edges` unset).
 
 use std::collections::HashMap;
 
@@ -134,6 +136,8 @@ struct RawContext {
     expecting = "request metrics (an object with `request_id`, `request_received_ms`, `output_tokens`)"
 )]
 struct RawRequest {
+    /// Required by the schema; identity only (nothing refers to it).
+    #[allow(dead_code)]
     request_id: Id,
     input_tokens: Option<Count>,
     output_tokens: Option<Count>,
@@ -354,7 +358,6 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
             (None, Some(named)) => session.parent = Some(named),
             _ => {}
         }
-        let _ = request.request_id;
         session.requests.push(Request {
             line,
             received_ms,
