@@ -22,6 +22,8 @@ pub enum Format {
     AgenticMooncake,
     /// agentic-bench session JSONL v1 (plain or `.zst`).
     Abench,
+    /// Dynamo request traces (`dynamo.request.trace.v1`).
+    Dynamo,
     /// LMCache agent traces (text, unix-µs timestamps).
     Lmcache,
     /// arbor's capture format of OpenAI chat requests and responses.
@@ -31,11 +33,12 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Weka,
         Format::Mooncake,
         Format::AgenticMooncake,
         Format::Abench,
+        Format::Dynamo,
         Format::Lmcache,
         Format::OpenaiLog,
         Format::Arbor,
@@ -48,6 +51,7 @@ impl Format {
             Format::Mooncake => "mooncake",
             Format::AgenticMooncake => "agentic-mooncake",
             Format::Abench => "abench",
+            Format::Dynamo => "dynamo",
             Format::Lmcache => "lmcache",
             Format::OpenaiLog => "openai-log",
             Format::Arbor => "arbor",

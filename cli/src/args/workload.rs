@@ -22,7 +22,8 @@ pub struct InputArgs {
     pub inputs: Vec<PathBuf>,
 
     /// Read every INPUT as this format instead of detecting it: weka,
-    /// mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor.
+    /// mooncake, agentic-mooncake, abench, dynamo, lmcache, openai-log,
+    /// arbor.
     #[arg(long, value_name = "NAME", help_heading = INPUT)]
     pub format: Option<Format>,
 
@@ -79,7 +80,8 @@ pub struct TraceArgs {
     pub inputs: Vec<PathBuf>,
 
     /// Read every INPUT as this format instead of detecting it: weka,
-    /// mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor.
+    /// mooncake, agentic-mooncake, abench, dynamo, lmcache, openai-log,
+    /// arbor.
     #[arg(long, value_name = "NAME", help_heading = INPUT)]
     pub format: Option<Format>,
 }

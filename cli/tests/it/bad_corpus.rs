@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 
 use crate::util::*;
 
-const FORMATS: [&str; 7] = [
+const FORMATS: [&str; 8] = [
     "weka",
     "mooncake",
     "agentic-mooncake",
     "abench",
+    "dynamo",
     "lmcache",
     "openai-log",
     "arbor",

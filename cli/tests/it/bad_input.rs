@@ -95,7 +95,7 @@ fn empty_and_garbage_files() {
     let blank = write(&dir, "blank.jsonl", "\n  \n");
     expect_exit_2(
         &["plan", &blank],
-        &["blank.jsonl: empty file: expected a trace in one of the formats arbor reads (weka, mooncake, agentic-mooncake, abench, lmcache, openai-log, arbor"],
+        &["blank.jsonl: empty file: expected a trace in one of the formats arbor reads (weka, mooncake, agentic-mooncake, abench, dynamo, lmcache, openai-log, arbor"],
     );
     // With --format the format's own words say what was expected.
     expect_exit_2(
@@ -159,6 +159,12 @@ fn the_same_fault_has_the_same_words_in_every_format() {
             r#"{"session_id": "s"}"#,
         ),
         (
+            "dynamo",
+            r#"{"schema": "dynamo.request.trace.v1", "event_type": "request_end", "agent_context": {"#,
+            r#"{"schema": "dynamo.request.trace.v1", "event_type": "request_end", "agent_context": {"session_id": "s"}, "request": {"request_id": "r", "output_tokens": "x"}}"#,
+            r#"{"schema": "dynamo.request.trace.v1", "agent_context": {"session_id": "s"}}"#,
+        ),
+        (
             "lmcache",
             r#"{"timestamp": 1, "input": "abc"#,
             r#"{"timestamp": "x", "input": "a", "output": "b", "session_id": "s"}"#,
@@ -192,7 +198,7 @@ fn the_same_fault_has_the_same_words_in_every_format() {
         ("missing", "line 1", "missing field `*`: expected it in *"),
     ];
     let dir = scratch("same-fault");
-    assert_eq!(cases.len(), 7, "every format has its faults");
+    assert_eq!(cases.len(), 8, "every format has its faults");
     for (format, truncated, wrong, missing) in cases {
         for ((kind, place, message), text) in shapes.iter().zip([truncated, wrong, missing]) {
             let path = write(

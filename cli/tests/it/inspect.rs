@@ -167,6 +167,53 @@ fn inspect_counts_match_the_mooncake_files() {
 }
 
 #[test]
+fn inspect_reads_the_dynamo_fixture_with_its_subagents() {
+    let path = testdata("dynamo/sample.jsonl");
+    let path = path.to_str().unwrap();
+    // Counted from the file itself: sessions, parents, request_end lines.
+    let text = std::fs::read_to_string(path).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let requests: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["event_type"] == "request_end")
+        .collect();
+    let sessions: BTreeSet<&str> = requests
+        .iter()
+        .filter_map(|r| r["agent_context"]["session_id"].as_str())
+        .collect();
+    let roots: BTreeSet<&str> = requests
+        .iter()
+        .filter(|r| r["agent_context"]["parent_session_id"].is_null())
+        .filter_map(|r| r["agent_context"]["session_id"].as_str())
+        .collect();
+    let v = inspect_json(&[path]);
+    assert_eq!(
+        counts(&v),
+        (
+            roots.len() as u64,
+            sessions.len() as u64,
+            requests.len() as u64
+        )
+    );
+    assert_eq!(counts(&v), (2, 4, 9));
+    assert_eq!(v["inputs"][0]["format"], "dynamo");
+    assert_eq!(v["prefix_cache"]["basis"], "hash ids");
+    // The human summary draws the inferred spawns and joins.
+    let out = arbor(&["inspect", path]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let human = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "thread-1-explore (blocking, 2 turns), spawned by turn 1, turn 1 joins turn 2",
+        "thread-1-test (blocking, 1 turn), spawned by turn 1, turn 0 joins turn 2",
+    ] {
+        assert!(human.contains(line), "{line:?} missing from:\n{human}");
+    }
+}
+
+#[test]
 fn inspect_counts_match_the_lmcache_files() {
     for (name, want) in [
         ("miniswe/189f0222310bd8eee310f204e91b9c84.jsonl", 6),

@@ -42,6 +42,7 @@ pub mod agentic_mooncake;
 pub mod arbor;
 #[cfg(test)]
 mod bad_corpus;
+pub mod dynamo;
 mod fields;
 mod json;
 pub mod lmcache;
@@ -79,11 +80,16 @@ pub struct Reader {
 /// Every format, in the order detection tries them: the first whose
 /// detector accepts the file's prefix is used. Weka accepts anything, last:
 /// its reader gives the precise error when a file is not Weka either.
-pub const FORMATS: [Reader; 7] = [
+pub const FORMATS: [Reader; 8] = [
     Reader {
         format: Format::Arbor,
         looks_like: |p| arbor::looks_like_arbor(&p.text),
         read: arbor::load,
+    },
+    Reader {
+        format: Format::Dynamo,
+        looks_like: |p| dynamo::looks_like(&p.text),
+        read: dynamo::load,
     },
     Reader {
         format: Format::AgenticMooncake,
