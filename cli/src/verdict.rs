@@ -12,6 +12,8 @@ use arbor::runs::output::Summary;
 use arbor::runs::time_breakdown::{TimeBreakdown, IDLE_SKIPPED};
 use arbor::slo::SloReport;
 
+use crate::fit;
+
 /// The widest line this prints.
 pub const WIDTH: usize = 80;
 
@@ -21,7 +23,7 @@ pub fn print(out: &mut impl Write, summary: &Summary, slo: Option<&SloReport>) -
     writeln!(
         out,
         "{}",
-        fit(&format!("verdict: {}", status(summary, slo)))
+        shown(&format!("verdict: {}", status(summary, slo)))
     )?;
     let l = &summary.latency;
     let pair = |d: &arbor::runs::collector::Latency| {
@@ -60,7 +62,7 @@ pub fn print(out: &mut impl Write, summary: &Summary, slo: Option<&SloReport>) -
         writeln!(
             out,
             "{}",
-            fit(&format!("  error {class} x{count}: {words}"))
+            shown(&format!("  error {class} x{count}: {words}"))
         )?;
     }
     if let Some(b) = &summary.time_breakdown {
@@ -105,7 +107,7 @@ fn status(summary: &Summary, slo: Option<&SloReport>) -> String {
 }
 
 fn print_slo(out: &mut impl Write, slo: &SloReport) -> io::Result<()> {
-    writeln!(out, "{}", fit(&format!("  slo {}", slo.spec)))?;
+    writeln!(out, "{}", shown(&format!("  slo {}", slo.spec)))?;
     for b in &slo.verdict.bounds {
         let seen = match b.reading {
             Reading::Value(ns) => latency(ns as f64 / 1e9),
@@ -221,14 +223,10 @@ fn latency(s: f64) -> String {
     }
 }
 
-/// `line` cut to [`WIDTH`] characters, an ellipsis where it was cut.
-fn fit(line: &str) -> String {
-    if line.chars().count() <= WIDTH {
-        return line.to_string();
-    }
-    let mut cut: String = line.chars().take(WIDTH - 1).collect();
-    cut.push('…');
-    cut
+/// `line` as printed: control characters shown as `?` (a server's
+/// message cannot move the cursor), cut to [`WIDTH`] with an ellipsis.
+fn shown(line: &str) -> String {
+    fit::cut(&fit::printable(line), WIDTH)
 }
 
 #[cfg(test)]

@@ -120,19 +120,15 @@ impl TimeBreakdown {
     /// spawn, join, concurrent) less what the idle caps cut: the time a
     /// run spends waiting as the agents did.
     pub fn replayed_gaps(&self) -> u64 {
-        const GAPS: [&str; 7] = [
-            "tool",
-            "think",
-            "other",
-            "spawn",
-            "join",
-            "concurrent",
-            IDLE_SKIPPED,
-        ];
+        let gap = |name: &str| {
+            TimeClass::ALL.iter().any(|c| {
+                matches!(c, TimeClass::Gap(_) | TimeClass::IdleSkipped) && c.as_str() == name
+            })
+        };
         let ns: i64 = self
             .classes
             .iter()
-            .filter(|c| GAPS.contains(&c.class.as_str()))
+            .filter(|c| gap(&c.class))
             .map(|c| c.ns)
             .sum();
         u64::try_from(ns).unwrap_or(0)
@@ -209,6 +205,36 @@ mod tests {
         for class in TimeClass::ALL {
             assert!(scaled_by(class).contains("--"), "{class:?}");
         }
+    }
+
+    #[test]
+    fn the_caps_class_is_the_engines() {
+        assert_eq!(IDLE_SKIPPED, TimeClass::IdleSkipped.as_str());
+    }
+
+    #[test]
+    fn replayed_gaps_are_the_gap_classes_less_the_caps_cut() {
+        let share = |class: &str, ns: i64| TimeShare {
+            class: class.to_string(),
+            ns,
+            s: ns as f64 / 1e9,
+            share: 0.0,
+            scaled_by: String::new(),
+        };
+        let b = TimeBreakdown {
+            makespan_ns: 70,
+            replayed_ns: 100,
+            path_requests: 2,
+            classes: vec![
+                share("service", 20),
+                share("queue", 5),
+                share("tool", 60),
+                share("think", 10),
+                share("arrival", 5),
+                share(IDLE_SKIPPED, -30),
+            ],
+        };
+        assert_eq!(b.replayed_gaps(), 40, "tool + think - the cut");
     }
 
     #[test]

@@ -85,17 +85,18 @@ pub fn report(options: &ReportOptions) -> Result<String, Error> {
     }
     // Among several, a capacity or --repeat directory draws no run page:
     // it has its own, of itself alone.
-    for dir in &options.run_dirs {
-        let own = if capacity::is_capacity_dir(dir) {
-            Some("a capacity search's")
-        } else if options.run_dirs.len() > 1 && aggregate::is_repeat_dir(dir) {
-            Some("a --repeat sequence's")
-        } else {
-            None
-        };
-        if let (Some(what), true) = (own, options.run_dirs.len() > 1) {
+    if options.run_dirs.len() > 1 {
+        for dir in &options.run_dirs {
+            let what = if capacity::is_capacity_dir(dir) {
+                "a capacity search's"
+            } else if aggregate::is_repeat_dir(dir) {
+                "a --repeat sequence's"
+            } else {
+                continue;
+            };
             return Err(Error::input(format!(
-                "{}: {what} directory has a page of its own: give it to `arbor report` alone                  (or give its run directories, e.g. {}/probe-*, {}/run-*, to overlay them)",
+                "{}: {what} directory has a page of its own: give it to `arbor report` alone \
+                 (or give its run directories, e.g. {}/probe-*, {}/run-*, to overlay them)",
                 dir.display(),
                 dir.display(),
                 dir.display()
