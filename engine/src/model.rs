@@ -53,6 +53,75 @@ pub struct Tree {
     /// root agent's prompt, when the format records them.
     pub tool_tokens: u32,
     pub system_tokens: u32,
+    /// What the reader inferred rather than read: parent links and turn
+    /// times. Empty when the file stated everything.
+    pub provenance: Provenance,
+}
+
+/// How sure a tree's structure is: the parent links and turn times a
+/// reader did not read from the file but inferred, took from a request
+/// header, or reconstructed, each with the rule it followed (in words, for
+/// `arbor inspect`). Agents and turns not listed were stated by the file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Provenance {
+    /// Agents whose parent link was not stated by the file, with where it
+    /// came from; in agent order.
+    pub parents: Vec<ParentLink>,
+    /// Turns whose start or duration was reconstructed, counted by rule.
+    pub timing: Vec<Reconstructed>,
+}
+
+impl Provenance {
+    pub fn is_empty(&self) -> bool {
+        self.parents.is_empty() && self.timing.is_empty()
+    }
+
+    /// Records that agent `agent`'s parent came from `source`.
+    pub fn parent(&mut self, agent: u32, source: LinkSource) {
+        self.parents.push(ParentLink { agent, source });
+    }
+
+    /// Counts `turns` more turns whose timing was reconstructed by `rule`.
+    pub fn reconstructed(&mut self, rule: &str, turns: u32) {
+        if turns == 0 {
+            return;
+        }
+        match self.timing.iter_mut().find(|r| &*r.rule == rule) {
+            Some(r) => r.turns = r.turns.saturating_add(turns),
+            None => self.timing.push(Reconstructed {
+                rule: rule.into(),
+                turns,
+            }),
+        }
+    }
+}
+
+/// Where an agent's parent link came from, when not from the file's own
+/// parent field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentLink {
+    /// Index in `Tree::agents` (never 0, the root).
+    pub agent: u32,
+    pub source: LinkSource,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LinkSource {
+    /// Inferred by a reader's rule, named in words (e.g. "timing
+    /// containment": the child ran within a parent turn's tool wait).
+    Inferred(Box<str>),
+    /// Stated by a request header the recorder captured (its name, e.g.
+    /// `x-claude-code-parent-agent-id`).
+    Header(Box<str>),
+}
+
+/// Turns of a tree whose timing a reader reconstructed by one rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconstructed {
+    /// The rule, in words (e.g. "duration from the first and last timing
+    /// event").
+    pub rule: Box<str>,
+    pub turns: u32,
 }
 
 impl Tree {

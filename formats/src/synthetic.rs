@@ -639,6 +639,7 @@ impl Params {
             hash_scope: HashScope::Local,
             tool_tokens: 0,
             system_tokens: 0,
+            provenance: Default::default(),
         }
     }
 }

@@ -377,6 +377,7 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
         },
         tool_tokens: record.tool_tokens.0,
         system_tokens: record.system_tokens.0,
+        provenance: Default::default(),
     })
 }
 

@@ -485,6 +485,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
             hash_scope: HashScope::Global,
             tool_tokens: 0,
             system_tokens: 0,
+            provenance: Default::default(),
         });
     }
     // Stable: trees arriving together keep their order of appearance.

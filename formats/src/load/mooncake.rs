@@ -212,6 +212,7 @@ pub(super) fn new_tree(id: String, source: String, arrival: Nanos, agents: Vec<A
         hash_scope: HashScope::Global,
         tool_tokens: 0,
         system_tokens: 0,
+        provenance: Default::default(),
     }
 }
 

@@ -437,6 +437,7 @@ fn build(raw: RawTrace<'_>) -> Result<(Tree, Conventions), Fault> {
         hash_scope: HashScope::Local,
         tool_tokens: raw.tool_tokens.map_or(0, |c| c.0),
         system_tokens: raw.system_tokens.map_or(0, |c| c.0),
+        provenance: Default::default(),
     };
     Ok((tree, conventions))
 }
