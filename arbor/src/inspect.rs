@@ -15,6 +15,7 @@ use arbor_engine::derive::DeriveOptions;
 use arbor_engine::fit::apply_trees;
 use arbor_engine::model::Tree;
 use arbor_engine::policy::Policy;
+use arbor_formats::inspect::links::TreeLinks;
 use arbor_formats::inspect::{inspect, Inspection};
 use arbor_formats::load;
 use std::path::PathBuf;
@@ -143,7 +144,7 @@ impl Inspected {
     pub fn write_human(&self, mut out: &mut dyn Write) -> io::Result<()> {
         self.inspection.write_human(&mut out)?;
         if self.listed {
-            write_listing(out, &self.shapes)?;
+            write_listing(out, &self.shapes, &self.inspection.links.trees)?;
         }
         Ok(())
     }
@@ -167,8 +168,14 @@ fn shapes(trees: &[&Tree], options: &DeriveOptions) -> Vec<TreeShape> {
 const MAX_INDENT: usize = 32;
 
 /// The human listing: per tree, its agents depth first from the root,
-/// each indented under its parent (at most [`MAX_INDENT`] levels).
-pub fn write_listing(out: &mut dyn Write, shapes: &[TreeShape]) -> io::Result<()> {
+/// each indented under its parent (at most [`MAX_INDENT`] levels); a
+/// subagent whose parent the file did not state says where it came from
+/// (`links`, by tree index; may be empty).
+pub fn write_listing(
+    out: &mut dyn Write,
+    shapes: &[TreeShape],
+    links: &[TreeLinks],
+) -> io::Result<()> {
     writeln!(
         out,
         "  trees           agents and their turns; spawns and joins by turn (turns count from 0)"
@@ -182,6 +189,16 @@ pub fn write_listing(out: &mut dyn Write, shapes: &[TreeShape]) -> io::Result<()
             shape.agents.len(),
             turns
         )?;
+        let parents = links
+            .get(shape.tree_index as usize)
+            .map_or(&[][..], |l| l.parents.as_slice());
+        let line = |a: u32| {
+            let mut line = agent_line(shape, a);
+            if let Some(p) = parents.iter().find(|p| p.agent == a) {
+                line.push_str(&format!(" [parent {}: {}]", p.source, p.rule));
+            }
+            line
+        };
         let mut children: Vec<Vec<u32>> = vec![Vec::new(); shape.agents.len()];
         for (a, agent) in shape.agents.iter().enumerate() {
             if let Some(list) = agent.parent.and_then(|p| children.get_mut(p as usize)) {
@@ -202,19 +219,13 @@ pub fn write_listing(out: &mut dyn Write, shapes: &[TreeShape]) -> io::Result<()
             // agents name their depth instead (the indent of a tree 32,768
             // agents deep was a gigabyte, and past 65,535 columns a panic).
             if depth <= MAX_INDENT {
-                writeln!(
-                    out,
-                    "      {:indent$}{}",
-                    "",
-                    agent_line(shape, a),
-                    indent = depth * 2
-                )?;
+                writeln!(out, "      {:indent$}{}", "", line(a), indent = depth * 2)?;
             } else {
                 writeln!(
                     out,
                     "      {:indent$}[depth {depth}] {}",
                     "",
-                    agent_line(shape, a),
+                    line(a),
                     indent = MAX_INDENT * 2
                 )?;
             }
@@ -298,7 +309,7 @@ mod tests {
             edges: Vec::new(),
         };
         let mut out = Vec::new();
-        write_listing(&mut out, &[shape]).expect("written");
+        write_listing(&mut out, &[shape], &[]).expect("written");
         let text = String::from_utf8(out).expect("text");
         assert_eq!(text.lines().count(), depth as usize + 2);
         // Each line's indent is at most MAX_INDENT levels.
@@ -341,7 +352,7 @@ mod tests {
             ],
         };
         let mut out = Vec::new();
-        write_listing(&mut out, &[shape]).expect("written");
+        write_listing(&mut out, &[shape], &[]).expect("written");
         let text = String::from_utf8(out).expect("utf-8");
         let lines: Vec<&str> = text.lines().skip(1).collect();
         assert_eq!(
@@ -353,6 +364,53 @@ mod tests {
                 "          b (background, 1 turn), spawned by turn 0",
                 "        c (blocking, 1 turn), spawned by turn 1, turn 0 joins turn 2",
             ]
+        );
+    }
+
+    #[test]
+    fn a_parent_not_from_the_file_says_where_it_came_from() {
+        use arbor_formats::inspect::links::AgentParent;
+        let shape = TreeShape {
+            tree_index: 0,
+            tree: "t".into(),
+            agents: vec![
+                agent("root", None, "root", 2),
+                agent("a", Some(0), "blocking", 1),
+                agent("b", Some(0), "background", 1),
+            ],
+            edges: vec![edge(EdgeRole::Spawn, (0, 0), (1, 0))],
+        };
+        let links = TreeLinks {
+            tree: "t".into(),
+            edges_from_file: 0,
+            edges_derived: 1,
+            parents_from_file: 0,
+            parents: vec![
+                AgentParent {
+                    agent: 1,
+                    agent_id: "a".into(),
+                    source: "header",
+                    rule: "x-claude-code-parent-agent-id".into(),
+                },
+                AgentParent {
+                    agent: 2,
+                    agent_id: "b".into(),
+                    source: "inferred",
+                    rule: "continuity".into(),
+                },
+            ],
+            timing_reconstructed: Vec::new(),
+        };
+        let mut out = Vec::new();
+        write_listing(&mut out, &[shape], &[links]).expect("written");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(
+            text.contains("a (blocking, 1 turn), spawned by turn 0 [parent header: x-claude-code-parent-agent-id]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("b (background, 1 turn) [parent inferred: continuity]"),
+            "{text}"
         );
     }
 }

@@ -27,6 +27,9 @@ use arbor_engine::time::{nanos_to_secs, Nanos};
 
 use crate::input::Loaded;
 
+pub mod links;
+pub use links::Links;
+
 /// Everything `arbor inspect` reports (JSON field names are the public
 /// contract; see `docs/inspect.md`).
 #[derive(Debug, Clone, Serialize)]
@@ -58,6 +61,9 @@ pub struct Inspection {
     /// Turns whose token counts were estimated from text.
     pub tokens_estimated: u64,
     pub prefix_cache: PrefixCache,
+    /// How sure each link is: edges from the file or derived, parents
+    /// from the file, a header or inferred, timing reconstructed.
+    pub links: Links,
     pub problems: Vec<ProblemEntry>,
 }
 
@@ -156,6 +162,7 @@ pub fn inspect(loaded: &[Loaded], options: &DeriveOptions) -> Inspection {
     let mut intervals = Vec::new();
     let earliest = trees.iter().map(|t| t.arrival).min().unwrap_or(0);
     let mut latest = earliest;
+    let mut links = links::LinksBuilder::default();
 
     for tree in &trees {
         let mut depth = Vec::with_capacity(tree.agents.len());
@@ -193,6 +200,7 @@ pub fn inspect(loaded: &[Loaded], options: &DeriveOptions) -> Inspection {
             None => derive_edges(tree, options),
         };
         adjustments.add(&tree_adjustments);
+        links.add(tree, &edges);
         gaps.extend(
             edges
                 .iter()
@@ -221,6 +229,7 @@ pub fn inspect(loaded: &[Loaded], options: &DeriveOptions) -> Inspection {
         adjustments: (&adjustments).into(),
         tokens_estimated,
         prefix_cache: prefix_cache(&trees),
+        links: links.finish(),
         problems,
     }
 }
@@ -537,6 +546,10 @@ impl Inspection {
                 c.basis
             )?,
             None => writeln!(out, "  prefix cache    no blocks (no hash ids or text)")?,
+        }
+        for (i, line) in self.links.human_lines().iter().enumerate() {
+            let label = if i == 0 { "links" } else { "" };
+            writeln!(out, "  {label:<15} {line}")?;
         }
         if self.problems.is_empty() {
             writeln!(out, "  problems        none")?;
