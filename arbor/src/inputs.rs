@@ -20,6 +20,7 @@ use arbor_engine::scheduler::{Footprint, Scheduler};
 use arbor_engine::Workload;
 use arbor_formats::load;
 use arbor_formats::synthetic::SyntheticSpec;
+use arbor_runs::config::SubsetRecord;
 use arbor_sim::ServiceModel;
 
 use crate::options::{InputOptions, PolicyOptions, ScenarioOptions};
@@ -36,6 +37,9 @@ pub struct LoadedInput {
     pub description: String,
     /// What `--isl-scale`/`--max-context` did, when given.
     pub fit: Option<FitReport>,
+    /// The part of the corpus taken (`--trees`, `--tree`,
+    /// `--max-requests`), when only part was.
+    pub subset: Option<SubsetRecord>,
     /// The trace inputs' identity (or the bundled sample's); `None` for a
     /// synthetic workload alone or a stream input.
     pub corpus: Option<Corpus>,
@@ -73,10 +77,11 @@ pub fn load(args: &InputOptions, observer: &dyn Observer) -> Result<LoadedInput,
         parts.push(format!("synthetic {}", spec.to_spec_string()));
         workload.trees.extend(spec.generate().trees);
     }
-    if let Some(taken) = crate::subset::apply(&mut workload, &args.subset)? {
-        observer.notice(&taken);
-        parts.push(taken);
-    }
+    let subset = crate::subset::apply(&mut workload, &args.subset)?.map(|taken| {
+        observer.notice(&taken.description);
+        parts.push(taken.description);
+        taken.record
+    });
     if let Some(path) = &args.tokenizer {
         let tokenizer = crate::tokenizer::load(path)?;
         let recount = crate::tokenizer::apply(&tokenizer, &mut workload);
@@ -101,6 +106,7 @@ pub fn load(args: &InputOptions, observer: &dyn Observer) -> Result<LoadedInput,
         workload,
         description: parts.join(", "),
         fit,
+        subset,
         corpus,
     })
 }

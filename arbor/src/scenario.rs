@@ -90,6 +90,26 @@ pub fn apply(
             conflict(format!("{UNPINNED_TEXT}{why}"), true);
         }
     }
+    // The whole pinned corpus: a subset is another dataset.
+    if !input.subset.is_whole() {
+        let mut flags = Vec::new();
+        if let Some(n) = input.subset.trees {
+            flags.push(format!("--trees {n}"));
+        }
+        for name in &input.subset.names {
+            flags.push(format!("--tree {name}"));
+        }
+        if let Some(n) = input.subset.max_requests {
+            flags.push(format!("--max-requests {n}"));
+        }
+        conflict(
+            format!(
+                "{}: the recipe replays the whole pinned corpus (a subset is another dataset)",
+                flags.join(" ")
+            ),
+            true,
+        );
+    }
     // The prompts as recorded: no client-side truncation or scaling.
     if let Some(n) = input.fit.max_context {
         conflict(
@@ -422,5 +442,37 @@ mod tests {
         assert_eq!(copies_for_lanes(8, 4), 2);
         assert_eq!(copies_for_lanes(3, 4), 1);
         assert_eq!(copies_for_lanes(9, 4), 3);
+    }
+
+    #[test]
+    fn a_subset_of_the_corpus_conflicts_and_is_overridable() {
+        use crate::options::SubsetOptions;
+        let input = InputOptions {
+            subset: SubsetOptions {
+                trees: Some(2),
+                max_requests: Some(50),
+                ..SubsetOptions::default()
+            },
+            ..InputOptions::default()
+        };
+        let (mut scenario, mut policy) = recipe(4);
+        let failure = apply(&mut scenario, &input, &mut policy, None, &Quiet)
+            .err()
+            .unwrap();
+        assert!(failure.is_input());
+        assert!(
+            failure.message.contains(
+                "--trees 2 --max-requests 50: the recipe replays the whole pinned corpus"
+            ),
+            "{}",
+            failure.message
+        );
+        let (mut scenario, mut policy) = recipe(4);
+        scenario.unsafe_override = true;
+        let applied = apply(&mut scenario, &input, &mut policy, None, &Quiet)
+            .ok()
+            .flatten()
+            .unwrap();
+        assert_eq!(applied.overridden.len(), 1, "{:?}", applied.overridden);
     }
 }

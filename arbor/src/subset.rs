@@ -14,6 +14,7 @@ use std::borrow::Borrow;
 use arbor_engine::model::{Tree, Workload};
 use arbor_engine::rng::{self, Purpose};
 use arbor_error::Error;
+use arbor_runs::config::SubsetRecord;
 
 /// How many of the ids taken the description lists (the seed and the
 /// corpus's identity reproduce the rest).
@@ -40,12 +41,21 @@ impl SubsetOptions {
     }
 }
 
+/// What [`apply`] took: in words (for the console and `config.inputs`)
+/// and as the run's `config.subset`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    pub description: String,
+    pub record: SubsetRecord,
+}
+
 /// Keeps the part of `workload` that `options` asks for; says what was
-/// taken (for the run's config and the console), `None` when all was.
-pub fn apply(workload: &mut Workload, options: &SubsetOptions) -> Result<Option<String>, Error> {
+/// taken, `None` when all was.
+pub fn apply(workload: &mut Workload, options: &SubsetOptions) -> Result<Option<Taken>, Error> {
     let Some((kept, description)) = choose(&workload.trees, options)? else {
         return Ok(None);
     };
+    let of_trees = workload.trees.len() as u64;
     let mut wanted = kept.into_iter().peekable();
     let mut index = 0usize;
     workload.trees.retain(|_| {
@@ -56,7 +66,19 @@ pub fn apply(workload: &mut Workload, options: &SubsetOptions) -> Result<Option<
         index += 1;
         keep
     });
-    Ok(Some(description))
+    let record = SubsetRecord {
+        trees: options.trees,
+        seed: options.trees.map(|_| options.seed),
+        tree_names: options.names.clone(),
+        max_requests: options.max_requests,
+        kept_trees: workload.trees.len() as u64,
+        of_trees,
+        requests: workload.turn_count() as u64,
+    };
+    Ok(Some(Taken {
+        description,
+        record,
+    }))
 }
 
 /// The indices (ascending) of the trees `options` takes out of `trees`,

@@ -19,6 +19,29 @@ use crate::server_metrics::MetricsConfig;
 pub use crate::sharding::BarrierRecord;
 use crate::sharding::ShardConfig;
 
+/// The part of a corpus a run or plan took (`--trees N` with `--seed`,
+/// `--tree NAME`..., `--max-requests N`), and how much that was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubsetRecord {
+    /// `--trees N`: a seeded sample of N trees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trees: Option<u32>,
+    /// The sample's seed (with `trees`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// `--tree NAME`...: exactly these trees.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tree_names: Vec<String>,
+    /// `--max-requests N`: whole trees while their requests add up to N.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_requests: Option<u64>,
+    /// Trees taken, of how many the corpus had.
+    pub kept_trees: u64,
+    pub of_trees: u64,
+    /// Requests (turns) of the trees taken.
+    pub requests: u64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunConfig {
     pub arbor_version: String,
@@ -32,6 +55,10 @@ pub struct RunConfig {
     /// `--isl-scale`/`--max-context`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitReport>,
+    /// `--trees`/`--tree`/`--max-requests`: the part of the corpus taken,
+    /// when only part was (also said in words in `inputs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<SubsetRecord>,
     /// The trace inputs' identity (docs/data.md, "Manifest"): absent for a
     /// synthetic workload alone or a stream (stdin, a FIFO).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -58,6 +58,7 @@ pub fn new(
         seed: policy.seed,
         policy: PolicySummary::new(policy, overlap_tolerance),
         fit: None,
+        subset: None,
         corpus: None,
         workload_hash: None,
         policy_hash: None,

@@ -154,6 +154,7 @@ pub fn prepare_compiled(
         out.path(),
     );
     config.fit = compiled.loaded.fit;
+    config.subset = compiled.loaded.subset.clone();
     config.threads = thread_count;
     config.corpus = compiled.loaded.corpus.clone();
     if let Some(fit) = &config.fit {

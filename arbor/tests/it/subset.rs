@@ -167,3 +167,44 @@ fn convert_writes_the_trees_plan_takes() {
     assert_eq!(written, 2);
     assert_eq!(all_ids(out), planned);
 }
+
+#[test]
+fn the_subset_taken_is_recorded_for_the_runs_config() {
+    let load = |subset: SubsetOptions| {
+        let options = InputOptions {
+            inputs: vec![corpus()],
+            subset,
+            ..InputOptions::default()
+        };
+        inputs::load(&options, &Kept::default()).expect("loads")
+    };
+    let whole = load(SubsetOptions::default());
+    assert_eq!(whole.subset, None, "nothing recorded when all was taken");
+    let all = whole.workload.trees.len() as u64;
+
+    let sampled = load(SubsetOptions {
+        trees: Some(3),
+        seed: 5,
+        max_requests: Some(1_000_000),
+        ..SubsetOptions::default()
+    });
+    let record = sampled.subset.expect("recorded");
+    assert_eq!(record.trees, Some(3));
+    assert_eq!(record.seed, Some(5));
+    assert_eq!(record.max_requests, Some(1_000_000));
+    assert_eq!(record.kept_trees, 3);
+    assert_eq!(record.of_trees, all);
+    let turns: usize = sampled.workload.trees.iter().map(|t| t.turn_count()).sum();
+    assert_eq!(record.requests, turns as u64);
+
+    let first = whole.workload.trees[0].id.clone();
+    let named = load(SubsetOptions {
+        names: vec![first.clone()],
+        ..SubsetOptions::default()
+    })
+    .subset
+    .expect("recorded");
+    assert_eq!(named.tree_names, vec![first]);
+    assert_eq!(named.seed, None, "no seed without a sample");
+    assert_eq!(named.kept_trees, 1);
+}
