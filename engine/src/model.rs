@@ -306,6 +306,23 @@ impl BlockIdsBuilder {
         self.len = self.len.saturating_add(1);
     }
 
+    /// Pushes the `count` consecutive ids `first, first + 1, ...`: the
+    /// same ids as `count` calls of [`push`](Self::push), in one step.
+    pub fn push_run(&mut self, first: u32, count: u32) {
+        if count == 0 {
+            return;
+        }
+        match self.runs.last_mut() {
+            Some((start, n))
+                if start.checked_add(*n) == Some(first) && n.checked_add(count).is_some() =>
+            {
+                *n += count
+            }
+            _ => self.runs.push((first, count)),
+        }
+        self.len = self.len.saturating_add(count);
+    }
+
     pub fn finish(self) -> BlockIds {
         BlockIds {
             runs: self.runs.into_boxed_slice(),
@@ -423,4 +440,26 @@ pub struct Edge {
     pub anchor: Anchor,
     pub gap: Nanos,
     pub kind: EdgeKind,
+}
+
+#[cfg(test)]
+mod block_ids_tests {
+    use super::*;
+
+    #[test]
+    fn a_pushed_run_equals_its_ids_pushed_one_by_one() {
+        let pieces: [(u32, u32); 5] = [(0, 3), (3, 2), (9, 0), (10, 4), (u32::MAX, 1)];
+        let mut by_run = BlockIdsBuilder::default();
+        let mut by_id = BlockIdsBuilder::default();
+        for (first, count) in pieces {
+            by_run.push_run(first, count);
+            for i in 0..count {
+                by_id.push(first + i);
+            }
+        }
+        let (by_run, by_id) = (by_run.finish(), by_id.finish());
+        assert_eq!(by_run, by_id);
+        assert_eq!(by_run.runs(), &[(0, 5), (10, 4), (u32::MAX, 1)]);
+        assert_eq!(by_run.len(), 10);
+    }
 }

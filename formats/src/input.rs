@@ -30,10 +30,14 @@ pub enum Format {
     OpenaiLog,
     /// arbor's native JSONL form.
     Arbor,
+    /// TraceLab rounds (Claude Code and Codex sessions, one line a round).
+    Tracelab,
+    /// OpenTelemetry GenAI spans (an OTLP/JSON trace export).
+    OtelGenai,
 }
 
 impl Format {
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 10] = [
         Format::Weka,
         Format::Mooncake,
         Format::AgenticMooncake,
@@ -42,6 +46,8 @@ impl Format {
         Format::Lmcache,
         Format::OpenaiLog,
         Format::Arbor,
+        Format::Tracelab,
+        Format::OtelGenai,
     ];
 
     /// The name `--format` takes and reports show.
@@ -55,6 +61,8 @@ impl Format {
             Format::Lmcache => "lmcache",
             Format::OpenaiLog => "openai-log",
             Format::Arbor => "arbor",
+            Format::Tracelab => "tracelab",
+            Format::OtelGenai => "otel-genai",
         }
     }
 }

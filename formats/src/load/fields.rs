@@ -587,3 +587,237 @@ impl<'de> Deserialize<'de> for Content {
         d.deserialize_any(V)
     }
 }
+
+/// The latest unix time accepted, in nanoseconds (1e10 s, year 2286), as
+/// [`MAX_UNIX_MICROS`].
+pub(super) const MAX_UNIX_NANOS: u64 = MAX_UNIX_MICROS * 1000;
+
+/// A unix time in whole nanoseconds as OTLP/JSON writes its `fixed64`
+/// times: a decimal string (proto3's JSON mapping of 64-bit integers) or a
+/// plain integer, which receivers must accept too.
+pub(super) struct UnixNanos(pub(super) u64);
+
+const UNIX_NANOS: &str =
+    "a unix time in nanoseconds (a decimal string or an integer, at most 10000000000000000000, year 2286)";
+
+impl<'de> Deserialize<'de> for UnixNanos {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = UnixNanos;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(UNIX_NANOS)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<UnixNanos, E> {
+                let digits =
+                    !v.is_empty() && v.len() <= 20 && v.bytes().all(|b| b.is_ascii_digit());
+                match v.parse::<u64>() {
+                    Ok(n) if digits => self.visit_u64(n),
+                    _ => Err(bad_value(UNIX_NANOS, format_args!("\"{v}\""))),
+                }
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<UnixNanos, E> {
+                if v <= MAX_UNIX_NANOS {
+                    Ok(UnixNanos(v))
+                } else {
+                    Err(bad_value(UNIX_NANOS, v))
+                }
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<UnixNanos, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(bad_value(UNIX_NANOS, v)),
+                }
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<UnixNanos, E> {
+                if v.fract() == 0.0 && (0.0..=MAX_UNIX_NANOS as f64).contains(&v) {
+                    Ok(UnixNanos(v as u64))
+                } else {
+                    Err(bad_value(UNIX_NANOS, show_number(v)))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An RFC 3339 date and time (`2026-06-01T05:40:20.151Z`, or with an
+/// offset `+02:00`; `T`, `t` or a space between date and time; up to nine
+/// digits of fraction), as unix nanoseconds. Times before 1970 or after
+/// 2286 are refused.
+pub(super) struct Rfc3339(pub(super) u64);
+
+const RFC3339: &str =
+    "an RFC 3339 time such as \"2026-06-01T05:40:20.151Z\" (UTC `Z` or an offset like `+02:00`)";
+
+impl Rfc3339 {
+    /// Unix nanoseconds of `text`, `None` unless it is RFC 3339 within
+    /// 1970..=2286.
+    pub(super) fn parse(text: &str) -> Option<u64> {
+        let b = text.as_bytes();
+        let num = |from: usize, len: usize| -> Option<u64> {
+            let part = b.get(from..from + len)?;
+            part.iter().try_fold(0u64, |n, &c| {
+                c.is_ascii_digit().then(|| n * 10 + u64::from(c - b'0'))
+            })
+        };
+        let at = |i: usize, c: u8| b.get(i) == Some(&c);
+        if !(at(4, b'-') && at(7, b'-') && matches!(b.get(10), Some(b'T' | b't' | b' ')))
+            || !(at(13, b':') && at(16, b':'))
+        {
+            return None;
+        }
+        let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+        let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+        // 60: a leap second, read as the next second's start.
+        if !(1..=12).contains(&month) || hour > 23 || minute > 59 || second > 60 {
+            return None;
+        }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        let days_in_month = match month {
+            2 if leap => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        };
+        if day == 0 || day > days_in_month {
+            return None;
+        }
+        let mut i = 19;
+        let mut fraction = 0u64;
+        if at(i, b'.') {
+            i += 1;
+            let digits = b
+                .get(i..)?
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            if digits == 0 || digits > 9 {
+                return None;
+            }
+            fraction = num(i, digits)? * 10u64.pow(9 - digits as u32);
+            i += digits;
+        }
+        let offset_secs: i64 = match b.get(i..)? {
+            [b'Z' | b'z'] => 0,
+            [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+                let (h, m) = (num(i + 1, 2)?, num(i + 4, 2)?);
+                if h > 23 || m > 59 {
+                    return None;
+                }
+                let secs = (h * 3600 + m * 60) as i64;
+                if *sign == b'-' {
+                    -secs
+                } else {
+                    secs
+                }
+            }
+            _ => return None,
+        };
+        // Days from 1970-01-01 to the date (the proleptic Gregorian
+        // calendar's civil-from-days inverse, eras of 400 years).
+        let (y, m) = if month <= 2 {
+            (year as i64 - 1, month + 9)
+        } else {
+            (year as i64, month - 3)
+        };
+        let era = y.div_euclid(400);
+        let year_of_era = y - era * 400;
+        let day_of_year = (153 * m as i64 + 2) / 5 + day as i64 - 1;
+        let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+        let days = era * 146_097 + day_of_era - 719_468;
+        let secs = days * 86_400 + (hour * 3600 + minute * 60 + second) as i64 - offset_secs;
+        let secs = u64::try_from(secs).ok()?;
+        let nanos = secs.checked_mul(NANOS_PER_SEC)?.checked_add(fraction)?;
+        (nanos <= MAX_UNIX_NANOS).then_some(nanos)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rfc3339 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Rfc3339;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(RFC3339)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Rfc3339, E> {
+                Rfc3339::parse(v)
+                    .map(Rfc3339)
+                    .ok_or_else(|| bad_value(RFC3339, format_args!("\"{v}\"")))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_times_are_unix_nanoseconds() {
+        let at = |t: &str| Rfc3339::parse(t);
+        assert_eq!(at("1970-01-01T00:00:00Z"), Some(0));
+        // `date -u -d 2026-06-01T05:40:20.151Z +%s.%N`
+        assert_eq!(
+            at("2026-06-01T05:40:20.151Z"),
+            Some(1_780_292_420_151_000_000)
+        );
+        assert_eq!(
+            at("2026-06-01T07:40:20.151+02:00"),
+            at("2026-06-01T05:40:20.151Z")
+        );
+        assert_eq!(
+            at("2026-05-31T23:40:20.151-06:00"),
+            at("2026-06-01T05:40:20.151Z")
+        );
+        assert_eq!(
+            at("2024-02-29 12:00:00.123456789z"),
+            Some(1_709_208_000_123_456_789)
+        );
+        for bad in [
+            "",
+            "2026-06-01",
+            "2026-06-01T05:40:20",
+            "2026-06-01T05:40:20.Z",
+            "2026-06-01T05:40:20.1234567891Z",
+            "2026-13-01T05:40:20Z",
+            "2025-02-29T05:40:20Z",
+            "2026-06-01T24:00:00Z",
+            "1969-12-31T23:59:59Z",
+            "2026-06-01T05:40:20+0200",
+            "2026-06-01T05:40:20Z ",
+            "९९९९-06-01T05:40:20Z",
+        ] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn unix_nanos_read_strings_and_integers() {
+        let read = |j: &str| serde_json::from_str::<UnixNanos>(j).map(|n| n.0);
+        assert_eq!(
+            read("\"1544712660000000000\"").ok(),
+            Some(1_544_712_660_000_000_000)
+        );
+        assert_eq!(
+            read("1544712660000000000").ok(),
+            Some(1_544_712_660_000_000_000)
+        );
+        for bad in [
+            "\"-1\"",
+            "\"1e18\"",
+            "\"\"",
+            "-5",
+            "\"99999999999999999999\"",
+            "1.5",
+        ] {
+            let err = read(bad).expect_err(bad).to_string();
+            assert!(
+                err.contains("expected a unix time in nanoseconds"),
+                "{bad}: {err}"
+            );
+        }
+    }
+}

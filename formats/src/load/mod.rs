@@ -48,12 +48,14 @@ mod json;
 pub mod lmcache;
 pub mod mooncake;
 pub mod openai_log;
+pub mod otel_genai;
 pub mod sample;
 pub mod sniff;
 mod source;
 mod tally;
 #[cfg(test)]
 mod test_support;
+pub mod tracelab;
 pub mod weka;
 pub mod weka_writer;
 
@@ -80,7 +82,7 @@ pub struct Reader {
 /// Every format, in the order detection tries them: the first whose
 /// detector accepts the file's prefix is used. Weka accepts anything, last:
 /// its reader gives the precise error when a file is not Weka either.
-pub const FORMATS: [Reader; 8] = [
+pub const FORMATS: [Reader; 10] = [
     Reader {
         format: Format::Arbor,
         looks_like: |p| arbor::looks_like_arbor(&p.text),
@@ -119,6 +121,16 @@ pub const FORMATS: [Reader; 8] = [
         format: Format::Lmcache,
         looks_like: |p| lmcache::looks_like(&p.text),
         read: lmcache::load,
+    },
+    Reader {
+        format: Format::Tracelab,
+        looks_like: |p| tracelab::looks_like(&p.text),
+        read: tracelab::load,
+    },
+    Reader {
+        format: Format::OtelGenai,
+        looks_like: |p| otel_genai::looks_like(&p.text),
+        read: otel_genai::load,
     },
     Reader {
         format: Format::Weka,

@@ -1,0 +1,1166 @@
+//! OpenTelemetry GenAI spans (`docs/formats/otel-genai.md`): an OTLP/JSON
+//! trace export (`{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}`,
+//! one document, or one export request per line as the collector's file
+//! exporter writes), whose spans follow the GenAI semantic conventions:
+//! `gen_ai.operation.name` says what a span is (`invoke_agent`, `chat`,
+//! `text_completion`, `generate_content`, `execute_tool`), `gen_ai.usage.*`
+//! its tokens, `gen_ai.agent.*` its agent.
+//!
+//! Owns turning spans into trees. A trace is a tree; each `invoke_agent`
+//! span an agent, whose parent is the nearest `invoke_agent` span above it
+//! in the trace's parent spans (stated by the file); each model call span a
+//! turn of the nearest agent above it; `execute_tool` spans between an
+//! agent's turns make the next turn's input a tool result. Times are the
+//! spans' own. The conventions carry no prefix signal and no text is read,
+//! so turns have no block ids. Edges are derived from the times. Must not
+//! touch other formats' rows or the engine's edge rule.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use arbor_engine::error::InputError;
+use arbor_engine::model::{Agent, AgentKind, HashScope, InputKind, Tree, Turn};
+use arbor_engine::time::{Nanos, MAX_SECONDS};
+
+use super::fields::{show_number, Text, UnixNanos, MAX_NANOS};
+use super::json::{self, Fault, Lines};
+use super::sniff::TopKeys;
+use super::source::Source;
+use crate::input::{Loaded, Problem};
+
+/// What an export is, in messages.
+const EXPORT: &str = "an OTLP trace export (a JSON object with `resourceSpans`)";
+
+/// The operations read as turns (model calls).
+pub const TURN_OPERATIONS: [&str; 3] = ["chat", "text_completion", "generate_content"];
+
+/// Does this start of a file look like an OTLP/JSON trace export? (Its
+/// first object has `resourceSpans`.)
+pub fn looks_like(text_prefix: &str) -> bool {
+    TopKeys::of(text_prefix).has("resourceSpans")
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "an OTLP trace export (a JSON object with `resourceSpans`)")]
+struct RawExport<'a> {
+    #[serde(rename = "resourceSpans", borrow)]
+    resource_spans: Vec<RawResourceSpans<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "resource spans (an object with `scopeSpans`)")]
+struct RawResourceSpans<'a> {
+    #[serde(rename = "scopeSpans", default, borrow)]
+    scope_spans: Vec<RawScopeSpans<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "scope spans (an object with `spans`)")]
+struct RawScopeSpans<'a> {
+    #[serde(default, borrow)]
+    spans: Vec<RawSpan<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    expecting = "a span (an object with `traceId`, `spanId`, `startTimeUnixNano`, `endTimeUnixNano`)"
+)]
+struct RawSpan<'a> {
+    #[serde(rename = "traceId")]
+    trace_id: TraceId,
+    #[serde(rename = "spanId")]
+    span_id: SpanId,
+    #[serde(rename = "parentSpanId", default)]
+    parent_span_id: Option<ParentId>,
+    #[serde(default, borrow)]
+    name: Option<Text<'a>>,
+    #[serde(rename = "startTimeUnixNano")]
+    start: UnixNanos,
+    #[serde(rename = "endTimeUnixNano")]
+    end: UnixNanos,
+    #[serde(default, borrow)]
+    attributes: Attributes<'a>,
+}
+
+/// A hex id of `N` bytes (OTLP/JSON writes ids as hex, not base64).
+fn hex_id<E: de::Error>(v: &str, digits: usize, what: &str) -> Result<u128, E> {
+    let valid = v.len() == digits && v.bytes().all(|b| b.is_ascii_hexdigit());
+    match u128::from_str_radix(v, 16) {
+        Ok(id) if valid => Ok(id),
+        _ => Err(E::custom(format_args!(
+            "expected {what} ({digits} hex digits), got \"{v}\""
+        ))),
+    }
+}
+
+/// `traceId`: 16 bytes as 32 hex digits.
+struct TraceId(u128);
+
+impl<'de> Deserialize<'de> for TraceId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = TraceId;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a trace id (32 hex digits)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<TraceId, E> {
+                hex_id(v, 32, "a trace id").map(TraceId)
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// `spanId`: 8 bytes as 16 hex digits.
+struct SpanId(u64);
+
+impl<'de> Deserialize<'de> for SpanId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = SpanId;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a span id (16 hex digits)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SpanId, E> {
+                hex_id(v, 16, "a span id").map(|id| SpanId(id as u64))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// `parentSpanId`: a span id, or `""` for a root span.
+struct ParentId(Option<u64>);
+
+impl<'de> Deserialize<'de> for ParentId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ParentId;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a parent span id (16 hex digits, or \"\" for a root span)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ParentId, E> {
+                if v.is_empty() {
+                    return Ok(ParentId(None));
+                }
+                hex_id(v, 16, "a parent span id (or \"\" for a root span)")
+                    .map(|id| ParentId(Some(id as u64)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// One attribute, `{"key": K, "value": {"stringValue" | "intValue" | ...}}`.
+#[derive(Deserialize)]
+#[serde(expecting = "an attribute (an object with `key` and `value`)")]
+struct KeyValue<'a> {
+    #[serde(borrow)]
+    key: Text<'a>,
+    #[serde(default, borrow)]
+    value: AnyValue<'a>,
+}
+
+/// An attribute's value; the kinds arbor reads no attribute as
+/// (`arrayValue`, `kvlistValue`, `bytesValue`) are skipped.
+#[derive(Deserialize, Default)]
+#[serde(expecting = "an attribute value (an object such as {\"stringValue\": ...})")]
+struct AnyValue<'a> {
+    #[serde(rename = "stringValue", default, borrow)]
+    string: Option<Text<'a>>,
+    #[serde(rename = "intValue", default)]
+    int: Option<IntValue>,
+    #[serde(rename = "doubleValue", default)]
+    double: Option<f64>,
+}
+
+/// `intValue`: a 64-bit integer, as a decimal string (proto3's JSON
+/// mapping) or a number.
+struct IntValue(i64);
+
+impl<'de> Deserialize<'de> for IntValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = IntValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an intValue (a decimal string or an integer)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<IntValue, E> {
+                v.parse().map(IntValue).map_err(|_| {
+                    E::custom(format_args!(
+                        "expected an intValue (a decimal string or an integer), got \"{v}\""
+                    ))
+                })
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<IntValue, E> {
+                Ok(IntValue(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<IntValue, E> {
+                i64::try_from(v).map(IntValue).map_err(|_| {
+                    E::custom(format_args!(
+                        "expected an intValue (a 64-bit integer), got {v}"
+                    ))
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The attributes arbor reads, kept as they come (the others skipped).
+#[derive(Default)]
+struct Attributes<'a> {
+    operation: Option<Cow<'a, str>>,
+    input_tokens: Option<u32>,
+    output_tokens: Option<u32>,
+    /// The pre-1.27 names, `gen_ai.usage.prompt_tokens` / `completion_tokens`.
+    legacy_tokens: bool,
+    request_model: Option<Cow<'a, str>>,
+    response_model: Option<Cow<'a, str>>,
+    agent_name: Option<Cow<'a, str>>,
+    agent_id: Option<Cow<'a, str>>,
+    conversation: Option<Cow<'a, str>>,
+    /// `gen_ai.response.time_to_first_chunk`, ns.
+    first_chunk: Option<Nanos>,
+    failed: bool,
+}
+
+/// A token count attribute: an intValue in `0..=u32::MAX`.
+fn tokens(value: &AnyValue, key: &str, index: usize) -> Result<u32, String> {
+    let n = match (&value.int, value.double) {
+        (Some(IntValue(n)), _) => Some(*n),
+        (None, Some(d)) if d.fract() == 0.0 && d.abs() < 1e18 => Some(d as i64),
+        _ => None,
+    };
+    n.and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
+        format!(
+            "attribute `{key}` (attributes[{index}]): expected a token count (an intValue in 0..=4294967295), got {}",
+            shown(value)
+        )
+    })
+}
+
+/// A value in messages.
+fn shown(value: &AnyValue) -> String {
+    match (&value.string, &value.int, value.double) {
+        (Some(Text(s)), _, _) => format!("stringValue \"{s}\""),
+        (_, Some(IntValue(n)), _) => format!("intValue {n}"),
+        (_, _, Some(d)) => format!("doubleValue {}", show_number(d)),
+        _ => "another kind of value".to_string(),
+    }
+}
+
+fn string<'a>(value: AnyValue<'a>, key: &str, index: usize) -> Result<Cow<'a, str>, String> {
+    match value.string {
+        Some(Text(s)) => Ok(s),
+        None => Err(format!(
+            "attribute `{key}` (attributes[{index}]): expected a stringValue, got {}",
+            shown(&value)
+        )),
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Attributes<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Attributes<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of attributes")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Attributes<'a>, A::Error> {
+                let mut out = Attributes::default();
+                let mut index = 0usize;
+                while let Some(KeyValue {
+                    key: Text(key),
+                    value,
+                }) = seq.next_element::<KeyValue<'a>>()?
+                {
+                    let i = index;
+                    index += 1;
+                    let Some(name) = key.strip_prefix("gen_ai.") else {
+                        if key == "error.type" {
+                            out.failed = true;
+                        }
+                        continue;
+                    };
+                    let read = match name {
+                        "operation.name" => string(value, &key, i).map(|s| out.operation = Some(s)),
+                        "usage.input_tokens" => {
+                            tokens(&value, &key, i).map(|n| out.input_tokens = Some(n))
+                        }
+                        "usage.output_tokens" => {
+                            tokens(&value, &key, i).map(|n| out.output_tokens = Some(n))
+                        }
+                        "usage.prompt_tokens" => tokens(&value, &key, i).map(|n| {
+                            out.input_tokens.get_or_insert(n);
+                            out.legacy_tokens = true;
+                        }),
+                        "usage.completion_tokens" => tokens(&value, &key, i).map(|n| {
+                            out.output_tokens.get_or_insert(n);
+                            out.legacy_tokens = true;
+                        }),
+                        "request.model" => {
+                            string(value, &key, i).map(|s| out.request_model = Some(s))
+                        }
+                        "response.model" => {
+                            string(value, &key, i).map(|s| out.response_model = Some(s))
+                        }
+                        "agent.name" => string(value, &key, i).map(|s| out.agent_name = Some(s)),
+                        "agent.id" => string(value, &key, i).map(|s| out.agent_id = Some(s)),
+                        "conversation.id" => {
+                            string(value, &key, i).map(|s| out.conversation = Some(s))
+                        }
+                        "response.time_to_first_chunk" => {
+                            let secs = value.double.or(value.int.as_ref().map(|n| n.0 as f64));
+                            match secs.and_then(arbor_engine::time::secs_to_nanos) {
+                                Some(ns) => {
+                                    out.first_chunk = Some(ns);
+                                    Ok(())
+                                }
+                                None => Err(format!(
+                                    "attribute `{key}` (attributes[{i}]): expected seconds (a non-negative finite doubleValue), got {}",
+                                    shown(&value)
+                                )),
+                            }
+                        }
+                        _ => Ok(()),
+                    };
+                    read.map_err(de::Error::custom)?;
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+/// What a span is, by `gen_ai.operation.name`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Op {
+    Agent,
+    Turn,
+    Tool,
+    /// Any other span (another operation, or none): only a link in the
+    /// chain of parents.
+    Other,
+}
+
+/// Where a span is: `(resource, scope, span)` indices, and its line (0
+/// until known: the line of a JSON-lines export, or found in a whole
+/// document when a message needs it).
+#[derive(Clone, Copy)]
+struct Place {
+    line: usize,
+    at: (u32, u32, u32),
+}
+
+impl Place {
+    fn path(&self) -> String {
+        let (r, s, k) = self.at;
+        format!("$.resourceSpans[{r}].scopeSpans[{s}].spans[{k}]")
+    }
+}
+
+/// One span as kept until its trace is built.
+struct Span {
+    trace: u128,
+    id: u64,
+    parent: Option<u64>,
+    start: u64,
+    end: u64,
+    op: Op,
+    /// An agent's name; a turn's model.
+    label: Option<String>,
+    /// A turn's conversation id.
+    conversation: Option<String>,
+    isl: u32,
+    osl: u32,
+    first_chunk: Option<Nanos>,
+    place: Place,
+}
+
+/// What was counted while reading, for `inspect`.
+#[derive(Default)]
+struct Counts {
+    failed_turns: usize,
+    legacy_tokens: usize,
+    other_operations: usize,
+    tools: usize,
+    orphan_parents: usize,
+    empty_agents: usize,
+    traces: usize,
+    without_agents: usize,
+    split_traces: usize,
+    lines: usize,
+}
+
+/// A fault of one span, before its line is known.
+struct Pending {
+    place: Place,
+    suffix: &'static str,
+    message: String,
+}
+
+/// The spans of one export request, converted; a fault names its span.
+fn convert(
+    export: RawExport,
+    line: usize,
+    spans: &mut Vec<Span>,
+    counts: &mut Counts,
+) -> Result<(), Pending> {
+    for (r, resource) in export.resource_spans.into_iter().enumerate() {
+        for (s, scope) in resource.scope_spans.into_iter().enumerate() {
+            for (k, raw) in scope.spans.into_iter().enumerate() {
+                let place = Place {
+                    line,
+                    at: (r as u32, s as u32, k as u32),
+                };
+                let fault = |suffix, message: String| Pending {
+                    place,
+                    suffix,
+                    message,
+                };
+                let (start, end) = (raw.start.0, raw.end.0);
+                if end < start {
+                    return Err(fault(
+                        ".endTimeUnixNano",
+                        format!("{end} is before startTimeUnixNano {start}: expected a span to end after it starts"),
+                    ));
+                }
+                let attrs = raw.attributes;
+                let op = match attrs.operation.as_deref() {
+                    Some("invoke_agent") => Op::Agent,
+                    Some("execute_tool") => Op::Tool,
+                    Some(op) if TURN_OPERATIONS.contains(&op) => Op::Turn,
+                    Some(_) => {
+                        counts.other_operations += 1;
+                        Op::Other
+                    }
+                    None => Op::Other,
+                };
+                let mut span = Span {
+                    trace: raw.trace_id.0,
+                    id: raw.span_id.0,
+                    parent: raw.parent_span_id.and_then(|p| p.0),
+                    start,
+                    end,
+                    op,
+                    label: None,
+                    conversation: None,
+                    isl: 0,
+                    osl: 0,
+                    first_chunk: None,
+                    place,
+                };
+                match op {
+                    Op::Agent => {
+                        let name = attrs
+                            .agent_name
+                            .or(attrs.agent_id)
+                            .or(raw.name.map(|Text(n)| n));
+                        span.label = name.map(Cow::into_owned);
+                    }
+                    Op::Turn => {
+                        let (Some(isl), Some(osl)) = (attrs.input_tokens, attrs.output_tokens)
+                        else {
+                            if attrs.failed {
+                                counts.failed_turns += 1;
+                                continue;
+                            }
+                            let missing = if attrs.input_tokens.is_none() {
+                                "gen_ai.usage.input_tokens"
+                            } else {
+                                "gen_ai.usage.output_tokens"
+                            };
+                            return Err(fault(
+                                ".attributes",
+                                format!("no `{missing}` on a `{}` span: expected the model call's token counts (gen_ai.usage.input_tokens and gen_ai.usage.output_tokens)", attrs.operation.as_deref().unwrap_or_default()),
+                            ));
+                        };
+                        if attrs.legacy_tokens {
+                            counts.legacy_tokens += 1;
+                        }
+                        span.isl = isl;
+                        span.osl = osl;
+                        span.first_chunk = attrs.first_chunk;
+                        span.label = attrs
+                            .request_model
+                            .or(attrs.response_model)
+                            .map(Cow::into_owned);
+                        span.conversation = attrs.conversation.map(Cow::into_owned);
+                    }
+                    Op::Tool => counts.tools += 1,
+                    Op::Other => {}
+                }
+                spans.push(span);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A whole-document export, kept to find the line a span starts on when
+/// a message or a tree's source names it: the document is read once more,
+/// each span kept as raw text, on first need.
+struct Document {
+    text: String,
+    lines: std::cell::OnceCell<Vec<Vec<Vec<usize>>>>,
+}
+
+#[derive(Deserialize)]
+struct SkeletonExport<'a> {
+    #[serde(rename = "resourceSpans", borrow)]
+    resource_spans: Vec<SkeletonResource<'a>>,
+}
+
+#[derive(Deserialize)]
+struct SkeletonResource<'a> {
+    #[serde(rename = "scopeSpans", default, borrow)]
+    scope_spans: Vec<SkeletonScope<'a>>,
+}
+
+#[derive(Deserialize)]
+struct SkeletonScope<'a> {
+    #[serde(default, borrow)]
+    spans: Vec<&'a serde_json::value::RawValue>,
+}
+
+impl Document {
+    fn new(text: String) -> Document {
+        Document {
+            text,
+            lines: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The line span `at` starts on.
+    fn line_of(&self, at: (u32, u32, u32)) -> Option<usize> {
+        let table = self.lines.get_or_init(|| self.line_table());
+        let (r, s, k) = at;
+        table
+            .get(r as usize)?
+            .get(s as usize)?
+            .get(k as usize)
+            .copied()
+    }
+
+    /// The line of every span, by resource, scope and span index.
+    fn line_table(&self) -> Vec<Vec<Vec<usize>>> {
+        let Ok(skeleton) = serde_json::from_str::<SkeletonExport>(&self.text) else {
+            return Vec::new();
+        };
+        let base = self.text.as_ptr() as usize;
+        let mut line = 1;
+        let mut counted = 0;
+        let mut line_at = |raw: &serde_json::value::RawValue| {
+            let offset = (raw.get().as_ptr() as usize).saturating_sub(base);
+            let gap = self.text.get(counted..offset).unwrap_or_default();
+            line += gap.bytes().filter(|&b| b == b'\n').count();
+            counted = counted.max(offset);
+            line
+        };
+        skeleton
+            .resource_spans
+            .iter()
+            .map(|r| {
+                r.scope_spans
+                    .iter()
+                    .map(|s| s.spans.iter().map(|raw| line_at(raw)).collect())
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// Names places in messages: `line N, $.resourceSpans[r]...`.
+struct Places<'a> {
+    file: &'a str,
+    document: Option<&'a Document>,
+}
+
+impl Places<'_> {
+    fn error(&self, place: Place, suffix: &str, message: impl Into<String>) -> InputError {
+        let line = line_of(self, place);
+        InputError::at(
+            self.file,
+            format!("line {line}, {}{suffix}", place.path()),
+            message,
+        )
+    }
+}
+
+/// Reads one OTLP/JSON trace export: a whole document, or one export
+/// request per line.
+pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
+    let mut lines = Lines::open(input.into(), EXPORT)?;
+    let file = lines.file().to_string();
+    let mut spans: Vec<Span> = Vec::new();
+    let mut counts = Counts::default();
+
+    let Some(first) = lines.next_line()? else {
+        return Err(lines.empty(
+            "an OTLP trace export (`{\"resourceSpans\": [...]}`, one document or one per line)",
+        ));
+    };
+    let first = first.to_string();
+    let first_line = lines.line();
+    let parsed = json::parse::<RawExport>(&first, EXPORT);
+    let one_per_line = match &parsed {
+        Ok(_) => true,
+        Err(fault) => fault.complete,
+    };
+    let places_document;
+    if one_per_line {
+        counts.lines += 1;
+        let export = parsed.map_err(|f| f.on_line(&file, first_line))?;
+        convert(export, first_line, &mut spans, &mut counts)
+            .map_err(|p| pending_error(&file, first_line, p))?;
+        loop {
+            let outcome: Option<Result<Result<(), Pending>, Fault>> = match lines.next_line()? {
+                None => None,
+                Some(text) => Some(
+                    json::parse::<RawExport>(text, EXPORT)
+                        .map(|export| convert(export, 0, &mut spans, &mut counts)),
+                ),
+            };
+            let Some(outcome) = outcome else { break };
+            let line = lines.line();
+            counts.lines += 1;
+            match outcome {
+                Err(fault) => return Err(fault.on_line(&file, line)),
+                Ok(Err(pending)) => return Err(pending_error(&file, line, pending)),
+                Ok(Ok(())) => {}
+            }
+            // Spans converted from this line learn their line now.
+            for span in spans.iter_mut().rev() {
+                if span.place.line != 0 {
+                    break;
+                }
+                span.place.line = line;
+            }
+        }
+        places_document = None;
+    } else {
+        // One document over the file: read it whole, keeping line numbers.
+        let mut text = "\n".repeat(first_line.saturating_sub(1));
+        text.push_str(&first);
+        let mut rest = String::new();
+        lines.read_rest(&mut rest)?;
+        if !rest.is_empty() {
+            text.push('\n');
+            text.push_str(&rest);
+        }
+        let document = Document::new(text);
+        let export =
+            json::parse::<RawExport>(&document.text, EXPORT).map_err(|f| f.in_file(&file, 0))?;
+        if let Err(pending) = convert(export, 0, &mut spans, &mut counts) {
+            let places = Places {
+                file: &file,
+                document: Some(&document),
+            };
+            return Err(places.error(pending.place, pending.suffix, pending.message));
+        }
+        counts.lines = 1;
+        places_document = Some(document);
+    }
+    let places = Places {
+        file: &file,
+        document: places_document.as_ref(),
+    };
+    build(spans, &places, counts)
+}
+
+fn pending_error(file: &str, line: usize, pending: Pending) -> InputError {
+    Places {
+        file,
+        document: None,
+    }
+    .error(
+        Place {
+            line,
+            ..pending.place
+        },
+        pending.suffix,
+        pending.message,
+    )
+}
+
+/// The trees of all spans read.
+fn build(spans: Vec<Span>, places: &Places, mut counts: Counts) -> Result<Loaded, InputError> {
+    let earliest = spans
+        .iter()
+        .filter(|s| s.op == Op::Turn)
+        .map(|s| s.start)
+        .min();
+    let Some(earliest) = earliest else {
+        let what = if spans.is_empty() {
+            "no spans"
+        } else {
+            "no model-call spans"
+        };
+        return Err(InputError::whole(
+            places.file,
+            format!("{what}: expected GenAI spans with `gen_ai.operation.name` chat, text_completion or generate_content and their `gen_ai.usage.*` token counts"),
+        ));
+    };
+    // Traces in order of first appearance.
+    let mut trace_index: HashMap<u128, usize> = HashMap::new();
+    let mut traces: Vec<(u128, Vec<usize>)> = Vec::new();
+    for (i, span) in spans.iter().enumerate() {
+        let t = *trace_index.entry(span.trace).or_insert_with(|| {
+            traces.push((span.trace, Vec::new()));
+            traces.len() - 1
+        });
+        traces[t].1.push(i);
+    }
+    counts.traces = traces.len();
+    let mut loaded = Loaded::default();
+    let mut agents_read = 0usize;
+    for (trace, members) in &traces {
+        let trees = build_trace(*trace, members, &spans, places, &mut counts)?;
+        if trees.len() > 1 {
+            counts.split_traces += 1;
+        }
+        let many = trees.len() > 1;
+        for (k, mut tree) in trees.into_iter().enumerate() {
+            agents_read += tree.agents.len();
+            tree.id = if many {
+                format!("{trace:032x}#{}", k + 1)
+            } else {
+                format!("{trace:032x}")
+            };
+            let origin = tree.arrival;
+            tree.arrival = origin - earliest;
+            if tree.arrival > MAX_NANOS {
+                return Err(places.error(
+                    spans[members[0]].place,
+                    ".startTimeUnixNano",
+                    format!(
+                        "the trace starts more than {} s after the file's first model call: expected the file's spans within that span",
+                        show_number(MAX_SECONDS)
+                    ),
+                ));
+            }
+            loaded.trees.push(tree);
+        }
+    }
+    // Stable: trees arriving together keep their order of appearance.
+    loaded.trees.sort_by_key(|t| t.arrival);
+    describe(&mut loaded, places.file, agents_read, &counts);
+    Ok(loaded)
+}
+
+/// The trees of one trace: one per top-level `invoke_agent` span, and one
+/// for model calls under no agent. Each tree's `arrival` is its first
+/// turn's unix start (the caller rebases it).
+fn build_trace(
+    trace: u128,
+    members: &[usize],
+    spans: &[Span],
+    places: &Places,
+    counts: &mut Counts,
+) -> Result<Vec<Tree>, InputError> {
+    let mut by_id: HashMap<u64, usize> = HashMap::with_capacity(members.len());
+    for &m in members {
+        if let Some(&first) = by_id.get(&spans[m].id) {
+            return Err(places.error(
+                spans[m].place,
+                ".spanId",
+                format!(
+                    "span id {:016x} appears twice in trace {trace:032x} (first at {}): expected each span once",
+                    spans[m].id,
+                    spans[first].place.path()
+                ),
+            ));
+        }
+        by_id.insert(spans[m].id, m);
+    }
+    // The nearest invoke_agent span above each span (None: top level).
+    let mut above: HashMap<usize, Option<usize>> = HashMap::with_capacity(members.len());
+    for &m in members {
+        let mut chain = Vec::new();
+        let mut at = m;
+        let found = loop {
+            if let Some(&known) = above.get(&at) {
+                break known;
+            }
+            if chain.contains(&at) {
+                return Err(places.error(
+                    spans[m].place,
+                    ".parentSpanId",
+                    format!(
+                        "span {:016x} is its own ancestor: expected parent spans to form a tree",
+                        spans[m].id
+                    ),
+                ));
+            }
+            chain.push(at);
+            let Some(parent) = spans[at].parent else {
+                break None;
+            };
+            match by_id.get(&parent) {
+                None => {
+                    counts.orphan_parents += 1;
+                    break None;
+                }
+                Some(&p) if spans[p].op == Op::Agent => break Some(p),
+                Some(&p) => at = p,
+            }
+        };
+        // Every span of the chain has the same agent above it.
+        for c in chain {
+            above.insert(c, found);
+        }
+    }
+    let agent_above = |m: usize| above.get(&m).copied().flatten();
+
+    // Members by agent: child agents, turns and tools, in start order.
+    let mut children: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
+    let mut turns: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
+    let mut tools: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
+    for &m in members {
+        let list = match spans[m].op {
+            Op::Agent => &mut children,
+            Op::Turn => &mut turns,
+            Op::Tool => &mut tools,
+            Op::Other => continue,
+        };
+        list.entry(agent_above(m)).or_default().push(m);
+    }
+    for list in children
+        .values_mut()
+        .chain(turns.values_mut())
+        .chain(tools.values_mut())
+    {
+        list.sort_by_key(|&m| (spans[m].start, m));
+    }
+    // Whether an agent's subtree holds a turn (turnless leaves are dropped).
+    let mut live: HashMap<usize, bool> = HashMap::new();
+    fn holds_turns(
+        agent: usize,
+        children: &HashMap<Option<usize>, Vec<usize>>,
+        turns: &HashMap<Option<usize>, Vec<usize>>,
+        live: &mut HashMap<usize, bool>,
+    ) -> bool {
+        // Iterative post-order (agents nest as deep as the file says).
+        let mut stack = vec![(agent, false)];
+        while let Some((a, expanded)) = stack.pop() {
+            if live.contains_key(&a) {
+                continue;
+            }
+            let kids = children.get(&Some(a)).map_or(&[][..], Vec::as_slice);
+            if !expanded {
+                stack.push((a, true));
+                stack.extend(kids.iter().map(|&c| (c, false)));
+                continue;
+            }
+            let own = turns.get(&Some(a)).is_some_and(|t| !t.is_empty());
+            let any = own || kids.iter().any(|c| live.get(c) == Some(&true));
+            live.insert(a, any);
+        }
+        live.get(&agent) == Some(&true)
+    }
+
+    let mut trees = Vec::new();
+    let tops: Vec<usize> = children.get(&None).cloned().unwrap_or_default();
+    for top in tops {
+        if !holds_turns(top, &children, &turns, &mut live) {
+            continue;
+        }
+        trees.push(agent_tree(
+            top, spans, &children, &turns, &tools, &live, places,
+        )?);
+    }
+    if let Some(orphans) = turns.get(&None).filter(|t| !t.is_empty()) {
+        // Model calls under no agent: one agent, the trace's own.
+        let first = spans[orphans[0]].conversation.clone();
+        let no_tools = Vec::new();
+        let orphan_tools = tools.get(&None).unwrap_or(&no_tools);
+        let mut tree = Tree {
+            source: format!(
+                "{}:line {}",
+                places.file,
+                line_of(places, spans[orphans[0]].place)
+            ),
+            hash_scope: HashScope::Local,
+            ..Tree::default()
+        };
+        let origin = spans[orphans[0]].start;
+        let agent_turns = turns_of(
+            orphans,
+            orphan_tools,
+            spans,
+            origin,
+            &mut tree.models,
+            places,
+        )?;
+        tree.agents.push(Agent {
+            id: first.unwrap_or_else(|| "trace".to_string()),
+            parent: None,
+            kind: AgentKind::Root,
+            recorded_end: None,
+            turns: agent_turns,
+        });
+        tree.arrival = origin;
+        if members.iter().all(|&m| spans[m].op != Op::Agent) {
+            counts.without_agents += 1;
+        }
+        trees.push(tree);
+    }
+    counts.empty_agents += live.values().filter(|&&l| !l).count();
+    trees.sort_by_key(|t| t.arrival);
+    Ok(trees)
+}
+
+fn line_of(places: &Places, place: Place) -> usize {
+    match (place.line, places.document) {
+        (0, Some(doc)) => doc.line_of(place.at).unwrap_or(1),
+        (line, _) => line,
+    }
+}
+
+/// The tree of top-level agent `top`: its agents breadth first (children
+/// in start order), turnless leaves left out.
+fn agent_tree(
+    top: usize,
+    spans: &[Span],
+    children: &HashMap<Option<usize>, Vec<usize>>,
+    turns: &HashMap<Option<usize>, Vec<usize>>,
+    tools: &HashMap<Option<usize>, Vec<usize>>,
+    live: &HashMap<usize, bool>,
+    places: &Places,
+) -> Result<Tree, InputError> {
+    let mut order: Vec<(usize, Option<u32>)> = vec![(top, None)];
+    let mut next = 0;
+    while let Some(&(a, _)) = order.get(next) {
+        for &c in children.get(&Some(a)).map_or(&[][..], Vec::as_slice) {
+            if live.get(&c) == Some(&true) {
+                order.push((c, Some(next as u32)));
+            }
+        }
+        next += 1;
+    }
+    let origin = order
+        .iter()
+        .flat_map(|&(a, _)| turns.get(&Some(a)).into_iter().flatten())
+        .map(|&t| spans[t].start)
+        .min()
+        .unwrap_or(spans[top].start);
+    let mut tree = Tree {
+        source: format!("{}:line {}", places.file, line_of(places, spans[top].place)),
+        hash_scope: HashScope::Local,
+        arrival: origin,
+        ..Tree::default()
+    };
+    let no_spans = Vec::new();
+    let mut names: HashMap<String, usize> = HashMap::new();
+    for (a, parent) in order {
+        let own_turns = turns.get(&Some(a)).unwrap_or(&no_spans);
+        let own_tools = tools.get(&Some(a)).unwrap_or(&no_spans);
+        let agent_turns = turns_of(
+            own_turns,
+            own_tools,
+            spans,
+            origin,
+            &mut tree.models,
+            places,
+        )?;
+        let kind = match parent {
+            None => AgentKind::Root,
+            Some(p) => {
+                // A parent turn starting while the child runs: the parent
+                // did not wait for it.
+                let (start, end) = (spans[a].start, spans[a].end);
+                let parent_agent = tree.agents.get(p as usize);
+                let waited = parent_agent.is_none_or(|pa| {
+                    !pa.turns.iter().any(|t| {
+                        let at = t.start + origin;
+                        at > start && at < end
+                    })
+                });
+                if waited {
+                    AgentKind::Blocking
+                } else {
+                    AgentKind::Background
+                }
+            }
+        };
+        let base = spans[a]
+            .label
+            .clone()
+            .unwrap_or_else(|| format!("{:016x}", spans[a].id));
+        let seen = names.entry(base.clone()).or_insert(0);
+        *seen += 1;
+        let id = if *seen > 1 {
+            format!("{base}#{seen}")
+        } else {
+            base
+        };
+        tree.agents.push(Agent {
+            id,
+            parent,
+            kind,
+            recorded_end: since(spans[a].end, origin),
+            turns: agent_turns,
+        });
+    }
+    Ok(tree)
+}
+
+/// `at - origin`, when within the engine's time range.
+fn since(at: u64, origin: u64) -> Option<Nanos> {
+    at.checked_sub(origin).filter(|&n| n <= MAX_NANOS)
+}
+
+/// An agent's turns from its model-call spans (in start order); a turn
+/// after `execute_tool` spans that ran since the agent's previous turn
+/// started takes a tool result.
+fn turns_of(
+    calls: &[usize],
+    tools: &[usize],
+    spans: &[Span],
+    origin: u64,
+    models: &mut Vec<String>,
+    places: &Places,
+) -> Result<Vec<Turn>, InputError> {
+    let mut out = Vec::with_capacity(calls.len());
+    let mut previous_start: Option<u64> = None;
+    for &c in calls {
+        let span = &spans[c];
+        let start = since(span.start, origin).ok_or_else(|| {
+            places.error(
+                span.place,
+                ".startTimeUnixNano",
+                format!(
+                    "more than {} s after its tree's first model call: expected a trace's spans within that span",
+                    show_number(MAX_SECONDS)
+                ),
+            )
+        })?;
+        let duration = span.end - span.start;
+        if duration > MAX_NANOS {
+            return Err(places.error(
+                span.place,
+                ".endTimeUnixNano",
+                format!(
+                    "the span lasts past the largest time a trace may state ({} s): expected a shorter model call",
+                    show_number(MAX_SECONDS)
+                ),
+            ));
+        }
+        let after_tool = previous_start.is_some_and(|prev| {
+            tools
+                .iter()
+                .any(|&t| spans[t].start >= prev && spans[t].end <= span.start)
+        });
+        let model = span
+            .label
+            .as_deref()
+            .map(|name| match models.iter().position(|m| m == name) {
+                Some(i) => i as u16,
+                None => {
+                    models.push(name.to_string());
+                    (models.len() - 1) as u16
+                }
+            });
+        out.push(Turn {
+            start,
+            duration: Some(duration),
+            isl: span.isl,
+            osl: span.osl,
+            ttft: span.first_chunk,
+            model,
+            input_kind: if after_tool {
+                InputKind::ToolResult
+            } else {
+                InputKind::Unknown
+            },
+            ..Turn::default()
+        });
+        previous_start = Some(span.start);
+    }
+    Ok(out)
+}
+
+/// The conventions and problems `inspect` reports.
+fn describe(loaded: &mut Loaded, file: &str, agents: usize, counts: &Counts) {
+    let trees = loaded.trees.len();
+    loaded.conventions.push(format!(
+        "traces: {} in {trees} trees, {agents} agents (invoke_agent spans; parents from parent spans); spawn and join inferred from the times",
+        counts.traces
+    ));
+    loaded.conventions.push(
+        "turns: chat, text_completion and generate_content spans; times startTimeUnixNano/endTimeUnixNano; ttft gen_ai.response.time_to_first_chunk".to_string(),
+    );
+    loaded.conventions.push(
+        "tokens: gen_ai.usage.input_tokens / output_tokens; no text and no block ids (no prefix sharing)".to_string(),
+    );
+    if counts.lines > 1 {
+        loaded
+            .conventions
+            .push(format!("{} export requests, one per line", counts.lines));
+    }
+    if counts.tools > 0 {
+        loaded.conventions.push(format!(
+            "{} execute_tool spans: a turn after them takes a tool result (the gap is tool time)",
+            counts.tools
+        ));
+    }
+    if counts.without_agents > 0 {
+        loaded.conventions.push(format!(
+            "{} traces without invoke_agent spans: their model calls are one agent",
+            counts.without_agents
+        ));
+    }
+    if counts.split_traces > 0 {
+        loaded.conventions.push(format!(
+            "{} traces hold several top-level agents or model calls under no agent: one tree each (`TRACE#N`)",
+            counts.split_traces
+        ));
+    }
+    if counts.legacy_tokens > 0 {
+        loaded.conventions.push(format!(
+            "{} model calls count tokens with the older gen_ai.usage.prompt_tokens / completion_tokens",
+            counts.legacy_tokens
+        ));
+    }
+    let mut problem = |message: String| {
+        loaded.problems.push(Problem {
+            place: file.to_string(),
+            message,
+        })
+    };
+    if counts.failed_turns > 0 {
+        problem(format!(
+            "{} failed model calls (error.type, no token counts) left out",
+            counts.failed_turns
+        ));
+    }
+    if counts.orphan_parents > 0 {
+        problem(format!(
+            "{} spans name a parent span not in the file: read as top level",
+            counts.orphan_parents
+        ));
+    }
+    if counts.empty_agents > 0 {
+        problem(format!(
+            "{} invoke_agent spans hold no model call: left out",
+            counts.empty_agents
+        ));
+    }
+    if counts.other_operations > 0 {
+        problem(format!(
+            "{} spans of other GenAI operations (embeddings, retrieval, ...) are not turns",
+            counts.other_operations
+        ));
+    }
+}
