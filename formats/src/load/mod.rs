@@ -296,6 +296,14 @@ mod tests {
                 r#"{"start": 1.5, "session_id": "s", "request": {"messages": []}}"#,
             ),
             (Format::Arbor, r#"{"arbor": 1, "id": "t1", "agents": []}"#),
+            (
+                Format::Tracelab,
+                r#"{"provider": "claude", "project": "p", "session_id": "claude:s", "round_index": 0, "input_tokens_total": 5, "prefix_tokens": 0, "newly_append_tokens": 5, "output_tokens": 1, "timing_events": [{"event_type": "user_message", "timestamp": "2026-06-01T05:40:20.151Z"}]}"#,
+            ),
+            (
+                Format::OtelGenai,
+                r#"{"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [{"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174", "attributes": [{"key": "input_length", "value": {"intValue": "5"}}]}]}]}]}"#,
+            ),
         ];
         for (format, line) in cases {
             let prefix = Prefix::of(line.as_bytes());

@@ -1164,3 +1164,434 @@ fn describe(loaded: &mut Loaded, file: &str, agents: usize, counts: &Counts) {
         ));
     }
 }
+
+/// A generated export of `traces` traces, one export request a line as the
+/// collector's file exporter writes (for benches of load speed), with the
+/// attributes instrumentations set: each trace an agent `coder` of four
+/// model calls whose second starts two `delegate` tools at once, each
+/// running a subagent of three model calls with tools between them.
+pub fn generated(traces: usize) -> String {
+    const BASE: u64 = 1_767_225_600_000_000_000;
+    let mut text = String::with_capacity(traces * 20_000);
+    for t in 0..traces as u64 {
+        let trace = format!("{:032x}", 0x4bf9_2f35_77b3_4da6_u128 << 64 | u128::from(t));
+        let t0 = BASE + t * 7_000_000_000;
+        let ms = |at: u64| (t0 + at * 1_000_000).to_string();
+        let mut spans: Vec<String> = Vec::new();
+        let mut next_id = 0u64;
+        let mut id = || {
+            next_id += 1;
+            format!("{:016x}", (t << 20) | next_id)
+        };
+        let attr_s =
+            |k: &str, v: &str| format!("{{\"key\":\"{k}\",\"value\":{{\"stringValue\":\"{v}\"}}}}");
+        let attr_i =
+            |k: &str, v: u64| format!("{{\"key\":\"{k}\",\"value\":{{\"intValue\":\"{v}\"}}}}");
+        let span = |id: &str,
+                    parent: &str,
+                    name: &str,
+                    kind: u8,
+                    start: u64,
+                    end: u64,
+                    attrs: Vec<String>| {
+            format!(
+                "{{\"traceId\":\"{trace}\",\"spanId\":\"{id}\",\"parentSpanId\":\"{parent}\",\"flags\":256,\"name\":\"{name}\",\"kind\":{kind},\"startTimeUnixNano\":\"{}\",\"endTimeUnixNano\":\"{}\",\"attributes\":[{}],\"status\":{{}}}}",
+                ms(start),
+                ms(end),
+                attrs.join(",")
+            )
+        };
+        let chat = |id: &str, parent: &str, start: u64, end: u64, isl: u64, osl: u64| {
+            span(id, parent, "chat gpt-4.1", 3, start, end, vec![
+                attr_s("gen_ai.operation.name", "chat"),
+                attr_s("gen_ai.provider.name", "openai"),
+                attr_s("gen_ai.conversation.id", "conv_5j66UpCpwteGg4YSxUnt7lPY"),
+                attr_s("gen_ai.request.model", "gpt-4.1"),
+                "{\"key\":\"gen_ai.request.stream\",\"value\":{\"boolValue\":true}}".to_string(),
+                attr_i("gen_ai.request.max_tokens", 4096),
+                "{\"key\":\"gen_ai.request.temperature\",\"value\":{\"doubleValue\":0.2}}".to_string(),
+                attr_s("gen_ai.response.model", "gpt-4.1-2025-04-14"),
+                attr_s("gen_ai.response.id", "chatcmpl-Bq7xV5nYz2Kp9Lm3Qr8TsWu1"),
+                "{\"key\":\"gen_ai.response.finish_reasons\",\"value\":{\"arrayValue\":{\"values\":[{\"stringValue\":\"tool_calls\"}]}}}".to_string(),
+                "{\"key\":\"gen_ai.response.time_to_first_chunk\",\"value\":{\"doubleValue\":0.412}}".to_string(),
+                attr_i("gen_ai.usage.input_tokens", isl),
+                attr_i("gen_ai.usage.output_tokens", osl),
+                attr_i("gen_ai.usage.cache_read.input_tokens", isl / 2),
+                attr_s("server.address", "api.openai.com"),
+                attr_i("server.port", 443),
+            ])
+        };
+        let tool = |id: &str, parent: &str, name: &str, start: u64, end: u64| {
+            span(
+                id,
+                parent,
+                &format!("execute_tool {name}"),
+                1,
+                start,
+                end,
+                vec![
+                    attr_s("gen_ai.operation.name", "execute_tool"),
+                    attr_s("gen_ai.tool.name", name),
+                    attr_s("gen_ai.tool.call.id", "call_VSPygqKTWdrhaFErNvMV18Yl"),
+                    attr_s("gen_ai.tool.type", "function"),
+                ],
+            )
+        };
+        let agent = |id: &str, parent: &str, name: &str, start: u64, end: u64| {
+            span(
+                id,
+                parent,
+                &format!("invoke_agent {name}"),
+                1,
+                start,
+                end,
+                vec![
+                    attr_s("gen_ai.operation.name", "invoke_agent"),
+                    attr_s("gen_ai.provider.name", "openai"),
+                    attr_s("gen_ai.agent.name", name),
+                    attr_s("gen_ai.agent.id", "asst_5j66UpCpwteGg4YSxUnt7lPY"),
+                    attr_s("gen_ai.conversation.id", "conv_5j66UpCpwteGg4YSxUnt7lPY"),
+                    attr_s("gen_ai.request.model", "gpt-4.1"),
+                ],
+            )
+        };
+        let root = id();
+        for (k, (start, end)) in [(0, 2000), (3000, 4800), (20_000, 22_500), (26_000, 29_000)]
+            .into_iter()
+            .enumerate()
+        {
+            spans.push(chat(&id(), &root, start, end, 3000 + 1500 * k as u64, 200));
+        }
+        spans.push(tool(&id(), &root, "read_file", 2100, 2900));
+        spans.push(tool(&id(), &root, "run_tests", 23_000, 25_900));
+        for (c, name) in ["researcher", "tester"].into_iter().enumerate() {
+            let c = c as u64;
+            let delegate = id();
+            let child = id();
+            spans.push(tool(&delegate, &root, "delegate", 4900 + c * 100, 19_000));
+            spans.push(agent(&child, &delegate, name, 5000 + c * 100, 18_500));
+            for k in 0..3u64 {
+                let at = 5100 + c * 100 + k * 4000;
+                spans.push(chat(&id(), &child, at, at + 2500, 2000 + 1000 * k, 150));
+                if k < 2 {
+                    spans.push(tool(&id(), &child, "web_search", at + 2600, at + 3900));
+                }
+            }
+        }
+        spans.push(agent(&root, "", "coder", 0, 29_500));
+        text.push_str(&format!(
+            "{{\"resourceSpans\":[{{\"resource\":{{\"attributes\":[{},{}]}},\"scopeSpans\":[{{\"scope\":{{\"name\":\"opentelemetry.instrumentation.openai_agents\",\"version\":\"0.1.0\"}},\"spans\":[{}]}}]}}]}}\n",
+            attr_s("service.name", "coder-agent"),
+            attr_s("telemetry.sdk.language", "python"),
+            spans.join(",")
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{scratch_file, testdata};
+    use super::super::{load_path, Format};
+    use super::*;
+    use arbor_engine::derive::{derive_edges, DeriveOptions};
+    use arbor_engine::model::{Anchor, Edge, EdgeKind};
+
+    const MS: Nanos = 1_000_000;
+    const T1: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const T2: &str = "5b8efff798038103d269b633813fc60c";
+
+    fn sample(name: &str) -> Loaded {
+        load_path(&testdata("otel-genai").join(name), None).expect("the fixture loads")
+    }
+
+    #[test]
+    fn both_forms_are_detected_by_content() {
+        assert_eq!(sample("sample.json").format, Some(Format::OtelGenai));
+        assert_eq!(sample("sample.jsonl").format, Some(Format::OtelGenai));
+    }
+
+    /// An agent as the tests compare it: id, parent, kind, turns, end.
+    type AgentShape = (String, Option<u32>, AgentKind, usize, Option<Nanos>);
+
+    #[test]
+    fn a_trace_is_a_tree_and_invoke_agent_spans_its_agents() {
+        let loaded = sample("sample.json");
+        let shape: Vec<(String, Nanos, Vec<AgentShape>)> = loaded
+            .trees
+            .iter()
+            .map(|t| {
+                let agents = t
+                    .agents
+                    .iter()
+                    .map(|a| {
+                        (
+                            a.id.clone(),
+                            a.parent,
+                            a.kind,
+                            a.turns.len(),
+                            a.recorded_end,
+                        )
+                    })
+                    .collect();
+                (t.id.clone(), t.arrival, agents)
+            })
+            .collect();
+        let agent = |id: &str, parent, kind, turns, end| (id.to_string(), parent, kind, turns, end);
+        assert_eq!(
+            shape,
+            vec![
+                (
+                    T1.to_string(),
+                    0,
+                    vec![
+                        agent("coder", None, AgentKind::Root, 4, Some(29_500 * MS)),
+                        agent(
+                            "researcher",
+                            Some(0),
+                            AgentKind::Blocking,
+                            3,
+                            Some(15_800 * MS)
+                        ),
+                    ]
+                ),
+                (
+                    T2.to_string(),
+                    39_900 * MS,
+                    vec![agent("conv_02", None, AgentKind::Root, 2, None)]
+                ),
+            ]
+        );
+        // Parents come from the file: nothing inferred, no block ids.
+        for tree in &loaded.trees {
+            assert!(tree.provenance.is_empty());
+            assert!(tree.explicit_edges.is_none());
+            assert!(tree
+                .agents
+                .iter()
+                .flat_map(|a| &a.turns)
+                .all(|t| t.hash_ids.is_empty() && t.text.is_none()));
+        }
+        assert_eq!(loaded.trees[0].models, vec!["gpt-4.1".to_string()]);
+        assert_eq!(
+            loaded.trees[1].models,
+            vec!["claude-sonnet-4-5".to_string()]
+        );
+    }
+
+    #[test]
+    fn model_calls_keep_their_times_tokens_and_the_tools_before_them() {
+        let loaded = sample("sample.json");
+        // (start ms, duration ms, isl, osl, ttft ms, input)
+        type Shape = (Nanos, Nanos, u32, u32, Nanos, InputKind);
+        let turns = |tree: usize, agent: usize| -> Vec<Shape> {
+            loaded.trees[tree].agents[agent]
+                .turns
+                .iter()
+                .map(|t| {
+                    (
+                        t.start / MS,
+                        t.duration.expect("known") / MS,
+                        t.isl,
+                        t.osl,
+                        t.ttft.expect("known") / MS,
+                        t.input_kind,
+                    )
+                })
+                .collect()
+        };
+        let (none, tool) = (InputKind::Unknown, InputKind::ToolResult);
+        assert_eq!(
+            turns(0, 0),
+            vec![
+                (0, 2_000, 1_200, 80, 350, none),
+                (2_500, 2_000, 2_100, 60, 410, tool),
+                (16_000, 2_900, 2_600, 200, 440, tool),
+                (25_000, 4_400, 3_300, 150, 480, tool),
+            ]
+        );
+        assert_eq!(
+            turns(0, 1),
+            vec![
+                (4_900, 1_500, 900, 40, 300, none),
+                (9_600, 2_300, 2_600, 120, 520, tool),
+                (13_000, 2_700, 4_100, 300, 610, tool),
+            ]
+        );
+        assert_eq!(
+            turns(1, 0),
+            vec![
+                (0, 1_200, 500, 40, 620, none),
+                (1_500, 1_500, 800, 90, 580, none)
+            ]
+        );
+        let sum = |f: fn(&Turn) -> u32| -> u32 {
+            loaded
+                .trees
+                .iter()
+                .flat_map(|t| &t.agents)
+                .flat_map(|a| &a.turns)
+                .map(f)
+                .sum()
+        };
+        assert_eq!((sum(|t| t.isl), sum(|t| t.osl)), (18_100, 1_080));
+    }
+
+    #[test]
+    fn the_subagent_is_spawned_after_the_delegating_turn_and_joined_at_the_next() {
+        let loaded = sample("sample.json");
+        let (edges, _) = derive_edges(&loaded.trees[0], &DeriveOptions::default());
+        let mut crossing: Vec<Edge> = edges
+            .into_iter()
+            .filter(|e| e.kind != EdgeKind::Sequence)
+            .collect();
+        crossing.sort();
+        // Flat turns: coder 0..=3, researcher 4..=6.
+        let edge = |from, to, gap_ms: Nanos, kind| Edge {
+            from,
+            to,
+            anchor: Anchor::End,
+            gap: gap_ms * MS,
+            kind,
+        };
+        assert_eq!(
+            crossing,
+            vec![
+                // coder's second call ends at 4.5 s; researcher's first at 4.9 s.
+                edge(1, 4, 400, EdgeKind::Spawn),
+                // researcher's last call ends at 15.7 s; coder's third is at 16.0 s.
+                edge(6, 2, 300, EdgeKind::Join),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_file_exporters_lines_read_as_the_document() {
+        let strip = |mut l: Loaded| {
+            for t in &mut l.trees {
+                t.source.clear();
+            }
+            l.trees
+        };
+        let lines = sample("sample.jsonl");
+        assert!(lines
+            .conventions
+            .iter()
+            .any(|c| c == "3 export requests, one per line"));
+        assert_eq!(strip(lines), strip(sample("sample.json")));
+    }
+
+    #[test]
+    fn tree_sources_name_the_line_of_the_top_span() {
+        let loaded = sample("sample.json");
+        let file = testdata("otel-genai").join("sample.json");
+        let text = std::fs::read_to_string(&file).expect("read");
+        // The coder's invoke_agent span and trace 2's first chat span.
+        let line_of = |needle: &str| {
+            let at = text.find(needle).expect("in the fixture");
+            let open = text[..at].rfind('{').expect("its object");
+            text[..open].matches('\n').count() + 1
+        };
+        assert_eq!(
+            loaded.trees[0].source,
+            format!(
+                "{}:line {}",
+                file.display(),
+                line_of("\"spanId\": \"a000000000000001\"")
+            )
+        );
+        assert_eq!(
+            loaded.trees[1].source,
+            format!(
+                "{}:line {}",
+                file.display(),
+                line_of("\"spanId\": \"e000000000000001\"")
+            )
+        );
+    }
+
+    #[test]
+    fn a_trace_without_agent_spans_and_tools_are_named() {
+        let loaded = sample("sample.json");
+        for needle in [
+            "traces: 2 in 2 trees, 3 agents",
+            "1 traces without invoke_agent spans: their model calls are one agent",
+            "5 execute_tool spans",
+        ] {
+            assert!(
+                loaded.conventions.iter().any(|c| c.starts_with(needle)),
+                "{needle}: {:?}",
+                loaded.conventions
+            );
+        }
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    }
+
+    #[test]
+    fn a_generated_trace_loads_to_its_stated_shape() {
+        let path = scratch_file("otel-gen", generated(30).as_bytes());
+        let loaded = load_path(&path, None);
+        std::fs::remove_file(&path).ok();
+        let loaded = loaded.expect("the generated trace loads");
+        assert_eq!(loaded.format, Some(Format::OtelGenai));
+        assert_eq!(loaded.trees.len(), 30);
+        assert!(loaded
+            .trees
+            .iter()
+            .all(|t| t.agents.len() == 3 && t.turn_count() == 10));
+    }
+
+    /// Every leaf of every export line of the fixture replaced, in turn,
+    /// by a hostile value: each file loads or is refused, never a panic.
+    #[test]
+    fn never_panics_on_any_field_value() {
+        use serde_json::Value;
+        fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
+            match v {
+                Value::Object(map) => map
+                    .iter()
+                    .for_each(|(k, v)| leaves(v, format!("{at}/{k}"), out)),
+                Value::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, v)| leaves(v, format!("{at}/{i}"), out)),
+                _ => out.push(at),
+            }
+        }
+        let text =
+            std::fs::read_to_string(testdata("otel-genai").join("sample.jsonl")).expect("read");
+        let rows: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        let nasties = [
+            serde_json::json!(null),
+            serde_json::json!(-1),
+            serde_json::json!("18446744073709551615"),
+            serde_json::json!(1e300),
+            serde_json::json!(u64::MAX),
+            serde_json::json!("a000000000000001"),
+            serde_json::json!([]),
+        ];
+        let path = super::super::test_support::scratch_path("otel-nasty", ".jsonl");
+        let mut loads = 0;
+        for (i, row) in rows.iter().enumerate() {
+            let mut paths = Vec::new();
+            leaves(row, String::new(), &mut paths);
+            for leaf in paths {
+                for nasty in &nasties {
+                    let mut changed = rows.clone();
+                    if let Some(slot) = changed[i].pointer_mut(&leaf) {
+                        *slot = nasty.clone();
+                    }
+                    let body: String = changed.iter().map(|r| format!("{r}\n")).collect();
+                    std::fs::write(&path, body).expect("write");
+                    let _ = load_path(&path, Some(Format::OtelGenai));
+                    loads += 1;
+                }
+            }
+        }
+        std::fs::remove_file(&path).ok();
+        assert!(loads > 1000, "only {loads} variants");
+    }
+}
