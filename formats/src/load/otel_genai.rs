@@ -702,15 +702,14 @@ fn build(spans: Vec<Span>, places: &Places, mut counts: Counts) -> Result<Loaded
         .map(|s| s.start)
         .min();
     let Some(earliest) = earliest else {
-        let what = if spans.is_empty() {
-            "no spans"
-        } else {
-            "no model-call spans"
-        };
-        return Err(InputError::whole(
-            places.file,
-            format!("{what}: expected GenAI spans with `gen_ai.operation.name` chat, text_completion or generate_content and their `gen_ai.usage.*` token counts"),
-        ));
+        let what = format!(
+            "no model call among its {} spans: expected GenAI spans with `gen_ai.operation.name` chat, text_completion or generate_content and their `gen_ai.usage.*` token counts",
+            spans.len()
+        );
+        return Err(match spans.first() {
+            Some(first) => places.error(first.place, "", what),
+            None => InputError::whole(places.file, format!("empty file: {what}")),
+        });
     };
     // Traces in order of first appearance.
     let mut trace_index: HashMap<u128, usize> = HashMap::new();
@@ -776,13 +775,53 @@ fn build_trace(
                 spans[m].place,
                 ".spanId",
                 format!(
-                    "span id {:016x} appears twice in trace {trace:032x} (first at {}): expected each span once",
+                    "span id {:016x} appears twice in trace {trace:032x} (first on line {}, {}): expected each span once",
                     spans[m].id,
+                    line_of(places, spans[first].place),
                     spans[first].place.path()
                 ),
             ));
         }
         by_id.insert(spans[m].id, m);
+    }
+    // Each span's parent in the trace; a parent not in the file leaves
+    // the span at the top level.
+    let mut parent_of: HashMap<usize, usize> = HashMap::with_capacity(members.len());
+    for &m in members {
+        if let Some(parent) = spans[m].parent {
+            match by_id.get(&parent) {
+                Some(&p) => {
+                    parent_of.insert(m, p);
+                }
+                None => counts.orphan_parents += 1,
+            }
+        }
+    }
+    // A loop of parents: walk up from each span, each span walked once.
+    let mut state: HashMap<usize, bool> = HashMap::with_capacity(members.len()); // false: on the path
+    for &m in members {
+        let mut path = Vec::new();
+        let mut at = Some(m);
+        while let Some(s) = at {
+            match state.get(&s) {
+                Some(true) => break,
+                Some(false) => return Err(places.error(
+                    spans[s].place,
+                    ".parentSpanId",
+                    format!(
+                        "span {:016x} is its own ancestor: expected parent spans to form a tree",
+                        spans[s].id
+                    ),
+                )),
+                None => {}
+            }
+            state.insert(s, false);
+            path.push(s);
+            at = parent_of.get(&s).copied();
+        }
+        for s in path {
+            state.insert(s, true);
+        }
     }
     // The nearest invoke_agent span above each span (None: top level).
     let mut above: HashMap<usize, Option<usize>> = HashMap::with_capacity(members.len());
@@ -793,25 +832,9 @@ fn build_trace(
             if let Some(&known) = above.get(&at) {
                 break known;
             }
-            if chain.contains(&at) {
-                return Err(places.error(
-                    spans[m].place,
-                    ".parentSpanId",
-                    format!(
-                        "span {:016x} is its own ancestor: expected parent spans to form a tree",
-                        spans[m].id
-                    ),
-                ));
-            }
             chain.push(at);
-            let Some(parent) = spans[at].parent else {
-                break None;
-            };
-            match by_id.get(&parent) {
-                None => {
-                    counts.orphan_parents += 1;
-                    break None;
-                }
+            match parent_of.get(&at) {
+                None => break None,
                 Some(&p) if spans[p].op == Op::Agent => break Some(p),
                 Some(&p) => at = p,
             }
