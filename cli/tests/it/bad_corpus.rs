@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::util::*;
 
-const FORMATS: [&str; 8] = [
+const FORMATS: [&str; 10] = [
     "weka",
     "mooncake",
     "agentic-mooncake",
@@ -15,6 +15,8 @@ const FORMATS: [&str; 8] = [
     "lmcache",
     "openai-log",
     "arbor",
+    "tracelab",
+    "otel-genai",
 ];
 
 fn assert_rejected(format: &str, path: &Path) {

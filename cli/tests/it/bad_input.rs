@@ -177,6 +177,18 @@ fn the_same_fault_has_the_same_words_in_every_format() {
             r#"{"start": 1}"#,
         ),
         (
+            "tracelab",
+            r#"{"session_id": "s", "round_index": 0, "timing_events": ["#,
+            r#"{"session_id": "s", "round_index": 0, "input_tokens_total": "x", "output_tokens": 1, "timing_events": []}"#,
+            r#"{"session_id": "s", "round_index": 0, "output_tokens": 1, "timing_events": []}"#,
+        ),
+        (
+            "otel-genai",
+            r#"{"resourceSpans": [{"scopeSpans": [{"spans": ["#,
+            r#"{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174", "startTimeUnixNano": "1", "endTimeUnixNano": "2", "attributes": "x"}]}]}]}"#,
+            r#"{"resource": {"attributes": []}}"#,
+        ),
+        (
             "arbor",
             r#"{"arbor": 1, "id": "t", "agents": ["#,
             r#"{"arbor": 1, "id": "t", "agents": [{"id": "r", "kind": "root", "turns": [{"start_ns": "x", "isl": 1, "osl": 1}]}]}"#,
@@ -198,7 +210,7 @@ fn the_same_fault_has_the_same_words_in_every_format() {
         ("missing", "line 1", "missing field `*`: expected it in *"),
     ];
     let dir = scratch("same-fault");
-    assert_eq!(cases.len(), 8, "every format has its faults");
+    assert_eq!(cases.len(), 10, "every format has its faults");
     for (format, truncated, wrong, missing) in cases {
         for ((kind, place, message), text) in shapes.iter().zip([truncated, wrong, missing]) {
             let path = write(

@@ -213,6 +213,158 @@ fn inspect_reads_the_dynamo_fixture_with_its_subagents() {
     }
 }
 
+/// `arbor inspect --json` and its human summary of `path`.
+fn inspect_both(path: &str) -> (Value, String) {
+    let v = inspect_json(&[path]);
+    let out = arbor(&["inspect", path]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    (v, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn assert_lines(human: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(human.contains(line), "{line:?} missing from:\n{human}");
+    }
+}
+
+#[test]
+fn inspect_reads_the_tracelab_sample_with_its_timing_reconstructed() {
+    let path = testdata("tracelab/round_trace.jsonl");
+    let path = path.to_str().unwrap();
+    // Counted from the file itself: sessions, rounds, tokens.
+    let text = std::fs::read_to_string(path).unwrap();
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let sessions: BTreeSet<&str> = rows
+        .iter()
+        .filter_map(|r| r["session_id"].as_str())
+        .collect();
+    let (v, human) = inspect_both(path);
+    let n = rows.len() as u64;
+    assert_eq!(
+        counts(&v),
+        (sessions.len() as u64, sessions.len() as u64, n)
+    );
+    assert_eq!(counts(&v), (2, 2, 19));
+    assert_eq!(v["inputs"][0]["format"], "tracelab");
+    assert_eq!(v["prefix_cache"]["basis"], "hash ids");
+    // Every round's timing is reconstructed; no parent is inferred (the
+    // sanitized sample has no subagent marker, and no Task call).
+    let links = &v["links"];
+    assert_eq!(links["parents_inferred"], serde_json::json!([]));
+    assert_eq!(
+        links["timing_reconstructed"],
+        serde_json::json!([{"rule": "start at the last input event, end at the last output event", "count": n}])
+    );
+    assert_lines(
+        &human,
+        &[
+            "parents: 0 from the file, none inferred",
+            "timing reconstructed: 19 turns (start at the last input event, end at the last output event)",
+        ],
+    );
+}
+
+#[test]
+fn inspect_reads_the_tracelab_subagent_fixture_with_the_parent_inferred() {
+    let path = testdata("tracelab/subagents.jsonl");
+    let path = path.to_str().unwrap();
+    let (v, human) = inspect_both(path);
+    // 4 sessions, one of them inside the other's Task call: 3 trees.
+    assert_eq!(counts(&v), (3, 4, 10));
+    let links = &v["links"];
+    assert_eq!(links["parents_from_file"], 0);
+    assert_eq!(
+        links["parents_inferred"],
+        serde_json::json!([{"rule": "timing containment", "count": 1}])
+    );
+    assert_eq!(
+        links["trees"][0]["parents"],
+        serde_json::json!([{
+            "agent": 1,
+            "agent_id": "claude:1a2b3c4d-5e6f-7081-92a3-b4c5d6e7f809",
+            "source": "inferred",
+            "rule": "timing containment"
+        }])
+    );
+    assert_lines(
+        &human,
+        &[
+            "parents: 0 from the file, 1 inferred (timing containment)",
+            "claude:1a2b3c4d-5e6f-7081-92a3-b4c5d6e7f809 (blocking, 3 turns), spawned by turn 0, turn 2 joins turn 1 [parent inferred: timing containment]",
+        ],
+    );
+}
+
+#[test]
+fn inspect_reads_the_otel_genai_fixture_with_its_parents_from_the_file() {
+    for name in ["otel-genai/sample.json", "otel-genai/sample.jsonl"] {
+        let path = testdata(name);
+        let path = path.to_str().unwrap();
+        // Counted from the file itself: traces, agent spans (and an agent
+        // for a trace without any), chat spans.
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut spans = Vec::new();
+        for doc in serde_json::Deserializer::from_str(&text).into_iter::<Value>() {
+            for r in doc.unwrap()["resourceSpans"].as_array().unwrap() {
+                for s in r["scopeSpans"].as_array().unwrap() {
+                    spans.extend(s["spans"].as_array().unwrap().iter().cloned());
+                }
+            }
+        }
+        let op = |s: &Value| -> String {
+            s["attributes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["key"] == "gen_ai.operation.name")
+                .map(|a| a["value"]["stringValue"].as_str().unwrap().to_string())
+                .unwrap_or_default()
+        };
+        let traces: BTreeSet<&str> = spans
+            .iter()
+            .map(|s| s["traceId"].as_str().unwrap())
+            .collect();
+        let with_agents: BTreeSet<&str> = spans
+            .iter()
+            .filter(|s| op(s) == "invoke_agent")
+            .map(|s| s["traceId"].as_str().unwrap())
+            .collect();
+        let agents = spans.iter().filter(|s| op(s) == "invoke_agent").count()
+            + (traces.len() - with_agents.len());
+        let turns = spans.iter().filter(|s| op(s) == "chat").count();
+        let (v, human) = inspect_both(path);
+        assert_eq!(
+            counts(&v),
+            (traces.len() as u64, agents as u64, turns as u64),
+            "{name}"
+        );
+        assert_eq!(counts(&v), (2, 3, 9), "{name}");
+        assert_eq!(v["inputs"][0]["format"], "otel-genai", "{name}");
+        // The subagent's parent is stated by the parent spans; nothing is
+        // reconstructed.
+        let links = &v["links"];
+        assert_eq!(links["parents_from_file"], 1, "{name}");
+        assert_eq!(links["parents_inferred"], serde_json::json!([]), "{name}");
+        assert_eq!(
+            links["timing_reconstructed"],
+            serde_json::json!([]),
+            "{name}"
+        );
+        assert_lines(
+            &human,
+            &[
+                "parents: 1 from the file, none inferred",
+                "timing: as recorded, none reconstructed",
+                "researcher (blocking, 3 turns), spawned by turn 1, turn 2 joins turn 2",
+            ],
+        );
+        assert!(!human.contains("[parent inferred"), "{human}");
+    }
+}
+
 #[test]
 fn inspect_counts_match_the_lmcache_files() {
     for (name, want) in [

@@ -614,9 +614,11 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
     let first = first.to_string();
     let first_line = lines.line();
     let parsed = json::parse::<RawExport>(&first, EXPORT);
+    // One request per line when the first line is one (or is not an
+    // object at all, which is refused on its line); else a document.
     let one_per_line = match &parsed {
         Ok(_) => true,
-        Err(fault) => fault.complete,
+        Err(fault) => fault.complete || !first.trim_start().starts_with('{'),
     };
     let places_document;
     if one_per_line {
@@ -805,14 +807,16 @@ fn build_trace(
         while let Some(s) = at {
             match state.get(&s) {
                 Some(true) => break,
-                Some(false) => return Err(places.error(
-                    spans[s].place,
-                    ".parentSpanId",
-                    format!(
+                Some(false) => {
+                    return Err(places.error(
+                        spans[s].place,
+                        ".parentSpanId",
+                        format!(
                         "span {:016x} is its own ancestor: expected parent spans to form a tree",
                         spans[s].id
                     ),
-                )),
+                    ))
+                }
                 None => {}
             }
             state.insert(s, false);

@@ -695,7 +695,7 @@ fn describe(loaded: &mut Loaded, file: &str, sessions: usize, subagents: usize, 
     }
     if counts.prefix_over_context > 0 {
         problem(format!(
-            "{} rounds have a cached prefix longer than the previous round's prompt: the excess is new blocks",
+            "{} rounds have a cached prefix longer than the previous round's prompt (the provider cached more, such as the previous output): the excess is new blocks",
             counts.prefix_over_context
         ));
     }
