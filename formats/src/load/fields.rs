@@ -662,9 +662,12 @@ impl Rfc3339 {
             })
         };
         let at = |i: usize, c: u8| b.get(i) == Some(&c);
-        if !(at(4, b'-') && at(7, b'-') && matches!(b.get(10), Some(b'T' | b't' | b' ')))
-            || !(at(13, b':') && at(16, b':'))
-        {
+        let separators = at(4, b'-')
+            && at(7, b'-')
+            && matches!(b.get(10), Some(b'T' | b't' | b' '))
+            && at(13, b':')
+            && at(16, b':');
+        if !separators {
             return None;
         }
         let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);

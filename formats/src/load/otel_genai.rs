@@ -627,13 +627,11 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
         convert(export, first_line, &mut spans, &mut counts)
             .map_err(|p| pending_error(&file, first_line, p))?;
         loop {
-            let outcome: Option<Result<Result<(), Pending>, Fault>> = match lines.next_line()? {
-                None => None,
-                Some(text) => Some(
+            let outcome: Option<Result<Result<(), Pending>, Fault>> =
+                lines.next_line()?.map(|text| {
                     json::parse::<RawExport>(text, EXPORT)
-                        .map(|export| convert(export, 0, &mut spans, &mut counts)),
-                ),
-            };
+                        .map(|export| convert(export, 0, &mut spans, &mut counts))
+                });
             let Some(outcome) = outcome else { break };
             let line = lines.line();
             counts.lines += 1;
@@ -713,16 +711,18 @@ fn build(spans: Vec<Span>, places: &Places, mut counts: Counts) -> Result<Loaded
             None => InputError::whole(places.file, format!("empty file: {what}")),
         });
     };
-    // Traces in order of first appearance.
-    let mut trace_index: HashMap<u128, usize> = HashMap::new();
+    // Traces in order of first appearance, spans in file order: a sort of
+    // span indices by trace (no hashing on the hot path).
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|&i| (spans[i].trace, i));
     let mut traces: Vec<(u128, Vec<usize>)> = Vec::new();
-    for (i, span) in spans.iter().enumerate() {
-        let t = *trace_index.entry(span.trace).or_insert_with(|| {
-            traces.push((span.trace, Vec::new()));
-            traces.len() - 1
-        });
-        traces[t].1.push(i);
+    for i in order {
+        match traces.last_mut() {
+            Some((trace, members)) if *trace == spans[i].trace => members.push(i),
+            _ => traces.push((spans[i].trace, vec![i])),
+        }
     }
+    traces.sort_by_key(|(_, members)| members[0]);
     counts.traces = traces.len();
     let mut loaded = Loaded::default();
     let mut agents_read = 0usize;
@@ -762,7 +762,8 @@ fn build(spans: Vec<Span>, places: &Places, mut counts: Counts) -> Result<Loaded
 
 /// The trees of one trace: one per top-level `invoke_agent` span, and one
 /// for model calls under no agent. Each tree's `arrival` is its first
-/// turn's unix start (the caller rebases it).
+/// turn's unix start (the caller rebases it). Spans are numbered locally
+/// (their index in `members`, in file order).
 fn build_trace(
     trace: u128,
     members: &[usize],
@@ -770,182 +771,341 @@ fn build_trace(
     places: &Places,
     counts: &mut Counts,
 ) -> Result<Vec<Tree>, InputError> {
-    let mut by_id: HashMap<u64, usize> = HashMap::with_capacity(members.len());
-    for &m in members {
-        if let Some(&first) = by_id.get(&spans[m].id) {
-            return Err(places.error(
-                spans[m].place,
-                ".spanId",
-                format!(
-                    "span id {:016x} appears twice in trace {trace:032x} (first on line {}, {}): expected each span once",
-                    spans[m].id,
-                    line_of(places, spans[first].place),
-                    spans[first].place.path()
-                ),
-            ));
+    let n = members.len();
+    let span = |local: usize| &spans[members[local]];
+    // Span ids, sorted, to find a parent by id.
+    let mut ids: Vec<(u64, usize)> = (0..n).map(|l| (span(l).id, l)).collect();
+    ids.sort_unstable();
+    for pair in ids.windows(2) {
+        if let [(a, first), (b, second)] = pair {
+            if a == b {
+                let (first, second) = ((*first).min(*second), (*first).max(*second));
+                return Err(places.error(
+                    span(second).place,
+                    ".spanId",
+                    format!(
+                        "span id {a:016x} appears twice in trace {trace:032x} (first on line {}, {}): expected each span once",
+                        line_of(places, span(first).place),
+                        span(first).place.path()
+                    ),
+                ));
+            }
         }
-        by_id.insert(spans[m].id, m);
     }
+    let find = |id: u64| {
+        ids.binary_search_by_key(&id, |&(id, _)| id)
+            .ok()
+            .map(|at| ids[at].1)
+    };
     // Each span's parent in the trace; a parent not in the file leaves
     // the span at the top level.
-    let mut parent_of: HashMap<usize, usize> = HashMap::with_capacity(members.len());
-    for &m in members {
-        if let Some(parent) = spans[m].parent {
-            match by_id.get(&parent) {
-                Some(&p) => {
-                    parent_of.insert(m, p);
-                }
-                None => counts.orphan_parents += 1,
+    let mut parent_of: Vec<Option<usize>> = vec![None; n];
+    for (l, slot) in parent_of.iter_mut().enumerate() {
+        if let Some(parent) = span(l).parent {
+            *slot = find(parent);
+            if slot.is_none() {
+                counts.orphan_parents += 1;
             }
         }
     }
     // A loop of parents: walk up from each span, each span walked once.
-    let mut state: HashMap<usize, bool> = HashMap::with_capacity(members.len()); // false: on the path
-    for &m in members {
-        let mut path = Vec::new();
-        let mut at = Some(m);
+    const NEW: u8 = 0;
+    const ON_PATH: u8 = 1;
+    const DONE: u8 = 2;
+    let mut state = vec![NEW; n];
+    let mut path = Vec::new();
+    for l in 0..n {
+        let mut at = Some(l);
         while let Some(s) = at {
-            match state.get(&s) {
-                Some(true) => break,
-                Some(false) => {
+            match state[s] {
+                DONE => break,
+                ON_PATH => {
                     return Err(places.error(
-                        spans[s].place,
+                        span(s).place,
                         ".parentSpanId",
                         format!(
                         "span {:016x} is its own ancestor: expected parent spans to form a tree",
-                        spans[s].id
+                        span(s).id
                     ),
                     ))
                 }
-                None => {}
+                _ => {}
             }
-            state.insert(s, false);
+            state[s] = ON_PATH;
             path.push(s);
-            at = parent_of.get(&s).copied();
+            at = parent_of[s];
         }
-        for s in path {
-            state.insert(s, true);
+        for s in path.drain(..) {
+            state[s] = DONE;
         }
     }
     // The nearest invoke_agent span above each span (None: top level).
-    let mut above: HashMap<usize, Option<usize>> = HashMap::with_capacity(members.len());
-    for &m in members {
-        let mut chain = Vec::new();
-        let mut at = m;
+    let mut above: Vec<Option<Option<usize>>> = vec![None; n];
+    let mut chain = Vec::new();
+    for l in 0..n {
+        let mut at = l;
         let found = loop {
-            if let Some(&known) = above.get(&at) {
+            if let Some(known) = above[at] {
                 break known;
             }
             chain.push(at);
-            match parent_of.get(&at) {
+            match parent_of[at] {
                 None => break None,
-                Some(&p) if spans[p].op == Op::Agent => break Some(p),
-                Some(&p) => at = p,
+                Some(p) if span(p).op == Op::Agent => break Some(p),
+                Some(p) => at = p,
             }
         };
         // Every span of the chain has the same agent above it.
-        for c in chain {
-            above.insert(c, found);
+        for c in chain.drain(..) {
+            above[c] = Some(found);
         }
     }
-    let agent_above = |m: usize| above.get(&m).copied().flatten();
-
-    // Members by agent: child agents, turns and tools, in start order.
-    let mut children: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
-    let mut turns: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
-    let mut tools: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
-    for &m in members {
-        let list = match spans[m].op {
+    // Members by the agent above them (slot `n`: none): child agents,
+    // turns and tools, in start order.
+    let slot = |l: usize| above[l].flatten().unwrap_or(n);
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+    let mut turns: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+    let mut tools: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+    for l in 0..n {
+        let list = match span(l).op {
             Op::Agent => &mut children,
             Op::Turn => &mut turns,
             Op::Tool => &mut tools,
             Op::Other => continue,
         };
-        list.entry(agent_above(m)).or_default().push(m);
+        list[slot(l)].push(l);
     }
-    for list in children
-        .values_mut()
-        .chain(turns.values_mut())
-        .chain(tools.values_mut())
-    {
-        list.sort_by_key(|&m| (spans[m].start, m));
+    for list in children.iter_mut().chain(&mut turns).chain(&mut tools) {
+        // Stable: spans starting together keep file order.
+        list.sort_by_key(|&l| span(l).start);
     }
-    // Whether an agent's subtree holds a turn (turnless leaves are dropped).
-    let mut live: HashMap<usize, bool> = HashMap::new();
-    fn holds_turns(
-        agent: usize,
-        children: &HashMap<Option<usize>, Vec<usize>>,
-        turns: &HashMap<Option<usize>, Vec<usize>>,
-        live: &mut HashMap<usize, bool>,
-    ) -> bool {
-        // Iterative post-order (agents nest as deep as the file says).
-        let mut stack = vec![(agent, false)];
+    // Whether each agent's subtree holds a turn (turnless ones are left
+    // out): children come after their parent in no particular order, so
+    // settle them by an explicit post-order walk.
+    let mut live: Vec<Option<bool>> = vec![None; n];
+    let mut stack: Vec<(usize, bool)> = Vec::new();
+    for &top in &children[n] {
+        stack.push((top, false));
         while let Some((a, expanded)) = stack.pop() {
-            if live.contains_key(&a) {
-                continue;
-            }
-            let kids = children.get(&Some(a)).map_or(&[][..], Vec::as_slice);
             if !expanded {
                 stack.push((a, true));
-                stack.extend(kids.iter().map(|&c| (c, false)));
+                stack.extend(children[a].iter().map(|&c| (c, false)));
                 continue;
             }
-            let own = turns.get(&Some(a)).is_some_and(|t| !t.is_empty());
-            let any = own || kids.iter().any(|c| live.get(c) == Some(&true));
-            live.insert(a, any);
+            let any = !turns[a].is_empty() || children[a].iter().any(|&c| live[c] == Some(true));
+            live[a] = Some(any);
         }
-        live.get(&agent) == Some(&true)
     }
+    counts.empty_agents += live.iter().filter(|&&l| l == Some(false)).count();
 
+    let local = Local {
+        members,
+        spans,
+        children: &children,
+        turns: &turns,
+        tools: &tools,
+        live: &live,
+    };
     let mut trees = Vec::new();
-    let tops: Vec<usize> = children.get(&None).cloned().unwrap_or_default();
-    for top in tops {
-        if !holds_turns(top, &children, &turns, &mut live) {
-            continue;
+    for &top in &children[n] {
+        if live[top] == Some(true) {
+            trees.push(local.agent_tree(top, places)?);
         }
-        trees.push(agent_tree(
-            top, spans, &children, &turns, &tools, &live, places,
-        )?);
     }
-    if let Some(orphans) = turns.get(&None).filter(|t| !t.is_empty()) {
+    if let Some(&first) = turns[n].first() {
         // Model calls under no agent: one agent, the trace's own.
-        let first = spans[orphans[0]].conversation.clone();
-        let no_tools = Vec::new();
-        let orphan_tools = tools.get(&None).unwrap_or(&no_tools);
         let mut tree = Tree {
             source: format!(
                 "{}:line {}",
                 places.file,
-                line_of(places, spans[orphans[0]].place)
+                line_of(places, span(first).place)
             ),
             hash_scope: HashScope::Local,
             ..Tree::default()
         };
-        let origin = spans[orphans[0]].start;
-        let agent_turns = turns_of(
-            orphans,
-            orphan_tools,
-            spans,
-            origin,
-            &mut tree.models,
-            places,
-        )?;
+        let origin = span(first).start;
+        let agent_turns = local.turns_of(&turns[n], &tools[n], origin, &mut tree.models, places)?;
         tree.agents.push(Agent {
-            id: first.unwrap_or_else(|| "trace".to_string()),
+            id: span(first)
+                .conversation
+                .clone()
+                .unwrap_or_else(|| "trace".to_string()),
             parent: None,
             kind: AgentKind::Root,
             recorded_end: None,
             turns: agent_turns,
         });
         tree.arrival = origin;
-        if members.iter().all(|&m| spans[m].op != Op::Agent) {
+        if children[n].is_empty() {
             counts.without_agents += 1;
         }
         trees.push(tree);
     }
-    counts.empty_agents += live.values().filter(|&&l| !l).count();
     trees.sort_by_key(|t| t.arrival);
     Ok(trees)
+}
+
+/// One trace's spans, numbered locally, grouped by the agent above them.
+struct Local<'a> {
+    members: &'a [usize],
+    spans: &'a [Span],
+    children: &'a [Vec<usize>],
+    turns: &'a [Vec<usize>],
+    tools: &'a [Vec<usize>],
+    live: &'a [Option<bool>],
+}
+
+impl Local<'_> {
+    fn span(&self, local: usize) -> &Span {
+        &self.spans[self.members[local]]
+    }
+
+    /// The tree of top-level agent `top`: its agents breadth first
+    /// (children in start order), turnless ones left out.
+    fn agent_tree(&self, top: usize, places: &Places) -> Result<Tree, InputError> {
+        let mut order: Vec<(usize, Option<u32>)> = vec![(top, None)];
+        let mut next = 0;
+        while let Some(&(a, _)) = order.get(next) {
+            for &c in &self.children[a] {
+                if self.live[c] == Some(true) {
+                    order.push((c, Some(next as u32)));
+                }
+            }
+            next += 1;
+        }
+        let origin = order
+            .iter()
+            .flat_map(|&(a, _)| &self.turns[a])
+            .map(|&t| self.span(t).start)
+            .min()
+            .unwrap_or(self.span(top).start);
+        let mut tree = Tree {
+            source: format!(
+                "{}:line {}",
+                places.file,
+                line_of(places, self.span(top).place)
+            ),
+            hash_scope: HashScope::Local,
+            arrival: origin,
+            ..Tree::default()
+        };
+        let mut names: HashMap<String, usize> = HashMap::new();
+        for (a, parent) in order {
+            let agent_turns = self.turns_of(
+                &self.turns[a],
+                &self.tools[a],
+                origin,
+                &mut tree.models,
+                places,
+            )?;
+            let (start, end) = (self.span(a).start, self.span(a).end);
+            let kind = match parent.and_then(|p| tree.agents.get(p as usize)) {
+                None => AgentKind::Root,
+                // A parent turn starting while the child runs: the parent
+                // did not wait for it.
+                Some(pa)
+                    if pa.turns.iter().any(|t| {
+                        let at = t.start + origin;
+                        at > start && at < end
+                    }) =>
+                {
+                    AgentKind::Background
+                }
+                Some(_) => AgentKind::Blocking,
+            };
+            let base = self
+                .span(a)
+                .label
+                .clone()
+                .unwrap_or_else(|| format!("{:016x}", self.span(a).id));
+            let seen = names.entry(base.clone()).or_insert(0);
+            *seen += 1;
+            let id = if *seen > 1 {
+                format!("{base}#{seen}")
+            } else {
+                base
+            };
+            tree.agents.push(Agent {
+                id,
+                parent,
+                kind,
+                recorded_end: since(end, origin),
+                turns: agent_turns,
+            });
+        }
+        Ok(tree)
+    }
+
+    /// An agent's turns from its model-call spans (in start order); a turn
+    /// after `execute_tool` spans that ran since the agent's previous turn
+    /// started takes a tool result.
+    fn turns_of(
+        &self,
+        calls: &[usize],
+        tools: &[usize],
+        origin: u64,
+        models: &mut Vec<String>,
+        places: &Places,
+    ) -> Result<Vec<Turn>, InputError> {
+        let mut out = Vec::with_capacity(calls.len());
+        let mut previous_start: Option<u64> = None;
+        for &c in calls {
+            let span = self.span(c);
+            let start = since(span.start, origin).ok_or_else(|| {
+                places.error(
+                    span.place,
+                    ".startTimeUnixNano",
+                    format!(
+                        "more than {} s after its tree's first model call: expected a trace's spans within that span",
+                        show_number(MAX_SECONDS)
+                    ),
+                )
+            })?;
+            let duration = span.end - span.start;
+            if duration > MAX_NANOS {
+                return Err(places.error(
+                    span.place,
+                    ".endTimeUnixNano",
+                    format!(
+                        "the span lasts past the largest time a trace may state ({} s): expected a shorter model call",
+                        show_number(MAX_SECONDS)
+                    ),
+                ));
+            }
+            let after_tool = previous_start.is_some_and(|prev| {
+                tools.iter().any(|&t| {
+                    let tool = self.span(t);
+                    tool.start >= prev && tool.end <= span.start
+                })
+            });
+            let model =
+                span.label
+                    .as_deref()
+                    .map(|name| match models.iter().position(|m| m == name) {
+                        Some(i) => i as u16,
+                        None => {
+                            models.push(name.to_string());
+                            (models.len() - 1) as u16
+                        }
+                    });
+            out.push(Turn {
+                start,
+                duration: Some(duration),
+                isl: span.isl,
+                osl: span.osl,
+                ttft: span.first_chunk,
+                model,
+                input_kind: if after_tool {
+                    InputKind::ToolResult
+                } else {
+                    InputKind::Unknown
+                },
+                ..Turn::default()
+            });
+            previous_start = Some(span.start);
+        }
+        Ok(out)
+    }
 }
 
 fn line_of(places: &Places, place: Place) -> usize {
@@ -955,167 +1115,9 @@ fn line_of(places: &Places, place: Place) -> usize {
     }
 }
 
-/// The tree of top-level agent `top`: its agents breadth first (children
-/// in start order), turnless leaves left out.
-fn agent_tree(
-    top: usize,
-    spans: &[Span],
-    children: &HashMap<Option<usize>, Vec<usize>>,
-    turns: &HashMap<Option<usize>, Vec<usize>>,
-    tools: &HashMap<Option<usize>, Vec<usize>>,
-    live: &HashMap<usize, bool>,
-    places: &Places,
-) -> Result<Tree, InputError> {
-    let mut order: Vec<(usize, Option<u32>)> = vec![(top, None)];
-    let mut next = 0;
-    while let Some(&(a, _)) = order.get(next) {
-        for &c in children.get(&Some(a)).map_or(&[][..], Vec::as_slice) {
-            if live.get(&c) == Some(&true) {
-                order.push((c, Some(next as u32)));
-            }
-        }
-        next += 1;
-    }
-    let origin = order
-        .iter()
-        .flat_map(|&(a, _)| turns.get(&Some(a)).into_iter().flatten())
-        .map(|&t| spans[t].start)
-        .min()
-        .unwrap_or(spans[top].start);
-    let mut tree = Tree {
-        source: format!("{}:line {}", places.file, line_of(places, spans[top].place)),
-        hash_scope: HashScope::Local,
-        arrival: origin,
-        ..Tree::default()
-    };
-    let no_spans = Vec::new();
-    let mut names: HashMap<String, usize> = HashMap::new();
-    for (a, parent) in order {
-        let own_turns = turns.get(&Some(a)).unwrap_or(&no_spans);
-        let own_tools = tools.get(&Some(a)).unwrap_or(&no_spans);
-        let agent_turns = turns_of(
-            own_turns,
-            own_tools,
-            spans,
-            origin,
-            &mut tree.models,
-            places,
-        )?;
-        let kind = match parent {
-            None => AgentKind::Root,
-            Some(p) => {
-                // A parent turn starting while the child runs: the parent
-                // did not wait for it.
-                let (start, end) = (spans[a].start, spans[a].end);
-                let parent_agent = tree.agents.get(p as usize);
-                let waited = parent_agent.is_none_or(|pa| {
-                    !pa.turns.iter().any(|t| {
-                        let at = t.start + origin;
-                        at > start && at < end
-                    })
-                });
-                if waited {
-                    AgentKind::Blocking
-                } else {
-                    AgentKind::Background
-                }
-            }
-        };
-        let base = spans[a]
-            .label
-            .clone()
-            .unwrap_or_else(|| format!("{:016x}", spans[a].id));
-        let seen = names.entry(base.clone()).or_insert(0);
-        *seen += 1;
-        let id = if *seen > 1 {
-            format!("{base}#{seen}")
-        } else {
-            base
-        };
-        tree.agents.push(Agent {
-            id,
-            parent,
-            kind,
-            recorded_end: since(spans[a].end, origin),
-            turns: agent_turns,
-        });
-    }
-    Ok(tree)
-}
-
 /// `at - origin`, when within the engine's time range.
 fn since(at: u64, origin: u64) -> Option<Nanos> {
     at.checked_sub(origin).filter(|&n| n <= MAX_NANOS)
-}
-
-/// An agent's turns from its model-call spans (in start order); a turn
-/// after `execute_tool` spans that ran since the agent's previous turn
-/// started takes a tool result.
-fn turns_of(
-    calls: &[usize],
-    tools: &[usize],
-    spans: &[Span],
-    origin: u64,
-    models: &mut Vec<String>,
-    places: &Places,
-) -> Result<Vec<Turn>, InputError> {
-    let mut out = Vec::with_capacity(calls.len());
-    let mut previous_start: Option<u64> = None;
-    for &c in calls {
-        let span = &spans[c];
-        let start = since(span.start, origin).ok_or_else(|| {
-            places.error(
-                span.place,
-                ".startTimeUnixNano",
-                format!(
-                    "more than {} s after its tree's first model call: expected a trace's spans within that span",
-                    show_number(MAX_SECONDS)
-                ),
-            )
-        })?;
-        let duration = span.end - span.start;
-        if duration > MAX_NANOS {
-            return Err(places.error(
-                span.place,
-                ".endTimeUnixNano",
-                format!(
-                    "the span lasts past the largest time a trace may state ({} s): expected a shorter model call",
-                    show_number(MAX_SECONDS)
-                ),
-            ));
-        }
-        let after_tool = previous_start.is_some_and(|prev| {
-            tools
-                .iter()
-                .any(|&t| spans[t].start >= prev && spans[t].end <= span.start)
-        });
-        let model = span
-            .label
-            .as_deref()
-            .map(|name| match models.iter().position(|m| m == name) {
-                Some(i) => i as u16,
-                None => {
-                    models.push(name.to_string());
-                    (models.len() - 1) as u16
-                }
-            });
-        out.push(Turn {
-            start,
-            duration: Some(duration),
-            isl: span.isl,
-            osl: span.osl,
-            ttft: span.first_chunk,
-            model,
-            input_kind: if after_tool {
-                InputKind::ToolResult
-            } else {
-                InputKind::Unknown
-            },
-            ..Turn::default()
-        });
-        previous_start = Some(span.start);
-    }
-    Ok(out)
 }
 
 /// The conventions and problems `inspect` reports.

@@ -546,7 +546,9 @@ fn build_session(
 /// it starts.
 fn attach_subagents(sessions: &[Session], built: &[Built]) -> Vec<Option<usize>> {
     let mut parents = vec![None; sessions.len()];
-    let mut by_group: HashMap<u32, (Vec<usize>, Vec<(u64, u64, usize)>)> = HashMap::new();
+    // Per group: its sessions, and its calls `(emitted, result, session)`.
+    type Group = (Vec<usize>, Vec<(u64, u64, usize)>);
+    let mut by_group: HashMap<u32, Group> = HashMap::new();
     for (s, session) in sessions.iter().enumerate() {
         let (members, calls) = by_group.entry(session.group).or_default();
         members.push(s);
@@ -798,6 +800,8 @@ mod tests {
     use arbor_engine::time::Nanos;
 
     const MS: Nanos = 1_000_000;
+    /// An agent as the tests compare it: id, parent, kind, turns.
+    type AgentShape = (String, Option<u32>, AgentKind, usize);
     const CLAUDE: &str = "claude:92ee5b8a-429c-e80b-5db6-5381512f4697";
     const CODEX: &str = "codex:a611041f-625d-6fad-5e59-845850dc6543";
 
@@ -941,7 +945,7 @@ mod tests {
     #[test]
     fn a_session_inside_a_task_call_of_the_same_project_is_its_subagent() {
         let loaded = subagents();
-        let shape: Vec<(String, Vec<(String, Option<u32>, AgentKind, usize)>)> = loaded
+        let shape: Vec<(String, Vec<AgentShape>)> = loaded
             .trees
             .iter()
             .map(|t| {
