@@ -282,6 +282,10 @@ fn identity_property_holds_on_every_format() {
         "abench/sample.jsonl.zst",
         "openai-log/sample.jsonl",
         "weka-kv-cache-tester",
+        "tracelab/round_trace.jsonl",
+        "tracelab/subagents.jsonl",
+        "otel-genai/sample.json",
+        "otel-genai/sample.jsonl",
     ];
     for (i, input) in inputs.iter().enumerate() {
         let input = root.join(input);
