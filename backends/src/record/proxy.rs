@@ -42,6 +42,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::clock::UtcClock;
+use super::identity::identity;
 use super::scan::Shape;
 use super::tap::{Cutting, Exchange, Pending, TapBody};
 use crate::live::redact::Secrets;
@@ -64,17 +65,11 @@ const HOP_BY_HOP: [&str; 9] = [
     "upgrade",
 ];
 
-/// The session headers common agent clients send, read in this order
-/// when the recording names none (`--session-header`): Claude Code's (each process's
-/// session), Codex CLI's (newer and older spelling), OpenCode's, and the
-/// generic one.
-pub const KNOWN_SESSION_HEADERS: [&str; 5] = [
-    "x-claude-code-session-id",
-    "session-id",
-    "session_id",
-    "x-opencode-session",
-    "x-session-id",
-];
+/// The session header read when the recording names none
+/// (`--session-header`): the generic one some clients and gateways send.
+/// Agent clients' own identity headers (Claude Code's, Codex's, Dynamo's,
+/// OpenCode's) are the line's `identity`, read by [`super::identity`].
+pub const KNOWN_SESSION_HEADERS: [&str; 1] = ["x-session-id"];
 
 /// Where requests go and what every exchange shares.
 pub struct Proxy {
@@ -264,6 +259,7 @@ fn pending(proxy: &Proxy, parts: &Parts, body: &[u8], start_ns: u64) -> Option<P
     );
     exchange.stream = stream;
     exchange.session_id = session(&proxy.session_headers, &parts.headers);
+    exchange.identity = identity(&parts.headers);
     exchange.secrets = Secrets::of(
         parts
             .headers
@@ -420,22 +416,30 @@ mod tests {
     }
 
     #[test]
-    fn the_first_known_session_header_names_the_session() {
+    fn the_first_session_header_present_names_the_session() {
         let known: Vec<HeaderName> = KNOWN_SESSION_HEADERS
             .iter()
             .map(|n| HeaderName::from_static(n))
             .collect();
         let mut h = HeaderMap::new();
         assert_eq!(session(&known, &h), None);
-        h.insert("session_id", HeaderValue::from_static("codex-old"));
-        h.insert("x-session-id", HeaderValue::from_static("generic"));
-        assert_eq!(session(&known, &h).as_deref(), Some("codex-old"));
-        h.insert("x-claude-code-session-id", HeaderValue::from_static("  "));
-        assert_eq!(session(&known, &h).as_deref(), Some("codex-old"));
-        h.insert("X-Claude-Code-Session-Id", HeaderValue::from_static("cc-1"));
-        assert_eq!(session(&known, &h).as_deref(), Some("cc-1"));
-        let given = [HeaderName::from_static("x-agent-session")];
-        assert_eq!(session(&given, &h), None);
+        h.insert("x-claude-code-session-id", HeaderValue::from_static("cc"));
+        assert_eq!(
+            session(&known, &h),
+            None,
+            "an identity header, not the session"
+        );
+        h.insert("x-session-id", HeaderValue::from_static("  "));
+        assert_eq!(session(&known, &h), None);
+        h.insert("X-Session-Id", HeaderValue::from_static("generic"));
+        assert_eq!(session(&known, &h).as_deref(), Some("generic"));
+        let given = [
+            HeaderName::from_static("x-agent-session"),
+            HeaderName::from_static("x-session-id"),
+        ];
+        assert_eq!(session(&given, &h).as_deref(), Some("generic"));
+        h.insert("x-agent-session", HeaderValue::from_static("mine"));
+        assert_eq!(session(&given, &h).as_deref(), Some("mine"));
     }
 
     #[test]
