@@ -6,8 +6,8 @@
 //!
 //! Modules, each used only by those after it: `clock` (monotonic
 //! nanoseconds anchored to UTC), `identity` (the agent's own identity
-//! headers), `scan` (a response's text, usage and error read from its
-//! bytes), `tap` (the response body passed through and the line it
+//! headers), `responses_scan` (a Responses stream's events), `scan` (a
+//! response's text, usage and error read from its bytes), `tap` (the response body passed through and the line it
 //! completes), `proxy` (forwarding one request upstream). This
 //! file owns a recording: the upstream checked and dialled, the listener,
 //! the accept loop, stopping on SIGINT or SIGTERM (or a [`StopHandle`]),
@@ -23,6 +23,7 @@
 mod clock;
 mod identity;
 mod proxy;
+mod responses_scan;
 mod scan;
 mod tap;
 
