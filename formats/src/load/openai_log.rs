@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 mod identity;
 mod infer;
+mod responses;
 
 use arbor_engine::error::InputError;
 use arbor_engine::model::{
@@ -87,7 +88,17 @@ struct RawLine {
 #[derive(Deserialize)]
 #[serde(expecting = "a chat completions request body (an object with `messages`)")]
 struct RawRequest {
-    messages: Vec<RawMessage>,
+    /// Chat completions and Messages; a Responses request has `input`.
+    #[serde(default)]
+    messages: Option<Vec<RawMessage>>,
+    /// The Responses API's: its system prompt, its items ([`responses`]),
+    /// and the response it continues.
+    #[serde(default)]
+    instructions: Option<String>,
+    #[serde(default)]
+    input: Option<responses::RawInput>,
+    #[serde(default)]
+    previous_response_id: Option<String>,
     /// A Messages body's system prompt (a string or text blocks): the
     /// turn's first message, with the system role.
     #[serde(default)]
@@ -106,6 +117,12 @@ struct RawResponse {
     content: Option<Content>,
     #[serde(default)]
     choices: Option<Vec<RawChoice>>,
+    /// A Responses response's items and its id (which a later request's
+    /// `previous_response_id` names).
+    #[serde(default)]
+    output: Option<Vec<responses::RawItem>>,
+    #[serde(default)]
+    id: Option<String>,
     #[serde(default)]
     usage: Option<RawUsage>,
 }
@@ -190,6 +207,11 @@ struct Entry {
     response: Option<String>,
     prompt_tokens: Option<u32>,
     completion_tokens: Option<u32>,
+    /// A Responses turn: its response's id, the response it continues,
+    /// and whether its first message is its `instructions`.
+    response_id: Option<String>,
+    previous_response_id: Option<String>,
+    instructions: bool,
 }
 
 struct AgentEntries {
@@ -215,6 +237,8 @@ struct Counts {
     no_response: Tally,
     dropped_parts: Tally,
     background_root: Tally,
+    /// Responses turns continuing a response the capture lacks.
+    unchained: Tally,
     /// Inferred lines, agents and trees.
     inferred: infer::Inferred,
     /// Lines and parents the identity headers placed.
@@ -264,6 +288,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
             entry,
         });
     }
+    tally.unchained.add(responses::chain(&mut read));
     tally.from_headers = identity::place(&mut read, &file)?;
     tally.inferred = infer::place(&mut read);
 
@@ -366,6 +391,12 @@ impl Counts {
         self.dropped_parts.report(&mut out, file, |n| {
             format!("{n} non-text content parts (images, audio) dropped")
         });
+        self.unchained.report(&mut out, file, |n| {
+            format!(
+                "{n} Responses turns continue a response not in the capture \
+                 (previous_response_id): their earlier context is missing"
+            )
+        });
         self.background_root.report(&mut out, file, |n| {
             format!("`background` ignored on {n} root agents (a root is never a background child)")
         });
@@ -428,8 +459,21 @@ fn into_entry(
             ));
         }
     }
-    let mut messages = Vec::with_capacity(raw.request.messages.len() + 1);
-    if let Some(system) = raw.request.system {
+    let request = raw.request;
+    let (chat, input) = match (request.messages, request.input) {
+        (Some(chat), _) => (chat, None),
+        (None, Some(input)) => (Vec::new(), Some(input)),
+        (None, None) => {
+            return Err(at(
+                "$.request",
+                "missing field `messages`: expected it in a chat completions or Messages \
+                 request body (or `input` in a Responses request body)"
+                    .to_string(),
+            ))
+        }
+    };
+    let mut messages = Vec::with_capacity(chat.len() + 1);
+    if let Some(system) = request.system {
         tally.dropped_parts.add(system.dropped as usize);
         if !system.text.is_empty() {
             messages.push(Message {
@@ -438,13 +482,26 @@ fn into_entry(
             });
         }
     }
-    for m in raw.request.messages {
+    for m in chat {
         tally.dropped_parts.add(m.content.dropped as usize);
         messages.push(m.into_message());
     }
+    let instructions =
+        input.is_some() && request.instructions.as_ref().is_some_and(|s| !s.is_empty());
+    if let Some(input) = input {
+        let mut dropped = 0;
+        messages.extend(responses::request_messages(
+            request.instructions,
+            input,
+            &mut dropped,
+        ));
+        tally.dropped_parts.add(dropped as usize);
+    }
+    let mut response_id = None;
     let (response, usage) = match raw.response {
         None => (None, None),
         Some(r) => {
+            response_id = r.id;
             let from_choices = r
                 .choices
                 .and_then(|c| c.into_iter().next())
@@ -454,7 +511,17 @@ fn into_entry(
             if let Some(c) = &content {
                 tally.dropped_parts.add(c.dropped as usize);
             }
-            (content.map(|c| c.text), r.usage)
+            let text = match (content, r.output) {
+                (Some(c), _) => Some(c.text),
+                (None, Some(output)) => {
+                    let mut dropped = 0;
+                    let text = responses::answer(output, &mut dropped);
+                    tally.dropped_parts.add(dropped as usize);
+                    Some(text)
+                }
+                (None, None) => None,
+            };
+            (text, r.usage)
         }
     };
     let (prompt_tokens, completion_tokens) = match usage {
@@ -478,10 +545,13 @@ fn into_entry(
         parent_source: None,
         background: raw.background.unwrap_or(false),
         messages,
-        model: raw.request.model.filter(|m| !m.is_empty()),
+        model: request.model.filter(|m| !m.is_empty()),
         response,
         prompt_tokens,
         completion_tokens,
+        response_id,
+        previous_response_id: request.previous_response_id,
+        instructions,
     })
 }
 
