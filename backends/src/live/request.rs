@@ -378,8 +378,13 @@ fn build_merged_body(
         }
     };
     if config.api == Api::Responses {
+        let fields = super::responses_body::Fields {
+            model: &config.model,
+            ignore_eos: config.ignore_eos,
+            extra_body: config.extra_body.as_ref(),
+        };
         // The prompt is marked already.
-        return super::responses_body::build(config, prompt, max_tokens, None);
+        return super::responses_body::build(fields, prompt, max_tokens, None);
     }
     let joined;
     let body = match (config.api, prompt) {

@@ -18,18 +18,26 @@ use serde_json::{json, Map, Value};
 use arbor_engine::prompt::{wire_role, Prompt};
 use arbor_engine::Role;
 
-use super::request::BodyConfig;
+/// What a Responses body carries besides its prompt (the run's
+/// `BodyConfig`, as this API reads it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fields<'a> {
+    pub model: &'a str,
+    pub ignore_eos: bool,
+    /// `--extra-body`, merged last.
+    pub extra_body: Option<&'a Map<String, Value>>,
+}
 
 /// The Responses body of `prompt`, asking for `max_tokens` output
 /// tokens (at least one).
 pub fn build(
-    config: &BodyConfig,
+    config: Fields<'_>,
     prompt: &Prompt<'_>,
     max_tokens: u32,
     marker: Option<&str>,
 ) -> Vec<u8> {
     let mut body = Map::new();
-    body.insert("model".into(), Value::from(config.model.as_str()));
+    body.insert("model".into(), Value::from(config.model));
     let mut marker = marker;
     let mut marked = |content: &str| match marker.take() {
         Some(m) => format!("{m}{content}"),
@@ -65,7 +73,7 @@ pub fn build(
     if config.ignore_eos {
         body.insert("ignore_eos".into(), Value::Bool(true));
     }
-    if let Some(extra) = &config.extra_body {
+    if let Some(extra) = config.extra_body {
         for (key, value) in extra {
             body.insert(key.clone(), value.clone());
         }
@@ -78,17 +86,17 @@ mod tests {
     use super::*;
     use arbor_engine::content::MessageRef;
 
-    fn body(config: &BodyConfig, prompt: &Prompt<'_>, marker: Option<&str>) -> Value {
+    fn body(config: Fields<'_>, prompt: &Prompt<'_>, marker: Option<&str>) -> Value {
         serde_json::from_slice(&build(config, prompt, 0, marker)).expect("json")
     }
 
     #[test]
     fn system_is_instructions_and_the_rest_are_items() {
-        let config = BodyConfig {
-            model: "m".into(),
+        let extra = serde_json::from_str::<Map<String, Value>>(r#"{"store":true}"#).ok();
+        let config = Fields {
+            model: "m",
             ignore_eos: true,
-            extra_body: serde_json::from_str::<Map<String, Value>>(r#"{"store":true}"#).ok(),
-            ..BodyConfig::default()
+            extra_body: extra.as_ref(),
         };
         let m = |role, content| MessageRef { role, content };
         let prompt = Prompt::Recorded(vec![
@@ -98,7 +106,7 @@ mod tests {
             m(Role::Tool, "42"),
             m(Role::User, "again"),
         ]);
-        let b = body(&config, &prompt, Some("[m]"));
+        let b = body(config, &prompt, Some("[m]"));
         assert_eq!(b["model"], "m");
         assert_eq!(b["instructions"], "be brief");
         assert_eq!(
@@ -122,11 +130,7 @@ mod tests {
         ] {
             assert!(b.get(chat_only).is_none(), "{chat_only}");
         }
-        let plain = body(
-            &BodyConfig::default(),
-            &Prompt::Synthesized(" a b".into()),
-            None,
-        );
+        let plain = body(Fields::default(), &Prompt::Synthesized(" a b".into()), None);
         assert_eq!(plain["input"], json!([{"role": "user", "content": " a b"}]));
         assert!(plain.get("instructions").is_none());
         assert_eq!(plain["store"], false);

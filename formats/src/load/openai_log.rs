@@ -389,7 +389,7 @@ impl Counts {
             format!("{n} turns have no recorded response")
         });
         self.dropped_parts.report(&mut out, file, |n| {
-            format!("{n} non-text content parts (images, audio) dropped")
+            format!("{n} non-text content parts (images, audio, reasoning) dropped")
         });
         self.unchained.report(&mut out, file, |n| {
             format!(

@@ -153,7 +153,14 @@ impl ChunkTemplate {
     /// item.
     pub(crate) fn new(endpoint: Endpoint, seq: u64, head: &str, start_usage: &str) -> Self {
         match endpoint {
-            Endpoint::Responses => super::responses::template(seq, head),
+            Endpoint::Responses => {
+                let t = super::responses::template(seq, head);
+                ChunkTemplate {
+                    prefix_first: Bytes::from(t.first),
+                    prefix: Bytes::from(t.each),
+                    suffix: t.suffix,
+                }
+            }
             Endpoint::Chat => ChunkTemplate {
                 prefix_first: Bytes::from(format!(
                     r#"data: {head},"choices":[{{"index":0,"delta":{{"role":"assistant","content":" tok"#

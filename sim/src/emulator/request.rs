@@ -28,6 +28,7 @@ use serde_json::value::RawValue;
 
 use super::cache::BlockHasher;
 use super::config::DEFAULT_MAX_TOKENS;
+use super::responses;
 use super::tokens::{TextTokenizer, TokenCount};
 use crate::server::keys::TextKeys;
 
@@ -122,7 +123,7 @@ struct Part<'a> {
     content: Option<&'a RawValue>,
 }
 
-pub(crate) struct Prompt<'t> {
+struct Prompt<'t> {
     hasher: BlockHasher,
     tokens: TokenCount,
     /// Counts the text instead of the estimate, when given.
@@ -132,7 +133,7 @@ pub(crate) struct Prompt<'t> {
 }
 
 impl Prompt<'_> {
-    pub(crate) fn text(&mut self, s: &str) {
+    fn text(&mut self, s: &str) {
         self.hasher.update(s.as_bytes());
         self.tokens.text_with(s, self.tokenizer);
         if let Some(keys) = &mut self.model_keys {
@@ -141,7 +142,7 @@ impl Prompt<'_> {
     }
 
     /// Framing: hashed into the blocks, no token.
-    pub(crate) fn frame(&mut self, bytes: &[u8]) {
+    fn frame(&mut self, bytes: &[u8]) {
         self.hasher.update(bytes);
         if let Some(keys) = &mut self.model_keys {
             keys.frame(bytes);
@@ -158,10 +159,30 @@ impl Prompt<'_> {
     }
 
     /// Adds the JSON string `json` (quotes and escapes included).
-    pub(crate) fn json_string(&mut self, json: &str) -> Result<(), BadRequest> {
+    fn json_string(&mut self, json: &str) -> Result<(), BadRequest> {
         let s: Text = serde_json::from_str(json).map_err(bad)?;
         self.text(&s.0);
         Ok(())
+    }
+}
+
+/// A Responses request's walk (`super::responses`) feeds the same prompt.
+impl responses::Walk for Prompt<'_> {
+    type Error = BadRequest;
+    fn frame(&mut self, bytes: &[u8]) {
+        Prompt::frame(self, bytes);
+    }
+    fn text(&mut self, text: &str) {
+        Prompt::text(self, text);
+    }
+    fn json_string(&mut self, json: &str) -> Result<(), BadRequest> {
+        Prompt::json_string(self, json)
+    }
+    fn content(&mut self, raw: &RawValue) -> Result<(), BadRequest> {
+        content(raw, self)
+    }
+    fn bad(&self, what: String) -> BadRequest {
+        BadRequest::Body(what)
     }
 }
 
@@ -184,8 +205,7 @@ fn bad(what: impl std::fmt::Display) -> BadRequest {
     BadRequest::Body(what.to_string())
 }
 
-/// A message's content (a string, parts or null) into `prompt`.
-pub(crate) fn content(raw: &RawValue, prompt: &mut Prompt) -> Result<(), BadRequest> {
+fn content(raw: &RawValue, prompt: &mut Prompt) -> Result<(), BadRequest> {
     let text = raw.get();
     match text.as_bytes().first() {
         Some(b'"') => prompt.json_string(text)?,
@@ -284,7 +304,7 @@ pub(crate) fn parse(
             let p = raw.prompt.ok_or_else(|| bad("`prompt` is required"))?;
             completion_prompt(p, &mut prompt)?;
         }
-        Endpoint::Responses => super::responses::prompt(raw.instructions, raw.input, &mut prompt)?,
+        Endpoint::Responses => responses::prompt(raw.instructions, raw.input, &mut prompt)?,
     }
     let max_tokens = match (
         raw.max_output_tokens,

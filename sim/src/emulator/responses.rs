@@ -7,18 +7,32 @@
 //! turn: `instructions` is a system message, each item with a `role` a
 //! message of that role, a `function_call` an assistant message of its
 //! name and arguments, a `function_call_output` a tool message; other
-//! items add nothing) and the body text: [`head`], [`template`] (the
-//! events before the first token and each `response.output_text.delta`)
-//! and [`tail`] (`response.output_text.done` through `response.completed`,
-//! with the usage), and [`whole`] (the non-streamed object). The answer
-//! always ends `completed`. `server`, `body` and `request` use it; it uses
-//! none of them but `request`'s prompt walk.
+//! items add nothing), through the [`Walk`] a request's prompt offers,
+//! and the body text: [`head`], [`template`] (the events before the first
+//! token and each `response.output_text.delta`) and [`tail`]
+//! (`response.output_text.done` through `response.completed`, with the
+//! usage), and [`whole`] (the non-streamed object). The answer always ends
+//! `completed`. `server`, `body` and `request` use it; it uses none of
+//! them.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::body::ChunkTemplate;
-use super::request::{content, BadRequest, Prompt};
+/// What the prompt walk feeds: a request's prompt (`request.rs`), which
+/// counts text and hashes everything into its blocks.
+pub(crate) trait Walk {
+    type Error;
+    /// Framing: blocks, no tokens.
+    fn frame(&mut self, bytes: &[u8]);
+    /// Prompt text.
+    fn text(&mut self, text: &str);
+    /// A JSON string's text (quotes and escapes included).
+    fn json_string(&mut self, json: &str) -> Result<(), Self::Error>;
+    /// A message's content: a string, parts or null.
+    fn content(&mut self, raw: &RawValue) -> Result<(), Self::Error>;
+    /// A body that is not a Responses request.
+    fn bad(&self, what: String) -> Self::Error;
+}
 
 /// One input item, as the emulator reads it.
 #[derive(Deserialize)]
@@ -37,23 +51,19 @@ struct Item<'a> {
     output: Option<&'a RawValue>,
 }
 
-fn bad(what: impl std::fmt::Display) -> BadRequest {
-    BadRequest::Body(what.to_string())
-}
-
 /// Walks a Responses request's `instructions` and `input` into `prompt`
 /// (see the module doc).
-pub(crate) fn prompt(
+pub(crate) fn prompt<W: Walk>(
     instructions: Option<&RawValue>,
     input: Option<&RawValue>,
-    prompt: &mut Prompt,
-) -> Result<(), BadRequest> {
+    prompt: &mut W,
+) -> Result<(), W::Error> {
     if let Some(system) = instructions.filter(|v| v.get() != "null") {
         prompt.frame(b"system\n");
-        content(system, prompt)?;
+        prompt.content(system)?;
         prompt.frame(b"\n");
     }
-    let input = input.ok_or_else(|| bad("`input` is required"))?;
+    let input = input.ok_or_else(|| prompt.bad("`input` is required".into()))?;
     let text = input.get();
     if text.starts_with('"') {
         prompt.frame(b"user\n");
@@ -62,7 +72,7 @@ pub(crate) fn prompt(
         return Ok(());
     }
     let items: Vec<Item> = serde_json::from_str(text).map_err(|e| {
-        bad(format_args!(
+        prompt.bad(format!(
             "`input` must be a string or an array of items: {e}"
         ))
     })?;
@@ -87,7 +97,7 @@ pub(crate) fn prompt(
         prompt.frame(role.as_bytes());
         prompt.frame(b"\n");
         if let Some(c) = body {
-            content(c, prompt)?;
+            prompt.content(c)?;
         }
         prompt.frame(b"\n");
     }
@@ -127,10 +137,17 @@ fn item_id(seq: u64) -> String {
 
 const DELTA_SUFFIX: &[u8] = b"\"}\n\n";
 
-/// The stream's text around each token: `response.created`,
+/// The stream's text around each token (a chunk is `first` or `each`,
+/// then the token's number, then `suffix`): `response.created`,
 /// `response.in_progress`, the message item's and its text part's
 /// `added` events lead the first delta.
-pub(crate) fn template(seq: u64, head: &str) -> ChunkTemplate {
+pub(crate) struct Template {
+    pub(crate) first: String,
+    pub(crate) each: String,
+    pub(crate) suffix: &'static [u8],
+}
+
+pub(crate) fn template(seq: u64, head: &str) -> Template {
     let id = item_id(seq);
     let delta = format!(
         r#"event: response.output_text.delta
@@ -163,9 +180,9 @@ data: {{"type":"response.output_text.delta","item_id":"{id}","output_index":0,"c
         ),
     );
     first.push_str(&delta);
-    ChunkTemplate {
-        prefix_first: first.into(),
-        prefix: delta.into(),
+    Template {
+        first,
+        each: delta,
         suffix: DELTA_SUFFIX,
     }
 }
@@ -263,8 +280,8 @@ mod tests {
         let t = template(7, &head);
         let mut stream = String::new();
         for k in 0..3u32 {
-            let prefix = if k == 0 { &t.prefix_first } else { &t.prefix };
-            stream.push_str(std::str::from_utf8(prefix).expect("utf-8"));
+            let prefix = if k == 0 { &t.first } else { &t.each };
+            stream.push_str(prefix);
             stream.push_str(&k.to_string());
             stream.push_str(std::str::from_utf8(t.suffix).expect("utf-8"));
         }
