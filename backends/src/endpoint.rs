@@ -30,7 +30,7 @@ use arbor_error::Error;
 pub fn default_api_key_env(api: Api) -> &'static str {
     match api {
         Api::Messages => "ANTHROPIC_API_KEY",
-        Api::Chat | Api::Completions => "OPENAI_API_KEY",
+        Api::Chat | Api::Completions | Api::Responses => "OPENAI_API_KEY",
     }
 }
 
@@ -202,7 +202,7 @@ impl Auth {
         }
         let (key_header, key_value) = match self.api {
             Api::Messages => (HeaderName::from_static(X_API_KEY), self.api_key.clone()),
-            Api::Chat | Api::Completions => (
+            Api::Chat | Api::Completions | Api::Responses => (
                 AUTHORIZATION,
                 self.api_key.as_ref().map(|key| format!("Bearer {key}")),
             ),

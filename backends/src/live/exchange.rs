@@ -5,11 +5,12 @@
 //! taken for it, `headers` when the read completing the response head
 //! returns, `first_byte` and each content chunk when the read bringing them
 //! returns (stamped before the bytes are decoded or scanned), `done` when
-//! the read holding `[DONE]` (a Messages stream's `message_stop`, or the
-//! body's end) returns. Over TLS a read returns decrypted bytes, and is
-//! stamped when it returns, the same way. A stream is read as its
-//! [`Target::api`] speaks: OpenAI payloads by [`super::sse`], Anthropic
-//! events by [`super::messages_sse`]. Errors are classed, never raised: a
+//! the read holding `[DONE]` (a Messages stream's `message_stop`, a
+//! Responses stream's terminal event, or the body's end) returns. Over
+//! TLS a read returns decrypted bytes, and is stamped when it returns, the
+//! same way. A stream is read as its [`Target::api`] speaks: OpenAI chat
+//! and completions payloads by [`super::sse`], Anthropic events by
+//! [`super::messages_sse`], Responses events by [`super::responses_sse`]. Errors are classed, never raised: a
 //! request always ends in a [`Response`]; a failed TLS handshake is a
 //! `connect` error, not retried.
 //!
@@ -45,6 +46,7 @@ use super::messages_sse::{self, MessagesUsage};
 use super::record::{classify_message, OVERLOADED_STATUS};
 use super::redact::Secrets;
 use super::request::Api;
+use super::responses_sse;
 use super::retry;
 use super::sse::{classify, data_of, LineSplitter};
 use super::stream::{ConnectError, Dial};
@@ -620,12 +622,24 @@ struct Scan {
     lines: Lines,
 }
 
+/// Which events a stream speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Dialect {
+    /// OpenAI chat or completions chunks.
+    #[default]
+    OpenAi,
+    /// Anthropic Messages events.
+    Messages,
+    /// OpenAI Responses events.
+    Responses,
+}
+
 /// What the stream's lines have said so far.
 #[derive(Default)]
 struct Lines {
-    /// An Anthropic Messages stream (otherwise OpenAI's).
-    messages: bool,
-    /// `[DONE]`, or a Messages stream's `message_stop`.
+    dialect: Dialect,
+    /// `[DONE]`, a Messages stream's `message_stop`, or a Responses
+    /// stream's terminal event.
     saw_done: bool,
     failure: Option<RequestError>,
     /// A Messages stream's usage, added up event by event.
@@ -638,7 +652,11 @@ impl Scan {
     fn new(api: Api, asked_model: Option<Arc<str>>) -> Scan {
         Scan {
             lines: Lines {
-                messages: api == Api::Messages,
+                dialect: match api {
+                    Api::Messages => Dialect::Messages,
+                    Api::Responses => Dialect::Responses,
+                    Api::Chat | Api::Completions => Dialect::OpenAi,
+                },
                 asked_model,
                 ..Lines::default()
             },
@@ -668,10 +686,10 @@ impl Scan {
                 if let Some(asked) = lines.asked_model.take() {
                     answered_model(data, &asked, response);
                 }
-                let said = if lines.messages {
-                    lines.messages_event(data)
-                } else {
-                    Lines::openai_payload(data)
+                let said = match lines.dialect {
+                    Dialect::Messages => lines.messages_event(data),
+                    Dialect::Responses => Lines::responses_event(data),
+                    Dialect::OpenAi => Lines::openai_payload(data),
                 };
                 lines.note(said, line, at, response);
             });
@@ -691,10 +709,10 @@ impl Scan {
 
     /// The failure of a stream that ended without its end marker.
     fn unfinished(&self) -> RequestError {
-        let marker = if self.lines.messages {
-            "message_stop"
-        } else {
-            "[DONE]"
+        let marker = match self.lines.dialect {
+            Dialect::Messages => "message_stop",
+            Dialect::Responses => "response.completed",
+            Dialect::OpenAi => "[DONE]",
         };
         error(
             ErrorCategory::StreamCut,
@@ -773,6 +791,31 @@ impl Lines {
             error(category, message)
         });
         said
+    }
+
+    /// One `data:` payload of a Responses stream: its usage comes whole
+    /// in the terminal event (`input_tokens` the whole prompt, cached
+    /// tokens `input_tokens_details.cached_tokens`).
+    fn responses_event(data: &[u8]) -> Said {
+        let event = responses_sse::classify(data);
+        let usage = event.usage.unwrap_or_default();
+        Said {
+            content: event.content,
+            end: event.end,
+            prompt_tokens: usage.input_tokens,
+            completion_tokens: usage.output_tokens,
+            cached_tokens: usage.cached_tokens(),
+            error: event.error.map(|e| {
+                let category =
+                    classify_message(e.code.as_deref(), &e.message, ErrorCategory::ServerError);
+                let message = match e.code {
+                    Some(code) => format!("{code}: {}", e.message),
+                    None => e.message,
+                };
+                error(category, message)
+            }),
+            malformed: event.malformed,
+        }
     }
 
     /// Records what a line that arrived at `at` said.

@@ -7,7 +7,8 @@
 //! - `turn`: what the loop reads of a dispatched request from the
 //!   scheduler (its body's recipe, its identity for the record);
 //! - [`prebuild`]: request bodies, built ahead of their turn when possible;
-//! - [`request`]: a request body (chat, completions or Messages) from a turn;
+//! - [`request`]: a request body (chat, completions, Messages or
+//!   Responses) from a turn, the Responses body by [`responses_body`];
 //! - [`exchange`]: one request's HTTP exchange and its stamps;
 //! - [`http`], [`framing`]: arbor's own HTTP/1.1 client (connections, the
 //!   pool, response heads, body framing);
@@ -16,6 +17,7 @@
 //!   handshake failures in plain words;
 //! - [`sse`]: server-sent event lines and what an OpenAI `data:` payload
 //!   says; [`messages_sse`]: what an Anthropic Messages event says;
+//!   [`responses_sse`]: what an OpenAI Responses event says;
 //! - [`numbering`]: request and play numbers shared by the loops of one
 //!   process (`--threads`);
 //! - [`record`]: what a request records, and how errors are classed;
@@ -34,6 +36,8 @@ pub mod prebuild;
 pub mod record;
 pub mod redact;
 pub mod request;
+pub mod responses_body;
+pub mod responses_sse;
 pub mod retry;
 pub mod sse;
 pub mod stream;

@@ -1,5 +1,6 @@
 //! What one live request carries: the request body of a turn, for
-//! OpenAI's chat and completions APIs or Anthropic's Messages API.
+//! OpenAI's chat and completions APIs, Anthropic's Messages API, or
+//! OpenAI's Responses API (its body is [`super::responses_body`]'s).
 //!
 //! Owns turning a turn's prompt (recorded messages or synthesized text),
 //! its output length and the run's request options into the JSON body that
@@ -22,6 +23,9 @@ pub enum Api {
     /// Anthropic's Messages API: `system` and `messages` from the same turn
     /// content as chat (system-role content goes to `system`).
     Messages,
+    /// OpenAI's Responses API: `instructions` and `input` items from the
+    /// same turn content as chat ([`super::responses_body`]).
+    Responses,
 }
 
 impl Api {
@@ -31,15 +35,18 @@ impl Api {
             Api::Chat => "/v1/chat/completions",
             Api::Completions => "/v1/completions",
             Api::Messages => "/v1/messages",
+            Api::Responses => "/v1/responses",
         }
     }
 
-    /// Its name, as `--api` takes it: `chat`, `completions` or `messages`.
+    /// Its name, as `--api` takes it: `chat`, `completions`, `messages`
+    /// or `responses`.
     pub fn name(self) -> &'static str {
         match self {
             Api::Chat => "chat",
             Api::Completions => "completions",
             Api::Messages => "messages",
+            Api::Responses => "responses",
         }
     }
 }
@@ -142,7 +149,7 @@ pub fn build_body(
     max_tokens: u32,
     marker: Option<&str>,
 ) -> Vec<u8> {
-    if config.extra_body.is_some() {
+    if config.extra_body.is_some() || config.api == Api::Responses {
         return build_merged_body(config, prompt, max_tokens, marker);
     }
     // The first user message, marked (one copy of it, only when marking).
@@ -218,6 +225,8 @@ pub fn build_body(
             }
             push_json_str(&mut out, &joined);
         }
+        // Built through the map (above).
+        (Api::Responses, _) => {}
     }
     push_tail(&mut out, config, max_tokens);
     out
@@ -241,7 +250,7 @@ pub fn build_turn_body(
     marker: Option<&str>,
 ) -> Vec<u8> {
     let room = match prompt::synthesized_room(tree, agent, turn) {
-        Some(room) if config.extra_body.is_none() => room,
+        Some(room) if config.extra_body.is_none() && config.api != Api::Responses => room,
         _ => {
             return build_body(
                 config,
@@ -258,7 +267,8 @@ pub fn build_turn_body(
         Vec::with_capacity(escaped(&config.model) + marker.map_or(0, escaped) + room + 192);
     push_head(&mut out, config);
     out.extend_from_slice(match config.api {
-        Api::Chat | Api::Messages => br#","messages":[{"role":"user","content":"#,
+        // (Responses bodies take build_body, above.)
+        Api::Chat | Api::Messages | Api::Responses => br#","messages":[{"role":"user","content":"#,
         Api::Completions => br#","prompt":"#,
     });
     // The marked text as one JSON string: the marker escaped, then the text,
@@ -327,7 +337,8 @@ fn push_tail(out: &mut Vec<u8>, config: &BodyConfig, max_tokens: u32) {
     out.push(b'}');
 }
 
-/// [`build_body`] through a JSON map, `--extra-body` merged last.
+/// [`build_body`] through a JSON map, `--extra-body` merged last; a
+/// Responses body always (by [`super::responses_body::build`]).
 fn build_merged_body(
     config: &BodyConfig,
     prompt: &Prompt<'_>,
@@ -366,6 +377,15 @@ fn build_merged_body(
             &marked_messages
         }
     };
+    if config.api == Api::Responses {
+        let fields = super::responses_body::Fields {
+            model: &config.model,
+            ignore_eos: config.ignore_eos,
+            extra_body: config.extra_body.as_ref(),
+        };
+        // The prompt is marked already.
+        return super::responses_body::build(fields, prompt, max_tokens, None);
+    }
     let joined;
     let body = match (config.api, prompt) {
         (Api::Chat, Prompt::Synthesized(text)) => serde_json::to_value(ChatBody {
@@ -415,7 +435,7 @@ fn build_merged_body(
                 .collect(),
             stream: true,
         }),
-        (Api::Completions, prompt) => {
+        (Api::Completions | Api::Responses, prompt) => {
             let text: &str = match prompt {
                 Prompt::Synthesized(text) => text,
                 Prompt::Recorded(messages) => {

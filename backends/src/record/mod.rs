@@ -5,9 +5,10 @@
 //! like any trace.
 //!
 //! Modules, each used only by those after it: `clock` (monotonic
-//! nanoseconds anchored to UTC), `scan` (a response's text, usage and
-//! error read from its bytes), `tap` (the response body passed through and
-//! the line it completes), `proxy` (forwarding one request upstream). This
+//! nanoseconds anchored to UTC), `identity` (the agent's own identity
+//! headers), `responses_scan` (a Responses stream's events), `scan` (a
+//! response's text, usage and error read from its bytes), `tap` (the response body passed through and the line it
+//! completes), `proxy` (forwarding one request upstream). This
 //! file owns a recording: the upstream checked and dialled, the listener,
 //! the accept loop, stopping on SIGINT or SIGTERM (or a [`StopHandle`]),
 //! the capture closed ([`record`], from [`RecordOptions`]). It also owns
@@ -20,7 +21,9 @@
 //! and the [`Recorded`] it returns.
 
 mod clock;
+mod identity;
 mod proxy;
+mod responses_scan;
 mod scan;
 mod tap;
 
@@ -50,6 +53,7 @@ use clock::UtcClock;
 use proxy::{handle, Link, Proxy};
 use tap::Cutting;
 
+pub use identity::{Client, CLIENTS};
 pub use proxy::KNOWN_SESSION_HEADERS;
 
 /// How long in-flight exchanges may finish after a stop signal; then they

@@ -42,6 +42,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::clock::UtcClock;
+use super::identity::identity;
 use super::scan::Shape;
 use super::tap::{Cutting, Exchange, Pending, TapBody};
 use crate::live::redact::Secrets;
@@ -64,17 +65,11 @@ const HOP_BY_HOP: [&str; 9] = [
     "upgrade",
 ];
 
-/// The session headers common agent clients send, read in this order
-/// when the recording names none (`--session-header`): Claude Code's (each process's
-/// session), Codex CLI's (newer and older spelling), OpenCode's, and the
-/// generic one.
-pub const KNOWN_SESSION_HEADERS: [&str; 5] = [
-    "x-claude-code-session-id",
-    "session-id",
-    "session_id",
-    "x-opencode-session",
-    "x-session-id",
-];
+/// The session header read when the recording names none
+/// (`--session-header`): the generic one some clients and gateways send.
+/// Agent clients' own identity headers (Claude Code's, Codex's, Dynamo's,
+/// OpenCode's) are the line's `identity`, read by [`super::identity`].
+pub const KNOWN_SESSION_HEADERS: [&str; 1] = ["x-session-id"];
 
 /// Where requests go and what every exchange shares.
 pub struct Proxy {
@@ -153,21 +148,63 @@ impl Link {
 /// What the capture needs to know of a request body.
 #[derive(Deserialize)]
 struct Probe {
-    /// A chat or Messages request has `messages`.
-    #[allow(dead_code)] // read to check it is an array
-    messages: Vec<IgnoredAny>,
+    /// A chat or Messages request has `messages` (an array).
+    #[serde(default)]
+    messages: Option<Vec<IgnoredAny>>,
+    /// A Responses request has `input` (a string or an array of items).
+    #[serde(default)]
+    input: Option<Input>,
     #[serde(default)]
     stream: Option<bool>,
 }
 
-/// A JSON chat or Messages request body as the capture's `request` (on
-/// one line: raw line breaks in JSON are whitespace), and whether it asked
-/// for a stream; `None` for anything else (forwarded, not recorded).
-fn recordable(method: &Method, body: &[u8]) -> Option<(Box<RawValue>, bool)> {
+/// A Responses request's `input`, checked to be a string or an array.
+struct Input;
+
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Input, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Input;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of input items")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Input, E> {
+                Ok(Input)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Input, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Input)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Whether `path` is the Responses API's (`/v1/responses`, or any path
+/// ending in `/responses`, as behind a gateway's prefix).
+fn is_responses(path: &str) -> bool {
+    path.ends_with("/responses")
+}
+
+/// A JSON chat, Messages or Responses request body as the capture's
+/// `request` (on one line: raw line breaks in JSON are whitespace), and
+/// whether it asked for a stream; `None` for anything else (forwarded,
+/// not recorded). A body with `input` counts only on a Responses path
+/// (embeddings take `input` too).
+fn recordable(method: &Method, path: &str, body: &[u8]) -> Option<(Box<RawValue>, bool)> {
     if method != Method::POST {
         return None;
     }
     let probe: Probe = serde_json::from_slice(body).ok()?;
+    let chat = probe.messages.is_some();
+    let responses = probe.input.is_some() && is_responses(path);
+    if !chat && !responses {
+        return None;
+    }
     let text = std::str::from_utf8(body).ok()?;
     let one_line = if text.contains(['\n', '\r']) {
         text.replace(['\n', '\r'], " ")
@@ -255,7 +292,7 @@ fn proxy_error(status: StatusCode, message: &str) -> Response<ProxyBody> {
 /// Messages request), with its session and the secrets of its headers;
 /// `None` for a request that is only forwarded.
 fn pending(proxy: &Proxy, parts: &Parts, body: &[u8], start_ns: u64) -> Option<Pending> {
-    let (request, stream) = recordable(&parts.method, body)?;
+    let (request, stream) = recordable(&parts.method, parts.uri.path(), body)?;
     let mut exchange = Exchange::new(
         start_ns,
         parts.method.to_string(),
@@ -264,6 +301,7 @@ fn pending(proxy: &Proxy, parts: &Parts, body: &[u8], start_ns: u64) -> Option<P
     );
     exchange.stream = stream;
     exchange.session_id = session(&proxy.session_headers, &parts.headers);
+    exchange.identity = identity(&parts.headers);
     exchange.secrets = Secrets::of(
         parts
             .headers
@@ -324,10 +362,11 @@ fn shape(head: &hyper::http::response::Parts, path: &str) -> Shape {
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    match (event_stream, path.ends_with("/messages")) {
-        (false, _) => Shape::Whole,
-        (true, true) => Shape::MessagesStream,
-        (true, false) => Shape::ChatStream,
+    match event_stream {
+        false => Shape::Whole,
+        true if path.ends_with("/messages") => Shape::MessagesStream,
+        true if is_responses(path) => Shape::ResponsesStream,
+        true => Shape::ChatStream,
     }
 }
 
@@ -405,37 +444,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_json_chat_or_messages_posts_are_recorded() {
+    fn only_json_chat_messages_or_responses_posts_are_recorded() {
         let chat = br#"{"model": "m",
 "messages": [{"role": "user", "content": "a\nb"}], "stream": true}"#;
-        let (raw, stream) = recordable(&Method::POST, chat).expect("recorded");
+        let path = "/v1/chat/completions";
+        let (raw, stream) = recordable(&Method::POST, path, chat).expect("recorded");
         assert!(stream);
         assert!(!raw.get().contains('\n'));
         let back: serde_json::Value = serde_json::from_str(raw.get()).expect("json");
         assert_eq!(back["messages"][0]["content"], "a\nb");
-        assert!(recordable(&Method::GET, chat).is_none());
-        assert!(recordable(&Method::POST, br#"{"prompt": "x"}"#).is_none());
-        assert!(recordable(&Method::POST, br#"{"messages": "x"}"#).is_none());
-        assert!(recordable(&Method::POST, b"not json").is_none());
+        assert!(recordable(&Method::GET, path, chat).is_none());
+        assert!(recordable(&Method::POST, path, br#"{"prompt": "x"}"#).is_none());
+        assert!(recordable(&Method::POST, path, br#"{"messages": "x"}"#).is_none());
+        assert!(recordable(&Method::POST, path, b"not json").is_none());
+        // Responses: `input` a string or items, on a Responses path only.
+        let responses = "/v1/responses";
+        for body in [
+            &br#"{"input": "hi", "stream": true}"#[..],
+            br#"{"model": "m", "input": [{"role": "user", "content": "hi"}]}"#,
+        ] {
+            assert!(recordable(&Method::POST, responses, body).is_some());
+            assert!(recordable(&Method::POST, "/v1/embeddings", body).is_none());
+        }
+        assert!(recordable(&Method::POST, responses, br#"{"input": 5}"#).is_none());
     }
 
     #[test]
-    fn the_first_known_session_header_names_the_session() {
+    fn the_first_session_header_present_names_the_session() {
         let known: Vec<HeaderName> = KNOWN_SESSION_HEADERS
             .iter()
             .map(|n| HeaderName::from_static(n))
             .collect();
         let mut h = HeaderMap::new();
         assert_eq!(session(&known, &h), None);
-        h.insert("session_id", HeaderValue::from_static("codex-old"));
-        h.insert("x-session-id", HeaderValue::from_static("generic"));
-        assert_eq!(session(&known, &h).as_deref(), Some("codex-old"));
-        h.insert("x-claude-code-session-id", HeaderValue::from_static("  "));
-        assert_eq!(session(&known, &h).as_deref(), Some("codex-old"));
-        h.insert("X-Claude-Code-Session-Id", HeaderValue::from_static("cc-1"));
-        assert_eq!(session(&known, &h).as_deref(), Some("cc-1"));
-        let given = [HeaderName::from_static("x-agent-session")];
-        assert_eq!(session(&given, &h), None);
+        h.insert("x-claude-code-session-id", HeaderValue::from_static("cc"));
+        assert_eq!(
+            session(&known, &h),
+            None,
+            "an identity header, not the session"
+        );
+        h.insert("x-session-id", HeaderValue::from_static("  "));
+        assert_eq!(session(&known, &h), None);
+        h.insert("X-Session-Id", HeaderValue::from_static("generic"));
+        assert_eq!(session(&known, &h).as_deref(), Some("generic"));
+        let given = [
+            HeaderName::from_static("x-agent-session"),
+            HeaderName::from_static("x-session-id"),
+        ];
+        assert_eq!(session(&given, &h).as_deref(), Some("generic"));
+        h.insert("x-agent-session", HeaderValue::from_static("mine"));
+        assert_eq!(session(&given, &h).as_deref(), Some("mine"));
     }
 
     #[test]

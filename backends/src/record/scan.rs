@@ -3,12 +3,13 @@
 //! reader takes (docs/formats/openai-log.md).
 //!
 //! Owns [`ResponseScan`], fed every body chunk in order and asked once
-//! at the end. Three shapes: an OpenAI chat stream (SSE chunks: the
+//! at the end. Four shapes: an OpenAI chat stream (SSE chunks: the
 //! `delta.content`s joined, the last `usage`), an Anthropic Messages
 //! stream (SSE events: the content blocks rebuilt, text and `tool_use`
 //! with its input, and the usage of `message_start` updated by
-//! `message_delta`), or a whole JSON body (a chat completion or a Messages
-//! `message`, kept as it is). What it keeps is capped at [`KEEP_CAP`]
+//! `message_delta`), an OpenAI Responses stream (its output items rebuilt
+//! by `super::responses_scan`), or a whole JSON body (a chat completion, a
+//! Messages `message` or a Responses `response`, kept as it is). What it keeps is capped at [`KEEP_CAP`]
 //! bytes; past it the rest still passes through the proxy, uncaptured.
 //! A stream line that is not SSE (a field other than `data`, `event`, `id`
 //! or `retry`, a comment or a blank) or whose `data` is neither JSON nor
@@ -16,6 +17,8 @@
 //! what it could not read. Knows no HTTP and no I/O.
 
 use serde_json::{json, Map, Value};
+
+use super::responses_scan::ResponsesStream;
 
 /// The most bytes of a response's text (or of a whole body) kept for the
 /// capture.
@@ -30,6 +33,8 @@ const LINE_CAP: usize = 1 << 20;
 pub enum Shape {
     ChatStream,
     MessagesStream,
+    /// An OpenAI Responses stream (`/v1/responses`).
+    ResponsesStream,
     Whole,
 }
 
@@ -54,6 +59,8 @@ pub struct ResponseScan {
     text: String,
     /// A Messages stream's blocks, by their index.
     blocks: Vec<(u64, Block)>,
+    /// A Responses stream's items.
+    responses: ResponsesStream,
     usage: Option<Map<String, Value>>,
     /// A whole body.
     whole: Vec<u8>,
@@ -83,6 +90,7 @@ impl ResponseScan {
             line: Vec::new(),
             text: String::new(),
             blocks: Vec::new(),
+            responses: ResponsesStream::default(),
             usage: None,
             whole: Vec::new(),
             error: None,
@@ -156,17 +164,17 @@ impl ResponseScan {
         match self.shape {
             Shape::ChatStream => self.on_chat_chunk(value),
             Shape::MessagesStream => self.on_messages_event(value),
+            Shape::ResponsesStream => {
+                let (kept, truncated) = (&mut self.kept, &mut self.truncated);
+                self.responses
+                    .event(value, &mut |text| fits(kept, truncated, text));
+            }
             Shape::Whole => {}
         }
     }
 
     fn keep(&mut self, text: &str) -> bool {
-        if self.kept + text.len() > KEEP_CAP {
-            self.truncated = true;
-            return false;
-        }
-        self.kept += text.len();
-        true
+        fits(&mut self.kept, &mut self.truncated, text)
     }
 
     fn on_chat_chunk(&mut self, value: Value) {
@@ -275,6 +283,11 @@ impl ResponseScan {
                 }
                 Value::Object(r)
             }),
+            Shape::ResponsesStream => {
+                let stream = std::mem::take(&mut self.responses);
+                self.error = self.error.take().or(stream.error.clone());
+                ok.then(|| stream.finish())
+            }
             Shape::Whole => {
                 let parsed = (!self.truncated)
                     .then(|| serde_json::from_slice::<Value>(&self.whole).ok())
@@ -298,6 +311,17 @@ impl ResponseScan {
             malformed: self.malformed,
         }
     }
+}
+
+/// Whether `text` still fits the cap on what is kept (counting it when it
+/// does; marking the response truncated when not).
+fn fits(kept: &mut usize, truncated: &mut bool, text: &str) -> bool {
+    if *kept + text.len() > KEEP_CAP {
+        *truncated = true;
+        return false;
+    }
+    *kept += text.len();
+    true
 }
 
 /// An error object's message (OpenAI `{message, type}`, Anthropic
@@ -364,6 +388,30 @@ mod tests {
         assert_eq!(r["content"][1]["name"], "read");
         assert_eq!(r["usage"]["input_tokens"], 10);
         assert_eq!(r["usage"]["output_tokens"], 9);
+    }
+
+    #[test]
+    fn a_responses_stream_split_anywhere_gives_its_items_and_usage() {
+        let events = [
+            r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_7","object":"response","status":"in_progress","output":[],"usage":null}}"#,
+            r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}}"#,
+            r#"{"type":"response.output_text.delta","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi "}"#,
+            r#"{"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"there"}"#,
+            r#"{"type":"response.completed","sequence_number":4,"response":{"id":"resp_7","object":"response","status":"completed","usage":{"input_tokens":9,"output_tokens":2,"total_tokens":11}}}"#,
+        ];
+        let body: String = events
+            .iter()
+            .map(|e| format!("event: x\ndata: {e}\n\n"))
+            .collect();
+        for cut in [1, 50, body.len() / 2, body.len() - 2] {
+            let (a, b) = body.split_at(cut);
+            let out = scan(Shape::ResponsesStream, &[a, b], 200);
+            let r = out.response.expect("response");
+            assert_eq!(r["id"], "resp_7");
+            assert_eq!(r["output"][0]["content"][0]["text"], "Hi there");
+            assert_eq!(r["usage"]["input_tokens"], 9);
+            assert!(out.error.is_none() && out.malformed == 0);
+        }
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use arbor_formats::capture::{seconds, CaptureLine, CaptureSink};
+use arbor_formats::capture::{seconds, CaptureLine, CaptureSink, Identity};
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use serde_json::value::RawValue;
@@ -40,6 +40,8 @@ use crate::live::redact::Secrets;
 pub struct Exchange {
     pub start_ns: u64,
     pub session_id: Option<String>,
+    /// What the agent's own identity headers said.
+    pub identity: Identity,
     pub method: String,
     pub path: String,
     pub stream: bool,
@@ -57,6 +59,7 @@ impl Exchange {
         Exchange {
             start_ns,
             session_id: None,
+            identity: Identity::default(),
             method,
             path,
             stream: false,
@@ -84,6 +87,7 @@ impl Exchange {
             first_byte_ns: self.first_byte_ns,
             end_ns,
             session_id: self.session_id,
+            identity: self.identity,
             infer: true,
             method: self.method,
             path: self.path,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_backends::live::exchange::Target;
-use arbor_backends::live::request::BodyConfig;
+use arbor_backends::live::request::{Api, BodyConfig};
 use arbor_backends::live::{run, warm_pool, LiveConfig, Progress, RunOutcome};
 use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
@@ -34,7 +34,7 @@ impl RecordSink for VecSink {
 }
 
 /// The emulator's runtime: a thread of its own, as in `arbor run`.
-fn server_runtime() -> tokio::runtime::Runtime {
+pub(crate) fn server_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -115,6 +115,30 @@ pub(crate) fn drive(
     cache_bust: bool,
     stop: impl std::future::Future<Output = ()>,
 ) -> (Scheduler, Vec<RequestRecord>, RunOutcome) {
+    drive_api(
+        base_url,
+        Api::Chat,
+        workload,
+        policy,
+        timeout,
+        warm,
+        cache_bust,
+        stop,
+    )
+}
+
+/// [`drive`], speaking `api`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn drive_api(
+    base_url: &str,
+    api: Api,
+    workload: Workload,
+    policy: Policy,
+    timeout: Duration,
+    warm: usize,
+    cache_bust: bool,
+    stop: impl std::future::Future<Output = ()>,
+) -> (Scheduler, Vec<RequestRecord>, RunOutcome) {
     let compiled = compile(
         &workload,
         &policy,
@@ -124,17 +148,20 @@ pub(crate) fn drive(
     )
     .expect("compiles");
     let mut scheduler = Scheduler::new(compiled, policy).expect("valid policy");
+    let mut target = Target::new(
+        &format!("{base_url}{}", api.path()),
+        &Default::default(),
+        timeout,
+        0,
+        None,
+    )
+    .expect("a loopback URL");
+    target.api = api;
     let live = LiveConfig {
-        target: Target::new(
-            &format!("{base_url}/v1/chat/completions"),
-            &Default::default(),
-            timeout,
-            0,
-            None,
-        )
-        .expect("a loopback URL"),
+        target,
         body: BodyConfig {
             model: "arbor-emulator".into(),
+            api,
             ..BodyConfig::default()
         },
         warm_connections: warm,

@@ -42,7 +42,7 @@ impl RecordObserver for Heard {
     }
 }
 
-fn scratch_file(test: &str) -> PathBuf {
+pub(crate) fn scratch_file(test: &str) -> PathBuf {
     std::env::temp_dir().join(format!("arbor-record-{test}-{}.jsonl", std::process::id()))
 }
 
@@ -96,11 +96,11 @@ fn a_bad_upstream_or_session_header_is_refused_before_anything_starts() {
 
 /// How long any one step may take before the test fails: generous, since
 /// each step is a few local round trips on a loaded 2-core machine.
-const BOUND: Duration = Duration::from_secs(30);
+pub(crate) const BOUND: Duration = Duration::from_secs(30);
 
 /// What the observer heard.
 #[derive(Debug)]
-enum Event {
+pub(crate) enum Event {
     Listening(SocketAddr),
     Stopping,
     CaptureFailed(String, bool),
@@ -125,15 +125,15 @@ impl RecordObserver for Told {
     }
 }
 
-struct Running {
-    addr: SocketAddr,
+pub(crate) struct Running {
+    pub(crate) addr: SocketAddr,
     events: Receiver<Event>,
-    stop: StopHandle,
+    pub(crate) stop: StopHandle,
     done: JoinHandle<Result<Recorded, Error>>,
 }
 
 impl Running {
-    fn start(options: RecordOptions) -> Running {
+    pub(crate) fn start(options: RecordOptions) -> Running {
         let (tx, events) = channel();
         let stop = StopHandle::default();
         let handle = stop.clone();
@@ -155,7 +155,7 @@ impl Running {
     }
 
     /// The recording's result, once it ended by itself or by `stop`.
-    fn wait(self) -> Result<Recorded, Error> {
+    pub(crate) fn wait(self) -> Result<Recorded, Error> {
         let deadline = std::time::Instant::now() + BOUND;
         while !self.done.is_finished() {
             assert!(
@@ -218,7 +218,7 @@ fn first_chunk(stream: &mut TcpStream) -> String {
     String::from_utf8_lossy(&seen).into_owned()
 }
 
-fn capture_lines(path: &PathBuf) -> Vec<Value> {
+pub(crate) fn capture_lines(path: &PathBuf) -> Vec<Value> {
     std::fs::read_to_string(path)
         .expect("the capture")
         .lines()

@@ -391,7 +391,8 @@ pub struct RequestArgs {
     pub model: Option<String>,
 
     /// Which API to call: chat (/v1/chat/completions), completions
-    /// (/v1/completions) or messages (Anthropic's /v1/messages).
+    /// (/v1/completions), messages (Anthropic's /v1/messages) or
+    /// responses (OpenAI's /v1/responses).
     #[arg(long, value_name = "API", default_value = "chat", value_parser = values::api, help_heading = SERVER)]
     pub api: Api,
 

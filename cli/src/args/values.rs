@@ -87,14 +87,15 @@ pub fn percent(text: &str) -> Result<GapTransform, String> {
     Policy::think_pct(text).map_err(|e| e.to_string())
 }
 
-/// `chat`, `completions` or `messages`.
+/// `chat`, `completions`, `messages` or `responses`.
 pub fn api(text: &str) -> Result<Api, String> {
     match text {
         "chat" => Ok(Api::Chat),
         "completions" => Ok(Api::Completions),
         "messages" => Ok(Api::Messages),
+        "responses" => Ok(Api::Responses),
         _ => Err(format!(
-            "expected chat, completions or messages, got `{text}`"
+            "expected chat, completions, messages or responses, got `{text}`"
         )),
     }
 }

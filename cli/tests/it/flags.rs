@@ -82,8 +82,8 @@ fn typed_policy_values_are_checked_at_parse_time() {
     );
     expect_exit_2(&["plan", "--format", "csv"], &["--format", "weka"]);
     expect_exit_2(
-        &["run", "--api", "responses"],
-        &["--api", "chat, completions or messages"],
+        &["run", "--api", "realtime"],
+        &["--api", "chat, completions, messages or responses"],
     );
     expect_exit_2(
         &["run", "--max-tokens-field", "n"],

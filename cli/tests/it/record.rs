@@ -368,11 +368,12 @@ fn assert_listing(capture: &Path) {
         })
         .collect();
     children.sort_unstable();
+    // Inferred, and marked so (issue 29, item 3).
     assert_eq!(
         children,
         [
-            "(blocking, 1 turn), spawned by turn 1, turn 0 joins turn 2",
-            "(blocking, 2 turns), spawned by turn 1, turn 1 joins turn 2",
+            "(blocking, 1 turn), spawned by turn 1, turn 0 joins turn 2 [parent inferred: tool wait]",
+            "(blocking, 2 turns), spawned by turn 1, turn 1 joins turn 2 [parent inferred: tool wait]",
         ]
     );
     let out = arbor(&["inspect", "--json", "--trees", path]);
@@ -452,6 +453,106 @@ fn a_recorded_agent_loads_as_its_tree_and_replays_at_the_recorded_times() {
     assert_eq!(sent, recorded);
     for l in &planned {
         assert_eq!(l["start_s"], l["eligible_s"], "no lateness: {l}");
+    }
+}
+
+/// A file under `testdata/`.
+fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata")
+        .join(name)
+}
+
+/// Issue 29, item 5: a capture whose lines carry Claude Code's identity
+/// headers (testdata/openai-log/identity.jsonl) lists the tree they state,
+/// each subagent marked with the header its parent came from; `--json`
+/// counts them by header.
+#[test]
+fn inspect_marks_the_parents_identity_headers_gave() {
+    let path = testdata("openai-log/identity.jsonl");
+    let path = path.to_str().expect("utf-8");
+    let out = arbor(&["inspect", path]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = crate::util::stdout(&out);
+    let listing: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("  trees "))
+        .skip(1)
+        .collect();
+    let session = "3f2a9c1e-5b7d-4e21-9a0c-cc0de5e55101";
+    assert_eq!(
+        listing,
+        [
+            format!("    {session}: 4 agents, 6 turns"),
+            format!("      {session} (root, 2 turns)"),
+            "        agent-explore (blocking, 2 turns), spawned by turn 0, turn 1 joins turn 1 \
+             [parent header: x-claude-code-parent-agent-id]"
+                .to_string(),
+            "          agent-grep (blocking, 1 turn), spawned by turn 0, turn 0 joins turn 1 \
+             [parent header: x-claude-code-parent-agent-id]"
+                .to_string(),
+            "        agent-review (blocking, 1 turn), spawned by turn 0, turn 0 joins turn 1 \
+             [parent header: x-claude-code-agent-id]"
+                .to_string(),
+        ]
+    );
+    assert!(
+        text.contains("6 lines placed by the agents' own identity headers"),
+        "{text}"
+    );
+    let out = arbor(&["inspect", "--json", path]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        v["links"]["parents_from_headers"],
+        json!([
+            {"rule": "x-claude-code-agent-id", "count": 1},
+            {"rule": "x-claude-code-parent-agent-id", "count": 2},
+        ])
+    );
+    assert_eq!(v["links"]["parents_inferred"], json!([]));
+}
+
+/// Issue 29, item 5: a capture of Responses API requests
+/// (testdata/openai-log/responses.jsonl, Codex's shape) replayed with
+/// `--api responses`: every request goes to the emulator's
+/// `/v1/responses`, streamed, and each record's usage is the emulator's
+/// count of that request.
+#[test]
+fn a_responses_capture_replays_with_api_responses() {
+    let dir = scratch("record-responses");
+    let emulator = Emulator::start();
+    let capture = testdata("openai-log/responses.jsonl");
+    let url = emulator.handle.base_url();
+    let out = dir.join("run");
+    run_into(
+        &out,
+        &[
+            &[
+                capture.to_str().expect("utf-8"),
+                "--api",
+                "responses",
+                "--endpoint",
+                &url,
+            ][..],
+            &FAST[..],
+        ]
+        .concat(),
+    );
+    let records = jsonl(&out.join("records.jsonl"));
+    let stamps = emulator.handle.stamps();
+    assert_eq!(records.len(), 4);
+    assert_eq!(stamps.len(), 4);
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["input_tokens_source"], "usage", "{r}");
+        let id = r["request"].as_u64().expect("request").to_string();
+        let stamp = stamps
+            .iter()
+            .find(|s| s.request_id == id)
+            .expect("the emulator's stamp");
+        assert_eq!(stamp.endpoint, "/v1/responses");
+        assert!(stamp.stream);
+        assert_eq!(r["input_tokens"], stamp.prompt_tokens, "{r}");
     }
 }
 

@@ -24,8 +24,10 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+mod identity;
 mod redact;
 
+pub use identity::{Identity, Stated};
 pub use redact::Redactor;
 
 /// One recorded exchange. `start` and `end` (unix seconds) are what every
@@ -40,9 +42,13 @@ pub struct CaptureLine {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_byte_ns: Option<u64>,
     pub end_ns: u64,
-    /// The session's name from `--session-header`.
+    /// The session's name from `--session-header` (or `X-Session-Id`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The agent's own identity headers (session, agent, parent agent),
+    /// each with the header that stated it.
+    #[serde(skip_serializing_if = "Identity::is_empty")]
+    pub identity: Identity,
     /// Agents are inferred from the traffic by the loader.
     pub infer: bool,
     pub method: String,
@@ -271,6 +277,7 @@ mod tests {
             first_byte_ns: None,
             end_ns: i + 1,
             session_id: None,
+            identity: Identity::default(),
             infer: true,
             method: "POST".into(),
             path: "/v1/chat/completions".into(),

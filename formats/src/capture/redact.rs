@@ -15,12 +15,14 @@
 //!
 //! Kept as they are: numbers (token counts, `max_tokens`), booleans,
 //! object keys, and the strings that name structure at their places in
-//! the OpenAI chat completions and Anthropic Messages schemas (a request,
-//! a response, a stream chunk's `choices`, the capture's short form
-//! `{content, usage}`): the model, the response's `id` and `object`,
-//! roles, content block and tool call types and ids, `tool_call_id`,
-//! `tool_use_id`, a `source`'s `type` and `media_type`, finish and stop
-//! reasons, `tool_choice`'s mode. The same key anywhere else (a tool's
+//! the OpenAI chat completions, Anthropic Messages and OpenAI Responses
+//! schemas (a request, a response, a stream chunk's `choices`, the
+//! capture's short form `{content, usage}`): the model, the response's
+//! `id`, `object` and `status`, roles, content block and tool call types
+//! and ids, `tool_call_id`, `tool_use_id`, a `source`'s `type` and
+//! `media_type`, finish and stop reasons, `tool_choice`'s mode, a
+//! Responses item's `type`, `id`, `call_id` and `status`, and
+//! `previous_response_id`. The same key anywhere else (a tool's
 //! input, a JSON schema in `tools`, `metadata`) is content, and redacted:
 //! the walk goes by position, not by key ([`Redactor::body`]). Knows no
 //! HTTP and no I/O.
@@ -84,7 +86,16 @@ impl Redactor {
     /// chunk, or the capture's short form `{content, usage}`), in place:
     /// its structural strings kept, every other string redacted.
     pub fn body(&self, value: &mut Value) {
-        let keep = ["model", "id", "object", "type", "role", "stop_reason"];
+        let keep = [
+            "model",
+            "id",
+            "object",
+            "type",
+            "role",
+            "stop_reason",
+            "status",
+            "previous_response_id",
+        ];
         self.fields(value, &keep, |r, key, v| {
             match key {
                 "messages" => r.each(v, Self::message),
@@ -92,6 +103,7 @@ impl Redactor {
                 "system" | "content" => r.content(v),
                 "tools" => r.each(v, Self::tool),
                 "tool_choice" => r.tool_choice(v),
+                "input" | "output" => r.items(v),
                 "response_format" | "thinking" | "cache_control" | "error" => r.typed(v),
                 _ => return false,
             }
@@ -179,6 +191,28 @@ impl Redactor {
                 "source" => r.fields(v, &["type", "media_type"], |_, _, _| false),
                 _ => return false,
             }
+            true
+        });
+    }
+
+    /// A Responses `input` or `output`: a text, or items.
+    fn items(&self, value: &mut Value) {
+        match value {
+            Value::Array(_) => self.each(value, Self::item),
+            other => self.all(other),
+        }
+    }
+
+    /// A Responses item (a message, a function call or its output): its
+    /// type, role, ids and status kept, its content walked as blocks, its
+    /// name, arguments and output redacted.
+    fn item(&self, value: &mut Value) {
+        let keep = ["type", "role", "id", "call_id", "status"];
+        self.fields(value, &keep, |r, key, v| {
+            if key != "content" {
+                return false;
+            }
+            r.content(v);
             true
         });
     }
@@ -332,6 +366,32 @@ mod tests {
         assert_eq!(c["choices"][0]["message"]["tool_calls"][0]["id"], "call_1");
         assert_eq!(c["usage"]["prompt_tokens"], 3);
         assert_eq!(short_form["content"][0]["id"], "toolu_2");
+        let mut responses = json!({"model": "gpt-x", "instructions": "SECRET-SYSTEM",
+            "previous_response_id": "resp_0", "input": [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "SECRET-ASK"}]},
+                {"type": "function_call", "call_id": "call_1", "name": "SECRET-FN", "arguments": "{\"id\":\"SECRET\"}"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "SECRET-OUT"}]});
+        r.body(&mut responses);
+        let mut answer = json!({"id": "resp_1", "status": "completed", "output": [
+            {"type": "message", "id": "msg_1", "role": "assistant",
+             "content": [{"type": "output_text", "text": "SECRET-ANSWER"}]}],
+            "usage": {"input_tokens": 3}});
+        r.body(&mut answer);
+        let mut plain = json!({"input": "SECRET-PLAIN"});
+        r.body(&mut plain);
+        for v in [&responses, &answer, &plain] {
+            assert!(!v.to_string().contains("SECRET"), "{v}");
+        }
+        assert_eq!(responses["previous_response_id"], "resp_0");
+        assert_eq!(responses["input"][0]["content"][0]["type"], "input_text");
+        assert_eq!(responses["input"][1]["type"], "function_call");
+        assert_eq!(responses["input"][2]["call_id"], "call_1");
+        assert_eq!(answer["output"][0]["content"][0]["type"], "output_text");
+        assert_eq!(
+            (&answer["id"], &answer["status"]),
+            (&json!("resp_1"), &json!("completed"))
+        );
+        assert_eq!(plain["input"].as_str().map(str::len), Some(12));
         let mut modes = json!({"tool_choice": "auto", "messages": []});
         r.body(&mut modes);
         assert_eq!(modes["tool_choice"], "auto");

@@ -17,10 +17,14 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use serde::Deserialize;
 
+mod identity;
 mod infer;
+mod responses;
 
 use arbor_engine::error::InputError;
-use arbor_engine::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
+use arbor_engine::model::{
+    Agent, AgentKind, InputKind, LinkSource, Message, Provenance, Role, Tree, Turn, TurnText,
+};
 use arbor_engine::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
 
 use super::fields::{
@@ -73,6 +77,9 @@ struct RawLine {
     /// without `agent_id`.
     #[serde(default)]
     infer: Option<bool>,
+    /// What the agent's own identity headers said ([`identity`]).
+    #[serde(default)]
+    identity: Option<identity::RawIdentity>,
     request: RawRequest,
     #[serde(default)]
     response: Option<RawResponse>,
@@ -81,7 +88,17 @@ struct RawLine {
 #[derive(Deserialize)]
 #[serde(expecting = "a chat completions request body (an object with `messages`)")]
 struct RawRequest {
-    messages: Vec<RawMessage>,
+    /// Chat completions and Messages; a Responses request has `input`.
+    #[serde(default)]
+    messages: Option<Vec<RawMessage>>,
+    /// The Responses API's: its system prompt, its items ([`responses`]),
+    /// and the response it continues.
+    #[serde(default)]
+    instructions: Option<String>,
+    #[serde(default)]
+    input: Option<responses::RawInput>,
+    #[serde(default)]
+    previous_response_id: Option<String>,
     /// A Messages body's system prompt (a string or text blocks): the
     /// turn's first message, with the system role.
     #[serde(default)]
@@ -100,6 +117,12 @@ struct RawResponse {
     content: Option<Content>,
     #[serde(default)]
     choices: Option<Vec<RawChoice>>,
+    /// A Responses response's items and its id (which a later request's
+    /// `previous_response_id` names).
+    #[serde(default)]
+    output: Option<Vec<responses::RawItem>>,
+    #[serde(default)]
+    id: Option<String>,
     #[serde(default)]
     usage: Option<RawUsage>,
 }
@@ -158,6 +181,11 @@ struct Placed {
     agent: String,
     /// Session, agent and parent are to be inferred ([`infer::place`]).
     inferred: bool,
+    /// The line named its session (`session_id`, or a header session).
+    session_given: bool,
+    /// What its identity headers said, for a line without `agent_id`
+    /// ([`identity::place`]).
+    told: Option<identity::Told>,
     entry: Entry,
 }
 
@@ -170,12 +198,20 @@ struct Entry {
     /// Nanoseconds from the start to the response's first byte.
     ttft: Option<u64>,
     parent: Option<String>,
+    /// Where `parent` came from when not from the file's
+    /// `parent_agent_id`: a header, or an inference rule.
+    parent_source: Option<LinkSource>,
     background: bool,
     messages: Vec<Message>,
     model: Option<String>,
     response: Option<String>,
     prompt_tokens: Option<u32>,
     completion_tokens: Option<u32>,
+    /// A Responses turn: its response's id, the response it continues,
+    /// and whether its first message is its `instructions`.
+    response_id: Option<String>,
+    previous_response_id: Option<String>,
+    instructions: bool,
 }
 
 struct AgentEntries {
@@ -201,8 +237,12 @@ struct Counts {
     no_response: Tally,
     dropped_parts: Tally,
     background_root: Tally,
+    /// Responses turns continuing a response the capture lacks.
+    unchained: Tally,
     /// Inferred lines, agents and trees.
     inferred: infer::Inferred,
+    /// Lines and parents the identity headers placed.
+    from_headers: identity::FromHeaders,
 }
 
 /// Does this start of a file look like arbor's OpenAI capture log?
@@ -220,12 +260,19 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
     let mut tally = Counts::default();
     let mut read: Vec<Placed> = Vec::new();
     let mut earliest: Option<u64> = None;
-    while let Some(raw) = lines.next::<RawLine>()? {
+    while let Some(mut raw) = lines.next::<RawLine>()? {
         let line = lines.line();
-        let session = raw
+        // The file's own agent_id wins over any header.
+        let told = match (&raw.agent_id, raw.identity.take()) {
+            (None, Some(identity)) => Some(identity.into_told()),
+            _ => None,
+        };
+        let named = raw
             .session_id
             .clone()
-            .unwrap_or_else(|| DEFAULT_SESSION.to_string());
+            .or_else(|| told.as_ref()?.session.as_ref().map(|s| s.id.clone()));
+        let session_given = named.is_some();
+        let session = named.unwrap_or_else(|| DEFAULT_SESSION.to_string());
         let inferred = raw.infer == Some(true) && raw.agent_id.is_none();
         let agent = raw.agent_id.clone().unwrap_or_else(|| session.clone());
         let entry = into_entry(raw, &file, line, &mut tally)?;
@@ -236,9 +283,13 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
             session,
             agent,
             inferred,
+            session_given,
+            told,
             entry,
         });
     }
+    tally.unchained.add(responses::chain(&mut read));
+    tally.from_headers = identity::place(&mut read, &file)?;
     tally.inferred = infer::place(&mut read);
 
     let mut sessions: Vec<Session> = Vec::new();
@@ -298,6 +349,13 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
         ),
     ];
     let mut conventions = conventions;
+    if tally.from_headers.lines > 0 {
+        conventions.push(format!(
+            "agents: {} lines placed by the agents' own identity headers; {} parents taken \
+             from a header",
+            tally.from_headers.lines, tally.from_headers.parents
+        ));
+    }
     if tally.inferred.lines > 0 {
         conventions.push(format!(
             "agents: {} lines without agent_id inferred into {} agents of {} trees by \
@@ -331,7 +389,13 @@ impl Counts {
             format!("{n} turns have no recorded response")
         });
         self.dropped_parts.report(&mut out, file, |n| {
-            format!("{n} non-text content parts (images, audio) dropped")
+            format!("{n} non-text content parts (images, audio, reasoning) dropped")
+        });
+        self.unchained.report(&mut out, file, |n| {
+            format!(
+                "{n} Responses turns continue a response not in the capture \
+                 (previous_response_id): their earlier context is missing"
+            )
         });
         self.background_root.report(&mut out, file, |n| {
             format!("`background` ignored on {n} root agents (a root is never a background child)")
@@ -395,8 +459,21 @@ fn into_entry(
             ));
         }
     }
-    let mut messages = Vec::with_capacity(raw.request.messages.len() + 1);
-    if let Some(system) = raw.request.system {
+    let request = raw.request;
+    let (chat, input) = match (request.messages, request.input) {
+        (Some(chat), _) => (chat, None),
+        (None, Some(input)) => (Vec::new(), Some(input)),
+        (None, None) => {
+            return Err(at(
+                "$.request",
+                "missing field `messages`: expected it in a chat completions or Messages \
+                 request body (or `input` in a Responses request body)"
+                    .to_string(),
+            ))
+        }
+    };
+    let mut messages = Vec::with_capacity(chat.len() + 1);
+    if let Some(system) = request.system {
         tally.dropped_parts.add(system.dropped as usize);
         if !system.text.is_empty() {
             messages.push(Message {
@@ -405,13 +482,26 @@ fn into_entry(
             });
         }
     }
-    for m in raw.request.messages {
+    for m in chat {
         tally.dropped_parts.add(m.content.dropped as usize);
         messages.push(m.into_message());
     }
+    let instructions =
+        input.is_some() && request.instructions.as_ref().is_some_and(|s| !s.is_empty());
+    if let Some(input) = input {
+        let mut dropped = 0;
+        messages.extend(responses::request_messages(
+            request.instructions,
+            input,
+            &mut dropped,
+        ));
+        tally.dropped_parts.add(dropped as usize);
+    }
+    let mut response_id = None;
     let (response, usage) = match raw.response {
         None => (None, None),
         Some(r) => {
+            response_id = r.id;
             let from_choices = r
                 .choices
                 .and_then(|c| c.into_iter().next())
@@ -421,7 +511,17 @@ fn into_entry(
             if let Some(c) = &content {
                 tally.dropped_parts.add(c.dropped as usize);
             }
-            (content.map(|c| c.text), r.usage)
+            let text = match (content, r.output) {
+                (Some(c), _) => Some(c.text),
+                (None, Some(output)) => {
+                    let mut dropped = 0;
+                    let text = responses::answer(output, &mut dropped);
+                    tally.dropped_parts.add(dropped as usize);
+                    Some(text)
+                }
+                (None, None) => None,
+            };
+            (text, r.usage)
         }
     };
     let (prompt_tokens, completion_tokens) = match usage {
@@ -442,12 +542,16 @@ fn into_entry(
         end,
         ttft,
         parent: raw.parent_agent_id,
+        parent_source: None,
         background: raw.background.unwrap_or(false),
         messages,
-        model: raw.request.model.filter(|m| !m.is_empty()),
+        model: request.model.filter(|m| !m.is_empty()),
         response,
         prompt_tokens,
         completion_tokens,
+        response_id,
+        previous_response_id: request.previous_response_id,
+        instructions,
     })
 }
 
@@ -550,17 +654,19 @@ fn into_tree(
 
     // Parents: stated on the agent's lines; they must agree and exist.
     let mut parents: Vec<Option<usize>> = Vec::with_capacity(session.agents.len());
+    // Where each agent's parent came from, when not from the file.
+    let mut sources: Vec<Option<LinkSource>> = Vec::with_capacity(session.agents.len());
     let mut roots: Vec<usize> = Vec::new();
     for (a, agent) in session.agents.iter().enumerate() {
-        let mut stated: Option<(&str, usize)> = None;
+        let mut stated: Option<(&str, usize, &Option<LinkSource>)> = None;
         for e in &agent.entries {
             if let Some(p) = e.parent.as_deref() {
                 match stated {
-                    None => stated = Some((p, e.line)),
-                    Some((q, q_line)) if q != p => {
+                    None => stated = Some((p, e.line, &e.parent_source)),
+                    Some((q, q_line, _)) if q != p => {
                         return Err(InputError::at(
                             file,
-                            format!("line {}, $.parent_agent_id", e.line),
+                            format!("line {}, {}", e.line, parent_path(&e.parent_source)),
                             format!(
                                 "agent `{}` has parent `{q}` on line {q_line} but `{p}` here: \
                                  expected one parent per agent",
@@ -575,13 +681,16 @@ fn into_tree(
         match stated {
             None => {
                 parents.push(None);
+                sources.push(None);
                 roots.push(a);
             }
-            Some((p, line)) => {
+            Some((p, line, source)) => {
+                let path = parent_path(source);
+                sources.push(source.clone());
                 let Some(&index) = session.by_agent.get(p) else {
                     return Err(InputError::at(
                         file,
-                        format!("line {line}, $.parent_agent_id"),
+                        format!("line {line}, {path}"),
                         format!(
                             "parent agent `{p}` of agent `{}` is not in session `{}`: expected \
                              the agent_id of an agent with lines in the same session",
@@ -592,7 +701,7 @@ fn into_tree(
                 if index == a {
                     return Err(InputError::at(
                         file,
-                        format!("line {line}, $.parent_agent_id"),
+                        format!("line {line}, {path}"),
                         format!("agent `{p}` names itself as its parent"),
                     ));
                 }
@@ -720,10 +829,14 @@ fn into_tree(
 
     let mut slots: Vec<Option<AgentEntries>> = session.agents.into_iter().map(Some).collect();
     let mut agents = Vec::with_capacity(order.len());
+    let mut provenance = Provenance::default();
     for &a in &order {
         let Some(entries) = slots.get_mut(a).and_then(Option::take) else {
             continue;
         };
+        if let Some(source) = sources.get(a).cloned().flatten() {
+            provenance.parent(agents.len() as u32, source);
+        }
         let parent = parents
             .get(a)
             .copied()
@@ -754,8 +867,17 @@ fn into_tree(
         agents,
         explicit_edges: None,
         models,
+        provenance,
         ..Tree::default()
     })
+}
+
+/// Where a parent stated by `source` is, for error messages.
+fn parent_path(source: &Option<LinkSource>) -> &'static str {
+    match source {
+        Some(LinkSource::Header(_)) => "$.identity.parent_agent",
+        _ => "$.parent_agent_id",
+    }
 }
 
 fn into_turns(

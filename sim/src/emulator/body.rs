@@ -121,6 +121,7 @@ pub(crate) fn head(endpoint: Endpoint, seq: u64, created: u64, model_json: &str)
                 r#"{{"id":"msg_arbor-{seq}","type":"message","role":"assistant","model":{model_json}"#
             )
         }
+        Endpoint::Responses => return super::responses::head(seq, created, model_json),
     };
     format!(
         r#"{{"id":"{id}-arbor-{seq}","object":"{object}","created":{created},"model":{model_json}"#
@@ -148,9 +149,18 @@ fn push_event(s: &mut String, name: &str, data: &str) {
 
 impl ChunkTemplate {
     /// `start_usage`: a Messages stream's usage in `message_start`
-    /// (ignored by the other endpoints).
-    pub(crate) fn new(endpoint: Endpoint, head: &str, start_usage: &str) -> Self {
+    /// (ignored by the other endpoints); `seq` names a Responses stream's
+    /// item.
+    pub(crate) fn new(endpoint: Endpoint, seq: u64, head: &str, start_usage: &str) -> Self {
         match endpoint {
+            Endpoint::Responses => {
+                let t = super::responses::template(seq, head);
+                ChunkTemplate {
+                    prefix_first: Bytes::from(t.first),
+                    prefix: Bytes::from(t.each),
+                    suffix: t.suffix,
+                }
+            }
             Endpoint::Chat => ChunkTemplate {
                 prefix_first: Bytes::from(format!(
                     r#"data: {head},"choices":[{{"index":0,"delta":{{"role":"assistant","content":" tok"#
@@ -227,10 +237,21 @@ fn put_u32(buf: &mut BytesMut, mut v: u32) {
     buf.put_slice(&digits[i..]);
 }
 
-/// The end of a stream: the finish chunk, the usage chunk (if asked) and
-/// `[DONE]`, as one frame; for Messages, the text block's stop,
-/// `message_delta` (stop reason and usage) and `message_stop`.
-pub(crate) fn tail(endpoint: Endpoint, head: &str, include_usage: bool, usage_json: &str) -> Bytes {
+/// The end of a stream of `n` tokens: the finish chunk, the usage chunk
+/// (if asked) and `[DONE]`, as one frame; for Messages, the text block's
+/// stop, `message_delta` (stop reason and usage) and `message_stop`; for
+/// Responses, `super::responses::tail`.
+pub(crate) fn tail(
+    endpoint: Endpoint,
+    seq: u64,
+    head: &str,
+    n: u32,
+    include_usage: bool,
+    usage_json: &str,
+) -> Bytes {
+    if endpoint == Endpoint::Responses {
+        return super::responses::tail(seq, head, n, usage_json);
+    }
     let mut s = String::with_capacity(2 * head.len() + usage_json.len() + 160);
     if endpoint == Endpoint::Messages {
         push_event(
@@ -254,7 +275,7 @@ pub(crate) fn tail(endpoint: Endpoint, head: &str, include_usage: bool, usage_js
         Endpoint::Chat => s.push_str(
             r#","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}"#,
         ),
-        Endpoint::Completions | Endpoint::Messages => s.push_str(
+        Endpoint::Completions | Endpoint::Messages | Endpoint::Responses => s.push_str(
             r#","choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}]}"#,
         ),
     }

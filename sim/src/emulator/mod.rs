@@ -26,6 +26,7 @@ mod faults;
 mod metrics;
 mod pacer;
 mod request;
+mod responses;
 mod server;
 mod shared;
 pub mod stamps;

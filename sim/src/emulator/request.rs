@@ -28,6 +28,7 @@ use serde_json::value::RawValue;
 
 use super::cache::BlockHasher;
 use super::config::DEFAULT_MAX_TOKENS;
+use super::responses;
 use super::tokens::{TextTokenizer, TokenCount};
 use crate::server::keys::TextKeys;
 
@@ -37,6 +38,8 @@ pub(crate) enum Endpoint {
     Completions,
     /// Anthropic's Messages API.
     Messages,
+    /// OpenAI's Responses API (`super::responses`).
+    Responses,
 }
 
 impl Endpoint {
@@ -45,6 +48,7 @@ impl Endpoint {
             Endpoint::Chat => "/v1/chat/completions",
             Endpoint::Completions => "/v1/completions",
             Endpoint::Messages => "/v1/messages",
+            Endpoint::Responses => "/v1/responses",
         }
     }
 }
@@ -75,6 +79,13 @@ struct RawRequest<'a> {
     system: Option<&'a RawValue>,
     #[serde(borrow, default)]
     prompt: Option<&'a RawValue>,
+    /// Responses: the system prompt and the items.
+    #[serde(borrow, default)]
+    instructions: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(default)]
+    max_output_tokens: Option<i64>,
     #[serde(default)]
     max_tokens: Option<i64>,
     #[serde(default)]
@@ -152,6 +163,26 @@ impl Prompt<'_> {
         let s: Text = serde_json::from_str(json).map_err(bad)?;
         self.text(&s.0);
         Ok(())
+    }
+}
+
+/// A Responses request's walk (`super::responses`) feeds the same prompt.
+impl responses::Walk for Prompt<'_> {
+    type Error = BadRequest;
+    fn frame(&mut self, bytes: &[u8]) {
+        Prompt::frame(self, bytes);
+    }
+    fn text(&mut self, text: &str) {
+        Prompt::text(self, text);
+    }
+    fn json_string(&mut self, json: &str) -> Result<(), BadRequest> {
+        Prompt::json_string(self, json)
+    }
+    fn content(&mut self, raw: &RawValue) -> Result<(), BadRequest> {
+        content(raw, self)
+    }
+    fn bad(&self, what: String) -> BadRequest {
+        BadRequest::Body(what)
     }
 }
 
@@ -273,21 +304,29 @@ pub(crate) fn parse(
             let p = raw.prompt.ok_or_else(|| bad("`prompt` is required"))?;
             completion_prompt(p, &mut prompt)?;
         }
+        Endpoint::Responses => responses::prompt(raw.instructions, raw.input, &mut prompt)?,
     }
-    let max_tokens = match (raw.max_completion_tokens, raw.max_tokens) {
-        (Some(v), _) => count("max_completion_tokens", v)?,
-        (None, Some(v)) => count("max_tokens", v)?,
-        (None, None) => DEFAULT_MAX_TOKENS,
+    let max_tokens = match (
+        raw.max_output_tokens,
+        raw.max_completion_tokens,
+        raw.max_tokens,
+    ) {
+        (Some(v), _, _) if endpoint == Endpoint::Responses => count("max_output_tokens", v)?,
+        (_, Some(v), _) => count("max_completion_tokens", v)?,
+        (_, None, Some(v)) => count("max_tokens", v)?,
+        _ => DEFAULT_MAX_TOKENS,
     };
     let prompt_tokens = prompt.tokens.tokens();
     Ok(Parsed {
         model: raw.model.map(Cow::into_owned),
         max_tokens,
         stream: raw.stream.unwrap_or(false),
-        include_usage: raw
-            .stream_options
-            .and_then(|o| o.include_usage)
-            .unwrap_or(false),
+        // A Responses stream always ends with its usage.
+        include_usage: endpoint == Endpoint::Responses
+            || raw
+                .stream_options
+                .and_then(|o| o.include_usage)
+                .unwrap_or(false),
         prompt_tokens,
         counted: prompt.tokens,
         blocks: prompt.hasher.finish(),
@@ -297,12 +336,18 @@ pub(crate) fn parse(
 
 /// What the emulator under a profile of `block_size`-token blocks submits
 /// to its model for `body` sent to `path` (`/v1/chat/completions`,
-/// `/v1/completions` or `/v1/messages`): the prompt's tokens by the
-/// estimate and its block keys. None: another path, or a body it refuses.
+/// `/v1/completions`, `/v1/messages` or `/v1/responses`): the prompt's
+/// tokens by the estimate and its block keys. None: another path, or a
+/// body it refuses.
 pub fn model_request_of(path: &str, body: &[u8], block_size: u32) -> Option<(u32, Vec<u64>)> {
-    let endpoint = [Endpoint::Chat, Endpoint::Completions, Endpoint::Messages]
-        .into_iter()
-        .find(|e| e.path() == path)?;
+    let endpoint = [
+        Endpoint::Chat,
+        Endpoint::Completions,
+        Endpoint::Messages,
+        Endpoint::Responses,
+    ]
+    .into_iter()
+    .find(|e| e.path() == path)?;
     let parsed = parse(endpoint, body, None, Some(block_size)).ok()?;
     Some((parsed.prompt_tokens, parsed.model_blocks))
 }
@@ -392,6 +437,36 @@ mod tests {
         let pc = parse(Endpoint::Chat, chat.as_bytes()).unwrap();
         assert_eq!(pm.blocks, pc.blocks);
         assert_eq!(pm.prompt_tokens, pc.prompt_tokens);
+    }
+
+    /// A turn sent as a Responses body counts and keys as the same turn
+    /// sent as chat: instructions are the system message, items messages.
+    #[test]
+    fn a_responses_body_counts_and_keys_as_its_chat_body() {
+        let long = "y".repeat(700);
+        let responses = format!(
+            r#"{{"instructions":"{long}","max_output_tokens":4,"stream":true,"input":[
+            {{"role":"user","content":"{long}"}},
+            {{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"ok"}}]}},
+            {{"type":"reasoning","summary":[]}},
+            {{"type":"function_call","name":"f","arguments":"{{}}","call_id":"c"}},
+            {{"type":"function_call_output","call_id":"c","output":"done"}}]}}"#
+        );
+        let chat = format!(
+            r#"{{"messages":[{{"role":"system","content":"{long}"}},{{"role":"user","content":"{long}"}},
+            {{"role":"assistant","content":"ok"}},{{"role":"assistant","content":"f {{}}"}},
+            {{"role":"tool","content":"done"}}]}}"#
+        );
+        let pr = parse(Endpoint::Responses, responses.as_bytes()).unwrap();
+        let pc = parse(Endpoint::Chat, chat.as_bytes()).unwrap();
+        assert_eq!(pr.blocks, pc.blocks);
+        assert_eq!(pr.prompt_tokens, pc.prompt_tokens);
+        assert_eq!(pr.max_tokens, 4);
+        assert!(pr.stream && pr.include_usage);
+        let plain = parse(Endpoint::Responses, br#"{"input":"abcdefgh"}"#).unwrap();
+        assert_eq!(plain.prompt_tokens, 2);
+        assert!(parse(Endpoint::Responses, br#"{"messages":[]}"#).is_err());
+        assert!(parse(Endpoint::Responses, br#"{"input":5}"#).is_err());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The HTTP server: routing, request handling (chat, completions and
-//! Messages, with each API's error shape), the handle.
+//! The HTTP server: routing, request handling (chat, completions,
+//! Messages and Responses, with each API's error shape), the handle.
 //!
 //! Built on hyper 1 directly (HTTP/1.1, one tokio task per connection via
 //! hyper-util's `TokioIo`): a stream is a body that hyper polls on the
@@ -36,6 +36,7 @@ use super::config::{EmulatorConfig, FailStatus};
 use super::faults::FaultPlan;
 use super::metrics;
 use super::request::{self, BadRequest, Endpoint};
+use super::responses;
 use super::shared::{EmulatorStats, RequestGuard, Shared};
 use super::stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};
 use super::tls::EmulatorTls;
@@ -118,6 +119,7 @@ async fn handle(
             completion(shared, req, Endpoint::Completions, t0).await
         }
         (&Method::POST, "/v1/messages") => completion(shared, req, Endpoint::Messages, t0).await,
+        (&Method::POST, "/v1/responses") => completion(shared, req, Endpoint::Responses, t0).await,
         (&Method::GET, "/arbor/stamps") => {
             let drain = req
                 .uri()
@@ -145,6 +147,7 @@ async fn handle(
             | "/v1/chat/completions"
             | "/v1/completions"
             | "/v1/messages"
+            | "/v1/responses"
             | "/arbor/stamps"
             | "/arbor/stats"
             | "/arbor/clock",
@@ -355,6 +358,7 @@ async fn completion(
     let head = body::head(endpoint, seq, created, &shared.answer_json);
     let usage = match endpoint {
         Endpoint::Messages => body::messages_usage(prompt_tokens, cached, n),
+        Endpoint::Responses => responses::usage(prompt_tokens, cached, n),
         _ => format!(
             r#"{{"prompt_tokens":{prompt_tokens},"completion_tokens":{n},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{cached}}}}}"#,
             prompt_tokens as u64 + n as u64
@@ -363,8 +367,8 @@ async fn completion(
 
     if parsed.stream {
         let start_usage = body::messages_usage(prompt_tokens, cached, 0);
-        let template = ChunkTemplate::new(endpoint, &head, &start_usage);
-        let tail = body::tail(endpoint, &head, parsed.include_usage, &usage);
+        let template = ChunkTemplate::new(endpoint, seq, &head, &start_usage);
+        let tail = body::tail(endpoint, seq, &head, n, parsed.include_usage, &usage);
         let stream = StreamBody {
             shared: shared.clone(),
             guard,
@@ -427,11 +431,13 @@ async fn completion(
         guard.finish(200);
         return json_response(200, Bytes::from_static(&MALFORMED_LINE[6..15]));
     }
-    let mut text = String::with_capacity(n as usize * 8);
-    for k in 0..n {
-        text.push_str(" tok");
-        text.push_str(&k.to_string());
+    if endpoint == Endpoint::Responses {
+        shared.stats.completed.fetch_add(1, Relaxed);
+        shared.stats.tokens.fetch_add(n as u64, Relaxed);
+        guard.finish(200);
+        return json_response(200, responses::whole(seq, &head, n, &usage));
     }
+    let text = responses::text(n);
     let text_json = serde_json::to_string(&text).expect("a string serializes");
     shared.stats.completed.fetch_add(1, Relaxed);
     shared.stats.tokens.fetch_add(n as u64, Relaxed);

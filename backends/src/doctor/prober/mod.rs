@@ -100,7 +100,7 @@ impl Prober<'_> {
         let url = endpoint::at(&self.options.endpoint, api.path());
         let headers = match api {
             Api::Messages => &self.options.messages_headers,
-            Api::Chat | Api::Completions => &self.options.headers,
+            Api::Chat | Api::Completions | Api::Responses => &self.options.headers,
         };
         let tls = self.options.tls.clone();
         let target = match Target::new(&url, headers, self.options.timeout, 0, tls) {

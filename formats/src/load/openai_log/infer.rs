@@ -26,9 +26,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use arbor_engine::model::Role;
+use arbor_engine::model::{LinkSource, Role};
 
 use super::{delta_after, Entry, Placed};
+
+/// The rule a child's parent is inferred by, as `inspect` names it.
+pub(super) const TOOL_WAIT: &str = "tool wait";
 
 /// What was inferred, for `inspect`'s conventions.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -198,6 +201,9 @@ fn place_session(
                 placed.session = tree.clone();
                 placed.agent = name.clone();
             }
+            placed.entry.parent_source = parent_name
+                .as_ref()
+                .map(|_| LinkSource::Inferred(TOOL_WAIT.into()));
             placed.entry.parent = parent_name.clone();
             placed.entry.background = background.get(c).copied().unwrap_or(false);
         }
@@ -212,7 +218,7 @@ mod tests {
     use super::super::super::test_support::scratch_file;
     use super::super::load;
     use crate::input::Loaded;
-    use arbor_engine::model::AgentKind;
+    use arbor_engine::model::{AgentKind, LinkSource};
     use serde_json::{json, Value};
 
     const S: u64 = 1_800_000_000_000_000_000;
@@ -315,6 +321,14 @@ mod tests {
             .text
             .as_ref()
             .is_some_and(|t| t.extends_previous));
+        let inferred = LinkSource::Inferred(super::TOOL_WAIT.into());
+        let links: Vec<(u32, &LinkSource)> = tree
+            .provenance
+            .parents
+            .iter()
+            .map(|l| (l.agent, &l.source))
+            .collect();
+        assert_eq!(links, [(1, &inferred), (2, &inferred)]);
         let other = &loaded.trees[1];
         assert_eq!(other.id, "default.2");
         assert_eq!(other.arrival, 10_000_000_000);
