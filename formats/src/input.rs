@@ -30,10 +30,12 @@ pub enum Format {
     OpenaiLog,
     /// arbor's native JSONL form.
     Arbor,
+    /// AIPerf's agentic graph input (`dag_jsonl`).
+    AiperfGraph,
 }
 
 impl Format {
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::Weka,
         Format::Mooncake,
         Format::AgenticMooncake,
@@ -42,6 +44,7 @@ impl Format {
         Format::Lmcache,
         Format::OpenaiLog,
         Format::Arbor,
+        Format::AiperfGraph,
     ];
 
     /// The name `--format` takes and reports show.
@@ -55,6 +58,7 @@ impl Format {
             Format::Lmcache => "lmcache",
             Format::OpenaiLog => "openai-log",
             Format::Arbor => "arbor",
+            Format::AiperfGraph => "aiperf-graph",
         }
     }
 }

@@ -39,6 +39,7 @@
 
 pub mod abench;
 pub mod agentic_mooncake;
+pub mod aiperf_graph;
 pub mod arbor;
 #[cfg(test)]
 mod bad_corpus;
@@ -80,7 +81,7 @@ pub struct Reader {
 /// Every format, in the order detection tries them: the first whose
 /// detector accepts the file's prefix is used. Weka accepts anything, last:
 /// its reader gives the precise error when a file is not Weka either.
-pub const FORMATS: [Reader; 8] = [
+pub const FORMATS: [Reader; 9] = [
     Reader {
         format: Format::Arbor,
         looks_like: |p| arbor::looks_like_arbor(&p.text),
@@ -119,6 +120,11 @@ pub const FORMATS: [Reader; 8] = [
         format: Format::Lmcache,
         looks_like: |p| lmcache::looks_like(&p.text),
         read: lmcache::load,
+    },
+    Reader {
+        format: Format::AiperfGraph,
+        looks_like: |p| aiperf_graph::looks_like(&p.text),
+        read: aiperf_graph::load,
     },
     Reader {
         format: Format::Weka,
@@ -284,6 +290,10 @@ mod tests {
                 r#"{"start": 1.5, "session_id": "s", "request": {"messages": []}}"#,
             ),
             (Format::Arbor, r#"{"arbor": 1, "id": "t1", "agents": []}"#),
+            (
+                Format::AiperfGraph,
+                r#"{"session_id": "s", "turns": [{"messages": [{"role": "user", "content": "x"}]}]}"#,
+            ),
         ];
         for (format, line) in cases {
             let prefix = Prefix::of(line.as_bytes());
