@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::util::*;
 
-const FORMATS: [&str; 8] = [
+const FORMATS: [&str; 9] = [
     "weka",
     "mooncake",
     "agentic-mooncake",
@@ -15,6 +15,7 @@ const FORMATS: [&str; 8] = [
     "lmcache",
     "openai-log",
     "arbor",
+    "aiperf-graph",
 ];
 
 fn assert_rejected(format: &str, path: &Path) {
