@@ -56,7 +56,6 @@ mod tally;
 #[cfg(test)]
 mod test_support;
 pub mod weka;
-pub mod weka_writer;
 
 use std::path::{Path, PathBuf};
 
