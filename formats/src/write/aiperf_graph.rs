@@ -43,7 +43,7 @@ const SESSION_IDS: Item = Item {
     what: "conversations named after the tree (its root) and the agent ids, with #N where a name was taken",
 };
 const FILLER: Item = Item {
-    key: "text",
+    key: "filler_text",
     what: "turns without text get filler text of their isl (4 bytes a token), each prompt extending its agent's previous one as the lengths say",
 };
 const EDGES_ADDED: Item = Item {
