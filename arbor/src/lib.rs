@@ -12,7 +12,8 @@
 //! - [`capacity::capacity`]: the largest load within SLOs, virtual or live;
 //! - [`emulate::serve_until_interrupted`]: the built-in emulator on a port;
 //! - [`inspect::inspect_inputs`]: what traces hold, as data;
-//! - [`convert::convert`]: traces of any format written as arbor's;
+//! - [`convert::convert`]: traces of any format written in another
+//!   (`--to`), with the account of what the target kept, inferred and lost;
 //! - [`schema::write_all`]: the JSON Schemas of the outputs;
 //! - [`inputs`]: options to a loaded, compiled workload and a policy;
 //!   [`scenario`]: a recipe applied to the options.

@@ -7,7 +7,7 @@
 //! what is serialized, not of what could be read). Each schema's `title` is
 //! the schema version its output names (`arbor.summary/1`): the version
 //! constants live with the types ([`RECORDS_SCHEMA`], [`SUMMARY_SCHEMA`],
-//! [`PLAN_SCHEMA`]). Writes nothing but those files.
+//! [`PLAN_SCHEMA`], [`CONVERT_SCHEMA`]). Writes nothing but those files.
 
 use std::fs;
 use std::path::Path;
@@ -17,6 +17,7 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 
 use arbor_error::Error;
+use arbor_formats::write::{Account, CONVERT_SCHEMA};
 use arbor_report::plan::{PlanReport, PLAN_SCHEMA};
 use arbor_runs::output::{Summary, SUMMARY_SCHEMA};
 
@@ -30,7 +31,7 @@ pub struct SchemaFile {
 }
 
 /// Every schema arbor writes, in a fixed order.
-pub const FILES: [SchemaFile; 3] = [
+pub const FILES: [SchemaFile; 4] = [
     SchemaFile {
         name: "records.schema.json",
         describes: "one line of records.jsonl",
@@ -48,6 +49,12 @@ pub const FILES: [SchemaFile; 3] = [
         describes: "arbor plan --json",
         version: PLAN_SCHEMA,
         generate: schema_of::<PlanReport>,
+    },
+    SchemaFile {
+        name: "convert.schema.json",
+        describes: "arbor convert --json",
+        version: CONVERT_SCHEMA,
+        generate: schema_of::<Account>,
     },
 ];
 

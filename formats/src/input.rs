@@ -34,10 +34,12 @@ pub enum Format {
     Tracelab,
     /// OpenTelemetry GenAI spans (an OTLP/JSON trace export).
     OtelGenai,
+    /// AIPerf's agentic graph input (`dag_jsonl`).
+    AiperfGraph,
 }
 
 impl Format {
-    pub const ALL: [Format; 10] = [
+    pub const ALL: [Format; 11] = [
         Format::Weka,
         Format::Mooncake,
         Format::AgenticMooncake,
@@ -48,6 +50,7 @@ impl Format {
         Format::Arbor,
         Format::Tracelab,
         Format::OtelGenai,
+        Format::AiperfGraph,
     ];
 
     /// The name `--format` takes and reports show.
@@ -63,6 +66,7 @@ impl Format {
             Format::Arbor => "arbor",
             Format::Tracelab => "tracelab",
             Format::OtelGenai => "otel-genai",
+            Format::AiperfGraph => "aiperf-graph",
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Owns every trace reader and writer and format detection ([`load`]: the
 //! `FORMATS` table, the one JSON-lines reader, the field types, the input
-//! caps), what an input held ([`input`]: `Format`, `Loaded`, `Problem`),
+//! caps; [`write`]: the writers of `arbor convert --to` and the account of
+//! what each conversion kept, inferred and lost), what an input held ([`input`]: `Format`, `Loaded`, `Problem`),
 //! what `arbor inspect` reports, as data ([`inspect`]), the synthetic
 //! workload generator ([`synthetic`]), a corpus's identity
 //! ([`manifest`]: each file's SHA-256 and the manifest hash over them),
@@ -32,3 +33,4 @@ pub mod load;
 pub mod manifest;
 pub mod sample;
 pub mod synthetic;
+pub mod write;

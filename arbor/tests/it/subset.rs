@@ -159,12 +159,12 @@ fn convert_writes_the_trees_plan_takes() {
     let out = crate::util::scratch("subset-convert").join("taken.jsonl");
     let options = arbor::convert::ConvertOptions {
         inputs: vec![corpus()],
-        format: None,
         output: out.clone(),
         subset,
+        ..Default::default()
     };
-    let written = arbor::convert::convert(&options, &Kept::default()).expect("converts");
-    assert_eq!(written, 2);
+    let account = arbor::convert::convert(&options, &Kept::default()).expect("converts");
+    assert_eq!(account.written.trees, 2);
     assert_eq!(all_ids(out), planned);
 }
 

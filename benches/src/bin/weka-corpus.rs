@@ -6,8 +6,8 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use arbor_formats::load::weka_writer::write_trace;
 use arbor_formats::synthetic::SyntheticSpec;
+use arbor_formats::write::weka::write_trace;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -28,6 +28,7 @@ use std::path::PathBuf;
 use arbor::backends::live::request::{Api, MaxTokensField};
 use arbor::engine::time::Nanos;
 use arbor::formats::input::Format;
+use arbor::formats::write::Target;
 use arbor::json::{Map, Value};
 use arbor::report::compare::metric::{fail_on, Thresholds};
 use arbor::sim::Service;
@@ -83,7 +84,8 @@ pub enum Command {
     /// Describe what traces hold: sizes, shape, token and time
     /// distributions, recorded concurrency, cache reuse, problems.
     Inspect(InspectArgs),
-    /// Rewrite traces of any format in arbor's native JSONL form.
+    /// Rewrite traces of any format in another format (arbor's native
+    /// JSONL by default), and say what the target kept, inferred and lost.
     Convert(ConvertArgs),
     /// Replay a workload against a live OpenAI-compatible server and
     /// measure it: records.jsonl, summary.json, report.html and a console
@@ -272,13 +274,18 @@ pub struct ConvertArgs {
     #[command(flatten)]
     pub traces: TraceArgs,
 
-    /// Output format: arbor (the native JSONL form, one tree per line).
-    #[arg(long, value_name = "FORMAT", value_parser = values::convert_target, help_heading = OUTPUT)]
-    pub to: String,
+    /// Output format: arbor (native JSONL), weka (a directory, one file
+    /// per tree), mooncake, agentic-mooncake, dynamo, aiperf-graph.
+    #[arg(long, value_name = "FORMAT", default_value = "arbor", value_parser = values::convert_target, help_heading = OUTPUT)]
+    pub to: Target,
 
-    /// Output file.
+    /// Output file (a directory for --to weka).
     #[arg(short = 'o', long = "out", visible_alias = "output", value_name = "FILE", help_heading = OUTPUT)]
     pub output: PathBuf,
+
+    /// Print the account as one JSON object (arbor.convert/1).
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
 
     #[command(flatten)]
     pub subset: SubsetArgs,

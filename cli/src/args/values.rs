@@ -10,6 +10,7 @@
 use arbor::backends::live::request::{Api, MaxTokensField};
 use arbor::engine::policy::{parse_duration, GapTransform, Policy};
 use arbor::engine::time::Nanos;
+use arbor::formats::write::Target;
 use arbor::json::{Map, Value};
 
 /// A non-negative duration: `30`, `0.5` (seconds) or `250ms`, `30s`, `5m`,
@@ -131,14 +132,9 @@ pub fn max_context(text: &str) -> Result<u32, String> {
     }
 }
 
-/// What `convert --to` writes: `arbor` (the only output format so far).
-pub fn convert_target(text: &str) -> Result<String, String> {
-    match text {
-        "arbor" => Ok(text.to_string()),
-        _ => Err(format!(
-            "expected arbor (the only output format so far), got `{text}`"
-        )),
-    }
+/// What `convert --to` writes: a format arbor writes.
+pub fn convert_target(text: &str) -> Result<Target, String> {
+    text.parse()
 }
 
 /// A JSON object (`--extra-body`).

@@ -23,7 +23,7 @@ pub struct InputArgs {
 
     /// Read every INPUT as this format instead of detecting it: weka,
     /// mooncake, agentic-mooncake, abench, dynamo, lmcache, openai-log,
-    /// arbor, tracelab, otel-genai.
+    /// arbor, tracelab, otel-genai, aiperf-graph.
     #[arg(long, value_name = "NAME", help_heading = INPUT)]
     pub format: Option<Format>,
 
@@ -81,7 +81,7 @@ pub struct TraceArgs {
 
     /// Read every INPUT as this format instead of detecting it: weka,
     /// mooncake, agentic-mooncake, abench, dynamo, lmcache, openai-log,
-    /// arbor, tracelab, otel-genai.
+    /// arbor, tracelab, otel-genai, aiperf-graph.
     #[arg(long, value_name = "NAME", help_heading = INPUT)]
     pub format: Option<Format>,
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::util::*;
 
-const FORMATS: [&str; 10] = [
+const FORMATS: [&str; 11] = [
     "weka",
     "mooncake",
     "agentic-mooncake",
@@ -17,6 +17,7 @@ const FORMATS: [&str; 10] = [
     "arbor",
     "tracelab",
     "otel-genai",
+    "aiperf-graph",
 ];
 
 fn assert_rejected(format: &str, path: &Path) {

@@ -194,6 +194,12 @@ fn the_same_fault_has_the_same_words_in_every_format() {
             r#"{"arbor": 1, "id": "t", "agents": [{"id": "r", "kind": "root", "turns": [{"start_ns": "x", "isl": 1, "osl": 1}]}]}"#,
             r#"{"arbor": 1, "id": "t"}"#,
         ),
+        (
+            "aiperf-graph",
+            r#"{"session_id": "s", "turns": [{"messages": ["#,
+            r#"{"session_id": "s", "turns": [{"messages": [{"role": "user"}], "max_tokens": "x"}]}"#,
+            r#"{"turns": [{"messages": [{"role": "user"}]}]}"#,
+        ),
     ];
     // (kind, shape of the place, shape of the message)
     let shapes = [
@@ -210,7 +216,7 @@ fn the_same_fault_has_the_same_words_in_every_format() {
         ("missing", "line 1", "missing field `*`: expected it in *"),
     ];
     let dir = scratch("same-fault");
-    assert_eq!(cases.len(), 10, "every format has its faults");
+    assert_eq!(cases.len(), 11, "every format has its faults");
     for (format, truncated, wrong, missing) in cases {
         for ((kind, place, message), text) in shapes.iter().zip([truncated, wrong, missing]) {
             let path = write(

@@ -366,6 +366,99 @@ fn inspect_reads_the_otel_genai_fixture_with_its_parents_from_the_file() {
 }
 
 #[test]
+fn inspect_reads_the_aiperf_graph_fixture_with_its_branches() {
+    let path = testdata("aiperf-graph/sample.dag.jsonl");
+    let path = path.to_str().unwrap();
+    // Counted from the file itself: roots are the conversations no branch
+    // names; every naming instantiates the named conversation (and what
+    // it names) once more.
+    let text = std::fs::read_to_string(path).unwrap();
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id: std::collections::BTreeMap<&str, &Value> = rows
+        .iter()
+        .map(|r| (r["session_id"].as_str().unwrap(), r))
+        .collect();
+    let named = |row: &Value| -> Vec<String> {
+        let mut out: Vec<String> = row["pre_session_spawns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect();
+        for turn in row["turns"].as_array().unwrap() {
+            for s in turn["spawns"].as_array().into_iter().flatten() {
+                match s.as_str() {
+                    Some(id) => out.push(id.to_string()),
+                    None => out.extend(
+                        s["children"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|c| c.as_str().unwrap().to_string()),
+                    ),
+                }
+            }
+            for f in turn["forks"].as_array().into_iter().flatten() {
+                out.push(
+                    f.as_str()
+                        .unwrap_or_else(|| f["child"].as_str().unwrap())
+                        .to_string(),
+                );
+            }
+        }
+        out
+    };
+    let referenced: BTreeSet<String> = rows.iter().flat_map(named).collect();
+    let roots: Vec<&str> = by_id
+        .keys()
+        .copied()
+        .filter(|id| !referenced.contains(*id))
+        .collect();
+    fn walk(
+        id: &str,
+        by_id: &std::collections::BTreeMap<&str, &Value>,
+        named: &dyn Fn(&Value) -> Vec<String>,
+    ) -> (u64, u64) {
+        let row = by_id[id];
+        let mut agents = 1;
+        let mut turns = row["turns"].as_array().unwrap().len() as u64;
+        for child in named(row) {
+            let (a, t) = walk(&child, by_id, named);
+            agents += a;
+            turns += t;
+        }
+        (agents, turns)
+    }
+    let (agents, turns) = roots.iter().fold((0, 0), |(a, t), r| {
+        let (ra, rt) = walk(r, &by_id, &named);
+        (a + ra, t + rt)
+    });
+    let v = inspect_json(&[path]);
+    assert_eq!(counts(&v), (roots.len() as u64, agents, turns));
+    assert_eq!(counts(&v), (2, 7, 12));
+    assert_eq!(v["inputs"][0]["format"], "aiperf-graph");
+    assert_eq!(v["tokens_estimated"], 12);
+    assert_eq!(v["prefix_cache"]["basis"], "text blocks");
+    // The human summary draws the branches as the file states them.
+    let out = arbor(&["inspect", path]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let human = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "plan-1-explore (blocking, 2 turns), spawned by turn 1, turn 1 joins turn 2",
+        "plan-1-test (blocking, 1 turn), spawned by turn 1, turn 0 joins turn 3",
+        "plan-1-wrap (blocking, 1 turn), spawned by turn 3",
+        "chat-2-title (background, 1 turn)",
+        "edges: 11 from the file",
+        "timing reconstructed: 12 turns",
+    ] {
+        assert!(human.contains(line), "{line:?} missing from:\n{human}");
+    }
+}
+
+#[test]
 fn inspect_counts_match_the_lmcache_files() {
     for (name, want) in [
         ("miniswe/189f0222310bd8eee310f204e91b9c84.jsonl", 6),

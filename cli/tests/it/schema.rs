@@ -15,10 +15,11 @@ use serde_json::Value;
 
 use crate::util::{arbor, fixture, jsonl, run_into, scratch, stderr, stdout, FAST};
 
-const FILES: [&str; 3] = [
+const FILES: [&str; 4] = [
     "records.schema.json",
     "summary.schema.json",
     "plan.schema.json",
+    "convert.schema.json",
 ];
 
 fn committed_dir() -> PathBuf {
@@ -206,4 +207,34 @@ fn plan_json_follows_its_schema() {
     let mut retyped = last;
     retyped["queue_wait"]["p99_s"] = Value::from("slow");
     assert!(plan.schemas.validate(&retyped, plan.index).is_err());
+}
+
+#[test]
+fn convert_json_follows_its_schema() {
+    let account = Validator::of("convert.schema.json");
+    let dir = scratch("schema-convert");
+    let dynamo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/dynamo/sample.jsonl");
+    let mut last = Value::Null;
+    for target in ["arbor", "mooncake", "aiperf-graph"] {
+        let out_file = dir.join(format!("out.{target}"));
+        let out = arbor(&[
+            "convert",
+            "--json",
+            "--to",
+            target,
+            "-o",
+            out_file.to_str().unwrap(),
+            dynamo.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{target}: {}", stderr(&out));
+        let value: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+        account.check(&format!("convert --json --to {target}"), &value);
+        assert_eq!(value["schema_version"], account.title.as_str());
+        assert_eq!(value["target"], target);
+        last = value;
+    }
+    assert!(!last["lost"].as_array().unwrap().is_empty());
+    let mut retyped = last;
+    retyped["lost"][0]["turns"] = Value::from("many");
+    assert!(account.schemas.validate(&retyped, account.index).is_err());
 }

@@ -22,7 +22,7 @@ use arbor_engine::time::{Nanos, MAX_SECONDS};
 
 use super::fields::{show_number, tokens_for_bytes, Count, Millis, RawMessage, MAX_NANOS};
 use super::json::Lines;
-use super::sniff::{Codec, TopKeys};
+use super::sniff::{first_row, has_key, Codec, TopKeys};
 use super::source::Source;
 use super::tally::Tally;
 use crate::input::{Loaded, Problem};
@@ -78,12 +78,20 @@ struct RawTurn {
 // Reading
 
 /// Does this start of a file look like abench session JSONL? (zstd files
-/// are recognised by their magic bytes before this is asked.)
+/// are recognised by their magic bytes before this is asked.) AIPerf's
+/// `dag_jsonl` conversations also have `session_id` and `turns`; their
+/// turns carry `messages`, abench's `input_delta`.
 pub fn looks_like(text_prefix: &str) -> bool {
     let keys = TopKeys::of(text_prefix);
     keys.has("session_id")
         && keys.has_any(&["turns", "system_prompt", "source"])
         && !keys.has_any(&["request", "arbor"])
+        && !first_row(text_prefix).is_some_and(|row| {
+            !has_key(row, "input_delta")
+                && ["messages", "spawns", "forks"]
+                    .iter()
+                    .any(|k| has_key(row, k))
+        })
 }
 
 /// Reads one abench file (plain JSONL, or zstd-compressed JSONL recognised

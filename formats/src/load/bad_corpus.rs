@@ -143,6 +143,26 @@ const CORPUS: &[(&str, &str, &[&str])] = &[
     ("otel-genai", "truncated.json", &["truncated.json: line 35, column 6", "invalid JSON: the text ends early (truncated?)"]),
     ("otel-genai", "missing_end_time.json", &["missing_end_time.json: line 111, $.resourceSpans[0].scopeSpans[0].spans[2]:", "missing field `endTimeUnixNano`"]),
     ("otel-genai", "missing_output_tokens.json", &["missing_output_tokens.json: line 113, $.resourceSpans[0].scopeSpans[0].spans[3].attributes:", "no `gen_ai.usage.output_tokens` on a `chat` span"]),
+    ("aiperf-graph", "empty.jsonl", &["empty.jsonl: empty file", "expected AIPerf DAG conversations"]),
+    ("aiperf-graph", "no_turns.jsonl", &["no_turns.jsonl: line 1, $.turns:", "[]: expected at least one turn"]),
+    ("aiperf-graph", "empty_messages.jsonl", &["empty_messages.jsonl: line 1, $.turns[0].messages:", "expected at least one message"]),
+    ("aiperf-graph", "empty_session_id.jsonl", &["empty_session_id.jsonl: line 1, $.session_id:", "expected a non-empty string, got \"\""]),
+    ("aiperf-graph", "duplicate_session.jsonl", &["duplicate_session.jsonl: line 3, $.session_id:", "duplicate session_id \"a\" (first on line 1)"]),
+    ("aiperf-graph", "unknown_child.jsonl", &["unknown_child.jsonl: line 1, $.turns[0].spawns[0]:", "\"helper\": expected the session_id of a conversation in this file"]),
+    ("aiperf-graph", "cycle.jsonl", &["cycle.jsonl: line 3, $.turns[0].spawns[0]:", "branches form a cycle (\"b\" -> \"c\" -> \"b\")"]),
+    ("aiperf-graph", "forked_twice.jsonl", &["forked_twice.jsonl: line 2, $.turns[0].forks[0]:", "\"c\" is forked twice (first at line 1, $.turns[0].forks[0])"]),
+    ("aiperf-graph", "fork_before_last.jsonl", &["fork_before_last.jsonl: line 1, $.turns[0].forks[0]:", "a foreground fork before the conversation's last turn"]),
+    ("aiperf-graph", "join_at_out_of_range.jsonl", &["join_at_out_of_range.jsonl: line 1, $.turns[0].spawns[0].join_at:", "5: expected a turn after the spawning turn 0 and before the end (2 turns)"]),
+    ("aiperf-graph", "zero_max_tokens.jsonl", &["zero_max_tokens.jsonl: line 1, $.turns[0].max_tokens:", "expected a positive integer, got 0"]),
+    ("aiperf-graph", "bool_max_tokens.jsonl", &["bool_max_tokens.jsonl: line 1, $.turns[0].max_tokens:", "invalid type: boolean `true`"]),
+    ("aiperf-graph", "negative_delay.jsonl", &["negative_delay.jsonl: line 1, $.turns[1].delay:", "expected a non-negative finite number of milliseconds", "got -250"]),
+    ("aiperf-graph", "huge_delays.jsonl", &["huge_delays.jsonl: line 1:", "the delays add up past the largest time a trace may state"]),
+    ("aiperf-graph", "unknown_field.jsonl", &["unknown_field.jsonl: line 1, $.turns[0].temperature:", "unknown field `temperature`: expected one of `messages`"]),
+    ("aiperf-graph", "unknown_role.jsonl", &["unknown_role.jsonl: line 1, $.turns[0].messages[0].role:", "got `critic`"]),
+    ("aiperf-graph", "system_later.jsonl", &["system_later.jsonl: line 1, $.turns[1].messages[0].role:", "a `system` message after the prompt's start"]),
+    ("aiperf-graph", "orchestrator.jsonl", &["orchestrator.jsonl: line 1, $.orchestrator:", "an orchestrator conversation"]),
+    ("aiperf-graph", "reserved_context_mode.jsonl", &["reserved_context_mode.jsonl: line 1, $.context_mode:", "got `message_array_without_responses` (reserved by AIPerf"]),
+    ("aiperf-graph", "truncated.jsonl", &["truncated.jsonl: line 2, column", "invalid JSON: the text ends early (truncated?)"]),
 ];
 
 #[test]
@@ -202,6 +222,7 @@ fn never_panics_on_truncations() {
         (Format::Tracelab, "tracelab/round_trace.jsonl", 97),
         (Format::OtelGenai, "otel-genai/sample.jsonl", 53),
         (Format::OtelGenai, "otel-genai/sample.json", 131),
+        (Format::AiperfGraph, "aiperf-graph/sample.dag.jsonl", 29),
     ];
     for (format, fixture, step) in fixtures {
         let bytes = std::fs::read(testdata(fixture)).expect("read a fixture");

@@ -39,6 +39,7 @@
 
 pub mod abench;
 pub mod agentic_mooncake;
+pub mod aiperf_graph;
 pub mod arbor;
 #[cfg(test)]
 mod bad_corpus;
@@ -57,7 +58,6 @@ mod tally;
 mod test_support;
 pub mod tracelab;
 pub mod weka;
-pub mod weka_writer;
 
 use std::path::{Path, PathBuf};
 
@@ -82,7 +82,7 @@ pub struct Reader {
 /// Every format, in the order detection tries them: the first whose
 /// detector accepts the file's prefix is used. Weka accepts anything, last:
 /// its reader gives the precise error when a file is not Weka either.
-pub const FORMATS: [Reader; 10] = [
+pub const FORMATS: [Reader; 11] = [
     Reader {
         format: Format::Arbor,
         looks_like: |p| arbor::looks_like_arbor(&p.text),
@@ -131,6 +131,11 @@ pub const FORMATS: [Reader; 10] = [
         format: Format::OtelGenai,
         looks_like: |p| otel_genai::looks_like(&p.text),
         read: otel_genai::load,
+    },
+    Reader {
+        format: Format::AiperfGraph,
+        looks_like: |p| aiperf_graph::looks_like(&p.text),
+        read: aiperf_graph::load,
     },
     Reader {
         format: Format::Weka,
@@ -303,6 +308,10 @@ mod tests {
             (
                 Format::OtelGenai,
                 r#"{"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [{"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174", "attributes": [{"key": "input_length", "value": {"intValue": "5"}}]}]}]}]}"#,
+            ),
+            (
+                Format::AiperfGraph,
+                r#"{"session_id": "s", "turns": [{"messages": [{"role": "user", "content": "x"}]}]}"#,
             ),
         ];
         for (format, line) in cases {

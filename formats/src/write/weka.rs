@@ -1,19 +1,155 @@
-//! Writes trees in the Weka kv-cache-tester layout (one JSON object per
-//! tree, one per line: the SemiAnalysis corpus layout).
+//! Writes trees in the Weka kv-cache-tester layout: one JSON object per
+//! tree (`arbor convert --to weka -o DIR` writes one file a tree; the
+//! benches' corpora put one a line, the SemiAnalysis layout).
 //!
-//! Owns the inverse of [`super::weka`] for generated workloads: it is how
-//! the benchmarks get large, realistic Weka corpora from the synthetic
-//! generator. Subagents are written as inline `type: "subagent"` entries
-//! after the parent request that precedes their spawn, in the *relative*
-//! convention (marker `t` is the completion, inner `t` relative to the
-//! spawn; background children as `async_launched` with `t` the launch).
-//! Times are written as exact decimal seconds of the model's nanoseconds,
-//! so reading the output back gives the same times.
+//! Owns the inverse of the Weka reader. Subagents are written as inline
+//! `type: "subagent"` entries after the parent request that precedes their
+//! spawn, in the *relative* convention (marker `t` is the completion,
+//! inner `t` relative to the spawn; background children as
+//! `async_launched` with `t` the launch). Times are written as exact
+//! decimal seconds of the model's nanoseconds, so reading the output back
+//! gives the same times. Edges are not written: the reader derives them
+//! from those times. The account says what the layout cannot hold (text,
+//! stated edges, hash ids shared across trees, ...).
 
 use std::io::{self, Write};
 
-use arbor_engine::model::{Agent, AgentKind, InputKind, Tree, Turn};
+use arbor_engine::model::{Agent, AgentKind, HashScope, InputKind, Tree, Turn};
 use arbor_engine::time::Nanos;
+
+use super::account::{
+    agents_where, note_agents, note_provenance, note_turns, turns_where, Account, Item, Side,
+};
+use super::names::Names;
+use super::TreeWriter;
+
+/// What the Weka layout keeps.
+pub const KEPT: &[&str] = &[
+    "subagents (parent, blocking or background)",
+    "turn starts, durations (api_time) and ttft to the nanosecond",
+    "isl, osl, models, input kinds (tool result or text), hash ids and block size",
+    "tool and system tokens",
+];
+
+const TEXT: Item = Item {
+    key: "text",
+    what: "recorded text dropped (the layout has hash ids only; the text is synthesized again from them)",
+};
+const EDGES: Item = Item {
+    key: "edges",
+    what: "stated edges not written: the reader derives them from the times; the turns listed get other incoming edges",
+};
+const HASH_SCOPE: Item = Item {
+    key: "hash_scope",
+    what:
+        "hash ids are per trace in this layout: blocks shared with other trees are no longer shared",
+};
+const ROOT_ID: Item = Item {
+    key: "root_id",
+    what: "the root agent is read back named after the trace id",
+};
+const AGENT_END: Item = Item {
+    key: "agent_end",
+    what: "a blocking subagent's end is written as the later of its recorded end and its last turn's end; a background one's is not written",
+};
+const BLOCK_SIZE: Item = Item {
+    key: "block_size",
+    what: "no block size in the source: 64 written (the layout's default)",
+};
+const MODEL_UNKNOWN: Item = Item {
+    key: "model_unknown",
+    what: "turns without a model written with model `unknown` (the layout requires one)",
+};
+const FILE_NAMES: Item = Item {
+    key: "file_names",
+    what: "file names made from the tree ids (other characters as `_`), numbered in corpus order so the directory reads back in the same order",
+};
+
+/// The Weka writer of `arbor convert`: one file per tree.
+#[derive(Default)]
+pub struct Writer {
+    names: Names,
+    files: u64,
+}
+
+impl TreeWriter for Writer {
+    fn tree_file(&mut self, tree: &Tree) -> Option<String> {
+        let safe: String = tree
+            .id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(100)
+            .collect();
+        let name = self.names.claim(&format!("{:08}-{safe}", self.files));
+        self.files += 1;
+        Some(format!("{name}.json"))
+    }
+
+    fn write_tree(
+        &mut self,
+        tree: &Tree,
+        out: &mut dyn Write,
+        account: &mut Account,
+    ) -> io::Result<()> {
+        write_trace(tree, out)?;
+        note(tree, account);
+        Ok(())
+    }
+}
+
+/// Notes what writing `tree` in the Weka layout loses or infers.
+fn note(tree: &Tree, account: &mut Account) {
+    account.inferred(FILE_NAMES, 0, 0);
+    note_turns(
+        account,
+        Side::Lost,
+        TEXT,
+        turns_where(tree, |t| t.text.is_some()),
+    );
+    if let Some(stated) = &tree.explicit_edges {
+        let derived = arbor_engine::derive::derive_edges(tree, &Default::default()).0;
+        let mut changed: Vec<u32> = stated
+            .iter()
+            .filter(|e| !derived.contains(e))
+            .chain(derived.iter().filter(|e| !stated.contains(e)))
+            .map(|e| e.to)
+            .collect();
+        changed.sort_unstable();
+        changed.dedup();
+        note_turns(account, Side::Lost, EDGES, changed.len());
+    }
+    let has_ids = turns_where(tree, |t| !t.hash_ids.is_empty());
+    if tree.hash_scope == HashScope::Global && has_ids > 0 {
+        account.lost(HASH_SCOPE, 0, has_ids);
+    }
+    if tree.agents.first().is_some_and(|a| a.id != tree.id) {
+        account.lost(ROOT_ID, 1, 0);
+    }
+    let ends = agents_where(tree, |a| match a.kind {
+        AgentKind::Root => false,
+        AgentKind::Background => a.recorded_end.is_some(),
+        AgentKind::Blocking => a.recorded_end != Some(end_of(a)),
+    });
+    note_agents(account, Side::Lost, AGENT_END, ends);
+    if tree.block_size == 0 {
+        account.inferred(BLOCK_SIZE, 0, 0);
+    }
+    note_turns(
+        account,
+        Side::Inferred,
+        MODEL_UNKNOWN,
+        turns_where(tree, |t| {
+            t.model.and_then(|m| tree.models.get(m as usize)).is_none()
+        }),
+    );
+    note_provenance(account, tree);
+}
 
 /// Seconds with nine decimals, trailing zeros trimmed (exact for ns).
 fn write_secs(out: &mut impl Write, ns: Nanos) -> io::Result<()> {
@@ -40,7 +176,8 @@ fn write_str(out: &mut impl Write, text: &str) -> io::Result<()> {
 }
 
 /// Writes one tree as one line.
-pub fn write_trace(tree: &Tree, out: &mut impl Write) -> io::Result<()> {
+pub fn write_trace(tree: &Tree, mut out: &mut dyn Write) -> io::Result<()> {
+    let out = &mut out;
     out.write_all(b"{\"id\":")?;
     write_str(out, &tree.id)?;
     out.write_all(b",\"models\":[")?;
@@ -198,59 +335,4 @@ fn write_subagent(
     out.write_all(b",\"requests\":")?;
     write_requests(out, tree, children, kid, spawn)?;
     out.write_all(b"}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::load::weka::{parse_trace, SubagentTimes};
-    use crate::synthetic::SyntheticSpec;
-
-    #[test]
-    fn generated_trees_read_back_with_the_same_times() {
-        let spec: SyntheticSpec = "trees=6,turns=10,depth=2,spawn=0.5,fanout=3,background=0.3,hash_ids=true,unknown=0.1,seed=21"
-            .parse()
-            .unwrap();
-        let workload = spec.generate();
-        let mut subagents = 0;
-        for tree in &workload.trees {
-            let mut bytes = Vec::new();
-            write_trace(tree, &mut bytes).unwrap();
-            let text = String::from_utf8(bytes).unwrap();
-            let (back, conventions) = parse_trace(&text, "gen.jsonl").unwrap();
-            if tree.agents.len() > 1 {
-                assert_eq!(conventions.subagent_times, SubagentTimes::Relative);
-                subagents += tree.agents.len() - 1;
-            }
-            assert_eq!(back.agents.len(), tree.agents.len());
-            // Agents come back in document order; match them by id.
-            for (index, agent) in tree.agents.iter().enumerate() {
-                // The root takes the trace's id; children keep theirs.
-                let other = match index {
-                    0 => &back.agents[0],
-                    _ => back
-                        .agents
-                        .iter()
-                        .find(|a| a.id == agent.id)
-                        .expect("agent kept"),
-                };
-                assert_eq!(other.kind, agent.kind, "{}", agent.id);
-                let starts = |a: &Agent| {
-                    a.turns
-                        .iter()
-                        .map(|t| (t.start, t.duration, t.isl, t.osl))
-                        .collect::<Vec<_>>()
-                };
-                assert_eq!(starts(other), starts(agent), "{}", agent.id);
-                let ids = |a: &Agent| {
-                    a.turns
-                        .iter()
-                        .map(|t| t.hash_ids.clone())
-                        .collect::<Vec<_>>()
-                };
-                assert_eq!(ids(other), ids(agent));
-            }
-        }
-        assert!(subagents > 5, "the spec should produce subagents");
-    }
 }
