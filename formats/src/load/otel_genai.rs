@@ -27,7 +27,7 @@ use arbor_engine::model::{Agent, AgentKind, HashScope, InputKind, Tree, Turn};
 use arbor_engine::time::{Nanos, MAX_SECONDS};
 
 use super::fields::{show_number, Text, UnixNanos, MAX_NANOS};
-use super::json::{self, Fault, Lines};
+use super::json::{self, Lines};
 use super::sniff::TopKeys;
 use super::source::Source;
 use crate::input::{Loaded, Problem};
@@ -403,6 +403,17 @@ struct Counts {
     lines: usize,
 }
 
+impl Counts {
+    /// Adds what another batch of lines counted while converting.
+    fn add(&mut self, other: &Counts) {
+        self.failed_turns += other.failed_turns;
+        self.legacy_tokens += other.legacy_tokens;
+        self.other_operations += other.other_operations;
+        self.tools += other.tools;
+        self.lines += other.lines;
+    }
+}
+
 /// A fault of one span, before its line is known.
 struct Pending {
     place: Place,
@@ -626,26 +637,24 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
         let export = parsed.map_err(|f| f.on_line(&file, first_line))?;
         convert(export, first_line, &mut spans, &mut counts)
             .map_err(|p| pending_error(&file, first_line, p))?;
+        // The other lines in batches, parsed on all cores (lines are
+        // independent until their traces are built).
+        let mut batch: Vec<(usize, String)> = Vec::new();
+        let mut batch_bytes = 0;
         loop {
-            let outcome: Option<Result<Result<(), Pending>, Fault>> =
-                lines.next_line()?.map(|text| {
-                    json::parse::<RawExport>(text, EXPORT)
-                        .map(|export| convert(export, 0, &mut spans, &mut counts))
-                });
-            let Some(outcome) = outcome else { break };
-            let line = lines.line();
-            counts.lines += 1;
-            match outcome {
-                Err(fault) => return Err(fault.on_line(&file, line)),
-                Ok(Err(pending)) => return Err(pending_error(&file, line, pending)),
-                Ok(Ok(())) => {}
+            let next = lines.next_line()?.map(str::to_string);
+            let more = next.is_some();
+            if let Some(text) = next {
+                batch_bytes += text.len();
+                batch.push((lines.line(), text));
             }
-            // Spans converted from this line learn their line now.
-            for span in spans.iter_mut().rev() {
-                if span.place.line != 0 {
-                    break;
-                }
-                span.place.line = line;
+            if !more || batch_bytes >= BATCH_BYTES {
+                read_batch(&batch, &file, &mut spans, &mut counts)?;
+                batch.clear();
+                batch_bytes = 0;
+            }
+            if !more {
+                break;
             }
         }
         places_document = None;
@@ -677,6 +686,78 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
         document: places_document.as_ref(),
     };
     build(spans, &places, counts)
+}
+
+/// Export lines are parsed in batches of about this many bytes.
+const BATCH_BYTES: usize = 16 << 20;
+
+/// The spans of a batch of export lines, parsed and converted on up to
+/// four threads, appended in line order; the first faulty line in file
+/// order is the one reported, whatever order the threads finish in.
+fn read_batch(
+    batch: &[(usize, String)],
+    file: &str,
+    spans: &mut Vec<Span>,
+    counts: &mut Counts,
+) -> Result<(), InputError> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    // Split into `workers` runs of roughly equal bytes.
+    let total: usize = batch.iter().map(|(_, l)| l.len()).sum();
+    let mut chunks: Vec<&[(usize, String)]> = Vec::with_capacity(workers);
+    let (mut begin, mut acc) = (0, 0);
+    for (i, (_, line)) in batch.iter().enumerate() {
+        acc += line.len();
+        if acc * workers >= total * (chunks.len() + 1) && chunks.len() + 1 < workers {
+            chunks.push(&batch[begin..=i]);
+            begin = i + 1;
+        }
+    }
+    chunks.push(&batch[begin..]);
+    let read = |chunk: &[(usize, String)]| -> (Vec<Span>, Counts, Option<InputError>) {
+        let mut spans = Vec::new();
+        let mut counts = Counts::default();
+        for (line, text) in chunk {
+            let converted = json::parse::<RawExport>(text, EXPORT)
+                .map_err(|fault| fault.on_line(file, *line))
+                .and_then(|export| {
+                    convert(export, *line, &mut spans, &mut counts)
+                        .map_err(|pending| pending_error(file, *line, pending))
+                });
+            counts.lines += 1;
+            if let Err(e) = converted {
+                return (spans, counts, Some(e));
+            }
+        }
+        (spans, counts, None)
+    };
+    let results = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks[1..]
+            .iter()
+            .map(|&c| scope.spawn(move || read(c)))
+            .collect();
+        let mut all = vec![read(chunks[0])];
+        for handle in handles {
+            all.push(
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            );
+        }
+        all
+    });
+    for (more, more_counts, error) in results {
+        if let Some(e) = error {
+            return Err(e);
+        }
+        spans.extend(more);
+        counts.add(&more_counts);
+    }
+    Ok(())
 }
 
 fn pending_error(file: &str, line: usize, pending: Pending) -> InputError {
