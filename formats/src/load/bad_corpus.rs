@@ -48,6 +48,11 @@ const CORPUS: &[(&str, &str, &[&str])] = &[
     ("openai-log", "unknown_role.jsonl", &["unknown_role.jsonl", "line 1, $.request.messages[1].role", "expected a role name (system, developer, user, assistant, tool or function), got `critic`"]),
     ("openai-log", "number_content.jsonl", &["number_content.jsonl", "line 1, $.request.messages[0].content", "invalid type: integer `42`: expected message content"]),
     ("openai-log", "binary.jsonl", &["binary.jsonl", "line 1", "not UTF-8 text"]),
+    ("openai-log", "header_parent_missing.jsonl", &["header_parent_missing.jsonl", "line 2, $.identity.parent_agent", "parent agent `planner` of agent `kid` has no requests in the capture"]),
+    ("openai-log", "header_parent_cycle.jsonl", &["header_parent_cycle.jsonl", "$.identity.parent_agent", "(a cycle)"]),
+    ("openai-log", "identity_empty_id.jsonl", &["identity_empty_id.jsonl", "line 1, $.identity.session.id", "expected a non-empty string, got \"\""]),
+    ("openai-log", "responses_number_input.jsonl", &["responses_number_input.jsonl", "line 1, $.request.input", "expected a Responses input (a string, or an array of input items)"]),
+    ("openai-log", "responses_unknown_role.jsonl", &["responses_unknown_role.jsonl", "line 1, $.request.input[1].role", "got `critic`"]),
     ("weka", "negative_t.json", &["negative_t.json", "$.requests[1].t", "expected a non-negative finite number of seconds (at most 1000000000), got -3"]),
     ("weka", "string_in.json", &["string_in.json", "$.requests[0].in", "invalid type: string", "expected a non-negative integer"]),
     ("weka", "missing_requests.json", &["missing_requests.json", "missing field `requests`"]),
@@ -167,6 +172,8 @@ fn never_panics_on_truncations() {
             53,
         ),
         (Format::OpenaiLog, "openai-log/sample.jsonl", 61),
+        (Format::OpenaiLog, "openai-log/identity.jsonl", 67),
+        (Format::OpenaiLog, "openai-log/responses.jsonl", 71),
         (Format::Dynamo, "dynamo/sample.jsonl", 41),
     ];
     for (format, fixture, step) in fixtures {
