@@ -342,16 +342,17 @@ pub fn certificate_hint(cacert: Option<&Path>) -> String {
 /// The API paths an `--endpoint` may already end in: they are taken off,
 /// so the request path is never doubled (`arbor run` prints the URL
 /// requests go to).
-const API_PATHS: [&str; 4] = [
+const API_PATHS: [&str; 5] = [
     "/v1/chat/completions",
     "/v1/completions",
     "/v1/messages",
+    "/v1/responses",
     "/v1",
 ];
 
 /// `http://host:port`, `http://host:port/`, `http://host:port/v1` and
 /// `http://host:port/v1/chat/completions` (or `/v1/completions`,
-/// `/v1/messages`) all name the same server: the base URL without a
+/// `/v1/messages`, `/v1/responses`) all name the same server: the base URL without a
 /// trailing `/` or API path. A query string (`?api_key=...`) is kept at
 /// the end, and [`at`] puts it back after the request's path. A clap value
 /// parser (`--endpoint`); its errors show the URL redacted.
@@ -753,6 +754,7 @@ mod tests {
             "/v1/completions",
             "/v1/messages",
             "/v1/messages/",
+            "/v1/responses",
         ] {
             assert_eq!(
                 normalize_endpoint(&format!("https://h/api{path}?k=1")).unwrap(),

@@ -1,6 +1,6 @@
 //! The recording proxy (`arbor record`, docs/record.md): a pass-through
 //! HTTP proxy that an agent uses as its base URL, writing every chat
-//! completions or Messages exchange to an openai-log capture
+//! completions, Messages or Responses exchange to an openai-log capture
 //! (`arbor_formats::capture`) that `arbor inspect`, `plan` and `run` read
 //! like any trace.
 //!
@@ -178,7 +178,8 @@ fn forwards_to_itself(upstream: SocketAddr, listen: SocketAddr) -> bool {
 pub struct Recorded {
     /// Lines in the capture: one per recorded exchange.
     pub lines: u64,
-    /// Requests forwarded without a line (not a chat or Messages request).
+    /// Requests forwarded without a line (not a chat, Messages or
+    /// Responses request).
     pub forwarded: u64,
 }
 

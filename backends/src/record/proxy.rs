@@ -372,7 +372,8 @@ fn shape(head: &hyper::http::response::Parts, path: &str) -> Shape {
 
 /// Forwards one request and returns the upstream's answer, passed
 /// through. The request goes upstream before the proxy reads its body
-/// for the capture (is it a chat or Messages request, which session):
+/// for the capture (is it a chat, Messages or Responses request, which
+/// session and identity):
 /// that reading overlaps the upstream's work instead of delaying it.
 pub async fn handle(
     link: Arc<Link>,

@@ -130,8 +130,8 @@ pub enum Command {
     /// this version's.
     Schema(SchemaArgs),
     /// Record a live agent's traffic: a pass-through proxy in front of an
-    /// OpenAI or Anthropic server that writes every chat or Messages
-    /// exchange to an openai-log capture (docs/record.md).
+    /// OpenAI or Anthropic server that writes every chat, Messages or
+    /// Responses exchange to an openai-log capture (docs/record.md).
     Record(RecordArgs),
     /// Datasets by name: list the registry, show one, fetch one (resumable,
     /// SHA-256 verified), or pin a local directory (docs/data.md).

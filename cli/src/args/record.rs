@@ -30,16 +30,16 @@ pub struct RecordArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
     pub listen: SocketAddr,
 
-    /// The capture file (openai-log JSONL), one line per chat or Messages
-    /// exchange, written as each response ends. Overwritten.
+    /// The capture file (openai-log JSONL), one line per chat, Messages or
+    /// Responses exchange, written as each response ends. Overwritten.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: PathBuf,
 
     /// A request header that names the agent session: its value becomes
     /// the line's `session_id` (the header itself is never written).
-    /// Without it, the session headers of common agent clients are read
-    /// (Claude Code's `X-Claude-Code-Session-Id`, Codex's `session-id`,
-    /// ...; docs/record.md).
+    /// Without it, `X-Session-Id`. Agent clients' own identity headers
+    /// (Claude Code's, Codex's, Dynamo's, OpenCode's) are recorded as the
+    /// line's `identity` either way (docs/record.md).
     #[arg(long, value_name = "NAME")]
     pub session_header: Option<String>,
 

@@ -188,12 +188,12 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for api_text in ["chat", "completions"] {
+        for api_text in ["chat", "completions", "messages", "responses"] {
             assert_eq!(api(api_text).unwrap().name(), api_text);
         }
         for field in ["max_tokens", "max_completion_tokens"] {
             assert_eq!(max_tokens_field(field).unwrap().name(), field);
         }
-        assert!(api("responses").is_err());
+        assert!(api("realtime").is_err());
     }
 }

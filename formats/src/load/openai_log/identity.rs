@@ -371,6 +371,75 @@ mod tests {
         );
     }
 
+    /// A capture mixing a client with identity headers and one without:
+    /// the first's tree from its headers, the other's inferred, each
+    /// parent marked with where it came from.
+    #[test]
+    fn a_mixed_capture_keeps_header_and_inferred_trees_apart() {
+        let dynamo = |id: &str, parent: Option<&str>| {
+            let mut v = json!({"agent": stated(id, "x-dynamo-session-id")});
+            if let Some(p) = parent {
+                v["parent_agent"] = stated(p, "x-dynamo-parent-session-id");
+            }
+            v
+        };
+        let bare = |start_ms: u64, messages: Value, answer: &str| {
+            let mut v: Value =
+                serde_json::from_str(&line(start_ms, "x", Value::Null)).expect("json");
+            v.as_object_mut().map(|o| o.remove("identity"));
+            v["request"]["messages"] = messages;
+            v["response"]["content"] = json!(answer);
+            v.to_string()
+        };
+        let m = |role: &str, content: &str| json!({"role": role, "content": content});
+        let loaded = load_lines(&[
+            line(0, "a", dynamo("root", None)),
+            line(50, "b", dynamo("kid", Some("root"))),
+            bare(100, json!([m("user", "U")]), "A1"),
+            bare(
+                400,
+                json!([m("user", "U"), m("assistant", "A1"), m("tool", "T")]),
+                "A2",
+            ),
+            // Starts while the conversation above waits on its tool.
+            bare(300, json!([m("user", "side")]), "S1"),
+        ])
+        .expect("loads");
+        let trees: Vec<(&str, Vec<(&str, Option<&LinkSource>)>)> = loaded
+            .trees
+            .iter()
+            .map(|t| {
+                let agents = t
+                    .agents
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| {
+                        let source = t
+                            .provenance
+                            .parents
+                            .iter()
+                            .find(|l| l.agent as usize == i)
+                            .map(|l| &l.source);
+                        (a.id.as_str(), source)
+                    })
+                    .collect();
+                (t.id.as_str(), agents)
+            })
+            .collect();
+        let header = LinkSource::Header("x-dynamo-parent-session-id".into());
+        let inferred = LinkSource::Inferred("tool wait".into());
+        assert_eq!(
+            trees,
+            [
+                ("root", vec![("root", None), ("kid", Some(&header))]),
+                (
+                    "default",
+                    vec![("conv-1", None), ("conv-2", Some(&inferred))]
+                ),
+            ]
+        );
+    }
+
     #[test]
     fn a_missing_header_parent_or_a_cycle_is_refused_at_its_line() {
         let dyn_agent = |id: &str, parent: &str| {
