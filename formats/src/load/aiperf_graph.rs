@@ -990,15 +990,13 @@ fn inherited_prompt(parent: &Agent, bytes: &[usize], turn: usize) -> (Vec<Messag
     (messages, bytes.get(turn).copied().unwrap_or(0))
 }
 
-/// What the client added before this turn: tool results, user text, or
-/// unknown.
+/// What the client added before this turn, by its last message: a tool
+/// result, user text, or unknown.
 fn input_kind(messages: &[Message]) -> InputKind {
-    if messages.iter().any(|m| m.role == Role::Tool) {
-        InputKind::ToolResult
-    } else if messages.last().is_some_and(|m| m.role == Role::User) {
-        InputKind::UserText
-    } else {
-        InputKind::Unknown
+    match messages.last().map(|m| m.role) {
+        Some(Role::Tool) => InputKind::ToolResult,
+        Some(Role::User) => InputKind::UserText,
+        _ => InputKind::Unknown,
     }
 }
 

@@ -7,7 +7,7 @@
 //! graph: each turn's `delay` is the gap after its agent's previous turn, a
 //! subagent is spawned by the parent turn its first turn waits for (the
 //! gap is its first `delay`) and joined at the parent turn that waits for
-//! its last turn; a subagent that starts before its parent's first turn is
+//! its last turn; a subagent whose first turn waits for no parent turn is
 //! a pre-session spawn. The format has no times, so the reader rebuilds
 //! starts from the delays with unknown durations. Recorded text is written
 //! as it is sent (deltas when each prompt extends the previous one, else
@@ -343,26 +343,14 @@ impl Plan {
                 before.push((first as usize, p));
                 continue;
             }
-            // The spawn: the latest parent turn the first turn waits for,
-            // else the latest parent turn started before it.
+            // The spawn: the latest parent turn the first turn waits for.
             let stated = incoming[first as usize]
                 .iter()
                 .filter(|e| places[e.from as usize].0 as usize == p)
                 .max_by_key(|e| (e.anchor == Anchor::End, e.from));
-            let spawn = match stated {
-                Some(e) => Some((places[e.from as usize].1, e.gap)),
-                None => parent
-                    .turns
-                    .iter()
-                    .rposition(|t| t.start < turns[0].start)
-                    .map(|i| {
-                        let at = &parent.turns[i];
-                        (i as u32, turns[0].start.saturating_sub(at.end()))
-                    }),
-            };
-            let Some((i, gap)) = spawn else {
-                // Before the parent's first turn: a pre-session spawn, at
-                // the parent's session start plus its own delay.
+            let Some((i, gap)) = stated.map(|e| (places[e.from as usize].1, e.gap)) else {
+                // It waits for no parent turn: a pre-session spawn, at the
+                // parent's session start plus its own delay.
                 launch[a] = Launch::Before;
                 before.push((first as usize, p));
                 let session = parent.turns[0].start.saturating_sub(delays[p][0]);
@@ -527,12 +515,10 @@ fn texts(tree: &Tree, a: usize, account: &mut Account) -> (&'static str, Vec<Vec
         if estimate(total) != turn.isl {
             isl += 1;
         }
-        let read = if messages.iter().any(|m| m.role == Role::Tool) {
-            InputKind::ToolResult
-        } else if messages.last().is_some_and(|m| m.role == Role::User) {
-            InputKind::UserText
-        } else {
-            InputKind::Unknown
+        let read = match messages.last().map(|m| m.role) {
+            Some(Role::Tool) => InputKind::ToolResult,
+            Some(Role::User) => InputKind::UserText,
+            _ => InputKind::Unknown,
         };
         if read != turn.input_kind {
             kinds += 1;

@@ -69,6 +69,10 @@ const EDGES: Item = Item {
     key: "edges",
     what: "stated edges not written: the reader derives them from the times",
 };
+const PARTIAL_BLOCKS: Item = Item {
+    key: "partial_blocks",
+    what: "prompts whose hash ids cover full blocks only get a hash of their own for the partial last block (the format hashes ceil(isl / block size) blocks)",
+};
 const HASHES_DROPPED: Item = Item {
     key: "hash_ids_dropped",
     what: "hash ids not written where their count is not ceil(isl / block size) or the tree's block size differs from the file's first: no prefix sharing there",
@@ -155,7 +159,7 @@ impl TreeWriter for Writer {
             .first()
             .and_then(|a| a.turns.first())
             .map(|t| nearest_ms(tree.arrival.saturating_add(t.start)));
-        let (mut rounded, mut early, mut dropped, mut hashed) = (0, 0, 0, 0);
+        let (mut rounded, mut early, mut dropped, mut hashed, mut partial) = (0, 0, 0, 0, 0);
         for (a, agent) in tree.agents.iter().enumerate() {
             let Some(session) = &sessions[a] else {
                 continue;
@@ -201,8 +205,10 @@ impl TreeWriter for Writer {
                     write!(out, ",\"total_time_ms\":{}", decimal(d, NANOS_PER_MS))?;
                 }
                 let size = tree.block_size;
+                let ids = turn.hash_ids.len();
+                let whole = size > 0 && ids == (turn.isl / size) as usize && turn.isl % size != 0;
                 let fits = size > 0
-                    && turn.hash_ids.len() == turn.isl.div_ceil(size) as usize
+                    && (ids == turn.isl.div_ceil(size) as usize || whole)
                     && self.block_size.is_none_or(|b| b == size);
                 if !turn.hash_ids.is_empty() && fits {
                     self.block_size = Some(size);
@@ -218,6 +224,10 @@ impl TreeWriter for Writer {
                         }
                         write!(out, "{}", u64::from(self.ids.id(id, tree.hash_scope)))?;
                     }
+                    if whole {
+                        partial += 1;
+                        write!(out, ",{}", u64::from(self.ids.fresh()))?;
+                    }
                     out.write_all(b"]}")?;
                 } else if !turn.hash_ids.is_empty() {
                     dropped += 1;
@@ -226,6 +236,7 @@ impl TreeWriter for Writer {
             }
         }
         note_turns(account, Side::Inferred, HASH_IDS, hashed);
+        note_turns(account, Side::Inferred, PARTIAL_BLOCKS, partial);
         note_turns(account, Side::Lost, HASHES_DROPPED, dropped);
         note_turns(account, Side::Lost, START_MS, rounded);
         note_turns(account, Side::Lost, EARLY_TURNS, early);

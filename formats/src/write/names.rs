@@ -48,6 +48,13 @@ impl FileIds {
         self.local.clear();
     }
 
+    /// An id of its own, shared with nothing.
+    pub fn fresh(&mut self) -> u32 {
+        let n = self.next;
+        self.next = self.next.wrapping_add(1);
+        n
+    }
+
     /// The file's id of `id`, of the current tree's scope.
     pub fn id(&mut self, id: u32, scope: HashScope) -> u32 {
         let map = match scope {

@@ -60,6 +60,10 @@ const MODEL_UNKNOWN: Item = Item {
     key: "model_unknown",
     what: "turns without a model written with model `unknown` (the layout requires one)",
 };
+const ARRIVAL: Item = Item {
+    key: "arrival",
+    what: "a trace starts at 0: trees arriving later read back arriving at 0",
+};
 const FILE_NAMES: Item = Item {
     key: "file_names",
     what: "file names made from the tree ids (other characters as `_`), numbered in corpus order so the directory reads back in the same order",
@@ -106,6 +110,9 @@ impl TreeWriter for Writer {
 /// Notes what writing `tree` in the Weka layout loses or infers.
 fn note(tree: &Tree, account: &mut Account) {
     account.inferred(FILE_NAMES, 0, 0);
+    if tree.arrival != 0 {
+        account.lost(ARRIVAL, 0, 0);
+    }
     note_turns(
         account,
         Side::Lost,

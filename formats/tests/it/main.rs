@@ -7,4 +7,5 @@ mod cache_warmup;
 mod compressed;
 mod data;
 mod prompt;
+mod roundtrip;
 mod start;
