@@ -472,14 +472,8 @@ mod tests {
             ..BodyConfig::default()
         };
         let prompt = Prompt::Recorded(vec![
-            MessageRef {
-                role: Role::System,
-                content: "s",
-            },
-            MessageRef {
-                role: Role::Tool,
-                content: "result",
-            },
+            MessageRef::text(Role::System, "s"),
+            MessageRef::text(Role::Tool, "result"),
         ]);
         let body: Value = serde_json::from_slice(&build_body(&config, &prompt, 0, None)).unwrap();
         assert_eq!(body["model"], "m");
@@ -525,10 +519,7 @@ mod tests {
                     role: Role::System,
                     content: "s\u{1}",
                 },
-                MessageRef {
-                    role: Role::Assistant,
-                    content: "é",
-                },
+                MessageRef::text(Role::Assistant, "é"),
             ]),
         ] {
             for api in [Api::Chat, Api::Completions, Api::Messages] {
@@ -556,18 +547,9 @@ mod tests {
         let config = BodyConfig::default();
         let marker = Some("[rid:0123456789ab]\n\n");
         let recorded = Prompt::Recorded(vec![
-            MessageRef {
-                role: Role::System,
-                content: "sys",
-            },
-            MessageRef {
-                role: Role::User,
-                content: "first",
-            },
-            MessageRef {
-                role: Role::User,
-                content: "second",
-            },
+            MessageRef::text(Role::System, "sys"),
+            MessageRef::text(Role::User, "first"),
+            MessageRef::text(Role::User, "second"),
         ]);
         let body: Value =
             serde_json::from_slice(&build_body(&config, &recorded, 3, marker)).unwrap();
@@ -592,22 +574,10 @@ mod tests {
             ..BodyConfig::default()
         };
         let recorded = Prompt::Recorded(vec![
-            MessageRef {
-                role: Role::System,
-                content: "be brief",
-            },
-            MessageRef {
-                role: Role::User,
-                content: "hi",
-            },
-            MessageRef {
-                role: Role::Assistant,
-                content: "hello",
-            },
-            MessageRef {
-                role: Role::Tool,
-                content: "42",
-            },
+            MessageRef::text(Role::System, "be brief"),
+            MessageRef::text(Role::User, "hi"),
+            MessageRef::text(Role::Assistant, "hello"),
+            MessageRef::text(Role::Tool, "42"),
         ]);
         let body: Value =
             serde_json::from_slice(&build_body(&config, &recorded, 9, Some("[m]"))).unwrap();

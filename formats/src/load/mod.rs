@@ -54,6 +54,7 @@ mod source;
 mod tally;
 #[cfg(test)]
 mod test_support;
+mod tools;
 pub mod weka;
 pub mod weka_writer;
 

@@ -20,8 +20,12 @@ use serde::Deserialize;
 mod infer;
 
 use arbor_engine::error::InputError;
-use arbor_engine::model::{Agent, AgentKind, InputKind, Message, Role, Tree, Turn, TurnText};
+use arbor_engine::model::{
+    intern_shape, Agent, AgentKind, InputKind, Message, RequestShape, Role, ShapeApi, ToolCall,
+    Tree, Turn, TurnText,
+};
 use arbor_engine::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
+use serde_json::value::RawValue;
 
 use super::fields::{
     show_number, tokens_for_bytes, Content, Count, RawMessage, UnixSecs, MAX_NANOS,
@@ -30,6 +34,7 @@ use super::json::Lines;
 use super::sniff::TopKeys;
 use super::source::Source;
 use super::tally::Tally;
+use super::tools::{read_shape, RawShape, RawToolCall, KEPT_FIELDS};
 use crate::input::{Loaded, Problem};
 
 /// The latest unix time accepted, in seconds (year 2286): anything later is
@@ -88,6 +93,18 @@ struct RawRequest {
     system: Option<Content>,
     #[serde(default)]
     model: Option<String>,
+    /// The request's shape besides its messages (`tools.rs`), as
+    /// recorded JSON text.
+    #[serde(default)]
+    tools: Option<Box<RawValue>>,
+    #[serde(default)]
+    tool_choice: Option<Box<RawValue>>,
+    #[serde(default)]
+    parallel_tool_calls: Option<Box<RawValue>>,
+    #[serde(default)]
+    response_format: Option<Box<RawValue>>,
+    #[serde(default)]
+    chat_template_kwargs: Option<Box<RawValue>>,
 }
 
 /// Either an OpenAI chat completion object (`choices[0].message.content`),
@@ -100,6 +117,9 @@ struct RawResponse {
     content: Option<Content>,
     #[serde(default)]
     choices: Option<Vec<RawChoice>>,
+    /// The short form's tool calls (chat's shape).
+    #[serde(default)]
+    tool_calls: Option<Vec<RawToolCall>>,
     #[serde(default)]
     usage: Option<RawUsage>,
 }
@@ -116,6 +136,8 @@ struct RawChoice {
 struct RawAnswer {
     #[serde(default)]
     content: Content,
+    #[serde(default)]
+    tool_calls: Option<Vec<RawToolCall>>,
 }
 
 #[derive(Deserialize)]
@@ -172,8 +194,12 @@ struct Entry {
     parent: Option<String>,
     background: bool,
     messages: Vec<Message>,
+    /// The request's tools and the other fields sent with the messages.
+    shape: RequestShape,
     model: Option<String>,
     response: Option<String>,
+    /// The tool calls the response made.
+    response_calls: Vec<ToolCall>,
     prompt_tokens: Option<u32>,
     completion_tokens: Option<u32>,
 }
@@ -396,32 +422,70 @@ fn into_entry(
         }
     }
     let mut messages = Vec::with_capacity(raw.request.messages.len() + 1);
+    let has_system = raw.request.system.is_some();
     if let Some(system) = raw.request.system {
         tally.dropped_parts.add(system.dropped as usize);
         if !system.text.is_empty() {
-            messages.push(Message {
-                role: Role::System,
-                content: system.text,
-            });
+            messages.push(Message::text(Role::System, system.text));
         }
     }
+    let mut tool_blocks = false;
     for m in raw.request.messages {
         tally.dropped_parts.add(m.content.dropped as usize);
-        messages.push(m.into_message());
+        tool_blocks |= m.content.has_tool_blocks();
+        m.into_messages(&mut messages);
     }
-    let (response, usage) = match raw.response {
-        None => (None, None),
+    // A Messages body has `system` or tool blocks; the tools' form decides
+    // when there are tools.
+    let guess = if has_system || tool_blocks {
+        ShapeApi::Messages
+    } else {
+        ShapeApi::Chat
+    };
+    let kept = [
+        raw.request.parallel_tool_calls,
+        raw.request.response_format,
+        raw.request.chat_template_kwargs,
+    ];
+    let shape = read_shape(
+        RawShape {
+            tools: raw.request.tools,
+            tool_choice: raw.request.tool_choice,
+            fields: KEPT_FIELDS
+                .into_iter()
+                .zip(kept)
+                .filter_map(|(name, value)| value.map(|v| (name, v)))
+                .collect(),
+        },
+        guess,
+        "$.request",
+    )
+    .map_err(|fault| fault.on_line(file, line))?;
+    let (response, response_calls, usage) = match raw.response {
+        None => (None, Vec::new(), None),
         Some(r) => {
             let from_choices = r
                 .choices
                 .and_then(|c| c.into_iter().next())
-                .and_then(|c| c.message)
-                .map(|m| m.content);
-            let content = from_choices.or(r.content);
+                .and_then(|c| c.message);
+            let (content, calls) = match from_choices {
+                Some(m) => (Some(m.content), m.tool_calls),
+                None => (r.content, r.tool_calls),
+            };
             if let Some(c) = &content {
                 tally.dropped_parts.add(c.dropped as usize);
             }
-            (content.map(|c| c.text), r.usage)
+            let mut response_calls: Vec<ToolCall> = Vec::new();
+            let text = content.map(|c| {
+                response_calls = c.calls;
+                c.text
+            });
+            response_calls.extend(calls.into_iter().flatten().map(RawToolCall::into_call));
+            let text = match text {
+                None if !response_calls.is_empty() => Some(String::new()),
+                text => text,
+            };
+            (text, response_calls, r.usage)
         }
     };
     let (prompt_tokens, completion_tokens) = match usage {
@@ -444,8 +508,10 @@ fn into_entry(
         parent: raw.parent_agent_id,
         background: raw.background.unwrap_or(false),
         messages,
+        shape,
         model: raw.request.model.filter(|m| !m.is_empty()),
         response,
+        response_calls,
         prompt_tokens,
         completion_tokens,
     })
@@ -718,6 +784,7 @@ fn into_tree(
         }
     }
 
+    let mut shapes: Vec<RequestShape> = Vec::new();
     let mut slots: Vec<Option<AgentEntries>> = session.agents.into_iter().map(Some).collect();
     let mut agents = Vec::with_capacity(order.len());
     for &a in &order {
@@ -738,7 +805,14 @@ fn into_tree(
             (Some(_), true) => AgentKind::Background,
             (Some(_), false) => AgentKind::Blocking,
         };
-        let turns = into_turns(entries.entries, first_start, &models, file, tally)?;
+        let turns = into_turns(
+            entries.entries,
+            first_start,
+            &models,
+            &mut shapes,
+            file,
+            tally,
+        )?;
         agents.push(Agent {
             id: entries.id,
             parent,
@@ -754,6 +828,7 @@ fn into_tree(
         agents,
         explicit_edges: None,
         models,
+        shapes,
         ..Tree::default()
     })
 }
@@ -762,12 +837,14 @@ fn into_turns(
     entries: Vec<Entry>,
     first_start: u64,
     models: &[String],
+    shapes: &mut Vec<RequestShape>,
     file: &str,
     tally: &mut Counts,
 ) -> Result<Vec<Turn>, InputError> {
-    let mut turns = Vec::with_capacity(entries.len());
-    // The previous turn's whole prompt and its response.
-    let mut previous: Option<(Vec<Message>, Option<String>)> = None;
+    let mut turns: Vec<Turn> = Vec::with_capacity(entries.len());
+    // The previous turn's whole prompt, its response and the response's
+    // tool calls.
+    let mut previous: Option<(Vec<Message>, Option<String>, Vec<ToolCall>)> = None;
     for e in entries {
         let start = since(
             e.start,
@@ -791,8 +868,18 @@ fn into_turns(
                 "the request's start",
             )?),
         };
-        let prompt_bytes: usize = e.messages.iter().map(|m| m.content.len()).sum();
-        let answer_bytes = e.response.as_ref().map_or(0, String::len);
+        let prompt_bytes: usize = e.messages.iter().map(message_bytes).sum::<usize>()
+            + e.shape
+                .tool_defs
+                .iter()
+                .map(|t| {
+                    t.name.len()
+                        + t.description.as_ref().map_or(0, String::len)
+                        + t.schema.as_ref().map_or(0, |s| s.len())
+                })
+                .sum::<usize>();
+        let answer_bytes =
+            e.response.as_ref().map_or(0, String::len) + calls_bytes(&e.response_calls);
         if e.response.is_none() {
             tally.no_response.add(1);
         }
@@ -816,15 +903,28 @@ fn into_turns(
             .as_deref()
             .and_then(|m| models.iter().position(|x| x == m))
             .and_then(|i| u16::try_from(i).ok());
-        let delta = previous
-            .as_ref()
-            .and_then(|(prompt, answer)| delta_after(&e.messages, prompt, answer.as_deref()));
+        let delta = previous.as_ref().and_then(|(prompt, answer, calls)| {
+            delta_after(&e.messages, prompt, answer.as_deref(), calls)
+        });
         let extends = delta.is_some();
         tally.extends += usize::from(extends);
         let messages = match delta {
-            Some(rest) => rest.to_vec(),
+            Some(rest) => {
+                // The calls as the agent sent them back (equal as JSON to
+                // the response's, perhaps not as text): what a replay sends.
+                let sent = e.messages.get(e.messages.len() - rest.len() - 1);
+                if let (Some(sent), Some(last)) = (sent, turns.last_mut()) {
+                    if let Some(text) = last.text.as_deref_mut() {
+                        if text.response_calls != sent.calls() {
+                            text.response_calls = sent.calls().to_vec();
+                        }
+                    }
+                }
+                rest.to_vec()
+            }
             None => e.messages.clone(),
         };
+        let shape = intern_shape(shapes, e.shape);
         turns.push(Turn {
             start,
             duration,
@@ -838,28 +938,60 @@ fn into_turns(
                 extends_previous: extends,
                 messages,
                 response: e.response.clone(),
+                response_calls: e.response_calls.clone(),
+                shape,
             })),
             tokens_estimated: estimated,
         });
-        previous = Some((e.messages, e.response));
+        previous = Some((e.messages, e.response, e.response_calls));
     }
     tally.turns += turns.len();
     Ok(turns)
 }
 
-/// The messages after `prompt` and an assistant message equal to `answer`,
-/// when `messages` begins with both; `None` otherwise.
+/// The messages after `prompt` and an assistant message equal to `answer`
+/// with the tool calls `calls`, when `messages` begins with both; `None`
+/// otherwise. Calls are equal when their ids and names are and their
+/// arguments are equal JSON (a recorder may write the answer's arguments
+/// with other spacing or key order than the agent sends them back).
 fn delta_after<'m>(
     messages: &'m [Message],
     prompt: &[Message],
     answer: Option<&str>,
+    calls: &[ToolCall],
 ) -> Option<&'m [Message]> {
     let answer = answer?;
     let head = messages.get(..prompt.len())?;
     let reply = messages.get(prompt.len())?;
-    (head == prompt && reply.role == Role::Assistant && reply.content == answer)
+    let same_calls = reply.calls().len() == calls.len()
+        && reply.calls().iter().zip(calls).all(|(a, b)| {
+            a.id == b.id && a.name == b.name && same_json(&a.arguments, &b.arguments)
+        });
+    (head == prompt && reply.role == Role::Assistant && reply.content == answer && same_calls)
         .then(|| messages.get(prompt.len() + 1..))
         .flatten()
+}
+
+/// Equal texts, or texts of equal JSON values.
+fn same_json(a: &str, b: &str) -> bool {
+    a == b
+        || matches!(
+            (
+                serde_json::from_str::<serde_json::Value>(a),
+                serde_json::from_str::<serde_json::Value>(b),
+            ),
+            (Ok(x), Ok(y)) if x == y
+        )
+}
+
+/// A message's bytes for the token estimate: its text and its tool
+/// calls' names and arguments.
+fn message_bytes(message: &Message) -> usize {
+    message.content.len() + calls_bytes(message.calls())
+}
+
+fn calls_bytes(calls: &[ToolCall]) -> usize {
+    calls.iter().map(|c| c.name.len() + c.arguments.len()).sum()
 }
 
 #[cfg(test)]
@@ -1128,19 +1260,22 @@ mod tests {
             m(Role::Assistant, "a"),
             m(Role::Tool, "t"),
         ];
-        assert_eq!(delta_after(&next, &prompt, Some("a")), Some(&next[3..]));
-        assert_eq!(delta_after(&next, &prompt, Some("b")), None);
-        assert_eq!(delta_after(&next, &prompt, None), None);
-        assert_eq!(delta_after(&next[..2], &prompt, Some("a")), None);
+        assert_eq!(
+            delta_after(&next, &prompt, Some("a"), &[]),
+            Some(&next[3..])
+        );
+        assert_eq!(delta_after(&next, &prompt, Some("b"), &[]), None);
+        assert_eq!(delta_after(&next, &prompt, None, &[]), None);
+        assert_eq!(delta_after(&next[..2], &prompt, Some("a"), &[]), None);
         let edited = [
             m(Role::System, "S"),
             m(Role::User, "u"),
             m(Role::Assistant, "a"),
         ];
-        assert_eq!(delta_after(&edited, &prompt, Some("a")), None);
+        assert_eq!(delta_after(&edited, &prompt, Some("a"), &[]), None);
         // Exactly prompt + answer: an empty delta still extends.
         assert_eq!(
-            delta_after(&next[..3], &prompt, Some("a")),
+            delta_after(&next[..3], &prompt, Some("a"), &[]),
             Some(&next[3..3])
         );
     }

@@ -57,6 +57,7 @@ fn recorded_turn() -> impl Strategy<Value = Turn> {
                     .map(|(role, content)| Message { role, content })
                     .collect(),
                 response,
+                ..Default::default()
             })),
             ..Turn::default()
         })

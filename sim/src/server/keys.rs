@@ -506,11 +506,12 @@ mod tests {
                 isl: 30,
                 text: Some(Box::new(TurnText {
                     extends_previous: false,
-                    messages: vec![Message {
-                        role: Role::User,
-                        content: " the of and to in is that for it as was".into(),
-                    }],
+                    messages: vec![Message::text(
+                        Role::User,
+                        " the of and to in is that for it as was".into(),
+                    )],
                     response: None,
+                    ..Default::default()
                 })),
                 ..Turn::default()
             },
@@ -548,6 +549,7 @@ mod tests {
                 })
                 .collect(),
             response: None,
+            ..Default::default()
         };
         let t = tree(vec![Turn {
             isl: 10,
