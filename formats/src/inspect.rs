@@ -837,7 +837,7 @@ mod tests {
             duration: Some(1),
             text: Some(Box::new(TurnText {
                 extends_previous: extends,
-                messages: vec![Message::text(Role::User, content.into())],
+                messages: vec![Message::text(Role::User, content)],
                 response: Some(response.into()),
                 ..Default::default()
             })),

@@ -35,6 +35,7 @@ pub mod record;
 pub mod redact;
 pub mod request;
 pub mod retry;
+mod shape;
 pub mod sse;
 pub mod stream;
 pub mod tls;

@@ -317,10 +317,7 @@ mod tests {
     }
 
     fn msg(role: Role, content: &str) -> Message {
-        Message {
-            role,
-            content: content.to_string(),
-        }
+        Message::text(role, content)
     }
 
     #[test]

@@ -582,7 +582,7 @@ pub(super) mod tests {
             text,
             &TurnText {
                 extends_previous: false,
-                messages: vec![Message::text(Role::User, "hello".into())],
+                messages: vec![Message::text(Role::User, "hello")],
                 response: None,
                 ..Default::default()
             }

@@ -1148,10 +1148,19 @@ mod tests {
         assert!(first.messages[0]
             .content
             .starts_with("You are a coding agent"));
-        // The answer's text and tool_use blocks, one text.
+        // The answer's text, and its tool_use block as a call (the input's
+        // JSON text as recorded).
         assert_eq!(
             first.response.as_deref(),
-            Some("I'll read the ISO parser first.\nread_file {\"path\":\"src/dateparse/iso.py\"}")
+            Some("I'll read the ISO parser first.")
+        );
+        assert_eq!(
+            first.response_calls,
+            [ToolCall {
+                id: "toolu_01".into(),
+                name: "read_file".into(),
+                arguments: r#"{"path": "src/dateparse/iso.py"}"#.into(),
+            }]
         );
         // Turns 1 and 2 extend the previous prompt and answer (whether the
         // system prompt was written as blocks or as a string): only the
@@ -1163,6 +1172,9 @@ mod tests {
             assert_eq!(x.messages[0].role, Role::Tool, "turn {t}");
             assert_eq!(agent.turns[t].input_kind, InputKind::ToolResult);
         }
+        let answered = |t: usize| text(t).messages[0].result().map(|r| r.call_id.clone());
+        assert_eq!(answered(1).as_deref(), Some("toolu_01"));
+        assert_eq!(answered(2).as_deref(), Some("toolu_02"));
         assert!(text(1).messages[0].content.contains("fromisoformat(s)"));
         assert_eq!(text(2).messages[0].content, "2 failed, 14 passed");
         // Input tokens: input + cache_read + cache_creation.
@@ -1249,10 +1261,7 @@ mod tests {
 
     #[test]
     fn extends_needs_the_exact_prompt_and_answer() {
-        let m = |role: Role, c: &str| Message {
-            role,
-            content: c.to_string(),
-        };
+        let m = |role: Role, c: &str| Message::text(role, c);
         let prompt = [m(Role::System, "s"), m(Role::User, "u")];
         let next = [
             m(Role::System, "s"),

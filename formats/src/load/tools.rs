@@ -233,8 +233,7 @@ mod tests {
                 ShapeApi::Chat,
                 "$.request",
             )
-            .err()
-            .expect("refused");
+            .expect_err("refused");
             let message = fault.on_line("f", 1).to_string();
             for part in parts {
                 assert!(message.contains(part), "{message} lacks {part}");
