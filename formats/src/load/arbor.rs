@@ -686,6 +686,41 @@ mod tests {
         }
     }
 
+    /// The recorded shape (tools, calls, results, the answer's calls)
+    /// survives a write and a read, in chat and Messages captures.
+    #[test]
+    fn round_trips_the_request_shape() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/openai-log");
+        for name in ["tools-chat.jsonl", "tools-messages.jsonl"] {
+            let loaded = super::super::openai_log::load(&dir.join(name)).expect("loads");
+            let tree = &loaded.trees[0];
+            assert!(!tree.shapes.is_empty());
+            let mut bytes = Vec::new();
+            write_tree(tree, &mut bytes).unwrap();
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(text.contains(r#""shapes":[{"api":"#), "{name}");
+            let back = parse_line(&text, "f", 1).unwrap();
+            assert_eq!(
+                back,
+                Tree {
+                    source: "f:line 1".into(),
+                    ..tree.clone()
+                },
+                "{name}"
+            );
+        }
+        // A shape index past `shapes` is refused with its place.
+        let bad = r#"{"arbor":1,"id":"t","agents":[{"id":"r","kind":"root","turns":[{"start_ns":0,"isl":1,"osl":1,"text":{"messages":[],"shape":2}}]}]}"#;
+        let msg = parse_line(bad, "f", 1).unwrap_err().to_string();
+        assert!(
+            msg.contains("$.agents[0].turns[0].text.shape") && msg.contains("0 entries"),
+            "{msg}"
+        );
+        let bad = r#"{"arbor":1,"id":"t","shapes":[{"api":"chat","tools":[{"name":"x","input_schema":{}}]}],"agents":[]}"#;
+        let msg = parse_line(bad, "f", 1).unwrap_err().to_string();
+        assert!(msg.contains("$.shapes[0].api"), "{msg}");
+    }
+
     #[test]
     fn explicit_edges_are_read_as_flat_ids() {
         let tree = parse_line(

@@ -1451,4 +1451,148 @@ mod tests {
             .iter()
             .any(|p| p.message.contains("1 non-text content parts")));
     }
+
+    /// The chat capture with tools (testdata/openai-log/tools-chat.jsonl):
+    /// the tools, tool choice and `parallel_tool_calls` kept once for the
+    /// tree, the assistant's `tool_calls` and the `tool` messages'
+    /// `tool_call_id`s kept, turns stored as deltas after the answer's
+    /// calls.
+    #[test]
+    fn a_chat_capture_keeps_tools_calls_and_results() {
+        let loaded = load(&sample("tools-chat.jsonl")).expect("loads");
+        let tree = &loaded.trees[0];
+        assert_eq!(tree.shapes.len(), 1, "one set of tools for three turns");
+        let shape = &tree.shapes[0];
+        assert_eq!(shape.api, ShapeApi::Chat);
+        let names: Vec<&str> = shape.tool_defs.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["read_file", "run_tests"]);
+        assert!(shape
+            .tools
+            .as_deref()
+            .unwrap()
+            .starts_with(r#"[{"type": "function""#));
+        assert_eq!(shape.tool_choice.as_deref(), Some(r#""auto""#));
+        assert_eq!(
+            shape.fields,
+            [("parallel_tool_calls".into(), "true".into())]
+        );
+        let turns = &tree.agents[0].turns;
+        let text = |t: usize| turns[t].text.as_deref().expect("text");
+        assert!((0..3).all(|t| text(t).shape == Some(0)));
+        // Turn 0's answer is a call without text.
+        assert_eq!(text(0).response.as_deref(), Some(""));
+        assert_eq!(
+            text(0).response_calls,
+            [ToolCall {
+                id: "call_7hQ2".into(),
+                name: "read_file".into(),
+                arguments: r#"{"path": "src/dateparse/iso.py"}"#.into(),
+            }]
+        );
+        // Turns 1 and 2 extend: only the tool results are new.
+        for (t, ids) in [
+            (1, &["call_7hQ2"][..]),
+            (2, &["call_Lm4x", "call_9vPe"][..]),
+        ] {
+            assert!(text(t).extends_previous, "turn {t}");
+            let answered: Vec<&str> = text(t)
+                .messages
+                .iter()
+                .map(|m| m.result().expect("a tool result").call_id.as_str())
+                .collect();
+            assert_eq!(answered, ids, "turn {t}");
+        }
+        assert_eq!(text(1).response_calls.len(), 2);
+        // The whole prompt of turn 2: the assistant turns carry their calls.
+        let prompt = arbor_engine::content::prompt_messages(&tree.agents[0], 2);
+        let shape: Vec<(Role, usize, bool)> = prompt
+            .iter()
+            .map(|m| (m.role, m.calls.len(), m.result.is_some()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Role::System, 0, false),
+                (Role::User, 0, false),
+                (Role::Assistant, 1, false),
+                (Role::Tool, 0, true),
+                (Role::Assistant, 2, false),
+                (Role::Tool, 0, true),
+                (Role::Tool, 0, true),
+            ]
+        );
+    }
+
+    /// The Messages capture with tools: `tool_use` blocks are calls, each
+    /// `tool_result` block a tool message, the user's text after them a
+    /// user message; the tools read neutral from `input_schema`.
+    #[test]
+    fn a_messages_capture_keeps_tool_use_and_tool_result_blocks() {
+        let loaded = load(&sample("tools-messages.jsonl")).expect("loads");
+        let tree = &loaded.trees[0];
+        assert_eq!(tree.shapes.len(), 1);
+        assert_eq!(tree.shapes[0].api, ShapeApi::Messages);
+        assert_eq!(
+            tree.shapes[0].tool_defs[0]
+                .schema
+                .as_deref()
+                .map(|s| &s[..16]),
+            Some(r#"{"type": "object"#)
+        );
+        assert_eq!(
+            tree.shapes[0].tool_choice.as_deref(),
+            Some(r#"{"type": "auto"}"#)
+        );
+        let turns = &tree.agents[0].turns;
+        let text = |t: usize| turns[t].text.as_deref().expect("text");
+        assert_eq!(text(0).response_calls[0].id, "toolu_01A");
+        assert_eq!(
+            text(1).response.as_deref(),
+            Some("`fromisoformat` before Python 3.11 rejects a `Z` suffix. I'll run the failing test and read it.")
+        );
+        assert_eq!(text(1).response_calls.len(), 2);
+        assert!(text(2).extends_previous);
+        let last: Vec<(Role, Option<&str>, &str)> = text(2)
+            .messages
+            .iter()
+            .map(|m| {
+                (
+                    m.role,
+                    m.result().map(|r| r.call_id.as_str()),
+                    &m.content[..],
+                )
+            })
+            .collect();
+        assert_eq!(last.len(), 3);
+        assert_eq!((last[0].0, last[0].1), (Role::Tool, Some("toolu_02B")));
+        assert!(last[0].2.starts_with("FAILED tests/test_iso.py"));
+        assert_eq!((last[1].0, last[1].1), (Role::Tool, Some("toolu_02C")));
+        assert_eq!(
+            last[2],
+            (
+                Role::User,
+                None,
+                "Keep the error message for other bad inputs."
+            )
+        );
+        assert_eq!(turns[2].input_kind, InputKind::UserText);
+    }
+
+    /// Tool definitions and calls count toward a turn's estimated tokens.
+    #[test]
+    fn tools_and_calls_count_in_the_estimate() {
+        let with = r#"{"start": 1, "request": {"tools": [{"type": "function", "function": {"name": "abcd", "parameters": {}}}], "messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "efgh", "arguments": "{}"}}]}]}}"#;
+        let loaded = load_text(with).expect("loads");
+        // "abcd" + "{}" + "efgh" + "{}": 12 bytes, 3 tokens.
+        assert_eq!(loaded.trees[0].agents[0].turns[0].isl, 3);
+        let msg = load_text(
+            r#"{"start": 1, "request": {"tools": [{"type": "function", "function": {"name": 1}}], "messages": []}}"#,
+        )
+        .expect_err("refused")
+        .to_string();
+        assert_contains(
+            &msg,
+            &["line 1, $.request.tools[0].function.name", "invalid type"],
+        );
+    }
 }
