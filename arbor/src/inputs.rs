@@ -1,7 +1,7 @@
 //! Turns the input and policy options into a compiled workload and a
 //! policy, the same way for `plan` and `run`: load (traces, synthetic or
-//! the bundled sample), take the subset asked for (`subset.rs`), recount
-//! tokens, fit prompts to the server
+//! the bundled sample), take the subset asked for (`subset.rs`), flatten
+//! the request shape (`--flatten-tools`), recount tokens, fit prompts to the server
 //! (`--isl-scale`, `--max-context`), check the policy's combinations
 //! (naming the flags), refuse a workload or plan too large for this
 //! machine before allocating it (estimated from counts and sizes), compile,
@@ -82,6 +82,13 @@ pub fn load(args: &InputOptions, observer: &dyn Observer) -> Result<LoadedInput,
         parts.push(taken.description);
         taken.record
     });
+    if args.flatten_tools {
+        let flattened = arbor_engine::shape::flatten(&mut workload);
+        parts.push(format!(
+            "tools flattened in {} text turns (--flatten-tools)",
+            flattened.turns
+        ));
+    }
     if let Some(path) = &args.tokenizer {
         let tokenizer = crate::tokenizer::load(path)?;
         let recount = crate::tokenizer::apply(&tokenizer, &mut workload);

@@ -62,6 +62,9 @@ pub struct InputOptions {
     pub format: Option<Format>,
     /// A `tokenizer.json` to count the prompts' tokens with.
     pub tokenizer: Option<PathBuf>,
+    /// Send recorded tool calls as text and tool results as user
+    /// messages, without the tools (`arbor_engine::shape::flatten`).
+    pub flatten_tools: bool,
     /// A synthetic workload spec, or a path to a spec file.
     pub synthetic: Option<String>,
     /// Two requests of one agent overlapping by less than this are one
@@ -79,6 +82,7 @@ impl Default for InputOptions {
             inputs: Vec::new(),
             format: None,
             tokenizer: None,
+            flatten_tools: false,
             synthetic: None,
             overlap_tolerance: defaults::OVERLAP_TOLERANCE,
             fit: FitOptions::default(),

@@ -3,9 +3,11 @@
 //! Applied once, before planning, never on the hot path: every turn that
 //! carries recorded text gets its prompt tokens (and, where the format had
 //! to estimate them, its output tokens) counted with the real tokenizer,
-//! one message at a time (a prompt's count is the sum of its messages';
-//! the chat template's own tokens are not included, since they depend on
-//! the server). Synthesized prompts need no counting: they are built from
+//! piece by piece as `arbor_engine::shape` lists them (each tool
+//! definition's name, description and schema text; each message's content
+//! and each tool call's name and arguments; a prompt's count is the sum of
+//! its pieces'; the chat template's own tokens are not included, since
+//! they depend on the server). Synthesized prompts need no counting: they are built from
 //! words that are single tokens, which this checks against the tokenizer.
 //!
 //! Also hands the same tokenizer to the built-in emulator
@@ -74,8 +76,24 @@ pub fn apply(tokenizer: &Tokenizer, workload: &mut Workload) -> Recount {
         ..Recount::default()
     };
     for tree in &mut workload.trees {
+        // Each distinct set of tools counted once.
+        let tools: Vec<u32> = tree
+            .shapes
+            .iter()
+            .map(|shape| {
+                let prompt = arbor_engine::content::Recorded {
+                    messages: Vec::new(),
+                    shape: Some(shape),
+                };
+                let mut n = 0u32;
+                arbor_engine::shape::tool_pieces(&prompt, |piece| {
+                    n = n.saturating_add(count(tokenizer, piece))
+                });
+                n
+            })
+            .collect();
         for agent in &mut tree.agents {
-            // Running prompt count of the agent's conversation.
+            // Running count of the agent's conversation's messages.
             let mut prompt = 0u32;
             let mut previous_response = 0u32;
             for turn in &mut agent.turns {
@@ -84,11 +102,13 @@ pub fn apply(tokenizer: &Tokenizer, workload: &mut Workload) -> Recount {
                     previous_response = 0;
                     continue;
                 };
-                let added: u32 = text
-                    .messages
-                    .iter()
-                    .map(|m| count(tokenizer, &m.content))
-                    .sum();
+                let mut added = 0u32;
+                for m in &text.messages {
+                    arbor_engine::shape::message_pieces(
+                        &arbor_engine::content::MessageRef::of(m),
+                        |piece| added = added.saturating_add(count(tokenizer, piece)),
+                    );
+                }
                 prompt = if text.extends_previous {
                     prompt
                         .saturating_add(previous_response)
@@ -96,8 +116,16 @@ pub fn apply(tokenizer: &Tokenizer, workload: &mut Workload) -> Recount {
                 } else {
                     added
                 };
-                let response = text.response.as_deref().map_or(0, |r| count(tokenizer, r));
-                turn.isl = prompt.max(1);
+                let mut response = text.response.as_deref().map_or(0, |r| count(tokenizer, r));
+                arbor_engine::shape::calls_pieces(&text.response_calls, |piece| {
+                    response = response.saturating_add(count(tokenizer, piece))
+                });
+                let tools = text
+                    .shape
+                    .and_then(|i| tools.get(i as usize))
+                    .copied()
+                    .unwrap_or(0);
+                turn.isl = prompt.saturating_add(tools).max(1);
                 if turn.tokens_estimated {
                     turn.osl = response.max(1);
                     turn.tokens_estimated = false;

@@ -66,6 +66,7 @@ pub fn input(a: &InputArgs, seed: u64) -> InputOptions {
         inputs: a.inputs.clone(),
         format: a.format,
         tokenizer: a.tokenizer.clone(),
+        flatten_tools: a.flatten_tools,
         synthetic: a.synthetic.clone(),
         overlap_tolerance: a.overlap_tolerance,
         fit: fit(&a.fit),

@@ -8,7 +8,8 @@
 //! prompt is a list of borrowed [`MessageRef`]s.
 //!
 //! The serialized form hashed is, for each message in order,
-//! `role` `\n` `content` `\0` (role as [`Role::as_str`]). A prompt is cut
+//! `role` `\n` `content`, then for each tool call `\x01` `name` `\x01`
+//! `arguments`, then `\0` (role as [`Role::as_str`]). A prompt is cut
 //! into chunks of [`TEXT_BLOCK_BYTES`] bytes; block `i`'s hash is FNV-1a
 //! 64 over (block `i-1`'s hash as 8 little-endian bytes, chunk `i`'s
 //! bytes), with the FNV offset basis standing in for block `-1`. A final
@@ -16,7 +17,7 @@
 //! `ceil(tokens / block_size)`); its hash differs from that of the full
 //! chunk the next turn completes it into.
 
-use crate::model::{Agent, Role};
+use crate::model::{Agent, Message, RequestShape, Role, ToolCall, ToolResult, Tree};
 
 /// Bytes of serialized prompt per text block.
 pub const TEXT_BLOCK_BYTES: usize = 256;
@@ -26,6 +27,71 @@ pub const TEXT_BLOCK_BYTES: usize = 256;
 pub struct MessageRef<'a> {
     pub role: Role,
     pub content: &'a str,
+    /// An assistant message's tool calls (empty for others).
+    pub calls: &'a [ToolCall],
+    /// The call a tool message answers.
+    pub result: Option<&'a ToolResult>,
+}
+
+impl<'a> MessageRef<'a> {
+    /// A message of plain text.
+    pub fn text(role: Role, content: &'a str) -> MessageRef<'a> {
+        MessageRef {
+            role,
+            content,
+            calls: &[],
+            result: None,
+        }
+    }
+
+    /// A recorded message, borrowed.
+    pub fn of(message: &'a Message) -> MessageRef<'a> {
+        MessageRef {
+            role: message.role,
+            content: &message.content,
+            calls: message.calls(),
+            result: message.result(),
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_message(&self) -> Message {
+        let tool = if !self.calls.is_empty() {
+            Some(Box::new(crate::model::ToolPart::Calls(self.calls.to_vec())))
+        } else {
+            self.result
+                .map(|r| Box::new(crate::model::ToolPart::Result(r.clone())))
+        };
+        Message {
+            role: self.role,
+            content: self.content.to_string(),
+            tool,
+        }
+    }
+}
+
+/// A turn's whole recorded prompt: its messages and the request fields
+/// sent with them (tools, tool choice, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recorded<'a> {
+    pub messages: Vec<MessageRef<'a>>,
+    pub shape: Option<&'a RequestShape>,
+}
+
+/// The recorded prompt of turn `turn` of agent `agent` of `tree`: its
+/// messages ([`prompt_messages`]) and the turn's request shape.
+pub fn recorded_prompt(tree: &Tree, agent: usize, turn: usize) -> Recorded<'_> {
+    let Some(a) = tree.agents.get(agent) else {
+        return Recorded::default();
+    };
+    Recorded {
+        messages: prompt_messages(a, turn),
+        shape: a
+            .turns
+            .get(turn)
+            .and_then(|t| t.text.as_deref())
+            .and_then(|t| tree.shape_of(t)),
+    }
 }
 
 /// Index of the turn where `turn`'s prompt starts: walking back while a
@@ -48,8 +114,8 @@ fn chain_start(agent: &Agent, turn: usize) -> usize {
 /// The whole prompt of `agent.turns[turn]`, rebuilt from the deltas: from
 /// the last turn at or before it that does not extend its previous one
 /// (or whose previous one has no text), each turn's messages, with every
-/// earlier turn's recorded `response` inserted as an assistant message
-/// before the next turn's messages. Empty when the turn has no text or
+/// earlier turn's recorded `response` (and its tool calls) inserted as an
+/// assistant message before the next turn's messages. Empty when the turn has no text or
 /// `turn` is out of range.
 pub fn prompt_messages(agent: &Agent, turn: usize) -> Vec<MessageRef<'_>> {
     let mut out = Vec::new();
@@ -64,17 +130,16 @@ pub fn prompt_messages(agent: &Agent, turn: usize) -> Vec<MessageRef<'_>> {
             .expect("chain turns have text");
         if i > start {
             let previous = agent.turns[i - 1].text.as_deref().expect("chain");
-            if let Some(response) = &previous.response {
+            if previous.response.is_some() || !previous.response_calls.is_empty() {
                 out.push(MessageRef {
                     role: Role::Assistant,
-                    content: response,
+                    content: previous.response.as_deref().unwrap_or(""),
+                    calls: &previous.response_calls,
+                    result: None,
                 });
             }
         }
-        out.extend(text.messages.iter().map(|m| MessageRef {
-            role: m.role,
-            content: &m.content,
-        }));
+        out.extend(text.messages.iter().map(MessageRef::of));
     }
     out
 }
@@ -116,11 +181,22 @@ impl TextBlockHasher {
         TextBlockHasher::default()
     }
 
-    /// Appends one message (`role` `\n` `content` `\0`).
+    /// Appends one message of plain text (`role` `\n` `content` `\0`).
     pub fn push_message(&mut self, role: Role, content: &str) {
+        self.push_with_calls(role, content, &[]);
+    }
+
+    /// Appends one message with its tool calls (see the module doc).
+    pub fn push_with_calls(&mut self, role: Role, content: &str, calls: &[ToolCall]) {
         self.push_bytes(role.as_str().as_bytes());
         self.push_bytes(b"\n");
         self.push_bytes(content.as_bytes());
+        for call in calls {
+            self.push_bytes(b"\x01");
+            self.push_bytes(call.name.as_bytes());
+            self.push_bytes(b"\x01");
+            self.push_bytes(call.arguments.as_bytes());
+        }
         self.push_bytes(b"\0");
     }
 
@@ -167,7 +243,7 @@ impl TextBlockHasher {
 pub fn text_block_hashes(messages: &[MessageRef<'_>]) -> Vec<u64> {
     let mut hasher = TextBlockHasher::new();
     for m in messages {
-        hasher.push_message(m.role, m.content);
+        hasher.push_with_calls(m.role, m.content, m.calls);
     }
     hasher.blocks()
 }
@@ -178,10 +254,7 @@ mod tests {
     use crate::model::{AgentKind, Message, Turn, TurnText};
 
     fn msg(role: Role, content: &str) -> Message {
-        Message {
-            role,
-            content: content.to_string(),
-        }
+        Message::text(role, content)
     }
 
     fn text_turn(extends: bool, messages: Vec<Message>, response: Option<&str>) -> Turn {
@@ -190,6 +263,7 @@ mod tests {
                 extends_previous: extends,
                 messages,
                 response: response.map(str::to_string),
+                ..Default::default()
             })),
             ..Turn::default()
         }
@@ -275,10 +349,7 @@ mod tests {
     fn blocks_are_256_byte_chunks_chained() {
         // "user\n" + 600 x + "\0" = 606 bytes: two full chunks and a partial.
         let content = "x".repeat(600);
-        let m = [MessageRef {
-            role: Role::User,
-            content: &content,
-        }];
+        let m = [MessageRef::text(Role::User, &content)];
         let blocks = text_block_hashes(&m);
         assert_eq!(blocks.len(), 3);
         let mut bytes = b"user\n".to_vec();
@@ -290,10 +361,7 @@ mod tests {
         assert_eq!(blocks, vec![b0, b1, b2]);
         // Deterministic across runs and platforms: a pinned value.
         assert_eq!(
-            text_block_hashes(&[MessageRef {
-                role: Role::User,
-                content: "hi"
-            }]),
+            text_block_hashes(&[MessageRef::text(Role::User, "hi")]),
             vec![chain_hash(None, b"user\nhi\0")]
         );
         assert!(text_block_hashes(&[]).is_empty());
@@ -302,17 +370,8 @@ mod tests {
     #[test]
     fn equal_prefixes_give_equal_leading_blocks() {
         let long = "a".repeat(600);
-        let base = [MessageRef {
-            role: Role::User,
-            content: &long,
-        }];
-        let extended = [
-            base[0],
-            MessageRef {
-                role: Role::Assistant,
-                content: "ok",
-            },
-        ];
+        let base = [MessageRef::text(Role::User, &long)];
+        let extended = [base[0], MessageRef::text(Role::Assistant, "ok")];
         let a = text_block_hashes(&base);
         let b = text_block_hashes(&extended);
         assert_eq!(a.len(), 3);
@@ -321,16 +380,10 @@ mod tests {
         assert_ne!(a[2], b[2], "the partial chunk grew");
         // A change in the first chunk changes every later block (chained).
         let other = format!("b{}", &long[1..]);
-        let c = text_block_hashes(&[MessageRef {
-            role: Role::User,
-            content: &other,
-        }]);
+        let c = text_block_hashes(&[MessageRef::text(Role::User, &other)]);
         assert!(a.iter().zip(&c).all(|(x, y)| x != y));
         // The role is part of the content.
-        let d = text_block_hashes(&[MessageRef {
-            role: Role::System,
-            content: &long,
-        }]);
+        let d = text_block_hashes(&[MessageRef::text(Role::System, &long)]);
         assert_ne!(a[0], d[0]);
     }
 

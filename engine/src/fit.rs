@@ -361,10 +361,7 @@ fn cap_text(agent: &mut Agent, cap: u32, report: &mut FitReport) {
         if isl > cap {
             let messages: Vec<Message> = crate::content::prompt_messages(agent, i)
                 .into_iter()
-                .map(|m| Message {
-                    role: m.role,
-                    content: m.content.to_string(),
-                })
+                .map(|m| m.to_message())
                 .collect();
             let kept = drop_oldest(messages, isl, cap);
             if let Some(text) = agent.turns[i].text.as_deref_mut() {
@@ -386,9 +383,12 @@ fn cap_text(agent: &mut Agent, cap: u32, report: &mut FitReport) {
 /// content, so it is at most `cap` tokens: whole messages first, then the
 /// front of the oldest kept one; system messages are cut at their end only
 /// when they alone exceed the cap. A message's tokens are its share of
-/// `isl` by bytes.
+/// `isl` by bytes (its text's, and its tool calls' names and arguments).
+/// A message dropped whole takes its tool calls with it; a tool result
+/// whose call was dropped is kept as plain tool text (sent as a user
+/// message: an API refuses a tool message without its call).
 fn drop_oldest(mut messages: Vec<Message>, isl: u32, cap: u32) -> Vec<Message> {
-    let bytes: usize = messages.iter().map(|m| m.content.len()).sum();
+    let bytes: usize = messages.iter().map(message_bytes).sum();
     if bytes == 0 || isl <= cap {
         return messages;
     }
@@ -399,9 +399,21 @@ fn drop_oldest(mut messages: Vec<Message>, isl: u32, cap: u32) -> Vec<Message> {
         if to_drop == 0 {
             break;
         }
+        let whole = message_bytes(message);
+        if to_drop >= whole {
+            to_drop -= whole;
+            message.content.clear();
+            message.tool = None;
+            continue;
+        }
         let cut = char_ceil(&message.content, to_drop);
         to_drop -= cut.min(to_drop);
         message.content.drain(..cut);
+        if to_drop > 0 {
+            // The text is gone and part of the calls' share is left.
+            to_drop = to_drop.saturating_sub(whole - cut);
+            message.tool = None;
+        }
     }
     if to_drop > 0 {
         for message in messages.iter_mut().rev() {
@@ -413,8 +425,32 @@ fn drop_oldest(mut messages: Vec<Message>, isl: u32, cap: u32) -> Vec<Message> {
             message.content.truncate(keep);
         }
     }
-    messages.retain(|m| !m.content.is_empty());
+    messages.retain(|m| !m.content.is_empty() || m.tool.is_some());
+    let calls: std::collections::BTreeSet<String> = messages
+        .iter()
+        .flat_map(|m| m.calls().iter().map(|c| c.id.clone()))
+        .collect();
+    for message in &mut messages {
+        if message
+            .result()
+            .is_some_and(|r| !calls.contains(&r.call_id))
+        {
+            message.tool = None;
+        }
+    }
+    messages.retain(|m| !m.content.is_empty() || m.tool.is_some());
     messages
+}
+
+/// A message's bytes for its share of a prompt's tokens: its text and its
+/// tool calls' names and arguments.
+fn message_bytes(message: &Message) -> usize {
+    message.content.len()
+        + message
+            .calls()
+            .iter()
+            .map(|c| c.name.len() + c.arguments.len())
+            .sum::<usize>()
 }
 
 /// The smallest character boundary of `text` at or above `at`.
@@ -439,12 +475,10 @@ mod tests {
                 extends_previous: extends,
                 messages: messages
                     .iter()
-                    .map(|(role, content)| Message {
-                        role: *role,
-                        content: content.to_string(),
-                    })
+                    .map(|(role, content)| Message::text(*role, content.to_string()))
                     .collect(),
                 response: Some("ok".repeat(4)),
+                ..Default::default()
             })),
             ..Turn::default()
         }

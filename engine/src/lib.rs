@@ -23,6 +23,7 @@ pub mod prompt;
 pub mod queue;
 pub mod rng;
 pub mod scheduler;
+pub mod shape;
 pub mod shard;
 pub mod start;
 pub mod stats;

@@ -56,6 +56,11 @@ pub struct Tree {
     /// What the reader inferred rather than read: parent links and turn
     /// times. Empty when the file stated everything.
     pub provenance: Provenance,
+    /// The request fields besides the messages that turns of this tree
+    /// sent (tools, tool choice, ...), each distinct set once:
+    /// `TurnText::shape` indexes it. A session sends the same tools on
+    /// every turn, so they are held once per tree, not once per turn.
+    pub shapes: Vec<RequestShape>,
 }
 
 /// How sure a tree's structure is: the parent links and turn times a
@@ -125,6 +130,17 @@ pub struct Reconstructed {
 }
 
 impl Tree {
+    /// The request shape a turn's text sent, if any.
+    pub fn shape_of(&self, text: &TurnText) -> Option<&RequestShape> {
+        text.shape.and_then(|i| self.shapes.get(i as usize))
+    }
+
+    /// The index of `shape` in `shapes`, added when new; `None` for an
+    /// empty shape (nothing to send).
+    pub fn intern_shape(&mut self, shape: RequestShape) -> Option<u32> {
+        intern_shape(&mut self.shapes, shape)
+    }
+
     pub fn turn_count(&self) -> usize {
         self.agents.iter().map(|a| a.turns.len()).sum()
     }
@@ -358,19 +374,163 @@ impl From<Vec<u32>> for BlockIds {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnText {
     /// When true the prompt is the previous turn's prompt (same agent),
-    /// then that turn's `response` as an assistant message, then
-    /// `messages`. When false, `messages` is the whole prompt.
+    /// then that turn's `response` (with its `response_calls`) as an
+    /// assistant message, then `messages`. When false, `messages` is the
+    /// whole prompt.
     pub extends_previous: bool,
     pub messages: Vec<Message>,
-    /// The recorded answer, if any.
+    /// The recorded answer's text, if any.
     pub response: Option<String>,
+    /// The tool calls the recorded answer made, in order.
+    pub response_calls: Vec<ToolCall>,
+    /// The request fields besides the messages this turn sent: an index
+    /// into `Tree::shapes`; `None` when it sent none (no tools).
+    pub shape: Option<u32>,
 }
 
-/// One chat message.
+/// One chat message, in a neutral form that is sent as an OpenAI chat
+/// message or an Anthropic Messages one (docs/model.md, "Request shape").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     pub role: Role,
+    /// The text (text parts joined by newlines).
     pub content: String,
+    /// The calls an assistant message made, or the call a tool message
+    /// answers; `None` for plain text.
+    pub tool: Option<Box<ToolPart>>,
+}
+
+impl Message {
+    /// A message of plain text.
+    pub fn text(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+            tool: None,
+        }
+    }
+
+    /// The tool calls of an assistant message (empty for others).
+    pub fn calls(&self) -> &[ToolCall] {
+        match self.tool.as_deref() {
+            Some(ToolPart::Calls(calls)) => calls,
+            _ => &[],
+        }
+    }
+
+    /// The call a tool message answers.
+    pub fn result(&self) -> Option<&ToolResult> {
+        match self.tool.as_deref() {
+            Some(ToolPart::Result(result)) => Some(result),
+            _ => None,
+        }
+    }
+}
+
+/// What a message says of tools besides its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolPart {
+    /// An assistant's tool calls (OpenAI `tool_calls`, Anthropic
+    /// `tool_use` blocks), in order.
+    Calls(Vec<ToolCall>),
+    /// A tool message's answer to a call (OpenAI `role: tool` with
+    /// `tool_call_id`, an Anthropic `tool_result` block).
+    Result(ToolResult),
+}
+
+/// One tool call an assistant made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCall {
+    /// The call's id as recorded (`call_...`, `toolu_...`).
+    pub id: String,
+    /// The function's name.
+    pub name: String,
+    /// The arguments as the recorded JSON text (OpenAI's `arguments`
+    /// string, or an Anthropic `input` object's text).
+    pub arguments: String,
+}
+
+/// The call a tool message answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    /// The answered call's id (`tool_call_id`, `tool_use_id`).
+    pub call_id: String,
+    /// The tool's name, where the message recorded one (OpenAI's `name`).
+    pub name: Option<String>,
+}
+
+/// Which API's body a request shape was recorded in: its fields are sent
+/// as recorded to the same API and converted for the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ShapeApi {
+    /// OpenAI chat completions.
+    #[default]
+    Chat,
+    /// Anthropic Messages.
+    Messages,
+}
+
+impl ShapeApi {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShapeApi::Chat => "chat",
+            ShapeApi::Messages => "messages",
+        }
+    }
+}
+
+/// The fields of a recorded request that a chat template renders besides
+/// its messages: the tool definitions and how the model may use them, and
+/// a few other fields, each kept as the recorded JSON text
+/// (docs/model.md, "Request shape").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RequestShape {
+    /// The API whose body these were recorded in.
+    pub api: ShapeApi,
+    /// The recorded `tools` array, as JSON text.
+    pub tools: Option<Box<str>>,
+    /// The same tools, neutral: what is counted, and what is sent to the
+    /// other API.
+    pub tool_defs: Vec<ToolDef>,
+    /// The recorded `tool_choice`, as JSON text.
+    pub tool_choice: Option<Box<str>>,
+    /// Other recorded fields (`parallel_tool_calls`, `response_format`,
+    /// `chat_template_kwargs`), name and JSON text, in recorded order.
+    pub fields: Vec<(Box<str>, Box<str>)>,
+}
+
+impl RequestShape {
+    /// True when it holds nothing to send.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_none() && self.tool_choice.is_none() && self.fields.is_empty()
+    }
+}
+
+/// The index of `shape` in `shapes`, added when new; `None` for an empty
+/// shape. (Readers that build a tree's shapes before the tree use it.)
+pub fn intern_shape(shapes: &mut Vec<RequestShape>, shape: RequestShape) -> Option<u32> {
+    if shape.is_empty() {
+        return None;
+    }
+    let at = match shapes.iter().position(|s| *s == shape) {
+        Some(at) => at,
+        None => {
+            shapes.push(shape);
+            shapes.len() - 1
+        }
+    };
+    u32::try_from(at).ok()
+}
+
+/// One tool definition, neutral.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: Option<String>,
+    /// The JSON Schema of its input as the recorded JSON text (OpenAI's
+    /// `function.parameters`, Anthropic's `input_schema`); `None` when
+    /// the definition had none.
+    pub schema: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

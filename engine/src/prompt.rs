@@ -17,7 +17,7 @@
 //! [`build`] gives the text as a `String`; [`write_synthesized`] writes the
 //! same bytes straight into a request body (the fast writer is `words`).
 
-use crate::content::{fnv1a, prompt_messages, MessageRef, FNV_OFFSET};
+use crate::content::{fnv1a, recorded_prompt, Recorded, FNV_OFFSET};
 use crate::model::{HashScope, Role, Tree};
 
 mod words;
@@ -112,8 +112,9 @@ pub fn push_block(scope: u64, id: u32, tokens: u32, out: &mut String) {
 /// The messages to send for one turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Prompt<'a> {
-    /// Recorded messages, sent as recorded.
-    Recorded(Vec<MessageRef<'a>>),
+    /// Recorded messages (and the request fields sent with them), sent
+    /// as recorded.
+    Recorded(Recorded<'a>),
     /// Synthesized text, sent as one user message.
     Synthesized(String),
 }
@@ -131,7 +132,7 @@ pub fn build(tree: &Tree, agent: usize, turn: usize) -> Prompt<'_> {
         return Prompt::Synthesized(String::new());
     };
     if t.text.is_some() {
-        return Prompt::Recorded(prompt_messages(a, turn));
+        return Prompt::Recorded(recorded_prompt(tree, agent, turn));
     }
     let mut out = String::with_capacity(t.isl as usize * 6);
     for_each_piece(tree, agent, turn, |seed, words| {
@@ -266,14 +267,25 @@ impl CacheBust {
     }
 }
 
-/// The role name sent on the wire. Tool results are sent as user messages:
-/// the OpenAI API requires a `tool_call_id` for the `tool` role, which
-/// recordings do not carry.
+/// The role name sent on the wire for a message of plain text. A tool
+/// message that names the call it answers is sent in the `tool` role (see
+/// [`wire_role_of`]); one that does not (a format that records none, or a
+/// flattened workload) is sent as a user message: the OpenAI API requires
+/// a `tool_call_id` for the `tool` role.
 pub fn wire_role(role: Role) -> &'static str {
     match role {
         Role::System => "system",
         Role::User | Role::Tool => "user",
         Role::Assistant => "assistant",
+    }
+}
+
+/// The role a chat body sends a message in: `tool` for a tool message
+/// with the id of the call it answers, else [`wire_role`].
+pub fn wire_role_of(message: &crate::content::MessageRef<'_>) -> &'static str {
+    match (message.role, message.result) {
+        (Role::Tool, Some(_)) => "tool",
+        (role, _) => wire_role(role),
     }
 }
 

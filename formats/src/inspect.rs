@@ -837,11 +837,9 @@ mod tests {
             duration: Some(1),
             text: Some(Box::new(TurnText {
                 extends_previous: extends,
-                messages: vec![Message {
-                    role: Role::User,
-                    content: content.into(),
-                }],
+                messages: vec![Message::text(Role::User, content)],
                 response: Some(response.into()),
+                ..Default::default()
             })),
             ..Turn::default()
         }

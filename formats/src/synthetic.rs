@@ -640,6 +640,7 @@ impl Params {
             tool_tokens: 0,
             system_tokens: 0,
             provenance: Default::default(),
+            shapes: Vec::new(),
         }
     }
 }

@@ -84,6 +84,11 @@ pub struct RunConfig {
     #[serde(default)]
     pub emulator: Option<String>,
     pub api: String,
+    /// `--flatten-tools`: recorded tool calls were sent as text and tool
+    /// results as user messages, without the tools; false: the recorded
+    /// shape was sent (docs/run.md, "What is sent").
+    #[serde(default)]
+    pub flatten_tools: bool,
     pub model: Option<String>,
     /// How the model was chosen by the pre-flight: `flag` (--model,
     /// listed), `flag-substring` (the one listed id containing --model),

@@ -67,6 +67,7 @@ pub fn new(
         url: None,
         emulator: None,
         api: requests.api.name().to_string(),
+        flatten_tools: args.input.flatten_tools,
         model: requests.model.clone(),
         model_from: requests.model.as_ref().map(|_| "flag".to_string()),
         max_tokens_field: requests.max_tokens_field.name().to_string(),

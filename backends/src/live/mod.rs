@@ -39,6 +39,7 @@ pub mod request;
 pub mod responses_body;
 pub mod responses_sse;
 pub mod retry;
+mod shape;
 pub mod sse;
 pub mod stream;
 pub mod tls;

@@ -8,11 +8,10 @@
 //! same bytes as [`build_body`], with synthesized text written straight
 //! into the body.
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use arbor_engine::model::Tree;
-use arbor_engine::prompt::{self, wire_role, Prompt};
+use arbor_engine::prompt::{self, Prompt};
 
 /// Which API to call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -82,42 +81,6 @@ pub struct BodyConfig {
     pub extra_body: Option<Map<String, Value>>,
 }
 
-#[derive(Serialize)]
-struct WireMessage<'a> {
-    role: &'static str,
-    content: &'a str,
-}
-
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
-#[derive(Serialize)]
-struct ChatBody<'a> {
-    model: &'a str,
-    messages: Vec<WireMessage<'a>>,
-    stream: bool,
-    stream_options: StreamOptions,
-}
-
-#[derive(Serialize)]
-struct MessagesBody<'a> {
-    model: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<String>,
-    messages: Vec<WireMessage<'a>>,
-    stream: bool,
-}
-
-#[derive(Serialize)]
-struct CompletionBody<'a> {
-    model: &'a str,
-    prompt: &'a str,
-    stream: bool,
-    stream_options: StreamOptions,
-}
-
 fn push_json_str(out: &mut Vec<u8>, text: &str) {
     // Writing a &str into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, text);
@@ -137,9 +100,11 @@ fn push_synthesized(out: &mut Vec<u8>, text: &str) {
 
 /// Builds the JSON body of one request.
 ///
-/// Without `--extra-body` the body is written straight into one buffer (a
-/// prompt of 100k tokens is about 600 kB: no intermediate JSON tree); with
-/// it, fields are merged through a map so the extra keys win.
+/// The body is written straight into one buffer (a prompt of 100k tokens
+/// is about 600 kB: no intermediate JSON tree; a recorded turn's tools
+/// and other fields are spliced in as their recorded JSON text,
+/// `shape.rs`); with `--extra-body` that body is then merged with the
+/// extra keys through a map, so they win.
 ///
 /// `marker` (the play's cache-bust marker) is prepended to the first user
 /// message (or to the synthesized text, which is one user message).
@@ -149,13 +114,34 @@ pub fn build_body(
     max_tokens: u32,
     marker: Option<&str>,
 ) -> Vec<u8> {
-    if config.extra_body.is_some() || config.api == Api::Responses {
-        return build_merged_body(config, prompt, max_tokens, marker);
+    if config.api == Api::Responses {
+        // Its own shape, through a JSON map (`--extra-body` merged there).
+        let fields = super::responses_body::Fields {
+            model: &config.model,
+            ignore_eos: config.ignore_eos,
+            extra_body: config.extra_body.as_ref(),
+        };
+        return super::responses_body::build(fields, prompt, max_tokens.max(1), marker);
     }
+    let body = build_direct(config, prompt, max_tokens, marker);
+    match &config.extra_body {
+        None => body,
+        Some(extra) => merge_extra(body, extra),
+    }
+}
+
+/// [`build_body`] without `--extra-body`.
+fn build_direct(
+    config: &BodyConfig,
+    prompt: &Prompt<'_>,
+    max_tokens: u32,
+    marker: Option<&str>,
+) -> Vec<u8> {
     // The first user message, marked (one copy of it, only when marking).
     let marked = |content: &str| -> Option<String> { marker.map(|m| format!("{m}{content}")) };
     let first_user = match prompt {
-        Prompt::Recorded(messages) => messages
+        Prompt::Recorded(recorded) => recorded
+            .messages
             .iter()
             .position(|m| m.role == arbor_engine::Role::User),
         Prompt::Synthesized(_) => None,
@@ -163,7 +149,28 @@ pub fn build_body(
     let max_tokens = max_tokens.max(1);
     let text_len = match prompt {
         Prompt::Synthesized(text) => text.len(),
-        Prompt::Recorded(messages) => messages.iter().map(|m| m.content.len() + 32).sum(),
+        Prompt::Recorded(recorded) => {
+            recorded
+                .messages
+                .iter()
+                .map(|m| {
+                    m.content.len()
+                        + 32
+                        + m.calls
+                            .iter()
+                            .map(|c| c.id.len() + c.name.len() + c.arguments.len() * 2 + 64)
+                            .sum::<usize>()
+                })
+                .sum::<usize>()
+                + recorded.shape.map_or(0, |s| {
+                    s.tools.as_ref().map_or(0, |t| t.len() * 2)
+                        + s.tool_choice.as_ref().map_or(0, |c| c.len())
+                        + s.fields
+                            .iter()
+                            .map(|(k, v)| k.len() + v.len() + 4)
+                            .sum::<usize>()
+                })
+        }
     };
     let mut out = Vec::with_capacity(text_len + 256);
     push_head(&mut out, config);
@@ -176,31 +183,33 @@ pub fn build_body(
             }
             out.extend_from_slice(b"}]");
         }
-        (Api::Chat | Api::Messages, Prompt::Recorded(messages)) => {
-            // Messages: system-role content is the `system` field.
-            let messages_api = config.api == Api::Messages;
-            if let Some(system) = system_text(messages).filter(|_| messages_api) {
-                out.extend_from_slice(br#","system":"#);
-                push_json_str(&mut out, &system);
+        (Api::Chat | Api::Messages, Prompt::Recorded(recorded)) => {
+            let messages = &recorded.messages;
+            if let Some(shape) = recorded.shape {
+                super::shape::push_fields(&mut out, shape, config.api);
             }
-            out.extend_from_slice(br#","messages":["#);
-            let mut first = true;
-            for (i, m) in messages.iter().enumerate() {
-                if messages_api && m.role == arbor_engine::Role::System {
-                    continue;
+            let content = |i: usize| -> std::borrow::Cow<'_, str> {
+                match marked(messages[i].content).filter(|_| first_user == Some(i)) {
+                    Some(marked) => std::borrow::Cow::Owned(marked),
+                    None => std::borrow::Cow::Borrowed(messages[i].content),
                 }
-                if !first {
-                    out.push(b',');
+            };
+            if config.api == Api::Messages {
+                // Messages: system-role content is the `system` field.
+                if let Some(system) = system_text(messages) {
+                    out.extend_from_slice(br#","system":"#);
+                    push_json_str(&mut out, &system);
                 }
-                first = false;
-                out.extend_from_slice(br#"{"role":""#);
-                out.extend_from_slice(wire_role(m.role).as_bytes());
-                out.extend_from_slice(br#"","content":"#);
-                match marked(m.content).filter(|_| first_user == Some(i)) {
-                    Some(content) => push_json_str(&mut out, &content),
-                    None => push_json_str(&mut out, m.content),
+                out.extend_from_slice(br#","messages":["#);
+                super::shape::push_messages_messages(&mut out, messages, content);
+            } else {
+                out.extend_from_slice(br#","messages":["#);
+                for (i, m) in messages.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    super::shape::push_chat_message(&mut out, m, &content(i));
                 }
-                out.push(b'}');
             }
             out.push(b']');
         }
@@ -211,17 +220,23 @@ pub fn build_body(
                 None => push_synthesized(&mut out, text),
             }
         }
-        (Api::Completions, Prompt::Recorded(messages)) => {
+        (Api::Completions, Prompt::Recorded(recorded)) => {
+            // One text: the messages' contents, tool calls written after
+            // their text (the flattened form), the tools left out.
             out.extend_from_slice(br#","prompt":"#);
             let mut joined = String::new();
-            for (i, m) in messages.iter().enumerate() {
+            for (i, m) in recorded.messages.iter().enumerate() {
                 if i > 0 {
                     joined.push('\n');
                 }
                 if first_user == Some(i) {
                     joined.push_str(marker.unwrap_or(""));
                 }
-                joined.push_str(m.content);
+                if m.calls.is_empty() {
+                    joined.push_str(m.content);
+                } else {
+                    joined.push_str(&arbor_engine::shape::flat_text(m.content, m.calls));
+                }
             }
             push_json_str(&mut out, &joined);
         }
@@ -337,147 +352,31 @@ fn push_tail(out: &mut Vec<u8>, config: &BodyConfig, max_tokens: u32) {
     out.push(b'}');
 }
 
-/// [`build_body`] through a JSON map, `--extra-body` merged last; a
-/// Responses body always (by [`super::responses_body::build`]).
-fn build_merged_body(
-    config: &BodyConfig,
-    prompt: &Prompt<'_>,
-    max_tokens: u32,
-    marker: Option<&str>,
-) -> Vec<u8> {
-    let max_tokens = max_tokens.max(1);
-    // Marking copies the prompt once; this path is only for --extra-body.
-    let marked_text;
-    let marked_owned;
-    let marked_messages;
-    let prompt = match (marker, prompt) {
-        (None, _) => prompt,
-        (Some(m), Prompt::Synthesized(text)) => {
-            marked_text = Prompt::Synthesized(format!("{m}{text}"));
-            &marked_text
-        }
-        (Some(m), Prompt::Recorded(messages)) => {
-            let first_user = messages
-                .iter()
-                .position(|x| x.role == arbor_engine::Role::User);
-            marked_owned = first_user.map(|i| format!("{m}{}", messages[i].content));
-            marked_messages = Prompt::Recorded(
-                messages
-                    .iter()
-                    .enumerate()
-                    .map(|(i, x)| arbor_engine::content::MessageRef {
-                        role: x.role,
-                        content: match (&marked_owned, Some(i) == first_user) {
-                            (Some(owned), true) => owned.as_str(),
-                            _ => x.content,
-                        },
-                    })
-                    .collect(),
-            );
-            &marked_messages
-        }
-    };
-    if config.api == Api::Responses {
-        let fields = super::responses_body::Fields {
-            model: &config.model,
-            ignore_eos: config.ignore_eos,
-            extra_body: config.extra_body.as_ref(),
-        };
-        // The prompt is marked already.
-        return super::responses_body::build(fields, prompt, max_tokens, None);
-    }
-    let joined;
-    let body = match (config.api, prompt) {
-        (Api::Chat, Prompt::Synthesized(text)) => serde_json::to_value(ChatBody {
-            model: &config.model,
-            messages: vec![WireMessage {
-                role: "user",
-                content: text,
-            }],
-            stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
-        }),
-        (Api::Chat, Prompt::Recorded(messages)) => serde_json::to_value(ChatBody {
-            model: &config.model,
-            messages: messages
-                .iter()
-                .map(|m| WireMessage {
-                    role: wire_role(m.role),
-                    content: m.content,
-                })
-                .collect(),
-            stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
-        }),
-        (Api::Messages, Prompt::Synthesized(text)) => serde_json::to_value(MessagesBody {
-            model: &config.model,
-            system: None,
-            messages: vec![WireMessage {
-                role: "user",
-                content: text,
-            }],
-            stream: true,
-        }),
-        (Api::Messages, Prompt::Recorded(messages)) => serde_json::to_value(MessagesBody {
-            model: &config.model,
-            system: system_text(messages),
-            messages: messages
-                .iter()
-                .filter(|m| m.role != arbor_engine::Role::System)
-                .map(|m| WireMessage {
-                    role: wire_role(m.role),
-                    content: m.content,
-                })
-                .collect(),
-            stream: true,
-        }),
-        (Api::Completions | Api::Responses, prompt) => {
-            let text: &str = match prompt {
-                Prompt::Synthesized(text) => text,
-                Prompt::Recorded(messages) => {
-                    joined = messages
-                        .iter()
-                        .map(|m| m.content)
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    &joined
-                }
-            };
-            serde_json::to_value(CompletionBody {
-                model: &config.model,
-                prompt: text,
-                stream: true,
-                stream_options: StreamOptions {
-                    include_usage: true,
-                },
-            })
-        }
-    };
-    let mut body = match body {
+/// `body` (a direct body) with `--extra-body`'s keys merged in last,
+/// through a JSON map.
+fn merge_extra(body: Vec<u8>, extra: &Map<String, Value>) -> Vec<u8> {
+    let mut map = match serde_json::from_slice::<Value>(&body) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     };
-    body.insert(max_tokens_name(config).into(), Value::from(max_tokens));
-    if config.ignore_eos {
-        body.insert("ignore_eos".into(), Value::Bool(true));
+    for (key, value) in extra {
+        map.insert(key.clone(), value.clone());
     }
-    if let Some(extra) = &config.extra_body {
-        for (key, value) in extra {
-            body.insert(key.clone(), value.clone());
-        }
-    }
-    serde_json::to_vec(&Value::Object(body)).unwrap_or_default()
+    serde_json::to_vec(&Value::Object(map)).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_engine::content::MessageRef;
+    use arbor_engine::content::{MessageRef, Recorded};
     use arbor_engine::Role;
+
+    fn recorded(messages: Vec<MessageRef<'_>>) -> Prompt<'_> {
+        Prompt::Recorded(Recorded {
+            messages,
+            shape: None,
+        })
+    }
 
     #[test]
     fn bodies_carry_the_prompt_limits_and_extra_fields() {
@@ -491,15 +390,9 @@ mod tests {
             .ok(),
             ..BodyConfig::default()
         };
-        let prompt = Prompt::Recorded(vec![
-            MessageRef {
-                role: Role::System,
-                content: "s",
-            },
-            MessageRef {
-                role: Role::Tool,
-                content: "result",
-            },
+        let prompt = recorded(vec![
+            MessageRef::text(Role::System, "s"),
+            MessageRef::text(Role::Tool, "result"),
         ]);
         let body: Value = serde_json::from_slice(&build_body(&config, &prompt, 0, None)).unwrap();
         assert_eq!(body["model"], "m");
@@ -540,15 +433,9 @@ mod tests {
         };
         for prompt in [
             Prompt::Synthesized(" x \"y\" \n z".into()),
-            Prompt::Recorded(vec![
-                MessageRef {
-                    role: Role::System,
-                    content: "s\u{1}",
-                },
-                MessageRef {
-                    role: Role::Assistant,
-                    content: "é",
-                },
+            recorded(vec![
+                MessageRef::text(Role::System, "s\u{1}"),
+                MessageRef::text(Role::Assistant, "é"),
             ]),
         ] {
             for api in [Api::Chat, Api::Completions, Api::Messages] {
@@ -575,19 +462,10 @@ mod tests {
     fn the_marker_leads_the_first_user_message_only() {
         let config = BodyConfig::default();
         let marker = Some("[rid:0123456789ab]\n\n");
-        let recorded = Prompt::Recorded(vec![
-            MessageRef {
-                role: Role::System,
-                content: "sys",
-            },
-            MessageRef {
-                role: Role::User,
-                content: "first",
-            },
-            MessageRef {
-                role: Role::User,
-                content: "second",
-            },
+        let recorded = recorded(vec![
+            MessageRef::text(Role::System, "sys"),
+            MessageRef::text(Role::User, "first"),
+            MessageRef::text(Role::User, "second"),
         ]);
         let body: Value =
             serde_json::from_slice(&build_body(&config, &recorded, 3, marker)).unwrap();
@@ -611,23 +489,11 @@ mod tests {
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
             ..BodyConfig::default()
         };
-        let recorded = Prompt::Recorded(vec![
-            MessageRef {
-                role: Role::System,
-                content: "be brief",
-            },
-            MessageRef {
-                role: Role::User,
-                content: "hi",
-            },
-            MessageRef {
-                role: Role::Assistant,
-                content: "hello",
-            },
-            MessageRef {
-                role: Role::Tool,
-                content: "42",
-            },
+        let recorded = recorded(vec![
+            MessageRef::text(Role::System, "be brief"),
+            MessageRef::text(Role::User, "hi"),
+            MessageRef::text(Role::Assistant, "hello"),
+            MessageRef::text(Role::Tool, "42"),
         ]);
         let body: Value =
             serde_json::from_slice(&build_body(&config, &recorded, 9, Some("[m]"))).unwrap();

@@ -48,7 +48,10 @@ pub fn build(
         Prompt::Synthesized(text) => {
             input.push(json!({"role": "user", "content": marked(text)}));
         }
-        Prompt::Recorded(messages) => {
+        Prompt::Recorded(recorded) => {
+            // Tool calls and results go as text (the Responses items for
+            // them are not built yet); recorded tools are not sent.
+            let messages = &recorded.messages;
             let system: Vec<&str> = messages
                 .iter()
                 .filter(|m| m.role == Role::System)
@@ -98,14 +101,17 @@ mod tests {
             ignore_eos: true,
             extra_body: extra.as_ref(),
         };
-        let m = |role, content| MessageRef { role, content };
-        let prompt = Prompt::Recorded(vec![
-            m(Role::System, "be brief"),
-            m(Role::User, "hi"),
-            m(Role::Assistant, "hello"),
-            m(Role::Tool, "42"),
-            m(Role::User, "again"),
-        ]);
+        let m = MessageRef::text;
+        let prompt = Prompt::Recorded(arbor_engine::content::Recorded {
+            messages: vec![
+                m(Role::System, "be brief"),
+                m(Role::User, "hi"),
+                m(Role::Assistant, "hello"),
+                m(Role::Tool, "42"),
+                m(Role::User, "again"),
+            ],
+            shape: None,
+        });
         let b = body(config, &prompt, Some("[m]"));
         assert_eq!(b["model"], "m");
         assert_eq!(b["instructions"], "be brief");

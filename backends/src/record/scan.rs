@@ -4,13 +4,14 @@
 //!
 //! Owns [`ResponseScan`], fed every body chunk in order and asked once
 //! at the end. Four shapes: an OpenAI chat stream (SSE chunks: the
-//! `delta.content`s joined, the last `usage`), an Anthropic Messages
+//! `delta.content`s joined, the `delta.tool_calls` pieces joined by their
+//! `index` into whole calls, the last `usage`), an Anthropic Messages
 //! stream (SSE events: the content blocks rebuilt, text and `tool_use`
 //! with its input, and the usage of `message_start` updated by
 //! `message_delta`), an OpenAI Responses stream (its output items rebuilt
 //! by `super::responses_scan`), or a whole JSON body (a chat completion, a
-//! Messages `message` or a Responses `response`, kept as it is). What it keeps is capped at [`KEEP_CAP`]
-//! bytes; past it the rest still passes through the proxy, uncaptured.
+//! Messages `message` or a Responses `response`, kept as it is). What it
+//! keeps is capped at [`KEEP_CAP`] bytes; past it the rest still passes through the proxy, uncaptured.
 //! A stream line that is not SSE (a field other than `data`, `event`, `id`
 //! or `retry`, a comment or a blank) or whose `data` is neither JSON nor
 //! `[DONE]` is counted ([`Scanned::malformed`]), so the capture line says
@@ -57,6 +58,8 @@ pub struct ResponseScan {
     line: Vec<u8>,
     /// A chat stream's text.
     text: String,
+    /// A chat stream's tool calls, by their `index`: id, name, arguments.
+    calls: Vec<(u64, String, String, String)>,
     /// A Messages stream's blocks, by their index.
     blocks: Vec<(u64, Block)>,
     /// A Responses stream's items.
@@ -89,6 +92,7 @@ impl ResponseScan {
             shape,
             line: Vec::new(),
             text: String::new(),
+            calls: Vec::new(),
             blocks: Vec::new(),
             responses: ResponsesStream::default(),
             usage: None,
@@ -186,9 +190,40 @@ impl ResponseScan {
                 self.text.push_str(text);
             }
         }
+        let calls = value.pointer("/choices/0/delta/tool_calls");
+        for call in calls.and_then(Value::as_array).into_iter().flatten() {
+            self.on_call_delta(call);
+        }
         if let Some(Value::Object(usage)) = value.get("usage") {
             self.usage = Some(usage.clone());
         }
+    }
+
+    /// A piece of a chat tool call: its first delta names it (`id`,
+    /// `function.name`), later ones add to its `function.arguments`.
+    fn on_call_delta(&mut self, call: &Value) {
+        let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let piece = |pointer: &str| call.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+        let (id, name, arguments) = (
+            piece("/id"),
+            piece("/function/name"),
+            piece("/function/arguments"),
+        );
+        if !self.keep(id) || !self.keep(name) || !self.keep(arguments) {
+            return;
+        }
+        let at = match self.calls.iter().position(|c| c.0 == index) {
+            Some(at) => at,
+            None => {
+                self.calls
+                    .push((index, String::new(), String::new(), String::new()));
+                self.calls.len() - 1
+            }
+        };
+        let (_, i, n, a) = &mut self.calls[at];
+        i.push_str(id);
+        n.push_str(name);
+        a.push_str(arguments);
     }
 
     fn on_messages_event(&mut self, value: Value) {
@@ -259,6 +294,16 @@ impl ResponseScan {
                     "content".into(),
                     Value::String(std::mem::take(&mut self.text)),
                 );
+                if !self.calls.is_empty() {
+                    let calls: Vec<Value> = std::mem::take(&mut self.calls)
+                        .into_iter()
+                        .map(|(_, id, name, arguments)| {
+                            json!({"id": id, "type": "function",
+                                   "function": {"name": name, "arguments": arguments}})
+                        })
+                        .collect();
+                    r.insert("tool_calls".into(), Value::Array(calls));
+                }
                 if let Some(usage) = self.usage.take() {
                     r.insert("usage".into(), Value::Object(usage));
                 }
@@ -363,6 +408,28 @@ mod tests {
             assert_eq!(r["usage"]["completion_tokens"], 2);
             assert!(out.error.is_none() && !out.truncated);
         }
+    }
+
+    #[test]
+    fn a_chat_stream_rebuilds_its_tool_calls() {
+        let chunks = [
+            r#"{"choices":[{"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"read","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"p\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_2","function":{"name":"ls","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+        ];
+        let body: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        let pieces: Vec<&str> = body.iter().map(String::as_str).collect();
+        let out = scan(Shape::ChatStream, &pieces, 200);
+        let r = out.response.expect("response");
+        assert_eq!(r["content"], "");
+        assert_eq!(
+            r["tool_calls"],
+            json!([
+                {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{\"p\":1}"}},
+                {"id": "call_2", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+            ])
+        );
     }
 
     #[test]

@@ -33,6 +33,11 @@ pub struct InputArgs {
     #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub tokenizer: Option<PathBuf>,
 
+    /// Send recorded tool calls as text and tool results as user messages,
+    /// without the tools (the shape replays had before they kept it).
+    #[arg(long, help_heading = INPUT)]
+    pub flatten_tools: bool,
+
     /// A synthetic workload: `trees=N,turns=T,...` or a .toml/.json spec
     /// file (see docs/synthetic.md).
     #[arg(long, value_name = "SPEC", help_heading = INPUT)]

@@ -32,7 +32,7 @@ fn healthy(port: u16) -> bool {
     answer.starts_with("HTTP/1.1 200")
 }
 
-fn start(extra: &[&str]) -> (Child, u16) {
+pub fn start(extra: &[&str]) -> (Child, u16) {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_arbor"))
         .args(["emulate", "--port", &port.to_string(), "--itl-ms", "1"])
@@ -50,7 +50,7 @@ fn start(extra: &[&str]) -> (Child, u16) {
 }
 
 /// Ctrl+C, as a user would stop it: it must exit cleanly and soon.
-fn interrupt(mut child: Child) {
+pub fn interrupt(mut child: Child) {
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -99,7 +99,7 @@ fn abench_sample() -> String {
     .to_string()
 }
 
-fn smollm() -> String {
+pub fn smollm() -> String {
     concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../testdata/tokenizers/smollm2-135m/tokenizer.json"

@@ -34,6 +34,7 @@ mod schema;
 mod scripted;
 mod secrets;
 mod server_plan;
+mod shape;
 mod shard;
 mod summarize;
 mod threads;

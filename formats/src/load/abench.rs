@@ -228,12 +228,10 @@ fn into_tree(
                     })?;
             }
         }
-        let delta: Vec<Message> = turn
-            .input_delta
-            .unwrap_or_default()
-            .into_iter()
-            .map(RawMessage::into_message)
-            .collect();
+        let mut delta: Vec<Message> = Vec::new();
+        for m in turn.input_delta.unwrap_or_default() {
+            m.into_messages(&mut delta);
+        }
         let input_kind = input_kind_of_delta(&delta);
         prompt_bytes = prompt_bytes
             .saturating_add(previous_answer_bytes)
@@ -254,10 +252,7 @@ fn into_tree(
         };
         let mut messages = Vec::with_capacity(delta.len() + 1);
         if k == 0 && !system.is_empty() {
-            messages.push(Message {
-                role: Role::System,
-                content: system.clone(),
-            });
+            messages.push(Message::text(Role::System, system.clone()));
         }
         messages.extend(delta);
         turns.push(Turn {
@@ -273,6 +268,7 @@ fn into_tree(
                 extends_previous: k > 0,
                 messages,
                 response: answer,
+                ..Default::default()
             })),
             tokens_estimated: estimated,
         });
@@ -329,10 +325,7 @@ mod tests {
     }
 
     fn msg(role: Role, content: &str) -> Message {
-        Message {
-            role,
-            content: content.to_string(),
-        }
+        Message::text(role, content)
     }
 
     #[test]

@@ -481,20 +481,23 @@ fn read_session(
         let mut messages = Vec::with_capacity(turn.messages.len());
         for (m, raw) in turn.messages.into_iter().enumerate() {
             counts.dropped_parts += raw.content.dropped as usize;
-            let message = raw.into_message();
-            let system_later = message.role == Role::System
-                && match mode {
-                    ContextMode::MessageArrays => m > 0,
-                    _ => i > 0,
-                };
-            if system_later {
-                return Err(reader.error(
-                    &format!("$.turns[{i}].messages[{m}].role"),
-                    "a `system` message after the prompt's start: expected the one system prompt first in the conversation's first turn (AIPerf refuses it: chat templates drop later system messages)",
-                ));
+            let mut split = Vec::new();
+            raw.into_messages(&mut split);
+            for message in split {
+                let system_later = message.role == Role::System
+                    && match mode {
+                        ContextMode::MessageArrays => m > 0,
+                        _ => i > 0,
+                    };
+                if system_later {
+                    return Err(reader.error(
+                        &format!("$.turns[{i}].messages[{m}].role"),
+                        "a `system` message after the prompt's start: expected the one system prompt first in the conversation's first turn (AIPerf refuses it: chat templates drop later system messages)",
+                    ));
+                }
+                bytes += message.content.len();
+                messages.push(message);
             }
-            bytes += message.content.len();
-            messages.push(message);
         }
         let mut branches = Vec::new();
         let mut foreground_fork = None;
@@ -898,6 +901,7 @@ impl Builder<'_> {
                         extends_previous: extends,
                         messages,
                         response: None,
+                        ..TurnText::default()
                     })),
                     tokens_estimated: true,
                 });
@@ -937,6 +941,7 @@ impl Builder<'_> {
             tool_tokens: 0,
             system_tokens: 0,
             provenance: Default::default(),
+            shapes: Vec::new(),
         };
         let launches: Vec<Launch> = order.iter().map(|&(_, l)| l).collect();
         let delays: Vec<Vec<Nanos>> = order

@@ -22,19 +22,22 @@
 //! turns (`[agent index, turn index]`). Unknown keys are an error: the form
 //! is written by machines and a typo should not pass silently.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use arbor_engine::error::InputError;
 use arbor_engine::model::{
-    Agent, AgentKind, Anchor, Edge, EdgeKind, HashScope, InputKind, Message, Role, Tree, Turn,
-    TurnText,
+    Agent, AgentKind, Anchor, Edge, EdgeKind, HashScope, InputKind, Message, RequestShape, Role,
+    ShapeApi, ToolCall, ToolPart, ToolResult, Tree, Turn, TurnText,
 };
 
 use super::fields::{Count, HashIds, Ns};
 use super::json::{self, Lines};
 use super::source::Source;
+use super::tools::{read_shape, RawShape};
 use crate::input::Loaded;
 
 pub const VERSION: u32 = 1;
@@ -60,6 +63,9 @@ struct TreeRecord {
     system_tokens: Count,
     #[serde(default)]
     models: Vec<String>,
+    /// The request shapes turns' text sent (`TurnText::shape` indexes it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    shapes: Vec<ShapeRecord>,
     agents: Vec<AgentRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     edges: Option<Vec<EdgeRecord>>,
@@ -129,6 +135,10 @@ struct TextRecord {
     messages: Vec<MessageRecord>,
     #[serde(default)]
     response: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    response_calls: Vec<CallRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shape: Option<Count>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -136,6 +146,151 @@ struct TextRecord {
 struct MessageRecord {
     role: RoleRecord,
     content: String,
+    /// An assistant's tool calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<CallRecord>,
+    /// The call a tool message answers, and the tool's name if recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(expecting = "a tool call object (`id`, `name`, `arguments`)")]
+struct CallRecord {
+    id: String,
+    name: String,
+    /// The arguments' JSON text, as a string.
+    arguments: String,
+}
+
+/// A request shape: the fields sent besides the messages, as recorded
+/// JSON (see `arbor_engine::model::RequestShape`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(expecting = "a request shape object (`api`, `tools`, `tool_choice`, `fields`)")]
+struct ShapeRecord {
+    api: ApiRecord,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tools: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    fields: BTreeMap<String, Box<RawValue>>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ApiRecord {
+    Chat,
+    Messages,
+}
+
+impl CallRecord {
+    fn of(call: &ToolCall) -> CallRecord {
+        CallRecord {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        }
+    }
+
+    fn into_call(self) -> ToolCall {
+        ToolCall {
+            id: self.id,
+            name: self.name,
+            arguments: self.arguments,
+        }
+    }
+}
+
+impl MessageRecord {
+    fn of(m: &Message) -> MessageRecord {
+        MessageRecord {
+            role: m.role.into(),
+            content: m.content.clone(),
+            tool_calls: m.calls().iter().map(CallRecord::of).collect(),
+            tool_call_id: m.result().map(|r| r.call_id.clone()),
+            name: m.result().and_then(|r| r.name.clone()),
+        }
+    }
+
+    fn into_message(self) -> Message {
+        let tool = if !self.tool_calls.is_empty() {
+            Some(Box::new(ToolPart::Calls(
+                self.tool_calls
+                    .into_iter()
+                    .map(CallRecord::into_call)
+                    .collect(),
+            )))
+        } else {
+            self.tool_call_id.map(|call_id| {
+                Box::new(ToolPart::Result(ToolResult {
+                    call_id,
+                    name: self.name,
+                }))
+            })
+        };
+        Message {
+            role: self.role.into(),
+            content: self.content,
+            tool,
+        }
+    }
+}
+
+impl ShapeRecord {
+    fn of(shape: &RequestShape) -> ShapeRecord {
+        let raw = |text: &str| RawValue::from_string(text.to_string()).ok();
+        ShapeRecord {
+            api: match shape.api {
+                ShapeApi::Chat => ApiRecord::Chat,
+                ShapeApi::Messages => ApiRecord::Messages,
+            },
+            tools: shape.tools.as_deref().and_then(raw),
+            tool_choice: shape.tool_choice.as_deref().and_then(raw),
+            fields: shape
+                .fields
+                .iter()
+                .filter_map(|(k, v)| Some((k.to_string(), raw(v)?)))
+                .collect(),
+        }
+    }
+
+    fn into_shape(self, at: &str) -> Result<RequestShape, (String, String)> {
+        let api = match self.api {
+            ApiRecord::Chat => ShapeApi::Chat,
+            ApiRecord::Messages => ShapeApi::Messages,
+        };
+        let mut shape = read_shape(
+            RawShape {
+                tools: self.tools,
+                tool_choice: self.tool_choice,
+                fields: Vec::new(),
+            },
+            api,
+            at,
+        )
+        .map_err(|fault| fault.into_parts())?;
+        if shape.api != api {
+            return Err((
+                format!("{at}.api"),
+                format!(
+                    "the tools are in the {} form: expected `api` \"{}\"",
+                    shape.api.as_str(),
+                    shape.api.as_str()
+                ),
+            ));
+        }
+        shape.fields = self
+            .fields
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.get().into()))
+            .collect();
+        Ok(shape)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -252,10 +407,15 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
         ));
     }
     let models = record.models.len();
+    let mut shapes = Vec::with_capacity(record.shapes.len());
+    for (i, shape) in record.shapes.into_iter().enumerate() {
+        shapes.push(shape.into_shape(&format!("$.shapes[{i}]"))?);
+    }
     let mut agents = Vec::with_capacity(record.agents.len());
     for (a, agent) in record.agents.into_iter().enumerate() {
         let mut turns = Vec::with_capacity(agent.turns.len());
-        for (t, turn) in agent.turns.into_iter().enumerate() {
+        for (t_index, turn) in agent.turns.into_iter().enumerate() {
+            let t = t_index;
             let model = match turn.model {
                 None => None,
                 Some(Count(m)) => match u16::try_from(m) {
@@ -281,20 +441,39 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
                     InputRecord::Unknown => InputKind::Unknown,
                 },
                 hash_ids: turn.hash_ids.ids,
-                text: turn.text.map(|t| {
-                    Box::new(TurnText {
-                        extends_previous: t.extends_previous,
-                        messages: t
-                            .messages
-                            .into_iter()
-                            .map(|m| Message {
-                                role: m.role.into(),
-                                content: m.content,
-                            })
-                            .collect(),
-                        response: t.response,
-                    })
-                }),
+                text: match turn.text {
+                    None => None,
+                    Some(t) => {
+                        let shape = match t.shape {
+                            None => None,
+                            Some(Count(i)) if (i as usize) < shapes.len() => Some(i),
+                            Some(Count(i)) => {
+                                return Err((
+                                    format!("$.agents[{a}].turns[{t}].text.shape", t = t_index),
+                                    format!(
+                                        "expected an index into `shapes` ({} entries), got {i}",
+                                        shapes.len()
+                                    ),
+                                ))
+                            }
+                        };
+                        Some(Box::new(TurnText {
+                            extends_previous: t.extends_previous,
+                            messages: t
+                                .messages
+                                .into_iter()
+                                .map(MessageRecord::into_message)
+                                .collect(),
+                            response: t.response,
+                            response_calls: t
+                                .response_calls
+                                .into_iter()
+                                .map(CallRecord::into_call)
+                                .collect(),
+                            shape,
+                        }))
+                    }
+                },
                 tokens_estimated: turn.tokens_estimated,
             });
         }
@@ -378,6 +557,7 @@ fn into_tree(record: TreeRecord, source: &str) -> Result<Tree, (String, String)>
         tool_tokens: record.tool_tokens.0,
         system_tokens: record.system_tokens.0,
         provenance: Default::default(),
+        shapes,
     })
 }
 
@@ -401,6 +581,7 @@ pub fn write_tree(tree: &Tree, out: &mut impl Write) -> std::io::Result<()> {
         tool_tokens: Count(tree.tool_tokens),
         system_tokens: Count(tree.system_tokens),
         models: tree.models.clone(),
+        shapes: tree.shapes.iter().map(ShapeRecord::of).collect(),
         agents: tree
             .agents
             .iter()
@@ -434,15 +615,14 @@ pub fn write_tree(tree: &Tree, out: &mut impl Write) -> std::io::Result<()> {
                         },
                         text: t.text.as_ref().map(|text| TextRecord {
                             extends_previous: text.extends_previous,
-                            messages: text
-                                .messages
-                                .iter()
-                                .map(|m| MessageRecord {
-                                    role: m.role.into(),
-                                    content: m.content.clone(),
-                                })
-                                .collect(),
+                            messages: text.messages.iter().map(MessageRecord::of).collect(),
                             response: text.response.clone(),
+                            response_calls: text
+                                .response_calls
+                                .iter()
+                                .map(CallRecord::of)
+                                .collect(),
+                            shape: text.shape.map(Count),
                         }),
                         tokens_estimated: t.tokens_estimated,
                     })
@@ -504,6 +684,41 @@ mod tests {
                 }
             );
         }
+    }
+
+    /// The recorded shape (tools, calls, results, the answer's calls)
+    /// survives a write and a read, in chat and Messages captures.
+    #[test]
+    fn round_trips_the_request_shape() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/openai-log");
+        for name in ["tools-chat.jsonl", "tools-messages.jsonl"] {
+            let loaded = super::super::openai_log::load(&dir.join(name)).expect("loads");
+            let tree = &loaded.trees[0];
+            assert!(!tree.shapes.is_empty());
+            let mut bytes = Vec::new();
+            write_tree(tree, &mut bytes).unwrap();
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(text.contains(r#""shapes":[{"api":"#), "{name}");
+            let back = parse_line(&text, "f", 1).unwrap();
+            assert_eq!(
+                back,
+                Tree {
+                    source: "f:line 1".into(),
+                    ..tree.clone()
+                },
+                "{name}"
+            );
+        }
+        // A shape index past `shapes` is refused with its place.
+        let bad = r#"{"arbor":1,"id":"t","agents":[{"id":"r","kind":"root","turns":[{"start_ns":0,"isl":1,"osl":1,"text":{"messages":[],"shape":2}}]}]}"#;
+        let msg = parse_line(bad, "f", 1).unwrap_err().to_string();
+        assert!(
+            msg.contains("$.agents[0].turns[0].text.shape") && msg.contains("0 entries"),
+            "{msg}"
+        );
+        let bad = r#"{"arbor":1,"id":"t","shapes":[{"api":"chat","tools":[{"name":"x","input_schema":{}}]}],"agents":[]}"#;
+        let msg = parse_line(bad, "f", 1).unwrap_err().to_string();
+        assert!(msg.contains("$.shapes[0].api"), "{msg}");
     }
 
     #[test]

@@ -486,6 +486,7 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
             tool_tokens: 0,
             system_tokens: 0,
             provenance: Default::default(),
+            shapes: Vec::new(),
         });
     }
     // Stable: trees arriving together keep their order of appearance.

@@ -13,7 +13,12 @@ use std::marker::PhantomData;
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
 
-use arbor_engine::model::{BlockIds, BlockIdsBuilder, InputKind, Message, Role};
+use serde_json::value::RawValue;
+
+use super::tools::{arguments_text, RawToolCall};
+use arbor_engine::model::{
+    BlockIds, BlockIdsBuilder, InputKind, Message, Role, ToolCall, ToolPart, ToolResult,
+};
 use arbor_engine::time::{millis_to_nanos, secs_to_nanos, Nanos, MAX_SECONDS, NANOS_PER_SEC};
 
 /// The largest time a trace may state, in nanoseconds (every format).
@@ -445,44 +450,98 @@ impl<'de> Deserialize<'de> for RoleName {
     }
 }
 
-/// One chat message as the text formats record it: `role` and `content`
-/// (other keys, e.g. `tool_call_id`, are ignored).
+/// One chat message as the text formats record it: `role` and `content`,
+/// and the tool parts chat records beside them (an assistant's
+/// `tool_calls`, a tool message's `tool_call_id` and `name`).
 #[derive(serde::Deserialize)]
 #[serde(expecting = "a message object (`role`, `content`)")]
 pub(super) struct RawMessage {
     pub(super) role: RoleName,
     #[serde(default)]
     pub(super) content: Content,
+    #[serde(default)]
+    tool_calls: Option<Vec<RawToolCall>>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
 }
 
 impl RawMessage {
-    /// A user message made only of `tool_result` blocks (how the Messages
-    /// API returns tool output) is a tool message.
-    pub(super) fn into_message(self) -> Message {
-        let role = match self.role.0 {
-            Role::User if self.content.tool_results_only => Role::Tool,
-            role => role,
-        };
-        Message {
-            role,
-            content: self.content.text,
+    /// The message in the model's form, added to `out`. A Messages user
+    /// message's `tool_result` blocks become tool messages, one a block,
+    /// in order, followed by a user message of its text when it has any
+    /// (so a message of tool results alone is tool messages only).
+    /// `tool_use` blocks and `tool_calls` are the message's calls.
+    pub(super) fn into_messages(self, out: &mut Vec<Message>) {
+        let Content {
+            text,
+            mut calls,
+            results,
+            ..
+        } = self.content;
+        let had_results = !results.is_empty();
+        for (call_id, content) in results {
+            out.push(Message {
+                role: Role::Tool,
+                content,
+                tool: Some(Box::new(ToolPart::Result(ToolResult {
+                    call_id,
+                    name: None,
+                }))),
+            });
         }
+        calls.extend(
+            self.tool_calls
+                .into_iter()
+                .flatten()
+                .map(RawToolCall::into_call),
+        );
+        let role = self.role.0;
+        if had_results && role == Role::User && text.is_empty() && calls.is_empty() {
+            return;
+        }
+        let tool = if !calls.is_empty() {
+            Some(Box::new(ToolPart::Calls(calls)))
+        } else {
+            match (role, self.tool_call_id) {
+                (Role::Tool, Some(call_id)) => Some(Box::new(ToolPart::Result(ToolResult {
+                    call_id,
+                    name: self.name,
+                }))),
+                _ => None,
+            }
+        };
+        out.push(Message {
+            role,
+            content: text,
+            tool,
+        });
     }
 }
 
 /// Message content: a string, `null` (empty), or an array of parts whose
 /// `{"type": "text", "text": ...}` parts are joined with a newline (as
-/// vLLM does). Anthropic Messages blocks are text too: a `tool_use` block
-/// is its `name`, a space and its `input` as compact JSON; a `tool_result`
-/// block is its own `content` (a string or text blocks). Other parts
-/// (images, audio, thinking) are dropped and counted.
+/// vLLM does). Anthropic Messages blocks: a `tool_use` block is a tool
+/// call (its `input` kept as JSON text); a `tool_result` block is a
+/// result (its own `content`, a string or text blocks, as text). Other
+/// parts (images, audio, thinking) are dropped and counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Content {
     pub(super) text: String,
     /// Non-text parts dropped.
     pub(super) dropped: u32,
-    /// Every part was a `tool_result` block (and there was one).
-    pub(super) tool_results_only: bool,
+    /// `tool_use` blocks, in order.
+    pub(super) calls: Vec<ToolCall>,
+    /// `tool_result` blocks: the `tool_use_id` and the text, in order.
+    pub(super) results: Vec<(String, String)>,
+}
+
+impl Content {
+    /// Whether it held Anthropic tool blocks (so was a Messages body's).
+    pub(super) fn has_tool_blocks(&self) -> bool {
+        !self.calls.is_empty() || !self.results.is_empty()
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -492,42 +551,54 @@ struct RawPart {
     kind: String,
     #[serde(default)]
     text: Option<String>,
-    /// A `tool_use` block's tool name and arguments.
+    /// A `tool_use` block's id, tool name and arguments.
+    #[serde(default)]
+    id: Option<String>,
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
-    input: Option<serde_json::Value>,
-    /// A `tool_result` block's content.
+    input: Option<Box<RawValue>>,
+    /// A `tool_result` block's call and content.
+    #[serde(default)]
+    tool_use_id: Option<String>,
     #[serde(default)]
     content: Option<Content>,
 }
 
+/// What one part is.
+enum Part {
+    Text(String),
+    Call(ToolCall),
+    Result(String, String),
+    Dropped,
+}
+
 impl RawPart {
-    /// The part's text, `Ok(None)` for a part that is dropped; `dropped`
-    /// counts the parts dropped inside a `tool_result`.
-    fn into_text(self, dropped: &mut u32) -> Result<Option<String>, &'static str> {
+    /// What the part is; `dropped` counts the parts dropped inside a
+    /// `tool_result`.
+    fn into_part(self, dropped: &mut u32) -> Result<Part, &'static str> {
         match self.kind.as_str() {
             "text" => self
                 .text
-                .map(Some)
+                .map(Part::Text)
                 .ok_or("missing field `text`: expected it in a part of type `text`"),
-            "tool_use" => {
-                let mut text = self.name.unwrap_or_default();
-                if let Some(input) = self.input {
-                    text.push(' ');
-                    text.push_str(&input.to_string());
-                }
-                Ok(Some(text))
-            }
+            "tool_use" => Ok(Part::Call(ToolCall {
+                id: self.id.unwrap_or_default(),
+                name: self.name.unwrap_or_default(),
+                arguments: self
+                    .input
+                    .map(|input| arguments_text(&input))
+                    .unwrap_or_default(),
+            })),
             "tool_result" => {
                 let content = self.content.unwrap_or_default();
                 *dropped += content.dropped;
-                Ok(Some(content.text))
+                Ok(Part::Result(
+                    self.tool_use_id.unwrap_or_default(),
+                    content.text,
+                ))
             }
-            _ => {
-                *dropped += 1;
-                Ok(None)
-            }
+            _ => Ok(Part::Dropped),
         }
     }
 }
@@ -561,26 +632,23 @@ impl<'de> Deserialize<'de> for Content {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
                 let mut out = Content::default();
                 let mut first = true;
-                let mut tool_results = 0;
-                let mut parts = 0;
                 while let Some(part) = seq.next_element::<RawPart>()? {
-                    parts += 1;
-                    if part.kind == "tool_result" {
-                        tool_results += 1;
-                    }
-                    let Some(text) = part
-                        .into_text(&mut out.dropped)
+                    match part
+                        .into_part(&mut out.dropped)
                         .map_err(de::Error::custom)?
-                    else {
-                        continue;
-                    };
-                    if !first {
-                        out.text.push('\n');
+                    {
+                        Part::Text(text) => {
+                            if !first {
+                                out.text.push('\n');
+                            }
+                            out.text.push_str(&text);
+                            first = false;
+                        }
+                        Part::Call(call) => out.calls.push(call),
+                        Part::Result(id, text) => out.results.push((id, text)),
+                        Part::Dropped => out.dropped += 1,
                     }
-                    out.text.push_str(&text);
-                    first = false;
                 }
-                out.tool_results_only = parts > 0 && tool_results == parts;
                 Ok(out)
             }
         }

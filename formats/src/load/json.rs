@@ -70,6 +70,12 @@ impl Fault {
         }
     }
 
+    /// The place (its JSON path) and the message, for readers that name
+    /// the file and line themselves.
+    pub(super) fn into_parts(self) -> (String, String) {
+        (self.path.unwrap_or_else(|| "$".into()), self.message)
+    }
+
     /// The error for a text that is line `line` of `file`.
     pub(super) fn on_line(self, file: &str, line: usize) -> InputError {
         self.place(file, Some(format!("line {line}")))
@@ -201,6 +207,31 @@ pub(super) fn parse<'de, T: Deserialize<'de>>(text: &'de str, what: &str) -> Res
         Err(e) => Err(Fault::from_json(e.inner(), json_path(e.path()), what)),
         // Only the end-of-input check failed (trailing characters).
         Ok(_) => Err(Fault::from_json(&plain_err, None, what)),
+    }
+}
+
+/// Parses a value found inside a record (kept as its JSON text, e.g. a
+/// request's `tools`) into `T`; a fault is placed at `path` (the value's
+/// own path in the record, `$.request.tools`) followed by the path within
+/// it. The text was valid JSON already, so a fault is a schema one.
+pub(super) fn parse_value<'de, T: Deserialize<'de>>(
+    text: &'de str,
+    what: &str,
+    path: &str,
+) -> Result<T, Fault> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(value) => Ok(value),
+        Err(e) => {
+            let within = json_path(e.path()).map_or_else(
+                || path.to_string(),
+                |p| format!("{path}{}", p.trim_start_matches('$')),
+            );
+            let mut fault = Fault::from_json(e.inner(), Some(within), what);
+            fault.pos = None;
+            fault.complete = true;
+            Err(fault)
+        }
     }
 }
 

@@ -144,11 +144,9 @@ pub fn load(input: impl Into<Source>) -> Result<Loaded, InputError> {
                 hash_ids: Default::default(),
                 text: Some(Box::new(TurnText {
                     extends_previous: false,
-                    messages: vec![Message {
-                        role: Role::User,
-                        content: row.input,
-                    }],
+                    messages: vec![Message::text(Role::User, row.input)],
                     response: Some(row.output),
+                    ..Default::default()
                 })),
                 tokens_estimated: true,
             });

@@ -56,6 +56,7 @@ mod source;
 mod tally;
 #[cfg(test)]
 mod test_support;
+mod tools;
 pub mod tracelab;
 pub mod weka;
 

@@ -148,11 +148,9 @@ impl PromptChecks {
         let text = text_input.map(|content| {
             Box::new(TurnText {
                 extends_previous: false,
-                messages: vec![Message {
-                    role: Role::User,
-                    content,
-                }],
+                messages: vec![Message::text(Role::User, content)],
                 response: None,
+                ..Default::default()
             })
         });
         Ok(Prompt {
@@ -213,6 +211,7 @@ pub(super) fn new_tree(id: String, source: String, arrival: Nanos, agents: Vec<A
         tool_tokens: 0,
         system_tokens: 0,
         provenance: Default::default(),
+        shapes: Vec::new(),
     }
 }
 
@@ -583,11 +582,9 @@ pub(super) mod tests {
             text,
             &TurnText {
                 extends_previous: false,
-                messages: vec![Message {
-                    role: Role::User,
-                    content: "hello".into()
-                }],
-                response: None
+                messages: vec![Message::text(Role::User, "hello")],
+                response: None,
+                ..Default::default()
             }
         );
         assert!(a.agents[0].turns[1].text.is_none());

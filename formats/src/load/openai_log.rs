@@ -23,9 +23,11 @@ mod responses;
 
 use arbor_engine::error::InputError;
 use arbor_engine::model::{
-    Agent, AgentKind, InputKind, LinkSource, Message, Provenance, Role, Tree, Turn, TurnText,
+    intern_shape, Agent, AgentKind, InputKind, LinkSource, Message, Provenance, RequestShape, Role,
+    ShapeApi, ToolCall, Tree, Turn, TurnText,
 };
 use arbor_engine::time::{Nanos, MAX_SECONDS, NANOS_PER_SEC};
+use serde_json::value::RawValue;
 
 use super::fields::{
     show_number, tokens_for_bytes, Content, Count, RawMessage, UnixSecs, MAX_NANOS,
@@ -34,6 +36,7 @@ use super::json::Lines;
 use super::sniff::TopKeys;
 use super::source::Source;
 use super::tally::Tally;
+use super::tools::{read_shape, RawShape, RawToolCall, KEPT_FIELDS};
 use crate::input::{Loaded, Problem};
 
 /// The latest unix time accepted, in seconds (year 2286): anything later is
@@ -105,6 +108,18 @@ struct RawRequest {
     system: Option<Content>,
     #[serde(default)]
     model: Option<String>,
+    /// The request's shape besides its messages (`tools.rs`), as
+    /// recorded JSON text.
+    #[serde(default)]
+    tools: Option<Box<RawValue>>,
+    #[serde(default)]
+    tool_choice: Option<Box<RawValue>>,
+    #[serde(default)]
+    parallel_tool_calls: Option<Box<RawValue>>,
+    #[serde(default)]
+    response_format: Option<Box<RawValue>>,
+    #[serde(default)]
+    chat_template_kwargs: Option<Box<RawValue>>,
 }
 
 /// Either an OpenAI chat completion object (`choices[0].message.content`),
@@ -123,6 +138,9 @@ struct RawResponse {
     output: Option<Vec<responses::RawItem>>,
     #[serde(default)]
     id: Option<String>,
+    /// The short form's tool calls (chat's shape).
+    #[serde(default)]
+    tool_calls: Option<Vec<RawToolCall>>,
     #[serde(default)]
     usage: Option<RawUsage>,
 }
@@ -139,6 +157,8 @@ struct RawChoice {
 struct RawAnswer {
     #[serde(default)]
     content: Content,
+    #[serde(default)]
+    tool_calls: Option<Vec<RawToolCall>>,
 }
 
 #[derive(Deserialize)]
@@ -203,8 +223,12 @@ struct Entry {
     parent_source: Option<LinkSource>,
     background: bool,
     messages: Vec<Message>,
+    /// The request's tools and the other fields sent with the messages.
+    shape: RequestShape,
     model: Option<String>,
     response: Option<String>,
+    /// The tool calls the response made.
+    response_calls: Vec<ToolCall>,
     prompt_tokens: Option<u32>,
     completion_tokens: Option<u32>,
     /// A Responses turn: its response's id, the response it continues,
@@ -473,18 +497,18 @@ fn into_entry(
         }
     };
     let mut messages = Vec::with_capacity(chat.len() + 1);
+    let has_system = request.system.is_some();
     if let Some(system) = request.system {
         tally.dropped_parts.add(system.dropped as usize);
         if !system.text.is_empty() {
-            messages.push(Message {
-                role: Role::System,
-                content: system.text,
-            });
+            messages.push(Message::text(Role::System, system.text));
         }
     }
+    let mut tool_blocks = false;
     for m in chat {
         tally.dropped_parts.add(m.content.dropped as usize);
-        messages.push(m.into_message());
+        tool_blocks |= m.content.has_tool_blocks();
+        m.into_messages(&mut messages);
     }
     let instructions =
         input.is_some() && request.instructions.as_ref().is_some_and(|s| !s.is_empty());
@@ -497,22 +521,54 @@ fn into_entry(
         ));
         tally.dropped_parts.add(dropped as usize);
     }
+    // A Messages body has `system` or tool blocks; the tools' form decides
+    // when there are tools.
+    let guess = if has_system || tool_blocks {
+        ShapeApi::Messages
+    } else {
+        ShapeApi::Chat
+    };
+    let kept = [
+        request.parallel_tool_calls,
+        request.response_format,
+        request.chat_template_kwargs,
+    ];
+    let shape = read_shape(
+        RawShape {
+            tools: request.tools,
+            tool_choice: request.tool_choice,
+            fields: KEPT_FIELDS
+                .into_iter()
+                .zip(kept)
+                .filter_map(|(name, value)| value.map(|v| (name, v)))
+                .collect(),
+        },
+        guess,
+        "$.request",
+    )
+    .map_err(|fault| fault.on_line(file, line))?;
     let mut response_id = None;
-    let (response, usage) = match raw.response {
-        None => (None, None),
+    let (response, response_calls, usage) = match raw.response {
+        None => (None, Vec::new(), None),
         Some(r) => {
             response_id = r.id;
             let from_choices = r
                 .choices
                 .and_then(|c| c.into_iter().next())
-                .and_then(|c| c.message)
-                .map(|m| m.content);
-            let content = from_choices.or(r.content);
+                .and_then(|c| c.message);
+            let (content, calls) = match from_choices {
+                Some(m) => (Some(m.content), m.tool_calls),
+                None => (r.content, r.tool_calls),
+            };
             if let Some(c) = &content {
                 tally.dropped_parts.add(c.dropped as usize);
             }
+            let mut response_calls: Vec<ToolCall> = Vec::new();
             let text = match (content, r.output) {
-                (Some(c), _) => Some(c.text),
+                (Some(c), _) => {
+                    response_calls = c.calls;
+                    Some(c.text)
+                }
                 (None, Some(output)) => {
                     let mut dropped = 0;
                     let text = responses::answer(output, &mut dropped);
@@ -521,7 +577,12 @@ fn into_entry(
                 }
                 (None, None) => None,
             };
-            (text, r.usage)
+            response_calls.extend(calls.into_iter().flatten().map(RawToolCall::into_call));
+            let text = match text {
+                None if !response_calls.is_empty() => Some(String::new()),
+                text => text,
+            };
+            (text, response_calls, r.usage)
         }
     };
     let (prompt_tokens, completion_tokens) = match usage {
@@ -545,8 +606,10 @@ fn into_entry(
         parent_source: None,
         background: raw.background.unwrap_or(false),
         messages,
+        shape,
         model: request.model.filter(|m| !m.is_empty()),
         response,
+        response_calls,
         prompt_tokens,
         completion_tokens,
         response_id,
@@ -827,6 +890,7 @@ fn into_tree(
         }
     }
 
+    let mut shapes: Vec<RequestShape> = Vec::new();
     let mut slots: Vec<Option<AgentEntries>> = session.agents.into_iter().map(Some).collect();
     let mut agents = Vec::with_capacity(order.len());
     let mut provenance = Provenance::default();
@@ -851,7 +915,14 @@ fn into_tree(
             (Some(_), true) => AgentKind::Background,
             (Some(_), false) => AgentKind::Blocking,
         };
-        let turns = into_turns(entries.entries, first_start, &models, file, tally)?;
+        let turns = into_turns(
+            entries.entries,
+            first_start,
+            &models,
+            &mut shapes,
+            file,
+            tally,
+        )?;
         agents.push(Agent {
             id: entries.id,
             parent,
@@ -868,6 +939,7 @@ fn into_tree(
         explicit_edges: None,
         models,
         provenance,
+        shapes,
         ..Tree::default()
     })
 }
@@ -884,12 +956,14 @@ fn into_turns(
     entries: Vec<Entry>,
     first_start: u64,
     models: &[String],
+    shapes: &mut Vec<RequestShape>,
     file: &str,
     tally: &mut Counts,
 ) -> Result<Vec<Turn>, InputError> {
-    let mut turns = Vec::with_capacity(entries.len());
-    // The previous turn's whole prompt and its response.
-    let mut previous: Option<(Vec<Message>, Option<String>)> = None;
+    let mut turns: Vec<Turn> = Vec::with_capacity(entries.len());
+    // The previous turn's whole prompt, its response and the response's
+    // tool calls.
+    let mut previous: Option<(Vec<Message>, Option<String>, Vec<ToolCall>)> = None;
     for e in entries {
         let start = since(
             e.start,
@@ -913,8 +987,18 @@ fn into_turns(
                 "the request's start",
             )?),
         };
-        let prompt_bytes: usize = e.messages.iter().map(|m| m.content.len()).sum();
-        let answer_bytes = e.response.as_ref().map_or(0, String::len);
+        let prompt_bytes: usize = e.messages.iter().map(message_bytes).sum::<usize>()
+            + e.shape
+                .tool_defs
+                .iter()
+                .map(|t| {
+                    t.name.len()
+                        + t.description.as_ref().map_or(0, String::len)
+                        + t.schema.as_ref().map_or(0, |s| s.len())
+                })
+                .sum::<usize>();
+        let answer_bytes =
+            e.response.as_ref().map_or(0, String::len) + calls_bytes(&e.response_calls);
         if e.response.is_none() {
             tally.no_response.add(1);
         }
@@ -938,15 +1022,28 @@ fn into_turns(
             .as_deref()
             .and_then(|m| models.iter().position(|x| x == m))
             .and_then(|i| u16::try_from(i).ok());
-        let delta = previous
-            .as_ref()
-            .and_then(|(prompt, answer)| delta_after(&e.messages, prompt, answer.as_deref()));
+        let delta = previous.as_ref().and_then(|(prompt, answer, calls)| {
+            delta_after(&e.messages, prompt, answer.as_deref(), calls)
+        });
         let extends = delta.is_some();
         tally.extends += usize::from(extends);
         let messages = match delta {
-            Some(rest) => rest.to_vec(),
+            Some(rest) => {
+                // The calls as the agent sent them back (equal as JSON to
+                // the response's, perhaps not as text): what a replay sends.
+                let sent = e.messages.get(e.messages.len() - rest.len() - 1);
+                if let (Some(sent), Some(last)) = (sent, turns.last_mut()) {
+                    if let Some(text) = last.text.as_deref_mut() {
+                        if text.response_calls != sent.calls() {
+                            text.response_calls = sent.calls().to_vec();
+                        }
+                    }
+                }
+                rest.to_vec()
+            }
             None => e.messages.clone(),
         };
+        let shape = intern_shape(shapes, e.shape);
         turns.push(Turn {
             start,
             duration,
@@ -960,28 +1057,60 @@ fn into_turns(
                 extends_previous: extends,
                 messages,
                 response: e.response.clone(),
+                response_calls: e.response_calls.clone(),
+                shape,
             })),
             tokens_estimated: estimated,
         });
-        previous = Some((e.messages, e.response));
+        previous = Some((e.messages, e.response, e.response_calls));
     }
     tally.turns += turns.len();
     Ok(turns)
 }
 
-/// The messages after `prompt` and an assistant message equal to `answer`,
-/// when `messages` begins with both; `None` otherwise.
+/// The messages after `prompt` and an assistant message equal to `answer`
+/// with the tool calls `calls`, when `messages` begins with both; `None`
+/// otherwise. Calls are equal when their ids and names are and their
+/// arguments are equal JSON (a recorder may write the answer's arguments
+/// with other spacing or key order than the agent sends them back).
 fn delta_after<'m>(
     messages: &'m [Message],
     prompt: &[Message],
     answer: Option<&str>,
+    calls: &[ToolCall],
 ) -> Option<&'m [Message]> {
     let answer = answer?;
     let head = messages.get(..prompt.len())?;
     let reply = messages.get(prompt.len())?;
-    (head == prompt && reply.role == Role::Assistant && reply.content == answer)
+    let same_calls = reply.calls().len() == calls.len()
+        && reply.calls().iter().zip(calls).all(|(a, b)| {
+            a.id == b.id && a.name == b.name && same_json(&a.arguments, &b.arguments)
+        });
+    (head == prompt && reply.role == Role::Assistant && reply.content == answer && same_calls)
         .then(|| messages.get(prompt.len() + 1..))
         .flatten()
+}
+
+/// Equal texts, or texts of equal JSON values.
+fn same_json(a: &str, b: &str) -> bool {
+    a == b
+        || matches!(
+            (
+                serde_json::from_str::<serde_json::Value>(a),
+                serde_json::from_str::<serde_json::Value>(b),
+            ),
+            (Ok(x), Ok(y)) if x == y
+        )
+}
+
+/// A message's bytes for the token estimate: its text and its tool
+/// calls' names and arguments.
+fn message_bytes(message: &Message) -> usize {
+    message.content.len() + calls_bytes(message.calls())
+}
+
+fn calls_bytes(calls: &[ToolCall]) -> usize {
+    calls.iter().map(|c| c.name.len() + c.arguments.len()).sum()
 }
 
 #[cfg(test)]
@@ -1138,10 +1267,19 @@ mod tests {
         assert!(first.messages[0]
             .content
             .starts_with("You are a coding agent"));
-        // The answer's text and tool_use blocks, one text.
+        // The answer's text, and its tool_use block as a call (the input's
+        // JSON text as recorded).
         assert_eq!(
             first.response.as_deref(),
-            Some("I'll read the ISO parser first.\nread_file {\"path\":\"src/dateparse/iso.py\"}")
+            Some("I'll read the ISO parser first.")
+        );
+        assert_eq!(
+            first.response_calls,
+            [ToolCall {
+                id: "toolu_01".into(),
+                name: "read_file".into(),
+                arguments: r#"{"path": "src/dateparse/iso.py"}"#.into(),
+            }]
         );
         // Turns 1 and 2 extend the previous prompt and answer (whether the
         // system prompt was written as blocks or as a string): only the
@@ -1153,6 +1291,9 @@ mod tests {
             assert_eq!(x.messages[0].role, Role::Tool, "turn {t}");
             assert_eq!(agent.turns[t].input_kind, InputKind::ToolResult);
         }
+        let answered = |t: usize| text(t).messages[0].result().map(|r| r.call_id.clone());
+        assert_eq!(answered(1).as_deref(), Some("toolu_01"));
+        assert_eq!(answered(2).as_deref(), Some("toolu_02"));
         assert!(text(1).messages[0].content.contains("fromisoformat(s)"));
         assert_eq!(text(2).messages[0].content, "2 failed, 14 passed");
         // Input tokens: input + cache_read + cache_creation.
@@ -1239,10 +1380,7 @@ mod tests {
 
     #[test]
     fn extends_needs_the_exact_prompt_and_answer() {
-        let m = |role: Role, c: &str| Message {
-            role,
-            content: c.to_string(),
-        };
+        let m = |role: Role, c: &str| Message::text(role, c);
         let prompt = [m(Role::System, "s"), m(Role::User, "u")];
         let next = [
             m(Role::System, "s"),
@@ -1250,19 +1388,22 @@ mod tests {
             m(Role::Assistant, "a"),
             m(Role::Tool, "t"),
         ];
-        assert_eq!(delta_after(&next, &prompt, Some("a")), Some(&next[3..]));
-        assert_eq!(delta_after(&next, &prompt, Some("b")), None);
-        assert_eq!(delta_after(&next, &prompt, None), None);
-        assert_eq!(delta_after(&next[..2], &prompt, Some("a")), None);
+        assert_eq!(
+            delta_after(&next, &prompt, Some("a"), &[]),
+            Some(&next[3..])
+        );
+        assert_eq!(delta_after(&next, &prompt, Some("b"), &[]), None);
+        assert_eq!(delta_after(&next, &prompt, None, &[]), None);
+        assert_eq!(delta_after(&next[..2], &prompt, Some("a"), &[]), None);
         let edited = [
             m(Role::System, "S"),
             m(Role::User, "u"),
             m(Role::Assistant, "a"),
         ];
-        assert_eq!(delta_after(&edited, &prompt, Some("a")), None);
+        assert_eq!(delta_after(&edited, &prompt, Some("a"), &[]), None);
         // Exactly prompt + answer: an empty delta still extends.
         assert_eq!(
-            delta_after(&next[..3], &prompt, Some("a")),
+            delta_after(&next[..3], &prompt, Some("a"), &[]),
             Some(&next[3..3])
         );
     }
@@ -1428,5 +1569,149 @@ mod tests {
             .problems
             .iter()
             .any(|p| p.message.contains("1 non-text content parts")));
+    }
+
+    /// The chat capture with tools (testdata/openai-log/tools-chat.jsonl):
+    /// the tools, tool choice and `parallel_tool_calls` kept once for the
+    /// tree, the assistant's `tool_calls` and the `tool` messages'
+    /// `tool_call_id`s kept, turns stored as deltas after the answer's
+    /// calls.
+    #[test]
+    fn a_chat_capture_keeps_tools_calls_and_results() {
+        let loaded = load(&sample("tools-chat.jsonl")).expect("loads");
+        let tree = &loaded.trees[0];
+        assert_eq!(tree.shapes.len(), 1, "one set of tools for three turns");
+        let shape = &tree.shapes[0];
+        assert_eq!(shape.api, ShapeApi::Chat);
+        let names: Vec<&str> = shape.tool_defs.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["read_file", "run_tests"]);
+        assert!(shape
+            .tools
+            .as_deref()
+            .unwrap()
+            .starts_with(r#"[{"type": "function""#));
+        assert_eq!(shape.tool_choice.as_deref(), Some(r#""auto""#));
+        assert_eq!(
+            shape.fields,
+            [("parallel_tool_calls".into(), "true".into())]
+        );
+        let turns = &tree.agents[0].turns;
+        let text = |t: usize| turns[t].text.as_deref().expect("text");
+        assert!((0..3).all(|t| text(t).shape == Some(0)));
+        // Turn 0's answer is a call without text.
+        assert_eq!(text(0).response.as_deref(), Some(""));
+        assert_eq!(
+            text(0).response_calls,
+            [ToolCall {
+                id: "call_7hQ2".into(),
+                name: "read_file".into(),
+                arguments: r#"{"path": "src/dateparse/iso.py"}"#.into(),
+            }]
+        );
+        // Turns 1 and 2 extend: only the tool results are new.
+        for (t, ids) in [
+            (1, &["call_7hQ2"][..]),
+            (2, &["call_Lm4x", "call_9vPe"][..]),
+        ] {
+            assert!(text(t).extends_previous, "turn {t}");
+            let answered: Vec<&str> = text(t)
+                .messages
+                .iter()
+                .map(|m| m.result().expect("a tool result").call_id.as_str())
+                .collect();
+            assert_eq!(answered, ids, "turn {t}");
+        }
+        assert_eq!(text(1).response_calls.len(), 2);
+        // The whole prompt of turn 2: the assistant turns carry their calls.
+        let prompt = arbor_engine::content::prompt_messages(&tree.agents[0], 2);
+        let shape: Vec<(Role, usize, bool)> = prompt
+            .iter()
+            .map(|m| (m.role, m.calls.len(), m.result.is_some()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Role::System, 0, false),
+                (Role::User, 0, false),
+                (Role::Assistant, 1, false),
+                (Role::Tool, 0, true),
+                (Role::Assistant, 2, false),
+                (Role::Tool, 0, true),
+                (Role::Tool, 0, true),
+            ]
+        );
+    }
+
+    /// The Messages capture with tools: `tool_use` blocks are calls, each
+    /// `tool_result` block a tool message, the user's text after them a
+    /// user message; the tools read neutral from `input_schema`.
+    #[test]
+    fn a_messages_capture_keeps_tool_use_and_tool_result_blocks() {
+        let loaded = load(&sample("tools-messages.jsonl")).expect("loads");
+        let tree = &loaded.trees[0];
+        assert_eq!(tree.shapes.len(), 1);
+        assert_eq!(tree.shapes[0].api, ShapeApi::Messages);
+        assert_eq!(
+            tree.shapes[0].tool_defs[0]
+                .schema
+                .as_deref()
+                .map(|s| &s[..16]),
+            Some(r#"{"type": "object"#)
+        );
+        assert_eq!(
+            tree.shapes[0].tool_choice.as_deref(),
+            Some(r#"{"type": "auto"}"#)
+        );
+        let turns = &tree.agents[0].turns;
+        let text = |t: usize| turns[t].text.as_deref().expect("text");
+        assert_eq!(text(0).response_calls[0].id, "toolu_01A");
+        assert_eq!(
+            text(1).response.as_deref(),
+            Some("`fromisoformat` before Python 3.11 rejects a `Z` suffix. I'll run the failing test and read it.")
+        );
+        assert_eq!(text(1).response_calls.len(), 2);
+        assert!(text(2).extends_previous);
+        let last: Vec<(Role, Option<&str>, &str)> = text(2)
+            .messages
+            .iter()
+            .map(|m| {
+                (
+                    m.role,
+                    m.result().map(|r| r.call_id.as_str()),
+                    &m.content[..],
+                )
+            })
+            .collect();
+        assert_eq!(last.len(), 3);
+        assert_eq!((last[0].0, last[0].1), (Role::Tool, Some("toolu_02B")));
+        assert!(last[0].2.starts_with("FAILED tests/test_iso.py"));
+        assert_eq!((last[1].0, last[1].1), (Role::Tool, Some("toolu_02C")));
+        assert_eq!(
+            last[2],
+            (
+                Role::User,
+                None,
+                "Keep the error message for other bad inputs."
+            )
+        );
+        assert_eq!(turns[2].input_kind, InputKind::UserText);
+    }
+
+    /// Tool definitions and calls count toward a turn's estimated tokens.
+    #[test]
+    fn tools_and_calls_count_in_the_estimate() {
+        let with = r#"{"start": 1, "request": {"tools": [{"type": "function", "function": {"name": "abcd", "parameters": {}}}], "messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "efgh", "arguments": "{}"}}]}]}}"#;
+        let loaded = load_text(with).expect("loads");
+        // "abcd" + "{}" + "efgh" + "{}": 12 bytes, 3 tokens.
+        assert_eq!(loaded.trees[0].agents[0].turns[0].isl, 3);
+        let msg = load_text(
+            r#"{"start": 1, "request": {"tools": [{"type": "function", "function": {"name": 1}}], "messages": []}}"#,
+        )
+        .expect_err("refused")
+        .to_string();
+        assert_contains(
+            &msg,
+            &["line 1, $.request.tools[0].function.name", "invalid type"],
+        );
     }
 }

@@ -438,6 +438,7 @@ fn build(raw: RawTrace<'_>) -> Result<(Tree, Conventions), Fault> {
         tool_tokens: raw.tool_tokens.map_or(0, |c| c.0),
         system_tokens: raw.system_tokens.map_or(0, |c| c.0),
         provenance: Default::default(),
+        shapes: Vec::new(),
     };
     Ok((tree, conventions))
 }

@@ -6,7 +6,10 @@ use std::collections::VecDeque;
 use std::path::Path;
 
 use arbor_backends::live::request::{build_turn_body, Api, BodyConfig};
-use arbor_engine::model::{Agent, AgentKind, Message, Role, Tree, Turn, TurnText};
+use arbor_engine::model::{
+    Agent, AgentKind, Message, RequestShape, Role, ShapeApi, ToolCall, ToolDef, ToolPart,
+    ToolResult, Tree, Turn, TurnText,
+};
 use arbor_engine::prompt::VOCABULARY;
 use arbor_engine::Workload;
 use arbor_formats::synthetic::SyntheticSpec;
@@ -42,38 +45,135 @@ fn role() -> impl Strategy<Value = Role> {
     prop::sample::select(vec![Role::System, Role::User, Role::Assistant, Role::Tool])
 }
 
+/// A tool call: arguments are JSON objects of recorded text.
+fn tool_call() -> impl Strategy<Value = ToolCall> {
+    ("[a-z0-9_]{1,8}", "[a-z_]{1,8}", content()).prop_map(|(id, name, value)| ToolCall {
+        id,
+        name,
+        arguments: serde_json::json!({ "value": value }).to_string(),
+    })
+}
+
+/// A message: an assistant's may carry tool calls, a tool message the
+/// call it answers.
+fn message() -> impl Strategy<Value = Message> {
+    (
+        role(),
+        content(),
+        prop::collection::vec(tool_call(), 0..3),
+        prop::option::of("[a-z0-9_]{1,8}"),
+    )
+        .prop_map(|(role, content, calls, call_id)| Message {
+            role,
+            content,
+            tool: match role {
+                Role::Assistant if !calls.is_empty() => Some(Box::new(ToolPart::Calls(calls))),
+                Role::Tool => call_id.map(|call_id| {
+                    Box::new(ToolPart::Result(ToolResult {
+                        call_id,
+                        name: None,
+                    }))
+                }),
+                _ => None,
+            },
+        })
+}
+
 fn recorded_turn() -> impl Strategy<Value = Turn> {
     (
         any::<bool>(),
-        prop::collection::vec((role(), content()), 1..4),
+        prop::collection::vec(message(), 1..4),
         prop::option::of(content()),
+        prop::collection::vec(tool_call(), 0..2),
+        any::<bool>(),
     )
-        .prop_map(|(extends_previous, messages, response)| Turn {
-            isl: 1,
-            text: Some(Box::new(TurnText {
-                extends_previous,
-                messages: messages
-                    .into_iter()
-                    .map(|(role, content)| Message { role, content })
-                    .collect(),
-                response,
-            })),
-            ..Turn::default()
+        .prop_map(
+            |(extends_previous, messages, response, response_calls, shaped)| Turn {
+                isl: 1,
+                text: Some(Box::new(TurnText {
+                    extends_previous,
+                    messages,
+                    response,
+                    response_calls,
+                    shape: shaped.then_some(0),
+                })),
+                ..Turn::default()
+            },
+        )
+}
+
+/// Tool definitions recorded in chat's form or in Messages': the recorded
+/// text and the neutral definitions agree, as a reader makes them.
+fn request_shape() -> impl Strategy<Value = RequestShape> {
+    (
+        prop::collection::vec(
+            ("[a-z_]{1,8}", prop::option::of(content()), content()),
+            1..3,
+        ),
+        any::<bool>(),
+    )
+        .prop_map(|(tools, chat)| {
+            let tool_defs: Vec<ToolDef> = tools
+                .into_iter()
+                .map(|(name, description, text)| ToolDef {
+                    name,
+                    description,
+                    schema: Some(
+                        serde_json::json!({"type": "object", "description": text})
+                            .to_string()
+                            .into(),
+                    ),
+                })
+                .collect();
+            let recorded: Vec<serde_json::Value> = tool_defs
+                .iter()
+                .map(|t| {
+                    let schema: serde_json::Value =
+                        serde_json::from_str(t.schema.as_deref().unwrap_or("{}")).unwrap();
+                    let mut def = serde_json::json!({"name": t.name});
+                    if let Some(d) = &t.description {
+                        def["description"] = d.clone().into();
+                    }
+                    if chat {
+                        def["parameters"] = schema;
+                        serde_json::json!({"type": "function", "function": def})
+                    } else {
+                        def["input_schema"] = schema;
+                        def
+                    }
+                })
+                .collect();
+            RequestShape {
+                api: if chat {
+                    ShapeApi::Chat
+                } else {
+                    ShapeApi::Messages
+                },
+                tools: Some(serde_json::Value::from(recorded).to_string().into()),
+                tool_defs,
+                tool_choice: Some(r#""auto""#.into()),
+                fields: Vec::new(),
+            }
         })
 }
 
 fn recorded_tree() -> impl Strategy<Value = Tree> {
-    prop::collection::vec(recorded_turn(), 1..5).prop_map(|turns| Tree {
-        id: "recorded".into(),
-        agents: vec![Agent {
-            id: "root".into(),
-            parent: None,
-            kind: AgentKind::Root,
-            recorded_end: None,
-            turns,
-        }],
-        ..Tree::default()
-    })
+    (
+        prop::collection::vec(recorded_turn(), 1..5),
+        request_shape(),
+    )
+        .prop_map(|(turns, shape)| Tree {
+            id: "recorded".into(),
+            agents: vec![Agent {
+                id: "root".into(),
+                parent: None,
+                kind: AgentKind::Root,
+                recorded_end: None,
+                turns,
+            }],
+            shapes: vec![shape],
+            ..Tree::default()
+        })
 }
 
 fn marker() -> impl Strategy<Value = Option<String>> {
@@ -232,7 +332,9 @@ proptest! {
     /// The plan's block keys of a turn are exactly the keys the emulator
     /// under a profile reads from the body the live client sends for it:
     /// synthesized prompts (hash ids or virtual blocks) and recorded
-    /// messages, with or without a cache-bust marker, in any block size;
+    /// messages (with tool definitions recorded as chat's or Messages',
+    /// tool calls and tool results), with or without a cache-bust marker,
+    /// in any block size;
     /// a synthesized prompt is its planned tokens plus the marker's. The
     /// keys computed from the agent's previous turn's keys
     /// (`PromptKeys::next_turn`, what the virtual replay does) are the

@@ -2,11 +2,16 @@
 //! Messages): the fields the emulator honours, the prompt's token count and
 //! its cache block keys.
 //!
-//! Prompt tokens are counted by `tokens.rs` over the prompt text: every
-//! message's content (string content, or the `text` of each content part,
-//! and a Messages `tool_result` block's `content`) for chat and Messages,
-//! with a Messages body's `system` read first as a system message (so a
-//! turn sent either way has the same cache blocks), or `prompt` for
+//! Prompt tokens are counted by `tokens.rs` over the prompt text, in the
+//! order and pieces `arbor_engine::shape::walk` gives the plan: the tool
+//! definitions (each tool's name, description and schema's JSON text),
+//! then every message's content (string content, or the `text` of each
+//! content part, and a Messages `tool_result` block's `content`) and its
+//! tool calls (each call's name and arguments: chat's `tool_calls`, a
+//! Messages `tool_use` block's `name` and `input` text) for chat and
+//! Messages, with a Messages body's `system` read first as a system
+//! message and each `tool_result` block as a tool message of its own (so
+//! a turn sent either way has the same cache blocks), or `prompt` for
 //! completions (a prompt given as token ids counts one token per id).
 //! Roles count for the cache key but not for tokens.
 //!
@@ -86,6 +91,9 @@ struct RawRequest<'a> {
     input: Option<&'a RawValue>,
     #[serde(default)]
     max_output_tokens: Option<i64>,
+    /// Tool definitions (chat's `function` objects, or Messages' own).
+    #[serde(borrow, default)]
+    tools: Option<Vec<RawTool<'a>>>,
     #[serde(default)]
     max_tokens: Option<i64>,
     #[serde(default)]
@@ -108,19 +116,74 @@ struct RawMessage<'a> {
     role: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     content: Option<&'a RawValue>,
+    /// A chat assistant's calls.
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<RawCall<'a>>>,
 }
 
 #[derive(Deserialize)]
 struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
-/// A content part (chat) or block (Messages): its `text`, or a
-/// `tool_result` block's own `content`.
+/// A content part (chat) or block (Messages): its `text`, a
+/// `tool_result` block's own `content`, a `tool_use` block's `name` and
+/// `input`.
 #[derive(Deserialize)]
 struct Part<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+}
+
+impl Part<'_> {
+    fn is(&self, kind: &str) -> bool {
+        self.kind.as_deref() == Some(kind)
+    }
+}
+
+/// A tool definition: chat's `{"function": {...}}` or Messages' own.
+#[derive(Deserialize)]
+struct RawTool<'a> {
+    #[serde(borrow, default)]
+    function: Option<RawFunction<'a>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    description: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    input_schema: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RawFunction<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    description: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    parameters: Option<&'a RawValue>,
+}
+
+/// One of a chat assistant's `tool_calls`.
+#[derive(Deserialize)]
+struct RawCall<'a> {
+    #[serde(borrow, default)]
+    function: Option<RawCalled<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawCalled<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    /// A string of JSON text (or a JSON value).
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
 }
 
 struct Prompt<'t> {
@@ -230,6 +293,98 @@ fn content(raw: &RawValue, prompt: &mut Prompt) -> Result<(), BadRequest> {
     Ok(())
 }
 
+/// The tool definitions: `tools` `\n`, then each tool's name,
+/// description and schema text, each followed by `\n`
+/// (`arbor_engine::shape::walk`'s order).
+fn tools(tools: &[RawTool<'_>], prompt: &mut Prompt) {
+    prompt.frame(b"tools\n");
+    for tool in tools {
+        let (name, description, schema) = match &tool.function {
+            Some(f) => (f.name.as_deref(), f.description.as_deref(), f.parameters),
+            None => (
+                tool.name.as_deref(),
+                tool.description.as_deref(),
+                tool.input_schema,
+            ),
+        };
+        for piece in [name, description, schema.map(RawValue::get)]
+            .into_iter()
+            .flatten()
+        {
+            prompt.text(piece);
+            prompt.frame(b"\n");
+        }
+    }
+}
+
+/// One message: its role and `\n`, its content, each tool call (`\n`,
+/// the name, the arguments' text), `\n`. A Messages message's
+/// `tool_result` blocks are each a `tool` message first, then its text
+/// blocks (if any has text) the message itself, as arbor reads a
+/// recorded Messages body into its model.
+fn message(m: &RawMessage<'_>, endpoint: Endpoint, prompt: &mut Prompt) -> Result<(), BadRequest> {
+    let role = m.role.as_deref().unwrap_or("");
+    let parts: Option<Vec<Part>> = match m.content {
+        Some(c) if c.get().starts_with('[') => Some(serde_json::from_str(c.get()).map_err(bad)?),
+        _ => None,
+    };
+    let results = parts
+        .iter()
+        .flatten()
+        .filter(|p| p.is("tool_result"))
+        .count();
+    if endpoint == Endpoint::Messages && results > 0 {
+        for part in parts.iter().flatten().filter(|p| p.is("tool_result")) {
+            prompt.frame(b"tool\n");
+            if let Some(inner) = part.content {
+                content(inner, prompt)?;
+            }
+            prompt.frame(b"\n");
+        }
+        let has_text = parts
+            .iter()
+            .flatten()
+            .any(|p| !p.is("tool_result") && p.text.as_deref().is_some_and(|t| !t.is_empty()));
+        if !has_text {
+            return Ok(());
+        }
+    }
+    prompt.frame(role.as_bytes());
+    prompt.frame(b"\n");
+    match (&parts, m.content) {
+        (Some(parts), _) => {
+            for p in parts.iter().filter(|p| !p.is("tool_result")) {
+                if let Some(text) = p.text.as_deref() {
+                    prompt.text(text);
+                }
+                if let Some(inner) = p.content {
+                    content(inner, prompt)?;
+                }
+            }
+        }
+        (None, Some(c)) => content(c, prompt)?,
+        (None, None) => {}
+    }
+    for p in parts.iter().flatten().filter(|p| p.is("tool_use")) {
+        prompt.frame(b"\n");
+        prompt.text(p.name.as_deref().unwrap_or(""));
+        prompt.text(p.input.map_or("", RawValue::get));
+    }
+    for call in m.tool_calls.iter().flatten() {
+        let Some(f) = &call.function else { continue };
+        prompt.frame(b"\n");
+        prompt.text(f.name.as_deref().unwrap_or(""));
+        if let Some(arguments) = f.arguments {
+            match arguments.get().starts_with('"') {
+                true => prompt.json_string(arguments.get())?,
+                false => prompt.text(arguments.get()),
+            }
+        }
+    }
+    prompt.frame(b"\n");
+    Ok(())
+}
+
 fn completion_prompt(raw: &RawValue, prompt: &mut Prompt) -> Result<(), BadRequest> {
     let text = raw.get();
     match text.as_bytes().first() {
@@ -286,18 +441,16 @@ pub(crate) fn parse(
                 .messages
                 .as_ref()
                 .ok_or_else(|| bad("`messages` is required"))?;
+            if let Some(tools) = raw.tools.as_deref().filter(|t| !t.is_empty()) {
+                self::tools(tools, &mut prompt);
+            }
             if let Some(system) = raw.system.filter(|_| endpoint == Endpoint::Messages) {
                 prompt.frame(b"system\n");
                 content(system, &mut prompt)?;
                 prompt.frame(b"\n");
             }
             for m in messages {
-                prompt.frame(m.role.as_deref().unwrap_or("").as_bytes());
-                prompt.frame(b"\n");
-                if let Some(c) = m.content {
-                    content(c, &mut prompt)?;
-                }
-                prompt.frame(b"\n");
+                message(m, endpoint, &mut prompt)?;
             }
         }
         Endpoint::Completions => {
@@ -424,7 +577,8 @@ mod tests {
             {"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"mnop"}]},
               {"type":"tool_result","tool_use_id":"u","content":"qrst"}]}]}"#;
         let p = parse(Endpoint::Messages, body).unwrap();
-        assert_eq!((p.prompt_tokens, p.max_tokens), (5, 5)); // 20 bytes
+        // 20 bytes of text, and the tool_use's name and input (3 bytes).
+        assert_eq!((p.prompt_tokens, p.max_tokens), (6, 5));
         assert!(p.stream);
         // The same turn as chat (system as a message) has the same blocks.
         let long = "x".repeat(700);

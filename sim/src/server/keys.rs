@@ -20,8 +20,10 @@
 //! content `\n` per message (`emulator/request.rs`); its scan finds each
 //! word's index as it looks the word up. [`PromptKeys`] feeds the same
 //! for a turn of a workload, as `arbor run` sends it with the chat API:
-//! the recorded messages (wire roles, the cache-bust marker before the
-//! first user message's content), or one user message of the marker and
+//! the recorded prompt as `arbor_engine::shape::walk` gives it (the tool
+//! definitions, then the messages: wire roles, the cache-bust marker
+//! before the first user message's content, tool calls after the
+//! content), or one user message of the marker and
 //! the synthesized text. Synthesized text is not built: its pieces
 //! (`arbor_engine::prompt::for_each_piece`) are vocabulary words only, and
 //! `arbor_engine::prompt::piece_words` gives their indices straight from
@@ -46,9 +48,10 @@
 //! live agent of a play `arbor_backends`' `agent_keys` for the virtual
 //! replay).
 
-use arbor_engine::content::{fnv1a, prompt_messages, FNV_OFFSET};
+use arbor_engine::content::{fnv1a, recorded_prompt, FNV_OFFSET};
 use arbor_engine::model::{Role, Tree};
 use arbor_engine::prompt::{for_each_piece, piece_words, piece_words_from, wire_role};
+use arbor_engine::shape::{walk, Pieces};
 
 use crate::token_rule::{scan, Run, OTHER_BYTES_PER_TOKEN};
 
@@ -218,7 +221,7 @@ impl PromptKeys {
         let mut keys = TextKeys::with_buffer(self.block_size, std::mem::take(out));
         if let Some(a) = tree.agents.get(agent).filter(|a| turn < a.turns.len()) {
             if a.turns[turn].text.is_some() {
-                recorded(&mut keys, &prompt_messages(a, turn), marker);
+                walk(&recorded_prompt(tree, agent, turn), marker, &mut keys);
             } else {
                 keys.frame(wire_role(Role::User).as_bytes());
                 keys.frame(b"\n");
@@ -318,22 +321,16 @@ impl PromptKeys {
     }
 }
 
-/// Recorded messages as a chat body carries them: each `role` `\n`
-/// content `\n`, the marker before the first user message's content.
-fn recorded(
-    keys: &mut TextKeys,
-    messages: &[arbor_engine::content::MessageRef<'_>],
-    marker: Option<&str>,
-) {
-    let first_user = messages.iter().position(|m| m.role == Role::User);
-    for (i, m) in messages.iter().enumerate() {
-        keys.frame(wire_role(m.role).as_bytes());
-        keys.frame(b"\n");
-        match marker.filter(|_| first_user == Some(i)) {
-            Some(marker) => keys.text(&format!("{marker}{}", m.content)),
-            None => keys.text(m.content),
-        }
-        keys.frame(b"\n");
+/// The plan's walk of a recorded prompt (`arbor_engine::shape::walk`:
+/// tools, then each message's wire role, content and tool calls) keyed
+/// as the emulator keys the body.
+impl Pieces for TextKeys {
+    fn frame(&mut self, bytes: &[u8]) {
+        TextKeys::frame(self, bytes);
+    }
+
+    fn text(&mut self, text: &str) {
+        TextKeys::text(self, text);
     }
 }
 
@@ -506,11 +503,12 @@ mod tests {
                 isl: 30,
                 text: Some(Box::new(TurnText {
                     extends_previous: false,
-                    messages: vec![Message {
-                        role: Role::User,
-                        content: " the of and to in is that for it as was".into(),
-                    }],
+                    messages: vec![Message::text(
+                        Role::User,
+                        " the of and to in is that for it as was",
+                    )],
                     response: None,
+                    ..Default::default()
                 })),
                 ..Turn::default()
             },
@@ -542,12 +540,10 @@ mod tests {
             extends_previous: false,
             messages: messages
                 .into_iter()
-                .map(|(role, content)| Message {
-                    role,
-                    content: content.to_string(),
-                })
+                .map(|(role, content)| Message::text(role, content))
                 .collect(),
             response: None,
+            ..Default::default()
         };
         let t = tree(vec![Turn {
             isl: 10,

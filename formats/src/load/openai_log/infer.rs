@@ -88,7 +88,13 @@ fn conversations(read: &[Placed], members: &[usize]) -> Vec<Vec<usize>> {
             let ended = end_of(last);
             let extends = ended <= e.start
                 && e.messages.len() > last.messages.len()
-                && delta_after(&e.messages, &last.messages, last.response.as_deref()).is_some();
+                && delta_after(
+                    &e.messages,
+                    &last.messages,
+                    last.response.as_deref(),
+                    &last.response_calls,
+                )
+                .is_some();
             if extends && best.is_none_or(|(b, _)| ended > b) {
                 best = Some((ended, c));
             }

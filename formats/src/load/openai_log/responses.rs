@@ -229,10 +229,7 @@ fn into_messages(items: Vec<RawItem>, dropped: &mut u32) -> Vec<Message> {
             Said::Tool(text) => (Role::Tool, text),
         };
         open = role == Role::Assistant;
-        out.push(Message {
-            role,
-            content: text,
-        });
+        out.push(Message::text(role, text));
     }
     out
 }
@@ -246,10 +243,7 @@ pub(super) fn request_messages(
 ) -> Vec<Message> {
     let mut messages = Vec::with_capacity(input.0.len() + 1);
     if let Some(system) = instructions.filter(|s| !s.is_empty()) {
-        messages.push(Message {
-            role: Role::System,
-            content: system,
-        });
+        messages.push(Message::text(Role::System, system));
     }
     messages.extend(into_messages(input.0, dropped));
     messages
@@ -328,10 +322,7 @@ fn resolve(
     }
     messages.extend(before.entry.messages.iter().skip(skip).cloned());
     if let Some(answer) = &before.entry.response {
-        messages.push(Message {
-            role: Role::Assistant,
-            content: answer.clone(),
-        });
+        messages.push(Message::text(Role::Assistant, answer.clone()));
     }
     messages.extend(own.iter().skip(usize::from(own_system)).cloned());
     if let Some(this) = read.get_mut(i) {
