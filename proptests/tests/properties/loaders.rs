@@ -134,11 +134,15 @@ fn round_trip(w: &Workload) -> Result<Workload, String> {
     Ok(Workload { trees })
 }
 
+/// The trees without their sources, nor their provenance (how a reader
+/// came by a parent link: the native format states every link, so what it
+/// reads back is from the file).
 fn without_sources(w: &Workload) -> Vec<Tree> {
     w.trees
         .iter()
         .map(|t| Tree {
             source: String::new(),
+            provenance: Default::default(),
             ..t.clone()
         })
         .collect()

@@ -405,7 +405,8 @@ mod tests {
             bare(300, json!([m("user", "side")]), "S1"),
         ])
         .expect("loads");
-        let trees: Vec<(&str, Vec<(&str, Option<&LinkSource>)>)> = loaded
+        type Agents<'a> = Vec<(&'a str, Option<&'a LinkSource>)>;
+        let trees: Vec<(&str, Agents)> = loaded
             .trees
             .iter()
             .map(|t| {
