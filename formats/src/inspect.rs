@@ -375,8 +375,12 @@ impl AgentTextBlocks {
                 .and_then(|p| agent.turns[p].text.as_deref());
             match (text.extends_previous, previous, hasher.as_mut()) {
                 (true, Some(previous), Some(h)) => {
-                    if let Some(response) = &previous.response {
-                        h.push_message(Role::Assistant, response);
+                    if previous.response.is_some() || !previous.response_calls.is_empty() {
+                        h.push_with_calls(
+                            Role::Assistant,
+                            previous.response.as_deref().unwrap_or(""),
+                            &previous.response_calls,
+                        );
                     }
                 }
                 _ => {
@@ -387,7 +391,7 @@ impl AgentTextBlocks {
             }
             let h = hasher.as_mut().expect("a chain is open");
             for m in &text.messages {
-                h.push_message(m.role, &m.content);
+                h.push_with_calls(m.role, &m.content, m.calls());
             }
             out.turns.push(Some((
                 out.chains.len() as u32,

@@ -334,3 +334,78 @@ fn is_object(text: &str) -> bool {
     text.trim_start().starts_with('{')
         && serde_json::from_str::<&serde_json::value::RawValue>(text).is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_engine::model::ToolDef;
+
+    fn fields_of(shape: &RequestShape, api: Api) -> Value {
+        let mut out = b"{\"x\":0".to_vec();
+        push_fields(&mut out, shape, api);
+        out.push(b'}');
+        serde_json::from_slice(&out).expect("JSON")
+    }
+
+    fn messages_shape(choice: &str) -> RequestShape {
+        RequestShape {
+            api: ShapeApi::Messages,
+            tools: Some(
+                r#"[{"name":"f","input_schema":{"type":"object"},"cache_control":{}}]"#.into(),
+            ),
+            tool_defs: vec![ToolDef {
+                name: "f".into(),
+                description: Some("d".into()),
+                schema: Some(r#"{"type":"object"}"#.into()),
+            }],
+            tool_choice: Some(choice.into()),
+            fields: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_same_api_gets_the_recorded_text_and_the_other_a_conversion() {
+        let shape = messages_shape(r#"{"type":"any","disable_parallel_tool_use":true}"#);
+        // Messages to Messages: as recorded, byte for byte.
+        let mut out = Vec::new();
+        push_fields(&mut out, &shape, Api::Messages);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#","tools":[{"name":"f","input_schema":{"type":"object"},"cache_control":{}}],"tool_choice":{"type":"any","disable_parallel_tool_use":true}"#
+        );
+        // Messages to chat: converted.
+        let chat = fields_of(&shape, Api::Chat);
+        assert_eq!(
+            chat["tools"],
+            serde_json::json!([{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}}])
+        );
+        assert_eq!(chat["tool_choice"], "required");
+        assert_eq!(chat["parallel_tool_calls"], false);
+        let named = fields_of(&messages_shape(r#"{"type":"tool","name":"f"}"#), Api::Chat);
+        assert_eq!(
+            named["tool_choice"],
+            serde_json::json!({"type": "function", "function": {"name": "f"}})
+        );
+        // Chat to Messages: `none`, and chat-only fields left out.
+        let chat_shape = RequestShape {
+            api: ShapeApi::Chat,
+            tools: Some("[]".into()),
+            tool_choice: Some(r#""none""#.into()),
+            fields: vec![
+                ("parallel_tool_calls".into(), "false".into()),
+                ("response_format".into(), r#"{"type":"json_object"}"#.into()),
+            ],
+            ..RequestShape::default()
+        };
+        let messages = fields_of(&chat_shape, Api::Messages);
+        assert_eq!(
+            messages["tool_choice"],
+            serde_json::json!({"type": "none", "disable_parallel_tool_use": true})
+        );
+        assert!(messages.get("response_format").is_none());
+        assert_eq!(
+            fields_of(&chat_shape, Api::Chat)["response_format"]["type"],
+            "json_object"
+        );
+    }
+}
