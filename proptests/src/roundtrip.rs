@@ -504,6 +504,55 @@ fn erase(side: &mut Side, key: &str, target: Target) {
         "join_gaps" | "edge_kinds" => {}
         // Between the sides: see `check`.
         "gaps" => {}
+        "start_ms" => {
+            // Receive times to the nearest millisecond.
+            for tree in &mut side.trees {
+                let arrival = tree.arrival;
+                for agent in &mut tree.agents {
+                    for t in &mut agent.turns {
+                        let at = (arrival + t.start + 500_000) / 1_000_000 * 1_000_000;
+                        t.start = at.saturating_sub(arrival);
+                    }
+                }
+            }
+        }
+        "early_turns" => {
+            // No turn before the root's first.
+            for tree in &mut side.trees {
+                let first = tree
+                    .agents
+                    .first()
+                    .and_then(|a| a.turns.first())
+                    .map_or(0, |t| t.start);
+                for agent in &mut tree.agents {
+                    agent
+                        .turns
+                        .iter_mut()
+                        .for_each(|t| t.start = t.start.max(first));
+                }
+            }
+        }
+        // Between the sides: see `check`.
+        "hash_ids_dropped" => {}
+        "system_messages" => {
+            // System messages after a prompt's start read as user ones.
+            for tree in &mut side.trees {
+                for agent in &mut tree.agents {
+                    for (k, t) in agent.turns.iter_mut().enumerate() {
+                        for (i, m) in t
+                            .text
+                            .iter_mut()
+                            .flat_map(|x| x.messages.iter_mut())
+                            .enumerate()
+                        {
+                            if m.role == Role::System && (k > 0 || i > 0) {
+                                m.role = Role::User;
+                            }
+                        }
+                    }
+                }
+            }
+        }
         other => panic!("no erasure for the account's key `{other}` ({target})"),
     }
 }
@@ -564,6 +613,32 @@ pub fn check(target: Target, source: &[Tree], what: &str) -> Result<Account, Str
         let mut b = Side::back(back.clone(), rule);
         erase_all(&mut a, keys, target);
         erase_all(&mut b, keys, target);
+        if keys.contains(&"hash_ids_dropped") {
+            // The turns read back without hash ids lose theirs.
+            let bare: BTreeSet<(String, String, usize)> = b
+                .trees
+                .iter()
+                .flat_map(|t| {
+                    t.agents.iter().flat_map(move |ag| {
+                        ag.turns
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, x)| x.hash_ids.is_empty())
+                            .map(move |(k, _)| (t.id.clone(), ag.id.clone(), k))
+                    })
+                })
+                .collect();
+            for t in &mut a.trees {
+                let id = t.id.clone();
+                for ag in &mut t.agents {
+                    for (k, x) in ag.turns.iter_mut().enumerate() {
+                        if bare.contains(&(id.clone(), ag.id.clone(), k)) {
+                            x.hash_ids = Default::default();
+                        }
+                    }
+                }
+            }
+        }
         let (mut a, mut b) = (a.shape(rule), b.shape(rule));
         // Stated edges one side has and the other cannot: compared only
         // between the turns both link.

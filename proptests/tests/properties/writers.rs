@@ -84,6 +84,12 @@ fn dynamo_keeps_sessions_and_times_to_the_millisecond() {
     assert_eq!(keys(&account), (vec![], vec!["hash_ids"]));
     let account = round_trip(Target::Dynamo, WEKA);
     assert!(account.lost_keys().contains(&"models"));
+    // The graph sample's 300.5 ms delay: a start rounded to the ms.
+    let account = round_trip(Target::Dynamo, &[GRAPH]);
+    let rounded = account
+        .entry("start_ms")
+        .expect("a start not on a whole ms");
+    assert_eq!((rounded.trees, rounded.turns), (1, 1));
 }
 
 #[test]
@@ -261,4 +267,19 @@ proptest! {
             account.inferred_keys()
         );
     }
+}
+
+#[test]
+fn every_fixture_through_every_writer_names_exactly_what_changes() {
+    let mut checked = 0;
+    for (path, workload) in arbor_proptests::fixtures() {
+        for target in Target::ALL {
+            let what = format!("{} to {target}", path.display());
+            if let Err(e) = check(target, &workload.trees, &what) {
+                panic!("{e}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6 * 10, "only {checked} conversions");
 }
