@@ -126,6 +126,7 @@ fn write_all(
             "the inputs hold no trees: expected at least one trace",
         ));
     }
+    sink.writer.finish(account);
     Ok(())
 }
 

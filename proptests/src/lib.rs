@@ -12,6 +12,8 @@
 //!   service function (including a seeded random one) and a trace of every
 //!   call;
 //! - [`oracle`]: a deliberately simple reference scheduler;
+//! - [`roundtrip`]: trees written by a writer and read back, compared but
+//!   for exactly what the conversion's account names;
 //! - [`show`]: compact, readable renderings of workloads and timelines for
 //!   assertion messages.
 //!
@@ -21,6 +23,7 @@
 pub mod driver;
 pub mod gen;
 pub mod oracle;
+pub mod roundtrip;
 pub mod show;
 
 use arbor_engine::dag::{compile, CompiledWorkload};

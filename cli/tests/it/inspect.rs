@@ -808,7 +808,7 @@ fn convert_bad_input_exits_2_and_leaves_no_file() {
 }
 
 #[test]
-fn convert_accepts_only_the_native_target() {
+fn convert_refuses_a_format_it_does_not_write() {
     let dir = scratch("convert-to");
     let output = dir.join("out.parquet");
     expect_exit_2(
@@ -820,7 +820,7 @@ fn convert_accepts_only_the_native_target() {
             output.to_str().unwrap(),
             fixture("trace_0277.json").to_str().unwrap(),
         ],
-        &["--to", "expected arbor", "parquet"],
+        &["--to", "expected one of arbor, weka", "parquet"],
     );
     assert!(!output.exists());
 }

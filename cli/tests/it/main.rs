@@ -7,6 +7,7 @@ mod barrier;
 mod calibrate;
 mod capacity;
 mod compare;
+mod convert;
 mod data;
 mod demo;
 mod doctor;

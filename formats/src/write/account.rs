@@ -152,6 +152,24 @@ impl Account {
         entry.turns += turns as u64;
     }
 
+    /// Notes `item` about the output as a whole: every tree written.
+    pub fn note_file(&mut self, side: Side, item: Item) {
+        let trees = self.written.trees;
+        let list = match side {
+            Side::Inferred => &mut self.inferred,
+            Side::Lost => &mut self.lost,
+        };
+        list.retain(|e| e.key != item.key);
+        list.push(Entry {
+            key: item.key.to_string(),
+            what: item.what.to_string(),
+            trees,
+            agents: 0,
+            turns: 0,
+            last_tree: None,
+        });
+    }
+
     /// [`Account::note`] on the lost side.
     pub fn lost(&mut self, item: Item, agents: usize, turns: usize) {
         self.note(Side::Lost, item, agents, turns);

@@ -6,7 +6,9 @@
 //! hold: every agent is a session (the root named after the tree), every
 //! edge of the tree (stated, else derived from the times) a `wait_for`
 //! entry, a subagent's first row waiting for its parent's row first (the
-//! reader takes its parent from there). A row has one gap for everything
+//! reader takes its parent from there; one that waits for none is given a
+//! wait on the parent's latest turn started by then), and every turn waits
+//! for its agent's previous one (so the reader keeps their order). A row has one gap for everything
 //! it waits for: the gap of the edge that decided the turn's recorded
 //! start; it is `tool_wait_ms` before a tool result, else `delay`. Rows
 //! that wait for nothing carry their absolute `timestamp`. The reader
@@ -16,7 +18,7 @@
 
 use std::io::{self, Write};
 
-use arbor_engine::model::{AgentKind, Anchor, Edge, InputKind, Tree};
+use arbor_engine::model::{AgentKind, Anchor, Edge, EdgeKind, InputKind, Tree};
 use arbor_engine::time::Nanos;
 
 use super::account::{
@@ -56,13 +58,21 @@ const ANCHORS: Item = Item {
     key: "anchors",
     what: "wait_for counts from completion: edges from a turn's send (overlap within an agent) written as from its completion",
 };
+const EDGE_KINDS: Item = Item {
+    key: "edge_kinds",
+    what: "the reader names an edge's kind (within a session, into an ancestor, else a spawn): these edges change kind",
+};
 const GAPS: Item = Item {
     key: "gaps",
     what: "one gap per row: turns waiting on edges of different gaps take the gap of the edge that decided their start",
 };
-const PARENTS: Item = Item {
-    key: "parents",
-    what: "subagents whose first turn waits for no turn of their parent: the reader attaches them by its fallback rule (or makes them trees of their own)",
+const DROPPED_EDGES: Item = Item {
+    key: "edges",
+    what: "edges not written: into the root's first turn (the reader's root is the session of the earliest row that waits for nothing), or closing a loop with a subagent's wait on its parent",
+};
+const EDGES_ADDED: Item = Item {
+    key: "edges_added",
+    what: "rows given a wait the source does not state: on the agent's previous turn (so the reader keeps an agent's turns in order), or a subagent's first on its parent's latest turn started by then (so the reader finds its parent)",
 };
 const KINDS: Item = Item {
     key: "kinds",
@@ -147,14 +157,17 @@ impl TreeWriter for Writer {
                 list.push(e);
             }
         }
-        let (mut anchors, mut mixed) = (0, 0);
+        let offsets = tree.turn_offsets();
+        // The reader's root is the session of the earliest row that waits
+        // for nothing: the root's first turn waits for nothing.
+        let mut dropped = 0;
+        if let Some(first) = incoming.first_mut().filter(|_| !places.is_empty()) {
+            dropped += first.len();
+            first.clear();
+        }
+        let mut added = 0;
         let mut rows: Vec<Row> = Vec::with_capacity(places.len());
         for (flat, list) in incoming.iter_mut().enumerate() {
-            let (agent, _) = places[flat];
-            let parent = tree.agents[agent as usize].parent;
-            // The parent's edges first: the reader's parent is the session
-            // of the first row waited for.
-            list.sort_by_key(|e| (Some(places[e.from as usize].0) != parent, e.from));
             let bound = |e: &Edge| {
                 let from = turn(e.from as usize);
                 let at = match e.anchor {
@@ -166,18 +179,77 @@ impl TreeWriter for Writer {
             let binding = list
                 .iter()
                 .max_by_key(|e| (bound(e), std::cmp::Reverse(e.from)));
-            let gap = binding.map_or(0, |e| e.gap);
-            if list.iter().any(|e| e.anchor == Anchor::Start) {
-                anchors += 1;
+            let mut gap = binding.map_or(0, |e| e.gap);
+            let mut waits: Vec<u32> = Vec::with_capacity(list.len() + 1);
+            for e in list.iter() {
+                if !waits.contains(&e.from) {
+                    waits.push(e.from);
+                }
             }
-            if list.iter().any(|e| e.gap != gap) {
-                mixed += 1;
+            // Each turn after its agent's previous one, so the reader keeps
+            // the agent's turns in order.
+            if places[flat].1 > 0 && !waits.contains(&(flat as u32 - 1)) {
+                if waits.is_empty() {
+                    gap = turn(flat).start.saturating_sub(turn(flat - 1).start);
+                }
+                waits.push(flat as u32 - 1);
+                added += 1;
             }
-            rows.push(Row {
-                flat,
-                waits: list.iter().map(|e| e.from).collect(),
-                gap,
+            rows.push(Row { flat, waits, gap });
+        }
+        // A subagent's first row waits for its parent first (the reader's
+        // parent is the session of the first row waited for): one that
+        // waits for no parent turn waits for the parent's latest turn
+        // started by then, the gap counted from that turn's start as the
+        // reader counts it; waits that would close a loop through it go.
+        for (a, agent) in tree.agents.iter().enumerate() {
+            let (Some(p), false) = (agent.parent, agent.turns.is_empty()) else {
+                continue;
+            };
+            let own = &tree.agents[p as usize].turns;
+            let first = offsets[a] as usize;
+            let base = offsets[p as usize];
+            let row = &mut rows[first];
+            row.waits.sort_by_key(|&w| places[w as usize].0 != p);
+            if own.is_empty()
+                || row
+                    .waits
+                    .first()
+                    .is_some_and(|&w| places[w as usize].0 == p)
+            {
+                continue;
+            }
+            let start = turn(first).start;
+            let i = own.iter().rposition(|t| t.start <= start).unwrap_or(0) as u32;
+            let spawner = base + i;
+            let after = downstream(&rows, first);
+            if after[spawner as usize] {
+                let before = upstream(&rows, spawner as usize);
+                for r in rows.iter_mut().filter(|r| before[r.flat]) {
+                    let n = r.waits.len();
+                    r.waits.retain(|&w| !after[w as usize]);
+                    dropped += n - r.waits.len();
+                }
+            }
+            let row = &mut rows[first];
+            if row.waits.is_empty() {
+                row.gap = start.saturating_sub(own[i as usize].start);
+            }
+            row.waits.insert(0, spawner);
+            added += 1;
+        }
+        // Of the edges written: those from a send, and rows whose edges
+        // have other gaps than the one written.
+        let (mut anchors, mut mixed) = (0, 0);
+        for row in &rows {
+            let kept = incoming[row.flat]
+                .iter()
+                .filter(|e| row.waits.contains(&e.from));
+            let (start, other) = kept.fold((false, false), |(s, o), e| {
+                (s || e.anchor == Anchor::Start, o || e.gap != row.gap)
             });
+            anchors += usize::from(start);
+            mixed += usize::from(other);
         }
         let absolute = |flat: usize| tree.arrival.saturating_add(turn(flat).start);
         rows.sort_by_key(|r| (turn(r.flat).start, r.flat));
@@ -227,8 +299,39 @@ impl TreeWriter for Writer {
             out.write_all(b"]}\n")?;
         }
 
+        note_turns(account, Side::Inferred, EDGES_ADDED, added);
+        note_turns(account, Side::Lost, DROPPED_EDGES, dropped);
         note_turns(account, Side::Lost, ANCHORS, anchors);
         note_turns(account, Side::Lost, GAPS, mixed);
+        // Edge kinds as the reader names them: within a session a
+        // sequence, into an ancestor's row a join, else a spawn.
+        let ancestor = |mut a: u32, of: u32| {
+            while let Some(p) = tree.agents[a as usize].parent {
+                if p == of {
+                    return true;
+                }
+                a = p;
+            }
+            false
+        };
+        let kinds_changed = edges
+            .iter()
+            .filter(|e| {
+                let (from, to) = (places[e.from as usize].0, places[e.to as usize].0);
+                let read = if from == to {
+                    EdgeKind::Sequence
+                } else if ancestor(from, to) {
+                    EdgeKind::Join
+                } else {
+                    EdgeKind::Spawn
+                };
+                let kept = rows
+                    .iter()
+                    .any(|r| r.flat == e.to as usize && r.waits.contains(&e.from));
+                kept && read != e.kind
+            })
+            .count();
+        note_turns(account, Side::Lost, EDGE_KINDS, kinds_changed);
         // What the reader will rebuild: starts, parents, kinds.
         let written: Vec<(u32, u32, Nanos)> = rows
             .iter()
@@ -239,24 +342,12 @@ impl TreeWriter for Writer {
             let moved = (0..places.len()).filter(|&f| starts[f] != base[f]).count();
             note_turns(account, Side::Lost, STARTS, moved);
         }
-        let offsets = tree.turn_offsets();
-        let mut orphans = 0;
-        for (i, agent) in tree.agents.iter().enumerate() {
-            let (Some(p), false) = (agent.parent, agent.turns.is_empty()) else {
-                continue;
-            };
-            let first = &incoming[offsets[i] as usize];
-            if first.first().is_none_or(|e| places[e.from as usize].0 != p) {
-                orphans += 1;
-            }
-        }
-        note_agents(account, Side::Lost, PARENTS, orphans);
         let mut changed_kind = 0;
         for (i, agent) in tree.agents.iter().enumerate() {
             let Some(p) = agent.parent else { continue };
-            let joined = edges
-                .iter()
-                .any(|e| places[e.from as usize].0 as usize == i && places[e.to as usize].0 == p);
+            let joined = written.iter().any(|&(from, to, _)| {
+                places[from as usize].0 as usize == i && places[to as usize].0 == p
+            });
             let read = if joined {
                 AgentKind::Blocking
             } else {
@@ -278,6 +369,39 @@ impl TreeWriter for Writer {
         note(tree, &rows, account);
         Ok(())
     }
+}
+
+/// Which rows wait, directly or not, for row `from` (itself included).
+fn downstream(rows: &[Row], from: usize) -> Vec<bool> {
+    let mut following: Vec<Vec<usize>> = vec![Vec::new(); rows.len()];
+    for r in rows {
+        for &w in &r.waits {
+            following[w as usize].push(r.flat);
+        }
+    }
+    reach(&following, from)
+}
+
+/// Which rows row `to` waits for, directly or not (itself included).
+fn upstream(rows: &[Row], to: usize) -> Vec<bool> {
+    let waits: Vec<Vec<usize>> = rows
+        .iter()
+        .map(|r| r.waits.iter().map(|&w| w as usize).collect())
+        .collect();
+    reach(&waits, to)
+}
+
+/// The nodes reachable from `from` along `next` (itself included).
+fn reach(next: &[Vec<usize>], from: usize) -> Vec<bool> {
+    let mut seen = vec![false; next.len()];
+    let mut stack = vec![from];
+    while let Some(t) = stack.pop() {
+        if std::mem::replace(&mut seen[t], true) {
+            continue;
+        }
+        stack.extend(next[t].iter().copied());
+    }
+    seen
 }
 
 /// Notes what the rows of `tree` lose whatever their edges.

@@ -62,6 +62,10 @@ const ANCHORS: Item = Item {
     key: "anchors",
     what: "delays count from completion: edges from a turn's send written as from its completion",
 };
+const EDGE_KINDS: Item = Item {
+    key: "edge_kinds",
+    what: "an edge's kind is read back from the graph (within an agent, a spawn, a join): these edges change kind",
+};
 const JOIN_GAPS: Item = Item {
     key: "join_gaps",
     what: "a join turn is sent as soon as its subagents complete: the gap after a subagent's end is dropped",
@@ -275,6 +279,8 @@ struct Plan {
     delays: Vec<Vec<Nanos>>,
     /// The reader's edges (all End-anchored), flat indices.
     written: Vec<Edge>,
+    /// The source's edges written (one per pair of turns written).
+    chosen: Vec<Edge>,
     /// Pre-session children: (flat first turn, parent agent).
     before: Vec<(usize, usize)>,
     /// Background subagents joined at their parent's last turn.
@@ -299,6 +305,7 @@ impl Plan {
         let mut delays: Vec<Vec<Nanos>> =
             tree.agents.iter().map(|a| vec![0; a.turns.len()]).collect();
         let mut written: Vec<Edge> = Vec::new();
+        let mut chosen: Vec<Edge> = Vec::new();
         let mut before = Vec::new();
         let mut late_joins = 0;
         let edge = |from: u32, to: u32, gap: Nanos, kind: EdgeKind| Edge {
@@ -314,16 +321,20 @@ impl Plan {
             for k in 1..turns.len() as u32 {
                 let to = flat(a, k);
                 let from = to - 1;
-                let gap = incoming[to as usize]
+                let stated = incoming[to as usize]
                     .iter()
-                    .find(|e| e.from == from)
-                    .map_or_else(
-                        || {
-                            let prev = &turns[k as usize - 1];
-                            turns[k as usize].start.saturating_sub(prev.end())
-                        },
-                        |e| e.gap,
-                    );
+                    .filter(|e| e.from == from)
+                    .max_by_key(|e| (e.gap, e.anchor == Anchor::End));
+                if let Some(e) = stated {
+                    chosen.push(**e);
+                }
+                let gap = stated.map_or_else(
+                    || {
+                        let prev = &turns[k as usize - 1];
+                        turns[k as usize].start.saturating_sub(prev.end())
+                    },
+                    |e| e.gap,
+                );
                 delays[a][k as usize] = gap;
                 written.push(edge(from, to, gap, EdgeKind::Sequence));
             }
@@ -347,7 +358,7 @@ impl Plan {
             let stated = incoming[first as usize]
                 .iter()
                 .filter(|e| places[e.from as usize].0 as usize == p)
-                .max_by_key(|e| (e.anchor == Anchor::End, e.from));
+                .max_by_key(|e| (e.anchor == Anchor::End, e.from, e.gap));
             let Some((i, gap)) = stated.map(|e| (places[e.from as usize].1, e.gap)) else {
                 // It waits for no parent turn: a pre-session spawn, at the
                 // parent's session start plus its own delay.
@@ -358,6 +369,7 @@ impl Plan {
                 continue;
             };
             delays[a][0] = gap;
+            chosen.extend(stated.map(|e| **e));
             written.push(edge(flat(p, i), first, gap, EdgeKind::Spawn));
             // The join: the earliest parent turn after the spawn that one
             // of the child's turns leads to.
@@ -381,7 +393,13 @@ impl Plan {
                 None => None,
             };
             if let Some(j) = join {
-                written.push(edge(last, flat(p, j), 0, EdgeKind::Join));
+                let to = flat(p, j);
+                let stated = incoming[to as usize]
+                    .iter()
+                    .filter(|e| e.from == last)
+                    .max_by_key(|e| (e.gap, e.anchor == Anchor::End));
+                chosen.extend(stated.map(|e| **e));
+                written.push(edge(last, to, 0, EdgeKind::Join));
             }
             launch[a] = Launch::After { turn: i, join };
         }
@@ -390,6 +408,7 @@ impl Plan {
             children,
             delays,
             written,
+            chosen,
             before,
             late_joins,
         }
@@ -397,21 +416,28 @@ impl Plan {
 
     /// Notes what the graph changes of the tree's structure and times.
     fn note(&self, tree: &Tree, account: &mut Account) {
-        let original = edges_of(tree);
+        // Identical edges are one.
+        let mut original = edges_of(tree);
+        original.sort_unstable();
+        original.dedup();
         let same = |a: &Edge, b: &Edge| a.from == b.from && a.to == b.to;
         let mut lost_to: HashSet<u32> = HashSet::new();
-        let (mut anchors, mut join_gaps) = (0, 0);
+        let (mut anchors, mut join_gaps, mut kinds_changed) = (0, 0, 0);
+        // Of several edges between the same two turns one is written (the
+        // one chosen); the others are lost.
+        let mut kept = self.chosen.clone();
         for e in &original {
-            match self.written.iter().find(|w| same(w, e)) {
-                None => {
-                    lost_to.insert(e.to);
+            let written = self.written.iter().find(|w| same(w, e));
+            let chosen = kept.iter().position(|c| c == e);
+            match (written, chosen) {
+                (Some(w), Some(c)) => {
+                    kept.swap_remove(c);
+                    anchors += usize::from(e.anchor == Anchor::Start);
+                    join_gaps += usize::from(w.kind == EdgeKind::Join && e.gap != w.gap);
+                    kinds_changed += usize::from(w.kind != e.kind);
                 }
-                Some(w) => {
-                    if e.anchor == Anchor::Start {
-                        anchors += 1;
-                    } else if w.kind == EdgeKind::Join && e.gap != w.gap {
-                        join_gaps += 1;
-                    }
+                _ => {
+                    lost_to.insert(e.to);
                 }
             }
         }
@@ -424,6 +450,7 @@ impl Plan {
         note_turns(account, Side::Lost, EDGES, lost_to.len());
         note_turns(account, Side::Inferred, EDGES_ADDED, added.len());
         note_turns(account, Side::Lost, ANCHORS, anchors);
+        note_turns(account, Side::Lost, EDGE_KINDS, kinds_changed);
         note_turns(account, Side::Lost, JOIN_GAPS, join_gaps);
         note_agents(account, Side::Lost, BACKGROUND, self.late_joins);
         let kinds = tree

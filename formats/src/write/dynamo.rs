@@ -23,6 +23,7 @@ use arbor_engine::time::{Nanos, NANOS_PER_MS};
 use super::account::{
     agents_where, note_agents, note_provenance, note_turns, turns_where, Account, Item, Side,
 };
+use super::edges::stated_lost;
 use super::names::{FileIds, Names};
 use super::{decimal, write_str, TreeWriter};
 
@@ -59,7 +60,11 @@ const EARLY_TURNS: Item = Item {
 };
 const ARRIVAL: Item = Item {
     key: "arrival",
-    what: "a tree arrives at its root's first request, counted from the file's first request: trees whose root starts after the tree's arrival shift",
+    what: "a tree arrives at its root's first request: trees whose root starts after the tree's arrival shift",
+};
+const TIME_ORIGIN: Item = Item {
+    key: "time_origin",
+    what: "the reader counts arrivals from the file's first request, which is not at time 0 here: every tree shifts by as much",
 };
 const KINDS: Item = Item {
     key: "kinds",
@@ -67,7 +72,7 @@ const KINDS: Item = Item {
 };
 const EDGES: Item = Item {
     key: "edges",
-    what: "stated edges not written: the reader derives them from the times",
+    what: "stated edges not written: the reader derives them from the times; the turns listed get other incoming edges",
 };
 const PARTIAL_BLOCKS: Item = Item {
     key: "partial_blocks",
@@ -108,6 +113,8 @@ pub struct Writer {
     names: Names,
     ids: FileIds,
     block_size: Option<u32>,
+    /// The earliest receive time written (ms from the epoch).
+    earliest: Option<u64>,
 }
 
 /// Nearest whole millisecond of `ns`.
@@ -174,6 +181,7 @@ impl TreeWriter for Writer {
                     ms = origin;
                     early += 1;
                 }
+                self.earliest = Some(self.earliest.map_or(ms, |e| e.min(ms)));
                 let received = EPOCH_MS.saturating_add(ms);
                 out.write_all(b"{\"schema\":\"")?;
                 out.write_all(SCHEMA.as_bytes())?;
@@ -243,6 +251,12 @@ impl TreeWriter for Writer {
         note(tree, account);
         Ok(())
     }
+
+    fn finish(&mut self, account: &mut Account) {
+        if self.earliest.is_some_and(|e| e > 0) {
+            account.note_file(Side::Lost, TIME_ORIGIN);
+        }
+    }
 }
 
 /// Notes what the records of `tree` lose whatever their times.
@@ -262,7 +276,19 @@ fn note(tree: &Tree, account: &mut Account) {
         agents_where(tree, |a| a.kind == AgentKind::Background),
     );
     if tree.explicit_edges.is_some() {
-        account.lost(EDGES, 0, tree.turn_count());
+        // Read back: blocking subagents, no agent ends, starts to the ms.
+        let mut as_read = tree.clone();
+        for agent in as_read.agents.iter_mut().skip(1) {
+            agent.kind = AgentKind::Blocking;
+        }
+        for agent in &mut as_read.agents {
+            agent.recorded_end = None;
+            for t in &mut agent.turns {
+                let at = nearest_ms(tree.arrival.saturating_add(t.start)) * NANOS_PER_MS;
+                t.start = at.saturating_sub(tree.arrival);
+            }
+        }
+        note_turns(account, Side::Lost, EDGES, stated_lost(tree, &as_read));
     }
     let lost_turns = [
         (MODELS, turns_where(tree, |t| t.model.is_some())),

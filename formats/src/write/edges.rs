@@ -65,6 +65,26 @@ pub fn rebuilt_starts(
     (done == turns).then(|| start.into_iter().map(|s| s.unwrap_or(0)).collect())
 }
 
+/// Turns whose incoming edges differ between `tree`'s stated edges and
+/// the edges a reader derives from `as_read` (the tree as the format
+/// carries it: same agents and turns, other times or links); 0 when the
+/// tree states none.
+pub fn stated_lost(tree: &Tree, as_read: &Tree) -> usize {
+    let Some(stated) = &tree.explicit_edges else {
+        return 0;
+    };
+    let derived = derive_edges(as_read, &DeriveOptions::default()).0;
+    let mut turns: Vec<u32> = stated
+        .iter()
+        .filter(|e| !derived.contains(e))
+        .chain(derived.iter().filter(|e| !stated.contains(e)))
+        .map(|e| e.to)
+        .collect();
+    turns.sort_unstable();
+    turns.dedup();
+    turns.len()
+}
+
 /// Whether an edge counts from its source's completion.
 pub fn is_end(edge: &Edge) -> bool {
     edge.anchor == Anchor::End

@@ -141,6 +141,9 @@ pub trait TreeWriter {
         out: &mut dyn Write,
         account: &mut Account,
     ) -> io::Result<()>;
+
+    /// After the last tree: notes what concerns the file as a whole.
+    fn finish(&mut self, _account: &mut Account) {}
 }
 
 /// Writes a JSON string (quoted and escaped).

@@ -18,6 +18,7 @@ use arbor_engine::model::{InputKind, Tree};
 use super::account::{
     agents_where, note_agents, note_provenance, note_turns, turns_where, Account, Item, Side,
 };
+use super::edges::stated_lost;
 use super::names::{FileIds, Names};
 use super::{decimal, write_str, TreeWriter};
 
@@ -65,7 +66,7 @@ const TEXT: Item = Item {
 };
 const EDGES: Item = Item {
     key: "edges",
-    what: "stated edges not written: each session is a chain replayed start to start",
+    what: "stated edges not written: each session is a chain replayed start to start; the turns listed get other incoming edges",
 };
 const BLOCK: Item = Item {
     key: "block_size",
@@ -150,8 +151,25 @@ fn note(tree: &Tree, account: &mut Account) {
     for (item, turns) in lost_turns {
         note_turns(account, Side::Lost, item, turns);
     }
-    if tree.explicit_edges.is_some() {
-        account.lost(EDGES, 0, tree.turn_count());
+    if let Some(stated) = &tree.explicit_edges {
+        // Read back: each agent a chain of its own, durations unknown
+        // (edges between agents go with the subagents, noted above).
+        let mut as_read = tree.clone();
+        for agent in &mut as_read.agents {
+            agent.parent = None;
+            agent.turns.iter_mut().for_each(|t| t.duration = None);
+        }
+        let offsets = tree.turn_offsets();
+        let agent_of = |flat: u32| offsets.partition_point(|&o| o <= flat);
+        let mut within = tree.clone();
+        within.explicit_edges = Some(
+            stated
+                .iter()
+                .filter(|e| agent_of(e.from) == agent_of(e.to))
+                .copied()
+                .collect(),
+        );
+        note_turns(account, Side::Lost, EDGES, stated_lost(&within, &as_read));
     }
     let with_ids = turns_where(tree, |t| !t.hash_ids.is_empty());
     if with_ids > 0 && tree.block_size != BLOCK_SIZE {

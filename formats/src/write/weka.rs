@@ -20,6 +20,7 @@ use arbor_engine::time::Nanos;
 use super::account::{
     agents_where, note_agents, note_provenance, note_turns, turns_where, Account, Item, Side,
 };
+use super::edges::stated_lost;
 use super::names::Names;
 use super::TreeWriter;
 
@@ -119,18 +120,7 @@ fn note(tree: &Tree, account: &mut Account) {
         TEXT,
         turns_where(tree, |t| t.text.is_some()),
     );
-    if let Some(stated) = &tree.explicit_edges {
-        let derived = arbor_engine::derive::derive_edges(tree, &Default::default()).0;
-        let mut changed: Vec<u32> = stated
-            .iter()
-            .filter(|e| !derived.contains(e))
-            .chain(derived.iter().filter(|e| !stated.contains(e)))
-            .map(|e| e.to)
-            .collect();
-        changed.sort_unstable();
-        changed.dedup();
-        note_turns(account, Side::Lost, EDGES, changed.len());
-    }
+    note_turns(account, Side::Lost, EDGES, stated_lost(tree, tree));
     let has_ids = turns_where(tree, |t| !t.hash_ids.is_empty());
     if tree.hash_scope == HashScope::Global && has_ids > 0 {
         account.lost(HASH_SCOPE, 0, has_ids);
@@ -144,8 +134,8 @@ fn note(tree: &Tree, account: &mut Account) {
         AgentKind::Blocking => a.recorded_end != Some(end_of(a)),
     });
     note_agents(account, Side::Lost, AGENT_END, ends);
-    if tree.block_size == 0 {
-        account.inferred(BLOCK_SIZE, 0, 0);
+    if tree.block_size == 0 && has_ids > 0 {
+        account.inferred(BLOCK_SIZE, 0, has_ids);
     }
     note_turns(
         account,

@@ -7,5 +7,4 @@ mod cache_warmup;
 mod compressed;
 mod data;
 mod prompt;
-mod roundtrip;
 mod start;

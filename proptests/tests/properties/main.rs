@@ -16,3 +16,4 @@ mod prefix_keys;
 mod scheduling;
 mod server;
 mod shard;
+mod writers;
