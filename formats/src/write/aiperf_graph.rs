@@ -48,7 +48,7 @@ const FILLER: Item = Item {
 };
 const EDGES_ADDED: Item = Item {
     key: "edges_added",
-    what: "edges the graph states that the source did not (a spawn point chosen by time, a join at the parent's last turn, a turn after its agent's previous one)",
+    what: "edges the graph states that the source did not (a join at the parent's last turn, a turn after its agent's previous one)",
 };
 const EMPTY_MESSAGES: Item = Item {
     key: "empty_messages",
