@@ -186,7 +186,12 @@ fn build_direct(
         (Api::Chat | Api::Messages, Prompt::Recorded(recorded)) => {
             let messages = &recorded.messages;
             if let Some(shape) = recorded.shape {
-                super::shape::push_fields(&mut out, shape, config.api);
+                let form = if config.api == Api::Messages {
+                    arbor_engine::model::ShapeApi::Messages
+                } else {
+                    arbor_engine::model::ShapeApi::Chat
+                };
+                super::shape::push_fields(&mut out, shape, form);
             }
             let content = |i: usize| -> std::borrow::Cow<'_, str> {
                 match marked(messages[i].content).filter(|_| first_user == Some(i)) {
