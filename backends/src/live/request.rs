@@ -170,7 +170,11 @@ fn build_direct(
         (Api::Chat | Api::Messages, Prompt::Recorded(recorded)) => {
             let messages = &recorded.messages;
             if let Some(shape) = recorded.shape {
-                super::shape::push_fields(&mut out, shape, config.api);
+                let api = match config.api {
+                    Api::Messages => arbor_engine::model::ShapeApi::Messages,
+                    _ => arbor_engine::model::ShapeApi::Chat,
+                };
+                super::shape::push_fields(&mut out, shape, api);
             }
             let content = |i: usize| -> std::borrow::Cow<'_, str> {
                 match marked(messages[i].content).filter(|_| first_user == Some(i)) {

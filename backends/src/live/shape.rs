@@ -25,25 +25,15 @@ use arbor_engine::model::{RequestShape, Role, ShapeApi, ToolCall};
 use arbor_engine::prompt::wire_role_of;
 use serde_json::Value;
 
-use super::request::Api;
-
 fn push_json_str(out: &mut Vec<u8>, text: &str) {
     // Writing a &str into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, text);
 }
 
-/// The shape's API as a run's.
-fn same_api(shape: &RequestShape, api: Api) -> bool {
-    matches!(
-        (shape.api, api),
-        (ShapeApi::Chat, Api::Chat) | (ShapeApi::Messages, Api::Messages)
-    )
-}
-
 /// Writes `,"tools":...`, `,"tool_choice":...` and the other fields of
-/// `shape` for a body of `api` (chat or Messages).
-pub(super) fn push_fields(out: &mut Vec<u8>, shape: &RequestShape, api: Api) {
-    if same_api(shape, api) {
+/// `shape` for a body of the API `api` (chat or Messages).
+pub(super) fn push_fields(out: &mut Vec<u8>, shape: &RequestShape, api: ShapeApi) {
+    if shape.api == api {
         if let Some(tools) = &shape.tools {
             out.extend_from_slice(br#","tools":"#);
             out.extend_from_slice(tools.as_bytes());
@@ -76,7 +66,7 @@ pub(super) fn push_fields(out: &mut Vec<u8>, shape: &RequestShape, api: Api) {
     };
     let kind = choice.as_ref().and_then(ChoiceKind::of);
     match api {
-        Api::Messages => {
+        ShapeApi::Messages => {
             let mut object = serde_json::Map::new();
             match &kind {
                 Some(ChoiceKind::Auto) => object.insert("type".into(), "auto".into()),
@@ -97,7 +87,7 @@ pub(super) fn push_fields(out: &mut Vec<u8>, shape: &RequestShape, api: Api) {
                 let _ = serde_json::to_writer(&mut *out, &object);
             }
         }
-        _ => {
+        ShapeApi::Chat => {
             let value: Option<Value> = match &kind {
                 Some(ChoiceKind::Auto) => Some("auto".into()),
                 Some(ChoiceKind::Any) => Some("required".into()),
@@ -161,13 +151,13 @@ impl ChoiceKind {
 
 /// The tools in `api`'s form, from their neutral definitions (the schema
 /// spliced as recorded).
-fn push_converted_tools(out: &mut Vec<u8>, shape: &RequestShape, api: Api) {
+fn push_converted_tools(out: &mut Vec<u8>, shape: &RequestShape, api: ShapeApi) {
     out.extend_from_slice(br#","tools":["#);
     for (i, tool) in shape.tool_defs.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        let messages = api == Api::Messages;
+        let messages = api == ShapeApi::Messages;
         out.extend_from_slice(if messages {
             br#"{"name":"#.as_slice()
         } else {
@@ -340,7 +330,7 @@ mod tests {
     use super::*;
     use arbor_engine::model::ToolDef;
 
-    fn fields_of(shape: &RequestShape, api: Api) -> Value {
+    fn fields_of(shape: &RequestShape, api: ShapeApi) -> Value {
         let mut out = b"{\"x\":0".to_vec();
         push_fields(&mut out, shape, api);
         out.push(b'}');
@@ -368,20 +358,23 @@ mod tests {
         let shape = messages_shape(r#"{"type":"any","disable_parallel_tool_use":true}"#);
         // Messages to Messages: as recorded, byte for byte.
         let mut out = Vec::new();
-        push_fields(&mut out, &shape, Api::Messages);
+        push_fields(&mut out, &shape, ShapeApi::Messages);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#","tools":[{"name":"f","input_schema":{"type":"object"},"cache_control":{}}],"tool_choice":{"type":"any","disable_parallel_tool_use":true}"#
         );
         // Messages to chat: converted.
-        let chat = fields_of(&shape, Api::Chat);
+        let chat = fields_of(&shape, ShapeApi::Chat);
         assert_eq!(
             chat["tools"],
             serde_json::json!([{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}}])
         );
         assert_eq!(chat["tool_choice"], "required");
         assert_eq!(chat["parallel_tool_calls"], false);
-        let named = fields_of(&messages_shape(r#"{"type":"tool","name":"f"}"#), Api::Chat);
+        let named = fields_of(
+            &messages_shape(r#"{"type":"tool","name":"f"}"#),
+            ShapeApi::Chat,
+        );
         assert_eq!(
             named["tool_choice"],
             serde_json::json!({"type": "function", "function": {"name": "f"}})
@@ -397,14 +390,14 @@ mod tests {
             ],
             ..RequestShape::default()
         };
-        let messages = fields_of(&chat_shape, Api::Messages);
+        let messages = fields_of(&chat_shape, ShapeApi::Messages);
         assert_eq!(
             messages["tool_choice"],
             serde_json::json!({"type": "none", "disable_parallel_tool_use": true})
         );
         assert!(messages.get("response_format").is_none());
         assert_eq!(
-            fields_of(&chat_shape, Api::Chat)["response_format"]["type"],
+            fields_of(&chat_shape, ShapeApi::Chat)["response_format"]["type"],
             "json_object"
         );
     }
