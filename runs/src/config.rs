@@ -85,9 +85,9 @@ pub struct RunConfig {
     pub emulator: Option<String>,
     pub api: String,
     /// `--flatten-tools`: recorded tool calls were sent as text and tool
-    /// results as user messages, without the tools; false: the recorded
-    /// shape was sent (docs/run.md, "What is sent").
-    #[serde(default)]
+    /// results as user messages, without the tools; absent (false): the
+    /// recorded shape was sent (docs/run.md, "What is sent").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flatten_tools: bool,
     pub model: Option<String>,
     /// How the model was chosen by the pre-flight: `flag` (--model,
