@@ -265,7 +265,9 @@ fn write_requests(
 fn write_request(out: &mut impl Write, tree: &Tree, turn: &Turn, base: Nanos) -> io::Result<()> {
     out.write_all(b"{\"t\":")?;
     write_secs(out, turn.start.saturating_sub(base))?;
-    out.write_all(b",\"type\":\"n\",\"model\":")?;
+    // A streamed request (`s`) is the one that carries a TTFT.
+    let kind = if turn.ttft.is_some() { "s" } else { "n" };
+    write!(out, ",\"type\":\"{kind}\",\"model\":")?;
     let model = turn
         .model
         .and_then(|m| tree.models.get(m as usize))
@@ -329,7 +331,24 @@ fn write_subagent(
             out.write_all(b",\"status\":\"completed\"")?;
         }
     }
-    out.write_all(b",\"requests\":")?;
+    // The models its requests use, in order of first use (AIPerf's
+    // schema requires the list).
+    out.write_all(b",\"models\":[")?;
+    let mut named: Vec<&str> = Vec::new();
+    for turn in &agent.turns {
+        let model = turn
+            .model
+            .and_then(|m| tree.models.get(m as usize))
+            .map_or("unknown", String::as_str);
+        if !named.contains(&model) {
+            if !named.is_empty() {
+                out.write_all(b",")?;
+            }
+            write_str(out, model)?;
+            named.push(model);
+        }
+    }
+    out.write_all(b"],\"requests\":")?;
     write_requests(out, tree, children, kid, spawn)?;
     out.write_all(b"}")
 }
