@@ -51,7 +51,7 @@ const ROOT_ID: Item = Item {
 };
 const AGENT_END: Item = Item {
     key: "agent_end",
-    what: "a blocking subagent's end is written as the later of its recorded end and its last turn's end; a background one's is not written",
+    what: "a blocking subagent's end is written as the later of its recorded end and its last turn's end; a background one's and the root's are not written",
 };
 const BLOCK_SIZE: Item = Item {
     key: "block_size",
@@ -129,8 +129,7 @@ fn note(tree: &Tree, account: &mut Account) {
         account.lost(ROOT_ID, 1, 0);
     }
     let ends = agents_where(tree, |a| match a.kind {
-        AgentKind::Root => false,
-        AgentKind::Background => a.recorded_end.is_some(),
+        AgentKind::Root | AgentKind::Background => a.recorded_end.is_some(),
         AgentKind::Blocking => a.recorded_end != Some(end_of(a)),
     });
     note_agents(account, Side::Lost, AGENT_END, ends);
