@@ -161,6 +161,8 @@ mod tests {
             warmup: false,
             planned_input_tokens: 10,
             planned_output_tokens: 4,
+            replica: None,
+            session_key: None,
         };
         let response = Response {
             http_status: failed.and_then(|(_, s)| s),

@@ -63,6 +63,8 @@ pub struct Facts<'a> {
     pub error: Option<ErrorSeen<'a>>,
     /// The model the server answered with, when not the one asked for.
     pub answered_model: Option<&'a str>,
+    /// The replica it was sent to (absent with one endpoint).
+    pub replica: Option<u32>,
 }
 
 /// A failed request's status and the server's (or the client's) words.
@@ -106,6 +108,7 @@ impl<'a> From<&'a RequestRecord> for Facts<'a> {
                 message: &e.message,
             }),
             answered_model: r.answered_model.as_deref(),
+            replica: r.replica,
         }
     }
 }
@@ -719,6 +722,8 @@ mod tests {
             warmup: false,
             planned_input_tokens: 100,
             planned_output_tokens: 3,
+            replica: None,
+            session_key: None,
         }
     }
 

@@ -286,6 +286,9 @@ pub struct Response {
     /// model the request asked for (`None` when it is, or when the stream
     /// named none).
     pub answered_model: Option<String>,
+    /// The value of the response header that names the replica which
+    /// served the request (`--replica-header`), when asked for and given.
+    pub served_by: Option<String>,
 }
 
 /// The message of a request cancelled at the end of the grace period.
@@ -381,6 +384,18 @@ pub struct RequestRecord {
     /// for; absent when it is (or when the stream named none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answered_model: Option<String>,
+    /// The replica (its index in `config.endpoints`) the request was sent
+    /// to; absent when the run had one endpoint (docs/routing.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u32>,
+    /// The session-routing key sent with the request (`--session-routing`):
+    /// one per agent of each play; absent with `--session-routing none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    /// Which replica the server or router said served the request (the
+    /// value of `--replica-header`); absent when it said nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_by: Option<String>,
 }
 
 /// Identity of a request in the workload.
@@ -401,6 +416,10 @@ pub struct RequestIdentity {
     pub warmup: bool,
     pub planned_input_tokens: u32,
     pub planned_output_tokens: u32,
+    /// The replica it was sent to, with several endpoints.
+    pub replica: Option<u32>,
+    /// The session-routing key sent with it.
+    pub session_key: Option<String>,
 }
 
 impl RequestRecord {
@@ -465,6 +484,9 @@ impl RequestRecord {
             retries: response.retries,
             error: response.error.clone(),
             answered_model: response.answered_model.clone(),
+            replica: id.replica,
+            session_key: id.session_key,
+            served_by: response.served_by.clone(),
         }
     }
 }
@@ -561,6 +583,8 @@ mod tests {
             warmup: false,
             planned_input_tokens: 100,
             planned_output_tokens: 4,
+            replica: None,
+            session_key: None,
         }
     }
 

@@ -86,6 +86,14 @@ pub struct RecordLine<'a> {
     /// for (absent otherwise, and from records before arbor checked).
     #[serde(borrow, default, deserialize_with = "text")]
     pub answered_model: Option<Cow<'a, str>>,
+    /// The replica it was sent to (absent with one endpoint).
+    pub replica: Option<u32>,
+    /// The session-routing key sent with it.
+    #[serde(borrow, default, deserialize_with = "text")]
+    pub session_key: Option<Cow<'a, str>>,
+    /// The replica the server or router named.
+    #[serde(borrow, default, deserialize_with = "text")]
+    pub served_by: Option<Cow<'a, str>>,
 }
 
 /// A failed request's `error` object.
@@ -240,6 +248,7 @@ impl<'a> RecordLine<'a> {
                 message: e.message.as_deref().unwrap_or(""),
             }),
             answered_model: self.answered_model.as_deref(),
+            replica: self.replica,
         })
     }
 }
@@ -282,6 +291,8 @@ mod tests {
             warmup: false,
             planned_input_tokens: 100,
             planned_output_tokens: 4,
+            replica: None,
+            session_key: None,
         };
         let response = Response {
             stamps: Stamps {

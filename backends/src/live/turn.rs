@@ -84,5 +84,7 @@ pub fn identity(scheduler: &Scheduler, id: RequestId) -> Option<RequestIdentity>
         queue_wait: slot.queue_wait,
         planned_input_tokens: tree.isl[t],
         planned_output_tokens: tree.osl[t],
+        replica: None,
+        session_key: None,
     })
 }

@@ -31,6 +31,8 @@ fn identity() -> RequestIdentity {
         warmup: false,
         planned_input_tokens: 100,
         planned_output_tokens: 4,
+        replica: None,
+        session_key: None,
     }
 }
 
