@@ -65,10 +65,62 @@ pub fn print(out: &mut impl Write, summary: &Summary, slo: Option<&SloReport>) -
             shown(&format!("  error {class} x{count}: {words}"))
         )?;
     }
+    if let Some(r) = &summary.replicas {
+        print_replicas(out, r)?;
+    }
     if let Some(b) = &summary.time_breakdown {
         print_breakdown(out, &b.observed, b.planned.as_ref())?;
     }
     Ok(())
+}
+
+/// One line per replica (docs/routing.md): its requests and share, its
+/// latencies, its cache-hit ratio and failures; then the imbalance.
+fn print_replicas(
+    out: &mut impl Write,
+    r: &arbor::runs::replicas::ReplicaReport,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "  replica  requests  share  TTFT p50  E2E p50   tok/s  cache hit  failed"
+    )?;
+    let hit = |h: Option<f64>| h.map_or("-".to_string(), |h| format!("{:.1}%", h * 100.0));
+    let p50 = |d: &arbor::runs::collector::Latency| {
+        if d.count == 0 {
+            "-".to_string()
+        } else {
+            latency(d.p50_s)
+        }
+    };
+    for f in &r.replicas {
+        writeln!(
+            out,
+            "{}",
+            shown(&format!(
+                "  {:>7}  {:>8}  {:>4.0}%  {:>8}  {:>7}  {:>6.0}  {:>9}  {:>6}",
+                f.replica,
+                f.requests,
+                f.share * 100.0,
+                p50(&f.ttft),
+                p50(&f.e2e),
+                f.throughput.work.output_tokens_per_s,
+                hit(f.cache.hit_ratio),
+                f.failed + f.cancelled,
+            ))
+        )?;
+    }
+    let i = &r.imbalance;
+    let spread = i.hit_ratio_spread.map_or(String::new(), |s| {
+        format!(", hit ratios {:.1} points apart", s * 100.0)
+    });
+    writeln!(
+        out,
+        "{}",
+        shown(&format!(
+            "  imbalance: replica {} has {:.2}x the mean requests{spread}",
+            i.busiest, i.requests_max_over_mean
+        ))
+    )
 }
 
 /// How the run went, in a few words.
@@ -290,5 +342,28 @@ mod tests {
             error.ends_with('…') && error.chars().count() == WIDTH,
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_run_over_replicas_prints_one_line_each_and_the_imbalance() {
+        use arbor::runs::collector::Collector;
+        use arbor::runs::replicas::ReplicaReport;
+        let per_replica = (0..3u32).map(|i| (i, Collector::new().finish())).collect();
+        let endpoints: Vec<String> = (0..3)
+            .map(|i| format!("http://replica-{i}.example:8000"))
+            .collect();
+        let mut summary = small();
+        summary.replicas = ReplicaReport::build(&per_replica, &endpoints);
+        let text = printed(&summary);
+        assert!(text.contains("  replica  requests  share"), "{text}");
+        assert!(text.contains("  imbalance: replica 0 has 1.00x"), "{text}");
+        let rows = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with(['0', '1', '2']))
+            .count();
+        assert_eq!(rows, 3, "{text}");
+        for line in text.lines() {
+            assert!(line.chars().count() <= WIDTH, "{line}");
+        }
     }
 }

@@ -539,6 +539,64 @@
     } else runSummary(runs[0].summary || {});
   }
 
+  // ---- replicas (several endpoints) ---------------------------------------
+  // summary.json's replicas (docs/routing.md): one row per replica, every
+  // replica the run named, a totals row (the rows add up to it), the
+  // imbalance, and bars of each replica's share of requests beside its
+  // cache-hit ratio.
+  function svgText(attrs, text) { return svgEl("text", attrs, [document.createTextNode(text)]); }
+  function replicaBars(list) {
+    var W = 620, row = 26, top = 22, left = 90, width = W - left - 90;
+    var H = top + list.length * row + 8;
+    var kids = [
+      svgText({ x: left, y: 14, "font-size": 12, fill: color(0) }, "share of requests"),
+      svgText({ x: left + 160, y: 14, "font-size": 12, fill: color(1) }, "cache-hit ratio")
+    ];
+    list.forEach(function (f, i) {
+      var y = top + i * row;
+      kids.push(svgText({ x: 0, y: y + 15, "font-size": 12 }, "replica " + f.replica));
+      var share = Math.max(0, Math.min(1, f.share || 0)), hit = f.cache && f.cache.hit_ratio;
+      kids.push(svgEl("rect", { x: left, y: y + 2, width: share * width, height: 9, fill: color(0) }));
+      kids.push(svgText({ x: left + share * width + 4, y: y + 11, "font-size": 10 }, pct(share)));
+      if (hit != null) {
+        kids.push(svgEl("rect", { x: left, y: y + 12, width: Math.max(0, Math.min(1, hit)) * width, height: 9, fill: color(1) }));
+        kids.push(svgText({ x: left + Math.min(1, hit) * width + 4, y: y + 21, "font-size": 10 }, pct(hit)));
+      }
+    });
+    return svgEl("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, class: "replica-bars" }, kids);
+  }
+  function replicaTable(s, r) {
+    var rows = r.replicas.map(function (f) {
+      var c = f.cache || {}, w = (f.throughput || {});
+      return ["replica " + f.replica, f.endpoint || DASH, num(f.requests, 0), pct(f.share),
+        ms(get(f, "ttft.p50_s")), ms(get(f, "ttft.p99_s")), ms(get(f, "e2e.p50_s")),
+        num(w.output_tokens_per_s, 0), num(c.cached_tokens, 0), num(c.input_tokens, 0),
+        pct(c.hit_ratio), num((f.failed || 0) + (f.cancelled || 0), 0)];
+    });
+    var sum = function (k) { return r.replicas.reduce(function (a, f) { return a + (get(f, k) || 0); }, 0); };
+    rows.push(["all", "", num(sum("requests"), 0), pct(1), ms(get(s, "latency.ttft.p50_s")), ms(get(s, "latency.ttft.p99_s")),
+      ms(get(s, "latency.e2e.p50_s")), num(get(s, "throughput.output_tokens_per_s"), 0), num(sum("cache.cached_tokens"), 0),
+      num(sum("cache.input_tokens"), 0), pct(get(s, "cache.hit_ratio")), num(sum("failed") + sum("cancelled"), 0)]);
+    return table(["replica", "endpoint", "requests", "share", "TTFT p50 (ms)", "TTFT p99 (ms)", "E2E p50 (ms)",
+      "output tok/s", "cached tok", "input tok", "cache hit", "failed"], rows, [1]);
+  }
+  var replicated = runs.filter(function (r) { return r.summary && r.summary.replicas; });
+  if (replicated.length && runs.length <= 4) {
+    app.appendChild(el("h2", { text: "Replicas" }));
+    app.appendChild(el("div", { class: "note", text: "Measured requests by the replica they were sent to (--endpoint repeated, --placement; docs/routing.md). " +
+      "The rows add up to the run's requests and tokens. Cache hits are the server's cached_tokens over its input tokens; " +
+      "a placement that scatters conversations lowers them." }));
+    replicated.forEach(function (r) {
+      var s = r.summary, rep = s.replicas, i = rep.imbalance || {};
+      var p = get(s, "config.placement"), how = p ? " · placement " + p : "";
+      app.appendChild(el("h3", {}, (runs.length > 1 ? [runLabel(r, runs.indexOf(r)), " · "] : []).concat([
+        rep.replicas.length + " replicas" + how + " · busiest (replica " + i.busiest + ") has " + num(i.requests_max_over_mean, 2) +
+        "x the mean requests" + (i.hit_ratio_spread == null ? "" : ", cache-hit ratios " + num(i.hit_ratio_spread * 100, 1) + " points apart")])));
+      app.appendChild(replicaTable(s, rep));
+      app.appendChild(replicaBars(rep.replicas));
+    });
+  }
+
   // ---- deltas (a few runs) -----------------------------------------------
   var HEADLINES = [
     ["TTFT p50 (ms)", "latency.ttft.p50_s", 1000, -1], ["TTFT p99 (ms)", "latency.ttft.p99_s", 1000, -1],

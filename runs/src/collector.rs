@@ -273,6 +273,10 @@ pub struct Measured {
     /// request, or fewer records than turns).
     pub plays_complete: u64,
     pub plays_incomplete: u64,
+    /// The same figures per replica (records with a `replica`), job
+    /// time and plays aside; empty with one endpoint.
+    #[serde(skip)]
+    pub replicas: BTreeMap<u32, Measured>,
 }
 
 /// What the records so far add up to, for a live display
@@ -392,6 +396,13 @@ pub struct Collector {
     /// Whole plays left out of `job_time` (a cancelled request, or a stamp
     /// missing).
     plays_incomplete: u64,
+    /// False in a replica's collector: a play spans replicas, so job
+    /// time is the whole run's alone (no play is kept), and a replica's
+    /// records are not split again.
+    whole_run: bool,
+    /// Per replica (a record's `replica`): the same figures over its
+    /// measured records (`crate::replicas`).
+    replicas: BTreeMap<u32, Collector>,
 }
 
 impl Default for Collector {
@@ -431,6 +442,19 @@ impl Collector {
             tree_turns: Vec::new(),
             plays: BTreeMap::new(),
             plays_incomplete: 0,
+            whole_run: true,
+            replicas: BTreeMap::new(),
+        }
+    }
+
+    /// The collector of one replica's records: every record it is given
+    /// is measured (the run's collector has judged warmups), its window
+    /// starts where the run's does, and it keeps no plays.
+    fn for_replica(window_start: Option<u64>) -> Collector {
+        Collector {
+            window_start,
+            whole_run: false,
+            ..Collector::new()
         }
     }
 
@@ -467,6 +491,13 @@ impl Collector {
             return;
         }
         self.counts.dispatched += 1;
+        if let Some(replica) = r.replica.filter(|_| self.whole_run) {
+            let window_start = self.window_start;
+            self.replicas
+                .entry(replica)
+                .or_insert_with(|| Collector::for_replica(window_start))
+                .add(r);
+        }
         let sent = r.sent_s.map(ns);
         let done = r.done_s.map(ns);
         if let Some(s) = sent {
@@ -483,14 +514,19 @@ impl Collector {
             self.answered(model);
         }
 
-        let span = self.plays.entry(r.play).or_default();
-        span.tree_index = r.tree_index;
-        span.records += 1;
-        if let Some(s) = sent {
-            span.first_sent = Some(span.first_sent.map_or(s, |f| f.min(s)));
-        }
-        if let Some(d) = done {
-            span.last_done = Some(span.last_done.map_or(d, |l| l.max(d)));
+        if self.whole_run {
+            let span = self.plays.entry(r.play).or_default();
+            span.tree_index = r.tree_index;
+            span.records += 1;
+            if let Some(s) = sent {
+                span.first_sent = Some(span.first_sent.map_or(s, |f| f.min(s)));
+            }
+            if let Some(d) = done {
+                span.last_done = Some(span.last_done.map_or(d, |l| l.max(d)));
+            }
+            if r.status == Status::Cancelled {
+                span.cancelled = true;
+            }
         }
 
         match r.status {
@@ -500,7 +536,6 @@ impl Collector {
             }
             Status::Cancelled => {
                 self.counts.cancelled += 1;
-                span.cancelled = true;
                 self.fold_if_whole(r.play);
                 return;
             }
@@ -651,7 +686,12 @@ impl Collector {
             self.cache.hit_ratio =
                 Some(self.cache.cached_tokens as f64 / self.cache.input_tokens as f64);
         }
+        let replicas = std::mem::take(&mut self.replicas)
+            .into_iter()
+            .map(|(replica, collector)| (replica, collector.finish()))
+            .collect();
         Measured {
+            replicas,
             latency: Latencies {
                 ttft: self.ttft.latency(),
                 itl: self.itl.latency(),

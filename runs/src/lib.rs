@@ -44,6 +44,7 @@ pub mod recipe;
 pub mod record;
 pub mod record_line;
 pub mod records_file;
+pub mod replicas;
 pub mod seen;
 pub mod server_metrics;
 pub mod shape;

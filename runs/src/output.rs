@@ -434,6 +434,10 @@ pub struct Summary {
     /// With --sessions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lanes: Option<Vec<LaneSummary>>,
+    /// With several endpoints: the figures per replica and the imbalance
+    /// (`runs::replicas`, docs/routing.md); absent with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<crate::replicas::ReplicaReport>,
     pub config: RunConfig,
 }
 
@@ -497,6 +501,10 @@ impl Summary {
                 .collect()
         });
         let waited_for_cap = measured.latency.queue_wait.max_s > 0.0;
+        let replicas = crate::replicas::ReplicaReport::build(
+            &measured.replicas,
+            &crate::replicas::endpoints_of(&start.config),
+        );
         let warnings = crate::warnings::of(&measured, start.config.model.as_deref());
         Summary {
             schema_version: SUMMARY_SCHEMA.to_string(),
@@ -553,6 +561,7 @@ impl Summary {
             }),
             server_metrics,
             lanes,
+            replicas,
             config: RunConfig {
                 // Whether `--max-inflight` fired: a measured turn waited
                 // for the cap.

@@ -3,3 +3,4 @@
 mod hostile;
 mod read_run;
 mod record_line;
+mod replicas;
