@@ -18,6 +18,7 @@
 //! # Ok(()) }
 //! ```
 
+mod answer;
 mod body;
 pub mod cache;
 pub mod config;

@@ -381,6 +381,7 @@ async fn completion(
             template,
             tail: Some(tail),
             blocks: model.is_none().then_some(parsed.blocks),
+            answer: model.is_none().then_some(parsed.answer),
             model,
             disconnect_after: plan.disconnect_after,
             malformed_at: plan.malformed.then_some(n / 2),
@@ -424,6 +425,10 @@ async fn completion(
         r.headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         return r;
+    }
+    if model.is_none() {
+        // The answer is decoded: its blocks are cached too (`answer.rs`).
+        shared.cache_insert(&parsed.answer.blocks(&responses::text(n)));
     }
     if plan.malformed {
         shared.stats.malformed.fetch_add(1, Relaxed);
