@@ -20,6 +20,9 @@ pub const DEFAULT_STAMP_CAPACITY: usize = 1_000_000;
 /// Output tokens when a request names neither `max_tokens` nor
 /// `max_completion_tokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 16;
+/// Default bound on the routing information kept per replica (the most
+/// recent requests; `received.rs`).
+pub const DEFAULT_RECEIVED_CAPACITY: usize = 100_000;
 /// Default [`ReadTimeouts::header`]: 30 s.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Nanos = 30 * NANOS_PER_SEC;
 /// Default [`ReadTimeouts::body`]: 30 s.
@@ -173,6 +176,12 @@ pub struct EmulatorConfig {
     /// emulate --profile`): queueing, batching, its KV and prefix cache
     /// replace `timing` and `cache_blocks`.
     pub profile: Option<Profile>,
+    /// Routing information kept: the most recent `received_capacity`
+    /// completion requests (`received.rs`).
+    pub received_capacity: usize,
+    /// Keep each received request's raw body too (tests only: costs the
+    /// bodies' memory).
+    pub keep_bodies: bool,
 }
 
 impl Default for EmulatorConfig {
@@ -189,6 +198,8 @@ impl Default for EmulatorConfig {
             tokenizer: None,
             read_timeouts: ReadTimeouts::default(),
             profile: None,
+            received_capacity: DEFAULT_RECEIVED_CAPACITY,
+            keep_bodies: false,
         }
     }
 }
@@ -494,6 +505,8 @@ impl EmulatorFlags {
             read_timeouts: defaults.read_timeouts,
             // A loaded file too.
             profile: None,
+            received_capacity: defaults.received_capacity,
+            keep_bodies: false,
         };
         config.validate()?;
         Ok(config)

@@ -24,10 +24,13 @@ pub mod cache;
 pub mod config;
 mod engine;
 mod faults;
+mod fleet;
 mod metrics;
 mod pacer;
+mod received;
 mod request;
 mod responses;
+mod router;
 mod server;
 mod shared;
 pub mod stamps;
@@ -38,9 +41,15 @@ pub use cache::{BLOCK_BYTES, BLOCK_TOKENS};
 pub use config::{
     flags, EmulatorConfig, EmulatorFlags, FailStatus, Faults, ReadTimeouts, TimingModel,
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_MODEL_LEN,
-    DEFAULT_MAX_TOKENS, DEFAULT_MODEL_NAME, DEFAULT_STAMP_CAPACITY,
+    DEFAULT_MAX_TOKENS, DEFAULT_MODEL_NAME, DEFAULT_RECEIVED_CAPACITY, DEFAULT_STAMP_CAPACITY,
 };
 pub use faults::FaultPlan;
+pub use fleet::{serve_fleet, serve_routed, FleetHandle};
+pub use received::{
+    Received, DYNAMO_FINAL_HEADER, DYNAMO_PARENT_HEADER, DYNAMO_SESSION_HEADER, REPLICA_HEADER,
+    SESSION_AFFINITY_HEADER, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, SMG_ROUTING_KEY_HEADER,
+};
+pub use router::{RouteBy, MAX_KEYS};
 pub use request::model_request_of;
 pub use server::{serve, serve_tls, EmulatorHandle, MAX_BODY_BYTES};
 pub use shared::EmulatorStats;

@@ -110,16 +110,34 @@ struct RawRequest<'a> {
     stream_options: Option<StreamOptions>,
     /// Who the request is for (OpenAI's end-user id).
     #[serde(borrow, default)]
-    user: Option<Cow<'a, str>>,
+    user: Option<&'a RawValue>,
     /// Messages: `metadata.user_id`.
     #[serde(borrow, default)]
-    metadata: Option<Metadata<'a>>,
+    metadata: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
 struct Metadata<'a> {
     #[serde(borrow, default)]
-    user_id: Option<Cow<'a, str>>,
+    user_id: Option<&'a RawValue>,
+}
+
+/// The `user` of a request to `endpoint`: the body's `user`, or for
+/// Messages `metadata.user_id`, when it is a string (anything else is
+/// ignored, not refused).
+fn user_field(
+    endpoint: Endpoint,
+    user: Option<&RawValue>,
+    metadata: Option<&RawValue>,
+) -> Option<String> {
+    let raw = match endpoint {
+        Endpoint::Messages => {
+            let m: Metadata = serde_json::from_str(metadata?.get()).ok()?;
+            m.user_id?
+        }
+        _ => user?,
+    };
+    serde_json::from_str::<String>(raw.get()).ok()
 }
 
 #[derive(Deserialize)]
@@ -511,10 +529,7 @@ pub(crate) fn parse(
             after: prompt.last_close.map(|_| end),
         },
     };
-    let user = match endpoint {
-        Endpoint::Messages => raw.metadata.and_then(|m| m.user_id),
-        _ => raw.user,
-    };
+    let user = user_field(endpoint, raw.user, raw.metadata);
     Ok(Parsed {
         model: raw.model.map(Cow::into_owned),
         max_tokens,
@@ -530,8 +545,25 @@ pub(crate) fn parse(
         blocks: prompt.hasher.finish(),
         model_blocks: prompt.model_keys.map(TextKeys::finish).unwrap_or_default(),
         answer,
-        user: user.map(Cow::into_owned),
+        user,
     })
+}
+
+/// Only the fields that name who a request is for.
+#[derive(Deserialize)]
+struct RawUser<'a> {
+    #[serde(borrow, default)]
+    user: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    metadata: Option<&'a RawValue>,
+}
+
+/// The body's `user` (chat, completions, Responses) or
+/// `metadata.user_id` (Messages), read without the rest: what a router
+/// routes by. None: absent, or a body that is not JSON.
+pub(crate) fn user_of(endpoint: Endpoint, body: &[u8]) -> Option<String> {
+    let raw: RawUser = serde_json::from_slice(body).ok()?;
+    user_field(endpoint, raw.user, raw.metadata)
 }
 
 /// What the emulator under a profile of `block_size`-token blocks submits
