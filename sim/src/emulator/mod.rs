@@ -49,8 +49,8 @@ pub use received::{
     Received, DYNAMO_FINAL_HEADER, DYNAMO_PARENT_HEADER, DYNAMO_SESSION_HEADER, REPLICA_HEADER,
     SESSION_AFFINITY_HEADER, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, SMG_ROUTING_KEY_HEADER,
 };
-pub use router::{RouteBy, MAX_KEYS};
 pub use request::model_request_of;
+pub use router::{RouteBy, MAX_KEYS};
 pub use server::{serve, serve_tls, EmulatorHandle, MAX_BODY_BYTES};
 pub use shared::EmulatorStats;
 pub use stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};

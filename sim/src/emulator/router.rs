@@ -256,7 +256,8 @@ impl Router {
         let Some(session) = header(headers, DYNAMO_SESSION_HEADER) else {
             return self.round_robin();
         };
-        let last = header(headers, DYNAMO_FINAL_HEADER).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let last =
+            header(headers, DYNAMO_FINAL_HEADER).is_some_and(|v| v.eq_ignore_ascii_case("true"));
         let mut keys = self.keys();
         let replica = match keys.get(session) {
             Some(r) => r,
@@ -295,7 +296,14 @@ mod tests {
 
     #[test]
     fn modes_parse_and_print() {
-        for text in ["affinity", "dynamo", "token", "user", "round-robin", "header:x-user"] {
+        for text in [
+            "affinity",
+            "dynamo",
+            "token",
+            "user",
+            "round-robin",
+            "header:x-user",
+        ] {
             assert_eq!(text.parse::<RouteBy>().unwrap().to_string(), text);
         }
         assert_eq!(
@@ -311,14 +319,24 @@ mod tests {
     #[test]
     fn a_key_stays_and_new_keys_spread() {
         let r = Router::new(RouteBy::Affinity, 3, MAX_KEYS);
-        let a = r.route(&headers(&[(SESSION_AFFINITY_HEADER, "a")]), None).replica;
-        let b = r.route(&headers(&[(SESSION_AFFINITY_HEADER, "b")]), None).replica;
-        let c = r.route(&headers(&[(SESSION_AFFINITY_HEADER, "c")]), None).replica;
+        let a = r
+            .route(&headers(&[(SESSION_AFFINITY_HEADER, "a")]), None)
+            .replica;
+        let b = r
+            .route(&headers(&[(SESSION_AFFINITY_HEADER, "b")]), None)
+            .replica;
+        let c = r
+            .route(&headers(&[(SESSION_AFFINITY_HEADER, "c")]), None)
+            .replica;
         let mut all = vec![a, b, c];
         all.sort();
         assert_eq!(all, [0, 1, 2]);
         for _ in 0..5 {
-            assert_eq!(r.route(&headers(&[(SESSION_AFFINITY_HEADER, "b")]), None).replica, b);
+            assert_eq!(
+                r.route(&headers(&[(SESSION_AFFINITY_HEADER, "b")]), None)
+                    .replica,
+                b
+            );
         }
     }
 

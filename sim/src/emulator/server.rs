@@ -35,9 +35,9 @@ use super::cache::BLOCK_BYTES;
 use super::config::{EmulatorConfig, FailStatus};
 use super::faults::FaultPlan;
 use super::metrics;
+use super::received::{Received, REPLICA_HEADER};
 use super::request::{self, BadRequest, Endpoint};
 use super::responses;
-use super::received::{Received, REPLICA_HEADER};
 use super::shared::{EmulatorStats, RequestGuard, Shared};
 use super::stamps::{FaultKind, ServerStamp, REQUEST_ID_HEADER};
 use super::tls::EmulatorTls;
@@ -63,7 +63,12 @@ fn error_response(status: u16, kind: &str, message: &str) -> Response<EmuBody> {
 /// An error in `endpoint`'s own shape: OpenAI's (`kind` its type), or for
 /// Messages Anthropic's `{"type":"error","error":{"type":...}}` with the
 /// type Anthropic gives `status`.
-pub(crate) fn endpoint_error(endpoint: Endpoint, status: u16, kind: &str, message: &str) -> Response<EmuBody> {
+pub(crate) fn endpoint_error(
+    endpoint: Endpoint,
+    status: u16,
+    kind: &str,
+    message: &str,
+) -> Response<EmuBody> {
     if endpoint != Endpoint::Messages {
         return error_response(status, kind, message);
     }
@@ -283,21 +288,20 @@ where
             guard.with_received(|r| r.body = Some(bytes.clone()));
         }
     }
-    let parsed = match body
-        .and_then(|body| request::parse(endpoint, &body, tokenizer, model_block_size))
-    {
-        Ok(p) => p,
-        Err(e) => {
-            return reject(
-                &shared.stats.bad_requests,
-                &mut guard,
-                endpoint,
-                400,
-                "BadRequestError",
-                &e.to_string(),
-            );
-        }
-    };
+    let parsed =
+        match body.and_then(|body| request::parse(endpoint, &body, tokenizer, model_block_size)) {
+            Ok(p) => p,
+            Err(e) => {
+                return reject(
+                    &shared.stats.bad_requests,
+                    &mut guard,
+                    endpoint,
+                    400,
+                    "BadRequestError",
+                    &e.to_string(),
+                );
+            }
+        };
     let (prompt_tokens, n) = (parsed.prompt_tokens, parsed.max_tokens);
     guard.with_stamp(|s| {
         s.stream = parsed.stream;

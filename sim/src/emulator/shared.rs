@@ -268,11 +268,7 @@ pub(crate) struct RequestGuard {
 }
 
 impl RequestGuard {
-    pub(crate) fn new(
-        shared: Arc<Shared>,
-        stamp: Option<ServerStamp>,
-        received: Received,
-    ) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, stamp: Option<ServerStamp>, received: Received) -> Self {
         let active = shared.stats.active.fetch_add(1, Relaxed) + 1;
         shared.stats.peak_active.fetch_max(active, Relaxed);
         RequestGuard {
