@@ -8,6 +8,7 @@
 use arbor_engine::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
 use arbor_engine::PolicyError;
 
+use super::router::RouteBy;
 use super::tokens::PromptTokenizer;
 use crate::server::Profile;
 
@@ -20,6 +21,8 @@ pub const DEFAULT_STAMP_CAPACITY: usize = 1_000_000;
 /// Output tokens when a request names neither `max_tokens` nor
 /// `max_completion_tokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 16;
+/// Most replicas a fleet serves.
+pub const MAX_REPLICAS: usize = 256;
 /// Default bound on the routing information kept per replica (the most
 /// recent requests; `received.rs`).
 pub const DEFAULT_RECEIVED_CAPACITY: usize = 100_000;
@@ -435,6 +438,20 @@ pub mod flags {
     /// `--seed`.
     pub fn seed(text: &str) -> Result<u64, PolicyError> {
         integer(text, "an unsigned 64-bit integer")
+    }
+    /// `--replicas N`: 1 to [`MAX_REPLICAS`].
+    pub fn replicas(text: &str) -> Result<usize, PolicyError> {
+        match integer::<usize>(text, "a number of replicas")? {
+            n @ 1..=MAX_REPLICAS => Ok(n),
+            _ => Err(PolicyError::new(format!(
+                "expected 1 to {MAX_REPLICAS} replicas, got `{text}`"
+            ))),
+        }
+    }
+    /// `--router MODE`: affinity, dynamo, token, user, header:NAME or
+    /// round-robin.
+    pub fn router(text: &str) -> Result<RouteBy, PolicyError> {
+        text.parse()
     }
 }
 

@@ -42,6 +42,7 @@ pub use config::{
     flags, EmulatorConfig, EmulatorFlags, FailStatus, Faults, ReadTimeouts, TimingModel,
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_MODEL_LEN,
     DEFAULT_MAX_TOKENS, DEFAULT_MODEL_NAME, DEFAULT_RECEIVED_CAPACITY, DEFAULT_STAMP_CAPACITY,
+    MAX_REPLICAS,
 };
 pub use faults::FaultPlan;
 pub use fleet::{serve_fleet, serve_routed, FleetHandle};
