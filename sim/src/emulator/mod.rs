@@ -1,7 +1,9 @@
 //! The emulator: an OpenAI-compatible (and Anthropic Messages) streaming
 //! HTTP server driven by a timing model in real time, with a content-keyed prefix cache, seeded
 //! fault injection and server-side timestamps for measuring a client's own
-//! error. See `docs/emulator.md`.
+//! error. Several of them form a fleet (`fleet.rs`: replicas with their
+//! own caches, optionally behind a router by a session-affinity
+//! convention, `router.rs`). See `docs/emulator.md`.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
