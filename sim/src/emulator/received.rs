@@ -42,7 +42,7 @@ pub struct Received {
     /// `x-arbor-request-id`.
     pub request_id: Option<String>,
     /// The path it was sent to.
-    pub endpoint: String,
+    pub endpoint: &'static str,
     pub session_affinity: Option<String>,
     pub dynamo_session_id: Option<String>,
     pub dynamo_parent_session_id: Option<String>,
@@ -64,7 +64,11 @@ pub struct Received {
 
 impl Received {
     /// The routing headers of a request to `endpoint` on `replica`.
-    pub(crate) fn from_headers(replica: usize, endpoint: &str, headers: &HeaderMap) -> Self {
+    pub(crate) fn from_headers(
+        replica: usize,
+        endpoint: &'static str,
+        headers: &HeaderMap,
+    ) -> Self {
         let get = |name: &str| {
             headers
                 .get(name)
@@ -73,7 +77,7 @@ impl Received {
         Received {
             replica,
             request_id: get(REQUEST_ID_HEADER),
-            endpoint: endpoint.to_string(),
+            endpoint,
             session_affinity: get(SESSION_AFFINITY_HEADER),
             dynamo_session_id: get(DYNAMO_SESSION_HEADER),
             dynamo_parent_session_id: get(DYNAMO_PARENT_HEADER),

@@ -170,7 +170,7 @@ pub(crate) fn token_for(replica: usize) -> String {
 /// The replica a token names, if it is one of ours.
 fn replica_of_token(token: &str) -> Option<usize> {
     let bytes = token.as_bytes();
-    if bytes.len() % 2 != 0 {
+    if !bytes.len().is_multiple_of(2) {
         return None;
     }
     let decoded: Option<Vec<u8>> = bytes
