@@ -242,3 +242,23 @@ fn a_fleet_behind_a_router_prints_its_addresses_and_serves() {
     assert!(answer.contains("x-arbor-replica: 0"), "{answer}");
     interrupt(child);
 }
+
+#[test]
+fn emulate_refuses_a_bad_router_or_replica_count() {
+    for (args, expected) in [
+        (&["--router", "sticky"][..], "expected affinity, dynamo"),
+        (&["--replicas", "0"][..], "expected 1 to"),
+        (
+            &["--replicas", "2", "--tls-self-signed"][..],
+            "cannot be used with",
+        ),
+    ] {
+        let out = arbor(&[&["emulate"][..], args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use arbor_sim::emulator::{
     serve_fleet, serve_routed, EmulatorConfig, FleetHandle, RouteBy, DYNAMO_FINAL_HEADER,
     DYNAMO_PARENT_HEADER, DYNAMO_SESSION_HEADER, REPLICA_HEADER, SESSION_AFFINITY_HEADER,
-    SESSION_TOKEN_HEADER,
+    SESSION_ID_HEADER, SESSION_TOKEN_HEADER, SMG_ROUTING_KEY_HEADER,
 };
 use serde_json::{json, Value};
 
@@ -170,17 +170,21 @@ async fn each_keyed_convention_keeps_a_key_on_one_replica_and_spreads_keys() {
     }
     fleet.shutdown().await;
 
-    // Any header.
-    let fleet = routed("header:X-Tenant", 3).await;
+    // Any header (here SGLang's gateway's routing key).
+    let fleet = routed("header:X-SMG-Routing-Key", 3).await;
     let placed = place(&fleet, &KEYS, 3, |k| {
         (
             chat("x"),
-            vec![("x-tenant", k.to_string())],
+            vec![(SMG_ROUTING_KEY_HEADER, k.to_string())],
             "/v1/chat/completions",
         )
     })
     .await;
     assert_sticky_and_spread(&placed, 3);
+    for r in fleet.received() {
+        let key = r.smg_routing_key.as_deref().expect("the header arrived");
+        assert!(placed[key].contains(&r.replica), "{r:?}");
+    }
     fleet.shutdown().await;
 
     // The body's user (chat) and metadata.user_id (Messages).
@@ -215,12 +219,17 @@ async fn round_robin_spreads_even_one_key() {
     let placed = place(&fleet, &["k0"], 6, |k| {
         (
             chat("x"),
-            vec![(SESSION_AFFINITY_HEADER, k.to_string())],
+            vec![(SESSION_ID_HEADER, k.to_string())],
             "/v1/chat/completions",
         )
     })
     .await;
     assert_eq!(placed["k0"].len(), 3);
+    let received = fleet.received();
+    assert_eq!(received.len(), 6);
+    assert!(received
+        .iter()
+        .all(|r| r.session_id.as_deref() == Some("k0")));
     fleet.shutdown().await;
 }
 
