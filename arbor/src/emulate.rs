@@ -3,12 +3,16 @@
 //! in-process (no `--endpoint`; run's `--tokenizer` then counts the
 //! emulator's prompt tokens too). `--profile PROFILE.toml` serves under
 //! the batching server model (`arbor emulate --profile`, and `arbor run
-//! --profile` for the in-process emulator).
+//! --profile` for the in-process emulator). `--replicas N` serves a fleet
+//! of emulators, each with its own cache, and `--router MODE` a router in
+//! front of them ([`arbor_sim::emulator::serve_routed`]).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 
-use arbor_sim::emulator::{serve, serve_tls, EmulatorConfig, EmulatorFlags, EmulatorTls};
+use arbor_sim::emulator::{
+    serve, serve_fleet, serve_routed, serve_tls, EmulatorConfig, EmulatorFlags, EmulatorTls,
+};
 use arbor_sim::server::Profile;
 
 use crate::options::{EmulateOptions, EmulatorOptions};
@@ -86,6 +90,9 @@ pub fn serve_until_interrupted(
             });
         }
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
+        if args.replicas > 1 || args.router.is_some() {
+            return serve_fleet_until_interrupted(args, config, addr, observer).await;
+        }
         let served = match tls {
             Some(tls) => serve_tls(config, addr, tls).await,
             None => serve(config, addr).await,
@@ -99,4 +106,31 @@ pub fn serve_until_interrupted(
         emulator.shutdown().await;
         Ok(())
     })
+}
+
+/// `arbor emulate --replicas N [--router MODE]`: each replica's address,
+/// then the router's (or the count), until Ctrl+C.
+async fn serve_fleet_until_interrupted(
+    args: &EmulateOptions,
+    config: EmulatorConfig,
+    addr: SocketAddr,
+    observer: &dyn Observer,
+) -> Result<(), Error> {
+    let replicas = args.replicas.max(1);
+    let served = match &args.router {
+        Some(by) => serve_routed(config, replicas, by.clone(), addr).await,
+        None => serve_fleet(config, replicas, addr).await,
+    };
+    let fleet = served.map_err(|e| Error::other(format!("cannot listen from {addr}: {e}")))?;
+    for (i, url) in fleet.replica_urls().iter().enumerate() {
+        observer.output(&format!("arbor emulate: replica {i} listening on {url}"))?;
+    }
+    let last = match (fleet.router_url(), fleet.route_by()) {
+        (Some(url), Some(by)) => format!("arbor emulate: router ({by}) listening on {url}"),
+        _ => format!("arbor emulate: {replicas} replicas"),
+    };
+    observer.output(&format!("{last} (Ctrl+C stops)"))?;
+    let _ = tokio::signal::ctrl_c().await;
+    fleet.shutdown().await;
+    Ok(())
 }

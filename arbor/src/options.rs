@@ -434,4 +434,8 @@ pub struct EmulateOptions {
     pub tls_self_signed: bool,
     pub tls_cert_out: Option<PathBuf>,
     pub emulator: EmulatorOptions,
+    /// Replicas served (0 or 1: one emulator), each with its own cache.
+    pub replicas: usize,
+    /// A router in front of the replicas, by this convention.
+    pub router: Option<arbor_sim::emulator::RouteBy>,
 }

@@ -252,6 +252,8 @@ pub fn emulate(a: &EmulateArgs) -> EmulateOptions {
         tls_self_signed: a.tls_self_signed,
         tls_cert_out: a.tls_cert_out.clone(),
         emulator: emulator(&a.emulator),
+        replicas: a.replicas.unwrap_or(1),
+        router: a.router.clone(),
     }
 }
 

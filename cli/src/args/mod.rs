@@ -520,6 +520,16 @@ pub struct EmulateArgs {
     #[arg(long, value_name = "FILE", requires = "tls_self_signed")]
     pub tls_cert_out: Option<PathBuf>,
 
+    /// Serve N replicas on consecutive ports from --port, each with its
+    /// own prefix cache, counters and /metrics (default 1).
+    #[arg(long, value_name = "N", value_parser = arbor::sim::emulator::flags::replicas, conflicts_with_all = ["tls_cert", "tls_self_signed"])]
+    pub replicas: Option<usize>,
+
+    /// A router on --port (replicas on the next ports) keeping sessions
+    /// by MODE: affinity, dynamo, token, user, header:NAME, round-robin.
+    #[arg(long, value_name = "MODE", value_parser = arbor::sim::emulator::flags::router, conflicts_with_all = ["tls_cert", "tls_self_signed"])]
+    pub router: Option<arbor::sim::emulator::RouteBy>,
+
     #[command(flatten)]
     pub emulator: EmulatorArgs,
 }

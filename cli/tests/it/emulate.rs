@@ -195,3 +195,70 @@ fn emulate_refuses_a_file_that_is_not_a_tokenizer() {
         &["Cargo.toml", "tokenizer.json"],
     );
 }
+
+/// `arbor emulate --replicas 3 --router affinity`: prints each replica's
+/// address and the router's, and the router answers a completion with
+/// the replica that served it.
+#[test]
+fn a_fleet_behind_a_router_prints_its_addresses_and_serves() {
+    use std::io::{BufRead, BufReader};
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["emulate", "--port", &port.to_string()])
+        .args(["--replicas", "3", "--router", "affinity"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("arbor emulate starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let lines: Vec<String> = BufReader::new(stdout)
+        .lines()
+        .take(4)
+        .map(|l| l.expect("a line"))
+        .collect();
+    let mut expected: Vec<String> = (0..3)
+        .map(|i| {
+            format!(
+                "arbor emulate: replica {i} listening on http://127.0.0.1:{}",
+                port + 1 + i
+            )
+        })
+        .collect();
+    expected.push(format!(
+        "arbor emulate: router (affinity) listening on http://127.0.0.1:{port} (Ctrl+C stops)"
+    ));
+    assert_eq!(lines, expected);
+    let body = r#"{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}"#;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("the router listens");
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Session-Affinity: s1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("x-arbor-replica: 0"), "{answer}");
+    interrupt(child);
+}
+
+#[test]
+fn emulate_refuses_a_bad_router_or_replica_count() {
+    for (args, expected) in [
+        (&["--router", "sticky"][..], "expected affinity, dynamo"),
+        (&["--replicas", "0"][..], "expected 1 to"),
+        (
+            &["--replicas", "2", "--tls-self-signed"][..],
+            "cannot be used with",
+        ),
+    ] {
+        let out = arbor(&[&["emulate"][..], args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -27,6 +27,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
+use super::answer::AnswerBase;
 use super::engine::Submitted;
 use super::request::Endpoint;
 use super::shared::{RequestGuard, Shared};
@@ -338,6 +339,9 @@ pub(crate) struct StreamBody {
     pub(crate) tail: Option<Bytes>,
     /// Block keys to record in the cache when prefill completes.
     pub(crate) blocks: Option<Vec<u64>>,
+    /// Where the keys of the prompt and its answer start, recorded in the
+    /// cache when the stream ends (`answer.rs`).
+    pub(crate) answer: Option<AnswerBase>,
     pub(crate) disconnect_after: Option<u32>,
     pub(crate) malformed_at: Option<u32>,
     pub(crate) sleep: Option<Pin<Box<Sleep>>>,
@@ -512,6 +516,10 @@ impl StreamBody {
                     }
                     if let Some(blocks) = self.blocks.take() {
                         self.shared.cache_insert(&blocks);
+                    }
+                    if let Some(answer) = self.answer.take() {
+                        let text = super::responses::text(self.n);
+                        self.shared.cache_insert(&answer.blocks(&text));
                     }
                     self.phase = Phase::Done;
                     let tail = self.tail.take().unwrap_or_default();

@@ -81,6 +81,39 @@ impl BlockHasher {
     pub fn finish(self) -> Vec<u64> {
         self.blocks
     }
+
+    /// Where the hasher stands now: enough to hash more bytes after what
+    /// it has seen without keeping its keys ([`BlockHasher::resume`]).
+    pub fn mark(&self) -> HasherMark {
+        HasherMark {
+            prev: self.prev,
+            cur: self.cur,
+            filled: self.filled,
+            blocks: self.blocks.len(),
+        }
+    }
+
+    /// A hasher that continues from `mark`; its [`BlockHasher::finish`]
+    /// gives only the keys of blocks completed after the mark.
+    pub fn resume(mark: HasherMark) -> Self {
+        BlockHasher {
+            prev: mark.prev,
+            cur: mark.cur,
+            filled: mark.filled,
+            blocks: Vec::new(),
+        }
+    }
+}
+
+/// A [`BlockHasher`]'s state at some byte: the chain so far, the open
+/// block, and how many full blocks came before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HasherMark {
+    prev: u64,
+    cur: u64,
+    filled: usize,
+    /// Full blocks before the mark.
+    pub blocks: usize,
 }
 
 /// Keys of the blocks seen, unbounded or least-recently-used.
@@ -187,6 +220,22 @@ mod tests {
         assert_ne!(whole[0], changed[0]);
         assert_ne!(whole[1], changed[1]);
         assert!(blocks_of(&[&data[..255]]).is_empty());
+    }
+
+    #[test]
+    fn a_resumed_hasher_continues_the_chain() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let whole = blocks_of(&[&data]);
+        for cut in [0, 1, 255, 256, 300, 999] {
+            let mut h = BlockHasher::new();
+            h.update(&data[..cut]);
+            let mark = h.mark();
+            let mut rest = BlockHasher::resume(mark);
+            rest.update(&data[cut..]);
+            let mut keys = whole[..mark.blocks].to_vec();
+            keys.extend(rest.finish());
+            assert_eq!(keys, whole, "cut at {cut}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use arbor_engine::time::{millis_to_nanos, secs_to_nanos, Nanos, NANOS_PER_SEC};
 use arbor_engine::PolicyError;
 
+use super::router::RouteBy;
 use super::tokens::PromptTokenizer;
 use crate::server::Profile;
 
@@ -20,6 +21,11 @@ pub const DEFAULT_STAMP_CAPACITY: usize = 1_000_000;
 /// Output tokens when a request names neither `max_tokens` nor
 /// `max_completion_tokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 16;
+/// Most replicas a fleet serves.
+pub const MAX_REPLICAS: usize = 256;
+/// Default bound on the routing information kept per replica (the most
+/// recent requests; `received.rs`).
+pub const DEFAULT_RECEIVED_CAPACITY: usize = 100_000;
 /// Default [`ReadTimeouts::header`]: 30 s.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Nanos = 30 * NANOS_PER_SEC;
 /// Default [`ReadTimeouts::body`]: 30 s.
@@ -173,6 +179,12 @@ pub struct EmulatorConfig {
     /// emulate --profile`): queueing, batching, its KV and prefix cache
     /// replace `timing` and `cache_blocks`.
     pub profile: Option<Profile>,
+    /// Routing information kept: the most recent `received_capacity`
+    /// completion requests (`received.rs`).
+    pub received_capacity: usize,
+    /// Keep each received request's raw body too (tests only: costs the
+    /// bodies' memory).
+    pub keep_bodies: bool,
 }
 
 impl Default for EmulatorConfig {
@@ -189,6 +201,8 @@ impl Default for EmulatorConfig {
             tokenizer: None,
             read_timeouts: ReadTimeouts::default(),
             profile: None,
+            received_capacity: DEFAULT_RECEIVED_CAPACITY,
+            keep_bodies: false,
         }
     }
 }
@@ -425,6 +439,20 @@ pub mod flags {
     pub fn seed(text: &str) -> Result<u64, PolicyError> {
         integer(text, "an unsigned 64-bit integer")
     }
+    /// `--replicas N`: 1 to [`MAX_REPLICAS`].
+    pub fn replicas(text: &str) -> Result<usize, PolicyError> {
+        match integer::<usize>(text, "a number of replicas")? {
+            n @ 1..=MAX_REPLICAS => Ok(n),
+            _ => Err(PolicyError::new(format!(
+                "expected 1 to {MAX_REPLICAS} replicas, got `{text}`"
+            ))),
+        }
+    }
+    /// `--router MODE`: affinity, dynamo, token, user, header:NAME or
+    /// round-robin.
+    pub fn router(text: &str) -> Result<RouteBy, PolicyError> {
+        text.parse()
+    }
 }
 
 /// The flags as parsed values, all optional; [`EmulatorFlags::into_config`]
@@ -494,6 +522,8 @@ impl EmulatorFlags {
             read_timeouts: defaults.read_timeouts,
             // A loaded file too.
             profile: None,
+            received_capacity: defaults.received_capacity,
+            keep_bodies: false,
         };
         config.validate()?;
         Ok(config)

@@ -18,6 +18,10 @@
 //! Under a profile (`--profile`) the batching model's gauges replace the
 //! first three and the preemptions: requests waiting and running in the
 //! model, its KV blocks in use over its pool, its preemptions so far.
+//!
+//! A fleet's router port ([`fleet_exposition`]) says the replicas'
+//! figures summed, the cache usage averaged; each replica's own port
+//! says its own.
 
 use std::fmt::Write;
 
@@ -26,8 +30,41 @@ use super::shared::Shared;
 /// The content type Prometheus text is served with.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// The figures `/metrics` reports.
+#[derive(Debug, Clone, Copy, Default)]
+struct Figures {
+    running: u64,
+    waiting: u64,
+    usage: f64,
+    queries: u64,
+    hits: u64,
+    preemptions: u64,
+    tokens: u64,
+}
+
 /// The exposition of `shared` now.
 pub(crate) fn exposition(shared: &Shared) -> String {
+    render(&shared.model_json, &figures(shared))
+}
+
+/// The exposition of a fleet's replicas now: summed (usage averaged).
+pub(crate) fn fleet_exposition(replicas: &[std::sync::Arc<Shared>]) -> String {
+    let mut sum = Figures::default();
+    for shared in replicas {
+        let f = figures(shared);
+        sum.running += f.running;
+        sum.waiting += f.waiting;
+        sum.usage += f.usage / replicas.len() as f64;
+        sum.queries += f.queries;
+        sum.hits += f.hits;
+        sum.preemptions += f.preemptions;
+        sum.tokens += f.tokens;
+    }
+    let model = replicas.first().map_or("\"\"", |s| s.model_json.as_str());
+    render(model, &sum)
+}
+
+fn figures(shared: &Shared) -> Figures {
     let snapshot = shared.stats.snapshot();
     let (queries, hits) = shared.prefix_counts();
     let gauges = shared.engine.as_ref().map(|e| e.gauges());
@@ -40,7 +77,18 @@ pub(crate) fn exposition(shared: &Shared) -> String {
         ),
         None => (snapshot.active, 0, shared.cache_usage(), 0),
     };
-    let model = &shared.model_json;
+    Figures {
+        running,
+        waiting,
+        usage,
+        queries,
+        hits,
+        preemptions,
+        tokens: snapshot.tokens,
+    }
+}
+
+fn render(model: &str, f: &Figures) -> String {
     let mut text = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, value: String| {
         // Writing to a String cannot fail.
@@ -53,43 +101,43 @@ pub(crate) fn exposition(shared: &Shared) -> String {
         "vllm:num_requests_running",
         "gauge",
         "Number of requests in model execution batches.",
-        running.to_string(),
+        f.running.to_string(),
     );
     metric(
         "vllm:num_requests_waiting",
         "gauge",
         "Number of requests waiting to be processed.",
-        waiting.to_string(),
+        f.waiting.to_string(),
     );
     metric(
         "vllm:kv_cache_usage_perc",
         "gauge",
         "KV-cache usage. 1 means 100 percent usage.",
-        usage.to_string(),
+        f.usage.to_string(),
     );
     metric(
         "vllm:prefix_cache_queries_total",
         "counter",
         "Prefix cache queries, in terms of number of queried tokens.",
-        queries.to_string(),
+        f.queries.to_string(),
     );
     metric(
         "vllm:prefix_cache_hits_total",
         "counter",
         "Prefix cache hits, in terms of number of cached tokens.",
-        hits.to_string(),
+        f.hits.to_string(),
     );
     metric(
         "vllm:num_preemptions_total",
         "counter",
         "Cumulative number of preemption from the engine.",
-        preemptions.to_string(),
+        f.preemptions.to_string(),
     );
     metric(
         "vllm:generation_tokens_total",
         "counter",
         "Number of generation tokens processed.",
-        snapshot.tokens.to_string(),
+        f.tokens.to_string(),
     );
     text
 }

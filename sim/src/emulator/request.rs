@@ -31,7 +31,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::cache::BlockHasher;
+use super::answer::AnswerBase;
+use super::cache::{BlockHasher, HasherMark};
 use super::config::DEFAULT_MAX_TOKENS;
 use super::responses;
 use super::tokens::{TextTokenizer, TokenCount};
@@ -71,6 +72,11 @@ pub(crate) struct Parsed {
     pub blocks: Vec<u64>,
     /// The server model's block keys (under a profile; else empty).
     pub model_blocks: Vec<u64>,
+    /// Where the keys of "prompt + answer" start (`answer.rs`).
+    pub answer: AnswerBase,
+    /// The body's `user` (chat, completions, Responses) or
+    /// `metadata.user_id` (Messages): what a router may route by.
+    pub user: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -102,6 +108,36 @@ struct RawRequest<'a> {
     stream: Option<bool>,
     #[serde(default)]
     stream_options: Option<StreamOptions>,
+    /// Who the request is for (OpenAI's end-user id).
+    #[serde(borrow, default)]
+    user: Option<&'a RawValue>,
+    /// Messages: `metadata.user_id`.
+    #[serde(borrow, default)]
+    metadata: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Metadata<'a> {
+    #[serde(borrow, default)]
+    user_id: Option<&'a RawValue>,
+}
+
+/// The `user` of a request to `endpoint`: the body's `user`, or for
+/// Messages `metadata.user_id`, when it is a string (anything else is
+/// ignored, not refused).
+fn user_field(
+    endpoint: Endpoint,
+    user: Option<&RawValue>,
+    metadata: Option<&RawValue>,
+) -> Option<String> {
+    let raw = match endpoint {
+        Endpoint::Messages => {
+            let m: Metadata = serde_json::from_str(metadata?.get()).ok()?;
+            m.user_id?
+        }
+        _ => user?,
+    };
+    serde_json::from_str::<String>(raw.get()).ok()
 }
 
 #[derive(Deserialize)]
@@ -193,6 +229,8 @@ struct Prompt<'t> {
     tokenizer: Option<&'t dyn TextTokenizer>,
     /// The server model's keys, under a profile.
     model_keys: Option<TextKeys>,
+    /// The hasher just before the last message's closing `\n`.
+    last_close: Option<HasherMark>,
 }
 
 impl Prompt<'_> {
@@ -210,6 +248,12 @@ impl Prompt<'_> {
         if let Some(keys) = &mut self.model_keys {
             keys.frame(bytes);
         }
+    }
+
+    /// The `\n` that ends a message.
+    fn close(&mut self) {
+        self.last_close = Some(self.hasher.mark());
+        self.frame(b"\n");
     }
 
     /// Bytes counted at four to a token.
@@ -234,6 +278,9 @@ impl responses::Walk for Prompt<'_> {
     type Error = BadRequest;
     fn frame(&mut self, bytes: &[u8]) {
         Prompt::frame(self, bytes);
+    }
+    fn close(&mut self) {
+        Prompt::close(self);
     }
     fn text(&mut self, text: &str) {
         Prompt::text(self, text);
@@ -339,7 +386,7 @@ fn message(m: &RawMessage<'_>, endpoint: Endpoint, prompt: &mut Prompt) -> Resul
             if let Some(inner) = part.content {
                 content(inner, prompt)?;
             }
-            prompt.frame(b"\n");
+            prompt.close();
         }
         let has_text = parts
             .iter()
@@ -381,7 +428,7 @@ fn message(m: &RawMessage<'_>, endpoint: Endpoint, prompt: &mut Prompt) -> Resul
             }
         }
     }
-    prompt.frame(b"\n");
+    prompt.close();
     Ok(())
 }
 
@@ -434,6 +481,7 @@ pub(crate) fn parse(
         tokens: TokenCount::default(),
         tokenizer,
         model_keys: model_block_size.map(TextKeys::new),
+        last_close: None,
     };
     match endpoint {
         Endpoint::Chat | Endpoint::Messages => {
@@ -447,7 +495,7 @@ pub(crate) fn parse(
             if let Some(system) = raw.system.filter(|_| endpoint == Endpoint::Messages) {
                 prompt.frame(b"system\n");
                 content(system, &mut prompt)?;
-                prompt.frame(b"\n");
+                prompt.close();
             }
             for m in messages {
                 message(m, endpoint, &mut prompt)?;
@@ -470,6 +518,18 @@ pub(crate) fn parse(
         _ => DEFAULT_MAX_TOKENS,
     };
     let prompt_tokens = prompt.tokens.tokens();
+    let end = prompt.hasher.mark();
+    let answer = match endpoint {
+        Endpoint::Completions => AnswerBase {
+            appended: Some(end),
+            after: None,
+        },
+        _ => AnswerBase {
+            appended: prompt.last_close,
+            after: prompt.last_close.map(|_| end),
+        },
+    };
+    let user = user_field(endpoint, raw.user, raw.metadata);
     Ok(Parsed {
         model: raw.model.map(Cow::into_owned),
         max_tokens,
@@ -484,7 +544,26 @@ pub(crate) fn parse(
         counted: prompt.tokens,
         blocks: prompt.hasher.finish(),
         model_blocks: prompt.model_keys.map(TextKeys::finish).unwrap_or_default(),
+        answer,
+        user,
     })
+}
+
+/// Only the fields that name who a request is for.
+#[derive(Deserialize)]
+struct RawUser<'a> {
+    #[serde(borrow, default)]
+    user: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    metadata: Option<&'a RawValue>,
+}
+
+/// The body's `user` (chat, completions, Responses) or
+/// `metadata.user_id` (Messages), read without the rest: what a router
+/// routes by. None: absent, or a body that is not JSON.
+pub(crate) fn user_of(endpoint: Endpoint, body: &[u8]) -> Option<String> {
+    let raw: RawUser = serde_json::from_slice(body).ok()?;
+    user_field(endpoint, raw.user, raw.metadata)
 }
 
 /// What the emulator under a profile of `block_size`-token blocks submits
@@ -508,6 +587,7 @@ pub fn model_request_of(path: &str, body: &[u8], block_size: u32) -> Option<(u32
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emulator::cache::BLOCK_BYTES;
 
     /// Parses with the estimate (no tokenizer).
     fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Parsed, BadRequest> {
@@ -621,6 +701,71 @@ mod tests {
         assert_eq!(plain.prompt_tokens, 2);
         assert!(parse(Endpoint::Responses, br#"{"messages":[]}"#).is_err());
         assert!(parse(Endpoint::Responses, br#"{"input":5}"#).is_err());
+    }
+
+    /// Leading keys of `next` found among `known`.
+    fn leading_hits(next: &Parsed, known: &[u64]) -> usize {
+        next.blocks.iter().take_while(|k| known.contains(k)).count()
+    }
+
+    /// The keys of "prompt + answer" are the keys of a next turn that
+    /// re-sends the answer, appended to the last message (a synthesized
+    /// prompt) or as an assistant message (recorded messages), and for a
+    /// completion prompt; without the answer the next turn shares only
+    /// the prompt's full blocks.
+    #[test]
+    fn prompt_and_answer_keys_prefix_the_next_turn() {
+        let answer = responses::text(40); // 270 bytes
+        let words = " the of and".repeat(60); // 660 bytes
+        let more = " between".repeat(100);
+        let cases = [
+            (
+                Endpoint::Chat,
+                serde_json::json!({"messages": [{"role": "user", "content": words}]}),
+                serde_json::json!({"messages": [{"role": "user", "content": format!("{words}{answer}{more}")}]}),
+                serde_json::json!({"messages": [{"role": "user", "content": format!("{words}{more}")}]}),
+                5 + 660 + 270,
+            ),
+            (
+                Endpoint::Chat,
+                serde_json::json!({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": words}]}),
+                serde_json::json!({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": words},
+                    {"role": "assistant", "content": answer}, {"role": "user", "content": more}]}),
+                serde_json::json!({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": words},
+                    {"role": "assistant", "content": "other"}, {"role": "user", "content": more}]}),
+                9 + 666 + 10 + 271,
+            ),
+            (
+                Endpoint::Messages,
+                serde_json::json!({"max_tokens": 4, "messages": [{"role": "user", "content": words}]}),
+                serde_json::json!({"max_tokens": 4, "messages": [{"role": "user", "content": words},
+                    {"role": "assistant", "content": [{"type": "text", "text": answer}]},
+                    {"role": "user", "content": more}]}),
+                serde_json::json!({"max_tokens": 4, "messages": [{"role": "user", "content": words},
+                    {"role": "user", "content": more}]}),
+                666 + 10 + 271,
+            ),
+            (
+                Endpoint::Completions,
+                serde_json::json!({"prompt": words}),
+                serde_json::json!({"prompt": format!("{words}{answer}{more}")}),
+                serde_json::json!({"prompt": format!("{words}{more}")}),
+                660 + 270,
+            ),
+        ];
+        for (endpoint, first, next, without, shared_bytes) in cases {
+            let first = parse(endpoint, first.to_string().as_bytes()).unwrap();
+            let mut known = first.blocks.clone();
+            known.extend(first.answer.blocks(&answer));
+            let next = parse(endpoint, next.to_string().as_bytes()).unwrap();
+            assert_eq!(
+                leading_hits(&next, &known),
+                shared_bytes / BLOCK_BYTES,
+                "{endpoint:?}"
+            );
+            let without = parse(endpoint, without.to_string().as_bytes()).unwrap();
+            assert!(leading_hits(&without, &known) <= first.blocks.len());
+        }
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub(crate) trait Walk {
     type Error;
     /// Framing: blocks, no tokens.
     fn frame(&mut self, bytes: &[u8]);
+    /// The `\n` that ends a message (framing; where the answer would
+    /// have been appended to it, `super::answer`).
+    fn close(&mut self);
     /// Prompt text.
     fn text(&mut self, text: &str);
     /// A JSON string's text (quotes and escapes included).
@@ -61,14 +64,14 @@ pub(crate) fn prompt<W: Walk>(
     if let Some(system) = instructions.filter(|v| v.get() != "null") {
         prompt.frame(b"system\n");
         prompt.content(system)?;
-        prompt.frame(b"\n");
+        prompt.close();
     }
     let input = input.ok_or_else(|| prompt.bad("`input` is required".into()))?;
     let text = input.get();
     if text.starts_with('"') {
         prompt.frame(b"user\n");
         prompt.json_string(text)?;
-        prompt.frame(b"\n");
+        prompt.close();
         return Ok(());
     }
     let items: Vec<Item> = serde_json::from_str(text).map_err(|e| {
@@ -88,7 +91,7 @@ pub(crate) fn prompt<W: Walk>(
                 }
                 prompt.frame(b"assistant\n");
                 prompt.text(&call);
-                prompt.frame(b"\n");
+                prompt.close();
                 continue;
             }
             (Some("function_call_output"), _) => ("tool", item.output),
@@ -99,7 +102,7 @@ pub(crate) fn prompt<W: Walk>(
         if let Some(c) = body {
             prompt.content(c)?;
         }
-        prompt.frame(b"\n");
+        prompt.close();
     }
     Ok(())
 }

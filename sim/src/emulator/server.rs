@@ -35,6 +35,7 @@ use super::cache::BLOCK_BYTES;
 use super::config::{EmulatorConfig, FailStatus};
 use super::faults::FaultPlan;
 use super::metrics;
+use super::received::{Received, REPLICA_HEADER};
 use super::request::{self, BadRequest, Endpoint};
 use super::responses;
 use super::shared::{EmulatorStats, RequestGuard, Shared};
@@ -44,7 +45,7 @@ use super::tls::EmulatorTls;
 /// Largest request body accepted (bytes).
 pub const MAX_BODY_BYTES: usize = 64 << 20;
 
-fn json_response(status: u16, body: impl Into<Bytes>) -> Response<EmuBody> {
+pub(crate) fn json_response(status: u16, body: impl Into<Bytes>) -> Response<EmuBody> {
     let mut r = Response::new(EmuBody::full(body));
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut()
@@ -62,7 +63,12 @@ fn error_response(status: u16, kind: &str, message: &str) -> Response<EmuBody> {
 /// An error in `endpoint`'s own shape: OpenAI's (`kind` its type), or for
 /// Messages Anthropic's `{"type":"error","error":{"type":...}}` with the
 /// type Anthropic gives `status`.
-fn endpoint_error(endpoint: Endpoint, status: u16, kind: &str, message: &str) -> Response<EmuBody> {
+pub(crate) fn endpoint_error(
+    endpoint: Endpoint,
+    status: u16,
+    kind: &str,
+    message: &str,
+) -> Response<EmuBody> {
     if endpoint != Endpoint::Messages {
         return error_response(status, kind, message);
     }
@@ -95,7 +101,7 @@ fn reject(
     endpoint_error(endpoint, status, kind, message)
 }
 
-async fn handle(
+pub(crate) async fn handle(
     shared: Arc<Shared>,
     req: Request<Incoming>,
     t0: Instant,
@@ -104,14 +110,7 @@ async fn handle(
     let response = match (req.method(), path) {
         (&Method::GET, "/health") => json_response(200, Bytes::from_static(b"{\"status\":\"ok\"}")),
         (&Method::GET, "/v1/models") => json_response(200, shared.models_body.clone()),
-        (&Method::GET, "/metrics") => {
-            let mut r = Response::new(EmuBody::full(metrics::exposition(&shared)));
-            r.headers_mut().insert(
-                CONTENT_TYPE,
-                HeaderValue::from_static(metrics::CONTENT_TYPE),
-            );
-            r
-        }
+        (&Method::GET, "/metrics") => metrics_response(metrics::exposition(&shared)),
         (&Method::POST, "/v1/chat/completions") => {
             completion(shared, req, Endpoint::Chat, t0).await
         }
@@ -121,10 +120,7 @@ async fn handle(
         (&Method::POST, "/v1/messages") => completion(shared, req, Endpoint::Messages, t0).await,
         (&Method::POST, "/v1/responses") => completion(shared, req, Endpoint::Responses, t0).await,
         (&Method::GET, "/arbor/stamps") => {
-            let drain = req
-                .uri()
-                .query()
-                .is_some_and(|q| q.split('&').any(|kv| kv == "drain=1" || kv == "drain=true"));
+            let drain = wants_drain(req.uri());
             let stamps = if drain {
                 shared.take_stamps()
             } else {
@@ -155,6 +151,22 @@ async fn handle(
         _ => error_response(404, "NotFoundError", &format!("no such route: {path}")),
     };
     Ok(response)
+}
+
+/// A `/metrics` answer of Prometheus `text`.
+pub(crate) fn metrics_response(text: String) -> Response<EmuBody> {
+    let mut r = Response::new(EmuBody::full(text));
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(metrics::CONTENT_TYPE),
+    );
+    r
+}
+
+/// Whether `/arbor/stamps` was asked to forget what it returns.
+pub(crate) fn wants_drain(uri: &hyper::Uri) -> bool {
+    uri.query()
+        .is_some_and(|q| q.split('&').any(|kv| kv == "drain=1" || kv == "drain=true"))
 }
 
 /// The answer to a request whose body did not arrive within `limit`: 408
@@ -192,12 +204,49 @@ pub(crate) fn context_overflow_message(max_model_len: u32, prompt: u32, completi
     )
 }
 
-async fn completion(
+/// The completion routes by path (chat, completions, Messages,
+/// Responses).
+pub(crate) fn completion_endpoint(path: &str) -> Option<Endpoint> {
+    [
+        Endpoint::Chat,
+        Endpoint::Completions,
+        Endpoint::Messages,
+        Endpoint::Responses,
+    ]
+    .into_iter()
+    .find(|e| e.path() == path)
+}
+
+/// A completion request answered by the replica of `shared` (directly, or
+/// handed over by a router): the answer carries `x-arbor-replica`.
+pub(crate) async fn completion<B>(
     shared: Arc<Shared>,
-    req: Request<Incoming>,
+    req: Request<B>,
     endpoint: Endpoint,
     t0: Instant,
-) -> Response<EmuBody> {
+) -> Response<EmuBody>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let replica = shared.replica;
+    let mut response = answer(shared, req, endpoint, t0).await;
+    response
+        .headers_mut()
+        .insert(REPLICA_HEADER, HeaderValue::from(replica));
+    response
+}
+
+async fn answer<B>(
+    shared: Arc<Shared>,
+    req: Request<B>,
+    endpoint: Endpoint,
+    t0: Instant,
+) -> Response<EmuBody>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let seq = shared.seq.fetch_add(1, Relaxed);
     shared.stats.requests.fetch_add(1, Relaxed);
     let stamp = req
@@ -219,7 +268,8 @@ async fn completion(
             max_tokens: 0,
             faults: Vec::new(),
         });
-    let mut guard = RequestGuard::new(shared.clone(), stamp);
+    let received = Received::from_headers(shared.replica, endpoint.path(), req.headers());
+    let mut guard = RequestGuard::new(shared.clone(), stamp, received);
     let config = &shared.config;
 
     // A body shorter than its Content-Length must not hold the
@@ -232,26 +282,35 @@ async fn completion(
     };
     let tokenizer = config.tokenizer.as_ref().map(|t| &*t.tokenizer);
     let model_block_size = config.profile.as_ref().map(|p| p.engine.block_size);
-    let parsed = match body
-        .and_then(|body| request::parse(endpoint, &body.to_bytes(), tokenizer, model_block_size))
-    {
-        Ok(p) => p,
-        Err(e) => {
-            return reject(
-                &shared.stats.bad_requests,
-                &mut guard,
-                endpoint,
-                400,
-                "BadRequestError",
-                &e.to_string(),
-            );
+    let body = body.map(|b| b.to_bytes());
+    if config.keep_bodies {
+        if let Ok(bytes) = &body {
+            guard.with_received(|r| r.body = Some(bytes.clone()));
         }
-    };
+    }
+    let parsed =
+        match body.and_then(|body| request::parse(endpoint, &body, tokenizer, model_block_size)) {
+            Ok(p) => p,
+            Err(e) => {
+                return reject(
+                    &shared.stats.bad_requests,
+                    &mut guard,
+                    endpoint,
+                    400,
+                    "BadRequestError",
+                    &e.to_string(),
+                );
+            }
+        };
     let (prompt_tokens, n) = (parsed.prompt_tokens, parsed.max_tokens);
     guard.with_stamp(|s| {
         s.stream = parsed.stream;
         s.prompt_tokens = prompt_tokens;
         s.max_tokens = n;
+    });
+    guard.with_received(|r| {
+        r.user = parsed.user.clone();
+        r.prompt_tokens = prompt_tokens;
     });
     if let Some(model) = parsed.model.as_deref() {
         if model != config.model_name {
@@ -349,6 +408,7 @@ async fn completion(
         }
     };
     guard.with_stamp(|s| s.cached_tokens = cached);
+    guard.with_received(|r| r.cached_tokens = cached);
     shared.count_prefix_lookup(u64::from(prompt_tokens), u64::from(cached));
     let model = model.map(|(_, submitted, _)| submitted);
     let created = SystemTime::now()
@@ -381,6 +441,7 @@ async fn completion(
             template,
             tail: Some(tail),
             blocks: model.is_none().then_some(parsed.blocks),
+            answer: model.is_none().then_some(parsed.answer),
             model,
             disconnect_after: plan.disconnect_after,
             malformed_at: plan.malformed.then_some(n / 2),
@@ -424,6 +485,10 @@ async fn completion(
         r.headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         return r;
+    }
+    if model.is_none() {
+        // The answer is decoded: its blocks are cached too (`answer.rs`).
+        shared.cache_insert(&parsed.answer.blocks(&responses::text(n)));
     }
     if plan.malformed {
         shared.stats.malformed.fetch_add(1, Relaxed);
@@ -515,6 +580,22 @@ impl EmulatorHandle {
         self.shared.stats.snapshot()
     }
 
+    /// Its index in its fleet (0 for a single emulator).
+    pub fn replica(&self) -> usize {
+        self.shared.replica
+    }
+
+    /// The routing information of the most recent completion requests
+    /// (`EmulatorConfig::received_capacity` of them), in the order they
+    /// finished.
+    pub fn received(&self) -> Vec<Received> {
+        self.shared.received()
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// The emulator's clock: monotonic nanoseconds since it started.
     pub fn now_ns(&self) -> u64 {
         self.shared.now_ns()
@@ -568,28 +649,32 @@ async fn bind(
     addr: SocketAddr,
     tls: Option<EmulatorTls>,
 ) -> io::Result<EmulatorHandle> {
-    if addr.ip() != IpAddr::V4(Ipv4Addr::LOCALHOST) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("the emulator binds 127.0.0.1 only, not {}", addr.ip()),
-        ));
-    }
+    bind_replica(config, addr, tls, 0, Instant::now()).await
+}
+
+/// Binds replica `replica` of a fleet whose clocks start at `start` (a
+/// single emulator is replica 0 of its own).
+pub(crate) async fn bind_replica(
+    config: EmulatorConfig,
+    addr: SocketAddr,
+    tls: Option<EmulatorTls>,
+    replica: usize,
+    start: Instant,
+) -> io::Result<EmulatorHandle> {
     config
         .validate()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-    // A deep accept queue: a client opening hundreds of connections at once
-    // must not see SYNs dropped (tokio's default backlog is 128; a dropped
-    // SYN costs the client a one-second retransmission).
-    let socket = tokio::net::TcpSocket::new_v4()?;
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    let listener = socket.listen(LISTEN_BACKLOG)?;
+    let listener = listen(addr)?;
     let addr = listener.local_addr()?;
-    let shared = Arc::new(Shared::new(config));
-    let (stop, stopped) = oneshot::channel();
+    let shared = Arc::new(Shared::replica(config, replica, start));
     let is_tls = tls.is_some();
     let acceptor = tls.map(|t| tokio_rustls::TlsAcceptor::from(t.config));
-    let task = tokio::spawn(accept_loop(listener, shared.clone(), acceptor, stopped));
+    let header_limit = Duration::from_nanos(shared.config.read_timeouts.header);
+    let handler = {
+        let shared = shared.clone();
+        move |req, t0| handle(shared.clone(), req, t0)
+    };
+    let (stop, task) = spawn_server(listener, header_limit, acceptor, handler);
     Ok(EmulatorHandle {
         addr,
         tls: is_tls,
@@ -599,14 +684,58 @@ async fn bind(
     })
 }
 
-async fn accept_loop(
+/// A listener on `addr` (127.0.0.1 only; port 0 picks a free port).
+pub(crate) fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    if addr.ip() != IpAddr::V4(Ipv4Addr::LOCALHOST) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("the emulator binds 127.0.0.1 only, not {}", addr.ip()),
+        ));
+    }
+    // A deep accept queue: a client opening hundreds of connections at once
+    // must not see SYNs dropped (tokio's default backlog is 128; a dropped
+    // SYN costs the client a one-second retransmission).
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+/// Serves `listener` with `handler` (each request with its receipt
+/// time) until the returned sender fires; the task ends once every
+/// connection has closed.
+pub(crate) fn spawn_server<H, F>(
     listener: TcpListener,
-    shared: Arc<Shared>,
+    header_limit: Duration,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
+    handler: H,
+) -> (oneshot::Sender<()>, JoinHandle<()>)
+where
+    H: Fn(Request<Incoming>, Instant) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Result<Response<EmuBody>, Infallible>> + Send + 'static,
+{
+    let (stop, stopped) = oneshot::channel();
+    let task = tokio::spawn(accept_loop(
+        listener,
+        header_limit,
+        acceptor,
+        handler,
+        stopped,
+    ));
+    (stop, task)
+}
+
+async fn accept_loop<H, F>(
+    listener: TcpListener,
+    header_limit: Duration,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    handler: H,
     mut stopped: oneshot::Receiver<()>,
-) {
+) where
+    H: Fn(Request<Incoming>, Instant) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Result<Response<EmuBody>, Infallible>> + Send + 'static,
+{
     let graceful = GracefulShutdown::new();
-    let header_limit = Duration::from_nanos(shared.config.read_timeouts.header);
     let mut builder = http1::Builder::new();
     builder
         .keep_alive(true)
@@ -617,10 +746,10 @@ async fn accept_loop(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
-                    let shared = shared.clone();
+                    let handler = handler.clone();
                     // The receipt stamp is taken when hyper hands over the
                     // parsed head, before the handler's first poll.
-                    let service = service_fn(move |req| handle(shared.clone(), req, Instant::now()));
+                    let service = service_fn(move |req| handler(req, Instant::now()));
                     match &acceptor {
                         None => {
                             let conn = builder.serve_connection(TokioIo::new(stream), service);

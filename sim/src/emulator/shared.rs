@@ -2,9 +2,10 @@
 //! tracks one completion request against it.
 //!
 //! Owns [`Shared`] (config, pre-rendered `/v1/models` body, clock origin,
-//! sequence numbers, prefix cache, stamp store, counters, the pacer), the counters'
+//! sequence numbers, prefix cache, stamp store, counters, the pacer, the
+//! replica's index and what it received), the counters'
 //! public snapshot [`EmulatorStats`], and [`RequestGuard`] (a request's
-//! stamp, the in-flight count, client aborts). Both the router
+//! stamp and routing information, the in-flight count, client aborts). Both the router
 //! (`server.rs`), the stream bodies (`body.rs`) and `/metrics`
 //! (`metrics.rs`) use it; it uses none of them.
 
@@ -19,6 +20,7 @@ use super::cache::PrefixCache;
 use super::config::EmulatorConfig;
 use super::engine::Engine;
 use super::pacer::Pacer;
+use super::received::{Received, ReceivedStore};
 use super::stamps::{FaultKind, ServerStamp, StampStore};
 
 /// Counters of what the emulator did. `requests` counts completion
@@ -45,6 +47,32 @@ pub struct EmulatorStats {
     /// Completion requests in flight now, and the most seen at once.
     pub active: u64,
     pub peak_active: u64,
+}
+
+impl EmulatorStats {
+    /// Replicas' counters added up (`peak_active` too: an upper bound of
+    /// the fleet's peak).
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a EmulatorStats>) -> EmulatorStats {
+        let mut t = EmulatorStats::default();
+        for s in all {
+            t.requests += s.requests;
+            t.completed += s.completed;
+            t.tokens += s.tokens;
+            t.errors_500 += s.errors_500;
+            t.errors_429 += s.errors_429;
+            t.errors_529 += s.errors_529;
+            t.disconnects += s.disconnects;
+            t.stalls += s.stalls;
+            t.malformed += s.malformed;
+            t.context_overflows += s.context_overflows;
+            t.model_not_found += s.model_not_found;
+            t.bad_requests += s.bad_requests;
+            t.client_aborts += s.client_aborts;
+            t.active += s.active;
+            t.peak_active += s.peak_active;
+        }
+        t
+    }
 }
 
 #[derive(Default)]
@@ -112,6 +140,9 @@ pub(crate) struct Shared {
     pub(crate) pacer: Pacer,
     /// The batching server model, under a profile.
     pub(crate) engine: Option<Engine>,
+    /// This replica's index in its fleet (0 for a single emulator).
+    pub(crate) replica: usize,
+    received: Mutex<ReceivedStore>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -119,7 +150,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub(crate) fn new(config: EmulatorConfig) -> Self {
+    /// Replica `replica` of a fleet whose clocks all start at `start`.
+    pub(crate) fn replica(config: EmulatorConfig, replica: usize, start: Instant) -> Self {
         let model_json = serde_json::to_string(&config.model_name).expect("a string serializes");
         let answer_json = match &config.answer_as {
             Some(name) => serde_json::to_string(name).expect("a string serializes"),
@@ -135,7 +167,6 @@ impl Shared {
                 "max_model_len": config.max_model_len,
             }],
         });
-        let start = Instant::now();
         let engine = config
             .profile
             .as_ref()
@@ -151,6 +182,8 @@ impl Shared {
             stamps: Mutex::new(StampStore::new(config.stamp_capacity)),
             stats: Counters::default(),
             pacer: Pacer::default(),
+            replica,
+            received: Mutex::new(ReceivedStore::new(config.received_capacity)),
             config,
         }
     }
@@ -215,6 +248,12 @@ impl Shared {
     pub(crate) fn take_stamps(&self) -> Vec<ServerStamp> {
         lock(&self.stamps).drain()
     }
+
+    /// The routing information of the most recent requests, in the order
+    /// they finished.
+    pub(crate) fn received(&self) -> Vec<Received> {
+        lock(&self.received).snapshot()
+    }
 }
 
 /// Tracks one completion request: its stamp, the in-flight count, and
@@ -223,17 +262,19 @@ impl Shared {
 pub(crate) struct RequestGuard {
     shared: Arc<Shared>,
     stamp: Option<ServerStamp>,
+    received: Option<Received>,
     finished: bool,
     fault_abort: bool,
 }
 
 impl RequestGuard {
-    pub(crate) fn new(shared: Arc<Shared>, stamp: Option<ServerStamp>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, stamp: Option<ServerStamp>, received: Received) -> Self {
         let active = shared.stats.active.fetch_add(1, Relaxed) + 1;
         shared.stats.peak_active.fetch_max(active, Relaxed);
         RequestGuard {
             shared,
             stamp,
+            received: Some(received),
             finished: false,
             fault_abort: false,
         }
@@ -260,6 +301,10 @@ impl RequestGuard {
     /// The response's last bytes are being handed to hyper.
     pub(crate) fn finish(&mut self, status: u16) {
         self.finished = true;
+        if let Some(mut r) = self.received.take() {
+            r.status = status;
+            lock(&self.shared.received).push(r);
+        }
         if let Some(mut s) = self.stamp.take() {
             s.status = status;
             s.done_ns = Some(self.shared.now_ns());
@@ -272,6 +317,12 @@ impl RequestGuard {
             f(s);
         }
     }
+
+    pub(crate) fn with_received(&mut self, f: impl FnOnce(&mut Received)) {
+        if let Some(r) = &mut self.received {
+            f(r);
+        }
+    }
 }
 
 impl Drop for RequestGuard {
@@ -282,6 +333,9 @@ impl Drop for RequestGuard {
         }
         if let Some(s) = self.stamp.take() {
             lock(&self.shared.stamps).push(s);
+        }
+        if let Some(r) = self.received.take() {
+            lock(&self.shared.received).push(r);
         }
     }
 }

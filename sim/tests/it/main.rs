@@ -6,6 +6,7 @@ mod api;
 mod cache;
 mod calibrate;
 mod faults;
+mod fleet;
 mod load;
 mod messages;
 mod profile;
