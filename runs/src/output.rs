@@ -36,6 +36,7 @@ use crate::collector::{
     CacheReport, Collector, ErrorSample, Facts, Latencies, Measured, Throughput, TokenReport,
 };
 use crate::config::RunConfig;
+use crate::history::HistorySummary;
 use crate::journal::{RunEnd, RunStart};
 use std::collections::BTreeMap;
 
@@ -434,6 +435,11 @@ pub struct Summary {
     /// With --sessions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lanes: Option<Vec<LaneSummary>>,
+    /// Under `--history live`: the mode, turns built from generated text
+    /// and turns that kept the recorded answer (`runs::history`); absent
+    /// under recorded history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistorySummary>,
     pub config: RunConfig,
 }
 
@@ -553,6 +559,7 @@ impl Summary {
             }),
             server_metrics,
             lanes,
+            history: HistorySummary::of(&start.config.history, end.history),
             config: RunConfig {
                 // Whether `--max-inflight` fired: a measured turn waited
                 // for the cap.

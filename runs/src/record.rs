@@ -286,6 +286,10 @@ pub struct Response {
     /// model the request asked for (`None` when it is, or when the stream
     /// named none).
     pub answered_model: Option<String>,
+    /// The text the server generated (the content deltas joined), captured
+    /// only when a request is asked to (`--history live`: `Some` before the
+    /// exchange); `None` otherwise. Never recorded.
+    pub generated: Option<String>,
 }
 
 /// The message of a request cancelled at the end of the grace period.

@@ -255,6 +255,10 @@ fn merged_end(ends: &[&RunEnd], derived: RunEnd) -> RunEnd {
         lanes: (0..ends[0].lanes.len())
             .map(|k| ends[k % count].lanes.get(k).cloned().unwrap_or_default())
             .collect(),
+        history: ends.iter().fold(None, |sum, e| match (sum, e.history) {
+            (Some(a), Some(b)) => Some(a.add(b)),
+            (a, b) => a.or(b),
+        }),
         ..derived
     }
 }
