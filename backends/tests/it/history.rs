@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use arbor_backends::live::exchange::Target;
 use arbor_backends::live::history::History;
-use arbor_backends::live::request::{build_turn_body, BodyConfig};
+use arbor_backends::live::request::{build_turn_body, Api, BodyConfig};
 use arbor_backends::live::{run, LiveConfig, Progress, RunOutcome};
 use arbor_engine::dag::compile;
 use arbor_engine::derive::DeriveOptions;
@@ -21,10 +21,11 @@ use arbor_engine::prompt::{self, Prompt};
 use arbor_engine::scheduler::Scheduler;
 use arbor_engine::{Role, Tree, Turn, Workload};
 use arbor_runs::record::{RecordSink, RequestRecord};
+use arbor_sim::emulator::EmulatorConfig;
 use serde_json::Value;
 
 use crate::build::{root, tree, user};
-use crate::live::immediate;
+use crate::live::{immediate, server_runtime};
 
 struct Sink(Vec<RequestRecord>);
 
@@ -155,6 +156,16 @@ fn drive(
     workload: &Workload,
     history: History,
 ) -> (Vec<RequestRecord>, RunOutcome) {
+    drive_at(&server.base_url, Api::Chat, workload, history)
+}
+
+/// [`drive`] against the server at `base_url`, speaking `api`.
+fn drive_at(
+    base_url: &str,
+    api: Api,
+    workload: &Workload,
+    history: History,
+) -> (Vec<RequestRecord>, RunOutcome) {
     let policy = immediate();
     let compiled = compile(
         workload,
@@ -165,22 +176,24 @@ fn drive(
     )
     .expect("compiles");
     let mut scheduler = Scheduler::new(compiled, policy).expect("valid policy");
-    let target = Target::new(
-        &format!("{}/v1/chat/completions", server.base_url),
+    let mut target = Target::new(
+        &format!("{base_url}{}", api.path()),
         &Default::default(),
         Duration::from_secs(10),
         0,
         None,
     )
     .expect("a loopback URL");
+    target.api = api;
     let live = LiveConfig {
         target,
         body: BodyConfig {
-            model: "m".into(),
+            model: arbor_sim::emulator::DEFAULT_MODEL_NAME.into(),
+            api,
             ..BodyConfig::default()
         },
         warm_connections: 0,
-        base_url: server.base_url.clone(),
+        base_url: base_url.to_string(),
         cache_bust: None,
         history,
     };
@@ -277,7 +290,7 @@ fn recorded_history_sends_the_recorded_bytes() {
     let (_, outcome) = drive(&server, &workload, History::Recorded);
     assert_eq!(outcome.history, None);
     let config = BodyConfig {
-        model: "m".into(),
+        model: arbor_sim::emulator::DEFAULT_MODEL_NAME.into(),
         ..BodyConfig::default()
     };
     let t = &workload.trees[0];
@@ -369,4 +382,34 @@ fn a_recorded_text_turn_answers_with_the_generated_text() {
     drive(&server, &workload, History::Recorded);
     let bodies = server.bodies();
     assert_eq!(bodies[1]["messages"][1]["content"], "the recorded answer");
+}
+
+#[test]
+fn the_emulators_answers_are_read_in_every_api() {
+    // Every stream the emulator speaks gives its generated text: each
+    // later turn is built from it.
+    let server = server_runtime();
+    let emulator = server
+        .block_on(arbor_sim::emulator::serve(
+            EmulatorConfig::default(),
+            "127.0.0.1:0".parse().unwrap(),
+        ))
+        .expect("emulator starts");
+    for api in [Api::Chat, Api::Completions, Api::Messages, Api::Responses] {
+        for workload in [hashed(), recorded_text()] {
+            let turns = workload.trees[0].agents[0].turns.len() as u64;
+            let (records, outcome) = drive_at(&emulator.base_url(), api, &workload, History::Live);
+            assert!(
+                records.iter().all(|r| r.status == "ok"),
+                "{api:?}: {records:?}"
+            );
+            let counts = outcome.history.expect("counts");
+            assert_eq!(
+                (counts.live_turns, counts.recorded_fallbacks),
+                (turns - 1, 0),
+                "{api:?}"
+            );
+        }
+    }
+    server.block_on(emulator.shutdown());
 }
