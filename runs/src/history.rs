@@ -24,11 +24,15 @@ pub struct HistoryCounts {
 }
 
 impl HistoryCounts {
-    /// Two threads' (or shards') counts as one run's.
-    pub fn add(self, other: HistoryCounts) -> HistoryCounts {
-        HistoryCounts {
-            live_turns: self.live_turns + other.live_turns,
-            recorded_fallbacks: self.recorded_fallbacks + other.recorded_fallbacks,
+    /// Two threads' (or shards') counts as one run's; `None` when
+    /// neither has any (recorded history).
+    pub fn joined(a: Option<HistoryCounts>, b: Option<HistoryCounts>) -> Option<HistoryCounts> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(HistoryCounts {
+                live_turns: a.live_turns + b.live_turns,
+                recorded_fallbacks: a.recorded_fallbacks + b.recorded_fallbacks,
+            }),
+            (a, b) => a.or(b),
         }
     }
 }

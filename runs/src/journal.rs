@@ -275,10 +275,7 @@ impl RunEnd {
             idle_skipped_ns: self.idle_skipped_ns + other.idle_skipped_ns,
             lanes,
             time_breakdown: later(self.time_breakdown, other.time_breakdown),
-            history: match (self.history, other.history) {
-                (Some(a), Some(b)) => Some(a.add(b)),
-                (a, b) => a.or(b),
-            },
+            history: HistoryCounts::joined(self.history, other.history),
         }
     }
 }
