@@ -39,7 +39,9 @@ fn plan_says_live_history_keeps_the_recorded_lengths() {
 #[test]
 fn a_live_history_run_records_its_mode_and_counts() {
     let dir = scratch("history-live");
-    run_into(&dir, &["--synthetic", SPEC, "--history", "live"]);
+    let out = run_into(&dir, &["--synthetic", SPEC, "--history", "live"]);
+    let console = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(console.contains("  history         live: "), "{console}");
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     let run: Value =
