@@ -13,6 +13,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+pub use arbor_backends::live::history::History;
 use arbor_backends::live::request::{Api, MaxTokensField};
 use arbor_backends::live::tls::TlsOptions;
 pub use arbor_backends::preflight::Options as Preflight;
@@ -65,6 +66,9 @@ pub struct InputOptions {
     /// Send recorded tool calls as text and tool results as user
     /// messages, without the tools (`arbor_engine::shape::flatten`).
     pub flatten_tools: bool,
+    /// Where a next turn's history comes from (`--history`): the recorded
+    /// answers, or the text the server generated in the run.
+    pub history: History,
     /// A synthetic workload spec, or a path to a spec file.
     pub synthetic: Option<String>,
     /// Two requests of one agent overlapping by less than this are one
@@ -83,6 +87,7 @@ impl Default for InputOptions {
             format: None,
             tokenizer: None,
             flatten_tools: false,
+            history: History::Recorded,
             synthetic: None,
             overlap_tolerance: defaults::OVERLAP_TOLERANCE,
             fit: FitOptions::default(),

@@ -88,6 +88,9 @@ pub fn plan(args: &PlanOptions, observer: &dyn Observer) -> Result<PlanReport, E
     );
     report.corpus = corpus;
     report.submission = submission;
+    if args.input.history == crate::options::History::Live {
+        report.history = Some(args.input.history.name().to_string());
+    }
     report.server = server;
     if let Some(path) = &args.report {
         let bytes =

@@ -67,6 +67,7 @@ pub fn input(a: &InputArgs, seed: u64) -> InputOptions {
         format: a.format,
         tokenizer: a.tokenizer.clone(),
         flatten_tools: a.flatten_tools,
+        history: a.history,
         synthetic: a.synthetic.clone(),
         overlap_tolerance: a.overlap_tolerance,
         fit: fit(&a.fit),

@@ -252,6 +252,13 @@ fn lines(
         None => "not reported by the server".to_string(),
     };
     writeln!(out, "  cache hits      {cache}")?;
+    if let Some(h) = &summary.history {
+        writeln!(
+            out,
+            "  history         {}: {} turns built from generated text, {} kept the recorded answer",
+            h.mode, h.live_turns, h.recorded_fallbacks
+        )?;
+    }
     let k = &summary.concurrency;
     writeln!(
         out,

@@ -87,6 +87,12 @@ pub struct PlanReport {
     /// it completes (docs/agentx.md, "Validity").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submission: Option<PlannedSubmission>,
+    /// `--history live`: a run of this plan builds each next turn from the
+    /// text the server generates; the plan's prompt lengths are the
+    /// recorded ones (it cannot see that text). Absent under recorded
+    /// history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<String>,
     pub trees: u64,
     pub agents: u64,
     pub agent_kinds: AgentCounts,
@@ -249,6 +255,7 @@ impl PlanReport {
             fit,
             corpus: None,
             submission: None,
+            history: None,
             trees: workload.trees.len() as u64,
             agents: compiled.agents,
             agent_kinds: agent_counts(workload),
@@ -285,6 +292,12 @@ impl PlanReport {
             writeln!(out, "  scenario {name}")?;
         }
         writeln!(out, "  seed {}, service {}", self.seed, self.service)?;
+        if let Some(history) = &self.history {
+            writeln!(
+                out,
+                "  history {history}: prompt lengths are the recorded ones"
+            )?;
+        }
         if let Some(fit) = &self.fit {
             writeln!(out, "  {}", describe_fit(fit))?;
         }

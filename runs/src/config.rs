@@ -89,6 +89,14 @@ pub struct RunConfig {
     /// recorded shape was sent (docs/run.md, "What is sent").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flatten_tools: bool,
+    /// `--history`: `recorded` (the recorded answers, the default: not
+    /// written) or `live` (each next turn built from the text generated in
+    /// the run; docs/run.md, "Live history").
+    #[serde(
+        default = "crate::history::recorded",
+        skip_serializing_if = "crate::history::is_recorded"
+    )]
+    pub history: String,
     pub model: Option<String>,
     /// How the model was chosen by the pre-flight: `flag` (--model,
     /// listed), `flag-substring` (the one listed id containing --model),

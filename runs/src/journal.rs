@@ -22,6 +22,7 @@ use arbor_error::Error;
 
 use crate::collector::Warmups;
 use crate::config::RunConfig;
+use crate::history::HistoryCounts;
 use crate::time_breakdown::TimeBreakdown;
 
 pub const RUN_FILE: &str = "run.json";
@@ -181,6 +182,10 @@ pub struct RunEnd {
     /// forgot finished plays (past 4,096), whose path it cannot walk back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_breakdown: Option<TimeBreakdown>,
+    /// Under `--history live`: turns built from generated text and turns
+    /// that kept the recorded answer; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryCounts>,
 }
 
 /// What a driver says of a run once it is over.
@@ -192,6 +197,8 @@ pub struct Driven {
     pub elapsed: Nanos,
     /// Most requests in flight at once, as observed (sent, not done).
     pub observed_peak: u64,
+    /// Under `--history live`, its counts.
+    pub history: Option<HistoryCounts>,
 }
 
 impl RunEnd {
@@ -227,6 +234,7 @@ impl RunEnd {
                 })
                 .collect(),
             time_breakdown: observed(scheduler).map(|b| TimeBreakdown::from(&b)),
+            history: outcome.history,
         }
     }
 }
@@ -267,6 +275,7 @@ impl RunEnd {
             idle_skipped_ns: self.idle_skipped_ns + other.idle_skipped_ns,
             lanes,
             time_breakdown: later(self.time_breakdown, other.time_breakdown),
+            history: HistoryCounts::joined(self.history, other.history),
         }
     }
 }

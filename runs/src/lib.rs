@@ -17,7 +17,8 @@
 //! [`earliest`] (the first stretch of a long run, for readers that keep
 //! whole records), [`watch`] (a running run's records read back for a
 //! live display), [`warnings`] (what a reader must be
-//! told before the figures), [`breaker`] (a run stopped when its requests
+//! told before the figures), [`history`] (live history's counts),
+//! [`breaker`] (a run stopped when its requests
 //! keep failing the same way), [`time_breakdown`] (where the time went,
 //! as the reports show it), and the shapes the plan report shares
 //! ([`policy`], [`work`]). Every whole JSON file is read through
@@ -33,6 +34,7 @@ pub mod collector;
 pub mod config;
 pub mod earliest;
 pub mod file_cap;
+pub mod history;
 pub mod identity;
 pub mod journal;
 pub mod latency;

@@ -36,6 +36,7 @@ use crate::collector::{
     CacheReport, Collector, ErrorSample, Facts, Latencies, Measured, Throughput, TokenReport,
 };
 use crate::config::RunConfig;
+use crate::history::HistorySummary;
 use crate::journal::{RunEnd, RunStart};
 use std::collections::BTreeMap;
 
@@ -438,6 +439,11 @@ pub struct Summary {
     /// (`runs::replicas`, docs/routing.md); absent with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<crate::replicas::ReplicaReport>,
+    /// Under `--history live`: the mode, turns built from generated text
+    /// and turns that kept the recorded answer (`runs::history`); absent
+    /// under recorded history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistorySummary>,
     pub config: RunConfig,
 }
 
@@ -562,6 +568,7 @@ impl Summary {
             server_metrics,
             lanes,
             replicas,
+            history: HistorySummary::of(&start.config.history, end.history),
             config: RunConfig {
                 // Whether `--max-inflight` fired: a measured turn waited
                 // for the cap.

@@ -289,6 +289,10 @@ pub struct Response {
     /// The value of the response header that names the replica which
     /// served the request (`--replica-header`), when asked for and given.
     pub served_by: Option<String>,
+    /// The text the server generated (the content deltas joined), captured
+    /// only when a request is asked to (`--history live`: `Some` before the
+    /// exchange); `None` otherwise. Never recorded.
+    pub generated: Option<String>,
 }
 
 /// The message of a request cancelled at the end of the grace period.

@@ -68,6 +68,7 @@ pub fn new(
         emulator: None,
         api: requests.api.name().to_string(),
         flatten_tools: args.input.flatten_tools,
+        history: args.input.history.name().to_string(),
         model: requests.model.clone(),
         model_from: requests.model.as_ref().map(|_| "flag".to_string()),
         max_tokens_field: requests.max_tokens_field.name().to_string(),

@@ -57,6 +57,8 @@ pub struct Prepared {
     /// (a capacity search's later probes: [`super::run_compiled`]): not
     /// asked again. `None`: the run asks it.
     pub checked: Option<arbor_backends::preflight::Ready>,
+    /// Where a next turn's history comes from (`--history`).
+    pub history: crate::options::History,
 }
 
 /// Checks every flag, loads and compiles the workload, plans it on the
@@ -185,6 +187,7 @@ pub fn prepare_compiled(
         together: super::barrier::Together::of(&args.start, args.policy.shard)?,
         failures: args.request.failures,
         checked: None,
+        history: args.input.history,
     })
 }
 

@@ -197,6 +197,7 @@ pub fn end(threads: Vec<Finished>, stopped_by: Option<&'static str>) -> Result<R
                 elapsed: 0,
                 observed_peak_inflight: 0,
                 prebuilt_bodies: 0,
+                history: None,
             },
         };
         let one = RunEnd::new(&outcome.driven(), &t.scheduler, stopped_by);

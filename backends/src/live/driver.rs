@@ -54,10 +54,12 @@ use arbor_engine::window::IdWindow;
 use arbor_engine::{EngineError, Workload};
 
 use super::exchange::{execute_into, Target};
+use super::history::{History, Store};
 use super::numbering::{Numbering, Numbers};
 use super::prebuild::Bodies;
 use super::request::BodyConfig;
-use super::turn::identity;
+use super::turn::{identity, place, TurnBody};
+use arbor_runs::history::HistoryCounts;
 use arbor_runs::journal::Driven;
 use arbor_runs::record::{ErrorCategory, RecordSink, RequestRecord, Response};
 
@@ -73,6 +75,8 @@ pub struct LiveConfig {
     /// Prepend each play's cache-bust marker to its prompts, from this
     /// seed and salt; `None`: no markers.
     pub cache_bust: Option<CacheBust>,
+    /// Where a next turn's history comes from (`--history`).
+    pub history: History,
 }
 
 /// Counters a progress display can read at its own pace (no redraw here).
@@ -95,6 +99,9 @@ pub struct RunOutcome {
     pub observed_peak_inflight: u64,
     /// Requests whose body was built ahead, while a predecessor ran.
     pub prebuilt_bodies: u64,
+    /// Under `--history live`: turns built from generated text, and
+    /// turns that kept the recorded answer.
+    pub history: Option<HistoryCounts>,
 }
 
 impl RunOutcome {
@@ -104,6 +111,7 @@ impl RunOutcome {
             cancelled: self.cancelled,
             elapsed: self.elapsed,
             observed_peak: self.observed_peak_inflight,
+            history: self.history,
         }
     }
 }
@@ -187,7 +195,9 @@ pub async fn run_among<S: RecordSink>(
         numbers: among.numbering.map(Numbers::new),
         scheduler,
         target: Arc::new(config.target.clone()),
-        bodies: Bodies::new(workload, config.body.clone(), config.cache_bust),
+        bodies: Bodies::new(workload, config.body.clone(), config.cache_bust)
+            .with_live_history(config.history == History::Live),
+        history: (config.history == History::Live).then(Store::default),
         tx,
         inflight,
         outstanding: 0,
@@ -229,6 +239,8 @@ struct LiveLoop<'a, S> {
     scheduler: &'a mut Scheduler,
     target: Arc<Target>,
     bodies: Bodies,
+    /// Under `--history live`: what each agent's last turn sent and got.
+    history: Option<Store>,
     /// Given (cloned) to every request's task.
     tx: mpsc::UnboundedSender<TaskEvent>,
     /// By request id: the requests dispatched and not yet done (from the
@@ -292,6 +304,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
             elapsed: self.now(),
             observed_peak_inflight: self.observed_peak,
             prebuilt_bodies: self.bodies.used(),
+            history: self.history.as_ref().map(Store::counts),
         })
     }
 
@@ -312,7 +325,13 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         let Some(turn) = self.bodies.turn(self.scheduler, id) else {
             return Ok(());
         };
-        let body = self.bodies.take(id, &turn);
+        let live = self.live_body(id, &turn);
+        // The generated text is kept only when a next turn reads it.
+        let capture = live.as_ref().is_some_and(|(_, capture)| *capture);
+        let body = match live {
+            Some((Some(body), _)) => body,
+            _ => self.bodies.take(id, &turn),
+        };
         let epoch = self.epoch;
         let wire = self.number(id).map_or(id, |n| n.request);
         let started = self.target.send_now(wire, &body, epoch);
@@ -334,6 +353,9 @@ impl<S: RecordSink> LiveLoop<'_, S> {
             };
             let osl = turn.osl as usize;
             let mut response = Response::default();
+            if capture {
+                response.generated = Some(String::with_capacity(osl * 8));
+            }
             let cancelled_at = {
                 let exchange = execute_into(
                     &mut response,
@@ -411,6 +433,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         if self.take_inflight(id).is_none() {
             return Ok(());
         }
+        self.heard(id, response);
         let at = response.stamps.done.unwrap_or_else(|| self.now());
         let outcome = match &response.error {
             None => Outcome::Ok,
@@ -439,6 +462,39 @@ impl<S: RecordSink> LiveLoop<'_, S> {
                 message: e.message.chars().take(200).collect(),
             }),
             _ => Ok(()),
+        }
+    }
+
+    /// Under `--history live`, request `id`'s body when it is built from
+    /// its agent's previous turn (`None` inside: the recorded body), and
+    /// whether its answer is to be kept; `None` otherwise (and for a
+    /// warmup, whose answer is one token).
+    fn live_body(&mut self, id: RequestId, turn: &TurnBody) -> Option<(Option<Vec<u8>>, bool)> {
+        let history = self.history.as_mut()?;
+        if turn.warmup {
+            return None;
+        }
+        history.forget_below(self.scheduler.first_play());
+        let place = turn.place(self.scheduler.slot(id)?.play);
+        let workload = self.bodies.workload();
+        let body = history.body(
+            workload,
+            self.bodies.config(),
+            place,
+            turn.osl,
+            turn.marker(),
+        );
+        Some((body, Store::has_next(workload, place)))
+    }
+
+    /// Request `id`'s answer, kept for its agent's next turn under
+    /// `--history live`.
+    fn heard(&mut self, id: RequestId, response: &Response) {
+        let Some(history) = self.history.as_mut() else {
+            return;
+        };
+        if let Some(place) = place(self.scheduler, id) {
+            history.answered(place, response);
         }
     }
 

@@ -10,7 +10,9 @@
 //! TLS a read returns decrypted bytes, and is stamped when it returns, the
 //! same way. A stream is read as its [`Target::api`] speaks: OpenAI chat
 //! and completions payloads by [`super::sse`], Anthropic events by
-//! [`super::messages_sse`], Responses events by [`super::responses_sse`]. Errors are classed, never raised: a
+//! [`super::messages_sse`], Responses events by [`super::responses_sse`];
+//! under `--history live` the generated text is kept too
+//! ([`super::history`]). Errors are classed, never raised: a
 //! request always ends in a [`Response`]; a failed TLS handshake is a
 //! `connect` error, not retried.
 //!
@@ -38,6 +40,7 @@ use arbor_engine::time::Nanos;
 use arbor_sim::emulator::REQUEST_ID_HEADER;
 
 use super::framing::{BodyDecoder, FramingError};
+use super::history;
 use super::http::{
     read_head, read_small_body, render_head_prefix, Conn, Endpoint, Head, HeadError, Pool,
     WriteError,
@@ -691,6 +694,16 @@ impl Scan {
                     Dialect::Responses => Lines::responses_event(data),
                     Dialect::OpenAi => Lines::openai_payload(data),
                 };
+                // `--history live` only: the generated text is kept.
+                if said.content {
+                    if let Some(text) = response.generated.as_mut() {
+                        match lines.dialect {
+                            Dialect::Messages => history::push_messages(data, text),
+                            Dialect::Responses => history::push_responses(data, text),
+                            Dialect::OpenAi => history::push_openai(data, text),
+                        }
+                    }
+                }
                 lines.note(said, line, at, response);
             });
             too_long = split.err();

@@ -18,6 +18,8 @@
 //! - [`sse`]: server-sent event lines and what an OpenAI `data:` payload
 //!   says; [`messages_sse`]: what an Anthropic Messages event says;
 //!   [`responses_sse`]: what an OpenAI Responses event says;
+//! - [`history`]: `--history live`: the generated text of an agent's
+//!   turn, kept until its next turn is built from it;
 //! - [`numbering`]: request and play numbers shared by the loops of one
 //!   process (`--threads`);
 //! - [`record`]: what a request records, and how errors are classed;
@@ -29,6 +31,7 @@
 mod driver;
 pub mod exchange;
 pub mod framing;
+pub mod history;
 pub mod http;
 pub mod messages_sse;
 pub mod numbering;

@@ -15,7 +15,9 @@
 //!
 //! [`Bodies`] is where the live loop gets a dispatched request's body: from
 //! the store when it is ready, else built on the spot; and it starts the
-//! builds ahead (a task per dispatched turn with large successors).
+//! builds ahead (a task per dispatched turn with large successors). Under
+//! `--history live` a turn after its agent's first is never built ahead:
+//! its body waits for the previous turn's answer (`super::history`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -102,6 +104,10 @@ pub struct Bodies {
     /// Where the markers come from when prompts carry their play's
     /// cache-bust marker.
     bust: Option<CacheBust>,
+    /// `--history live`: a turn after its agent's first is built at
+    /// dispatch, from the answer its previous turn got (never ahead, from
+    /// the recorded one).
+    live_history: bool,
 }
 
 impl Bodies {
@@ -111,7 +117,25 @@ impl Bodies {
             workload,
             config: Arc::new(config),
             bust,
+            live_history: false,
         }
+    }
+
+    /// Under `--history live`: later turns of an agent are not built
+    /// ahead.
+    pub fn with_live_history(mut self, live: bool) -> Bodies {
+        self.live_history = live;
+        self
+    }
+
+    /// The workload the bodies are built from.
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+
+    /// What every body carries besides its prompt.
+    pub fn config(&self) -> &BodyConfig {
+        &self.config
     }
 
     /// The recipe of request `id`'s body.
@@ -154,7 +178,9 @@ impl Bodies {
             });
             // A short prompt is built in microseconds: not worth a task.
             let large = tree.isl[edge.to as usize] >= MIN_TOKENS;
-            if !waiting || !large || !lock(&self.store).claim(next) {
+            // Its history is not in yet.
+            let live = self.live_history && tree.index_in_agent[edge.to as usize] > 0;
+            if !waiting || !large || live || !lock(&self.store).claim(next) {
                 continue;
             }
             if let Some(body) = self.turn(scheduler, next) {

@@ -10,6 +10,7 @@ use arbor_engine::prompt::CacheBust;
 use arbor_engine::scheduler::{RequestId, Scheduler};
 use arbor_engine::Workload;
 
+use super::history::Place;
 use super::request::{build_turn_body, BodyConfig};
 use arbor_runs::record::RequestIdentity;
 
@@ -44,6 +45,21 @@ impl TurnBody {
         })
     }
 
+    /// Where the turn sits, in play `play` (for `--history live`).
+    pub fn place(&self, play: u32) -> Place {
+        Place {
+            play,
+            tree: self.tree,
+            agent: self.agent,
+            turn: self.turn,
+        }
+    }
+
+    /// The play's cache-bust marker, when busting.
+    pub fn marker(&self) -> Option<&str> {
+        self.marker.as_deref()
+    }
+
     /// Builds the body (empty for a tree the workload does not have).
     pub fn body(&self, workload: &Workload, config: &BodyConfig) -> Vec<u8> {
         match workload.trees.get(self.tree) {
@@ -58,6 +74,20 @@ impl TurnBody {
             None => Vec::new(),
         }
     }
+}
+
+/// Where request `id` sits: its play, tree, agent and turn within the
+/// agent (for `--history live`).
+pub fn place(scheduler: &Scheduler, id: RequestId) -> Option<Place> {
+    let slot = scheduler.slot(id)?;
+    let (tree, play, turn) = scheduler.request_tree(id)?;
+    let t = turn as usize;
+    Some(Place {
+        play: slot.play,
+        tree: play.tree as usize,
+        agent: tree.agent_of[t] as usize,
+        turn: tree.index_in_agent[t] as usize,
+    })
 }
 
 /// Who request `id` is in the workload, for its record.

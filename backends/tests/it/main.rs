@@ -5,6 +5,7 @@ mod body;
 mod build;
 mod doctor;
 mod fetch;
+mod history;
 mod http;
 mod identity;
 mod live;

@@ -12,6 +12,7 @@ use arbor::engine::policy::{parse_duration, GapTransform, Policy};
 use arbor::engine::time::Nanos;
 use arbor::formats::write::Target;
 use arbor::json::{Map, Value};
+use arbor::options::History;
 
 /// A non-negative duration: `30`, `0.5` (seconds) or `250ms`, `30s`, `5m`,
 /// `1h`.
@@ -99,6 +100,11 @@ pub fn api(text: &str) -> Result<Api, String> {
             "expected chat, completions, messages or responses, got `{text}`"
         )),
     }
+}
+
+/// `recorded` or `live` (`--history`).
+pub fn history(text: &str) -> Result<History, String> {
+    text.parse()
 }
 
 /// `max_tokens` or `max_completion_tokens`.

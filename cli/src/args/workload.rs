@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use arbor::engine::policy::{Arrival, GapScale, GapTransform, Shard, Stagger, StartWindow};
 use arbor::engine::time::Nanos;
 use arbor::formats::input::Format;
+use arbor::options::History;
 use clap::Args;
 
 use super::heading::{AGENTX, INPUT, LOAD, POLICY};
@@ -37,6 +38,11 @@ pub struct InputArgs {
     /// without the tools (the shape replays had before they kept it).
     #[arg(long, help_heading = INPUT)]
     pub flatten_tools: bool,
+
+    /// What a next turn reads of the previous answer: recorded, or live
+    /// (the text the server generated in this run; docs/run.md).
+    #[arg(long, value_name = "MODE", default_value = "recorded", value_parser = values::history, help_heading = INPUT)]
+    pub history: History,
 
     /// A synthetic workload: `trees=N,turns=T,...` or a .toml/.json spec
     /// file (see docs/synthetic.md).

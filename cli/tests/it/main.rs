@@ -18,6 +18,7 @@ mod fit;
 mod flags;
 mod gaps;
 mod golden;
+mod history;
 mod input_limits;
 mod inspect;
 mod interrupt;

@@ -212,6 +212,7 @@ pub fn settings(c: &RunConfig) -> Vec<(String, Part, Value)> {
     push("emulator", Part::Setup, json!(c.emulator));
     push("model", Part::Setup, json!(c.model));
     push("api", Part::Setup, json!(c.api));
+    push("history", Part::Setup, json!(c.history));
     push("max_tokens_field", Part::Setup, json!(c.max_tokens_field));
     push("ignore_eos", Part::Setup, json!(c.ignore_eos));
     push("extra_body", Part::Setup, json!(c.extra_body));

@@ -18,6 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::history::HistoryCounts;
 use crate::journal::{self, RunEnd, RunStart};
 use crate::output::{OutputDir, PLANNED_FILE, SUMMARY_FILE};
 use crate::records_file::{Lines, RECORDS_FILE};
@@ -255,6 +256,9 @@ fn merged_end(ends: &[&RunEnd], derived: RunEnd) -> RunEnd {
         lanes: (0..ends[0].lanes.len())
             .map(|k| ends[k % count].lanes.get(k).cloned().unwrap_or_default())
             .collect(),
+        history: ends
+            .iter()
+            .fold(None, |sum, e| HistoryCounts::joined(sum, e.history)),
         ..derived
     }
 }
