@@ -25,6 +25,7 @@ use arbor_engine::time::nanos_to_secs;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::reuse::{ReuseSummary, ReuseTally};
 use crate::work::Work;
 
 /// What the collector reads of one record (one line of `records.jsonl`).
@@ -63,6 +64,10 @@ pub struct Facts<'a> {
     pub error: Option<ErrorSeen<'a>>,
     /// The model the server answered with, when not the one asked for.
     pub answered_model: Option<&'a str>,
+    /// The plan's prefix reuse of the request (`crate::reuse`).
+    pub reuse_best_tokens: Option<u64>,
+    pub reuse_predicted_tokens: Option<u64>,
+    pub reuse_gap_s: Option<f64>,
 }
 
 /// A failed request's status and the server's (or the client's) words.
@@ -106,6 +111,9 @@ impl<'a> From<&'a RequestRecord> for Facts<'a> {
                 message: &e.message,
             }),
             answered_model: r.answered_model.as_deref(),
+            reuse_best_tokens: r.reuse_best_tokens,
+            reuse_predicted_tokens: r.reuse_predicted_tokens,
+            reuse_gap_s: r.reuse_gap_s,
         }
     }
 }
@@ -270,6 +278,9 @@ pub struct Measured {
     /// request, or fewer records than turns).
     pub plays_complete: u64,
     pub plays_incomplete: u64,
+    /// Prefix reuse, best against predicted against achieved; `None`
+    /// when no record had the plan's figures.
+    pub reuse: Option<ReuseSummary>,
 }
 
 /// What the records so far add up to, for a live display
@@ -389,6 +400,8 @@ pub struct Collector {
     /// Whole plays left out of `job_time` (a cancelled request, or a stamp
     /// missing).
     plays_incomplete: u64,
+    /// The records' prefix reuse.
+    reuse: ReuseTally,
 }
 
 impl Default for Collector {
@@ -428,6 +441,7 @@ impl Collector {
             tree_turns: Vec::new(),
             plays: BTreeMap::new(),
             plays_incomplete: 0,
+            reuse: ReuseTally::default(),
         }
     }
 
@@ -522,6 +536,13 @@ impl Collector {
         }
 
         // Successful requests only from here on.
+        self.reuse.add(
+            r.input_tokens,
+            r.reuse_best_tokens,
+            r.reuse_predicted_tokens,
+            r.reuse_gap_s,
+            r.cached_tokens,
+        );
         if let Some(v) = r.ttft_s {
             self.ttft.push(ns(v));
         }
@@ -675,6 +696,7 @@ impl Collector {
             tokens: self.tokens,
             plays_complete: job_time.count,
             plays_incomplete: self.plays_incomplete,
+            reuse: self.reuse.finish(),
         }
     }
 }

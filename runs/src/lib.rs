@@ -19,7 +19,8 @@
 //! live display), [`warnings`] (what a reader must be
 //! told before the figures), [`breaker`] (a run stopped when its requests
 //! keep failing the same way), [`time_breakdown`] (where the time went,
-//! as the reports show it), and the shapes the plan report shares
+//! as the reports show it), [`reuse`] (prefix reuse, best possible against
+//! predicted against achieved), and the shapes the plan report shares
 //! ([`policy`], [`work`]). Every whole JSON file is read through
 //! [`file_cap`] (a regular file, at most 256 MiB).
 //!
@@ -44,6 +45,7 @@ pub mod recipe;
 pub mod record;
 pub mod record_line;
 pub mod records_file;
+pub mod reuse;
 pub mod seen;
 pub mod server_metrics;
 pub mod shape;

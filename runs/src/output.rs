@@ -434,6 +434,11 @@ pub struct Summary {
     /// With --sessions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lanes: Option<Vec<LaneSummary>>,
+    /// Prefix reuse: best possible, the server model's prediction and
+    /// what the server reported, in total and by the gap since the
+    /// agent's previous turn (`runs::reuse`); absent when not computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<crate::reuse::ReuseSummary>,
     pub config: RunConfig,
 }
 
@@ -553,6 +558,7 @@ impl Summary {
             }),
             server_metrics,
             lanes,
+            reuse: measured.reuse,
             config: RunConfig {
                 // Whether `--max-inflight` fired: a measured turn waited
                 // for the cap.

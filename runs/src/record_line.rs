@@ -86,6 +86,11 @@ pub struct RecordLine<'a> {
     /// for (absent otherwise, and from records before arbor checked).
     #[serde(borrow, default, deserialize_with = "text")]
     pub answered_model: Option<Cow<'a, str>>,
+    /// The plan's prefix reuse (`crate::reuse`); absent when the run did
+    /// not plan it, and from records before arbor did.
+    pub reuse_best_tokens: Option<u64>,
+    pub reuse_predicted_tokens: Option<u64>,
+    pub reuse_gap_s: Option<f64>,
 }
 
 /// A failed request's `error` object.
@@ -240,6 +245,9 @@ impl<'a> RecordLine<'a> {
                 message: e.message.as_deref().unwrap_or(""),
             }),
             answered_model: self.answered_model.as_deref(),
+            reuse_best_tokens: self.reuse_best_tokens,
+            reuse_predicted_tokens: self.reuse_predicted_tokens,
+            reuse_gap_s: self.reuse_gap_s,
         })
     }
 }

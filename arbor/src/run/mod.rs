@@ -569,6 +569,7 @@ pub async fn run_against(
         together,
         failures,
         checked,
+        reuse,
     } = prepared;
 
     let tls = arbor_backends::endpoint::tls_config(endpoint, &requests.tls)?;
@@ -663,6 +664,7 @@ pub async fn run_against(
         warm_connections: warm,
         base_url: endpoint.to_string(),
         cache_bust: requests.markers(scheduler.policy().seed),
+        reuse: reuse.clone(),
     };
 
     // Meet the other shards (`--start-at`, the barrier) once everything

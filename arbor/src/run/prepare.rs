@@ -14,6 +14,7 @@ use arbor_engine::Workload;
 use crate::options::{FailureLimits, MetricsOptions, RunOptions};
 use crate::{inputs, Observer};
 use arbor_backends::endpoint::{Auth, RequestOptions};
+use arbor_backends::reuse::ReusePlan;
 use arbor_error::Error;
 use arbor_report::page::planned::PlannedLoad;
 use arbor_report::plan::describe_fit;
@@ -57,6 +58,10 @@ pub struct Prepared {
     /// (a capacity search's later probes: [`super::run_compiled`]): not
     /// asked again. `None`: the run asks it.
     pub checked: Option<arbor_backends::preflight::Ready>,
+    /// The plan's prefix reuse of every request (best possible, and the
+    /// server model's prediction with `--service server:`), put into the
+    /// records as they are written.
+    pub reuse: Option<Arc<ReusePlan>>,
 }
 
 /// Checks every flag, loads and compiles the workload, plans it on the
@@ -120,7 +125,9 @@ pub fn prepare_compiled(
         keys: None,
     };
     let service = args.service();
-    crate::plan::run_service(&mut plan, &service, prompts, "engine (planning)")?;
+    let server = crate::plan::run_service(&mut plan, &service, prompts, "engine (planning)")?;
+    // Before the clock starts: the records only look their figures up.
+    let reuse = crate::reuse::plan(&plan, prompts, server.as_ref());
     let stats = plan.stats();
     let planned = Planned {
         service: service.to_string(),
@@ -185,6 +192,7 @@ pub fn prepare_compiled(
         together: super::barrier::Together::of(&args.start, args.policy.shard)?,
         failures: args.request.failures,
         checked: None,
+        reuse: Some(Arc::new(reuse)),
     })
 }
 
