@@ -252,6 +252,9 @@ fn lines(
         None => "not reported by the server".to_string(),
     };
     writeln!(out, "  cache hits      {cache}")?;
+    if let Some(reuse) = &summary.reuse {
+        writeln!(out, "  prefix reuse    {}", reuse.in_words())?;
+    }
     let k = &summary.concurrency;
     writeln!(
         out,

@@ -82,10 +82,10 @@ impl ReuseSummary {
             None => "no server model: no prediction".to_string(),
         };
         format!(
-            "prefix reuse of {} prompt tokens: best possible {}, {predicted}, achieved {} ({} of best)",
-            t.prompt_tokens,
+            "best possible {}, {predicted}, achieved {} of {} prompt tokens ({} of best)",
             pct(t.best_ratio),
             pct(t.achieved_ratio),
+            t.prompt_tokens,
             pct(t.achieved_of_best),
         )
     }
@@ -104,9 +104,11 @@ struct Sums {
 }
 
 impl Sums {
-    fn figures(&self) -> ReuseFigures {
+    /// The figures; `predicted`: the run has predictions (an empty bin's
+    /// is then 0, not `null`).
+    fn figures(&self, predicted: bool) -> ReuseFigures {
         let over = |n: u64, d: u64| (d > 0).then(|| n as f64 / d as f64);
-        let predicted = (self.predicted_seen > 0).then_some(self.predicted);
+        let predicted = predicted.then_some(self.predicted);
         ReuseFigures {
             requests: self.requests,
             prompt_tokens: self.prompt,
@@ -176,15 +178,77 @@ impl ReuseTally {
             return None;
         }
         let names = std::iter::once(FIRST_TURN).chain(GAP_BINS.iter().map(|(name, _)| *name));
+        let predicted = self.total.predicted_seen > 0;
         Some(ReuseSummary {
-            total: self.total.figures(),
+            total: self.total.figures(predicted),
             by_gap: names
                 .zip(&self.bins)
                 .map(|(gap, sums)| ReuseBin {
                     gap: gap.to_string(),
-                    figures: sums.figures(),
+                    figures: sums.figures(predicted),
                 })
                 .collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_fall_in_their_gap_bins_and_add_up_to_the_total() {
+        let mut tally = ReuseTally::default();
+        assert_eq!(tally.finish(), None, "no figures, no section");
+        tally.add(100, None, None, None, Some(50));
+        assert_eq!(tally.finish(), None, "a record without the plan's figures");
+        // (prompt, best, predicted, gap, cached)
+        for (prompt, best, gap, cached) in [
+            (100, 0, None, Some(0)),
+            (200, 150, Some(0.2), Some(144)),
+            (300, 290, Some(1.0), Some(288)),
+            (400, 390, Some(59.9), None),
+            (500, 495, Some(3600.0), Some(0)),
+        ] {
+            tally.add(prompt, Some(best), Some(best / 2), gap, cached);
+        }
+        let s = tally.finish().expect("a section");
+        let t = &s.total;
+        assert_eq!(
+            (t.requests, t.prompt_tokens, t.best_tokens),
+            (5, 1500, 1325)
+        );
+        assert_eq!(
+            (t.predicted_tokens, t.achieved_tokens, t.unreported),
+            (Some(662), 432, 1)
+        );
+        assert_eq!(t.achieved_of_best, Some(432.0 / 1325.0));
+        let gaps: Vec<(&str, u64, u64)> = s
+            .by_gap
+            .iter()
+            .map(|b| (b.gap.as_str(), b.figures.requests, b.figures.best_tokens))
+            .collect();
+        assert_eq!(
+            gaps,
+            [
+                ("first turn", 1, 0),
+                ("<1 s", 1, 150),
+                ("1-10 s", 1, 290),
+                ("10-60 s", 1, 390),
+                (">60 s", 1, 495)
+            ]
+        );
+        assert_eq!(s.by_gap[0].figures.achieved_of_best, None, "over 0");
+        assert!(
+            s.in_words().contains("predicted 44.1 %"),
+            "{}",
+            s.in_words()
+        );
+        // Without a server model: no prediction, said so.
+        let mut plain = ReuseTally::default();
+        plain.add(10, Some(5), None, None, Some(4));
+        let s = plain.finish().unwrap();
+        assert_eq!(s.total.predicted_tokens, None);
+        assert!(s.in_words().contains("no server model: no prediction"));
     }
 }

@@ -38,7 +38,8 @@ departure_ns = 200000
 "#;
 
 fn u(v: &serde_json::Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("expected a count, got {v}"))
+    v.as_u64()
+        .unwrap_or_else(|| panic!("expected a count, got {v}"))
 }
 
 /// trace_0291 (a session of 20 requests and two subagents spawned
@@ -82,7 +83,10 @@ fn every_record_has_best_predicted_and_achieved_reuse_and_best_bounds_both() {
     for r in &records {
         assert_eq!(r["status"], "ok", "{r}");
         assert_eq!(r["warmup"], false);
-        let at = format!("request {} ({} turn {} copy {})", r["request"], r["agent"], r["turn"], r["copy"]);
+        let at = format!(
+            "request {} ({} turn {} copy {})",
+            r["request"], r["agent"], r["turn"], r["copy"]
+        );
         let (b, p, a) = (
             u(&r["reuse_best_tokens"]),
             u(&r["reuse_predicted_tokens"]),
@@ -127,7 +131,12 @@ fn every_record_has_best_predicted_and_achieved_reuse_and_best_bounds_both() {
     // The bins add up to the totals.
     let bins = reuse["by_gap"].as_array().unwrap();
     assert_eq!(bins.len(), 5);
-    for field in ["requests", "prompt_tokens", "best_tokens", "achieved_tokens"] {
+    for field in [
+        "requests",
+        "prompt_tokens",
+        "best_tokens",
+        "achieved_tokens",
+    ] {
         let sum: u64 = bins.iter().map(|b| u(&b[field])).sum();
         assert_eq!(sum, u(&reuse[field]), "{field}");
     }
