@@ -1237,7 +1237,7 @@
   var reuseRuns = runs.filter(function (r) { return r.summary && r.summary.reuse; });
   function share(n, of) { return n == null || !of ? null : n / of; }
   function reuseBars(groups) {
-    var W = 760, H = 240, LEFT = 44, BOTTOM = 38, TOP = 16, plotH = H - TOP - BOTTOM;
+    var W = Math.min(760, 60 + 150 * groups.length), H = 240, LEFT = 44, BOTTOM = 38, TOP = 16, plotH = H - TOP - BOTTOM;
     var gw = (W - LEFT - 10) / groups.length, bw = Math.min(34, (gw - 18) / 3);
     var kids = [];
     [0, 0.25, 0.5, 0.75, 1].forEach(function (f) {
@@ -1287,11 +1287,12 @@
       var box = el("div", { class: "chart" });
       box.appendChild(el("div", { class: "chart-title", text: "Prefix reuse: best possible, predicted, achieved (% of prompt tokens)" }));
       box.appendChild(reuseBars(groups));
-      box.appendChild(el("div", { class: "legend" }, REUSE.map(function (m) {
+      box.appendChild(el("div", { class: "legend" }, REUSE.filter(function (m) { return !isPlan(r) || m[0] !== "achieved_tokens"; }).map(function (m) {
         return el("span", { class: "legend-item" }, [el("span", { class: "swatch", style: "background:" + m[2] }), m[1]]);
       })));
       app.appendChild(box);
       if (u.predicted_tokens == null) app.appendChild(el("div", { class: "note", text: "No server model: no prediction." }));
+      if (isPlan(r)) app.appendChild(el("div", { class: "note", text: "A plan sends nothing: a run adds what the server achieved, by gap bin." }));
       var tok = function (n, of) { return n == null ? DASH : num(n, 0) + (of ? " (" + num(n * 100 / of, 1) + " %)" : ""); };
       app.appendChild(table(["gap", "requests", "prompt tokens", "best possible", "predicted", "achieved", "achieved / best"],
         groups.map(function (g) {
