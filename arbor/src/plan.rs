@@ -90,7 +90,10 @@ pub fn plan(args: &PlanOptions, observer: &dyn Observer) -> Result<PlanReport, E
     report.corpus = corpus;
     report.submission = submission;
     report.server = server;
-    report.reuse = Some(crate::reuse::totals(&reuse));
+    match reuse {
+        Ok(reuse) => report.reuse = Some(crate::reuse::totals(&reuse)),
+        Err(too_large) => observer.notice(&format!("arbor plan: {too_large}")),
+    }
     if let Some(path) = &args.report {
         let bytes =
             arbor_report::page::write_for_plan(&scheduler, &loaded.workload.trees, &report, path)?;

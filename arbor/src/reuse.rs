@@ -3,19 +3,20 @@
 //! prediction (`arbor_backends::reuse`), computed before a live run's
 //! clock starts (`run::prepare`) and totalled for `arbor plan`.
 
-use arbor_backends::reuse::{ReusePlan, ReuseTotals};
+use arbor_backends::reuse::{ReusePlan, ReuseTotals, TooLarge};
 use arbor_backends::virtual_clock::Prompts;
 use arbor_engine::scheduler::Scheduler;
 use arbor_report::plan::server::ServerPrediction;
 use arbor_report::plan::PlanReuse;
 
 /// The figures of every request `scheduler` (run to its end) sent, with
-/// `server`'s predicted cached tokens when the plan has them.
+/// `server`'s predicted cached tokens when the plan has them; a plan too
+/// large to key is not ([`TooLarge`]: the caller says so).
 pub fn plan(
     scheduler: &Scheduler,
     prompts: Prompts<'_>,
     server: Option<&ServerPrediction>,
-) -> ReusePlan {
+) -> Result<ReusePlan, TooLarge> {
     let first = scheduler.first_request();
     let predicted = server.map(|s| {
         let mut by_id = vec![None; scheduler.slots().len()];

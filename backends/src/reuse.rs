@@ -30,6 +30,13 @@
 //! loop finds a record's figures in O(1). A play run again under `--loop`
 //! has its first round's figures.
 //!
+//! Cost: every prompt token is keyed (only the words past what the agent's
+//! previous turn shared are hashed again) and every distinct prefix kept:
+//! about 3 bytes and 12 ns a prompt token on a workload that mostly
+//! extends its prompts (355M prompt tokens: 1 GB, 4 s). A plan sending
+//! more than [`MAX_PROMPT_TOKENS`] is not keyed ([`ReusePlan::of`] says
+//! so, and the records go without the figures).
+//!
 //! Must not: read a clock or run the scheduler (it reads a finished one).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -91,6 +98,29 @@ pub struct ReuseTotals {
     pub predicted_tokens: Option<u64>,
 }
 
+/// The most prompt tokens (over every request a plan sends) whose reuse
+/// is computed: beyond, the memory of the distinct prefixes would grow
+/// past a few gigabytes.
+pub const MAX_PROMPT_TOKENS: u64 = 1_000_000_000;
+
+/// A plan too large to key ([`MAX_PROMPT_TOKENS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLarge {
+    /// The prompt tokens the plan sends.
+    pub prompt_tokens: u64,
+}
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "prefix reuse not computed: the plan sends {} prompt tokens, over the {} it keys \
+             (records go without reuse_best_tokens; the summary without reuse)",
+            self.prompt_tokens, MAX_PROMPT_TOKENS
+        )
+    }
+}
+
 /// Every request's figures, by [`RequestKey`].
 #[derive(Debug, Clone, Default)]
 pub struct ReusePlan {
@@ -103,13 +133,14 @@ impl ReusePlan {
     /// virtual clock over `workload`'s trees) dispatched, in its dispatch
     /// order (send time, then request id). `cache_bust`: the markers the
     /// live client sends; `predicted`: cached tokens by request id, when
-    /// the plan ran the server model.
+    /// the plan ran the server model. A plan sending more than
+    /// [`MAX_PROMPT_TOKENS`] is refused ([`TooLarge`]), before any work.
     pub fn of(
         scheduler: &Scheduler,
         workload: &Workload,
         cache_bust: Option<CacheBust>,
         predicted: Option<&[Option<u32>]>,
-    ) -> ReusePlan {
+    ) -> Result<ReusePlan, TooLarge> {
         let first = scheduler.first_request();
         let mut order: Vec<(Nanos, RequestId)> = scheduler
             .slots()
@@ -118,6 +149,16 @@ impl ReusePlan {
             .filter(|(s, _)| dispatched(s.state))
             .map(|(s, id)| (s.sent, id))
             .collect();
+        let prompt_tokens: u64 = order
+            .iter()
+            .filter_map(|&(_, id)| {
+                let (tree, _, turn) = scheduler.request_tree(id)?;
+                tree.isl.get(turn as usize).copied().map(u64::from)
+            })
+            .sum();
+        if prompt_tokens > MAX_PROMPT_TOKENS {
+            return Err(TooLarge { prompt_tokens });
+        }
         order.sort_unstable();
         let mut best = BestReuse::new();
         let mut by_request = HashMap::with_capacity(order.len());
@@ -159,10 +200,10 @@ impl ReusePlan {
                 gap,
             });
         }
-        ReusePlan {
+        Ok(ReusePlan {
             by_request,
             predicted: predicted.is_some(),
-        }
+        })
     }
 
     /// The figures of the request `key` names.

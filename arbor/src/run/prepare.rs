@@ -127,7 +127,9 @@ pub fn prepare_compiled(
     let service = args.service();
     let server = crate::plan::run_service(&mut plan, &service, prompts, "engine (planning)")?;
     // Before the clock starts: the records only look their figures up.
-    let reuse = crate::reuse::plan(&plan, prompts, server.as_ref());
+    let reuse = crate::reuse::plan(&plan, prompts, server.as_ref())
+        .inspect_err(|too_large| observer.notice(&format!("arbor run: {too_large}")))
+        .ok();
     let stats = plan.stats();
     let planned = Planned {
         service: service.to_string(),
@@ -192,7 +194,7 @@ pub fn prepare_compiled(
         together: super::barrier::Together::of(&args.start, args.policy.shard)?,
         failures: args.request.failures,
         checked: None,
-        reuse: Some(Arc::new(reuse)),
+        reuse: reuse.map(Arc::new),
     })
 }
 
