@@ -23,7 +23,7 @@
 //! [`Kind`] says whose fault it is (the CLI maps it to an exit code).
 //!
 //! Modules, each used only by those after it: `options`, `slo`, `observer`,
-//! `runtime`, `tokenizer`, `scenario`, `schema`, `inputs`, `emulate`, `plan`,
+//! `runtime`, `tokenizer`, `scenario`, `schema`, `inputs`, `emulate`, `reuse`, `plan`,
 //! `run`, `capacity`.
 #![forbid(unsafe_code)]
 
@@ -36,6 +36,7 @@ pub mod json;
 pub mod observer;
 pub mod options;
 pub mod plan;
+pub mod reuse;
 pub mod run;
 pub mod runtime;
 pub mod scenario;

@@ -45,6 +45,7 @@ pub fn plan(args: &PlanOptions, observer: &dyn Observer) -> Result<PlanReport, E
         "engine",
     )?;
     let by_request = server.as_ref().map(|s| s.by_request());
+    let reuse = crate::reuse::plan(&scheduler, (&loaded.workload).into(), server.as_ref());
 
     if let Some(path) = &args.timeline {
         let file = File::create(path)
@@ -92,6 +93,10 @@ pub fn plan(args: &PlanOptions, observer: &dyn Observer) -> Result<PlanReport, E
         report.history = Some(args.input.history.name().to_string());
     }
     report.server = server;
+    match reuse {
+        Ok(reuse) => report.reuse = Some(crate::reuse::totals(&reuse)),
+        Err(too_large) => observer.notice(&format!("arbor plan: {too_large}")),
+    }
     if let Some(path) = &args.report {
         let bytes =
             arbor_report::page::write_for_plan(&scheduler, &loaded.workload.trees, &report, path)?;

@@ -24,6 +24,7 @@ pub mod fetch;
 pub mod live;
 pub mod preflight;
 pub mod record;
+pub mod reuse;
 pub mod scrape;
 pub mod side_by_side;
 pub mod virtual_clock;

@@ -259,6 +259,9 @@ fn lines(
             h.mode, h.live_turns, h.recorded_fallbacks
         )?;
     }
+    if let Some(reuse) = &summary.reuse {
+        writeln!(out, "  prefix reuse    {}", reuse.in_words())?;
+    }
     let k = &summary.concurrency;
     writeln!(
         out,

@@ -1286,6 +1286,80 @@
   var sn = notDrawnNote(seriesStart);
   if (sn) app.appendChild(sn);
 
+  // ---- prefix reuse: best possible, predicted, achieved --------------------
+  // From the summary's `reuse` (a run's: by the gap since the agent's
+  // previous turn; a plan's: its totals). Bars are shares of the bin's
+  // prompt tokens.
+  var REUSE = [["best_tokens", "best possible", "#9aa5b1"], ["predicted_tokens", "predicted (server model)", "#2563eb"],
+    ["achieved_tokens", "achieved (server-reported)", "#0f9d58"]];
+  var reuseRuns = runs.filter(function (r) { return r.summary && r.summary.reuse; });
+  function share(n, of) { return n == null || !of ? null : n / of; }
+  function reuseBars(groups) {
+    var W = Math.min(760, 60 + 150 * groups.length), H = 240, LEFT = 44, BOTTOM = 38, TOP = 16, plotH = H - TOP - BOTTOM;
+    var gw = (W - LEFT - 10) / groups.length, bw = Math.min(34, (gw - 18) / 3);
+    var kids = [];
+    [0, 0.25, 0.5, 0.75, 1].forEach(function (f) {
+      var y = TOP + plotH * (1 - f);
+      kids.push(svgEl("line", { x1: LEFT, x2: W - 6, y1: y, y2: y, stroke: f === 0 ? "#667085" : "#e5e8ee" }));
+      kids.push(svgEl("text", { x: LEFT - 6, y: y + 4, "text-anchor": "end", "font-size": 11, fill: "#667085" },
+        [document.createTextNode(Math.round(f * 100) + " %")]));
+    });
+    groups.forEach(function (g, k) {
+      var x0 = LEFT + k * gw + (gw - 3 * bw - 8) / 2;
+      REUSE.forEach(function (m, j) {
+        var v = share(g[m[0]], g.prompt_tokens);
+        var x = x0 + j * (bw + 4);
+        if (v == null) {
+          if (g.requests && m[0] === "predicted_tokens") {
+            kids.push(svgEl("text", { x: x + bw / 2, y: TOP + plotH - 4, "text-anchor": "middle", "font-size": 10, fill: "#667085" },
+              [document.createTextNode("n/a")]));
+          }
+          return;
+        }
+        var h = Math.max(v > 0 ? 1 : 0, plotH * Math.min(1, v));
+        kids.push(svgEl("rect", { x: x, y: TOP + plotH - h, width: bw, height: h, fill: m[2] },
+          [svgEl("title", {}, [document.createTextNode(g.gap + ", " + m[1] + ": " + num(g[m[0]], 0) + " of " + num(g.prompt_tokens, 0) +
+            " prompt tokens (" + num(v * 100, 1) + " %)")])]));
+        kids.push(svgEl("text", { x: x + bw / 2, y: TOP + plotH - h - 3, "text-anchor": "middle", "font-size": 10, fill: "#1d2330" },
+          [document.createTextNode(num(v * 100, 0))]));
+      });
+      kids.push(svgEl("text", { x: LEFT + k * gw + gw / 2, y: H - BOTTOM + 16, "text-anchor": "middle", "font-size": 12, fill: "#1d2330" },
+        [document.createTextNode(g.gap)]));
+      kids.push(svgEl("text", { x: LEFT + k * gw + gw / 2, y: H - BOTTOM + 30, "text-anchor": "middle", "font-size": 10.5, fill: "#667085" },
+        [document.createTextNode(num(g.requests, 0) + " requests")]));
+    });
+    return svgEl("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, class: "reuse-bars" }, kids);
+  }
+  if (reuseRuns.length) {
+    app.appendChild(el("h2", { text: "Prefix reuse: best possible, predicted, achieved" }));
+    app.appendChild(el("div", { class: "note", text: "Per request, the prompt tokens the workload could reuse at best (an infinite cache, token by token, " +
+      "a prompt's longest prefix shared with any request sent before it in the plan's order, the agent's previous answer counted), what the plan's server model " +
+      "predicted (--service server:PROFILE; none without one) and what the server reported (cached_tokens). Bars: shares of the prompt tokens, " +
+      "by the gap since the agent's previous turn ended on the plan's clock: a cache that evicts over long tool gaps falls behind the best there." }));
+    reuseRuns.forEach(function (r) {
+      var u = r.summary.reuse;
+      if (runs.length > 1) app.appendChild(el("h3", { text: r.name }));
+      var total = { gap: "all", requests: u.requests, prompt_tokens: u.prompt_tokens, best_tokens: u.best_tokens,
+        predicted_tokens: u.predicted_tokens, achieved_tokens: isPlan(r) ? null : u.achieved_tokens };
+      var groups = [total].concat((u.by_gap || []).filter(function (b) { return b.requests > 0; }));
+      var box = el("div", { class: "chart" });
+      box.appendChild(el("div", { class: "chart-title", text: "Prefix reuse: best possible, predicted, achieved (% of prompt tokens)" }));
+      box.appendChild(reuseBars(groups));
+      box.appendChild(el("div", { class: "legend" }, REUSE.filter(function (m) { return !isPlan(r) || m[0] !== "achieved_tokens"; }).map(function (m) {
+        return el("span", { class: "legend-item" }, [el("span", { class: "swatch", style: "background:" + m[2] }), m[1]]);
+      })));
+      app.appendChild(box);
+      if (u.predicted_tokens == null) app.appendChild(el("div", { class: "note", text: "No server model: no prediction." }));
+      if (isPlan(r)) app.appendChild(el("div", { class: "note", text: "A plan sends nothing: a run adds what the server achieved, by gap bin." }));
+      var tok = function (n, of) { return n == null ? DASH : num(n, 0) + (of ? " (" + num(n * 100 / of, 1) + " %)" : ""); };
+      app.appendChild(table(["gap", "requests", "prompt tokens", "best possible", "predicted", "achieved", "achieved / best"],
+        groups.map(function (g) {
+          return [g.gap, num(g.requests, 0), num(g.prompt_tokens, 0), tok(g.best_tokens, g.prompt_tokens), tok(g.predicted_tokens, g.prompt_tokens),
+            tok(g.achieved_tokens, g.prompt_tokens), g.achieved_tokens == null || !g.best_tokens ? DASH : num(g.achieved_tokens * 100 / g.best_tokens, 1) + " %"];
+        })));
+    });
+  }
+
   if (runs.length > 0) lanes.load(runs[0]);
 
   // ---- self-check --------------------------------------------------------

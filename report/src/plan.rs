@@ -131,6 +131,47 @@ pub struct PlanReport {
     /// only; docs/plan.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerPrediction>,
+    /// Prefix reuse of the measured requests: the best possible (an
+    /// infinite cache, token by token, in the plan's dispatch order) and,
+    /// with the server model, its prediction (docs/plan.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<PlanReuse>,
+}
+
+/// The plan's prefix reuse, in total over its measured requests.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PlanReuse {
+    pub requests: u64,
+    /// Prompt tokens as sent (the cache-bust marker included).
+    pub prompt_tokens: u64,
+    /// Reusable at best.
+    pub best_tokens: u64,
+    /// The server model's cached tokens; `null` without one.
+    pub predicted_tokens: Option<u64>,
+}
+
+impl PlanReuse {
+    /// The console line.
+    pub fn print_human(&self, out: &mut impl Write) -> io::Result<()> {
+        let pct = |n: u64| {
+            if self.prompt_tokens == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.1} %", n as f64 * 100.0 / self.prompt_tokens as f64)
+            }
+        };
+        let predicted = match self.predicted_tokens {
+            Some(p) => format!("predicted {p} ({})", pct(p)),
+            None => "no server model: no prediction".to_string(),
+        };
+        writeln!(
+            out,
+            "  prefix reuse    best possible {} of {} prompt tokens ({}); {predicted}",
+            self.best_tokens,
+            self.prompt_tokens,
+            pct(self.best_tokens)
+        )
+    }
 }
 
 /// What a recipe's validity stamp will be if the planned run completes:
@@ -282,6 +323,7 @@ impl PlanReport {
             lanes,
             time_breakdown: (&breakdown(scheduler)).into(),
             server: None,
+            reuse: None,
         }
     }
 
@@ -397,6 +439,9 @@ impl PlanReport {
         }
         if let Some(server) = &self.server {
             server.print_human(out)?;
+        }
+        if let Some(reuse) = &self.reuse {
+            reuse.print_human(out)?;
         }
         self.time_breakdown.print_human("where the time goes", out)
     }

@@ -25,6 +25,7 @@ use arbor_engine::time::nanos_to_secs;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::reuse::{ReuseSummary, ReuseTally};
 use crate::work::Work;
 
 /// What the collector reads of one record (one line of `records.jsonl`).
@@ -65,6 +66,10 @@ pub struct Facts<'a> {
     pub answered_model: Option<&'a str>,
     /// The replica it was sent to (absent with one endpoint).
     pub replica: Option<u32>,
+    /// The plan's prefix reuse of the request (`crate::reuse`).
+    pub reuse_best_tokens: Option<u64>,
+    pub reuse_predicted_tokens: Option<u64>,
+    pub reuse_gap_s: Option<f64>,
 }
 
 /// A failed request's status and the server's (or the client's) words.
@@ -109,6 +114,9 @@ impl<'a> From<&'a RequestRecord> for Facts<'a> {
             }),
             answered_model: r.answered_model.as_deref(),
             replica: r.replica,
+            reuse_best_tokens: r.reuse_best_tokens,
+            reuse_predicted_tokens: r.reuse_predicted_tokens,
+            reuse_gap_s: r.reuse_gap_s,
         }
     }
 }
@@ -277,6 +285,9 @@ pub struct Measured {
     /// time and plays aside; empty with one endpoint.
     #[serde(skip)]
     pub replicas: BTreeMap<u32, Measured>,
+    /// Prefix reuse, best against predicted against achieved; `None`
+    /// when no record had the plan's figures.
+    pub reuse: Option<ReuseSummary>,
 }
 
 /// What the records so far add up to, for a live display
@@ -403,6 +414,8 @@ pub struct Collector {
     /// Per replica (a record's `replica`): the same figures over its
     /// measured records (`crate::replicas`).
     replicas: BTreeMap<u32, Collector>,
+    /// The records' prefix reuse.
+    reuse: ReuseTally,
 }
 
 impl Default for Collector {
@@ -444,6 +457,7 @@ impl Collector {
             plays_incomplete: 0,
             whole_run: true,
             replicas: BTreeMap::new(),
+            reuse: ReuseTally::default(),
         }
     }
 
@@ -560,6 +574,13 @@ impl Collector {
         }
 
         // Successful requests only from here on.
+        self.reuse.add(
+            r.input_tokens,
+            r.reuse_best_tokens,
+            r.reuse_predicted_tokens,
+            r.reuse_gap_s,
+            r.cached_tokens,
+        );
         if let Some(v) = r.ttft_s {
             self.ttft.push(ns(v));
         }
@@ -718,6 +739,7 @@ impl Collector {
             tokens: self.tokens,
             plays_complete: job_time.count,
             plays_incomplete: self.plays_incomplete,
+            reuse: self.reuse.finish(),
         }
     }
 }

@@ -20,7 +20,8 @@
 //! told before the figures), [`history`] (live history's counts),
 //! [`breaker`] (a run stopped when its requests
 //! keep failing the same way), [`time_breakdown`] (where the time went,
-//! as the reports show it), and the shapes the plan report shares
+//! as the reports show it), [`reuse`] (prefix reuse, best possible against
+//! predicted against achieved), and the shapes the plan report shares
 //! ([`policy`], [`work`]). Every whole JSON file is read through
 //! [`file_cap`] (a regular file, at most 256 MiB).
 //!
@@ -47,6 +48,7 @@ pub mod record;
 pub mod record_line;
 pub mod records_file;
 pub mod replicas;
+pub mod reuse;
 pub mod seen;
 pub mod server_metrics;
 pub mod shape;

@@ -444,6 +444,11 @@ pub struct Summary {
     /// under recorded history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistorySummary>,
+    /// Prefix reuse: best possible, the server model's prediction and
+    /// what the server reported, in total and by the gap since the
+    /// agent's previous turn (`runs::reuse`); absent when not computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<crate::reuse::ReuseSummary>,
     pub config: RunConfig,
 }
 
@@ -569,6 +574,7 @@ impl Summary {
             lanes,
             replicas,
             history: HistorySummary::of(&start.config.history, end.history),
+            reuse: measured.reuse,
             config: RunConfig {
                 // Whether `--max-inflight` fired: a measured turn waited
                 // for the cap.

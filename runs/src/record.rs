@@ -400,6 +400,20 @@ pub struct RequestRecord {
     /// value of `--replica-header`); absent when it said nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served_by: Option<String>,
+    /// Prompt tokens the workload could reuse at best (the plan's: an
+    /// infinite cache, token by token, in the plan's dispatch order, the
+    /// agent's previous answer counted; docs/run.md, "Prefix reuse");
+    /// absent when the run did not plan reuse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse_best_tokens: Option<u64>,
+    /// Cached tokens the plan's server model predicted for this request;
+    /// absent without a server model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse_predicted_tokens: Option<u64>,
+    /// Seconds from the end of the agent's previous turn to this send, on
+    /// the plan's clock; absent for an agent's first turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse_gap_s: Option<f64>,
 }
 
 /// Identity of a request in the workload.
@@ -491,6 +505,9 @@ impl RequestRecord {
             replica: id.replica,
             session_key: id.session_key,
             served_by: response.served_by.clone(),
+            reuse_best_tokens: None,
+            reuse_predicted_tokens: None,
+            reuse_gap_s: None,
         }
     }
 }

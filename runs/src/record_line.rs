@@ -94,6 +94,11 @@ pub struct RecordLine<'a> {
     /// The replica the server or router named.
     #[serde(borrow, default, deserialize_with = "text")]
     pub served_by: Option<Cow<'a, str>>,
+    /// The plan's prefix reuse (`crate::reuse`); absent when the run did
+    /// not plan it, and from records before arbor did.
+    pub reuse_best_tokens: Option<u64>,
+    pub reuse_predicted_tokens: Option<u64>,
+    pub reuse_gap_s: Option<f64>,
 }
 
 /// A failed request's `error` object.
@@ -249,6 +254,9 @@ impl<'a> RecordLine<'a> {
             }),
             answered_model: self.answered_model.as_deref(),
             replica: self.replica,
+            reuse_best_tokens: self.reuse_best_tokens,
+            reuse_predicted_tokens: self.reuse_predicted_tokens,
+            reuse_gap_s: self.reuse_gap_s,
         })
     }
 }

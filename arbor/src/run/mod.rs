@@ -570,6 +570,7 @@ pub async fn run_against(
         failures,
         checked,
         history,
+        reuse,
     } = prepared;
 
     let tls = arbor_backends::endpoint::tls_config(endpoint, &requests.tls)?;
@@ -665,6 +666,7 @@ pub async fn run_against(
         base_url: endpoint.to_string(),
         cache_bust: requests.markers(scheduler.policy().seed),
         history,
+        reuse: reuse.clone(),
     };
 
     // Meet the other shards (`--start-at`, the barrier) once everything

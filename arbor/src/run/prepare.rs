@@ -14,6 +14,7 @@ use arbor_engine::Workload;
 use crate::options::{FailureLimits, MetricsOptions, RunOptions};
 use crate::{inputs, Observer};
 use arbor_backends::endpoint::{Auth, RequestOptions};
+use arbor_backends::reuse::ReusePlan;
 use arbor_error::Error;
 use arbor_report::page::planned::PlannedLoad;
 use arbor_report::plan::describe_fit;
@@ -59,6 +60,10 @@ pub struct Prepared {
     pub checked: Option<arbor_backends::preflight::Ready>,
     /// Where a next turn's history comes from (`--history`).
     pub history: crate::options::History,
+    /// The plan's prefix reuse of every request (best possible, and the
+    /// server model's prediction with `--service server:`), put into the
+    /// records as they are written.
+    pub reuse: Option<Arc<ReusePlan>>,
 }
 
 /// Checks every flag, loads and compiles the workload, plans it on the
@@ -122,7 +127,11 @@ pub fn prepare_compiled(
         keys: None,
     };
     let service = args.service();
-    crate::plan::run_service(&mut plan, &service, prompts, "engine (planning)")?;
+    let server = crate::plan::run_service(&mut plan, &service, prompts, "engine (planning)")?;
+    // Before the clock starts: the records only look their figures up.
+    let reuse = crate::reuse::plan(&plan, prompts, server.as_ref())
+        .inspect_err(|too_large| observer.notice(&format!("arbor run: {too_large}")))
+        .ok();
     let stats = plan.stats();
     let planned = Planned {
         service: service.to_string(),
@@ -188,6 +197,7 @@ pub fn prepare_compiled(
         failures: args.request.failures,
         checked: None,
         history: args.input.history,
+        reuse: reuse.map(Arc::new),
     })
 }
 

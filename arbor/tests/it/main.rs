@@ -6,6 +6,7 @@ mod examples;
 mod gaps;
 mod metrics;
 mod plan;
+mod reuse;
 mod run;
 mod server_cache;
 mod server_plan;

@@ -59,6 +59,7 @@ use super::numbering::{Numbering, Numbers};
 use super::prebuild::Bodies;
 use super::request::BodyConfig;
 use super::turn::{identity, place, TurnBody};
+use crate::reuse::ReusePlan;
 use arbor_runs::history::HistoryCounts;
 use arbor_runs::journal::Driven;
 use arbor_runs::record::{ErrorCategory, RecordSink, RequestRecord, Response};
@@ -77,6 +78,9 @@ pub struct LiveConfig {
     pub cache_bust: Option<CacheBust>,
     /// Where a next turn's history comes from (`--history`).
     pub history: History,
+    /// The plan's prefix reuse of every request, put into its record;
+    /// `None`: not computed.
+    pub reuse: Option<Arc<ReusePlan>>,
 }
 
 /// Counters a progress display can read at its own pace (no redraw here).
@@ -206,6 +210,7 @@ pub async fn run_among<S: RecordSink>(
         cancelled: false,
         sink,
         progress,
+        reuse: config.reuse.clone(),
     };
     live.run(rx, stop).await
 }
@@ -256,6 +261,8 @@ struct LiveLoop<'a, S> {
     cancelled: bool,
     sink: &'a mut S,
     progress: &'a Progress,
+    /// The plan's prefix reuse, looked up by each record.
+    reuse: Option<Arc<ReusePlan>>,
 }
 
 impl<S: RecordSink> LiveLoop<'_, S> {
@@ -553,9 +560,17 @@ impl<S: RecordSink> LiveLoop<'_, S> {
             identity.request = number.request;
             identity.play = number.play;
         }
-        self.sink
-            .record(&RequestRecord::new(identity, response))
-            .map_err(LiveError::Sink)?;
+        let mut record = RequestRecord::new(identity, response);
+        if let Some(planned) = self
+            .reuse
+            .as_ref()
+            .and_then(|p| p.lookup(self.scheduler, id))
+        {
+            record.reuse_best_tokens = Some(planned.best);
+            record.reuse_predicted_tokens = planned.predicted;
+            record.reuse_gap_s = planned.gap.map(arbor_engine::time::nanos_to_secs);
+        }
+        self.sink.record(&record).map_err(LiveError::Sink)?;
         Ok(true)
     }
 }

@@ -196,6 +196,7 @@ fn drive_at(
         base_url: base_url.to_string(),
         cache_bust: None,
         history,
+        reuse: None,
     };
     let mut sink = Sink(Vec::new());
     let outcome = tokio::runtime::Builder::new_current_thread()

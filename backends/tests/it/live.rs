@@ -168,6 +168,7 @@ pub(crate) fn drive_api(
         base_url: base_url.to_string(),
         cache_bust: cache_bust.then_some(CacheBust { seed: 0, salt: 0 }),
         history: Default::default(),
+        reuse: None,
     };
     let mut sink = VecSink(Vec::new());
     let outcome = client_runtime().block_on(async {
