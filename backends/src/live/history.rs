@@ -594,6 +594,94 @@ mod tests {
         assert_eq!(out, " tok0 a\"b xy z");
     }
 
+    fn hashed(turns: &[(u32, &[u32])]) -> Workload {
+        use arbor_engine::model::{Agent, AgentKind, Turn};
+        let tree = Tree {
+            id: "h".into(),
+            block_size: 4,
+            agents: vec![Agent {
+                id: "root".into(),
+                parent: None,
+                kind: AgentKind::Root,
+                recorded_end: None,
+                turns: turns
+                    .iter()
+                    .map(|(isl, ids)| Turn {
+                        isl: *isl,
+                        osl: 4,
+                        hash_ids: ids.to_vec().into(),
+                        ..Turn::default()
+                    })
+                    .collect(),
+            }],
+            ..Tree::default()
+        };
+        Workload { trees: vec![tree] }
+    }
+
+    fn place(turn: usize) -> Place {
+        Place {
+            play: 0,
+            tree: 0,
+            agent: 0,
+            turn,
+        }
+    }
+
+    fn answer(text: &str) -> Response {
+        Response {
+            generated: Some(text.into()),
+            completion_tokens: Some(4),
+            ..Response::default()
+        }
+    }
+
+    #[test]
+    fn an_agents_entry_lives_from_one_turn_to_the_next() {
+        let workload = hashed(&[(8, &[1, 2]), (14, &[1, 2, 3, 4]), (20, &[1, 2, 3, 4, 5])]);
+        let config = BodyConfig::default();
+        let mut store = Store::default();
+        assert_eq!(store.body(&workload, &config, place(0), 4, None), None);
+        assert_eq!(store.len(), 1, "kept for turn 1");
+        store.answered(place(0), &answer(" a b c d e f"));
+        let body = store.body(&workload, &config, place(1), 4, None);
+        let body: serde_json::Value = serde_json::from_slice(&body.expect("live")).unwrap();
+        let text = body["messages"][0]["content"].as_str().unwrap().to_string();
+        assert!(text.contains(" a b c d "), "{text}");
+        assert!(!text.contains(" e"), "cut at the recorded 4 words: {text}");
+        assert_eq!(text.split(' ').count() - 1, 14, "the recorded length");
+        assert_eq!(store.len(), 1, "turn 0's entry dropped, turn 1's kept");
+        // The last turn keeps nothing.
+        store.answered(place(1), &answer(" x"));
+        let last = store
+            .body(&workload, &config, place(2), 4, None)
+            .expect("live");
+        let last: serde_json::Value = serde_json::from_slice(&last).unwrap();
+        let last = last["messages"][0]["content"].as_str().unwrap();
+        // One word generated: the recorded answer's other three follow.
+        assert!(last.starts_with(&format!("{text} x ")), "{last}");
+        assert_eq!(last.split(' ').count() - 1, 20);
+        assert!(store.is_empty());
+        assert_eq!(store.counts().live_turns, 2);
+        // A play forgotten takes its agents' entries.
+        store.body(&workload, &config, place(0), 4, None);
+        store.forget_below(1);
+        assert!(store.is_empty());
+    }
+
+    #[test]
+    fn a_turn_that_does_not_extend_the_previous_keeps_its_recorded_prompt() {
+        // Turn 1 starts with other blocks: not turn 0's continuation.
+        let workload = hashed(&[(8, &[1, 2]), (14, &[7, 8, 9, 10])]);
+        let config = BodyConfig::default();
+        let mut store = Store::default();
+        store.body(&workload, &config, place(0), 4, None);
+        store.answered(place(0), &answer(" a b"));
+        assert_eq!(store.body(&workload, &config, place(1), 4, None), None);
+        assert_eq!(store.counts().recorded_fallbacks, 1);
+        assert_eq!(store.counts().live_turns, 0);
+    }
+
     #[test]
     fn words_are_cut_at_the_recorded_count() {
         assert_eq!(cut_words(" a b  c", 2), (" a b", 2));

@@ -1,5 +1,8 @@
 //! The HTTP server: routing, request handling (chat, completions,
 //! Messages and Responses, with each API's error shape), the handle.
+//! Every completion answer names the replica that served it
+//! (`x-arbor-replica`); the listener and its accept loop
+//! ([`spawn_server`]) also serve a fleet's router (`fleet.rs`).
 //!
 //! Built on hyper 1 directly (HTTP/1.1, one tokio task per connection via
 //! hyper-util's `TokioIo`): a stream is a body that hyper polls on the
