@@ -289,6 +289,10 @@ pub struct Response {
     /// The value of the response header that names the replica which
     /// served the request (`--replica-header`), when asked for and given.
     pub served_by: Option<String>,
+    /// The value of the response header `--session-routing token` names:
+    /// the session token the server issued, echoed on the agent's later
+    /// requests (never recorded).
+    pub session_token: Option<String>,
 }
 
 /// The message of a request cancelled at the end of the grace period.

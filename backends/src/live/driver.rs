@@ -40,6 +40,7 @@
 //! request needs (its body, its task, its cancel signal, its two events),
 //! nor stamp anything the request's task stamps (sent, bytes arriving).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -55,8 +56,10 @@ use arbor_engine::{EngineError, Workload};
 
 use super::exchange::{execute_into, Target};
 use super::numbering::{Numbering, Numbers};
+use super::placement::{stable_hash, Load, Placement, Placer};
 use super::prebuild::Bodies;
-use super::request::BodyConfig;
+use super::request::{Api, BodyConfig};
+use super::routing::{agent_key, insert_first, user_field, Session, SessionRouting};
 use super::turn::identity;
 use arbor_runs::journal::Driven;
 use arbor_runs::record::{ErrorCategory, RecordSink, RequestRecord, Response};
@@ -73,6 +76,28 @@ pub struct LiveConfig {
     /// Prepend each play's cache-bust marker to its prompts, from this
     /// seed and salt; `None`: no markers.
     pub cache_bust: Option<CacheBust>,
+    /// Several endpoints (`--endpoint` repeated): the others and how
+    /// requests are placed; `None` with one (`target` takes every
+    /// request, and records name no replica).
+    pub replicas: Option<Replicas>,
+}
+
+/// The endpoints after the first, and how requests are spread over them
+/// all (docs/routing.md).
+#[derive(Debug, Clone)]
+pub struct Replicas {
+    /// Replicas 1.. (replica 0 is [`LiveConfig::target`]), each with its
+    /// own pool.
+    pub more: Vec<Target>,
+    /// Their base URLs, in the same order (for warming their pools).
+    pub more_base_urls: Vec<String>,
+    pub placement: Placement,
+    /// Requests in flight per replica and the round-robin turn, shared by
+    /// every loop of the process.
+    pub load: Arc<Load>,
+    /// The run's seed and this loop's number: its `random` stream.
+    pub seed: u64,
+    pub stream: u64,
 }
 
 /// Counters a progress display can read at its own pace (no redraw here).
@@ -125,15 +150,31 @@ pub enum LiveError {
 /// pay for connecting: how many the server proved (see [`Target::warm`]).
 ///
 /// [`Target::warm`]: super::exchange::Target::warm
+/// With several endpoints, each replica's pool gets an even share.
 pub async fn warm_pool(config: &LiveConfig) -> usize {
-    let base = config.base_url.trim_end_matches('/');
+    let Some(replicas) = &config.replicas else {
+        return warm_one_pool(&config.target, &config.base_url, config.warm_connections).await;
+    };
+    let share = config
+        .warm_connections
+        .div_ceil(replicas.more.len() + 1)
+        .max(1);
+    let mut proven = warm_one_pool(&config.target, &config.base_url, share).await;
+    for (target, base) in replicas.more.iter().zip(&replicas.more_base_urls) {
+        proven += warm_one_pool(target, base, share).await;
+    }
+    proven
+}
+
+/// Warms `connections` of `target`'s pool, whose base URL is `base`.
+async fn warm_one_pool(target: &Target, base: &str, connections: usize) -> usize {
+    let base = base.trim_end_matches('/');
     let base_path = base
         .split_once("://")
         .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
         .unwrap_or("");
-    config
-        .target
-        .warm(config.warm_connections, &format!("{base_path}/v1/models"))
+    target
+        .warm(connections, &format!("{base_path}/v1/models"))
         .await
 }
 
@@ -182,11 +223,28 @@ pub async fn run_among<S: RecordSink>(
     scheduler.forget_finished(Scheduler::FORGET_BATCH);
     let mut inflight = IdWindow::default();
     inflight.drop_finished(Scheduler::FORGET_BATCH);
+    let mut targets = vec![Arc::new(config.target.clone())];
+    let placer = config.replicas.as_ref().map(|r| {
+        targets.extend(r.more.iter().cloned().map(Arc::new));
+        let rng = arbor_engine::rng::stream(
+            r.seed,
+            arbor_engine::rng::Purpose::Placement,
+            0,
+            0,
+            r.stream,
+        );
+        Placer::new(r.placement, Arc::clone(&r.load), rng)
+    });
     let live = LiveLoop {
         epoch: among.epoch,
         numbers: among.numbering.map(Numbers::new),
         scheduler,
-        target: Arc::new(config.target.clone()),
+        routing: config.target.routing.clone(),
+        messages: config.body.api == Api::Messages,
+        targets,
+        placer,
+        agent_turns: BTreeMap::new(),
+        tokens: BTreeMap::new(),
         bodies: Bodies::new(workload, config.body.clone(), config.cache_bust),
         tx,
         inflight,
@@ -218,6 +276,20 @@ struct InFlight {
     /// (taken once sent).
     cancel: Option<oneshot::Sender<Nanos>>,
     sent: Option<Nanos>,
+    /// Where it went and whose it is.
+    placed: Placed,
+}
+
+/// A request's replica and conversation.
+#[derive(Debug, Clone, Copy, Default)]
+struct Placed {
+    /// Its index among the endpoints (0 with one).
+    replica: u32,
+    /// Its play's number (the record's `play`) and its agent's index in
+    /// the tree, when known.
+    agent: Option<(u32, u32)>,
+    /// Its agent's last turn.
+    last: bool,
 }
 
 /// The live loop's state between events.
@@ -227,7 +299,20 @@ struct LiveLoop<'a, S> {
     /// The process's numbers, when other loops share it.
     numbers: Option<Numbers>,
     scheduler: &'a mut Scheduler,
-    target: Arc<Target>,
+    /// How requests say which conversation they belong to.
+    routing: SessionRouting,
+    /// Bodies speak the Messages API (`user` goes in `metadata`).
+    messages: bool,
+    /// The endpoints: one, or the replicas in order.
+    targets: Vec<Arc<Target>>,
+    /// With several endpoints: which one a request goes to.
+    placer: Option<Placer>,
+    /// Turns of each agent, by tree index (for an agent's last turn; only
+    /// kept when the routing needs it).
+    agent_turns: BTreeMap<u32, Vec<u32>>,
+    /// `token`: per (play, agent), the token of the agent's latest
+    /// response, until its last turn is sent.
+    tokens: BTreeMap<(u32, u32), String>,
     bodies: Bodies,
     /// Given (cloned) to every request's task.
     tx: mpsc::UnboundedSender<TaskEvent>,
@@ -300,6 +385,51 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         self.numbers.as_mut()?.of(self.scheduler, id)
     }
 
+    /// Request `id`'s session (`None` when nothing needs it: no routing
+    /// key, one endpoint) and its conversation, in play `play` (the
+    /// process's number; `None`: the scheduler's). The token to echo is
+    /// its agent's latest; an agent's last turn takes it out.
+    fn session(&mut self, id: RequestId, play: Option<u32>) -> (Option<Session>, Placed) {
+        let mut placed = Placed::default();
+        if !self.routing.keyed() && self.placer.is_none() {
+            return (None, placed);
+        }
+        let Some(slot) = self.scheduler.slot(id) else {
+            return (None, placed);
+        };
+        let (play, warmup) = (play.unwrap_or(slot.play), slot.warmup);
+        let Some((tree, p, turn)) = self.scheduler.request_tree(id) else {
+            return (None, placed);
+        };
+        let t = turn as usize;
+        let agent = tree.agent_of[t];
+        let parent = tree.agent_parent[agent as usize];
+        let last = self.routing.needs_last() && !warmup && {
+            let turns = self.agent_turns.entry(p.tree).or_insert_with(|| {
+                let mut turns = vec![0u32; tree.agent_count as usize];
+                for &a in &tree.agent_of {
+                    turns[a as usize] += 1;
+                }
+                turns
+            });
+            tree.index_in_agent[t] + 1 == turns[agent as usize]
+        };
+        let token = match last {
+            true => self.tokens.remove(&(play, agent)),
+            false => self.tokens.get(&(play, agent)).cloned(),
+        };
+        placed.agent = Some((play, agent));
+        placed.last = last;
+        let session = Session {
+            play,
+            agent,
+            parent: (parent != u32::MAX).then_some(parent),
+            last,
+            token,
+        };
+        (Some(session), placed)
+    }
+
     /// Nanoseconds since the epoch.
     fn now(&self) -> Nanos {
         self.epoch.elapsed().as_nanos() as Nanos
@@ -312,13 +442,27 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         let Some(turn) = self.bodies.turn(self.scheduler, id) else {
             return Ok(());
         };
-        let body = self.bodies.take(id, &turn);
+        let mut body = self.bodies.take(id, &turn);
         let epoch = self.epoch;
-        let wire = self.number(id).map_or(id, |n| n.request);
-        let started = self.target.send_now(wire, &body, epoch);
+        let number = self.number(id);
+        let wire = number.map_or(id, |n| n.request);
+        let (session, mut placed) = self.session(id, number.map(|n| n.play));
+        if self.routing == SessionRouting::User {
+            if let Some(s) = &session {
+                insert_first(&mut body, &user_field(self.messages, &s.key()));
+            }
+        }
+        if let Some(placer) = &mut self.placer {
+            let key = match placed.agent {
+                Some((play, agent)) => stable_hash(agent_key(play, agent).as_bytes()),
+                None => 0,
+            };
+            placed.replica = placer.place(key) as u32;
+        }
+        let target = Arc::clone(&self.targets[placed.replica as usize]);
+        let started = target.send_now_in(wire, &body, epoch, session.as_ref());
         let sent_now = started.as_ref().map(|s| s.sent());
         let tx = self.tx.clone();
-        let target = Arc::clone(&self.target);
         let head_tx = self.bodies.build_ahead(self.scheduler, id);
         let (cancel, cancelled) = oneshot::channel::<Nanos>();
         tokio::spawn(async move {
@@ -343,6 +487,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
                     epoch,
                     osl,
                     started,
+                    session.as_ref(),
                     on_sent,
                     on_head,
                 );
@@ -372,6 +517,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
             *entry = Some(InFlight {
                 cancel: Some(cancel),
                 sent: sent_now,
+                placed,
             });
         }
         self.outstanding += 1;
@@ -408,8 +554,17 @@ impl<S: RecordSink> LiveLoop<'_, S> {
     /// failed. A failed warmup of a root agent aborts the run (the engine
     /// says so: `aborted()`).
     fn on_done(&mut self, id: RequestId, response: &Response) -> Result<(), LiveError> {
-        if self.take_inflight(id).is_none() {
+        let Some(entry) = self.take_inflight(id) else {
             return Ok(());
+        };
+        let placed = entry.placed;
+        if let Some(placer) = &self.placer {
+            placer.load().done(placed.replica as usize);
+        }
+        if let (Some(token), Some(agent), false) =
+            (&response.session_token, placed.agent, placed.last)
+        {
+            self.tokens.insert(agent, token.clone());
         }
         let at = response.stamps.done.unwrap_or_else(|| self.now());
         let outcome = match &response.error {
@@ -426,7 +581,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
             self.progress.errors.fetch_add(1, Ordering::Relaxed);
         }
         self.progress.done.fetch_add(1, Ordering::Relaxed);
-        if !self.record(id, response)? {
+        if !self.record(id, response, placed)? {
             return Ok(());
         }
         match (
@@ -489,13 +644,24 @@ impl<S: RecordSink> LiveLoop<'_, S> {
 
     /// Hands request `id`'s record to the sink; false when the scheduler
     /// does not know the request (nothing recorded).
-    fn record(&mut self, id: RequestId, response: &Response) -> Result<bool, LiveError> {
+    fn record(
+        &mut self,
+        id: RequestId,
+        response: &Response,
+        placed: Placed,
+    ) -> Result<bool, LiveError> {
         let Some(mut identity) = identity(self.scheduler, id) else {
             return Ok(false);
         };
         if let Some(number) = self.number(id) {
             identity.request = number.request;
             identity.play = number.play;
+        }
+        if self.placer.is_some() {
+            identity.replica = Some(placed.replica);
+        }
+        if self.routing.keyed() {
+            identity.session_key = placed.agent.map(|(play, agent)| agent_key(play, agent));
         }
         self.sink
             .record(&RequestRecord::new(identity, response))

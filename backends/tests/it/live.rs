@@ -167,6 +167,7 @@ pub(crate) fn drive_api(
         warm_connections: warm,
         base_url: base_url.to_string(),
         cache_bust: cache_bust.then_some(CacheBust { seed: 0, salt: 0 }),
+        replicas: None,
     };
     let mut sink = VecSink(Vec::new());
     let outcome = client_runtime().block_on(async {
