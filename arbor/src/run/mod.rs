@@ -723,12 +723,14 @@ pub async fn run_against(
         interval: metrics.metrics_interval,
         all: metrics.metrics_all,
     };
-    let chosen = scrape::choose(&wanted, endpoint, &headers, &client).await;
-    if let Some(notice) = &chosen.notice {
+    let endpoints: Vec<&str> = std::iter::once(endpoint)
+        .chain(requests.more_endpoints.iter().map(String::as_str))
+        .collect();
+    let (metrics, notices) = scrape::choose_replicas(&wanted, &endpoints, &headers, &client).await;
+    for notice in &notices {
         observer.notice(notice);
     }
-    let metrics = chosen.settings;
-    config.metrics = metrics.as_ref().map(scrape::Settings::config);
+    config.metrics = scrape::config_of(&metrics);
     let live_config = LiveConfig {
         target,
         body: BodyConfig {
@@ -835,13 +837,13 @@ pub async fn run_against(
     // The scraper takes its first scrape and starts its clock; the
     // driver's clock starts a few microseconds later, so a scrape is never
     // stamped earlier than it happened on the run's clock.
-    let scraper = match metrics {
-        Some(settings) => Some(Scraper::start(
-            settings,
-            http_client(tls.as_ref())?,
+    let scraper = match metrics.is_empty() {
+        false => Some(Scraper::start_all(
+            metrics,
+            http_client(any_tls.as_ref())?,
             &out_dir,
         )?),
-        None => None,
+        true => None,
     };
     let progress = Arc::new(Progress::default());
     if show_progress {
