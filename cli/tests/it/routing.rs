@@ -132,4 +132,17 @@ fn two_emulators_as_replicas_are_named_in_every_record() {
     // Two threads share the round-robin turn: an equal share, give or
     // take one.
     assert!(per[0].abs_diff(per[1]) <= 1, "{per:?}");
+    // Each emulator's /metrics scraped, its lines naming their replica;
+    // the summary keeps both replicas' sections beside the totals.
+    let lines = fs::read_to_string(out_dir.join("metrics.jsonl")).expect("metrics");
+    for replica in [0, 1] {
+        let tag = format!("\"replica\":{replica}");
+        assert!(lines.lines().any(|l| l.contains(&tag)), "{tag}");
+    }
+    let server = &summary["server_metrics"];
+    assert_eq!(config["metrics"]["urls"].as_array().map(Vec::len), Some(2));
+    let ok = |m: &Value| m["scrapes"]["ok"].as_u64().unwrap_or(0);
+    let (zero, one) = (&server["replicas"]["0"], &server["replicas"]["1"]);
+    assert!(ok(zero) > 0 && ok(one) > 0, "{server}");
+    assert_eq!(ok(zero) + ok(one), ok(server));
 }
