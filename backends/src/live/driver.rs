@@ -26,6 +26,12 @@
 //! yields until the deadline passes; schedule lag stays well under a
 //! millisecond without burning a core.
 //!
+//! Each request names its conversation as `--session-routing` says
+//! (`super::routing`: the agent's key, its parent's, its last turn, the
+//! token its agent's latest response issued), and with several endpoints
+//! goes to the replica `--placement` picks (`super::placement`); its
+//! record names both.
+//!
 //! A cancel (the grace period ran out) is a signal to the request's task,
 //! not an abort: the task owns its [`Response`], stops its exchange and
 //! reports the response measured so far (stamps, status, chunks, tokens,
@@ -148,9 +154,9 @@ pub enum LiveError {
 
 /// Opens connections before the clock starts, so the first requests do not
 /// pay for connecting: how many the server proved (see [`Target::warm`]).
+/// With several endpoints, each replica's pool gets an even share.
 ///
 /// [`Target::warm`]: super::exchange::Target::warm
-/// With several endpoints, each replica's pool gets an even share.
 pub async fn warm_pool(config: &LiveConfig) -> usize {
     let Some(replicas) = &config.replicas else {
         return warm_one_pool(&config.target, &config.base_url, config.warm_connections).await;
