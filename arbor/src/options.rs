@@ -14,7 +14,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 pub use arbor_backends::live::history::History;
+use arbor_backends::live::placement::Placement;
 use arbor_backends::live::request::{Api, MaxTokensField};
+use arbor_backends::live::routing::SessionRouting;
 use arbor_backends::live::tls::TlsOptions;
 pub use arbor_backends::preflight::Options as Preflight;
 use arbor_engine::policy::{Arrival, GapScale, GapTransform, Shard, Stagger, StartWindow};
@@ -238,6 +240,18 @@ pub struct RequestOptions {
     pub preflight: Preflight,
     /// What failures stop a run or fail it.
     pub failures: FailureLimits,
+    /// The endpoints after `endpoint` (`--endpoint` repeated: replicas
+    /// without a router), normalized.
+    pub more_endpoints: Vec<String>,
+    /// How requests say which conversation they belong to
+    /// (`--session-routing`, default `affinity`).
+    pub session_routing: SessionRouting,
+    /// How requests are spread over several endpoints (`--placement`,
+    /// default `sticky`).
+    pub placement: Placement,
+    /// The response header naming the replica that served a request
+    /// (`--replica-header`): recorded as `served_by`.
+    pub replica_header: Option<String>,
 }
 
 /// What failures stop a run (`--abort-after`) or fail it at its end
@@ -282,6 +296,10 @@ impl Default for RequestOptions {
             cache_bust_salt: 0,
             preflight: Preflight::default(),
             failures: FailureLimits::default(),
+            more_endpoints: Vec::new(),
+            session_routing: SessionRouting::default(),
+            placement: Placement::default(),
+            replica_header: None,
         }
     }
 }

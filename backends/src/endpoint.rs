@@ -14,7 +14,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::live::placement::Placement;
 use crate::live::request::{Api, MaxTokensField, ANTHROPIC_VERSION};
+use crate::live::routing::SessionRouting;
 use crate::live::stream::ConnectError;
 use crate::live::tls::{client_config, ClientConfig, TlsOptions};
 use arbor_engine::prompt::CacheBust;
@@ -61,6 +63,16 @@ pub struct RequestOptions {
     pub cache_bust_salt: u64,
     /// What is checked before the clock starts.
     pub preflight: PreflightOptions,
+    /// How requests say which conversation they belong to
+    /// (`--session-routing`).
+    pub routing: SessionRouting,
+    /// The endpoints after the first (`--endpoint` repeated), normalized.
+    pub more_endpoints: Vec<String>,
+    /// How requests are spread over several endpoints (`--placement`).
+    pub placement: Placement,
+    /// The response header naming the replica that served a request
+    /// (`--replica-header`).
+    pub replica_header: Option<String>,
 }
 
 /// The pre-flight's flags.

@@ -137,7 +137,11 @@ pub fn access(a: &AccessArgs) -> AccessOptions {
 
 fn request(a: &RequestArgs) -> RequestOptions {
     RequestOptions {
-        endpoint: a.endpoint.clone(),
+        endpoint: a.endpoint.first().cloned(),
+        more_endpoints: a.endpoint.iter().skip(1).cloned().collect(),
+        session_routing: a.routing.session_routing.clone(),
+        placement: a.routing.placement,
+        replica_header: a.routing.replica_header.clone(),
         model: a.model.clone(),
         api: a.api,
         max_tokens_field: a.max_tokens_field,

@@ -30,6 +30,8 @@ pub enum Purpose {
     Bootstrap = 8,
     /// Which trees a corpus subset (`--trees N`) takes.
     Subset = 9,
+    /// Which replica each request goes to (`--placement random`).
+    Placement = 10,
 }
 
 /// SplitMix64 finalizer: a bijective mixer with good avalanche.

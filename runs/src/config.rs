@@ -160,6 +160,25 @@ pub struct RunConfig {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardConfig>,
+    /// How requests said which conversation they belong to
+    /// (`--session-routing`: `affinity`, `dynamo`, `token:HEADER`, `user`,
+    /// `header:NAME`, `sglang`, `none`; docs/routing.md); absent in a run
+    /// made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_routing: Option<String>,
+    /// With several endpoints (`--endpoint` repeated): every one, redacted,
+    /// in order (a record's `replica` is an index here; `endpoint` is the
+    /// first). Absent with one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<String>,
+    /// With several endpoints: how requests were placed on them
+    /// (`sticky`, `round-robin`, `least-loaded`, `random`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
+    /// `--replica-header`: the response header whose value records name
+    /// as `served_by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_header: Option<String>,
 }
 
 /// A run directory from before `--threads` ran on one.

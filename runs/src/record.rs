@@ -293,6 +293,10 @@ pub struct Response {
     /// only when a request is asked to (`--history live`: `Some` before the
     /// exchange); `None` otherwise. Never recorded.
     pub generated: Option<String>,
+    /// The value of the response header `--session-routing token` names:
+    /// the session token the server issued, echoed on the agent's later
+    /// requests (never recorded).
+    pub session_token: Option<String>,
 }
 
 /// The message of a request cancelled at the end of the grace period.

@@ -98,7 +98,10 @@ impl ReplicaReport {
 
 /// The run's endpoints by replica index (redacted base URLs).
 pub fn endpoints_of(config: &crate::config::RunConfig) -> Vec<String> {
-    config.endpoint.iter().cloned().collect()
+    match config.endpoints.is_empty() {
+        true => config.endpoint.iter().cloned().collect(),
+        false => config.endpoints.clone(),
+    }
 }
 
 fn figures(

@@ -96,7 +96,26 @@ pub fn new(
         repeat: args.repeat_of,
         barrier: None,
         shard: None,
+        session_routing: None,
+        endpoints: Vec::new(),
+        placement: None,
+        replica_header: None,
     }
+}
+
+/// How requests were routed: the session-routing mode, and with several
+/// endpoints every one of them (redacted) and the placement (`endpoint`
+/// stays the first, for older readers).
+pub fn set_routing(config: &mut RunConfig, endpoint: &str, requests: &RequestOptions) {
+    config.session_routing = Some(requests.routing.name());
+    if !requests.more_endpoints.is_empty() {
+        config.endpoints = std::iter::once(endpoint)
+            .chain(requests.more_endpoints.iter().map(String::as_str))
+            .map(redact_url)
+            .collect();
+        config.placement = Some(requests.placement.name().to_string());
+    }
+    config.replica_header = requests.replica_header.clone();
 }
 
 /// What is known once the endpoint is.

@@ -574,22 +574,41 @@ pub async fn run_against(
     } = prepared;
 
     let tls = arbor_backends::endpoint::tls_config(endpoint, &requests.tls)?;
-    let client = http_client(tls.as_ref())?;
+    // The replicas after the first (`--endpoint` repeated), each with its
+    // TLS configuration (the first's when it has one).
+    let mut more = Vec::with_capacity(requests.more_endpoints.len());
+    for other in &requests.more_endpoints {
+        let other_tls = match (&tls, other.starts_with("https://")) {
+            (_, false) => None,
+            (Some(t), true) => Some(Arc::clone(t)),
+            (None, true) => arbor_backends::endpoint::tls_config(other, &requests.tls)?,
+        };
+        more.push((other.as_str(), other_tls));
+    }
+    let any_tls = tls
+        .clone()
+        .or_else(|| more.iter().find_map(|(_, t)| t.clone()));
+    let client = http_client(any_tls.as_ref())?;
     let headers = requests.auth.header_map();
     let url = at(endpoint, requests.api.path());
-    let new_target = |model: &str| -> Result<Target, Error> {
-        let mut target = Target::new(
-            &url,
-            &headers,
-            requests.timeout,
-            requests.retries,
-            tls.clone(),
-        )
-        .map_err(|e| Error::other(e.replace(&url, &redact_url(&url))))?;
-        target.api = requests.api;
-        target.model = Some(Arc::from(model));
-        target.retry_on = Arc::from(requests.retry_on.as_slice());
-        Ok(target)
+    let target_at =
+        |base: &str, tls: Option<Arc<ClientConfig>>, model: &str| -> Result<Target, Error> {
+            let url = at(base, requests.api.path());
+            let mut target = Target::new(&url, &headers, requests.timeout, requests.retries, tls)
+                .map_err(|e| Error::other(e.replace(&url, &redact_url(&url))))?;
+            target.api = requests.api;
+            target.model = Some(Arc::from(model));
+            target.retry_on = Arc::from(requests.retry_on.as_slice());
+            target.routing = requests.routing.clone();
+            target.replica_header = requests.replica_header.as_deref().map(Arc::from);
+            Ok(target)
+        };
+    let new_target = |model: &str| target_at(endpoint, tls.clone(), model);
+    // One target a further replica, each with its own pool.
+    let more_targets = |model: &str| -> Result<Vec<Target>, Error> {
+        more.iter()
+            .map(|(base, tls)| target_at(base, tls.clone(), model))
+            .collect()
     };
     // The pre-flight: a run that cannot measure what was asked is refused
     // here, in one message, before any measured request (once for a
@@ -613,20 +632,64 @@ pub async fn run_against(
                 },
             )
             .await
-            .map_err(|why| Error::other(format!("arbor run: pre-flight: {why}")))?;
+            .map_err(|why| {
+                let of = if more.is_empty() {
+                    String::new()
+                } else {
+                    format!(" of {}", redact_url(endpoint))
+                };
+                Error::other(format!("arbor run: pre-flight{of}: {why}"))
+            })?;
             for notice in &ready.notices {
                 observer.notice(notice);
+            }
+            // Every further replica is asked too, for the model the first
+            // settled on; a failure names the replica.
+            for (other, _) in &more {
+                let key_from = requests.auth.key_source();
+                let also = preflight::check(
+                    &client,
+                    &preflight::Ask {
+                        endpoint: other,
+                        api_path: requests.api.path(),
+                        headers: &headers,
+                        key_from: key_from.as_deref(),
+                        key_env: arbor_backends::endpoint::default_api_key_env(requests.api),
+                        model: Some(&ready.model),
+                        workload: &workload,
+                        cacert: requests.tls.cacert.as_deref(),
+                        options: requests.preflight,
+                    },
+                )
+                .await
+                .map_err(|why| {
+                    Error::other(format!(
+                        "arbor run: pre-flight of {}: {why}",
+                        redact_url(other)
+                    ))
+                })?;
+                for notice in &also.notices {
+                    observer.notice(&format!("{} ({})", notice, redact_url(other)));
+                }
             }
             ready
         }
     };
     let target = new_target(&ready.model)?;
+    let replicas = more_targets(&ready.model)?;
     if tls.is_some() {
         // A certificate the client refuses stops the run here, in plain
         // words, before any request (the connection stays pooled).
         target.handshake().await.map_err(|e| {
             arbor_backends::endpoint::connect_failure(endpoint, &e, requests.tls.cacert.as_deref())
         })?;
+    }
+    for ((other, other_tls), replica) in more.iter().zip(&replicas) {
+        if other_tls.is_some() {
+            replica.handshake().await.map_err(|e| {
+                arbor_backends::endpoint::connect_failure(other, &e, requests.tls.cacert.as_deref())
+            })?;
+        }
     }
     let (model, model_from) = (ready.model.clone(), ready.model_from);
     let warm = (planned.peak_inflight as usize).clamp(1, MAX_WARM_CONNECTIONS);
@@ -641,18 +704,35 @@ pub async fn run_against(
         model_from,
         warm * thread_count,
     );
+    config::set_routing(&mut config, endpoint, &requests);
+    // Several endpoints: the placement's shared load, and each loop's
+    // targets (`stream`: its random stream).
+    let load = arbor_backends::live::placement::Load::new(replicas.len() + 1);
+    let seed = scheduler.policy().seed;
+    let replicas_of = |more: Vec<Target>, stream: u64| {
+        (!requests.more_endpoints.is_empty()).then(|| live::Replicas {
+            more,
+            more_base_urls: requests.more_endpoints.clone(),
+            placement: requests.placement,
+            load: Arc::clone(&load),
+            seed,
+            stream,
+        })
+    };
     let wanted = scrape::Wanted {
         none: metrics.no_metrics,
         url: metrics.metrics_url.clone(),
         interval: metrics.metrics_interval,
         all: metrics.metrics_all,
     };
-    let chosen = scrape::choose(&wanted, endpoint, &headers, &client).await;
-    if let Some(notice) = &chosen.notice {
+    let endpoints: Vec<&str> = std::iter::once(endpoint)
+        .chain(requests.more_endpoints.iter().map(String::as_str))
+        .collect();
+    let (metrics, notices) = scrape::choose_replicas(&wanted, &endpoints, &headers, &client).await;
+    for notice in &notices {
         observer.notice(notice);
     }
-    let metrics = chosen.settings;
-    config.metrics = metrics.as_ref().map(scrape::Settings::config);
+    config.metrics = scrape::config_of(&metrics);
     let live_config = LiveConfig {
         target,
         body: BodyConfig {
@@ -667,6 +747,7 @@ pub async fn run_against(
         cache_bust: requests.markers(scheduler.policy().seed),
         history,
         reuse: reuse.clone(),
+        replicas: replicas_of(replicas, 0),
     };
 
     // Meet the other shards (`--start-at`, the barrier) once everything
@@ -678,9 +759,12 @@ pub async fn run_against(
     } else {
         let configs = thread_schedulers
             .iter()
-            .map(|_| {
+            .enumerate()
+            .map(|(j, _)| {
+                let model = &live_config.body.model;
                 Ok(LiveConfig {
-                    target: new_target(&live_config.body.model)?,
+                    target: new_target(model)?,
+                    replicas: replicas_of(more_targets(model)?, j as u64),
                     ..live_config.clone()
                 })
             })
@@ -757,13 +841,13 @@ pub async fn run_against(
     // The scraper takes its first scrape and starts its clock; the
     // driver's clock starts a few microseconds later, so a scrape is never
     // stamped earlier than it happened on the run's clock.
-    let scraper = match metrics {
-        Some(settings) => Some(Scraper::start(
-            settings,
-            http_client(tls.as_ref())?,
+    let scraper = match metrics.is_empty() {
+        false => Some(Scraper::start_all(
+            metrics,
+            http_client(any_tls.as_ref())?,
             &out_dir,
         )?),
-        None => None,
+        true => None,
     };
     let progress = Arc::new(Progress::default());
     if show_progress {

@@ -203,6 +203,20 @@ pub fn prepare_compiled(
 
 fn request_options(args: &RunOptions) -> Result<RequestOptions, Error> {
     let r = &args.request;
+    let messages = r.api == arbor_backends::live::request::Api::Messages;
+    if r.session_routing == arbor_backends::live::routing::SessionRouting::User
+        && arbor_backends::live::routing::extra_body_sets_user(messages, r.extra_body.as_ref())
+    {
+        return Err(Error::input(format!(
+            "--session-routing user sets the body's `{}` and --extra-body sets it too: drop one",
+            if messages { "metadata" } else { "user" }
+        )));
+    }
+    if !r.more_endpoints.is_empty() && r.endpoint.is_none() {
+        return Err(Error::input(
+            "several endpoints need the first --endpoint too".to_string(),
+        ));
+    }
     Ok(RequestOptions {
         model: r.model.clone().filter(|m| !m.is_empty()),
         api: r.api,
@@ -222,6 +236,10 @@ fn request_options(args: &RunOptions) -> Result<RequestOptions, Error> {
         cache_bust: r.cache_bust,
         cache_bust_salt: r.cache_bust_salt,
         preflight: r.preflight,
+        routing: r.session_routing.clone(),
+        more_endpoints: r.more_endpoints.clone(),
+        placement: r.placement,
+        replica_header: r.replica_header.as_ref().map(|h| h.to_ascii_lowercase()),
     })
 }
 

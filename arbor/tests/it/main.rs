@@ -3,6 +3,7 @@
 
 mod capacity;
 mod examples;
+mod fleet;
 mod gaps;
 mod metrics;
 mod plan;

@@ -26,6 +26,12 @@
 //! yields until the deadline passes; schedule lag stays well under a
 //! millisecond without burning a core.
 //!
+//! Each request names its conversation as `--session-routing` says
+//! (`super::routing`: the agent's key, its parent's, its last turn, the
+//! token its agent's latest response issued), and with several endpoints
+//! goes to the replica `--placement` picks (`super::placement`); its
+//! record names both.
+//!
 //! A cancel (the grace period ran out) is a signal to the request's task,
 //! not an abort: the task owns its [`Response`], stops its exchange and
 //! reports the response measured so far (stamps, status, chunks, tokens,
@@ -40,6 +46,7 @@
 //! request needs (its body, its task, its cancel signal, its two events),
 //! nor stamp anything the request's task stamps (sent, bytes arriving).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -56,8 +63,10 @@ use arbor_engine::{EngineError, Workload};
 use super::exchange::{execute_into, Target};
 use super::history::{History, Store};
 use super::numbering::{Numbering, Numbers};
+use super::placement::{stable_hash, Load, Placement, Placer};
 use super::prebuild::Bodies;
-use super::request::BodyConfig;
+use super::request::{Api, BodyConfig};
+use super::routing::{agent_key, insert_first, user_field, Session, SessionRouting};
 use super::turn::{identity, place, TurnBody};
 use crate::reuse::ReusePlan;
 use arbor_runs::history::HistoryCounts;
@@ -81,6 +90,28 @@ pub struct LiveConfig {
     /// The plan's prefix reuse of every request, put into its record;
     /// `None`: not computed.
     pub reuse: Option<Arc<ReusePlan>>,
+    /// Several endpoints (`--endpoint` repeated): the others and how
+    /// requests are placed; `None` with one (`target` takes every
+    /// request, and records name no replica).
+    pub replicas: Option<Replicas>,
+}
+
+/// The endpoints after the first, and how requests are spread over them
+/// all (docs/routing.md).
+#[derive(Debug, Clone)]
+pub struct Replicas {
+    /// Replicas 1.. (replica 0 is [`LiveConfig::target`]), each with its
+    /// own pool.
+    pub more: Vec<Target>,
+    /// Their base URLs, in the same order (for warming their pools).
+    pub more_base_urls: Vec<String>,
+    pub placement: Placement,
+    /// Requests in flight per replica and the round-robin turn, shared by
+    /// every loop of the process.
+    pub load: Arc<Load>,
+    /// The run's seed and this loop's number: its `random` stream.
+    pub seed: u64,
+    pub stream: u64,
 }
 
 /// Counters a progress display can read at its own pace (no redraw here).
@@ -135,17 +166,33 @@ pub enum LiveError {
 
 /// Opens connections before the clock starts, so the first requests do not
 /// pay for connecting: how many the server proved (see [`Target::warm`]).
+/// With several endpoints, each replica's pool gets an even share.
 ///
 /// [`Target::warm`]: super::exchange::Target::warm
 pub async fn warm_pool(config: &LiveConfig) -> usize {
-    let base = config.base_url.trim_end_matches('/');
+    let Some(replicas) = &config.replicas else {
+        return warm_one_pool(&config.target, &config.base_url, config.warm_connections).await;
+    };
+    let share = config
+        .warm_connections
+        .div_ceil(replicas.more.len() + 1)
+        .max(1);
+    let mut proven = warm_one_pool(&config.target, &config.base_url, share).await;
+    for (target, base) in replicas.more.iter().zip(&replicas.more_base_urls) {
+        proven += warm_one_pool(target, base, share).await;
+    }
+    proven
+}
+
+/// Warms `connections` of `target`'s pool, whose base URL is `base`.
+async fn warm_one_pool(target: &Target, base: &str, connections: usize) -> usize {
+    let base = base.trim_end_matches('/');
     let base_path = base
         .split_once("://")
         .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
         .unwrap_or("");
-    config
-        .target
-        .warm(config.warm_connections, &format!("{base_path}/v1/models"))
+    target
+        .warm(connections, &format!("{base_path}/v1/models"))
         .await
 }
 
@@ -194,11 +241,28 @@ pub async fn run_among<S: RecordSink>(
     scheduler.forget_finished(Scheduler::FORGET_BATCH);
     let mut inflight = IdWindow::default();
     inflight.drop_finished(Scheduler::FORGET_BATCH);
+    let mut targets = vec![Arc::new(config.target.clone())];
+    let placer = config.replicas.as_ref().map(|r| {
+        targets.extend(r.more.iter().cloned().map(Arc::new));
+        let rng = arbor_engine::rng::stream(
+            r.seed,
+            arbor_engine::rng::Purpose::Placement,
+            0,
+            0,
+            r.stream,
+        );
+        Placer::new(r.placement, Arc::clone(&r.load), rng)
+    });
     let live = LiveLoop {
         epoch: among.epoch,
         numbers: among.numbering.map(Numbers::new),
         scheduler,
-        target: Arc::new(config.target.clone()),
+        routing: config.target.routing.clone(),
+        messages: config.body.api == Api::Messages,
+        targets,
+        placer,
+        agent_turns: BTreeMap::new(),
+        tokens: BTreeMap::new(),
         bodies: Bodies::new(workload, config.body.clone(), config.cache_bust)
             .with_live_history(config.history == History::Live),
         history: (config.history == History::Live).then(Store::default),
@@ -233,6 +297,39 @@ struct InFlight {
     /// (taken once sent).
     cancel: Option<oneshot::Sender<Nanos>>,
     sent: Option<Nanos>,
+    /// Where it went and whose it is.
+    placed: Placed,
+}
+
+/// A request's replica and conversation.
+#[derive(Debug, Clone, Copy, Default)]
+struct Placed {
+    /// Its index among the endpoints (0 with one).
+    replica: u32,
+    /// Its play's number (the record's `play`) and its agent's index in
+    /// the tree, when known.
+    agent: Option<(u32, u32)>,
+    /// Its agent's last turn.
+    last: bool,
+    /// The index of its play's root agent (the agent with no parent
+    /// above its own): sticky placement keys a conversation by it, so a
+    /// subagent goes where its parent is and reuses the prefix it shares
+    /// with it (docs/routing.md).
+    root: u32,
+}
+
+/// The root of `agent` in a tree whose agents' parents are `parents`
+/// (`u32::MAX`: none): up the parents, at most once per agent (a parent
+/// list with a cycle, which a compiled tree never has, stops there).
+fn root_of(parents: &[u32], agent: u32) -> u32 {
+    let mut at = agent;
+    for _ in 0..parents.len() {
+        match parents.get(at as usize) {
+            Some(&p) if p != u32::MAX => at = p,
+            _ => break,
+        }
+    }
+    at
 }
 
 /// The live loop's state between events.
@@ -242,7 +339,20 @@ struct LiveLoop<'a, S> {
     /// The process's numbers, when other loops share it.
     numbers: Option<Numbers>,
     scheduler: &'a mut Scheduler,
-    target: Arc<Target>,
+    /// How requests say which conversation they belong to.
+    routing: SessionRouting,
+    /// Bodies speak the Messages API (`user` goes in `metadata`).
+    messages: bool,
+    /// The endpoints: one, or the replicas in order.
+    targets: Vec<Arc<Target>>,
+    /// With several endpoints: which one a request goes to.
+    placer: Option<Placer>,
+    /// Turns of each agent, by tree index (for an agent's last turn; only
+    /// kept when the routing needs it).
+    agent_turns: BTreeMap<u32, Vec<u32>>,
+    /// `token`: per (play, agent), the token of the agent's latest
+    /// response, until its last turn is sent.
+    tokens: BTreeMap<(u32, u32), String>,
     bodies: Bodies,
     /// Under `--history live`: what each agent's last turn sent and got.
     history: Option<Store>,
@@ -320,6 +430,52 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         self.numbers.as_mut()?.of(self.scheduler, id)
     }
 
+    /// Request `id`'s session (`None` when nothing needs it: no routing
+    /// key, one endpoint) and its conversation, in play `play` (the
+    /// process's number; `None`: the scheduler's). The token to echo is
+    /// its agent's latest; an agent's last turn takes it out.
+    fn session(&mut self, id: RequestId, play: Option<u32>) -> (Option<Session>, Placed) {
+        let mut placed = Placed::default();
+        if !self.routing.keyed() && self.placer.is_none() {
+            return (None, placed);
+        }
+        let Some(slot) = self.scheduler.slot(id) else {
+            return (None, placed);
+        };
+        let (play, warmup) = (play.unwrap_or(slot.play), slot.warmup);
+        let Some((tree, p, turn)) = self.scheduler.request_tree(id) else {
+            return (None, placed);
+        };
+        let t = turn as usize;
+        let agent = tree.agent_of[t];
+        let parent = tree.agent_parent[agent as usize];
+        let last = self.routing.needs_last() && !warmup && {
+            let turns = self.agent_turns.entry(p.tree).or_insert_with(|| {
+                let mut turns = vec![0u32; tree.agent_count as usize];
+                for &a in &tree.agent_of {
+                    turns[a as usize] += 1;
+                }
+                turns
+            });
+            tree.index_in_agent[t] + 1 == turns[agent as usize]
+        };
+        let token = match last {
+            true => self.tokens.remove(&(play, agent)),
+            false => self.tokens.get(&(play, agent)).cloned(),
+        };
+        placed.agent = Some((play, agent));
+        placed.last = last;
+        placed.root = root_of(&tree.agent_parent, agent);
+        let session = Session {
+            play,
+            agent,
+            parent: (parent != u32::MAX).then_some(parent),
+            last,
+            token,
+        };
+        (Some(session), placed)
+    }
+
     /// Nanoseconds since the epoch.
     fn now(&self) -> Nanos {
         self.epoch.elapsed().as_nanos() as Nanos
@@ -335,16 +491,30 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         let live = self.live_body(id, &turn);
         // The generated text is kept only when a next turn reads it.
         let capture = live.as_ref().is_some_and(|(_, capture)| *capture);
-        let body = match live {
+        let mut body = match live {
             Some((Some(body), _)) => body,
             _ => self.bodies.take(id, &turn),
         };
         let epoch = self.epoch;
-        let wire = self.number(id).map_or(id, |n| n.request);
-        let started = self.target.send_now(wire, &body, epoch);
+        let number = self.number(id);
+        let wire = number.map_or(id, |n| n.request);
+        let (session, mut placed) = self.session(id, number.map(|n| n.play));
+        if self.routing == SessionRouting::User {
+            if let Some(s) = &session {
+                insert_first(&mut body, &user_field(self.messages, &s.key()));
+            }
+        }
+        if let Some(placer) = &mut self.placer {
+            let key = match placed.agent {
+                Some((play, _)) => stable_hash(agent_key(play, placed.root).as_bytes()),
+                None => 0,
+            };
+            placed.replica = placer.place(key) as u32;
+        }
+        let target = Arc::clone(&self.targets[placed.replica as usize]);
+        let started = target.send_now_in(wire, &body, epoch, session.as_ref());
         let sent_now = started.as_ref().map(|s| s.sent());
         let tx = self.tx.clone();
-        let target = Arc::clone(&self.target);
         let head_tx = self.bodies.build_ahead(self.scheduler, id);
         let (cancel, cancelled) = oneshot::channel::<Nanos>();
         tokio::spawn(async move {
@@ -372,6 +542,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
                     epoch,
                     osl,
                     started,
+                    session.as_ref(),
                     on_sent,
                     on_head,
                 );
@@ -401,6 +572,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
             *entry = Some(InFlight {
                 cancel: Some(cancel),
                 sent: sent_now,
+                placed,
             });
         }
         self.outstanding += 1;
@@ -437,8 +609,17 @@ impl<S: RecordSink> LiveLoop<'_, S> {
     /// failed. A failed warmup of a root agent aborts the run (the engine
     /// says so: `aborted()`).
     fn on_done(&mut self, id: RequestId, response: &Response) -> Result<(), LiveError> {
-        if self.take_inflight(id).is_none() {
+        let Some(entry) = self.take_inflight(id) else {
             return Ok(());
+        };
+        let placed = entry.placed;
+        if let Some(placer) = &self.placer {
+            placer.load().done(placed.replica as usize);
+        }
+        if let (Some(token), Some(agent), false) =
+            (&response.session_token, placed.agent, placed.last)
+        {
+            self.tokens.insert(agent, token.clone());
         }
         self.heard(id, response);
         let at = response.stamps.done.unwrap_or_else(|| self.now());
@@ -456,7 +637,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
             self.progress.errors.fetch_add(1, Ordering::Relaxed);
         }
         self.progress.done.fetch_add(1, Ordering::Relaxed);
-        if !self.record(id, response)? {
+        if !self.record(id, response, placed)? {
             return Ok(());
         }
         match (
@@ -552,13 +733,24 @@ impl<S: RecordSink> LiveLoop<'_, S> {
 
     /// Hands request `id`'s record to the sink; false when the scheduler
     /// does not know the request (nothing recorded).
-    fn record(&mut self, id: RequestId, response: &Response) -> Result<bool, LiveError> {
+    fn record(
+        &mut self,
+        id: RequestId,
+        response: &Response,
+        placed: Placed,
+    ) -> Result<bool, LiveError> {
         let Some(mut identity) = identity(self.scheduler, id) else {
             return Ok(false);
         };
         if let Some(number) = self.number(id) {
             identity.request = number.request;
             identity.play = number.play;
+        }
+        if self.placer.is_some() {
+            identity.replica = Some(placed.replica);
+        }
+        if self.routing.keyed() {
+            identity.session_key = placed.agent.map(|(play, agent)| agent_key(play, agent));
         }
         let mut record = RequestRecord::new(identity, response);
         if let Some(planned) = self

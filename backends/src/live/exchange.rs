@@ -51,6 +51,7 @@ use super::redact::Secrets;
 use super::request::Api;
 use super::responses_sse;
 use super::retry;
+use super::routing::{write_headers, Session, SessionRouting};
 use super::sse::{classify, data_of, LineSplitter};
 use super::stream::{ConnectError, Dial};
 use super::tls::{ClientConfig, Negotiated};
@@ -91,6 +92,13 @@ pub struct Target {
     /// The model the requests ask for: a stream whose first payload names
     /// another is recorded with the name it gave (`answered_model`).
     pub model: Option<Arc<str>>,
+    /// How a request's head says which conversation it belongs to
+    /// (`--session-routing`; the default `affinity`), for a request given
+    /// a [`Session`].
+    pub routing: SessionRouting,
+    /// The response header naming the replica that served a request
+    /// (`--replica-header`, lower case): its value goes to `served_by`.
+    pub replica_header: Option<Arc<str>>,
 }
 
 impl Target {
@@ -129,6 +137,8 @@ impl Target {
             retry_on: Arc::from(Vec::new()),
             api: Api::Chat,
             model: None,
+            routing: SessionRouting::default(),
+            replica_header: None,
         })
     }
 
@@ -205,8 +215,20 @@ impl Target {
     /// write is left to [`execute`], which judges it by the resend rule
     /// (the module doc) exactly as its own writes.
     pub fn send_now(&self, request_id: u64, body: &[u8], epoch: Instant) -> Option<Started> {
+        self.send_now_in(request_id, body, epoch, None)
+    }
+
+    /// [`Target::send_now`] of a request of `session` (its head carries
+    /// what [`Target::routing`] sends).
+    pub fn send_now_in(
+        &self,
+        request_id: u64,
+        body: &[u8],
+        epoch: Instant,
+        session: Option<&Session>,
+    ) -> Option<Started> {
         let mut conn = self.pool.take()?;
-        let head = self.post_head(request_id, body.len());
+        let head = self.post_head(request_id, body.len(), session);
         let sent = nanos_since(epoch);
         let (written, failed) = match conn.try_write_request(&head, body) {
             Ok(written) => (written, None),
@@ -221,11 +243,16 @@ impl Target {
         })
     }
 
-    /// The head of a POST carrying `body_len` bytes.
-    fn post_head(&self, request_id: u64, body_len: usize) -> Vec<u8> {
+    /// The head of a POST carrying `body_len` bytes, with the session
+    /// routing headers of `session`.
+    fn post_head(&self, request_id: u64, body_len: usize, session: Option<&Session>) -> Vec<u8> {
         use std::io::Write;
-        let mut head = Vec::with_capacity(self.post_prefix.len() + 80);
+        let room = if session.is_some() { 200 } else { 80 };
+        let mut head = Vec::with_capacity(self.post_prefix.len() + room);
         head.extend_from_slice(&self.post_prefix);
+        if let Some(session) = session {
+            write_headers(&mut head, &self.routing, session);
+        }
         let _ = write!(
             head,
             "{REQUEST_ID_HEADER}: {request_id}\r\nContent-Length: {body_len}\r\n\r\n"
@@ -303,6 +330,7 @@ pub async fn execute(
         epoch,
         expected_chunks,
         started,
+        None,
         on_sent,
         on_head,
     )
@@ -316,7 +344,9 @@ const RESERVED_CHUNKS: usize = 1 << 16;
 /// [`execute`], measuring into `response` as it goes: a caller that drops
 /// this future midway (a cancel at the end of the grace period) keeps
 /// every stamp, the status, the chunks and the attempts measured so far.
-/// An error message is recorded with the target's secrets redacted.
+/// An error message is recorded with the target's secrets redacted. A
+/// request of `session` carries its session routing headers (when not
+/// `started`: those wrote their own).
 #[allow(clippy::too_many_arguments)]
 pub async fn execute_into(
     response: &mut Response,
@@ -326,6 +356,7 @@ pub async fn execute_into(
     epoch: Instant,
     expected_chunks: usize,
     started: Option<Started>,
+    session: Option<&Session>,
     on_sent: impl FnOnce(Nanos),
     on_head: impl FnOnce(),
 ) {
@@ -340,7 +371,7 @@ pub async fn execute_into(
     let (begun, request_head, sent) = match started {
         Some(s) => (Some((s.conn, s.written, s.failed)), s.head, s.sent),
         None => {
-            let head = target.post_head(request_id, body.len());
+            let head = target.post_head(request_id, body.len(), session);
             let sent = clock();
             on_sent(sent);
             (None, head, sent)
@@ -360,6 +391,7 @@ pub async fn execute_into(
     while let Some((conn, head)) = request.deliver(target, begun.take(), response).await {
         response.stamps.headers = Some(head.at);
         response.http_status = Some(head.status);
+        heard(target, &conn.buf[..head.body_start], response);
         if let Some(on_head) = on_head.take() {
             on_head();
         }
@@ -557,6 +589,43 @@ impl Outgoing<'_> {
             return None;
         }
     }
+}
+
+/// What a response head said that the run asked to hear: the replica
+/// that served it (`--replica-header`) and the session token to echo
+/// (`--session-routing token`). Nothing is looked at (or allocated) when
+/// neither was asked for.
+fn heard(target: &Target, head: &[u8], response: &mut Response) {
+    if let Some(name) = &target.replica_header {
+        if let Some(value) = header_value(head, name) {
+            response.served_by = Some(value.to_string());
+        }
+    }
+    if let Some(name) = target.routing.token_header() {
+        if let Some(value) = header_value(head, name) {
+            response.session_token = Some(value.to_string());
+        }
+    }
+}
+
+/// The value of header `name` (any case) in the raw response `head` (the
+/// last one, when informational heads came first), trimmed; `None` when
+/// absent, empty or not UTF-8.
+pub fn header_value<'h>(head: &'h [u8], name: &str) -> Option<&'h str> {
+    let mut found = None;
+    for line in head.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        if line[..colon].eq_ignore_ascii_case(name.as_bytes()) {
+            found = std::str::from_utf8(&line[colon + 1..])
+                .ok()
+                .map(str::trim)
+                .filter(|v| !v.is_empty());
+        }
+    }
+    found
 }
 
 /// A response whose head is in, and what reading the rest needs.

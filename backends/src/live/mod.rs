@@ -24,7 +24,10 @@
 //!   process (`--threads`);
 //! - [`record`]: what a request records, and how errors are classed;
 //! - [`redact`]: the secrets among a target's headers, taken out of
-//!   recorded error messages.
+//!   recorded error messages;
+//! - [`routing`]: how a request says which conversation it belongs to
+//!   (`--session-routing`); [`placement`]: which of several endpoints it
+//!   goes to (`--placement`).
 //!
 //! This module only declares them and re-exports the loop's interface.
 
@@ -35,6 +38,7 @@ pub mod history;
 pub mod http;
 pub mod messages_sse;
 pub mod numbering;
+pub mod placement;
 pub mod prebuild;
 pub mod record;
 pub mod redact;
@@ -42,10 +46,13 @@ pub mod request;
 pub mod responses_body;
 pub mod responses_sse;
 pub mod retry;
+pub mod routing;
 mod shape;
 pub mod sse;
 pub mod stream;
 pub mod tls;
 mod turn;
 
-pub use driver::{run, run_among, warm_pool, Among, LiveConfig, LiveError, Progress, RunOutcome};
+pub use driver::{
+    run, run_among, warm_pool, Among, LiveConfig, LiveError, Progress, Replicas, RunOutcome,
+};

@@ -33,8 +33,46 @@ impl Settings {
             url: redact_url(&self.url),
             interval_s: self.interval.as_secs_f64(),
             all: self.all,
+            urls: Vec::new(),
         }
     }
+}
+
+/// What `config.metrics` says of scraping `all`: the first's settings,
+/// and with several replicas every URL, by replica.
+pub fn config_of(all: &[Settings]) -> Option<MetricsConfig> {
+    let mut config = all.first()?.config();
+    if all.iter().any(|s| s.replica.is_some()) {
+        config.urls = all.iter().map(|s| redact_url(&s.url)).collect();
+    }
+    Some(config)
+}
+
+/// What to scrape during a run against several `endpoints` (replicas):
+/// `--metrics-url` alone when given (a router's, say: no replica);
+/// otherwise each endpoint's `/metrics` that answers now, its lines
+/// naming its replica. With one endpoint, [`choose`]'s.
+pub async fn choose_replicas(
+    wanted: &Wanted,
+    endpoints: &[&str],
+    headers: &HeaderMap,
+    client: &reqwest::Client,
+) -> (Vec<Settings>, Vec<String>) {
+    let mut settings = Vec::new();
+    let mut notices = Vec::new();
+    let several = endpoints.len() > 1 && wanted.url.is_none();
+    for (i, endpoint) in endpoints.iter().enumerate() {
+        if i > 0 && !several {
+            break;
+        }
+        let chosen = choose(wanted, endpoint, headers, client).await;
+        notices.extend(chosen.notice);
+        if let Some(mut s) = chosen.settings {
+            s.replica = several.then_some(i as u32);
+            settings.push(s);
+        }
+    }
+    (settings, notices)
 }
 
 /// What to scrape during a run against `endpoint`, if anything: nothing
@@ -66,6 +104,7 @@ pub async fn choose(
         url,
         interval: Duration::from_nanos(wanted.interval),
         all: wanted.all,
+        replica: None,
     };
     if wanted.url.is_some() {
         return chosen(Some(settings), None);
@@ -267,6 +306,48 @@ mod tests {
         // An answer that is not Prometheus text is a failed scrape.
         let m = tally(&[(1, Ok("<html>no</html>".into()))]);
         assert_eq!((m.scrapes.ok, m.scrapes.failed), (0, 1));
+    }
+
+    #[test]
+    fn several_replicas_keep_their_own_counters_and_sections() {
+        let scrape = |replica: u32, time: u64, hits: u32, queries: u32, running: u32| {
+            let text = format!(
+                "vllm:prefix_cache_hits_total {hits}\nvllm:prefix_cache_queries_total \
+                 {queries}\nvllm:num_requests_running {running}\n"
+            );
+            scraper::lines(time, Ok(text), false)
+                .into_iter()
+                .map(move |mut l| {
+                    l.replica = Some(replica);
+                    l
+                })
+        };
+        let mut t = Tally::default();
+        // Interleaved as the scraper writes them: replica 0, then 1.
+        for line in scrape(0, 0, 100, 200, 1)
+            .chain(scrape(1, 0, 0, 0, 3))
+            .chain(scrape(0, 5, 190, 300, 1))
+            .chain(scrape(1, 5, 10, 100, 5))
+        {
+            t.add(line);
+        }
+        let m = t.finish();
+        // Each replica's counter series on its own: 90 + 10 hits of 200.
+        assert_eq!(m.counters["prefix_hits"], 100.0);
+        assert_eq!(m.prefix_hit_ratio, Some(0.5));
+        assert_eq!(m.scrapes.ok, 4);
+        let zero = &m.replicas["0"];
+        let one = &m.replicas["1"];
+        assert_eq!(zero.prefix_hit_ratio, Some(0.9));
+        assert_eq!(one.prefix_hit_ratio, Some(0.1));
+        assert_eq!(one.gauges["running"].max, 5.0);
+        assert_eq!(zero.scrapes.ok + one.scrapes.ok, m.scrapes.ok);
+        assert!(zero.replicas.is_empty());
+        // One endpoint: today's shape, no `replicas`.
+        let one_server = tally(&[(1, Ok(sample("vllm.prom")))]);
+        assert!(one_server.replicas.is_empty());
+        let json = serde_json::to_value(&one_server).unwrap();
+        assert!(json.get("replicas").is_none(), "{json}");
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub struct Settings {
     /// Sent with every scrape (the endpoint's headers, when the URL is the
     /// endpoint's own).
     pub headers: HeaderMap,
+    /// With several endpoints: the replica this URL is (its lines say
+    /// so); `None` with one.
+    pub replica: Option<u32>,
 }
 
 impl Settings {
@@ -63,6 +66,17 @@ impl Scraper {
     /// the run's clock. `client` is used on the scraper's thread only.
     pub fn start(
         settings: Settings,
+        client: reqwest::Client,
+        dir: &Path,
+    ) -> Result<Scraper, Error> {
+        Scraper::start_all(vec![settings], client, dir)
+    }
+
+    /// [`Scraper::start`] of several URLs (one a replica), scraped one
+    /// after the other at each tick of the first's interval, into the one
+    /// file.
+    pub fn start_all(
+        settings: Vec<Settings>,
         client: reqwest::Client,
         dir: &Path,
     ) -> Result<Scraper, Error> {
@@ -131,41 +145,58 @@ impl Drop for Scraper {
 }
 
 async fn scrape_loop(
-    settings: &Settings,
+    all: &[Settings],
     client: &reqwest::Client,
     mut out: BufWriter<File>,
     ready: std::sync::mpsc::Sender<()>,
     mut stopped: oneshot::Receiver<()>,
 ) -> io::Result<()> {
-    let mut text = Vec::new();
-    let mut write = |time_ns: Nanos, answer: Result<String, String>| -> io::Result<()> {
-        text.clear();
-        for line in lines(time_ns, answer, settings.all) {
-            serde_json::to_writer(&mut text, &line).map_err(io::Error::other)?;
-            text.push(b'\n');
-        }
-        out.write_all(&text)?;
-        out.flush()
+    let Some(first) = all.first() else {
+        let _ = ready.send(());
+        return Ok(());
     };
-    write(0, fetch(client, settings, settings.timeout()).await)?;
+    let mut text = Vec::new();
+    let mut write =
+        |settings: &Settings, time_ns: Nanos, answer: Result<String, String>| -> io::Result<()> {
+            text.clear();
+            for mut line in lines(time_ns, answer, settings.all) {
+                line.replica = settings.replica;
+                serde_json::to_writer(&mut text, &line).map_err(io::Error::other)?;
+                text.push(b'\n');
+            }
+            out.write_all(&text)?;
+            out.flush()
+        };
+    for settings in all {
+        write(
+            settings,
+            0,
+            fetch(client, settings, settings.timeout()).await,
+        )?;
+    }
     let epoch = Instant::now();
     let _ = ready.send(());
-    let mut ticks = tokio::time::interval_at((epoch + settings.interval).into(), settings.interval);
+    let mut ticks = tokio::time::interval_at((epoch + first.interval).into(), first.interval);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    loop {
+    'run: loop {
         tokio::select! {
             _ = &mut stopped => break,
             _ = ticks.tick() => {}
         }
-        let answer = tokio::select! {
-            _ = &mut stopped => break,
-            answer = fetch(client, settings, settings.timeout()) => answer,
-        };
-        write(epoch.elapsed().as_nanos() as Nanos, answer)?;
+        for settings in all {
+            let answer = tokio::select! {
+                _ = &mut stopped => break 'run,
+                answer = fetch(client, settings, settings.timeout()) => answer,
+            };
+            write(settings, epoch.elapsed().as_nanos() as Nanos, answer)?;
+        }
     }
     // The run is over: the counters' end.
-    let answer = fetch(client, settings, settings.timeout()).await;
-    write(epoch.elapsed().as_nanos() as Nanos, answer)
+    for settings in all {
+        let answer = fetch(client, settings, settings.timeout()).await;
+        write(settings, epoch.elapsed().as_nanos() as Nanos, answer)?;
+    }
+    Ok(())
 }
 
 /// The body of one scrape of `settings.url` within `timeout`, or why
@@ -218,6 +249,7 @@ pub fn lines(time_ns: Nanos, answer: Result<String, String>, all: bool) -> Vec<L
                     labels,
                     value,
                     metric,
+                    replica: None,
                 })
             },
         )

@@ -197,6 +197,7 @@ fn drive_at(
         cache_bust: None,
         history,
         reuse: None,
+        replicas: None,
     };
     let mut sink = Sink(Vec::new());
     let outcome = tokio::runtime::Builder::new_current_thread()

@@ -169,6 +169,7 @@ pub(crate) fn drive_api(
         cache_bust: cache_bust.then_some(CacheBust { seed: 0, salt: 0 }),
         history: Default::default(),
         reuse: None,
+        replicas: None,
     };
     let mut sink = VecSink(Vec::new());
     let outcome = client_runtime().block_on(async {

@@ -16,6 +16,7 @@ mod record;
 mod reliability;
 mod responses;
 mod retry;
+mod routing;
 mod server;
 mod std_server;
 mod tls;

@@ -19,6 +19,7 @@ mod heading;
 mod metrics;
 pub mod peer;
 mod record;
+mod routing;
 pub mod start;
 pub mod values;
 mod workload;
@@ -44,6 +45,7 @@ pub use emulator::EmulatorArgs;
 pub use metrics::MetricsArgs;
 pub use peer::PeerFlags;
 pub use record::RecordArgs;
+pub use routing::RoutingArgs;
 pub use start::StartArgs;
 pub use workload::{FitArgs, InputArgs, PolicyArgs, ScenarioArgs, SubsetArgs, TraceArgs};
 
@@ -388,9 +390,10 @@ pub struct RunArgs {
 pub struct RequestArgs {
     /// Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000`);
     /// requests go to URL/v1/chat/completions (or /v1/completions).
-    /// Without it, the built-in emulator is started in-process.
+    /// Without it, the built-in emulator is started in-process. Repeat
+    /// it for several replicas (see --placement).
     #[arg(long, visible_alias = "url", value_name = "URL", value_parser = arbor::backends::endpoint::normalize_endpoint, help_heading = SERVER)]
-    pub endpoint: Option<String>,
+    pub endpoint: Vec<String>,
 
     /// Model name sent in every request. Default: the first model the
     /// server lists at URL/v1/models.
@@ -424,6 +427,9 @@ pub struct RequestArgs {
 
     #[command(flatten)]
     pub access: AccessArgs,
+
+    #[command(flatten)]
+    pub routing: RoutingArgs,
 
     /// Per-request timeout (e.g. 600, 10m).
     #[arg(long, value_name = "DURATION", default_value = "600", value_parser = values::positive_duration, help_heading = SERVER)]

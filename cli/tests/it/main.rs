@@ -31,6 +31,7 @@ mod progress;
 mod record;
 mod repeat;
 mod report;
+mod routing;
 mod run;
 mod schema;
 mod scripted;

@@ -41,6 +41,10 @@ pub struct Line {
     /// The common name, when arbor recognises the metric (see `names`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<String>,
+    /// With several endpoints: the replica scraped (its index in
+    /// `config.endpoints`); absent with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u32>,
 }
 
 /// How a scrape went.
@@ -61,6 +65,7 @@ impl Line {
                 .map(|e| BTreeMap::from([("error".to_string(), e)]))
                 .unwrap_or_default(),
             metric: None,
+            replica: None,
         }
     }
 
@@ -120,6 +125,7 @@ mod tests {
                 labels: [("model_name".to_string(), "m".to_string())].into(),
                 value: 0.1 + 0.2,
                 metric: Some("running".into()),
+                replica: Some(2),
             },
             Line {
                 time_ns: 5,
@@ -127,6 +133,7 @@ mod tests {
                 labels: BTreeMap::new(),
                 value: 1e-300,
                 metric: None,
+                replica: None,
             },
             Line::scrape(5, None),
             Line::scrape(9, Some("connect".into())),

@@ -27,4 +27,8 @@ pub struct MetricsConfig {
     pub interval_s: f64,
     /// Every sample written (`--metrics-all`), not only the recognised.
     pub all: bool,
+    /// With several endpoints: every URL scraped, redacted, by replica
+    /// (`url` is the first); absent with one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<String>,
 }

@@ -11,6 +11,11 @@
 //! of the server: the new value is all increase). The prefix-cache hit
 //! ratio is hits over queries from the counters' increases (queries
 //! being hits plus misses on servers that count misses, like llama.cpp).
+//!
+//! With several endpoints each line names its replica: a counter series
+//! is then also keyed by its replica (each replica's increase summed), a
+//! gauge's figures pool every replica's scrapes, and `replicas` holds each
+//! replica's own section, by the same rules.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,6 +41,10 @@ pub struct ServerMetrics {
     /// Prefix-cache hits over queries from the counters; null without
     /// them, or when nothing was looked up.
     pub prefix_hit_ratio: Option<f64>,
+    /// With several endpoints: each replica's own section, by its index
+    /// in `config.endpoints`; absent with one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replicas: BTreeMap<String, ServerMetrics>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -54,8 +63,9 @@ pub struct Gauge {
     pub scrapes: u64,
 }
 
-/// A counter series: its metric, the server's name and its labels.
-type SeriesKey = (Metric, String, Vec<(String, String)>);
+/// A counter series: its metric, the server's name, its labels and its
+/// replica.
+type SeriesKey = (Metric, String, Vec<(String, String)>, Option<u32>);
 
 /// One counter series (a name and its labels).
 #[derive(Debug, Clone, Copy)]
@@ -125,10 +135,17 @@ pub struct Tally {
     /// Per gauge: sum, max and count over the scrapes.
     gauges: BTreeMap<Metric, (f64, f64, u64)>,
     counters: BTreeMap<SeriesKey, CounterSeries>,
+    /// Each replica's own tally, when lines name one.
+    replicas: BTreeMap<u32, Tally>,
 }
 
 impl Tally {
     pub fn add(&mut self, line: Line) {
+        if let Some(replica) = line.replica {
+            let mut own = line.clone();
+            own.replica = None;
+            self.replicas.entry(replica).or_default().add(own);
+        }
         if let Some(scraped) = self.per_scrape.add(&line) {
             match scraped.outcome {
                 Outcome::Failed => self.scrapes.failed += 1,
@@ -148,7 +165,12 @@ impl Tally {
         if metric.kind() != Kind::Counter {
             return;
         }
-        let key = (metric, line.name, line.labels.into_iter().collect());
+        let key = (
+            metric,
+            line.name,
+            line.labels.into_iter().collect(),
+            line.replica,
+        );
         let v = line.value;
         self.counters
             .entry(key)
@@ -176,7 +198,7 @@ impl Tally {
             })
             .collect();
         let mut increases: BTreeMap<Metric, f64> = BTreeMap::new();
-        for ((metric, _, _), series) in self.counters {
+        for ((metric, _, _, _), series) in self.counters {
             *increases.entry(metric).or_insert(0.0) += series.increase;
         }
         let hits = increases.get(&Metric::PrefixHits).copied();
@@ -196,6 +218,11 @@ impl Tally {
                 .map(|(metric, v)| (metric.name().to_string(), v))
                 .collect(),
             prefix_hit_ratio,
+            replicas: self
+                .replicas
+                .into_iter()
+                .map(|(replica, tally)| (replica.to_string(), tally.finish()))
+                .collect(),
         }
     }
 }
