@@ -65,6 +65,12 @@ pub struct Record {
     pub error: Option<RecordError>,
     /// The model the server answered with, when not the one asked for.
     pub answered_model: Option<String>,
+    /// The replica it was sent to, with several endpoints.
+    pub replica: Option<u32>,
+    /// The session-routing key it carried.
+    pub session_key: Option<String>,
+    /// The replica the server or router said served it.
+    pub served_by: Option<String>,
 }
 
 /// `error` of a failed request.
@@ -148,6 +154,9 @@ impl Record {
             resends: line.resends.unwrap_or(0),
             retries: line.retries.unwrap_or(0),
             answered_model: line.answered_model.as_deref().map(str::to_string),
+            replica: line.replica,
+            session_key: line.session_key.as_deref().map(str::to_string),
+            served_by: line.served_by.as_deref().map(str::to_string),
             error: line.error.as_ref().map(|e| RecordError {
                 category: e.category.as_str().to_string(),
                 message: e.message.as_deref().unwrap_or("").to_string(),
@@ -217,6 +226,9 @@ impl Record {
                 "error_retry_after_s",
                 error.and_then(|e| e.retry_after_s).into(),
             ),
+            ("replica", self.replica.into()),
+            ("session_key", self.session_key.clone().into()),
+            ("served_by", self.served_by.clone().into()),
             ("answered_model", self.answered_model.clone().into()),
         ]
     }
