@@ -228,6 +228,24 @@ must loads 'Against load (sessions)' "the page of 20 loads draws no curve agains
 check "$OUT/plan.html" plan
 check "$OUT/repeat/report.html" repeat
 
+# ---- Three replicas without a router (issue 30) --------------------------
+# `arbor emulate --replicas 3` on free ports, the demo workload placed
+# round-robin over them: the page's replica rows must add up (the page
+# checks it) and name the three endpoints.
+rm -rf "$OUT/replicas"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$arbor" emulate --replicas 3 --port "$port" >"$OUT/replicas-emulate.txt" 2>&1 &
+emulate_pid=$!
+trap 'kill $emulate_pid 2>/dev/null || true' EXIT
+for _ in $(seq 50); do grep -q "$((port + 2))" "$OUT/replicas-emulate.txt" && break; sleep 0.1; done
+timeout 300 "$arbor" run --synthetic "trees=6,turns=6,isl=200,isl_growth=600,osl=20,arrival_s=0.1,seed=3" \
+  --tool-time zero --think-time-pct 0 --cache-bust --placement round-robin \
+  --endpoint "http://127.0.0.1:$port" --endpoint "http://127.0.0.1:$((port + 1))" \
+  --endpoint "http://127.0.0.1:$((port + 2))" --out "$OUT/replicas" --no-progress >"$OUT/replicas.txt" 2>&1
+kill $emulate_pid 2>/dev/null || true
+check "$OUT/replicas/report.html" replicas
+must replicas 'Replicas' "the page of a run over three replicas has no replica section"
+
 # ---- The capacity pages (issue 28, item 4) ------------------------------
 # A 20-load sweep on the virtual clock (the batching server model of
 # profiles/example.toml, 20 small synthetic trees: under a second) and a

@@ -1364,6 +1364,16 @@
 
   // ---- self-check --------------------------------------------------------
   checks.push(function () { return runs.length ? null : "no runs in the data"; });
+  // The replica rows add up to the run's measured requests and tokens.
+  checks.push(function () {
+    var wrong = replicated.filter(function (r) {
+      var s = r.summary, rows = s.replicas.replicas;
+      var sum = function (k) { return rows.reduce(function (a, f) { return a + (get(f, k) || 0); }, 0); };
+      return sum("requests") !== get(s, "counts.dispatched") || sum("cache.cached_tokens") !== get(s, "cache.cached_tokens") ||
+        sum("cache.input_tokens") !== get(s, "cache.input_tokens");
+    });
+    return wrong.length ? "replica rows do not add up: " + wrong.map(function (r) { return r.name; }).join(", ") : null;
+  });
   checks.push(function () {
     if (!spread) return null;
     if (!spread.metrics.length) return "the spread has no metric";

@@ -312,3 +312,79 @@ fn each_routing_convention_reaches_the_router_and_keeps_conversations_together()
         assert_eq!(first, got.replica, "{key} moved replicas");
     }
 }
+
+/// Runs [`WORKLOAD`] against one emulator with `history`: the summary.
+fn with_history(history: arbor::options::History, name: &str) -> Value {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = EmulatorFlags {
+        ttft_ms: Some(0),
+        itl_ms: Some(0),
+        ..EmulatorFlags::default()
+    }
+    .into_config()
+    .unwrap();
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let fleet = runtime
+        .block_on(serve_fleet(config, 1, addr))
+        .expect("an emulator");
+    let out = scratch(&format!("history-{name}")).join("out");
+    arbor::run::run(
+        &RunOptions {
+            input: arbor::InputOptions {
+                synthetic: Some(WORKLOAD.into()),
+                history,
+                ..arbor::InputOptions::default()
+            },
+            policy: arbor::PolicyOptions {
+                max_inflight: Some(4),
+                ..fast()
+            },
+            request: RequestOptions {
+                endpoint: Some(fleet.replica_urls()[0].clone()),
+                cache_bust: true,
+                ..RequestOptions::default()
+            },
+            out: Some(out.clone()),
+            ..RunOptions::default()
+        },
+        &arbor::Quiet,
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    runtime.block_on(fleet.shutdown());
+    read(&out.join("summary.json"))
+}
+
+/// Live history: the next turn re-sends the text the emulator generated,
+/// which the emulator cached with the prompt, so each next turn hits past
+/// the previous prompt into its answer; recorded history sends the
+/// recorded answer, a different text, and hits only the previous prompt.
+#[test]
+fn live_history_makes_the_emulators_cache_hits_follow_the_generated_text() {
+    let recorded = with_history(arbor::options::History::Recorded, "recorded");
+    let live = with_history(arbor::options::History::Live, "live");
+    let cached = |s: &Value| count(&s["cache"]["cached_tokens"]);
+    assert_eq!(
+        count(&live["counts"]["dispatched"]),
+        count(&recorded["counts"]["dispatched"])
+    );
+    assert!(
+        live["history"]["live_turns"].as_u64().unwrap() > 0,
+        "{}",
+        live["history"]
+    );
+    assert!(
+        cached(&live) > cached(&recorded),
+        "live {} cached tokens, recorded {}",
+        cached(&live),
+        cached(&recorded)
+    );
+    eprintln!(
+        "cached tokens: recorded {}, live {}",
+        cached(&recorded),
+        cached(&live)
+    );
+}
