@@ -249,7 +249,10 @@
   function against(s) {
     var c = s.config || {};
     if (c.emulator) return "the built-in emulator (" + c.emulator + ")";
-    return (c.url || c.endpoint || DASH) + (c.model ? " · model " + c.model : "");
+    var where = c.endpoints && c.endpoints.length > 1
+      ? c.endpoints.length + " replicas (" + c.endpoints.join(", ") + "), placement " + (c.placement || DASH)
+      : (c.url || c.endpoint || DASH);
+    return where + (c.model ? " · model " + c.model : "");
   }
   function loadWords(p) {
     p = p || {};
@@ -661,10 +664,12 @@
     var c = s.config || {};
     var out = [
       ["workload", workload(c)],
-      ["endpoint", c.emulator ? "the built-in emulator" : (c.url || c.endpoint || DASH)],
+      ["endpoint", c.emulator ? "the built-in emulator" : c.endpoints && c.endpoints.length > 1 ? c.endpoints.join(" ") : (c.url || c.endpoint || DASH)],
       ["emulator", c.emulator || DASH],
       ["model", (c.model || DASH) + (c.model_from ? " (from " + c.model_from + ")" : "")],
-      ["api", show(c.api)], ["planned with", "--service " + show(c.service)], ["seed", show(c.seed)],
+      ["api", show(c.api)], ["session routing", show(c.session_routing)], ["placement", show(c.placement)],
+      ["history", c.history || "recorded"],
+      ["planned with", "--service " + show(c.service)], ["seed", show(c.seed)],
       ["recipe", s.scenario ? s.scenario + (s.submission_valid ? ": valid" : ": INVALID: " + (s.submission_invalid_reasons || []).join("; ")) : "none (not a submission)"],
       ["threads", show(c.threads)], ["timeout (s)", show(c.timeout_s)], ["retries", show(c.retries)],
       ["arbor version", s.arbor_version || DASH], ["started", s.started_at || DASH], ["records", String(r.records)]

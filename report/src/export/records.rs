@@ -71,6 +71,11 @@ pub struct Record {
     pub session_key: Option<String>,
     /// The replica the server or router said served it.
     pub served_by: Option<String>,
+    /// The plan's prefix reuse of it: best possible, predicted, and the
+    /// gap since its agent's previous turn (docs/run.md, "Prefix reuse").
+    pub reuse_best_tokens: Option<u64>,
+    pub reuse_predicted_tokens: Option<u64>,
+    pub reuse_gap_s: Option<f64>,
 }
 
 /// `error` of a failed request.
@@ -157,6 +162,9 @@ impl Record {
             replica: line.replica,
             session_key: line.session_key.as_deref().map(str::to_string),
             served_by: line.served_by.as_deref().map(str::to_string),
+            reuse_best_tokens: line.reuse_best_tokens,
+            reuse_predicted_tokens: line.reuse_predicted_tokens,
+            reuse_gap_s: line.reuse_gap_s,
             error: line.error.as_ref().map(|e| RecordError {
                 category: e.category.as_str().to_string(),
                 message: e.message.as_deref().unwrap_or("").to_string(),
@@ -229,6 +237,9 @@ impl Record {
             ("replica", self.replica.into()),
             ("session_key", self.session_key.clone().into()),
             ("served_by", self.served_by.clone().into()),
+            ("reuse_best_tokens", self.reuse_best_tokens.into()),
+            ("reuse_predicted_tokens", self.reuse_predicted_tokens.into()),
+            ("reuse_gap_s", self.reuse_gap_s.into()),
             ("answered_model", self.answered_model.clone().into()),
         ]
     }
