@@ -111,7 +111,7 @@ check() {
   }
   rm -rf "$profile"
   local title
-  title=$(grep -o '<title>[^<]*</title>' "$dom" | head -1 | sed 's/<[^>]*>//g')
+  title=$({ grep -o '<title>[^<]*</title>' "$dom" || true; } | head -1 | sed 's/<[^>]*>//g')
   if [ "$title" != "arbor report: ok" ]; then
     echo "check-report: $name: the page says: ${title:-no title}" >&2
     return 1
@@ -127,7 +127,7 @@ check() {
   timeout 90 "$BROWSER" "${flags[@]}" --user-data-dir="$profile" --window-size="$WINDOW" \
     --dump-dom "file://$OUT/$name.used.html" >"$OUT/$name.used.dom.html" 2>>"$log" || true
   rm -rf "$profile"
-  title=$(grep -o '<title>[^<]*</title>' "$OUT/$name.used.dom.html" | head -1 | sed 's/<[^>]*>//g')
+  title=$({ grep -o '<title>[^<]*</title>' "$OUT/$name.used.dom.html" || true; } | head -1 | sed 's/<[^>]*>//g')
   local want="arbor report: ok | interacted, tip 1"
   if grep -q 'data-lane-bars="0"' "$dom"; then want="arbor report: ok | interacted, tip 0"; fi
   if [ "$title" != "$want" ]; then
@@ -135,13 +135,13 @@ check() {
     return 1
   fi
   local render ready bars
-  render=$(grep -o 'data-render-ms="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
-  ready=$(grep -o 'data-ready-ms="[0-9]*"' "$dom" | head -1 | tr -dc 0-9)
+  render=$({ grep -o 'data-render-ms="[0-9]*"' "$dom" || true; } | head -1 | tr -dc 0-9)
+  ready=$({ grep -o 'data-ready-ms="[0-9]*"' "$dom" || true; } | head -1 | tr -dc 0-9)
   # A page without swim lanes (the capacity page) has no count.
-  bars=$(grep -o 'data-lane-bars="[0-9]*"' "$dom" | head -1 | tr -dc 0-9 || true)
+  bars=$({ grep -o 'data-lane-bars="[0-9]*"' "$dom" || true; } | head -1 | tr -dc 0-9 || true)
   local drawn="${bars:-?} lane bars"
   if [ -z "$bars" ]; then
-    drawn="$(grep -o 'data-charts="[0-9]*"' "$dom" | head -1 | tr -dc 0-9 || true) charts"
+    drawn="$({ grep -o 'data-charts="[0-9]*"' "$dom" || true; } | head -1 | tr -dc 0-9 || true) charts"
   fi
   echo "check-report: $name ok ($(du -k "$page" | cut -f1) kB; script ${render:-?} ms, interactive ${ready:-?} ms after navigation start, $drawn; screenshot $OUT/$name.png)"
   if [ -n "${IMAGES:-}" ]; then
