@@ -23,10 +23,13 @@ use crate::util::*;
 const WORKLOAD: &str = "trees=8,turns=6,child_turns=2,depth=1,spawn=0.15,fanout=2,isl=200,\
 isl_growth=600,osl=20,think=0,tool_ms=0,arrival_s=0.1,hash_ids=false,seed=3";
 
-/// Runs [`WORKLOAD`] four requests at a time, each play marked for the
-/// cache (`cache_bust`), against a fresh fleet of `replicas` emulators
-/// placed by `placement`: the summary.
-fn run_on(replicas: usize, placement: Placement, name: &str) -> Value {
+/// A runtime for emulators beside the run's own, an emulator that answers
+/// at once, and any free port on the loopback.
+fn emulator_setup() -> (
+    tokio::runtime::Runtime,
+    arbor::sim::emulator::EmulatorConfig,
+    SocketAddr,
+) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -39,7 +42,21 @@ fn run_on(replicas: usize, placement: Placement, name: &str) -> Value {
     }
     .into_config()
     .unwrap();
-    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    (runtime, config, "127.0.0.1:0".parse().unwrap())
+}
+
+fn workload() -> arbor::InputOptions {
+    arbor::InputOptions {
+        synthetic: Some(WORKLOAD.into()),
+        ..arbor::InputOptions::default()
+    }
+}
+
+/// Runs [`WORKLOAD`] four requests at a time, each play marked for the
+/// cache (`cache_bust`), against a fresh fleet of `replicas` emulators
+/// placed by `placement`: the summary.
+fn run_on(replicas: usize, placement: Placement, name: &str) -> Value {
+    let (runtime, config, addr) = emulator_setup();
     let fleet = runtime
         .block_on(serve_fleet(config, replicas, addr))
         .expect("a fleet");
@@ -47,10 +64,7 @@ fn run_on(replicas: usize, placement: Placement, name: &str) -> Value {
     let out = scratch(&format!("fleet-{name}")).join("out");
     arbor::run::run(
         &RunOptions {
-            input: arbor::InputOptions {
-                synthetic: Some(WORKLOAD.into()),
-                ..arbor::InputOptions::default()
-            },
+            input: workload(),
             policy: arbor::PolicyOptions {
                 max_inflight: Some(4),
                 ..fast()
@@ -147,19 +161,7 @@ fn through_router(
     mode: &str,
     route_by: arbor::sim::emulator::RouteBy,
 ) -> (Vec<Value>, Vec<arbor::sim::emulator::Received>) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let config = EmulatorFlags {
-        ttft_ms: Some(0),
-        itl_ms: Some(0),
-        ..EmulatorFlags::default()
-    }
-    .into_config()
-    .unwrap();
-    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let (runtime, config, addr) = emulator_setup();
     let fleet = runtime
         .block_on(arbor::sim::emulator::serve_routed(
             config, 3, route_by, addr,
@@ -168,10 +170,7 @@ fn through_router(
     let out = scratch(&format!("router-{}", mode.replace(':', "-"))).join("out");
     arbor::run::run(
         &RunOptions {
-            input: arbor::InputOptions {
-                synthetic: Some(WORKLOAD.into()),
-                ..arbor::InputOptions::default()
-            },
+            input: workload(),
             policy: arbor::PolicyOptions {
                 max_inflight: Some(4),
                 ..fast()
@@ -315,19 +314,7 @@ fn each_routing_convention_reaches_the_router_and_keeps_conversations_together()
 
 /// Runs [`WORKLOAD`] against one emulator with `history`: the summary.
 fn with_history(history: arbor::options::History, name: &str) -> Value {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let config = EmulatorFlags {
-        ttft_ms: Some(0),
-        itl_ms: Some(0),
-        ..EmulatorFlags::default()
-    }
-    .into_config()
-    .unwrap();
-    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let (runtime, config, addr) = emulator_setup();
     let fleet = runtime
         .block_on(serve_fleet(config, 1, addr))
         .expect("an emulator");
@@ -335,9 +322,8 @@ fn with_history(history: arbor::options::History, name: &str) -> Value {
     arbor::run::run(
         &RunOptions {
             input: arbor::InputOptions {
-                synthetic: Some(WORKLOAD.into()),
                 history,
-                ..arbor::InputOptions::default()
+                ..workload()
             },
             policy: arbor::PolicyOptions {
                 max_inflight: Some(4),
