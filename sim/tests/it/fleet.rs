@@ -88,6 +88,8 @@ async fn routed(by: &str, replicas: usize) -> FleetHandle {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_have_their_own_caches() {
+    // Three or four emulators at once: not beside the pacing tests.
+    let _heavy = crate::support::HEAVY.lock().await;
     let fleet = serve_fleet(EmulatorConfig::default(), 2, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -152,6 +154,8 @@ const KEYS: [&str; 6] = ["k0", "k1", "k2", "k3", "k4", "k5"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_keyed_convention_keeps_a_key_on_one_replica_and_spreads_keys() {
+    // Three or four emulators at once: not beside the pacing tests.
+    let _heavy = crate::support::HEAVY.lock().await;
     // X-Session-Affinity.
     let fleet = routed("affinity", 3).await;
     let placed = place(&fleet, &KEYS, 3, |k| {
@@ -215,6 +219,8 @@ async fn each_keyed_convention_keeps_a_key_on_one_replica_and_spreads_keys() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_robin_spreads_even_one_key() {
+    // Three or four emulators at once: not beside the pacing tests.
+    let _heavy = crate::support::HEAVY.lock().await;
     let fleet = routed("round-robin", 3).await;
     let placed = place(&fleet, &["k0"], 6, |k| {
         (
@@ -235,6 +241,8 @@ async fn round_robin_spreads_even_one_key() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamo_subagents_follow_their_parent_and_final_forgets() {
+    // Three or four emulators at once: not beside the pacing tests.
+    let _heavy = crate::support::HEAVY.lock().await;
     let fleet = routed("dynamo", 2).await;
     let url = fleet.router_url().unwrap();
     let c = client();
@@ -292,6 +300,8 @@ async fn dynamo_subagents_follow_their_parent_and_final_forgets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_token_is_issued_and_honoured() {
+    // Three or four emulators at once: not beside the pacing tests.
+    let _heavy = crate::support::HEAVY.lock().await;
     let fleet = routed("token", 3).await;
     let url = fleet.router_url().unwrap();
     let c = client();
@@ -355,6 +365,8 @@ async fn a_session_token_is_issued_and_honoured() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_router_sums_the_replicas_metrics() {
+    // Three or four emulators at once: not beside the pacing tests.
+    let _heavy = crate::support::HEAVY.lock().await;
     let fleet = routed("affinity", 2).await;
     let url = fleet.router_url().unwrap();
     let c = client();
@@ -400,6 +412,8 @@ async fn the_router_sums_the_replicas_metrics() {
 /// hit of `b` blocks is exactly `64 b` tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_next_turn_that_resends_the_answer_finds_it_cached() {
+    // Three or four emulators at once: not beside the pacing tests.
+    let _heavy = crate::support::HEAVY.lock().await;
     let config = EmulatorConfig {
         keep_bodies: true,
         ..EmulatorConfig::default()
