@@ -94,49 +94,16 @@ static KEYS: std::sync::LazyLock<Keys> = std::sync::LazyLock::new(|| Keys {
     delta: memmem::Finder::new(b"\"delta\""),
 });
 
-/// Appends the string value of the first `key` that is a key (followed by
-/// `:`) and holds a string, unescaped; false when there is none.
+/// Appends the string value of the first `key` that holds a string
+/// ([`super::sse::string_value`]); false when there is none.
 fn push_string_value(payload: &[u8], key: &memmem::Finder<'_>, out: &mut String) -> bool {
-    let mut rest = payload;
-    while let Some(pos) = key.find(rest) {
-        let after = &rest[pos + key.needle().len()..];
-        rest = after;
-        let Some(colon) = after.iter().position(|b| !b.is_ascii_whitespace()) else {
-            return false;
-        };
-        if after[colon] != b':' {
-            continue;
+    match super::sse::string_value(payload, key) {
+        Some(text) => {
+            out.push_str(&text);
+            true
         }
-        let value = &after[colon + 1..];
-        let Some(start) = value.iter().position(|b| !b.is_ascii_whitespace()) else {
-            return false;
-        };
-        let value = &value[start..];
-        if value.first() != Some(&b'"') {
-            continue;
-        }
-        // The closing quote: the first one no backslash escapes.
-        let mut end = 1;
-        while end < value.len() {
-            match value[end] {
-                b'\\' => end += 2,
-                b'"' => break,
-                _ => end += 1,
-            }
-        }
-        let Some(quoted) = value.get(..=end) else {
-            return false;
-        };
-        if quoted.contains(&b'\\') {
-            if let Ok(text) = serde_json::from_slice::<String>(quoted) {
-                out.push_str(&text);
-            }
-        } else if let Ok(text) = std::str::from_utf8(&quoted[1..end]) {
-            out.push_str(text);
-        }
-        return true;
+        None => false,
     }
-    false
 }
 
 /// The generated text of an OpenAI chat or completions chunk (`content`,

@@ -124,41 +124,46 @@ pub(crate) fn has_text(payload: &[u8], key: &memmem::Finder<'_>) -> bool {
 pub(crate) static MODEL_KEY: std::sync::LazyLock<memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memmem::Finder::new(b"\"model\""));
 
-/// The string value of the first `key` in `payload` (`"model":"m"` gives
-/// `m`), unescaped; `None` when the key is absent or its value is not a
-/// string. Borrowed unless the value holds an escape. Read on a stream's
-/// first payload only, not per chunk.
+/// The string value of the first `key` in `payload` that is a key (followed
+/// by `:`) and holds a string (`"model":"m"` gives `m`), unescaped; `None`
+/// when there is none. Borrowed unless the value holds an escape. Read on
+/// a stream's first payload (the model), and per chunk only under
+/// `--history live` (the generated text, `history.rs`).
 pub(crate) fn string_value<'a>(
     payload: &'a [u8],
     key: &memmem::Finder<'_>,
 ) -> Option<std::borrow::Cow<'a, str>> {
-    let pos = key.find(payload)?;
-    let after = &payload[pos + key.needle().len()..];
-    let start = after
-        .iter()
-        .position(|b| !b.is_ascii_whitespace() && *b != b':')?;
-    let value = &after[start..];
-    if value.first() != Some(&b'"') {
-        return None;
-    }
-    // The closing quote: the first one no backslash escapes.
-    let mut end = 1;
-    while end < value.len() {
-        match value[end] {
-            b'\\' => end += 2,
-            b'"' => break,
-            _ => end += 1,
+    let mut rest = payload;
+    while let Some(pos) = key.find(rest) {
+        let after = &rest[pos + key.needle().len()..];
+        rest = after;
+        let Some(value) = after.trim_ascii_start().strip_prefix(b":") else {
+            continue;
+        };
+        let value = value.trim_ascii_start();
+        if value.first() != Some(&b'"') {
+            continue;
         }
-    }
-    let quoted = value.get(..=end)?;
-    if quoted.contains(&b'\\') {
-        return serde_json::from_slice::<String>(quoted)
+        // The closing quote: the first one no backslash escapes.
+        let mut end = 1;
+        while end < value.len() {
+            match value[end] {
+                b'\\' => end += 2,
+                b'"' => break,
+                _ => end += 1,
+            }
+        }
+        let quoted = value.get(..=end)?;
+        if quoted.contains(&b'\\') {
+            return serde_json::from_slice::<String>(quoted)
+                .ok()
+                .map(std::borrow::Cow::Owned);
+        }
+        return std::str::from_utf8(&quoted[1..end])
             .ok()
-            .map(std::borrow::Cow::Owned);
+            .map(std::borrow::Cow::Borrowed);
     }
-    std::str::from_utf8(&quoted[1..end])
-        .ok()
-        .map(std::borrow::Cow::Borrowed)
+    None
 }
 
 /// Classifies one payload (the text after `data:`).
