@@ -63,7 +63,7 @@ use arbor_engine::{EngineError, Workload};
 use super::exchange::{execute_into, Target};
 use super::history::{History, Store};
 use super::numbering::{Numbering, Numbers};
-use super::placement::{stable_hash, Load, Placement, Placer};
+use super::placement::{agent_key_hash, Load, Placement, Placer};
 use super::prebuild::Bodies;
 use super::request::{Api, BodyConfig};
 use super::routing::{agent_key, insert_first, user_field, Session, SessionRouting};
@@ -506,7 +506,7 @@ impl<S: RecordSink> LiveLoop<'_, S> {
         }
         if let Some(placer) = &mut self.placer {
             let key = match placed.agent {
-                Some((play, _)) => stable_hash(agent_key(play, placed.root).as_bytes()),
+                Some((play, _)) => agent_key_hash(play, placed.root),
                 None => 0,
             };
             placed.replica = placer.place(key) as u32;

@@ -159,6 +159,18 @@ impl Placer {
     }
 }
 
+/// [`stable_hash`] of `agent_key(play, agent)` (`arbor-{play}-{agent}`),
+/// written into a buffer on the stack: no allocation per request.
+pub fn agent_key_hash(play: u32, agent: u32) -> u64 {
+    use std::io::Write;
+    // "arbor-" and two u32s of at most 10 digits with a dash: 27 bytes.
+    let mut buf = [0u8; 32];
+    let mut at = &mut buf[..];
+    let _ = write!(at, "arbor-{play}-{agent}");
+    let len = 32 - at.len();
+    stable_hash(&buf[..len])
+}
+
 /// FNV-1a over `bytes`, then mixed: the same on every machine and run.
 pub fn stable_hash(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -179,6 +191,16 @@ mod tests {
 
     fn placer(placement: Placement, n: usize) -> Placer {
         Placer::new(placement, Load::new(n), Pcg64::new(1, 3))
+    }
+
+    #[test]
+    fn the_key_hash_is_the_hash_of_the_key() {
+        for (play, agent) in [(0, 0), (7, 3), (u32::MAX, u32::MAX)] {
+            assert_eq!(
+                agent_key_hash(play, agent),
+                stable_hash(agent_key(play, agent).as_bytes())
+            );
+        }
     }
 
     #[test]
