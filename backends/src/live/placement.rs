@@ -6,8 +6,10 @@
 //! flight on each replica and the round-robin turn ([`Load`], atomic,
 //! shared by every loop of the process, `--threads`), and one loop's
 //! [`Placer`] (its seeded random stream). `sticky` places a conversation:
-//! every request of one agent of one play on the replica a stable hash of
-//! its key picks ([`stable_hash`]); `round-robin`, `least-loaded` and
+//! every request of a play's root agent and of its subagents on the
+//! replica a stable hash of the root agent's key picks
+//! ([`agent_key_hash`]; the caller names the root); `round-robin`,
+//! `least-loaded` and
 //! `random` place each request, as a stateless router does, which is what
 //! sets them apart from `sticky`.
 //!

@@ -17,7 +17,7 @@ pub struct RoutingArgs {
     #[arg(long, value_name = "MODE", default_value = "affinity", help_heading = SERVER)]
     pub session_routing: SessionRouting,
 
-    /// With several --endpoint: sticky (an agent stays on one), or per
+    /// With several --endpoint: sticky (a conversation stays on one), or per
     /// request round-robin, least-loaded or random.
     #[arg(long, value_name = "RULE", default_value = "sticky", help_heading = SERVER)]
     pub placement: Placement,
