@@ -198,16 +198,17 @@ fn emulate_refuses_a_file_that_is_not_a_tokenizer() {
 
 /// `arbor emulate --replicas 3 --router affinity`: prints each replica's
 /// address and the router's, and the router answers a completion with
-/// the replica that served it.
+/// the replica that served it. Port 0, so every listener takes a free
+/// port of its own: consecutive ports from a free one need not be free
+/// on a busy CI machine.
 #[test]
 fn a_fleet_behind_a_router_prints_its_addresses_and_serves() {
     use std::io::{BufRead, BufReader};
-    let port = free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
-        .args(["emulate", "--port", &port.to_string()])
+        .args(["emulate", "--port", "0"])
         .args(["--replicas", "3", "--router", "affinity"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("arbor emulate starts");
     let stdout = child.stdout.take().expect("stdout");
@@ -216,18 +217,42 @@ fn a_fleet_behind_a_router_prints_its_addresses_and_serves() {
         .take(4)
         .map(|l| l.expect("a line"))
         .collect();
-    let mut expected: Vec<String> = (0..3)
+    if lines.len() < 4 {
+        let _ = child.kill();
+        let mut err = String::new();
+        let _ = child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err);
+        panic!("the fleet printed {lines:?}; stderr: {err}");
+    }
+    let port_in = |line: &str, prefix: &str, suffix: &str| -> u16 {
+        let rest = line
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_suffix(suffix))
+            .unwrap_or_else(|| panic!("{line:?} is not {prefix}PORT{suffix}"));
+        rest.parse()
+            .unwrap_or_else(|_| panic!("{line:?}: {rest:?} is not a port"))
+    };
+    let mut ports: Vec<u16> = (0..3)
         .map(|i| {
-            format!(
-                "arbor emulate: replica {i} listening on http://127.0.0.1:{}",
-                port + 1 + i
+            port_in(
+                &lines[i],
+                &format!("arbor emulate: replica {i} listening on http://127.0.0.1:"),
+                "",
             )
         })
         .collect();
-    expected.push(format!(
-        "arbor emulate: router (affinity) listening on http://127.0.0.1:{port} (Ctrl+C stops)"
-    ));
-    assert_eq!(lines, expected);
+    let port = port_in(
+        &lines[3],
+        "arbor emulate: router (affinity) listening on http://127.0.0.1:",
+        " (Ctrl+C stops)",
+    );
+    ports.push(port);
+    ports.sort_unstable();
+    ports.dedup();
+    assert_eq!(ports.len(), 4, "four distinct listeners: {lines:?}");
     let body = r#"{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}"#;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("the router listens");
     write!(
