@@ -175,6 +175,7 @@ pub fn fit(options: &Options) -> Result<Calibration, Error> {
             arrival_ns: fit.overhead_ns.round() as u64,
             departure_ns: 0,
         },
+        uncertainty: None,
     };
     let correction = options.correction.then(|| {
         let loss_before = stage_b::loss(&fitted, &runs);

@@ -47,6 +47,35 @@ pub struct Profile {
     pub step: StepCoefficients,
     #[serde(default)]
     pub overhead: Overheads,
+    /// How sure the fit is of its coefficients (fitted profiles only):
+    /// draws a prediction is repeated under to give its interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
+}
+
+/// A fitted profile's uncertainty: its coefficients refitted on
+/// resamples of the calibration's requests (docs/capacity.md,
+/// "Uncertainty"). A prediction repeated under every draw
+/// ([`Profile::with_draw`]) gives the fit's share of its interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Uncertainty {
+    /// How the draws were made, in words (e.g. "bootstrap: 40 resamples
+    /// of 412 requests").
+    pub method: String,
+    /// One refitted set of coefficients per resample.
+    #[serde(default)]
+    pub draws: Vec<Draw>,
+}
+
+/// One resample's coefficients: the step and the overheads (the engine
+/// limits are the profile's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Draw {
+    pub step: StepCoefficients,
+    #[serde(default)]
+    pub overhead: Overheads,
 }
 
 /// The engine's limits (vLLM's flags of the same names).
@@ -160,6 +189,19 @@ impl Profile {
         Ok(profile)
     }
 
+    /// This profile with `draw`'s coefficients and no uncertainty of its
+    /// own (its limits and label unchanged).
+    pub fn with_draw(&self, draw: &Draw) -> Profile {
+        Profile {
+            label: self.label.clone(),
+            origin: self.origin,
+            engine: self.engine.clone(),
+            step: draw.step.clone(),
+            overhead: draw.overhead,
+            uncertainty: None,
+        }
+    }
+
     /// The profile as TOML (what `arbor calibrate` writes).
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_default()
@@ -194,12 +236,34 @@ impl Profile {
             ("step.per_prefill_attention_ns", s.per_prefill_attention_ns),
         ];
         for (key, value) in coefficients {
-            if !(value.is_finite() && (0.0..=MAX_COEFFICIENT_NS).contains(&value)) {
+            if !in_range(value) {
                 return Err((key, "a number of nanoseconds from 0 to 1e12"));
+            }
+        }
+        let draws = self.uncertainty.iter().flat_map(|u| &u.draws);
+        for d in draws.map(|d| &d.step) {
+            let all = [
+                d.constant_ns,
+                d.per_seq_ns,
+                d.per_token_ns,
+                d.per_token_above_knee_ns,
+                d.per_decode_context_token_ns,
+                d.per_prefill_attention_ns,
+            ];
+            if !all.into_iter().all(in_range) {
+                return Err((
+                    "uncertainty.draws",
+                    "step coefficients of nanoseconds from 0 to 1e12",
+                ));
             }
         }
         Ok(())
     }
+}
+
+/// Whether `value` is a coefficient a profile may state.
+fn in_range(value: f64) -> bool {
+    value.is_finite() && (0.0..=MAX_COEFFICIENT_NS).contains(&value)
 }
 
 /// The largest coefficient a profile may state (about 17 minutes).
