@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use arbor_engine::time::{nanos_to_secs, Nanos};
 use serde::Serialize;
 
-use crate::observed::{Gaps, Observed, RequestSeen};
+use crate::observed::{Flight, Gaps, Observed, RequestSeen};
 
 /// One request served on the virtual clock (warmups left out).
 #[derive(Debug, Clone, PartialEq)]
@@ -130,7 +130,31 @@ pub fn observe(served: &[Served], complete: impl Fn(u32) -> bool) -> Observed {
             .filter(|(play, _)| complete(*play))
             .map(|(_, (first, last))| last - first)
             .collect(),
+        flights: Vec::new(),
     }
+}
+
+/// Every play of served requests as it flew (finished or not), by play;
+/// `agent_of` says which agent of its tree sent a request.
+pub fn flights(served: &[Served], agent_of: impl Fn(&Served) -> u32) -> Vec<Flight> {
+    let mut plays: BTreeMap<u32, BTreeMap<u32, (Nanos, Nanos)>> = BTreeMap::new();
+    for s in served {
+        let span = plays
+            .entry(s.play)
+            .or_default()
+            .entry(agent_of(s))
+            .or_insert((s.sent, s.done));
+        span.0 = span.0.min(s.sent);
+        span.1 = span.1.max(s.done);
+    }
+    plays
+        .into_values()
+        .map(|agents| Flight {
+            start: agents.values().map(|a| a.0).min().unwrap_or(0),
+            end: agents.values().map(|a| a.1).max().unwrap_or(0),
+            agents: agents.into_values().collect(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
