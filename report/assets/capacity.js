@@ -309,14 +309,15 @@
     for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.round(v / step) * step);
     return out;
   }
-  function paretoChart(parent, pareto) {
-    var pts = pareto.points;
+  function paretoChart(parent, pareto, prediction) {
+    var pts = pareto.points, guess = prediction ? prediction.points : [];
     var b = el("div", { class: "chart" });
     parent.appendChild(b);
     b.appendChild(el("div", { class: "chart-title", text: "Jobs/h per replica against jobs/h per user" +
       (pareto.replicas > 1 ? " (" + pareto.replicas + " replicas)" : "") }));
     var W = chartWidth(b), H = 300, L = 70, R = 24, T = 12, B = 44;
-    var xsP = pts.map(function (p) { return p.jobs_per_hour_per_user; }), ysP = pts.map(function (p) { return p.jobs_per_hour_per_replica; });
+    var both = pts.concat(guess);
+    var xsP = both.map(function (p) { return p.jobs_per_hour_per_user; }), ysP = both.map(function (p) { return p.jobs_per_hour_per_replica; });
     function range(v) {
       var lo = Math.min.apply(null, v), hi = Math.max.apply(null, v), pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.1 || 1;
       return [Math.max(0, lo - pad), hi + pad];
@@ -339,16 +340,32 @@
       "jobs/h per user (interactivity: 3600 s / mean job time)"));
     svg.appendChild(svgEl("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle", class: "label",
       transform: "rotate(-90 14 " + (T + H - B) / 2 + ")" }, "jobs/h per replica (throughput)"));
-    var front = pts.filter(function (p) { return !p.dominated; })
-      .sort(function (p, q) { return p.jobs_per_hour_per_user - q.jobs_per_hour_per_user; });
-    svg.appendChild(svgEl("polyline", { fill: "none", stroke: LIVE, "stroke-width": 2,
-      points: front.map(function (p) { return X(p.jobs_per_hour_per_user) + "," + Y(p.jobs_per_hour_per_replica); }).join(" ") }));
     var readout = el("div", { class: "cap-readout" });
     function about(p) {
       return data.knob + " " + loadShort(p.load) + ": " + num(p.jobs_per_hour_per_replica, 1) + " jobs/h per replica · " +
         num(p.jobs_per_hour_per_user, 1) + " jobs/h per user · " + (p.dominated ? "dominated" : "on the frontier") +
         (p.pass ? " · passes" : " · fails the SLO");
     }
+    // The prediction's frontier dashed, its points small grey squares.
+    var guessFront = guess.filter(function (p) { return !p.dominated; })
+      .sort(function (p, q) { return p.jobs_per_hour_per_user - q.jobs_per_hour_per_user; });
+    if (guess.length) {
+      svg.appendChild(svgEl("polyline", { fill: "none", stroke: PREDICTED, "stroke-width": 1.5, "stroke-dasharray": "6 4",
+        points: guessFront.map(function (p) { return X(p.jobs_per_hour_per_user) + "," + Y(p.jobs_per_hour_per_replica); }).join(" ") }));
+      guess.forEach(function (p) {
+        var cx = X(p.jobs_per_hour_per_user), cy = Y(p.jobs_per_hour_per_replica);
+        var g = svgEl("g", { class: "cap-pareto-predicted" });
+        g.appendChild(svgEl("rect", { x: cx - 3, y: cy - 3, width: 6, height: 6, fill: p.dominated ? "#fff" : PREDICTED, stroke: PREDICTED }));
+        g.appendChild(svgEl("title", {}, "predicted: " + about(p)));
+        g.addEventListener("mouseenter", function () { readout.textContent = "predicted: " + about(p); });
+        g.addEventListener("mouseleave", function () { readout.textContent = ""; });
+        svg.appendChild(g);
+      });
+    }
+    var front = pts.filter(function (p) { return !p.dominated; })
+      .sort(function (p, q) { return p.jobs_per_hour_per_user - q.jobs_per_hour_per_user; });
+    svg.appendChild(svgEl("polyline", { fill: "none", stroke: LIVE, "stroke-width": 2,
+      points: front.map(function (p) { return X(p.jobs_per_hour_per_user) + "," + Y(p.jobs_per_hour_per_replica); }).join(" ") }));
     pts.forEach(function (p) {
       var cx = X(p.jobs_per_hour_per_user), cy = Y(p.jobs_per_hour_per_replica);
       var g = svgEl("g", { class: "cap-pareto-point" + (p.dominated ? " dominated" : "") });
@@ -367,6 +384,8 @@
       el("span", { class: "legend-item" }, [el("span", { class: "cap-ring", style: "border-color:" + PREDICTED }), "dominated"]),
       el("span", { class: "legend-item" }, [el("span", { class: "cap-ring", style: "border-color:" + FAILS }), "fails the SLO"])
     ]);
+    if (guess.length) legend.appendChild(el("span", { class: "legend-item" }, [
+      el("span", { class: "line dashed", style: "border-top-color:" + PREDICTED }), "predicted (virtual clock)"]));
     if (a.passing != null) legend.appendChild(el("span", { class: "legend-item" }, [
       el("span", { class: "cap-ring", style: "border-color:#137333" }), "the answer, " + loadShort(a.passing)]));
     b.appendChild(legend);
@@ -377,10 +396,11 @@
     app.appendChild(el("h2", { text: "Pareto: throughput against interactivity" }));
     app.appendChild(el("div", { class: "note", text: "Each probed load that completed a job, as jobs per hour per replica (throughput: its jobs/h over the " +
       data.pareto.replicas + " replica" + (data.pareto.replicas === 1 ? "" : "s") + " it was spread over) against jobs per hour per user (interactivity: 3600 s over the mean job time, how often one user waiting on each job gets one done). " +
-      "Joined and filled: the non-dominated loads (no other load is as good on both axes and better on one), each labelled with its load; hollow: dominated. Hover a point for its figures." }));
+      "Joined and filled: the non-dominated loads (no other load is as good on both axes and better on one), each labelled with its load; hollow: dominated. Hover a point for its figures." +
+      (data.predicted_pareto ? " Grey squares, dashed: the prediction on the virtual clock (one server)." : "") }));
     var pbox = el("div", { class: "cap-wide" });
     app.appendChild(pbox);
-    paretoChart(pbox, data.pareto);
+    paretoChart(pbox, data.pareto, data.predicted_pareto);
   } else if (withAgents(curve).some(function (p) { return p.agents.jobs > 0; })) {
     problems.push("pareto: probes completed jobs but capacity.json has no Pareto point");
   }

@@ -53,6 +53,8 @@ pub struct CapacityPage {
     /// Jobs/h per replica against jobs/h per user over the search's own
     /// probes.
     pub pareto: Option<Pareto>,
+    /// The same over a live search's prediction (`predicted/`).
+    pub predicted_pareto: Option<Pareto>,
 }
 
 /// One SLO bound.
@@ -161,6 +163,7 @@ pub fn read(dir: &Path) -> Result<CapacityPage, Error> {
         predicted: predicted_curve,
         agents_line: words::in_agents(&search),
         pareto: search.pareto.clone(),
+        predicted_pareto: predicted.as_ref().and_then(|p| p.pareto.clone()),
     })
 }
 
