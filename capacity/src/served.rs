@@ -114,29 +114,15 @@ pub struct Line<'a> {
     pub cached_tokens: Option<u32>,
 }
 
-/// The observations of served requests; `complete(play)` says whether a
-/// play ran every turn (only those have a job time).
-pub fn observe(served: &[Served], complete: impl Fn(u32) -> bool) -> Observed {
-    let mut spans: BTreeMap<u32, (Nanos, Nanos)> = BTreeMap::new();
-    for s in served {
-        let span = spans.entry(s.play).or_insert((s.sent, s.done));
-        span.0 = span.0.min(s.sent);
-        span.1 = span.1.max(s.done);
-    }
-    Observed {
-        requests: served.iter().map(Served::seen).collect(),
-        jobs: spans
-            .into_iter()
-            .filter(|(play, _)| complete(*play))
-            .map(|(_, (first, last))| last - first)
-            .collect(),
-        flights: Vec::new(),
-    }
-}
-
-/// Every play of served requests as it flew (finished or not), by play;
-/// `agent_of` says which agent of its tree sent a request.
-pub fn flights(served: &[Served], agent_of: impl Fn(&Served) -> u32) -> Vec<Flight> {
+/// The observations of served requests: each request, every play as it
+/// flew ([`Flight`]: its first send to its last done, and each agent's,
+/// `agent_of` saying which agent of its tree sent a request), and the
+/// job time of each play that ran every turn (`complete(play)`).
+pub fn observe(
+    served: &[Served],
+    complete: impl Fn(u32) -> bool,
+    agent_of: impl Fn(&Served) -> u32,
+) -> Observed {
     let mut plays: BTreeMap<u32, BTreeMap<u32, (Nanos, Nanos)>> = BTreeMap::new();
     for s in served {
         let span = plays
@@ -147,14 +133,25 @@ pub fn flights(served: &[Served], agent_of: impl Fn(&Served) -> u32) -> Vec<Flig
         span.0 = span.0.min(s.sent);
         span.1 = span.1.max(s.done);
     }
-    plays
-        .into_values()
-        .map(|agents| Flight {
-            start: agents.values().map(|a| a.0).min().unwrap_or(0),
-            end: agents.values().map(|a| a.1).max().unwrap_or(0),
+    let mut jobs = Vec::new();
+    let mut flights = Vec::with_capacity(plays.len());
+    for (play, agents) in plays {
+        let start = agents.values().map(|a| a.0).min().unwrap_or(0);
+        let end = agents.values().map(|a| a.1).max().unwrap_or(0);
+        if complete(play) {
+            jobs.push(end - start);
+        }
+        flights.push(Flight {
+            start,
+            end,
             agents: agents.into_values().collect(),
-        })
-        .collect()
+        });
+    }
+    Observed {
+        requests: served.iter().map(Served::seen).collect(),
+        jobs,
+        flights,
+    }
 }
 
 #[cfg(test)]
