@@ -126,8 +126,8 @@ pub struct Held {
 
 impl Held {
     /// "holds 53.0 concurrent agents (peak 54; 61.2 counting subagents)
-    /// and 1,234 jobs/h (1,200 jobs/h within the job SLOs) at
-    /// sessions=53".
+    /// and 1,234 jobs/h (617 jobs in 1800.0 s; 1,200 jobs/h within the
+    /// job SLOs) within SLO at sessions=53".
     pub fn sentence(&self, knob: Knob) -> String {
         let a = &self.agents;
         let mut text = format!(
@@ -137,10 +137,15 @@ impl Held {
             one_decimal(a.agents_mean)
         );
         if let Some(per_hour) = a.jobs_per_hour {
-            text += &format!(" and {} jobs/h", per_hour_text(per_hour));
-        }
-        if let Some(good) = a.good_jobs_per_hour {
-            text += &format!(" ({} jobs/h within the job SLOs)", per_hour_text(good));
+            text += &format!(
+                " and {} jobs/h ({}",
+                per_hour_text(per_hour),
+                jobs_in_window(a.jobs, a.window_s)
+            );
+            if let Some(good) = a.good_jobs_per_hour {
+                text += &format!("; {} jobs/h within the job SLOs", per_hour_text(good));
+            }
+            text += ")";
         }
         text + &format!(
             " within SLO at {}={}",
@@ -148,6 +153,14 @@ impl Held {
             knob.show_number(self.load)
         )
     }
+}
+
+/// "12 jobs in 1.8 s": what a rate per hour rests on.
+pub fn jobs_in_window(jobs: u64, window_s: f64) -> String {
+    format!(
+        "{jobs} job{} in {window_s:.1} s",
+        if jobs == 1 { "" } else { "s" }
+    )
 }
 
 fn one_decimal(v: f64) -> String {
@@ -237,6 +250,8 @@ mod tests {
                 trees_mean: 52.96,
                 trees_peak: 53,
                 agents_mean: 61.24,
+                window_s: 1800.0,
+                jobs: 617,
                 jobs_per_hour: Some(1234.4),
                 good_jobs_per_hour: Some(1200.0),
                 ..Agents::default()
@@ -245,8 +260,9 @@ mod tests {
         assert_eq!(
             held.sentence(Knob::Sessions),
             "holds 53.0 concurrent agents (peak 53; 61.2 counting subagents) and 1,234 jobs/h \
-             (1,200 jobs/h within the job SLOs) within SLO at sessions=53"
+             (617 jobs in 1800.0 s; 1,200 jobs/h within the job SLOs) within SLO at sessions=53"
         );
+        assert_eq!(jobs_in_window(1, 0.25), "1 job in 0.2 s");
         assert_eq!(per_hour_text(7.26), "7.3");
         assert_eq!(per_hour_text(1_234_567.0), "1,234,567");
     }

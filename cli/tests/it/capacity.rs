@@ -167,7 +167,8 @@ fn the_answer_in_agents_and_the_pareto_by_hand() {
     assert!(
         console.contains(
             "\nin agents: holds 4.0 concurrent agents (peak 4; 4.0 counting subagents) and \
-             24,000 jobs/h (24,000 jobs/h within the job SLOs) within SLO at sessions=4\n"
+             24,000 jobs/h (12 jobs in 1.8 s; 24,000 jobs/h within the job SLOs) within SLO at \
+             sessions=4\n"
         ),
         "{console}"
     );

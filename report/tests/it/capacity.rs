@@ -121,7 +121,7 @@ fn agents_jobs_and_the_pareto_reach_the_page() {
         page.agents_line.as_deref(),
         Some(
             "2.0 concurrent agents (peak 2; 3.0 counting subagents) and 1,800 jobs/h \
-             (900 jobs/h within the job SLOs) at 2 sessions"
+             (4 jobs in 10.0 s; 900 jobs/h within the job SLOs) at 2 sessions"
         )
     );
     let agents = page.curve.points[2].agents.as_ref().expect("its agents");

@@ -121,8 +121,9 @@ pub fn predicted(search: &Search) -> Option<String> {
 }
 
 /// The answer in agents and jobs per hour: "3.0 concurrent agents (peak
-/// 4; 4.7 counting subagents) and 156 jobs/h (81 jobs/h within the job
-/// SLOs) at 4 sessions"; `None` when no load passed.
+/// 4; 4.7 counting subagents) and 156 jobs/h (60 jobs in 1386.2 s; 81
+/// jobs/h within the job SLOs) at 4 sessions"; `None` when no load
+/// passed.
 pub fn in_agents(search: &Search) -> Option<String> {
     let Held { load: at, agents } = search.answer_in_agents.as_ref()?;
     let mut text = format!(
@@ -130,10 +131,17 @@ pub fn in_agents(search: &Search) -> Option<String> {
         agents.trees_mean, agents.trees_peak, agents.agents_mean
     );
     if let Some(per_hour) = agents.jobs_per_hour {
-        text += &format!(" and {} jobs/h", per_hour_text(per_hour));
-    }
-    if let Some(good) = agents.good_jobs_per_hour {
-        text += &format!(" ({} jobs/h within the job SLOs)", per_hour_text(good));
+        text += &format!(
+            " and {} jobs/h ({} job{} in {:.1} s",
+            per_hour_text(per_hour),
+            agents.jobs,
+            if agents.jobs == 1 { "" } else { "s" },
+            agents.window_s
+        );
+        if let Some(good) = agents.good_jobs_per_hour {
+            text += &format!("; {} jobs/h within the job SLOs", per_hour_text(good));
+        }
+        text += ")";
     }
     Some(format!("{text} at {}", load(search.knob, *at)))
 }
@@ -361,6 +369,8 @@ mod tests {
                 trees_mean: 3.0,
                 trees_peak: 4,
                 agents_mean: 4.69,
+                jobs: 1,
+                window_s: 2.31,
                 jobs_per_hour: Some(1555.8),
                 good_jobs_per_hour: Some(8.04),
                 ..Default::default()
@@ -369,7 +379,7 @@ mod tests {
         assert_eq!(
             in_agents(&s).unwrap(),
             "3.0 concurrent agents (peak 4; 4.7 counting subagents) and 1,556 jobs/h \
-             (8.0 jobs/h within the job SLOs) at 4 sessions"
+             (1 job in 2.3 s; 8.0 jobs/h within the job SLOs) at 4 sessions"
         );
     }
 
