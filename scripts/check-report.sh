@@ -14,7 +14,8 @@
 # of a plan (`arbor plan --report` of the testdata fixtures under
 # --sessions 2, so it has lanes); the multi-run page of `arbor run
 # --repeat 2` (its spread), redrawn by `arbor report OUT` first; and the
-# capacity pages of a 20-load virtual sweep (under 5 MB) and of a live
+# capacity pages of a 20-load virtual sweep (under 5 MB), of a sweep of
+# trees with subagents (its agents, jobs/h and Pareto), and of a live
 # search against the built-in emulator (`arbor capacity` writes each;
 # `arbor report DIR` redraws the live one). Screenshots go beside each
 # page's check files in $OUT (default target/report-check): <name>.png
@@ -266,6 +267,17 @@ if [ "$sweep_bytes" -ge 5000000 ]; then
   echo "check-report: the 20-load sweep's page is $sweep_bytes bytes, not under 5 MB" >&2
   exit 1
 fi
+# A sweep of trees with subagents (depth 1): its page draws the load in
+# agents and jobs per hour and the Pareto (jobs/h per replica against
+# jobs/h per user), and says the answer in agents.
+rm -rf "$OUT/capacity-agents"
+timeout 120 "$arbor" capacity --synthetic trees=40,turns=4,depth=1,spawn=0.3,seed=5 \
+  --service server:profiles/example.toml --slo 'ttft_p99<=1s,job_p90<=180s' \
+  --search sessions:1..20 --sweep -o "$OUT/capacity-agents" >"$OUT/capacity-agents.txt" 2>&1
+grep -q "^in agents: holds " "$OUT/capacity-agents.txt" || {
+  echo "check-report: arbor capacity did not give its answer in agents" >&2
+  exit 1
+}
 timeout 300 "$arbor" capacity --synthetic trees=40,turns=6,isl=600,isl_growth=100,osl=30,depth=0 \
   --tool-time zero --think-time-pct 0 --live --profile profiles/example.toml \
   --service server:profiles/example.toml --cache-bust --sessions 4 --loop --duration 3 \
@@ -279,3 +291,4 @@ grep -q "(capacity: " "$OUT/capacity-live.txt" || {
 }
 check "$OUT/capacity-sweep/report.html" capacity-sweep
 check "$OUT/capacity-live/report.html" capacity-live
+check "$OUT/capacity-agents/report.html" capacity-agents

@@ -46,6 +46,7 @@ impl Probe for MadeUpServer {
         Ok(Observed {
             requests,
             jobs: Vec::new(),
+            flights: Vec::new(),
         })
     }
 }

@@ -79,6 +79,20 @@ pub struct Observed {
     pub requests: Vec<RequestSeen>,
     /// Times of the plays that ran every turn.
     pub jobs: Vec<Nanos>,
+    /// Every play as it flew, finished or not (the point in agents:
+    /// [`crate::agents`]); empty when the probe does not say.
+    pub flights: Vec<Flight>,
+}
+
+/// One play of a tree as it flew: its first request sent to its last
+/// done, and each of its agents' (the top-level one and every subagent)
+/// own first send to last done.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Flight {
+    pub start: Nanos,
+    pub end: Nanos,
+    /// `(first sent, last done)` of each agent that sent a request.
+    pub agents: Vec<(Nanos, Nanos)>,
 }
 
 /// A bound's percentile at one point.
@@ -303,6 +317,7 @@ mod tests {
                 .chain([RequestSeen::failed()])
                 .collect(),
             jobs: vec![10 * MS, 30 * MS],
+            flights: Vec::new(),
         };
         let slo = Slo::parse("ttft_p50<=1s,itl_p90<=10ms,job_p50<=20ms").unwrap();
         let v = observed.judge(&slo, 0);
@@ -343,6 +358,7 @@ mod tests {
         let observed = Observed {
             requests: vec![ok(100, 10, 9), ok(100, 10, 9), RequestSeen::failed()],
             jobs: Vec::new(),
+            flights: Vec::new(),
         };
         let v = observed.judge(&slo, 20);
         assert_eq!((v.requests, v.failed, v.measured), (3, 1, 2));

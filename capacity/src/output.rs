@@ -18,8 +18,10 @@ use arbor_error::{Error, Kind};
 use arbor_runs::collector::Latency;
 use serde::Serialize;
 
+use crate::agents::{Agents, Held};
 use crate::knob::{Knob, Space};
 use crate::observed::Verdict;
+use crate::pareto::{Figures, Pareto};
 use crate::search::Knee;
 use crate::served::Served;
 use crate::slo::Slo;
@@ -46,6 +48,8 @@ pub struct Point {
     pub dir: String,
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// The point in agents and jobs ([`crate::agents`]).
+    pub agents: Agents,
 }
 
 /// The search as `capacity.json` holds it.
@@ -74,6 +78,11 @@ pub struct Report {
     pub predicted: Option<Answer>,
     pub answer: Answer,
     pub probes: Vec<Point>,
+    /// The answer in agents: the passing load's figures (`None`: no
+    /// load passed).
+    pub answer_in_agents: Option<Held>,
+    /// Jobs/h per replica against jobs/h per user over the probes.
+    pub pareto: Pareto,
 }
 
 /// How the points were measured.
@@ -230,6 +239,9 @@ pub struct About<'a> {
     pub service: &'a str,
     /// A live search's start: the virtual knee it bisected around.
     pub predicted: Option<Answer>,
+    /// The replicas each load was spread over (the Pareto's throughput
+    /// per replica; 1 for one server or the virtual clock).
+    pub replicas: usize,
 }
 
 impl Outcome {
@@ -243,6 +255,24 @@ impl Outcome {
             stopped,
         } = self;
         let knob = about.space.knob;
+        let answer_in_agents = held(
+            &points,
+            found
+                .as_ref()
+                .ok()
+                .and_then(|knee| knee.passing)
+                .map(|v| knob.number(v)),
+        );
+        let pareto = Pareto::of(
+            points.iter().map(|p| Figures {
+                probe: p.probe,
+                load: p.load,
+                jobs_per_hour: p.agents.jobs_per_hour,
+                jobs_per_hour_per_user: p.agents.jobs_per_hour_per_user,
+                pass: p.verdict.pass,
+            }),
+            about.replicas,
+        );
         let report = Report {
             schema_version: SCHEMA_VERSION,
             arbor_version: env!("CARGO_PKG_VERSION"),
@@ -264,11 +294,26 @@ impl Outcome {
                 }),
             ),
             probes: points,
+            answer_in_agents,
+            pareto,
         };
         write_report(dir, &report)?;
         let knee = found?;
         Ok((knee, report.probes))
     }
+}
+
+/// The answer in agents: the figures of the point at `passing` (the
+/// largest load that passed, in the knob's unit), when it passed.
+pub fn held(points: &[Point], passing: Option<f64>) -> Option<Held> {
+    let passing = passing?;
+    let point = points
+        .iter()
+        .find(|p| p.load == passing && p.verdict.pass)?;
+    Some(Held {
+        load: point.load,
+        agents: point.agents.clone(),
+    })
 }
 
 /// Creates OUT, the search's directory; one that holds files already

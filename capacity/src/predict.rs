@@ -123,9 +123,18 @@ impl Bench {
             Service::Server(server) => self.by_server(&mut scheduler, server)?,
         };
         let complete = complete_plays(&scheduler);
-        let observed = served::observe(&served, |play| {
-            complete.get(play as usize).copied().unwrap_or(false)
-        });
+        let trees = scheduler.trees();
+        let observed = served::observe(
+            &served,
+            |play| complete.get(play as usize).copied().unwrap_or(false),
+            |s| {
+                trees
+                    .get(s.tree as usize)
+                    .and_then(|t| t.agent_of.get(s.turn as usize))
+                    .copied()
+                    .unwrap_or(0)
+            },
+        );
         Ok(Prediction {
             scheduler,
             served,

@@ -16,6 +16,7 @@
 use arbor_backends::side_by_side;
 use arbor_error::Error;
 
+use crate::agents::Agents;
 use crate::knob::{Knob, Space};
 use crate::observed::Observed;
 use crate::output::{probe_dir, Outcome, Point, Stop};
@@ -161,11 +162,13 @@ fn judge(
 ) -> Result<Point, Stop> {
     let stop = |e| Stop::failed(k, knob, value, e);
     let observed = probe.measure(k, value).map_err(stop)?;
+    let verdict = observed.judge(slo, probe.min_measured());
     let point = Point {
         probe: k,
         load: knob.number(value),
         dir: probe_dir(k, knob, value),
-        verdict: observed.judge(slo, probe.min_measured()),
+        agents: Agents::of(&observed, &verdict),
+        verdict,
     };
     probe.keep(&point, &observed).map_err(stop)?;
     Ok(point)

@@ -17,7 +17,7 @@ use arbor_runs::record::{secs_ns as ns, Status};
 use arbor_runs::record_line::{self, need};
 use arbor_runs::records_file::RECORDS_FILE;
 
-use crate::observed::{Gaps, Observed, RequestSeen};
+use crate::observed::{Flight, Gaps, Observed, RequestSeen};
 
 /// A play's records so far.
 #[derive(Default)]
@@ -27,6 +27,8 @@ struct Span {
     cancelled: bool,
     first_sent: Option<Nanos>,
     last_done: Option<Nanos>,
+    /// Each agent's first send and last done, by its id.
+    agents: BTreeMap<String, (Nanos, Nanos)>,
 }
 
 /// The observations of a run directory `arbor run` wrote.
@@ -52,6 +54,15 @@ pub fn read(dir: &Path) -> Result<Observed, Error> {
             (a, b) => a.or(b),
         };
         span.last_done = span.last_done.max(done);
+        if let (Some(sent), Some(done)) = (sent, done) {
+            let name = line.agent.as_deref().unwrap_or("");
+            match span.agents.get_mut(name) {
+                Some(agent) => *agent = (agent.0.min(sent), agent.1.max(done)),
+                None => {
+                    span.agents.insert(name.to_string(), (sent, done));
+                }
+            }
+        }
         match line.status {
             Status::Cancelled => span.cancelled = true,
             Status::Ok => observed.requests.push(RequestSeen {
@@ -73,6 +84,13 @@ pub fn read(dir: &Path) -> Result<Observed, Error> {
             (span.first_sent, span.last_done, all_there, span.cancelled)
         {
             observed.jobs.push(d.saturating_sub(s));
+        }
+        if let (Some(start), Some(end)) = (span.first_sent, span.last_done) {
+            observed.flights.push(Flight {
+                start,
+                end,
+                agents: span.agents.values().copied().collect(),
+            });
         }
     }
     Ok(observed)
@@ -134,5 +152,46 @@ mod tests {
         assert_eq!(first.e2e, 500 * MS);
         assert_eq!(first.gaps, Gaps::Listed(vec![10 * MS, 20 * MS]));
         assert_eq!(observed.jobs, [1500 * MS, 250 * MS]);
+    }
+
+    #[test]
+    fn each_play_flies_with_its_agents() {
+        let dir =
+            std::env::temp_dir().join(format!("arbor-capacity-flights-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("run.json"), r#"{"tree_turns": [3, 1]}"#).unwrap();
+        let line = |play: u32, tree: u32, agent: &str, status: &str, sent: f64, done: f64| {
+            format!(
+                r#"{{"tree_index": {tree}, "play": {play}, "agent": "{agent}", "warmup": false, "status": "{status}", "sent_s": {sent}, "done_s": {done}, "e2e_s": {}}}"#,
+                done - sent
+            )
+        };
+        let lines = [
+            // Play 0: the root 1..4 s, its subagent 2..3 s beside it.
+            line(0, 0, "root", "ok", 1.0, 2.0),
+            line(0, 0, "sub", "ok", 2.0, 3.0),
+            line(0, 0, "root", "ok", 3.0, 4.0),
+            // Play 1: cut short, still in flight 0..0.5 s, no job.
+            line(1, 1, "root", "cancelled", 0.0, 0.5),
+        ];
+        std::fs::write(dir.join("records.jsonl"), lines.join("\n") + "\n").unwrap();
+        let observed = read(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(observed.jobs, [3000 * MS]);
+        assert_eq!(
+            observed.flights,
+            [
+                Flight {
+                    start: 1000 * MS,
+                    end: 4000 * MS,
+                    agents: vec![(1000 * MS, 4000 * MS), (2000 * MS, 3000 * MS)],
+                },
+                Flight {
+                    start: 0,
+                    end: 500 * MS,
+                    agents: vec![(0, 500 * MS)],
+                },
+            ]
+        );
     }
 }

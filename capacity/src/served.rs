@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use arbor_engine::time::{nanos_to_secs, Nanos};
 use serde::Serialize;
 
-use crate::observed::{Gaps, Observed, RequestSeen};
+use crate::observed::{Flight, Gaps, Observed, RequestSeen};
 
 /// One request served on the virtual clock (warmups left out).
 #[derive(Debug, Clone, PartialEq)]
@@ -114,22 +114,43 @@ pub struct Line<'a> {
     pub cached_tokens: Option<u32>,
 }
 
-/// The observations of served requests; `complete(play)` says whether a
-/// play ran every turn (only those have a job time).
-pub fn observe(served: &[Served], complete: impl Fn(u32) -> bool) -> Observed {
-    let mut spans: BTreeMap<u32, (Nanos, Nanos)> = BTreeMap::new();
+/// The observations of served requests: each request, every play as it
+/// flew ([`Flight`]: its first send to its last done, and each agent's,
+/// `agent_of` saying which agent of its tree sent a request), and the
+/// job time of each play that ran every turn (`complete(play)`).
+pub fn observe(
+    served: &[Served],
+    complete: impl Fn(u32) -> bool,
+    agent_of: impl Fn(&Served) -> u32,
+) -> Observed {
+    let mut plays: BTreeMap<u32, BTreeMap<u32, (Nanos, Nanos)>> = BTreeMap::new();
     for s in served {
-        let span = spans.entry(s.play).or_insert((s.sent, s.done));
+        let span = plays
+            .entry(s.play)
+            .or_default()
+            .entry(agent_of(s))
+            .or_insert((s.sent, s.done));
         span.0 = span.0.min(s.sent);
         span.1 = span.1.max(s.done);
     }
+    let mut jobs = Vec::new();
+    let mut flights = Vec::with_capacity(plays.len());
+    for (play, agents) in plays {
+        let start = agents.values().map(|a| a.0).min().unwrap_or(0);
+        let end = agents.values().map(|a| a.1).max().unwrap_or(0);
+        if complete(play) {
+            jobs.push(end - start);
+        }
+        flights.push(Flight {
+            start,
+            end,
+            agents: agents.into_values().collect(),
+        });
+    }
     Observed {
         requests: served.iter().map(Served::seen).collect(),
-        jobs: spans
-            .into_iter()
-            .filter(|(play, _)| complete(*play))
-            .map(|(_, (first, last))| last - first)
-            .collect(),
+        jobs,
+        flights,
     }
 }
 

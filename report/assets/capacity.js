@@ -3,7 +3,9 @@
 // headline (how much load holds within the SLOs), the knee and how it was
 // measured; then the goodput curve and each SLO metric against the load
 // with its limit, the knee's bracket shaded, a live search's prediction
-// dashed beside it; then every probe's verdict by load. Uses the vendored
+// dashed beside it; the load in agents and jobs per hour and the Pareto
+// of jobs/h per replica against jobs/h per user (an SVG); then every
+// probe's verdict by load. Uses the vendored
 // uPlot and report.css (capacity.css after it). When every chart has
 // drawn with data the page sets document.title to "arbor report: ok"; on
 // any error, to "arbor report: error: ..." (scripts/check-report.sh reads
@@ -57,6 +59,7 @@
     curve.points.length + " live probe" + (curve.points.length === 1 ? "" : "s") + ", each an arbor run in its own directory" :
     curve.points.length + " load" + (curve.points.length === 1 ? "" : "s") + " planned on the virtual clock under --service " + data.service;
   line("Measured", measuredBy + "; --search " + data.knob + ":" + loadShort(data.range[0]) + ".." + loadShort(data.range[1]));
+  if (data.agents_line) line("In agents", data.agents_line);
   if (data.above_knee_line) line("Above the knee", data.above_knee_line);
   if (data.predicted_line) line("Prediction", data.predicted_line);
   if (data.stopped_line) line("Stopped", data.stopped_line);
@@ -259,12 +262,155 @@
     });
   }
 
+  // ---- in agents and jobs per hour ---------------------------------------------
+  function withAgents(c) { return c.points.filter(function (p) { return p.agents && p.verdict !== "unresolved"; }); }
+  function agentSeries(c, field, label, color, dash) {
+    var pts = withAgents(c);
+    return { name: label, color: color, dash: dash, x: pts.map(function (p) { return p.load; }),
+      y: pts.map(function (p) { var v = p.agents[field]; return v == null ? null : v; }) };
+  }
+  if (withAgents(curve).length) {
+    app.appendChild(el("h2", { text: "In agents and jobs per hour" }));
+    app.appendChild(el("div", { class: "note", text: "An agent is a tree: one job of a top-level agent with its subagents, a play of the tree from its first request sent to its last done. " +
+      "Concurrent agents are the trees in flight over the probe's window (the first request of any play sent to the last one done): their mean and their peak; counting subagents, each agent (the top-level one and every subagent) from its own first request to its last. " +
+      "Jobs are the plays that ran every turn, per hour of the window; within the job SLOs: those whose job time met every job bound (the goodput of trees)." }));
+    var ag = el("div", { class: "grid cap-grid" });
+    app.appendChild(ag);
+    var ca = [agentSeries(curve, "trees_mean", "agents (" + ownName + ")", LIVE),
+      agentSeries(curve, "trees_peak", "agents, peak", LIVE, [2, 3]),
+      agentSeries(curve, "agents_mean", "counting subagents", TREES)];
+    if (predicted) ca.push(agentSeries(predicted, "trees_mean", "agents (predicted)", PREDICTED, [6, 4]));
+    plot(ag, "agents", "Concurrent agents (trees in flight)", "agents", ca, {
+      emptyText: "no probe had a tree in flight", show: function (v) { return num(v, 1); }
+    });
+    var cj = [agentSeries(curve, "jobs_per_hour", "jobs/h (" + ownName + ")", LIVE),
+      agentSeries(curve, "good_jobs_per_hour", "within the job SLOs", "#137333")];
+    if (predicted) cj.push(agentSeries(predicted, "jobs_per_hour", "jobs/h (predicted)", PREDICTED, [6, 4]));
+    plot(ag, "jobs", "Jobs per hour", "jobs/h", cj, {
+      emptyText: "no probe completed a job", show: function (v) { return num(v, v < 10 ? 1 : 0) + " jobs/h"; }
+    });
+  }
+
+  // ---- Pareto ------------------------------------------------------------------
+  // Jobs/h per replica (throughput) against jobs/h per user
+  // (interactivity), one point a load; the non-dominated ones joined.
+  var SVG = "http://www.w3.org/2000/svg";
+  function svgEl(tag, attrs, text) {
+    var e = document.createElementNS(SVG, tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text != null) e.textContent = text;
+    return e;
+  }
+  // About five round steps over [lo, hi].
+  function ticks(lo, hi) {
+    var span = hi - lo || Math.abs(hi) || 1, raw = span / 5, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 5, 10].map(function (m) { return m * mag; }).filter(function (s) { return s >= raw; })[0];
+    var out = [];
+    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.round(v / step) * step);
+    return out;
+  }
+  function paretoChart(parent, pareto, prediction) {
+    var pts = pareto.points, guess = prediction ? prediction.points : [];
+    var b = el("div", { class: "chart" });
+    parent.appendChild(b);
+    b.appendChild(el("div", { class: "chart-title", text: "Jobs/h per replica against jobs/h per user" +
+      (pareto.replicas > 1 ? " (" + pareto.replicas + " replicas)" : "") }));
+    var W = chartWidth(b), H = 300, L = 70, R = 24, T = 12, B = 44;
+    var both = pts.concat(guess);
+    var xsP = both.map(function (p) { return p.jobs_per_hour_per_user; }), ysP = both.map(function (p) { return p.jobs_per_hour_per_replica; });
+    function range(v) {
+      var lo = Math.min.apply(null, v), hi = Math.max.apply(null, v), pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.1 || 1;
+      return [Math.max(0, lo - pad), hi + pad];
+    }
+    var xr = range(xsP), yr = range(ysP);
+    function X(v) { return L + (v - xr[0]) / (xr[1] - xr[0]) * (W - L - R); }
+    function Y(v) { return T + (1 - (v - yr[0]) / (yr[1] - yr[0])) * (H - T - B); }
+    var svg = svgEl("svg", { width: W, height: H, class: "cap-pareto", role: "img" });
+    ticks(xr[0], xr[1]).forEach(function (v) {
+      svg.appendChild(svgEl("line", { x1: X(v), x2: X(v), y1: T, y2: H - B, class: "grid" }));
+      svg.appendChild(svgEl("text", { x: X(v), y: H - B + 15, "text-anchor": "middle" }, num(v, v < 10 ? 1 : 0)));
+    });
+    ticks(yr[0], yr[1]).forEach(function (v) {
+      svg.appendChild(svgEl("line", { x1: L, x2: W - R, y1: Y(v), y2: Y(v), class: "grid" }));
+      svg.appendChild(svgEl("text", { x: L - 6, y: Y(v) + 4, "text-anchor": "end" }, num(v, v < 10 ? 1 : 0)));
+    });
+    svg.appendChild(svgEl("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" }));
+    svg.appendChild(svgEl("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }));
+    svg.appendChild(svgEl("text", { x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle", class: "label" },
+      "jobs/h per user (interactivity: 3600 s / mean job time)"));
+    svg.appendChild(svgEl("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle", class: "label",
+      transform: "rotate(-90 14 " + (T + H - B) / 2 + ")" }, "jobs/h per replica (throughput)"));
+    var readout = el("div", { class: "cap-readout" });
+    function about(p) {
+      return data.knob + " " + loadShort(p.load) + ": " + num(p.jobs_per_hour_per_replica, 1) + " jobs/h per replica · " +
+        num(p.jobs_per_hour_per_user, 1) + " jobs/h per user · " + (p.dominated ? "dominated" : "on the frontier") +
+        (p.pass ? " · passes" : " · fails the SLO");
+    }
+    // The prediction's frontier dashed, its points small grey squares.
+    var guessFront = guess.filter(function (p) { return !p.dominated; })
+      .sort(function (p, q) { return p.jobs_per_hour_per_user - q.jobs_per_hour_per_user; });
+    if (guess.length) {
+      svg.appendChild(svgEl("polyline", { fill: "none", stroke: PREDICTED, "stroke-width": 1.5, "stroke-dasharray": "6 4",
+        points: guessFront.map(function (p) { return X(p.jobs_per_hour_per_user) + "," + Y(p.jobs_per_hour_per_replica); }).join(" ") }));
+      guess.forEach(function (p) {
+        var cx = X(p.jobs_per_hour_per_user), cy = Y(p.jobs_per_hour_per_replica);
+        var g = svgEl("g", { class: "cap-pareto-predicted" });
+        g.appendChild(svgEl("rect", { x: cx - 3, y: cy - 3, width: 6, height: 6, fill: p.dominated ? "#fff" : PREDICTED, stroke: PREDICTED }));
+        g.appendChild(svgEl("title", {}, "predicted: " + about(p)));
+        g.addEventListener("mouseenter", function () { readout.textContent = "predicted: " + about(p); });
+        g.addEventListener("mouseleave", function () { readout.textContent = ""; });
+        svg.appendChild(g);
+      });
+    }
+    var front = pts.filter(function (p) { return !p.dominated; })
+      .sort(function (p, q) { return p.jobs_per_hour_per_user - q.jobs_per_hour_per_user; });
+    svg.appendChild(svgEl("polyline", { fill: "none", stroke: LIVE, "stroke-width": 2,
+      points: front.map(function (p) { return X(p.jobs_per_hour_per_user) + "," + Y(p.jobs_per_hour_per_replica); }).join(" ") }));
+    pts.forEach(function (p) {
+      var cx = X(p.jobs_per_hour_per_user), cy = Y(p.jobs_per_hour_per_replica);
+      var g = svgEl("g", { class: "cap-pareto-point" + (p.dominated ? " dominated" : "") });
+      if (!p.pass) g.appendChild(svgEl("circle", { cx: cx, cy: cy, r: 7.5, fill: "none", stroke: FAILS, "stroke-width": 1.5 }));
+      if (p.load === a.passing) g.appendChild(svgEl("circle", { cx: cx, cy: cy, r: 7.5, fill: "none", stroke: "#137333", "stroke-width": 2 }));
+      g.appendChild(svgEl("circle", { cx: cx, cy: cy, r: 4, fill: p.dominated ? "#fff" : LIVE, stroke: p.dominated ? PREDICTED : LIVE, "stroke-width": 1.5 }));
+      if (!p.dominated) g.appendChild(svgEl("text", { x: cx + 7, y: cy - 7, class: "load" }, loadShort(p.load)));
+      g.appendChild(svgEl("title", {}, about(p)));
+      g.addEventListener("mouseenter", function () { readout.textContent = about(p); });
+      g.addEventListener("mouseleave", function () { readout.textContent = ""; });
+      svg.appendChild(g);
+    });
+    b.appendChild(svg);
+    var legend = el("div", { class: "legend" }, [
+      el("span", { class: "legend-item" }, [el("span", { class: "line", style: "border-top-color:" + LIVE }), "non-dominated loads (labelled)"]),
+      el("span", { class: "legend-item" }, [el("span", { class: "cap-ring", style: "border-color:" + PREDICTED }), "dominated"]),
+      el("span", { class: "legend-item" }, [el("span", { class: "cap-ring", style: "border-color:" + FAILS }), "fails the SLO"])
+    ]);
+    if (guess.length) legend.appendChild(el("span", { class: "legend-item" }, [
+      el("span", { class: "line dashed", style: "border-top-color:" + PREDICTED }), "predicted (virtual clock)"]));
+    if (a.passing != null) legend.appendChild(el("span", { class: "legend-item" }, [
+      el("span", { class: "cap-ring", style: "border-color:#137333" }), "the answer, " + loadShort(a.passing)]));
+    b.appendChild(legend);
+    b.appendChild(readout);
+    if (svg.querySelectorAll("g.cap-pareto-point").length !== pts.length) problems.push("pareto: not every point drawn");
+  }
+  if (data.pareto && data.pareto.points.length) {
+    app.appendChild(el("h2", { text: "Pareto: throughput against interactivity" }));
+    app.appendChild(el("div", { class: "note", text: "Each probed load that completed a job, as jobs per hour per replica (throughput: its jobs/h over the " +
+      data.pareto.replicas + " replica" + (data.pareto.replicas === 1 ? "" : "s") + " it was spread over) against jobs per hour per user (interactivity: 3600 s over the mean job time, how often one user waiting on each job gets one done). " +
+      "Joined and filled: the non-dominated loads (no other load is as good on both axes and better on one), each labelled with its load; hollow: dominated. Hover a point for its figures." +
+      (data.predicted_pareto ? " Grey squares, dashed: the prediction on the virtual clock (one server)." : "") }));
+    var pbox = el("div", { class: "cap-wide" });
+    app.appendChild(pbox);
+    paretoChart(pbox, data.pareto, data.predicted_pareto);
+  } else if (withAgents(curve).some(function (p) { return p.agents.jobs > 0; })) {
+    problems.push("pareto: probes completed jobs but capacity.json has no Pareto point");
+  }
+
   // ---- probes ------------------------------------------------------------------
   var VERDICT = { pass: ["pass", "good"], fail: ["FAIL", "bad"], too_small: ["too small", "warn"], unresolved: ["unresolved", "warn"] };
   function probeTable(c) {
     var t = el("table", { class: "cap-probes" });
     var head = ["probe", data.knob, "verdict", "reason", "requests", "failed", "goodput req", "goodput trees"]
-      .concat(data.bounds.map(function (b) { return b.metric; }), ["output tok/s"]);
+      .concat(data.bounds.map(function (b) { return b.metric; }), ["agents", "jobs/h", "output tok/s"]);
     t.appendChild(el("tr", {}, head.map(function (h, i) { return el("th", { class: i === 3 ? "k" : "", text: h }); })));
     c.points.forEach(function (p) {
       var v = VERDICT[p.verdict] || [p.verdict, ""];
@@ -283,6 +429,11 @@
         var text = r.failed ? "failed" : reading(b, r.s);
         cells.push(el("td", { class: p.verdict !== "unresolved" && !r.pass ? "bad" : "", text: text }));
       });
+      var ag = p.agents;
+      cells.push(el("td", { title: ag ? "peak " + ag.trees_peak + "; counting subagents " + num(ag.agents_mean, 1) + " (peak " + ag.agents_peak + ")" : "",
+        text: ag ? num(ag.trees_mean, 1) : DASH }));
+      cells.push(el("td", { title: ag && ag.good_jobs_per_hour != null ? num(ag.good_jobs_per_hour, 0) + " jobs/h within the job SLOs" : "",
+        text: ag ? num(ag.jobs_per_hour, ag.jobs_per_hour != null && ag.jobs_per_hour < 10 ? 1 : 0) : DASH }));
       cells.push(el("td", { text: num(p.output_tokens_per_s, 0) }));
       var row = el("tr", { class: p.load === a.passing || p.load === a.failing ? "cap-knee-row" : "" }, cells);
       if (p.dir) row.title = p.dir;

@@ -126,6 +126,7 @@ fn search(
         slo,
         service: &service,
         predicted,
+        replicas: replicas(args, mode),
     };
 
     let mut predicted = None;
@@ -175,6 +176,15 @@ fn search(
         out: out.to_path_buf(),
         report: String::new(),
     })
+}
+
+/// The replicas a point's load is spread over: live, every `--endpoint`
+/// (the built-in emulator is one); virtual, the one server the model is.
+fn replicas(args: &CapacityOptions, mode: Mode) -> usize {
+    match (mode, &args.run.request.endpoint) {
+        (Mode::Live, Some(_)) => 1 + args.run.request.more_endpoints.len(),
+        _ => 1,
+    }
 }
 
 /// Whether the points are live runs (`--live`, or `--endpoint`).

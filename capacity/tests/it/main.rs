@@ -5,6 +5,7 @@
 //! they write. The command's own tests (its flags, console, live probes)
 //! are the CLI's (`cli/tests/it/capacity.rs`).
 
+mod agents;
 mod custom_probe;
 mod stops;
 mod virtual_search;

@@ -64,6 +64,7 @@ impl Probe for FakeServer {
         Ok(Observed {
             requests: vec![ok; (self.per_session * load) as usize],
             jobs: Vec::new(),
+            flights: Vec::new(),
         })
     }
 
@@ -104,6 +105,7 @@ fn about<'a>(space: &'a Space, slo: &'a Slo) -> About<'a> {
         slo,
         service: "recorded",
         predicted: None,
+        replicas: 1,
     }
 }
 

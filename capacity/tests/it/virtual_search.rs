@@ -103,6 +103,7 @@ fn about<'a>(space: &'a Space, slo: &'a Slo) -> About<'a> {
         slo,
         service: "fixed:100:10",
         predicted: None,
+        replicas: 1,
     }
 }
 

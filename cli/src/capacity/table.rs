@@ -1,10 +1,11 @@
 //! The console: one row per probed point (load, requests, goodput, each
 //! bound's value, pass or fail; a value over its bound is marked `*`),
-//! sorted by load, then the answer line. Owns wording only.
+//! sorted by load, then the answer line and the answer in agents and
+//! jobs per hour. Owns wording only.
 
 use std::io::{self, Write};
 
-use arbor::capacity_search::{Answer, Knob, Point, Reading};
+use arbor::capacity_search::{output, Answer, Knob, Point, Reading};
 
 /// `80.0 ms`, `1.250 s`.
 fn show(ns: u64) -> String {
@@ -73,5 +74,9 @@ pub fn print(
             .collect();
         writeln!(out, "{}", cells.join("  ").trim_end())?;
     }
-    writeln!(out, "{}", answer.sentence(knob, slo_text))
+    writeln!(out, "{}", answer.sentence(knob, slo_text))?;
+    if let Some(held) = output::held(probes, answer.passing) {
+        writeln!(out, "in agents: {}", held.sentence(knob))?;
+    }
+    Ok(())
 }

@@ -151,6 +151,57 @@ fn a_virtual_search_finds_the_knee_by_hand() {
     assert!(page.status.success(), "{}", stderr(&page));
 }
 
+/// The search by hand in agents: at 4 sessions each lane plays 3 of the
+/// 12 one-agent trees back to back (1.8 s), so 4 agents are in flight
+/// and 12 jobs of 600 ms take 1.8 s: 24,000 jobs/h, 6,000 for each user.
+/// On the Pareto, lighter loads have the same interactivity and less
+/// throughput, heavier ones wait for the 4 slots (no more jobs/h, slower
+/// jobs): 4 sessions alone is not dominated.
+#[test]
+fn the_answer_in_agents_and_the_pareto_by_hand() {
+    let dir = scratch("capacity-agents");
+    let out = dir.join("out");
+    let ran = virtual_search(&out);
+    let console = stdout(&ran);
+    assert!(ran.status.success(), "{}{console}", stderr(&ran));
+    assert!(
+        console.contains(
+            "\nin agents: holds 4.0 concurrent agents (peak 4; 4.0 counting subagents) and \
+             24,000 jobs/h (12 jobs in 1.8 s; 24,000 jobs/h within the job SLOs) within SLO at \
+             sessions=4\n"
+        ),
+        "{console}"
+    );
+    let report = read(&out.join("capacity.json"));
+    let held = &report["answer_in_agents"];
+    assert_eq!(held["load"], 4.0);
+    assert_eq!(
+        (held["trees_mean"].as_f64(), held["trees_peak"].as_u64()),
+        (Some(4.0), Some(4))
+    );
+    assert_eq!(held["jobs"], 12);
+    assert_eq!(held["window_s"], 1.8);
+    let close = |v: &Value, want: f64| (v.as_f64().expect("a number") - want).abs() < 1e-6;
+    assert!(close(&held["jobs_per_hour"], 24_000.0), "{held}");
+    assert!(close(&held["jobs_per_hour_per_user"], 6_000.0), "{held}");
+    let pareto = &report["pareto"];
+    assert_eq!(pareto["replicas"], 1);
+    let points = pareto["points"].as_array().expect("points");
+    let frontier: Vec<f64> = points
+        .iter()
+        .filter(|p| p["dominated"] == false)
+        .map(|p| p["load"].as_f64().unwrap())
+        .collect();
+    assert_eq!(frontier, [4.0], "{pareto}");
+    assert_eq!(points.len(), 6);
+    // Each probe carries its own figures: one session plays all 12 trees.
+    let one = &report["probes"][0]["agents"];
+    assert_eq!(
+        (one["trees_mean"].as_f64(), one["window_s"].as_f64()),
+        (Some(1.0), Some(7.2))
+    );
+}
+
 #[test]
 fn the_same_flags_give_the_same_table() {
     let dir = scratch("capacity-determinism");

@@ -93,6 +93,55 @@ fn a_capacity_directory_reads_into_the_answer_and_the_probes_by_load() {
 }
 
 #[test]
+fn agents_jobs_and_the_pareto_reach_the_page() {
+    let dir = scratch("capacity-agents");
+    let figures = |trees: f64, per_hour: f64| {
+        json!({"window_s": 10.0, "trees_mean": trees, "trees_peak": 2, "agents_mean": trees * 1.5,
+               "agents_peak": 3, "jobs": 4, "jobs_per_hour": per_hour, "good_jobs_per_hour": per_hour / 2.0,
+               "job_time_mean_s": 2.0, "jobs_per_hour_per_user": 1800.0})
+    };
+    let mut probes = vec![probe(1, 1.0, 40), probe(2, 2.0, 80), probe(3, 3.0, 150)];
+    for (p, (trees, per_hour)) in
+        probes
+            .iter_mut()
+            .zip([(1.0, 900.0), (2.0, 1800.0), (2.5, 1700.0)])
+    {
+        p["agents"] = figures(trees, per_hour);
+    }
+    let mut capacity = search("virtual", probes, 2.0, 3.0);
+    let mut held = figures(2.0, 1800.0);
+    held["load"] = json!(2.0);
+    capacity["answer_in_agents"] = held;
+    capacity["pareto"] = json!({"replicas": 1, "points": [
+        {"probe": 2, "load": 2.0, "jobs_per_hour_per_replica": 1800.0,
+         "jobs_per_hour_per_user": 1800.0, "pass": true, "dominated": false}]});
+    write(&dir, "capacity.json", &capacity.to_string());
+    let page = page_of(&dir);
+    assert_eq!(
+        page.agents_line.as_deref(),
+        Some(
+            "2.0 concurrent agents (peak 2; 3.0 counting subagents) and 1,800 jobs/h \
+             (4 jobs in 10.0 s; 900 jobs/h within the job SLOs) at 2 sessions"
+        )
+    );
+    let agents = page.curve.points[2].agents.as_ref().expect("its agents");
+    assert_eq!(
+        (agents.trees_mean, agents.jobs_per_hour),
+        (2.5, Some(1700.0))
+    );
+    let pareto = page.pareto.expect("the Pareto");
+    assert_eq!(pareto.points.len(), 1);
+    assert!(!pareto.points[0].dominated);
+
+    // A file from before them: no line, no Pareto, no figures.
+    let old = scratch("capacity-agents-old");
+    virtual_dir(&old);
+    let page = page_of(&old);
+    assert_eq!((page.agents_line, page.pareto), (None, None));
+    assert!(page.curve.points.iter().all(|p| p.agents.is_none()));
+}
+
+#[test]
 fn a_live_search_has_its_prediction_beside_it_and_its_failed_probe_unresolved() {
     let dir = scratch("capacity-live");
     let mut live = search("live", vec![probe(1, 3.0, 90)], 3.0, 4.0);

@@ -1,8 +1,9 @@
 //! What the capacity page draws, as the JSON its script reads: the answer
 //! in words, the SLO bounds with their limits, and each curve (the
 //! search's own, and a live search's prediction when its directory has
-//! one) as points by load, each with its verdict, reason, goodput and
-//! every bound's reading. A summary, never a probe's records: the page
+//! one) as points by load, each with its verdict, reason, goodput,
+//! every bound's reading and its figures in agents and jobs per hour;
+//! the answer in agents and the Pareto. A summary, never a probe's records: the page
 //! of a 20-load sweep is a few kB of data. Owns the shape of that JSON;
 //! the wording is [`super::words`]', the reading [`super::file`]'s.
 
@@ -12,7 +13,7 @@ use serde::Serialize;
 
 use arbor_error::Error;
 
-use super::file::{self, Answer, Cause, Knob, Mode, Probe, Reading, Search};
+use super::file::{self, Agents, Answer, Cause, Knob, Mode, Pareto, Probe, Reading, Search};
 use super::words::{self, Verdict};
 
 /// Everything the page shows.
@@ -46,6 +47,14 @@ pub struct CapacityPage {
     pub curve: Curve,
     /// The virtual search a live one started from (`predicted/`).
     pub predicted: Option<Curve>,
+    /// The answer in agents and jobs per hour, in words (`None`: no load
+    /// passed, or a file from before it).
+    pub agents_line: Option<String>,
+    /// Jobs/h per replica against jobs/h per user over the search's own
+    /// probes.
+    pub pareto: Option<Pareto>,
+    /// The same over a live search's prediction (`predicted/`).
+    pub predicted_pareto: Option<Pareto>,
 }
 
 /// One SLO bound.
@@ -83,6 +92,9 @@ pub struct Point {
     pub readings: Vec<PointReading>,
     /// From the probe's `summary.json`, when it wrote one.
     pub output_tokens_per_s: Option<f64>,
+    /// The point in agents and jobs per hour (`None`: its run failed, or
+    /// a file from before them).
+    pub agents: Option<Agents>,
 }
 
 /// A bound's reading at a point.
@@ -149,6 +161,9 @@ pub fn read(dir: &Path) -> Result<CapacityPage, Error> {
         bounds,
         curve: own,
         predicted: predicted_curve,
+        agents_line: words::in_agents(&search),
+        pareto: search.pareto.clone(),
+        predicted_pareto: predicted.as_ref().and_then(|p| p.pareto.clone()),
     })
 }
 
@@ -207,6 +222,7 @@ fn curve(
                 })
                 .collect(),
             output_tokens_per_s: None,
+            agents: None,
         });
     }
     points.sort_by(|a, b| a.load.total_cmp(&b.load).then(a.probe.cmp(&b.probe)));
@@ -255,5 +271,6 @@ fn point(
         failed: probe.failed,
         readings,
         output_tokens_per_s,
+        agents: probe.agents.clone(),
     })
 }

@@ -1,6 +1,8 @@
 //! `capacity.json` read back as the page needs it: the SLOs, the knob,
 //! the answer, why a search stopped, and every probe's verdict (its
-//! bounds' readings, goodput and counts). Owns the file's shape on the
+//! bounds' readings, goodput and counts), each probe in agents and jobs
+//! per hour, the answer in agents and the Pareto (all three absent from
+//! an older file: `None`). Owns the file's shape on the
 //! reading side only, with types of its own (the search writes with
 //! `arbor_capacity::output`'s): a file of schema `arbor.capacity/1` from
 //! any arbor version with these fields reads the same. A file that is
@@ -42,6 +44,57 @@ pub struct Search {
     pub answer: Answer,
     /// In the order probed.
     pub probes: Vec<Probe>,
+    /// The answer in agents: the passing load's figures (absent in a
+    /// file of an arbor before them).
+    #[serde(default)]
+    pub answer_in_agents: Option<Held>,
+    /// Jobs/h per replica against jobs/h per user (absent before them).
+    #[serde(default)]
+    pub pareto: Option<Pareto>,
+}
+
+/// A point in agents and jobs per hour (`arbor_capacity::agents`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct Agents {
+    pub window_s: f64,
+    /// Trees (a top-level agent's job with its subagents) in flight.
+    pub trees_mean: f64,
+    pub trees_peak: u64,
+    /// Agents in flight counting subagents.
+    pub agents_mean: f64,
+    pub agents_peak: u64,
+    pub jobs: u64,
+    pub jobs_per_hour: Option<f64>,
+    /// Jobs per hour meeting every job bound.
+    pub good_jobs_per_hour: Option<f64>,
+    pub job_time_mean_s: Option<f64>,
+    pub jobs_per_hour_per_user: Option<f64>,
+}
+
+/// The answer in agents: the largest passing load and its figures.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Held {
+    pub load: f64,
+    #[serde(flatten)]
+    pub agents: Agents,
+}
+
+/// The Pareto over the probes.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct Pareto {
+    pub replicas: usize,
+    pub points: Vec<ParetoPoint>,
+}
+
+/// One load on the Pareto.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct ParetoPoint {
+    pub probe: usize,
+    pub load: f64,
+    pub jobs_per_hour_per_replica: f64,
+    pub jobs_per_hour_per_user: f64,
+    pub pass: bool,
+    pub dominated: bool,
 }
 
 /// How the points were measured.
@@ -109,6 +162,9 @@ pub struct Probe {
     pub jobs: u64,
     pub too_small: bool,
     pub pass: bool,
+    /// The point in agents and jobs (absent before them).
+    #[serde(default)]
+    pub agents: Option<Agents>,
 }
 
 /// One SLO bound judged at one point.
@@ -204,6 +260,39 @@ mod tests {
         assert_eq!(s.answer.passing, Some(2.0));
         assert_eq!(s.probes[0].bounds[0].reading, Reading::Value(5));
         assert_eq!(s.probes[1].bounds[0].reading, Reading::Failed);
+    }
+
+    #[test]
+    fn agents_and_the_pareto_read_when_there_and_are_none_before_them() {
+        let s = parse(ONE, Path::new("c.json")).unwrap();
+        assert_eq!(
+            (s.answer_in_agents.as_ref(), s.pareto.as_ref()),
+            (None, None)
+        );
+        assert_eq!(s.probes[0].agents, None);
+        let with = ONE
+            .replacen(
+                r#""too_small":false,"pass":true}"#,
+                r#""too_small":false,"pass":true,"agents":{"window_s":2,"trees_mean":1.5,
+                  "trees_peak":2,"agents_mean":2.5,"agents_peak":4,"jobs":3,"jobs_per_hour":5400,
+                  "good_jobs_per_hour":3600,"job_time_mean_s":1,"jobs_per_hour_per_user":3600}}"#,
+                1,
+            )
+            .replace(
+                r#""probes":["#,
+                r#""answer_in_agents":{"load":2,"window_s":2,"trees_mean":1.5,"trees_peak":2,
+                  "agents_mean":2.5,"agents_peak":4,"jobs":3,"jobs_per_hour":5400,
+                  "good_jobs_per_hour":3600,"job_time_mean_s":1,"jobs_per_hour_per_user":3600},
+                  "pareto":{"replicas":1,"points":[{"probe":1,"load":2,
+                  "jobs_per_hour_per_replica":5400,"jobs_per_hour_per_user":3600,"pass":true,
+                  "dominated":false}]},"probes":["#,
+            );
+        let s = parse(&with, Path::new("c.json")).unwrap();
+        let agents = s.probes[0].agents.as_ref().unwrap();
+        assert_eq!((agents.trees_mean, agents.agents_peak), (1.5, 4));
+        let held = s.answer_in_agents.unwrap();
+        assert_eq!((held.load, held.agents.jobs_per_hour), (2.0, Some(5400.0)));
+        assert_eq!(s.pareto.unwrap().points[0].jobs_per_hour_per_user, 3600.0);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! prediction's answer, and each probe's verdict with its reason. Owns
 //! wording only; reads the search as [`super::file`] gives it.
 
-use super::file::{Answer, Bound, Cause, Knob, Probe, Reading, Search, Stopped};
+use super::file::{Answer, Bound, Cause, Held, Knob, Probe, Reading, Search, Stopped};
 
 /// A probe's verdict, as the table shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -118,6 +118,48 @@ pub fn predicted(search: &Search) -> Option<String> {
         "{answer} on the virtual clock under {}",
         search.service
     ))
+}
+
+/// The answer in agents and jobs per hour: "3.0 concurrent agents (peak
+/// 4; 4.7 counting subagents) and 156 jobs/h (60 jobs in 1386.2 s; 81
+/// jobs/h within the job SLOs) at 4 sessions"; `None` when no load
+/// passed.
+pub fn in_agents(search: &Search) -> Option<String> {
+    let Held { load: at, agents } = search.answer_in_agents.as_ref()?;
+    let mut text = format!(
+        "{:.1} concurrent agents (peak {}; {:.1} counting subagents)",
+        agents.trees_mean, agents.trees_peak, agents.agents_mean
+    );
+    if let Some(per_hour) = agents.jobs_per_hour {
+        text += &format!(
+            " and {} jobs/h ({} job{} in {:.1} s",
+            per_hour_text(per_hour),
+            agents.jobs,
+            if agents.jobs == 1 { "" } else { "s" },
+            agents.window_s
+        );
+        if let Some(good) = agents.good_jobs_per_hour {
+            text += &format!("; {} jobs/h within the job SLOs", per_hour_text(good));
+        }
+        text += ")";
+    }
+    Some(format!("{text} at {}", load(search.knob, *at)))
+}
+
+/// Jobs per hour as a count (`1,234`); below 10, one decimal.
+pub fn per_hour_text(v: f64) -> String {
+    if v < 10.0 {
+        return format!("{v:.1}");
+    }
+    let digits = format!("{v:.0}");
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The loads that pass above the first failing one (a sweep's curve
@@ -263,6 +305,8 @@ mod tests {
             predicted: None,
             answer: Answer { passing, failing },
             probes: Vec::new(),
+            answer_in_agents: None,
+            pareto: None,
         }
     }
 
@@ -301,6 +345,7 @@ mod tests {
             jobs: 0,
             too_small: false,
             pass,
+            agents: None,
         };
         s.probes = vec![probe(6.0, true), probe(7.0, false), probe(9.0, true)];
         assert!(above_knee(&s)
@@ -312,6 +357,30 @@ mod tests {
             .starts_with("8 and 9 sessions pass again"));
         s.probes.retain(|p| p.load <= 7.0);
         assert_eq!(above_knee(&s), None);
+    }
+
+    #[test]
+    fn the_answer_in_agents_names_the_load() {
+        let mut s = search(Some(4.0), Some(5.0));
+        assert_eq!(in_agents(&s), None);
+        s.answer_in_agents = Some(Held {
+            load: 4.0,
+            agents: crate::page::capacity::file::Agents {
+                trees_mean: 3.0,
+                trees_peak: 4,
+                agents_mean: 4.69,
+                jobs: 1,
+                window_s: 2.31,
+                jobs_per_hour: Some(1555.8),
+                good_jobs_per_hour: Some(8.04),
+                ..Default::default()
+            },
+        });
+        assert_eq!(
+            in_agents(&s).unwrap(),
+            "3.0 concurrent agents (peak 4; 4.7 counting subagents) and 1,556 jobs/h \
+             (1 job in 2.3 s; 8.0 jobs/h within the job SLOs) at 4 sessions"
+        );
     }
 
     #[test]
@@ -378,6 +447,7 @@ mod tests {
             jobs: 0,
             too_small: false,
             pass: false,
+            agents: None,
         };
         assert_eq!(
             verdict(&probe, None),
