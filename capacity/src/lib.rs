@@ -4,7 +4,8 @@
 //! Owns the SLOs and their grammar ([`slo`]), the load knob and the space
 //! searched ([`knob`]), the order of probes (bracket then bisect, or the
 //! grid of a sweep: [`mod@search`], pure), judging a point's observations
-//! (percentiles, goodput, the verdict: [`observed`]), what a probe is and
+//! (percentiles, goodput, the verdict: [`observed`]), a virtual reading's
+//! interval ([`interval`]), what a probe is and
 //! the search over any probe ([`probe`]), a virtual point's requests
 //! ([`served`]) and its plan on the virtual clock under a service model
 //! ([`predict`], with [`predict::VirtualProbe`]), a live point's run
@@ -21,10 +22,11 @@
 //! front end words progress and tables), nor how a run runs (a live
 //! point is the caller's). Writes only the files of [`output`], under the
 //! directory it is given. The modules use only those before them in this
-//! list: `slo`, `search`, `knob`, `observed`, `served`, `run_dir`,
+//! list: `slo`, `search`, `knob`, `observed`, `interval`, `served`, `run_dir`,
 //! `output`, `probe`, `predict`.
 #![forbid(unsafe_code)]
 
+pub mod interval;
 pub mod knob;
 pub mod observed;
 pub mod output;
