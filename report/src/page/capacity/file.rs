@@ -119,6 +119,19 @@ pub struct Bound {
     pub limit_ns: u64,
     pub reading: Reading,
     pub pass: bool,
+    /// The reading's interval (virtual probes under the server model).
+    #[serde(default)]
+    pub interval: Option<ReadingInterval>,
+}
+
+/// A reading's interval, in nanoseconds (`hi_ns` null: the upper end
+/// falls on a failed request).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct ReadingInterval {
+    pub lo_ns: u64,
+    pub hi_ns: Option<u64>,
+    pub level: f64,
+    pub fit_known: bool,
 }
 
 /// A bound's percentile at one point.
