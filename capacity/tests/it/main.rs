@@ -6,5 +6,6 @@
 //! are the CLI's (`cli/tests/it/capacity.rs`).
 
 mod custom_probe;
+mod intervals;
 mod stops;
 mod virtual_search;

@@ -220,6 +220,23 @@ mod tests {
     }
 
     #[test]
+    fn a_readings_interval_is_read_when_there_is_one() {
+        let with = ONE.replacen(
+            r#""pass":true}]"#,
+            r#""pass":true,"interval":{"lo_ns":4,"hi_ns":null,"level":0.9,
+              "method":"resamples (fit unknown)","fit_known":false}}]"#,
+            1,
+        );
+        let s = parse(&with, Path::new("c.json")).unwrap();
+        let i = s.probes[0].bounds[0].interval.expect("an interval");
+        assert_eq!(
+            (i.lo_ns, i.hi_ns, i.level, i.fit_known),
+            (4, None, 0.9, false)
+        );
+        assert!(s.probes[1].bounds[0].interval.is_none());
+    }
+
+    #[test]
     fn another_schema_or_a_missing_field_names_the_file() {
         let other = ONE.replace("arbor.capacity/1", "arbor.summary/1");
         let e = parse(&other, Path::new("x/capacity.json")).unwrap_err();
