@@ -52,11 +52,13 @@ pub fn plan(args: &PlanOptions, observer: &dyn Observer) -> Result<PlanReport, E
         (&loaded.workload).into(),
         "engine",
     )?;
-    let server = match (served, replan, args.intervals.level) {
-        (Some((mut prediction, central)), Some((compiled, policy)), Some(level)) => {
-            let Service::Server(server) = &service else {
-                unreachable!("predictions come from the server model")
-            };
+    let server = match (&service, served, replan, args.intervals.level) {
+        (
+            Service::Server(server),
+            Some((mut prediction, central)),
+            Some((compiled, policy)),
+            Some(level),
+        ) => {
             let replan = crate::intervals::Replan {
                 compiled,
                 policy,
@@ -79,7 +81,7 @@ pub fn plan(args: &PlanOptions, observer: &dyn Observer) -> Result<PlanReport, E
             )?);
             Some(prediction)
         }
-        (served, _, _) => served.map(|(prediction, _)| prediction),
+        (_, served, _, _) => served.map(|(prediction, _)| prediction),
     };
     let by_request = server.as_ref().map(|s| s.by_request());
     let reuse = crate::reuse::plan(&scheduler, (&loaded.workload).into(), server.as_ref());
