@@ -23,7 +23,7 @@
 //! [`Kind`] says whose fault it is (the CLI maps it to an exit code).
 //!
 //! Modules, each used only by those after it: `options`, `slo`, `observer`,
-//! `runtime`, `tokenizer`, `scenario`, `schema`, `inputs`, `emulate`, `reuse`, `plan`,
+//! `runtime`, `tokenizer`, `scenario`, `schema`, `inputs`, `emulate`, `reuse`, `intervals`, `plan`,
 //! `run`, `capacity`.
 #![forbid(unsafe_code)]
 
@@ -32,6 +32,7 @@ pub mod convert;
 pub mod emulate;
 pub mod inputs;
 pub mod inspect;
+pub mod intervals;
 pub mod json;
 pub mod observer;
 pub mod options;

@@ -443,6 +443,47 @@ pub struct PlanOptions {
     /// Write the plan's page here.
     pub report: Option<PathBuf>,
     pub scenario: ScenarioOptions,
+    /// Intervals on the server model's predictions.
+    pub intervals: IntervalOptions,
+}
+
+/// `--intervals` and `--interval-draws`: the intervals on the server
+/// model's predictions (docs/capacity.md, "Uncertainty: intervals on
+/// predictions").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IntervalOptions {
+    /// Coverage, from 0.5 to 0.999; `None`: no intervals
+    /// (`--intervals off`).
+    pub level: Option<f64>,
+    /// Plan under at most this many of the profile's draws (the first
+    /// ones); default all, up to `MAX_DRAWS`.
+    pub draws: Option<usize>,
+}
+
+impl Default for IntervalOptions {
+    /// 90 % intervals under every draw.
+    fn default() -> Self {
+        IntervalOptions {
+            level: Some(0.9),
+            draws: None,
+        }
+    }
+}
+
+impl IntervalOptions {
+    /// `off`, or a level in percent (`90`, `95%`, `99.5`).
+    pub fn parse_level(text: &str) -> Result<Option<f64>, String> {
+        if text == "off" {
+            return Ok(None);
+        }
+        let number = text.strip_suffix('%').unwrap_or(text).trim();
+        match number.parse::<f64>() {
+            Ok(pct) if (50.0..=99.9).contains(&pct) => Ok(Some(pct / 100.0)),
+            _ => Err(format!(
+                "expected `off` or a level in percent from 50 to 99.9 (e.g. 90), got `{text}`"
+            )),
+        }
+    }
 }
 
 /// `arbor emulate`: the built-in emulator, served on a port.

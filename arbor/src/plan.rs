@@ -8,6 +8,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use arbor_backends::side_by_side;
 use arbor_backends::virtual_clock::{self, Prompts};
 use arbor_engine::scheduler::Scheduler;
 use arbor_sim::{ServerModel, Service};
@@ -15,7 +16,8 @@ use arbor_sim::{ServerModel, Service};
 use crate::options::PlanOptions;
 use crate::{inputs, scenario, Observer};
 use arbor_error::Error;
-use arbor_report::plan::server::{Sample, ServerPrediction};
+use arbor_report::plan::intervals::Figures;
+use arbor_report::plan::server::{figures, Sample, ServerPrediction};
 use arbor_report::plan::{write_timeline, PlanReport, PlannedSubmission};
 use arbor_runs::shard_manifest::ShardManifest;
 
@@ -36,14 +38,51 @@ pub fn plan(args: &PlanOptions, observer: &dyn Observer) -> Result<PlanReport, E
     } = inputs::compile(&args.input, policy, &options, applied.is_some(), observer)?;
     let adjustments = compiled.adjustments;
     let counts = (&compiled).into();
-    let mut scheduler = inputs::scheduler(compiled, policy)?;
     let service = args.service.clone().unwrap_or_default();
-    let server = run_service(
+    // The intervals plan again under the profile's draws: keep what the
+    // central plan consumes.
+    let replan = match (&service, args.intervals.level) {
+        (Service::Server(_), Some(_)) => Some((compiled.clone(), policy.clone())),
+        _ => None,
+    };
+    let mut scheduler = inputs::scheduler(compiled, policy)?;
+    let served = serve(
         &mut scheduler,
         &service,
         (&loaded.workload).into(),
         "engine",
     )?;
+    let server = match (&service, served, replan, args.intervals.level) {
+        (
+            Service::Server(server),
+            Some((mut prediction, central)),
+            Some((compiled, policy)),
+            Some(level),
+        ) => {
+            let replan = crate::intervals::Replan {
+                compiled,
+                policy,
+                workload: &loaded.workload,
+            };
+            let profile = &server.profile;
+            let draws = crate::intervals::draws_used(profile, &args.intervals);
+            if draws > 0 {
+                observer.notice(&format!(
+                    "arbor plan: intervals: planning again under {draws} draws of the profile"
+                ));
+            }
+            prediction.intervals = Some(crate::intervals::intervals(
+                &central,
+                &replan,
+                profile,
+                &args.intervals,
+                level,
+                side_by_side::cores(),
+            )?);
+            Some(prediction)
+        }
+        (_, served, _, _) => served.map(|(prediction, _)| prediction),
+    };
     let by_request = server.as_ref().map(|s| s.by_request());
     let reuse = crate::reuse::plan(&scheduler, (&loaded.workload).into(), server.as_ref());
 
@@ -119,6 +158,17 @@ pub fn run_service(
     prompts: Prompts<'_>,
     what: &str,
 ) -> Result<Option<ServerPrediction>, Error> {
+    Ok(serve(scheduler, service, prompts, what)?.map(|(prediction, _)| prediction))
+}
+
+/// [`run_service`], with the plan's figures beside the predictions (what
+/// the intervals are read from).
+fn serve(
+    scheduler: &mut Scheduler,
+    service: &Service,
+    prompts: Prompts<'_>,
+    what: &str,
+) -> Result<Option<(ServerPrediction, Figures)>, Error> {
     let profile = match service {
         Service::Model(model) => {
             inputs::run_virtual(scheduler, model, what)?;
@@ -142,8 +192,9 @@ pub fn run_service(
         },
     )
     .map_err(|e| Error::other(format!("{what}: {e}")))?;
-    Ok(Some(ServerPrediction::new(
-        profile, scheduler, &predicted, &samples,
+    Ok(Some((
+        ServerPrediction::new(profile, scheduler, &predicted, &samples),
+        figures(scheduler, &predicted),
     )))
 }
 

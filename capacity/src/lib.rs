@@ -6,7 +6,8 @@
 //! grid of a sweep: [`mod@search`], pure), judging a point's observations
 //! (percentiles, goodput, the verdict: [`observed`]), a point in agents
 //! and jobs per hour ([`agents`]) and the Pareto of the points
-//! ([`pareto`]), what a probe is and
+//! ([`pareto`]), a virtual reading's interval ([`interval`]), what a
+//! probe is and
 //! the search over any probe ([`probe`]), a virtual point's requests
 //! ([`served`]) and its plan on the virtual clock under a service model
 //! ([`predict`], with [`predict::VirtualProbe`]), a live point's run
@@ -24,10 +25,11 @@
 //! point is the caller's). Writes only the files of [`output`], under the
 //! directory it is given. The modules use only those before them in this
 //! list: `slo`, `search`, `knob`, `observed`, `agents`, `pareto`,
-//! `served`, `run_dir`, `output`, `probe`, `predict`.
+//! `interval`, `served`, `run_dir`, `output`, `probe`, `predict`.
 #![forbid(unsafe_code)]
 
 pub mod agents;
+pub mod interval;
 pub mod knob;
 pub mod observed;
 pub mod output;

@@ -114,6 +114,25 @@ pub struct Judged {
     pub limit_ns: Nanos,
     pub reading: Reading,
     pub pass: bool,
+    /// The reading's interval (virtual probes: [`crate::interval`]);
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<ReadingInterval>,
+}
+
+/// A bound reading's interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReadingInterval {
+    /// The ends in nanoseconds; `hi_ns` null when the upper end falls on
+    /// a failed request. `lo_ns <= reading <= hi_ns`.
+    pub lo_ns: Nanos,
+    pub hi_ns: Option<Nanos>,
+    /// Coverage, e.g. 0.9.
+    pub level: f64,
+    /// `draws x resamples` or `resamples (fit unknown)`.
+    pub method: String,
+    /// Whether the fit's share is in (false: the profile has no draws).
+    pub fit_known: bool,
 }
 
 /// One point judged.
@@ -153,6 +172,7 @@ impl Observed {
                     limit_ns: bound.limit,
                     reading,
                     pass: matches!(reading, Reading::Value(v) if v <= bound.limit),
+                    interval: None,
                 }
             })
             .collect();

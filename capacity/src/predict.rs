@@ -16,7 +16,9 @@
 //! points on every machine.
 
 use std::path::Path;
+use std::sync::Arc;
 
+use arbor_backends::side_by_side;
 use arbor_backends::virtual_clock::{self, Prompts};
 use arbor_engine::dag::CompiledWorkload;
 use arbor_engine::error::PolicyError;
@@ -27,13 +29,20 @@ use arbor_engine::Workload;
 use arbor_error::Error;
 use arbor_sim::{ServerModel, ServerService, Service, ServiceModel, ServiceRequest, WorkloadKeys};
 
+use crate::interval::{self, Settings};
 use crate::knob::Knob;
-use crate::observed::Observed;
+use crate::observed::{Observed, ReadingInterval};
 use crate::output::{write_virtual_probe, Planned, Point};
 use crate::probe::Probe;
 use crate::search::Knee;
 use crate::served::{self, Served};
-use crate::slo::Slo;
+use crate::slo::{Bound, Slo};
+
+/// The most draws of a profile a virtual point is planned under.
+pub const MAX_DRAWS: usize = 200;
+
+/// The level of a virtual reading's interval.
+pub const INTERVAL_LEVEL: f64 = 0.9;
 
 /// What every virtual point shares.
 pub struct Bench {
@@ -114,11 +123,39 @@ impl Bench {
 
     /// Plans the point `knob = value`.
     pub fn point(&self, knob: Knob, value: u64) -> Result<Prediction, Error> {
+        self.point_under(knob, value, &self.service)
+    }
+
+    /// What the point `knob = value` observed under each of the server
+    /// profile's draws (at most [`MAX_DRAWS`]), side by side on every
+    /// core: the fit's share of its readings' intervals. Empty with
+    /// another model, or a profile without draws.
+    pub fn point_under_draws(&self, knob: Knob, value: u64) -> Result<Vec<Observed>, Error> {
+        let Service::Server(server) = &self.service else {
+            return Ok(Vec::new());
+        };
+        let draws = server
+            .profile
+            .uncertainty
+            .as_ref()
+            .map_or(&[][..], |u| &u.draws[..u.draws.len().min(MAX_DRAWS)]);
+        let planned = side_by_side::plan_each(draws.len(), side_by_side::cores(), |i| {
+            let service = Service::Server(ServerService {
+                path: server.path.clone(),
+                profile: Arc::new(server.profile.with_draw(&draws[i])),
+            });
+            self.point_under(knob, value, &service).map(|p| p.observed)
+        });
+        planned.into_iter().collect()
+    }
+
+    /// Plans the point `knob = value` under `service`.
+    fn point_under(&self, knob: Knob, value: u64, service: &Service) -> Result<Prediction, Error> {
         let mut policy = self.policy.clone();
         knob.apply(value, &mut policy);
         let mut scheduler =
             Scheduler::new(self.compiled.clone(), policy).map_err(self.policy_error)?;
-        let served = match &self.service {
+        let served = match service {
             Service::Model(model) => by_formula(&mut scheduler, model)?,
             Service::Server(server) => self.by_server(&mut scheduler, server)?,
         };
@@ -287,6 +324,8 @@ pub struct VirtualProbe<'a> {
     service: String,
     /// The plan of the point measured last, until it is kept.
     planned: Option<(Scheduler, Vec<Served>)>,
+    /// The point measured last under each of the profile's draws.
+    draws: Vec<Observed>,
 }
 
 impl<'a> VirtualProbe<'a> {
@@ -299,6 +338,7 @@ impl<'a> VirtualProbe<'a> {
             dir,
             service: bench.service.to_string(),
             planned: None,
+            draws: Vec::new(),
         }
     }
 }
@@ -309,6 +349,7 @@ impl Clone for VirtualProbe<'_> {
         VirtualProbe {
             service: self.service.clone(),
             planned: None,
+            draws: Vec::new(),
             ..*self
         }
     }
@@ -322,7 +363,22 @@ impl Probe for VirtualProbe<'_> {
             observed,
         } = self.bench.point(self.knob, value)?;
         self.planned = Some((scheduler, served));
+        self.draws = self.bench.point_under_draws(self.knob, value)?;
         Ok(observed)
+    }
+
+    /// Under the server model, the reading's interval: its requests
+    /// resampled, under the profile's draws when it has them.
+    fn interval(&mut self, bound: &Bound, observed: &Observed) -> Option<ReadingInterval> {
+        if !matches!(self.bench.service, Service::Server(_)) {
+            return None;
+        }
+        let settings = Settings {
+            level: INTERVAL_LEVEL,
+            resamples: interval::RESAMPLES,
+            seed: self.bench.policy.seed,
+        };
+        interval::reading_interval(bound, observed, &self.draws, settings)
     }
 
     fn keep(&mut self, point: &Point, observed: &Observed) -> Result<(), Error> {

@@ -18,10 +18,10 @@ use arbor_error::Error;
 
 use crate::agents::Agents;
 use crate::knob::{Knob, Space};
-use crate::observed::Observed;
+use crate::observed::{Observed, ReadingInterval};
 use crate::output::{probe_dir, Outcome, Point, Stop};
 use crate::search::{self, first_failure, grid, Start};
-use crate::slo::Slo;
+use crate::slo::{Bound, Slo};
 
 /// `--min-requests`'s default: the fewest successful requests a live
 /// probe needs before its verdict counts. With nearest rank, the p90 of
@@ -57,6 +57,14 @@ pub trait Probe {
     /// virtual point plans the whole workload, the same every time).
     fn min_measured(&self) -> u64 {
         0
+    }
+
+    /// The interval of `bound`'s reading at the point just measured
+    /// (`observed`), when the probe can tell one (a virtual probe under the
+    /// server model: [`crate::interval`]). By default, none.
+    fn interval(&mut self, bound: &Bound, observed: &Observed) -> Option<ReadingInterval> {
+        let _ = (bound, observed);
+        None
     }
 }
 
@@ -162,7 +170,10 @@ fn judge(
 ) -> Result<Point, Stop> {
     let stop = |e| Stop::failed(k, knob, value, e);
     let observed = probe.measure(k, value).map_err(stop)?;
-    let verdict = observed.judge(slo, probe.min_measured());
+    let mut verdict = observed.judge(slo, probe.min_measured());
+    for (judged, bound) in verdict.bounds.iter_mut().zip(&slo.bounds) {
+        judged.interval = probe.interval(bound, &observed);
+    }
     let point = Point {
         probe: k,
         load: knob.number(value),

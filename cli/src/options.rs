@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 
 use arbor::capacity::CapacityOptions;
 use arbor::options::{
-    AccessOptions, EmulateOptions, EmulatorOptions, FitOptions, InputOptions, MetricsOptions,
-    PlanOptions, PolicyOptions, RequestOptions, RunOptions, ScenarioOptions, StartOptions,
-    SubsetOptions,
+    AccessOptions, EmulateOptions, EmulatorOptions, FitOptions, InputOptions, IntervalOptions,
+    MetricsOptions, PlanOptions, PolicyOptions, RequestOptions, RunOptions, ScenarioOptions,
+    StartOptions, SubsetOptions,
 };
 use arbor::options::{FailureLimits, Preflight};
 use arbor::sim::emulator::EmulatorFlags;
@@ -243,6 +243,12 @@ pub fn plan(a: &PlanArgs, given: &Given) -> PlanOptions {
         timeline: a.timeline.clone(),
         report: a.report.clone(),
         scenario: scenario(&a.scenario),
+        intervals: IntervalOptions {
+            level: a
+                .intervals
+                .map_or(IntervalOptions::default().level, |l| l.0),
+            draws: a.interval_draws.map(|n| n as usize),
+        },
     }
 }
 

@@ -32,6 +32,9 @@ pub enum Purpose {
     Subset = 9,
     /// Which replica each request goes to (`--placement random`).
     Placement = 10,
+    /// Bootstrap resamples of a plan's predicted requests (the sample's
+    /// share of `arbor plan`'s intervals).
+    PredictionInterval = 11,
 }
 
 /// SplitMix64 finalizer: a bijective mixer with good avalanche.

@@ -124,6 +124,26 @@
     }
   }
 
+  // A reading's interval at each load: a vertical whisker from lo to hi
+  // (to the chart's top when hi falls on a failed request), capped.
+  function drawWhiskers(u, w) {
+    var ctx = u.ctx, top = u.bbox.top, bottom = top + u.bbox.height, cap = 4 * devicePixelRatio;
+    ctx.save(); ctx.strokeStyle = w.color; ctx.lineWidth = 1.5 * devicePixelRatio;
+    w.x.forEach(function (load, i) {
+      var px = u.valToPos(load, "x", true);
+      var y0 = Math.min(bottom, u.valToPos(w.lo[i], "y", true));
+      var y1 = w.hi[i] == null ? top : Math.max(top, u.valToPos(w.hi[i], "y", true));
+      // Drawn after the page's own check: a whisker that cannot be placed
+      // fails the page here.
+      if (!isFinite(px) || !isFinite(y0) || !isFinite(y1)) { fail("interval whisker of " + w.name + " at " + load + " could not be placed"); return; }
+      ctx.beginPath(); ctx.moveTo(px, y0); ctx.lineTo(px, y1);
+      ctx.moveTo(px - cap, y0); ctx.lineTo(px + cap, y0);
+      if (w.hi[i] != null) { ctx.moveTo(px - cap, y1); ctx.lineTo(px + cap, y1); }
+      ctx.stroke();
+    });
+    ctx.restore();
+  }
+
   // series: {name, color, x, y, dash, points (rings only, no line), limit
   // (a line edge to edge, no markers, read out only beside a curve)}
   function plot(parent, name, title, yLabel, series, opts) {
@@ -156,6 +176,7 @@
       })),
       hooks: {
         drawAxes: [kneeHook],
+        draw: [function (u) { (opts.whiskers || []).forEach(function (w) { drawWhiskers(u, w); }); }],
         setCursor: [function (u) {
           var i = u.cursor.idx;
           if (i == null) { readout.textContent = ""; return; }
@@ -177,6 +198,9 @@
       var mark = s.points ? el("span", { class: "cap-ring", style: "border-color:" + s.color }) :
         el("span", { class: "line" + (s.dash ? " dashed" : ""), style: "border-top-color:" + s.color });
       legend.appendChild(el("span", { class: "legend-item" }, [mark, s.name]));
+    });
+    (opts.whiskers || []).filter(function (w) { return w.x.length; }).forEach(function (w) {
+      legend.appendChild(el("span", { class: "legend-item" }, [el("span", { class: "cap-whisker", style: "border-color:" + w.color }), w.name]));
     });
     kneeLegend(legend);
     b.appendChild(legend);
@@ -237,7 +261,9 @@
     // -- each bound --
     app.appendChild(el("h2", { text: "SLO metrics against load" }));
     app.appendChild(el("div", { class: "note", text: "Each bound's percentile at each probed load (nearest rank over the probe's requests, or trees for job), with its limit as a red dashed line; circled: over the limit. " +
-      "A percentile that falls on a failed request has no value (the table says so)." }));
+      "A percentile that falls on a failed request has no value (the table says so). " +
+      "Whiskers, when the probes have them (virtual, under the server model): each reading's interval from resamples of the probe's requests under each draw of the profile; " +
+      "without draws, the sample's share alone." }));
     var grid = el("div", { class: "grid cap-grid" });
     app.appendChild(grid);
     data.bounds.forEach(function (bound, k) {
@@ -253,11 +279,33 @@
       var small = curve.points.filter(function (p) { var r = p.readings[k]; return p.verdict === "too_small" && r && r.s != null; });
       list.push({ name: "too small to decide", color: SMALL, points: true, x: small.map(function (p) { return p.load; }),
         y: small.map(function (p) { return p.readings[k].s * u[1]; }) });
+      // Each reading's interval (virtual probes under the server model).
+      function whiskers(c, name, color) {
+        var pts = c.points.filter(function (p) { var r = p.readings[k]; return r && r.s != null && r.interval; });
+        return { name: name, color: color, x: pts.map(function (p) { return p.load; }),
+          lo: pts.map(function (p) { return p.readings[k].interval[0] * u[1]; }),
+          hi: pts.map(function (p) { var hi = p.readings[k].interval[1]; return hi == null ? null : hi * u[1]; }) };
+      }
+      var withInterval = function (c) { return c.points.filter(function (p) { var r = p.readings[k]; return r && r.interval; })[0]; };
+      var ivName = function (c, what) {
+        var r = withInterval(c).readings[k];
+        return what + num(r.interval_level * 100, 0) + " % interval" + (r.fit_known ? "" : " (sample only: no draws in the profile)");
+      };
+      var wl = [];
+      if (withInterval(curve)) wl.push(whiskers(curve, ivName(curve, ""), LIVE));
+      if (predicted && withInterval(predicted)) wl.push(whiskers(predicted, ivName(predicted, "predicted: "), PREDICTED));
       // A chart with only its limit drawn is empty: no reading at all.
       if (!list[0].y.some(function (v) { return v != null; }) && !(predicted && list[1].y.some(function (v) { return v != null; }))) list = [];
       plot(grid, bound.metric, bound.metric + " (limit " + reading(bound, bound.limit_s) + ")", u[0], list, {
         emptyText: "no probe has a value of " + bound.metric + " (each falls on a failed request, or there was nothing to measure)",
-        show: function (v) { return num(v, u[2]) + " " + u[0]; }
+        show: function (v) { return num(v, u[2]) + " " + u[0]; },
+        whiskers: wl,
+        // The whiskers' ends inside the chart.
+        yRange: wl.length ? function (plot, min, max) {
+          var ends = [max];
+          wl.forEach(function (w) { w.hi.concat(w.lo).forEach(function (v) { if (v != null) ends.push(v); }); });
+          return uPlot.rangeNum(Math.min(min, Math.min.apply(null, ends)), Math.max.apply(null, ends), 0.1, true);
+        } : undefined
       });
     });
   }
@@ -427,6 +475,9 @@
       data.bounds.forEach(function (b, k) {
         var r = p.readings[k] || {};
         var text = r.failed ? "failed" : reading(b, r.s);
+        if (!r.failed && r.interval) {
+          text += " [" + reading(b, r.interval[0]) + ", " + (r.interval[1] == null ? "failed" : reading(b, r.interval[1])) + "]";
+        }
         cells.push(el("td", { class: p.verdict !== "unresolved" && !r.pass ? "bad" : "", text: text }));
       });
       var ag = p.agents;

@@ -516,6 +516,88 @@
       app.appendChild(table(["planned (ms)", "count", "mean", "p50", "p90", "p95", "p99", "max"],
         [["queue wait", num(q.count, 0), ms(q.mean_s), ms(q.p50_s), ms(q.p90_s), ms(q.p95_s), ms(q.p99_s), ms(q.max_s)]]));
     }
+    if (s.server) predictions(s.server, s);
+  }
+
+  // ---- the server model's predictions, with their intervals ---------------
+  // plan --service server:PROFILE: each figure's p50, p90 and p99, with the
+  // interval of `server.intervals` (a whisker from lo to hi around the
+  // central dot, one axis per figure) when it has them.
+  var PREDICTED = [["ttft", "TTFT"], ["itl", "ITL"], ["e2e", "E2E"], ["job", "job time"]];
+  var RANKS = ["p50", "p90", "p99"];
+  var whiskers = { want: 0, drawn: 0 };
+  function predictions(p, s) {
+    var iv = p.intervals;
+    app.appendChild(el("h3", { text: "Predicted by the server model: " + p.profile + " (" + p.origin + ")" }));
+    app.appendChild(el("div", { class: "note", text: iv
+      ? "Milliseconds; in brackets each figure's " + num(iv.level * 100, 0) + " % interval: " + iv.method + "." +
+        (iv.fit_known ? "" : " So these are the sample's share alone: narrower than what the model can be wrong by.")
+      : "Milliseconds. No intervals (--intervals off)." }));
+    var cell = function (d, i, rank) {
+      var v = ms(d[rank + "_s"]);
+      return i ? v + " [" + ms(i[rank].lo_s) + ", " + ms(i[rank].hi_s) + "]" : v;
+    };
+    app.appendChild(table(["predicted (ms)", "count", "p50", "p90", "p99", "max"],
+      PREDICTED.filter(function (m) { return p[m[0]]; }).map(function (m) {
+        var d = p[m[0]], i = iv && iv[m[0]];
+        return [m[1], num(d.count, 0), cell(d, i, "p50"), cell(d, i, "p90"), cell(d, i, "p99"), ms(d.max_s)];
+      })));
+    if (iv && iv.makespan) {
+      app.appendChild(el("div", { class: "note", text: "Makespan over the draws: " + num(iv.makespan.lo_s, 3) + " to " +
+        num(iv.makespan.hi_s, 3) + " s (the plan's: " + num(s.makespan_s, 3) + " s)." }));
+    }
+    if (!iv) return;
+    var box = el("div", { class: "chart" });
+    box.appendChild(el("div", { class: "chart-title", text: "Predicted percentiles with their " + num(iv.level * 100, 0) + " % intervals (ms)" }));
+    box.appendChild(intervalBars(p, iv));
+    app.appendChild(box);
+  }
+  // One row per (figure, percentile): the central value a dot, the
+  // interval a whisker, each figure on its own axis from 0 to its largest
+  // upper end; the fit's share alone a thicker band when known.
+  function intervalBars(p, iv) {
+    var W = 900, LEFT = 110, RIGHT = 250, ROW = 20, GAP = 26, TOP = 6;
+    var plotW = W - LEFT - RIGHT;
+    var figures = PREDICTED.filter(function (m) { return p[m[0]] && p[m[0]].count > 0 && iv[m[0]]; });
+    var H = TOP + figures.length * (RANKS.length * ROW + GAP);
+    var kids = [], y = TOP;
+    var txt = function (attrs, t) { return svgEl("text", attrs, [document.createTextNode(t)]); };
+    figures.forEach(function (m) {
+      var d = p[m[0]], i = iv[m[0]];
+      var top = Math.max.apply(null, RANKS.map(function (r) { return Math.max(i[r].hi_s, d[r + "_s"]); })) || 1;
+      var x = function (v) { return LEFT + plotW * v / top; };
+      kids.push(txt({ x: 0, y: y + ROW * 1.5 + 4, "font-size": 12.5, "font-weight": 600, fill: "#1d2330" }, m[1]));
+      kids.push(svgEl("line", { x1: LEFT, x2: LEFT + plotW, y1: y + RANKS.length * ROW + 2, y2: y + RANKS.length * ROW + 2, stroke: "#d9dee7" }));
+      [0, 0.5, 1].forEach(function (f) {
+        kids.push(txt({ x: LEFT + plotW * f, y: y + RANKS.length * ROW + 15, "text-anchor": "middle", "font-size": 10, fill: "#667085" }, ms(top * f)));
+      });
+      RANKS.forEach(function (r, k) {
+        var cy = y + k * ROW + ROW / 2, c = d[r + "_s"], lo = i[r].lo_s, hi = i[r].hi_s;
+        whiskers.want++;
+        kids.push(txt({ x: LEFT - 8, y: cy + 4, "text-anchor": "end", "font-size": 11, fill: "#667085" }, r));
+        if (i[r].fit) {
+          kids.push(svgEl("rect", { x: x(i[r].fit.lo_s), y: cy - 4, width: Math.max(1, x(i[r].fit.hi_s) - x(i[r].fit.lo_s)), height: 8,
+            fill: "#2563eb", "fill-opacity": 0.18 }));
+        }
+        kids.push(svgEl("line", { x1: x(lo), x2: x(hi), y1: cy, y2: cy, stroke: "#2563eb", "stroke-width": 1.5 }));
+        [lo, hi].forEach(function (v) {
+          kids.push(svgEl("line", { x1: x(v), x2: x(v), y1: cy - 5, y2: cy + 5, stroke: "#2563eb", "stroke-width": 1.5 }));
+        });
+        kids.push(svgEl("circle", { cx: x(c), cy: cy, r: 3.5, fill: "#1d2330" }, [svgEl("title", {}, [document.createTextNode(
+          m[1] + " " + r + ": " + ms(c) + " ms, " + num(iv.level * 100, 0) + " % interval " + ms(lo) + " to " + ms(hi) + " ms" +
+          (i[r].fit ? "; the fit's share alone " + ms(i[r].fit.lo_s) + " to " + ms(i[r].fit.hi_s) : "; the fit's share unknown"))])]));
+        kids.push(txt({ x: LEFT + plotW + 10, y: cy + 4, "font-size": 11, fill: "#1d2330" }, ms(c) + " [" + ms(lo) + ", " + ms(hi) + "]"));
+        whiskers.drawn++;
+      });
+      y += RANKS.length * ROW + GAP;
+    });
+    var legend = el("div", { class: "legend" }, [
+      el("span", { class: "legend-item" }, [el("span", { class: "dot", style: "background:#1d2330" }), "predicted (the plan under the profile)"]),
+      el("span", { class: "legend-item" }, [el("span", { class: "line", style: "border-color:#2563eb" }), iv.fit_known ? "interval (fit and sample)" : "interval (sample only)"]),
+      iv.fit_known ? el("span", { class: "legend-item" }, [el("span", { class: "swatch", style: "background:rgba(37,99,235,0.18)" }), "the fit's share alone"])
+        : el("span", { class: "legend-item" }, ["the fit's share unknown (no draws in the profile)"])
+    ]);
+    return el("div", {}, [svgEl("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, class: "interval-bars" }, kids), legend]);
   }
   function runSummary(s) {
     var c = s.counts || {}, t = s.throughput || {}, k = s.concurrency || {};
@@ -537,7 +619,9 @@
     app.appendChild(el("h2", { text: "Summary" }));
     if (measured) app.appendChild(el("div", { class: "note", text: "Milliseconds. TTFT, ITL, TPOT and E2E over successful requests; lateness and queue wait over every request with the stamps; job time per complete play." }));
     if (plans) {
-      app.appendChild(el("div", { class: "note", text: "What the plan asks of a server. A plan measures no latency: TTFT, ITL, TPOT, E2E and lateness come from a run." }));
+      app.appendChild(el("div", { class: "note", text: get(runs[0], "summary.server")
+        ? "What the plan asks of a server, and what the batching server model (--service server:) predicts it answers (below); a run measures it."
+        : "What the plan asks of a server. A plan measures no latency: TTFT, ITL, TPOT, E2E and lateness come from a run." }));
       planSummary(runs[0].summary || {});
     } else runSummary(runs[0].summary || {});
   }
@@ -1402,6 +1486,9 @@
   });
   checks.push(function () {
     return lanes.turns() === 0 || lanes.stats.drawn > 0 ? null : "swim lanes drew no bar";
+  });
+  checks.push(function () {
+    return whiskers.drawn === whiskers.want ? null : "interval whiskers: " + whiskers.drawn + " of " + whiskers.want + " drawn";
   });
   if (!page.failed()) {
     var problems = checks.map(function (c) { return c(); }).filter(function (m) { return m; });

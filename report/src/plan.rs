@@ -27,6 +27,7 @@ use arbor_runs::work::Work;
 
 use arbor_runs::time_breakdown::TimeBreakdown;
 
+pub mod intervals;
 pub mod server;
 
 use server::ServerPrediction;

@@ -5,6 +5,7 @@ mod capacity;
 mod examples;
 mod fleet;
 mod gaps;
+mod intervals;
 mod metrics;
 mod plan;
 mod reuse;

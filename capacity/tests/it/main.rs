@@ -7,5 +7,6 @@
 
 mod agents;
 mod custom_probe;
+mod intervals;
 mod stops;
 mod virtual_search;

@@ -198,6 +198,16 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub report: Option<PathBuf>,
 
+    /// Intervals on the server model's predictions: `off`, or their level
+    /// in percent (default 90).
+    #[arg(long, value_name = "off|LEVEL", value_parser = values::interval_level, help_heading = OUTPUT)]
+    pub intervals: Option<values::IntervalLevel>,
+
+    /// Plan again under at most N of the profile's draws for the
+    /// intervals (default: all, up to 200).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=200), help_heading = OUTPUT)]
+    pub interval_draws: Option<u32>,
+
     #[command(flatten)]
     pub scenario: ScenarioArgs,
 

@@ -203,3 +203,12 @@ mod tests {
         assert!(api("realtime").is_err());
     }
 }
+
+/// `--intervals`: `off`, or a level in percent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IntervalLevel(pub Option<f64>);
+
+/// `off`, or a level in percent from 50 to 99.9 (`90`, `95%`).
+pub fn interval_level(text: &str) -> Result<IntervalLevel, String> {
+    arbor::options::IntervalOptions::parse_level(text).map(IntervalLevel)
+}

@@ -65,3 +65,67 @@ fn a_profile_with_timing_flags_exits_2() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// Each percentile with its interval in brackets, and how they were made;
+/// `--intervals off` prints none; a bad level exits 2 naming the flag.
+#[test]
+fn the_console_shows_each_percentiles_interval() {
+    let draws =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/profiles/example-draws.toml");
+    let service = format!("server:{}", draws.display());
+    let args = [
+        "plan",
+        "--synthetic",
+        "trees=6,turns=3",
+        "--service",
+        &service,
+    ];
+    let out = arbor(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let ttft = text
+        .lines()
+        .find(|l| l.starts_with("    ttft          p50 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    // `p50 0.041 s [0.038, 0.044], p90 ...`
+    assert_eq!(ttft.matches(" s [").count(), 3, "{ttft}");
+    assert!(
+        text.contains("    intervals     90 %: fit over 21 draws x 1000 resamples"),
+        "{text}"
+    );
+    assert!(
+        stderr(&out).contains("planning again under 21 draws"),
+        "{}",
+        stderr(&out)
+    );
+
+    let off = arbor(&[&args[..], &["--intervals", "off"]].concat());
+    assert!(off.status.success(), "{}", stderr(&off));
+    assert!(!stdout(&off).contains(" s ["), "{}", stdout(&off));
+    assert!(!stdout(&off).contains("    intervals "), "{}", stdout(&off));
+
+    expect_exit_2(
+        &[&args[..], &["--intervals", "0.9"]].concat(),
+        &["--intervals", "50 to 99.9"],
+    );
+}
+
+/// A profile without draws: the sample's share, and the console says the
+/// fit's share is unknown.
+#[test]
+fn without_draws_the_console_says_the_fits_share_is_unknown() {
+    let service = format!("server:{}", profile("example.toml").display());
+    let out = arbor(&[
+        "plan",
+        "--synthetic",
+        "trees=6,turns=3",
+        "--service",
+        &service,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("the fit's share is unknown (the profile has no uncertainty draws)"),
+        "{}",
+        stdout(&out)
+    );
+}

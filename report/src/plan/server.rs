@@ -11,10 +11,12 @@
 use std::io::{self, Write};
 
 use arbor_backends::virtual_clock::Predicted;
-use arbor_engine::scheduler::Scheduler;
+use arbor_engine::scheduler::{Scheduler, TurnState};
 use arbor_engine::stats::{Distribution, Seconds};
 use arbor_engine::time::{nanos_to_secs, Nanos, NANOS_PER_MS};
 use arbor_sim::server::{Gauges, Profile};
+
+use super::intervals::{Figures, Interval, PredictionIntervals, RankIntervals};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -88,6 +90,11 @@ pub struct ServerPrediction {
     pub kv_blocks_total: u32,
     pub series: ServerSeries,
     pub turns: Vec<PredictedTurn>,
+    /// Each predicted percentile's interval (docs/capacity.md,
+    /// "Uncertainty: intervals on predictions"); absent under
+    /// `--intervals off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<PredictionIntervals>,
 }
 
 impl ServerPrediction {
@@ -100,28 +107,22 @@ impl ServerPrediction {
     ) -> ServerPrediction {
         let mut sorted: Vec<&Predicted> = predicted.iter().collect();
         sorted.sort_by_key(|p| p.id);
-        let (mut ttft, mut itl, mut e2e) = (Vec::new(), Vec::new(), Vec::new());
-        for p in sorted.iter().filter(|p| !p.warmup) {
-            ttft.push(p.first_token.saturating_sub(p.sent));
-            e2e.push(p.done.saturating_sub(p.sent));
-            if let Some(gap) = gap(p) {
-                itl.push(gap);
-            }
-        }
-        let mut jobs: Vec<u64> = scheduler
-            .plays()
-            .iter()
-            .filter_map(|play| Some(play.done?.saturating_sub(play.started?)))
-            .collect();
+        let Figures {
+            ttft,
+            itl,
+            e2e,
+            job,
+            ..
+        } = figures(scheduler, predicted);
         let last = samples.last().map(|s| s.gauges).unwrap_or_default();
         let peak = |f: fn(&Gauges) -> u32| samples.iter().map(|s| f(&s.gauges)).max().unwrap_or(0);
         ServerPrediction {
             profile: profile.label.clone(),
             origin: profile.origin.to_string(),
-            ttft: Distribution::of(&mut ttft),
-            itl: Distribution::of(&mut itl),
-            e2e: Distribution::of(&mut e2e),
-            job: Distribution::of(&mut jobs),
+            ttft: Distribution::of_sorted(&ttft),
+            itl: Distribution::of_sorted(&itl),
+            e2e: Distribution::of_sorted(&e2e),
+            job: Distribution::of_sorted(&job),
             prompt_tokens: last.prompt_tokens,
             prefix_hit_tokens: last.prefix_hit_tokens,
             preemptions: last.preemptions,
@@ -133,6 +134,7 @@ impl ServerPrediction {
             kv_blocks_total: profile.engine.num_gpu_blocks,
             series: series(samples),
             turns: sorted.iter().map(|p| turn(p)).collect(),
+            intervals: None,
         }
     }
 
@@ -148,21 +150,41 @@ impl ServerPrediction {
     /// The console lines (after the plan's own).
     pub fn print_human(&self, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "  server model    {} ({})", self.profile, self.origin)?;
-        for (name, d) in [
-            ("ttft", &self.ttft),
-            ("itl", &self.itl),
-            ("e2e", &self.e2e),
-            ("job", &self.job),
+        let intervals = self.intervals.as_ref();
+        for (name, d, ranks) in [
+            ("ttft", &self.ttft, intervals.map(|i| &i.ttft)),
+            ("itl", &self.itl, intervals.map(|i| &i.itl)),
+            ("e2e", &self.e2e, intervals.map(|i| &i.e2e)),
+            ("job", &self.job, intervals.map(|i| &i.job)),
         ] {
+            let within = |i: fn(&RankIntervals) -> &Interval| {
+                ranks.map_or(String::new(), |r| {
+                    let i = i(r);
+                    format!(" [{:.3}, {:.3}]", i.lo_s, i.hi_s)
+                })
+            };
             writeln!(
                 out,
-                "    {name:<13} p50 {:.3} s, p90 {:.3} s, p99 {:.3} s, max {:.3} s ({} values)",
+                "    {name:<13} p50 {:.3} s{}, p90 {:.3} s{}, p99 {:.3} s{}, max {:.3} s ({} values)",
                 d.shown(d.p50),
+                within(|r| &r.p50),
                 d.shown(d.p90),
+                within(|r| &r.p90),
                 d.shown(d.p99),
+                within(|r| &r.p99),
                 d.shown(d.max),
                 d.count
             )?;
+        }
+        if let Some(i) = intervals {
+            writeln!(out, "    intervals     {}", i.describe())?;
+            if let Some(m) = &i.makespan {
+                writeln!(
+                    out,
+                    "    makespan      [{:.3}, {:.3}] s over the draws",
+                    m.lo_s, m.hi_s
+                )?;
+            }
         }
         let share = if self.prompt_tokens == 0 {
             0.0
@@ -186,6 +208,39 @@ impl ServerPrediction {
             self.steps
         )
     }
+}
+
+/// A finished plan's predicted values, sorted (what its distributions and
+/// intervals are read from): the measured requests' TTFT, gap and E2E,
+/// each finished play's job time, the last end.
+pub fn figures(scheduler: &Scheduler, predicted: &[Predicted]) -> Figures {
+    let mut f = Figures::default();
+    for p in predicted.iter().filter(|p| !p.warmup) {
+        f.ttft.push(p.first_token.saturating_sub(p.sent));
+        f.e2e.push(p.done.saturating_sub(p.sent));
+        if let Some(gap) = gap(p) {
+            f.itl.push(gap);
+        }
+    }
+    f.job = scheduler
+        .plays()
+        .iter()
+        .filter_map(|play| Some(play.done?.saturating_sub(play.started?)))
+        .collect();
+    // As the plan's makespan: the last end of a turn that ran.
+    f.makespan = scheduler
+        .slots()
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.state,
+                TurnState::Done | TurnState::Failed | TurnState::Cancelled
+            )
+        })
+        .map(|s| s.end)
+        .max()
+        .unwrap_or(0);
+    f.sorted()
 }
 
 /// Mean gap between output tokens; none with one output token.

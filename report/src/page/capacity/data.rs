@@ -105,6 +105,15 @@ pub struct PointReading {
     pub s: Option<f64>,
     pub failed: bool,
     pub pass: bool,
+    /// The reading's interval, seconds: `[lo, hi]`, `hi` null when it
+    /// falls on a failed request; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<(f64, Option<f64>)>,
+    /// The interval's level (0.9), and whether the fit's share is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_level: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fit_known: Option<bool>,
 }
 
 /// The page of the capacity directory `dir`: its `capacity.json`, its
@@ -219,6 +228,9 @@ fn curve(
                     s: None,
                     failed: false,
                     pass: false,
+                    interval: None,
+                    interval_level: None,
+                    fit_known: None,
                 })
                 .collect(),
             output_tokens_per_s: None,
@@ -251,6 +263,11 @@ fn point(
                 }),
                 failed: judged.is_some_and(|b| b.reading == Reading::Failed),
                 pass: judged.is_some_and(|b| b.pass),
+                interval: judged
+                    .and_then(|b| b.interval)
+                    .map(|i| (i.lo_ns as f64 / 1e9, i.hi_ns.map(|hi| hi as f64 / 1e9))),
+                interval_level: judged.and_then(|b| b.interval).map(|i| i.level),
+                fit_known: judged.and_then(|b| b.interval).map(|i| i.fit_known),
             }
         })
         .collect();

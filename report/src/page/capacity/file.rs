@@ -175,6 +175,19 @@ pub struct Bound {
     pub limit_ns: u64,
     pub reading: Reading,
     pub pass: bool,
+    /// The reading's interval (virtual probes under the server model).
+    #[serde(default)]
+    pub interval: Option<ReadingInterval>,
+}
+
+/// A reading's interval, in nanoseconds (`hi_ns` null: the upper end
+/// falls on a failed request).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct ReadingInterval {
+    pub lo_ns: u64,
+    pub hi_ns: Option<u64>,
+    pub level: f64,
+    pub fit_known: bool,
 }
 
 /// A bound's percentile at one point.
@@ -293,6 +306,23 @@ mod tests {
         let held = s.answer_in_agents.unwrap();
         assert_eq!((held.load, held.agents.jobs_per_hour), (2.0, Some(5400.0)));
         assert_eq!(s.pareto.unwrap().points[0].jobs_per_hour_per_user, 3600.0);
+    }
+
+    #[test]
+    fn a_readings_interval_is_read_when_there_is_one() {
+        let with = ONE.replacen(
+            r#""pass":true}]"#,
+            r#""pass":true,"interval":{"lo_ns":4,"hi_ns":null,"level":0.9,
+              "method":"resamples (fit unknown)","fit_known":false}}]"#,
+            1,
+        );
+        let s = parse(&with, Path::new("c.json")).unwrap();
+        let i = s.probes[0].bounds[0].interval.expect("an interval");
+        assert_eq!(
+            (i.lo_ns, i.hi_ns, i.level, i.fit_known),
+            (4, None, 0.9, false)
+        );
+        assert!(s.probes[1].bounds[0].interval.is_none());
     }
 
     #[test]
