@@ -188,8 +188,8 @@ impl Conclusion {
         let at = |v: f64| format!("{}={}", knob.name(), knob.show_number(v));
         let open: Vec<String> = self.unresolved.iter().map(|&v| at(v)).collect();
         let open = open.join(", ");
-        let remedy = "lengthen each probe (--duration), raise --max-extensions, or lower the \
-                      percentile";
+        let remedy = "lengthen each probe (--duration, or --loop with more trees), raise \
+                      --max-extensions, or, knowingly, lower --min-requests or the percentile";
         let said = match (self.kind, self.passing, self.failing) {
             (AnswerKind::Point, ..) => return None,
             (AnswerKind::Bracket, Some(p), Some(f)) => format!(
