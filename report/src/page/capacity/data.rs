@@ -39,6 +39,11 @@ pub struct CapacityPage {
     pub above_knee_line: Option<String>,
     /// Why the search stopped, in the probe's own words.
     pub stopped_line: Option<String>,
+    /// An answer that is only a bound (`answer.kind`), in words: the page
+    /// says it loudly; `None` for a point.
+    pub bound_line: Option<String>,
+    /// The confirmation run at the answer, in words.
+    pub confirmation_line: Option<String>,
     pub answer: Answer,
     /// Every bound of the SLOs, in the order given.
     pub bounds: Vec<BoundLimit>,
@@ -93,6 +98,9 @@ pub struct PointReading {
     pub s: Option<f64>,
     pub failed: bool,
     pub pass: bool,
+    /// A live probe's 95 % interval of the percentile, in words
+    /// (`[301.2 ms, 402.0 ms]`).
+    pub ci: Option<String>,
 }
 
 /// The page of the capacity directory `dir`: its `capacity.json`, its
@@ -145,6 +153,8 @@ pub fn read(dir: &Path) -> Result<CapacityPage, Error> {
                 s.message
             )
         }),
+        bound_line: words::bound(&search),
+        confirmation_line: words::confirmation(&search),
         answer: search.answer,
         bounds,
         curve: own,
@@ -204,6 +214,7 @@ fn curve(
                     s: None,
                     failed: false,
                     pass: false,
+                    ci: None,
                 })
                 .collect(),
             output_tokens_per_s: None,
@@ -235,6 +246,9 @@ fn point(
                 }),
                 failed: judged.is_some_and(|b| b.reading == Reading::Failed),
                 pass: judged.is_some_and(|b| b.pass),
+                ci: judged
+                    .and_then(|b| b.confidence.as_ref())
+                    .map(words::interval),
             }
         })
         .collect();
