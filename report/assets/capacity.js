@@ -51,7 +51,7 @@
   line("SLO", data.slo + (data.goodput_threshold == null ? " (a load passes when every bound holds)" :
     " (a load passes when at least " + pct(data.goodput_threshold) + " of requests, and of trees, meet every bound of their kind)"));
   if (a.passing != null && a.failing != null) {
-    line("Knee", "between " + load(a.passing) + " (passes) and " + load(a.failing) + " (fails), searched to a step of " + loadShort(data.step));
+    line(data.bound_line ? "Bracket" : "Knee", "between " + load(a.passing) + " (passes) and " + load(a.failing) + " (fails), searched to a step of " + loadShort(data.step));
   }
   var measuredBy = data.mode === "live" ?
     curve.points.length + " live probe" + (curve.points.length === 1 ? "" : "s") + ", each an arbor run in its own directory" :
