@@ -541,4 +541,53 @@ mod tests {
         // No minimum: the verdict as before.
         assert!(!observed.judge(&slo, 0).too_small);
     }
+
+    #[test]
+    fn a_sampled_point_decides_on_its_intervals() {
+        // 20 fast requests: the p50's interval (6th to 15th) meets 1 s,
+        // but the p90's has no upper end: it cannot pass on 20.
+        let fast = Observed {
+            requests: (1..=20).map(|i| ok(10 * i, 1, 1)).collect(),
+            jobs: Vec::new(),
+        };
+        let v = fast.judge_sampled(&Slo::parse("ttft_p50<=1s").unwrap(), 0);
+        let c = v.bounds[0].confidence.unwrap();
+        assert_eq!(c.ranks, [6, 15]);
+        assert_eq!(
+            (c.lo, c.hi),
+            (
+                Some(Reading::Value(60 * MS)),
+                Some(Reading::Value(150 * MS))
+            )
+        );
+        assert_eq!(v.decision, Decision::Pass);
+        assert!(v.pass);
+        let v = fast.judge_sampled(&Slo::parse("ttft_p90<=1s").unwrap(), 0);
+        assert_eq!(v.bounds[0].confidence.unwrap().hi, None);
+        assert_eq!(v.decision, Decision::Unresolved);
+        assert!(v.bounds[0].pass, "the reading itself meets it");
+        assert!(!v.pass);
+        // A limit below the 6th: the whole interval misses it.
+        let v = fast.judge_sampled(&Slo::parse("ttft_p50<=50ms").unwrap(), 0);
+        assert_eq!(v.decision, Decision::Fail);
+        // Between the 6th and the 15th: unresolved.
+        let v = fast.judge_sampled(&Slo::parse("ttft_p50<=100ms").unwrap(), 0);
+        assert_eq!(v.decision, Decision::Unresolved);
+        // Failed requests are unbounded latencies: with 15 of 20 failed,
+        // the p50's low end falls on a failure and the bound fails.
+        let failing = Observed {
+            requests: (1..=5)
+                .map(|i| ok(10 * i, 1, 1))
+                .chain((0..15).map(|_| RequestSeen::failed()))
+                .collect(),
+            jobs: Vec::new(),
+        };
+        let v = failing.judge_sampled(&Slo::parse("ttft_p50<=1s").unwrap(), 0);
+        assert_eq!(v.bounds[0].confidence.unwrap().lo, Some(Reading::Failed));
+        assert_eq!(v.decision, Decision::Fail);
+        // Too small is unresolved whatever the intervals say.
+        let v = fast.judge_sampled(&Slo::parse("ttft_p50<=1s").unwrap(), 21);
+        assert!(v.too_small);
+        assert_eq!(v.decision, Decision::Unresolved);
+    }
 }
