@@ -6,7 +6,7 @@
 //! grid of a sweep: [`mod@search`], pure), judging a point's observations
 //! (percentiles, goodput, the verdict: [`observed`]), what a probe is and
 //! the search over any probe ([`probe`]), how sure a sampled point is (95 %
-//! intervals of a percentile and of a share: [`interval`]), what the
+//! intervals of a percentile and of a share: [`confidence`]), what the
 //! search concludes, a point or only a bound, and the confirmation run
 //! ([`conclusion`]), a virtual point's requests
 //! ([`served`]) and its plan on the virtual clock under a service model
@@ -24,12 +24,12 @@
 //! front end words progress and tables), nor how a run runs (a live
 //! point is the caller's). Writes only the files of [`output`], under the
 //! directory it is given. The modules use only those before them in this
-//! list: `slo`, `search`, `knob`, `interval`, `observed`, `served`,
+//! list: `slo`, `search`, `knob`, `confidence`, `observed`, `served`,
 //! `run_dir`, `output`, `conclusion`, `probe`, `predict`.
 #![forbid(unsafe_code)]
 
 pub mod conclusion;
-pub mod interval;
+pub mod confidence;
 pub mod knob;
 pub mod observed;
 pub mod output;

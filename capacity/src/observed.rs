@@ -8,7 +8,7 @@
 //!
 //! A sampled point (a live probe: [`Observed::judge_sampled`]) is judged
 //! on 95 % intervals rather than its readings alone
-//! ([`crate::interval`]): a percentile bound passes when the whole
+//! ([`crate::confidence`]): a percentile bound passes when the whole
 //! order-statistic interval of the percentile meets it, fails when the
 //! whole interval misses it, and is otherwise unresolved; with
 //! `goodput>=G`, the Wilson interval of each goodput decides the same
@@ -24,7 +24,7 @@ use arbor_engine::stats::nearest_rank_index;
 use arbor_engine::time::Nanos;
 use serde::Serialize;
 
-use crate::interval::{self, LEVEL};
+use crate::confidence::{self, LEVEL};
 use crate::slo::{Bound, Metric, Slo};
 
 /// The inter-token gaps of one request.
@@ -156,7 +156,7 @@ impl Decision {
 }
 
 /// A percentile's 95 % distribution-free interval: the observations at
-/// two ranks ([`interval::quantile_ranks`]).
+/// two ranks ([`confidence::quantile_ranks`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Confidence {
     /// 0.95.
@@ -303,7 +303,7 @@ impl Observed {
             let mut weighted = self.weighted(bound);
             weighted.sort_unstable();
             let of: u64 = weighted.iter().map(|&(_, w)| w).sum();
-            let (lo, hi) = interval::quantile_ranks(of, bound.quantile);
+            let (lo, hi) = confidence::quantile_ranks(of, bound.quantile);
             let end = |rank: u64| -> Option<Reading> {
                 (rank >= 1 && rank <= of).then(|| match at_rank(&weighted, rank) {
                     Nanos::MAX => Reading::Failed,
@@ -336,7 +336,7 @@ impl Observed {
                 .any(|b| b.metric.of_requests() == of_requests)
         };
         let trials = |goodput: Option<f64>, n: usize| {
-            goodput.and_then(|g| interval::wilson((g * n as f64).round() as u64, n as u64))
+            goodput.and_then(|g| confidence::wilson((g * n as f64).round() as u64, n as u64))
         };
         verdict.request_goodput_interval = trials(verdict.request_goodput, self.requests.len());
         verdict.job_goodput_interval = trials(verdict.job_goodput, self.jobs.len());
