@@ -282,7 +282,10 @@ timeout 300 "$arbor" capacity --synthetic trees=40,turns=6,isl=600,isl_growth=10
   --tool-time zero --think-time-pct 0 --live --profile profiles/example.toml \
   --service server:profiles/example.toml --cache-bust --sessions 4 --loop --duration 3 \
   --slo 'ttft_p99<=100ms,e2e_p99<=500ms' --search sessions:1..32 --no-progress \
-  -o "$OUT/capacity-live" >"$OUT/capacity-live.txt" 2>&1
+  -o "$OUT/capacity-live" >"$OUT/capacity-live.txt" 2>&1 ||
+  # 3 s probes rarely decide a p99 on its 95 % interval: an answer that is
+  # only a bound (exit 5) still writes its page, which is what is checked.
+  [ $? -eq 5 ]
 # Drawn again from the directory, as `arbor report` does.
 timeout 60 "$arbor" report "$OUT/capacity-live" >>"$OUT/capacity-live.txt"
 grep -q "(capacity: " "$OUT/capacity-live.txt" || {

@@ -56,6 +56,15 @@ impl Knob {
         }
     }
 
+    /// The value of a number in the knob's own unit ([`Knob::number`]'s
+    /// inverse, rounded to the knob's resolution).
+    pub fn value_of(self, number: f64) -> u64 {
+        match self {
+            Knob::Sessions => number.round() as u64,
+            Knob::Rate => (number * MILLI as f64).round() as u64,
+        }
+    }
+
     /// Sets the knob to `value` on `policy`.
     pub fn apply(self, value: u64, policy: &mut Policy) {
         self.set(value, &mut policy.sessions, &mut policy.arrival);

@@ -8,7 +8,10 @@
 //! and jobs per hour ([`agents`]) and the Pareto of the points
 //! ([`pareto`]), a virtual reading's interval ([`interval`]), what a
 //! probe is and
-//! the search over any probe ([`probe`]), a virtual point's requests
+//! the search over any probe ([`probe`]), how sure a sampled point is (95 %
+//! intervals of a percentile and of a share: [`confidence`]), what the
+//! search concludes, a point or only a bound, and the confirmation run
+//! ([`conclusion`]), a virtual point's requests
 //! ([`served`]) and its plan on the virtual clock under a service model
 //! ([`predict`], with [`predict::VirtualProbe`]), a live point's run
 //! directory read back ([`run_dir`]), and what a search writes
@@ -24,11 +27,14 @@
 //! front end words progress and tables), nor how a run runs (a live
 //! point is the caller's). Writes only the files of [`output`], under the
 //! directory it is given. The modules use only those before them in this
-//! list: `slo`, `search`, `knob`, `observed`, `agents`, `pareto`,
-//! `interval`, `served`, `run_dir`, `output`, `probe`, `predict`.
+//! list: `slo`, `search`, `knob`, `confidence`, `observed`, `agents`,
+//! `pareto`, `interval`, `served`, `run_dir`, `output`, `conclusion`,
+//! `probe`, `predict`.
 #![forbid(unsafe_code)]
 
 pub mod agents;
+pub mod conclusion;
+pub mod confidence;
 pub mod interval;
 pub mod knob;
 pub mod observed;
@@ -42,10 +48,11 @@ pub mod served;
 pub mod slo;
 
 pub use agents::{Agents, Held};
+pub use conclusion::{AnswerKind, Conclusion, Confirmation, Deciding};
 pub use knob::{Knob, Space};
-pub use observed::{Gaps, Observed, Reading, RequestSeen, Verdict};
+pub use observed::{Confidence, Decision, Gaps, Observed, Reading, RequestSeen, Verdict};
 pub use output::{About, Answer, Cause, Mode, Outcome, Point, Stop};
 pub use pareto::{Pareto, ParetoPoint};
-pub use probe::{search, sweep, Probe, DEFAULT_MIN_REQUESTS};
+pub use probe::{confirm, search, sweep, Probe, DEFAULT_MIN_REQUESTS};
 pub use search::{Knee, Start};
 pub use slo::Slo;

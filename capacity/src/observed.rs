@@ -6,6 +6,15 @@
 //! Owns the judging; knows nothing of run directories or the virtual
 //! clock.
 //!
+//! A sampled point (a live probe: [`Observed::judge_sampled`]) is judged
+//! on 95 % intervals rather than its readings alone
+//! ([`crate::confidence`]): a percentile bound passes when the whole
+//! order-statistic interval of the percentile meets it, fails when the
+//! whole interval misses it, and is otherwise unresolved; with
+//! `goodput>=G`, the Wilson interval of each goodput decides the same
+//! way. A point with any bound unresolved (and none failed), or too small,
+//! is [`Decision::Unresolved`].
+//!
 //! A failed request counts as an unbounded latency in every request
 //! percentile and never meets a bound; cancelled requests and warmups are
 //! not observations. A job is a play that ran all its turns (summary.json's
@@ -15,6 +24,7 @@ use arbor_engine::stats::nearest_rank_index;
 use arbor_engine::time::Nanos;
 use serde::Serialize;
 
+use crate::confidence::{self, LEVEL};
 use crate::slo::{Bound, Metric, Slo};
 
 /// The inter-token gaps of one request.
@@ -113,11 +123,19 @@ pub struct Judged {
     pub metric: String,
     pub limit_ns: Nanos,
     pub reading: Reading,
+    /// The reading meets the limit.
     pub pass: bool,
     /// The reading's interval (virtual probes: [`crate::interval`]);
     /// absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<ReadingInterval>,
+    /// A sampled point's 95 % interval of the percentile (`None`: the
+    /// point was not judged on intervals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<Confidence>,
+    /// What the bound decides: on a sampled point, from its interval;
+    /// otherwise from its reading.
+    pub decision: Decision,
 }
 
 /// A bound reading's interval.
@@ -133,6 +151,59 @@ pub struct ReadingInterval {
     pub method: String,
     /// Whether the fit's share is in (false: the profile has no draws).
     pub fit_known: bool,
+}
+
+/// A verdict that may be left open: a sampled point whose interval
+/// straddles a limit, or that is too small, neither passes nor fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Pass,
+    #[default]
+    Fail,
+    Unresolved,
+}
+
+impl Decision {
+    /// Every part passes: a pass; any fails: a failure; else unresolved.
+    fn all(parts: impl IntoIterator<Item = Decision>) -> Decision {
+        let mut all = Decision::Pass;
+        for part in parts {
+            match part {
+                Decision::Fail => return Decision::Fail,
+                Decision::Unresolved => all = Decision::Unresolved,
+                Decision::Pass => {}
+            }
+        }
+        all
+    }
+
+    /// `pass`, `FAIL` or `unresolved`, as the console and the page say it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Decision::Pass => "pass",
+            Decision::Fail => "FAIL",
+            Decision::Unresolved => "unresolved",
+        }
+    }
+}
+
+/// A percentile's 95 % distribution-free interval: the observations at
+/// two ranks ([`confidence::quantile_ranks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Confidence {
+    /// 0.95.
+    pub level: f64,
+    /// The reading at the low rank (`None`: unbounded below, too few
+    /// observations).
+    pub lo: Option<Reading>,
+    /// The reading at the high rank (`None`: unbounded above, too few
+    /// observations for this percentile).
+    pub hi: Option<Reading>,
+    /// The two 1-based ranks, 0 and `of + 1` for an unbounded end.
+    pub ranks: [u64; 2],
+    /// How many observations the percentile is over (gaps for `itl`).
+    pub of: u64,
 }
 
 /// One point judged.
@@ -156,6 +227,15 @@ pub struct Verdict {
     /// stops at it unresolved.
     pub too_small: bool,
     pub pass: bool,
+    /// Pass, fail, or unresolved (too small, or a sampled point whose
+    /// intervals straddle a limit).
+    pub decision: Decision,
+    /// A sampled point's 95 % Wilson interval of `request_goodput`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_goodput_interval: Option<[f64; 2]>,
+    /// A sampled point's 95 % Wilson interval of `job_goodput`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_goodput_interval: Option<[f64; 2]>,
 }
 
 impl Observed {
@@ -167,11 +247,14 @@ impl Observed {
             .iter()
             .map(|bound| {
                 let reading = self.reading(bound);
+                let pass = matches!(reading, Reading::Value(v) if v <= bound.limit);
                 Judged {
                     metric: bound.name(),
                     limit_ns: bound.limit,
                     reading,
-                    pass: matches!(reading, Reading::Value(v) if v <= bound.limit),
+                    pass,
+                    confidence: None,
+                    decision: if pass { Decision::Pass } else { Decision::Fail },
                     interval: None,
                 }
             })
@@ -221,6 +304,7 @@ impl Observed {
         let failed = self.requests.iter().filter(|r| !r.ok).count() as u64;
         let measured = self.requests.len() as u64 - failed;
         let too_small = measured < min_measured;
+        let pass = pass && !self.requests.is_empty() && !too_small;
         Verdict {
             bounds,
             request_goodput,
@@ -230,12 +314,102 @@ impl Observed {
             measured,
             jobs: self.jobs.len() as u64,
             too_small,
-            pass: pass && !self.requests.is_empty() && !too_small,
+            pass,
+            decision: match (pass, too_small) {
+                (true, _) => Decision::Pass,
+                (false, true) => Decision::Unresolved,
+                (false, false) => Decision::Fail,
+            },
+            request_goodput_interval: None,
+            job_goodput_interval: None,
         }
+    }
+
+    /// Judges a sampled point (a live probe) on 95 % intervals: each
+    /// bound's percentile interval, or with `goodput>=G` each goodput's
+    /// Wilson interval, must lie wholly within the bound to pass and
+    /// wholly outside to fail; otherwise, or with fewer than
+    /// `min_measured` successful requests, the point is unresolved. The
+    /// readings are as [`Observed::judge`] gives them.
+    pub fn judge_sampled(&self, slo: &Slo, min_measured: u64) -> Verdict {
+        let mut verdict = self.judge(slo, min_measured);
+        for (judged, bound) in verdict.bounds.iter_mut().zip(&slo.bounds) {
+            let mut weighted = self.weighted(bound);
+            weighted.sort_unstable();
+            let of: u64 = weighted.iter().map(|&(_, w)| w).sum();
+            let (lo, hi) = confidence::quantile_ranks(of, bound.quantile);
+            let end = |rank: u64| -> Option<Reading> {
+                (rank >= 1 && rank <= of).then(|| match at_rank(&weighted, rank) {
+                    Nanos::MAX => Reading::Failed,
+                    v => Reading::Value(v),
+                })
+            };
+            let confidence = Confidence {
+                level: LEVEL,
+                lo: end(lo),
+                hi: end(hi),
+                ranks: [lo, hi],
+                of,
+            };
+            let meets =
+                |r: Option<Reading>| matches!(r, Some(Reading::Value(v)) if v <= bound.limit);
+            judged.decision = if meets(confidence.hi) {
+                Decision::Pass
+            } else if matches!(confidence.lo, Some(Reading::Failed))
+                || matches!(confidence.lo, Some(Reading::Value(v)) if v > bound.limit)
+            {
+                Decision::Fail
+            } else {
+                Decision::Unresolved
+            };
+            judged.confidence = Some(confidence);
+        }
+        let count = |of_requests: bool| {
+            slo.bounds
+                .iter()
+                .any(|b| b.metric.of_requests() == of_requests)
+        };
+        let trials = |goodput: Option<f64>, n: usize| {
+            goodput.and_then(|g| confidence::wilson((g * n as f64).round() as u64, n as u64))
+        };
+        verdict.request_goodput_interval = trials(verdict.request_goodput, self.requests.len());
+        verdict.job_goodput_interval = trials(verdict.job_goodput, self.jobs.len());
+        let by_goodput = |has: bool, interval: Option<[f64; 2]>, threshold: f64| match interval {
+            _ if !has => Decision::Pass,
+            None => Decision::Unresolved,
+            Some([lo, _]) if lo >= threshold => Decision::Pass,
+            Some([_, hi]) if hi < threshold => Decision::Fail,
+            Some(_) => Decision::Unresolved,
+        };
+        let decision = match slo.goodput {
+            None => Decision::all(verdict.bounds.iter().map(|b| b.decision)),
+            Some(threshold) => Decision::all([
+                by_goodput(count(true), verdict.request_goodput_interval, threshold),
+                by_goodput(count(false), verdict.job_goodput_interval, threshold),
+            ]),
+        };
+        verdict.decision = if verdict.too_small || self.requests.is_empty() {
+            Decision::Unresolved
+        } else {
+            decision
+        };
+        verdict.pass = verdict.decision == Decision::Pass;
+        verdict
     }
 
     /// The percentile a bound is on.
     fn reading(&self, bound: &Bound) -> Reading {
+        let mut weighted = self.weighted(bound);
+        match percentile(&mut weighted, bound.quantile) {
+            None => Reading::Missing,
+            Some(Nanos::MAX) => Reading::Failed,
+            Some(v) => Reading::Value(v),
+        }
+    }
+
+    /// The observations a bound's percentile is over, each with its
+    /// weight (a failed request is `Nanos::MAX`), unsorted.
+    fn weighted(&self, bound: &Bound) -> Vec<(Nanos, u64)> {
         let mut weighted: Vec<(Nanos, u64)> = Vec::new();
         let failed = (Nanos::MAX, 1);
         match bound.metric {
@@ -269,12 +443,21 @@ impl Observed {
                 }
             }
         }
-        match percentile(&mut weighted, bound.quantile) {
-            None => Reading::Missing,
-            Some(Nanos::MAX) => Reading::Failed,
-            Some(v) => Reading::Value(v),
+        weighted
+    }
+}
+
+/// The value at 1-based `rank` of sorted weighted values (a value of
+/// weight k holds k ranks); the last value past the end.
+fn at_rank(sorted: &[(Nanos, u64)], rank: u64) -> Nanos {
+    let mut below = 0u64;
+    for &(value, weight) in sorted {
+        below += weight;
+        if below >= rank {
+            return value;
         }
     }
+    sorted.last().map_or(0, |&(v, _)| v)
 }
 
 /// The nearest-rank `quantile` of values with weights (a value of weight
@@ -393,5 +576,56 @@ mod tests {
         assert!(v.pass);
         // No minimum: the verdict as before.
         assert!(!observed.judge(&slo, 0).too_small);
+    }
+
+    #[test]
+    fn a_sampled_point_decides_on_its_intervals() {
+        // 20 fast requests: the p50's interval (6th to 15th) meets 1 s,
+        // but the p90's has no upper end: it cannot pass on 20.
+        let fast = Observed {
+            requests: (1..=20).map(|i| ok(10 * i, 1, 1)).collect(),
+            jobs: Vec::new(),
+            flights: Vec::new(),
+        };
+        let v = fast.judge_sampled(&Slo::parse("ttft_p50<=1s").unwrap(), 0);
+        let c = v.bounds[0].confidence.unwrap();
+        assert_eq!(c.ranks, [6, 15]);
+        assert_eq!(
+            (c.lo, c.hi),
+            (
+                Some(Reading::Value(60 * MS)),
+                Some(Reading::Value(150 * MS))
+            )
+        );
+        assert_eq!(v.decision, Decision::Pass);
+        assert!(v.pass);
+        let v = fast.judge_sampled(&Slo::parse("ttft_p90<=1s").unwrap(), 0);
+        assert_eq!(v.bounds[0].confidence.unwrap().hi, None);
+        assert_eq!(v.decision, Decision::Unresolved);
+        assert!(v.bounds[0].pass, "the reading itself meets it");
+        assert!(!v.pass);
+        // A limit below the 6th: the whole interval misses it.
+        let v = fast.judge_sampled(&Slo::parse("ttft_p50<=50ms").unwrap(), 0);
+        assert_eq!(v.decision, Decision::Fail);
+        // Between the 6th and the 15th: unresolved.
+        let v = fast.judge_sampled(&Slo::parse("ttft_p50<=100ms").unwrap(), 0);
+        assert_eq!(v.decision, Decision::Unresolved);
+        // Failed requests are unbounded latencies: with 15 of 20 failed,
+        // the p50's low end falls on a failure and the bound fails.
+        let failing = Observed {
+            requests: (1..=5)
+                .map(|i| ok(10 * i, 1, 1))
+                .chain((0..15).map(|_| RequestSeen::failed()))
+                .collect(),
+            jobs: Vec::new(),
+            flights: Vec::new(),
+        };
+        let v = failing.judge_sampled(&Slo::parse("ttft_p50<=1s").unwrap(), 0);
+        assert_eq!(v.bounds[0].confidence.unwrap().lo, Some(Reading::Failed));
+        assert_eq!(v.decision, Decision::Fail);
+        // Too small is unresolved whatever the intervals say.
+        let v = fast.judge_sampled(&Slo::parse("ttft_p50<=1s").unwrap(), 21);
+        assert!(v.too_small);
+        assert_eq!(v.decision, Decision::Unresolved);
     }
 }

@@ -19,6 +19,7 @@ use arbor_runs::collector::Latency;
 use serde::Serialize;
 
 use crate::agents::{Agents, Held};
+use crate::conclusion::{AnswerKind, Conclusion};
 use crate::knob::{Knob, Space};
 use crate::observed::Verdict;
 use crate::pareto::{Figures, Pareto};
@@ -36,6 +37,12 @@ pub fn probe_dir(k: usize, knob: Knob, value: u64) -> String {
     format!("probe-{k}-{}-{}", knob.name(), knob.show(value))
 }
 
+/// The directory name of probe `k`'s `round`-th extension (1-based): the
+/// same load measured again, longer, its records pooled with the probe's.
+pub fn extension_dir(k: usize, knob: Knob, value: u64, round: u32) -> String {
+    format!("{}-extension-{round}", probe_dir(k, knob, value))
+}
+
 /// One probed point: a row of the console's table, an entry of
 /// `capacity.json`'s `probes`.
 #[derive(Debug, Clone, Serialize)]
@@ -50,6 +57,13 @@ pub struct Point {
     pub verdict: Verdict,
     /// The point in agents and jobs ([`crate::agents`]).
     pub agents: Agents,
+    /// The directories of its extensions (relative to OUT), whose records
+    /// the verdict pools with its own: the probe was unresolved and was
+    /// measured again, longer.
+    pub extensions: Vec<String>,
+    /// A confirmation run: the answer's passing load measured once more
+    /// after the search.
+    pub confirmation: bool,
 }
 
 /// The search as `capacity.json` holds it.
@@ -76,7 +90,9 @@ pub struct Report {
     pub service: String,
     /// A live search's start: the virtual knee it bisected around.
     pub predicted: Option<Answer>,
-    pub answer: Answer,
+    /// The answer: the knee (`passing`, `failing`), its `kind` (a point,
+    /// or only a bound), the unresolved loads and the deciding readings.
+    pub answer: Conclusion,
     pub probes: Vec<Point>,
     /// The answer in agents: the passing load's figures (`None`: no
     /// load passed).
@@ -142,12 +158,14 @@ impl Answer {
 
 /// A search's end: its points in the order probed, and what it found, or
 /// the error that ended it after those points (and, when a probe ended
-/// it, which one and why: `stopped`).
+/// it, which one and why: `stopped`). `conclusion` says whether what it
+/// found is a point or only a bound (a probe left unresolved).
 #[derive(Debug)]
 pub struct Outcome {
     pub points: Vec<Point>,
     pub found: Result<Knee, Error>,
     pub stopped: Option<Stop>,
+    pub conclusion: Conclusion,
 }
 
 /// Why a search stopped before its answer, at which probe: its run
@@ -247,12 +265,36 @@ pub struct About<'a> {
 impl Outcome {
     /// Writes `capacity.json` of the search into `dir` (also after an
     /// error, with the points made before it: `"complete": false`) and
-    /// hands back what it found, or the error.
+    /// hands back the knee, or the error; an answer that is only a bound
+    /// is an error here too ([`Kind::TooFewMeasured`], its sentence): use
+    /// [`Outcome::conclude`] for the bound itself.
     pub fn finish(self, dir: &Path, about: About) -> Result<(Knee, Vec<Point>), Error> {
+        let knob = about.space.knob;
+        let slo = about.slo.to_string();
+        let (knee, conclusion, points) = self.conclude(dir, about)?;
+        match conclusion.bound_sentence(knob, &slo) {
+            None => Ok((knee, points)),
+            Some(sentence) => Err(Error {
+                kind: Kind::TooFewMeasured,
+                message: sentence,
+            }),
+        }
+    }
+
+    /// Writes `capacity.json` of the search into `dir` (also after an
+    /// error, with the points made before it: `"complete": false`) and
+    /// hands back the knee, the answer (a point or only a bound) and the
+    /// points, or the error that ended the search.
+    pub fn conclude(
+        self,
+        dir: &Path,
+        about: About,
+    ) -> Result<(Knee, Conclusion, Vec<Point>), Error> {
         let Outcome {
             points,
             found,
             stopped,
+            conclusion,
         } = self;
         let knob = about.space.knob;
         let answer_in_agents = held(
@@ -286,20 +328,21 @@ impl Outcome {
             step: knob.number(about.space.step),
             service: about.service.to_string(),
             predicted: about.predicted,
-            answer: Answer::of(
-                knob,
-                *found.as_ref().unwrap_or(&Knee {
-                    passing: None,
-                    failing: None,
-                }),
-            ),
+            answer: if found.is_ok() {
+                conclusion
+            } else {
+                Conclusion {
+                    kind: AnswerKind::Unresolved,
+                    ..Conclusion::default()
+                }
+            },
             probes: points,
             answer_in_agents,
             pareto,
         };
         write_report(dir, &report)?;
         let knee = found?;
-        Ok((knee, report.probes))
+        Ok((knee, report.answer, report.probes))
     }
 }
 

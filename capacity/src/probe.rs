@@ -5,9 +5,18 @@
 //! `arbor run` per point), or measured some other way by a caller. Each
 //! point is measured, judged against the SLOs ([`Observed::judge`]),
 //! numbered, and given back to the probe to keep ([`Probe::keep`]). A
-//! probe that fails, or a point too small to decide (fewer successful
-//! requests than [`Probe::min_measured`]), stops the search at once: no
-//! verdict of it moves the load ([`Stop`] says which and why).
+//! probe that fails stops the search at once: no verdict of it moves the
+//! load ([`Stop`] says which and why).
+//!
+//! A sampled point ([`Probe::sampled`], a live probe) is judged on 95 %
+//! intervals, and may be unresolved (too small, or an interval straddling
+//! a limit): the probe is then extended ([`Probe::extend`]: measured again,
+//! longer, its observations pooled) until it decides or the probe will not
+//! extend it further. A point still unresolved ends the search without
+//! inventing a load: the answer is only a bound
+//! ([`crate::conclusion::Conclusion::of_probes`]). [`confirm`] measures the
+//! answer's passing load once more and downgrades the answer when it does
+//! not pass again.
 //!
 //! Owns the loop from a probe's observations to the points and the
 //! answer; the order of the loads is [`crate::search`]'s, the judging
@@ -17,9 +26,10 @@ use arbor_backends::side_by_side;
 use arbor_error::Error;
 
 use crate::agents::Agents;
+use crate::conclusion::{Conclusion, Confirmation, Probed};
 use crate::knob::{Knob, Space};
-use crate::observed::{Observed, ReadingInterval};
-use crate::output::{probe_dir, Outcome, Point, Stop};
+use crate::observed::{Decision, Observed, ReadingInterval, Verdict};
+use crate::output::{extension_dir, probe_dir, Outcome, Point, Stop};
 use crate::search::{self, first_failure, grid, Start};
 use crate::slo::{Bound, Slo};
 
@@ -66,6 +76,31 @@ pub trait Probe {
         let _ = (bound, observed);
         None
     }
+    /// Whether a point is a sample of a server, judged on 95 % intervals
+    /// ([`Observed::judge_sampled`]) and possibly unresolved. By default
+    /// false: a point's readings decide it (a virtual point plans the
+    /// whole workload; its uncertainty is the model's, not a sample's).
+    fn sampled(&self) -> bool {
+        false
+    }
+
+    /// Measures probe `k` at `value` again, longer, as its `round`-th
+    /// extension (1-based; its directory [`extension_dir`]), when the point
+    /// was unresolved: the observations are pooled with the probe's. `None`:
+    /// no more extensions (by default, none at all). An error ends the
+    /// search as [`Probe::measure`]'s does.
+    fn extend(&mut self, k: usize, value: u64, round: u32) -> Result<Option<Observed>, Error> {
+        let _ = (k, value, round);
+        Ok(None)
+    }
+}
+
+/// Why the search's walk stopped before its knee.
+enum Halt {
+    /// A probe stayed unresolved after its extensions.
+    Unresolved,
+    /// A probe failed.
+    Stopped(Error),
 }
 
 /// Searches the largest load of `space` that meets `slo`, from `start`
@@ -76,37 +111,105 @@ pub trait Probe {
 /// that failed, or one too small to decide ([`Probe::min_measured`]),
 /// stops it at once (`stopped` says which and why).
 pub fn search(probe: &mut impl Probe, space: &Space, start: Start, slo: &Slo) -> Outcome {
-    let mut points = Vec::new();
+    let mut points: Vec<(u64, Point)> = Vec::new();
     let mut stopped = None;
-    let found = search::search(space.bounds(), start, |value| {
+    let walked = search::search(space.bounds(), start, |value| {
         let point = match judge(probe, points.len() + 1, space.knob, value, slo) {
             Ok(point) => point,
             Err(stop) => {
                 let error = stop.error(space.knob);
                 stopped = Some(stop);
-                return Err(error);
+                return Err(Halt::Stopped(error));
             }
         };
-        let too_small = point
-            .verdict
-            .too_small
-            .then(|| Stop::too_small(&point, probe.min_measured()));
-        let pass = point.verdict.pass;
-        points.push(point);
-        match too_small {
-            Some(stop) => {
-                let error = stop.error(space.knob);
-                stopped = Some(stop);
-                Err(error)
-            }
-            None => Ok(pass),
+        let decision = point.verdict.decision;
+        points.push((value, point));
+        match decision {
+            Decision::Pass => Ok(true),
+            Decision::Fail => Ok(false),
+            Decision::Unresolved => Err(Halt::Unresolved),
         }
     });
+    let probed = probed(&points);
+    let (found, conclusion) = match walked {
+        Ok(knee) => (Ok(knee), Conclusion::point(space.knob, knee, &probed)),
+        Err(Halt::Unresolved) => {
+            let (conclusion, knee) = Conclusion::of_probes(space.knob, &probed);
+            (Ok(knee), conclusion)
+        }
+        Err(Halt::Stopped(error)) => (Err(error), Conclusion::default()),
+    };
     Outcome {
-        points,
+        points: points.into_iter().map(|(_, p)| p).collect(),
         found,
         stopped,
+        conclusion,
     }
+}
+
+/// Measures the answer's passing load once more (a fresh probe, numbered
+/// after the others) and records it in the outcome: when it passes again
+/// the answer holds (`confirmation.held`); when it fails or stays
+/// unresolved, the load counts as unresolved and the answer is downgraded
+/// to the bound the other probes support. Nothing to do without a
+/// passing load, or after an error.
+pub fn confirm(probe: &mut impl Probe, space: &Space, slo: &Slo, outcome: &mut Outcome) {
+    let Ok(knee) = &outcome.found else {
+        return;
+    };
+    let Some(value) = knee.passing else {
+        return;
+    };
+    let k = outcome.points.len() + 1;
+    let point = match judge(probe, k, space.knob, value, slo) {
+        Ok(point) => point,
+        Err(stop) => {
+            outcome.found = Err(stop.error(space.knob));
+            outcome.stopped = Some(stop);
+            outcome.conclusion = Conclusion::default();
+            return;
+        }
+    };
+    let decision = point.verdict.decision;
+    let load = point.load;
+    let mut point = point;
+    point.confirmation = true;
+    outcome.points.push(point);
+    let values: Vec<(u64, Point)> = outcome
+        .points
+        .iter()
+        .map(|p| (space.knob.value_of(p.load), p.clone()))
+        .collect();
+    let probed = probed(&values);
+    let held = decision == Decision::Pass;
+    let mut conclusion = if held {
+        let mut c = outcome.conclusion.clone();
+        c.passing_by = Conclusion::point(space.knob, *knee, &probed).passing_by;
+        c
+    } else {
+        let (conclusion, knee) = Conclusion::of_probes(space.knob, &probed);
+        outcome.found = Ok(knee);
+        conclusion
+    };
+    conclusion.confirmation = Some(Confirmation {
+        probe: k,
+        load,
+        decision,
+        held,
+    });
+    outcome.conclusion = conclusion;
+}
+
+/// The points as the conclusion reads them.
+fn probed(points: &[(u64, Point)]) -> Vec<Probed<'_>> {
+    points
+        .iter()
+        .map(|(value, p)| Probed {
+            probe: p.probe,
+            value: *value,
+            verdict: &p.verdict,
+        })
+        .collect()
 }
 
 /// Probes every load of `space`'s [`grid`] (lo, lo + step, ... hi) instead
@@ -130,7 +233,7 @@ pub fn sweep<P: Probe + Clone + Sync>(
     let mut points = Vec::with_capacity(measured.len());
     for result in measured {
         let stop = match result {
-            Ok(point) if point.verdict.too_small => {
+            Ok(point) if point.verdict.decision == Decision::Unresolved => {
                 let stop = Stop::too_small(&point, probe.min_measured());
                 points.push(point);
                 stop
@@ -145,6 +248,7 @@ pub fn sweep<P: Probe + Clone + Sync>(
             points,
             found: Err(stop.error(space.knob)),
             stopped: Some(stop),
+            conclusion: Conclusion::default(),
         };
     }
     let passes: Vec<(u64, bool)> = loads
@@ -152,15 +256,20 @@ pub fn sweep<P: Probe + Clone + Sync>(
         .zip(&points)
         .map(|(&load, point)| (load, point.verdict.pass))
         .collect();
+    let knee = first_failure(&passes);
+    let values: Vec<(u64, Point)> = loads.iter().copied().zip(points.iter().cloned()).collect();
+    let conclusion = Conclusion::point(space.knob, knee, &probed(&values));
     Outcome {
-        found: Ok(first_failure(&passes)),
+        found: Ok(knee),
         points,
         stopped: None,
+        conclusion,
     }
 }
 
-/// Measures probe `k` at `value`, judges it and lets the probe keep it;
-/// an error stops the search at this probe.
+/// Measures probe `k` at `value`, judges it, extends it while it is
+/// unresolved and the probe extends it ([`Probe::extend`]), and lets the
+/// probe keep it; an error stops the search at this probe.
 fn judge(
     probe: &mut impl Probe,
     k: usize,
@@ -169,8 +278,20 @@ fn judge(
     slo: &Slo,
 ) -> Result<Point, Stop> {
     let stop = |e| Stop::failed(k, knob, value, e);
-    let observed = probe.measure(k, value).map_err(stop)?;
-    let mut verdict = observed.judge(slo, probe.min_measured());
+    let mut observed = probe.measure(k, value).map_err(stop)?;
+    let mut verdict = verdict(probe, &observed, slo);
+    let mut extensions = Vec::new();
+    while verdict.decision == Decision::Unresolved {
+        let round = extensions.len() as u32 + 1;
+        let Some(more) = probe.extend(k, value, round).map_err(stop)? else {
+            break;
+        };
+        observed.requests.extend(more.requests);
+        observed.jobs.extend(more.jobs);
+        observed.flights.extend(more.flights);
+        extensions.push(extension_dir(k, knob, value, round));
+        verdict = self::verdict(probe, &observed, slo);
+    }
     for (judged, bound) in verdict.bounds.iter_mut().zip(&slo.bounds) {
         judged.interval = probe.interval(bound, &observed);
     }
@@ -180,7 +301,18 @@ fn judge(
         dir: probe_dir(k, knob, value),
         agents: Agents::of(&observed, &verdict),
         verdict,
+        extensions,
+        confirmation: false,
     };
     probe.keep(&point, &observed).map_err(stop)?;
     Ok(point)
+}
+
+/// A point's verdict: on intervals when the probe samples.
+fn verdict(probe: &impl Probe, observed: &Observed, slo: &Slo) -> Verdict {
+    if probe.sampled() {
+        observed.judge_sampled(slo, probe.min_measured())
+    } else {
+        observed.judge(slo, probe.min_measured())
+    }
 }

@@ -3,8 +3,9 @@
 //! finished but whose client failed requests, 4 a run the server failed
 //! (none of its measured requests succeeded, more failed than
 //! `--max-error-rate`, or `--abort-after` stopped it), 5 a capacity
-//! search left unresolved by a probe too small to decide
-//! (`--min-requests`) or a `--slo` run too small to decide, 6 a run that
+//! search whose answer is only a bound (a probe still unresolved after
+//! its extensions: too small to decide, `--min-requests`, or its 95 %
+//! interval across a limit) or a `--slo` run too small to decide, 6 a run that
 //! missed its `--slo` targets, 128 + the signal
 //! that stopped a run (what
 //! a shell reports: 130 for SIGINT, 143 for SIGTERM).
@@ -15,8 +16,8 @@ use arbor::{Error, Kind};
 pub const CLIENT_FAILED: u8 = 3;
 /// The exit code of a run the server failed.
 pub const FAILED_TOO_OFTEN: u8 = 4;
-/// The exit code of a capacity search a too-small probe left unresolved
-/// (and of a `--slo` run too small to decide).
+/// The exit code of a capacity search whose answer is only a bound (an
+/// unresolved probe), and of a `--slo` run too small to decide.
 pub const TOO_FEW_MEASURED: u8 = 5;
 /// The exit code of a run that missed its `--slo` targets.
 pub const SLO_MISSED: u8 = 6;

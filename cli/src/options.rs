@@ -276,6 +276,8 @@ pub fn capacity(a: &CapacityArgs, given: &Given) -> CapacityOptions {
         sweep: a.sweep,
         live: a.live,
         min_requests: a.min_requests,
+        max_extensions: a.max_extensions,
+        no_confirm: a.no_confirm,
         run: run(&a.run, given),
     }
 }

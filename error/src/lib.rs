@@ -34,9 +34,10 @@ pub enum Kind {
     /// measured requests succeeded, more failed than `--max-error-rate`
     /// allows, or the circuit breaker stopped it (`--abort-after`).
     FailedTooOften,
-    /// A capacity search stopped without an answer: a probe measured
-    /// fewer successful requests than it needs to decide
-    /// (`--min-requests`), so no verdict of it was taken.
+    /// A capacity search whose answer is only a bound: a probe stayed
+    /// unresolved (fewer successful requests than it needs to decide,
+    /// `--min-requests`, or its 95 % interval across a limit), so no
+    /// verdict of it was taken.
     TooFewMeasured,
     /// A run met none or not all of its `--slo` targets: it wrote its
     /// outputs and its verdict (`slo.json`).

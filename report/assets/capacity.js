@@ -46,14 +46,14 @@
     (data.mode === "live" ? "live search" : "on the virtual clock") + " · arbor " + data.arbor_version }));
 
   var a = data.answer;
-  var state = !data.complete ? "stopped" : a.passing == null ? "none" : "holds";
+  var state = !data.complete ? "stopped" : data.bound_line ? "stopped" : a.passing == null ? "none" : "holds";
   var box = el("div", { class: "cap-verdict " + state });
   box.appendChild(el("div", { class: "cap-headline", text: data.headline }));
   function line(k, v) { box.appendChild(el("div", { class: "cap-line" }, [el("span", { class: "cap-k", text: k + " " }), v])); }
   line("SLO", data.slo + (data.goodput_threshold == null ? " (a load passes when every bound holds)" :
     " (a load passes when at least " + pct(data.goodput_threshold) + " of requests, and of trees, meet every bound of their kind)"));
   if (a.passing != null && a.failing != null) {
-    line("Knee", "between " + load(a.passing) + " (passes) and " + load(a.failing) + " (fails), searched to a step of " + loadShort(data.step));
+    line(data.bound_line ? "Bracket" : "Knee", "between " + load(a.passing) + " (passes) and " + load(a.failing) + " (fails), searched to a step of " + loadShort(data.step));
   }
   var measuredBy = data.mode === "live" ?
     curve.points.length + " live probe" + (curve.points.length === 1 ? "" : "s") + ", each an arbor run in its own directory" :
@@ -63,6 +63,10 @@
   if (data.above_knee_line) line("Above the knee", data.above_knee_line);
   if (data.predicted_line) line("Prediction", data.predicted_line);
   if (data.stopped_line) line("Stopped", data.stopped_line);
+  // An answer that is only a bound, and the confirmation run (live).
+  if (data.bound_line) line("Not a point", "a live probe stayed unresolved after its extensions (its 95 % interval " +
+    "reached across a limit, or it had fewer requests than --min-requests): lengthen the probes (--duration) or raise --max-extensions");
+  if (data.confirmation_line) line("Confirmation", data.confirmation_line);
   app.appendChild(box);
 
   // ---- charts ----------------------------------------------------------------
@@ -241,9 +245,9 @@
     g.push({ name: "probes that fail", color: FAILS, points: true, x: fails.map(function (p) { return p.load; }),
       y: fails.map(function (p) { return (p.request_goodput != null ? p.request_goodput : p.job_goodput) * 100; }) });
     var small = curve.points.filter(function (p) {
-      return p.verdict === "too_small" && (p.request_goodput != null || p.job_goodput != null);
+      return (p.verdict === "too_small" || p.verdict === "undecided") && (p.request_goodput != null || p.job_goodput != null);
     });
-    g.push({ name: "too small to decide", color: SMALL, points: true, x: small.map(function (p) { return p.load; }),
+    g.push({ name: "unresolved", color: SMALL, points: true, x: small.map(function (p) { return p.load; }),
       y: small.map(function (p) { return (p.request_goodput != null ? p.request_goodput : p.job_goodput) * 100; }) });
     var gbox = el("div", { class: "cap-wide" });
     app.appendChild(gbox);
@@ -276,8 +280,8 @@
       var over = curve.points.filter(function (p) { var r = p.readings[k]; return r && r.s != null && !r.pass; });
       list.push({ name: "over the limit", color: FAILS, points: true, x: over.map(function (p) { return p.load; }),
         y: over.map(function (p) { return p.readings[k].s * u[1]; }) });
-      var small = curve.points.filter(function (p) { var r = p.readings[k]; return p.verdict === "too_small" && r && r.s != null; });
-      list.push({ name: "too small to decide", color: SMALL, points: true, x: small.map(function (p) { return p.load; }),
+      var small = curve.points.filter(function (p) { var r = p.readings[k]; return (p.verdict === "too_small" || p.verdict === "undecided") && r && r.s != null; });
+      list.push({ name: "unresolved", color: SMALL, points: true, x: small.map(function (p) { return p.load; }),
         y: small.map(function (p) { return p.readings[k].s * u[1]; }) });
       // Each reading's interval (virtual probes under the server model).
       function whiskers(c, name, color) {
@@ -454,7 +458,8 @@
   }
 
   // ---- probes ------------------------------------------------------------------
-  var VERDICT = { pass: ["pass", "good"], fail: ["FAIL", "bad"], too_small: ["too small", "warn"], unresolved: ["unresolved", "warn"] };
+  var VERDICT = { pass: ["pass", "good"], fail: ["FAIL", "bad"], too_small: ["too small", "warn"], unresolved: ["unresolved", "warn"],
+    undecided: ["unresolved", "warn"] };
   function probeTable(c) {
     var t = el("table", { class: "cap-probes" });
     var head = ["probe", data.knob, "verdict", "reason", "requests", "failed", "goodput req", "goodput trees"]
@@ -478,6 +483,7 @@
         if (!r.failed && r.interval) {
           text += " [" + reading(b, r.interval[0]) + ", " + (r.interval[1] == null ? "failed" : reading(b, r.interval[1])) + "]";
         }
+        if (r.ci) text += " " + r.ci;
         cells.push(el("td", { class: p.verdict !== "unresolved" && !r.pass ? "bad" : "", text: text }));
       });
       var ag = p.agents;
@@ -494,7 +500,8 @@
   }
   app.appendChild(el("h2", { text: "Probes, by load" }));
   app.appendChild(el("div", { class: "note", text: "Each probe's verdict against the SLO and why; red: a reading over its limit; highlighted: the knee's two loads. " +
-    "A probe too small to decide (fewer successful requests than --min-requests) neither passes nor fails and stops a live search; one whose run failed has no reading. " +
+    "A live probe is judged on 95 % intervals (shown in brackets after each reading): it passes when the whole interval meets the limit, fails when the whole interval misses it, " +
+    "and is otherwise unresolved (as is one too small to decide, with fewer successful requests than --min-requests); an unresolved probe is extended, and one still unresolved makes the answer a bound. One whose run failed has no reading. " +
     "Output tokens/s from the probe's summary.json. Probe K at load N is the directory probe-K-" + data.knob + "-N" +
     (predicted ? " (the prediction's under predicted/)" : "") + (data.mode === "live" ? ", a run with its own report.html." : "; arbor report on several overlays them like runs.") }));
   if (curve.points.length) app.appendChild(probeTable(curve));

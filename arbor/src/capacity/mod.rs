@@ -13,8 +13,12 @@
 //! or live (`--live` or `--endpoint`: every point a run of `--duration`).
 //! A live search with an explicit `--service` first searches virtually
 //! and then bisects live around the predicted knee. A live probe that
-//! fails, or measures fewer than `--min-requests` successful requests,
-//! stops the search with its error (the library's rule; the probe named).
+//! fails stops the search with its error (the library's rule; the probe
+//! named). A live probe is judged on 95 % intervals: one unresolved (too
+//! few requests, `--min-requests`, or an interval across a limit) is
+//! extended up to `--max-extensions` times, and if still unresolved the
+//! answer is only a bound ([`Found::conclusion`]); a live answer is
+//! confirmed by one more probe at its passing load unless `--no-confirm`.
 
 mod live;
 
@@ -22,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use arbor_backends::side_by_side;
 use arbor_capacity::predict::{self, Bench, VirtualProbe};
-use arbor_capacity::{output, About, Answer, Mode, Slo, Space, Start};
+use arbor_capacity::{output, About, Answer, Conclusion, Mode, Slo, Space, Start};
 use arbor_engine::prompt::CacheBust;
 
 use crate::options::RunOptions;
@@ -50,8 +54,19 @@ pub struct CapacityOptions {
     /// (`--min-requests`; `None`: [`arbor_capacity::DEFAULT_MIN_REQUESTS`]).
     /// Live only: a virtual point plans the whole workload.
     pub min_requests: Option<u64>,
+    /// How many times an unresolved live probe is measured again, each
+    /// time for twice as long (`--max-extensions`; `None`:
+    /// [`DEFAULT_MAX_EXTENSIONS`]). Live only.
+    pub max_extensions: Option<u32>,
+    /// Skip the confirmation run at a live answer's passing load
+    /// (`--no-confirm`). Live only.
+    pub no_confirm: bool,
     pub run: RunOptions,
 }
+
+/// `--max-extensions`'s default: an unresolved live probe is measured
+/// twice more, for 2x and 4x `--duration`.
+pub const DEFAULT_MAX_EXTENSIONS: u32 = 2;
 
 /// What a search found, for the caller's table.
 pub struct Found {
@@ -59,6 +74,9 @@ pub struct Found {
     /// The last search's points, in the order probed.
     pub points: Vec<Point>,
     pub answer: Answer,
+    /// The answer in full: a point, or only a bound (`kind`), the loads
+    /// left unresolved, the deciding readings and the confirmation.
+    pub conclusion: Conclusion,
     /// The SLOs as text.
     pub slo: String,
     /// The directory `capacity.json` is in.
@@ -143,7 +161,7 @@ fn search(
         } else {
             arbor_capacity::search(&mut probe, space, Start::At(space.start), slo)
         };
-        let (knee, points) = outcome.finish(&dir, about(Mode::Virtual, None))?;
+        let (knee, conclusion, points) = outcome.conclude(&dir, about(Mode::Virtual, None))?;
         if live {
             observer.notice(&format!(
                 "arbor capacity: predicted on the virtual clock ({service}): {}",
@@ -154,24 +172,43 @@ fn search(
             observer.notice(&note);
         }
         predicted = Some(Answer::of(space.knob, knee));
-        searches.push((knee, points));
+        searches.push((knee, conclusion, points));
     }
     if live {
-        let start = Start::after(searches.first().map(|(knee, _)| *knee), space.start);
+        let start = Start::after(searches.first().map(|(knee, _, _)| *knee), space.start);
         let min_requests = args
             .min_requests
             .unwrap_or(arbor_capacity::DEFAULT_MIN_REQUESTS);
-        let mut probe = LiveProbe::new(&args.run, space.knob, min_requests, out, observer)?;
-        let outcome = arbor_capacity::search(&mut probe, space, start, slo);
-        searches.push(outcome.finish(out, about(Mode::Live, predicted))?);
+        let max_extensions = args.max_extensions.unwrap_or(DEFAULT_MAX_EXTENSIONS);
+        let mut probe = LiveProbe::new(
+            &args.run,
+            space.knob,
+            min_requests,
+            max_extensions,
+            out,
+            observer,
+        )?;
+        let mut outcome = arbor_capacity::search(&mut probe, space, start, slo);
+        if !args.no_confirm {
+            if let Some(value) = outcome.found.as_ref().ok().and_then(|k| k.passing) {
+                observer.notice(&format!(
+                    "arbor capacity: confirming {}={} with one more probe",
+                    space.knob.name(),
+                    space.knob.show(value)
+                ));
+            }
+            arbor_capacity::confirm(&mut probe, space, slo, &mut outcome);
+        }
+        searches.push(outcome.conclude(out, about(Mode::Live, predicted))?);
     }
-    let Some((knee, points)) = searches.pop() else {
+    let Some((knee, conclusion, points)) = searches.pop() else {
         return Err(Error::other("no search was made"));
     };
     Ok(Found {
         knob: space.knob,
         points,
         answer: Answer::of(space.knob, knee),
+        conclusion,
         slo: slo.to_string(),
         out: out.to_path_buf(),
         report: String::new(),
@@ -222,6 +259,18 @@ fn check_options(args: &CapacityOptions, live: bool) -> Result<(), Error> {
         return Err(Error::input(
             "--min-requests: live only (a virtual point plans the whole workload, the same every \
              time); add --live, or drop it",
+        ));
+    }
+    if !live && args.max_extensions.is_some() {
+        return Err(Error::input(
+            "--max-extensions: live only (a virtual point is never unresolved); add --live, or \
+             drop it",
+        ));
+    }
+    if !live && args.no_confirm {
+        return Err(Error::input(
+            "--no-confirm: live only (a virtual point is the same every time); add --live, or \
+             drop it",
         ));
     }
     if live && args.run.policy.duration.is_none() {

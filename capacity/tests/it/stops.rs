@@ -1,15 +1,15 @@
 //! A search stops at a probe it cannot take a verdict from: one that
-//! failed (its error, in its kind, naming the probe; no further probe),
-//! and one too small to decide (fewer successful requests than the probe
-//! needs: `Probe::min_measured`, `--min-requests`). `capacity.json` says
-//! which probe and why; the answer stays empty, with no advice to move
-//! the range.
+//! failed (its error, in its kind, naming the probe; no further probe;
+//! `capacity.json` says which probe and why), and one too small to decide
+//! (fewer successful requests than the probe needs: `Probe::min_measured`,
+//! `--min-requests`), which leaves the answer unresolved or a bound. The
+//! answer stays empty, with no advice to move the range.
 
 use std::path::{Path, PathBuf};
 
 use arbor_capacity::{
-    output, search, sweep, About, Cause, Gaps, Knob, Mode, Observed, Probe, RequestSeen, Slo,
-    Space, Start,
+    output, search, sweep, About, AnswerKind, Cause, Gaps, Knob, Mode, Observed, Probe,
+    RequestSeen, Slo, Space, Start,
 };
 use arbor_error::{Error, Kind};
 use serde_json::Value;
@@ -110,7 +110,7 @@ fn about<'a>(space: &'a Space, slo: &'a Slo) -> About<'a> {
 }
 
 #[test]
-fn a_probe_too_small_to_decide_stops_the_search_unresolved() {
+fn a_probe_too_small_to_decide_leaves_the_answer_unresolved() {
     let dir = scratch("too-small");
     let slo = Slo::parse("e2e_p99<=1s").expect("an SLO");
     let space = space();
@@ -127,27 +127,25 @@ fn a_probe_too_small_to_decide_stops_the_search_unresolved() {
         "its reading stays as measured"
     );
     assert_eq!(point.verdict.measured, 2);
-    let stop = outcome.stopped.clone().expect("stopped");
-    assert_eq!((stop.probe, stop.cause), (1, Cause::TooSmall));
+    assert!(outcome.stopped.is_none(), "nothing failed");
+    assert_eq!(outcome.conclusion.kind, AnswerKind::Unresolved);
     let error = outcome
         .finish(&dir, about(&space, &slo))
         .expect_err("unresolved");
     assert_eq!(error.kind, Kind::TooFewMeasured);
     let words = error.to_string();
     for needle in [
-        "probe 1 (sessions=1) is too small to decide",
-        "2 of its 2 requests succeeded, fewer than the 20",
+        "UNRESOLVED: no answer: no load was decided",
+        "sessions=1 stayed unresolved",
         "--duration",
-        "--min-requests",
     ] {
         assert!(words.contains(needle), "{needle}: {words}");
     }
     assert!(!words.contains("--search"), "{words}");
     let report = read(&dir.join(output::CAPACITY_FILE));
-    assert_eq!(report["complete"], false);
-    assert_eq!(report["stopped"]["probe"], 1);
-    assert_eq!(report["stopped"]["cause"], "too_small");
+    assert_eq!(report["answer"]["kind"], "unresolved");
     assert_eq!(report["probes"][0]["too_small"], true);
+    assert_eq!(report["probes"][0]["decision"], "unresolved");
     assert_eq!(report["probes"][0]["measured"], 2);
     assert_eq!(report["answer"]["passing"], Value::Null);
     assert_eq!(report["answer"]["failing"], Value::Null);
@@ -169,10 +167,7 @@ fn enough_requests_decide_and_the_search_goes_on() {
     let mut server = FakeServer::new(10, 20);
     let outcome = search(&mut server, &space, Start::At(1), &slo);
     assert_eq!(server.measured, [1]);
-    assert_eq!(
-        outcome.found.expect_err("too small").kind,
-        Kind::TooFewMeasured
-    );
+    assert_eq!(outcome.conclusion.kind, AnswerKind::Unresolved);
 }
 
 #[test]

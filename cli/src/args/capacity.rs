@@ -54,11 +54,20 @@ pub struct CapacityArgs {
     pub live: bool,
 
     /// Live only: the fewest successful requests a probe needs to decide
-    /// (default 20). A probe with fewer is too small to decide: the search
-    /// stops there unresolved (exit 5), saying to lengthen each probe
-    /// (--duration) or lower this.
+    /// (default 20). A probe with fewer is unresolved, as is one whose 95 %
+    /// interval straddles a limit.
     #[arg(long, value_name = "N", help_heading = CAPACITY)]
     pub min_requests: Option<u64>,
+
+    /// Live only: how many times an unresolved probe is run again, each
+    /// for twice as long, its records pooled (default 2). Still
+    /// unresolved: the answer is only a bound (exit 5).
+    #[arg(long, value_name = "N", help_heading = CAPACITY)]
+    pub max_extensions: Option<u32>,
+
+    /// Live only: skip the confirmation run at the answer's passing load.
+    #[arg(long, help_heading = CAPACITY)]
+    pub no_confirm: bool,
 
     /// `arbor run`'s flags: --out is the search's directory (capacity.json
     /// and one directory per probe; default

@@ -40,6 +40,11 @@ pub struct CapacityPage {
     pub above_knee_line: Option<String>,
     /// Why the search stopped, in the probe's own words.
     pub stopped_line: Option<String>,
+    /// An answer that is only a bound (`answer.kind`), in words: the page
+    /// says it loudly; `None` for a point.
+    pub bound_line: Option<String>,
+    /// The confirmation run at the answer, in words.
+    pub confirmation_line: Option<String>,
     pub answer: Answer,
     /// Every bound of the SLOs, in the order given.
     pub bounds: Vec<BoundLimit>,
@@ -114,6 +119,9 @@ pub struct PointReading {
     pub interval_level: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fit_known: Option<bool>,
+    /// A live probe's 95 % interval of the percentile, in words
+    /// (`[301.2 ms, 402.0 ms]`).
+    pub ci: Option<String>,
 }
 
 /// The page of the capacity directory `dir`: its `capacity.json`, its
@@ -166,6 +174,8 @@ pub fn read(dir: &Path) -> Result<CapacityPage, Error> {
                 s.message
             )
         }),
+        bound_line: words::bound(&search),
+        confirmation_line: words::confirmation(&search),
         answer: search.answer,
         bounds,
         curve: own,
@@ -231,6 +241,7 @@ fn curve(
                     interval: None,
                     interval_level: None,
                     fit_known: None,
+                    ci: None,
                 })
                 .collect(),
             output_tokens_per_s: None,
@@ -268,6 +279,9 @@ fn point(
                     .map(|i| (i.lo_ns as f64 / 1e9, i.hi_ns.map(|hi| hi as f64 / 1e9))),
                 interval_level: judged.and_then(|b| b.interval).map(|i| i.level),
                 fit_known: judged.and_then(|b| b.interval).map(|i| i.fit_known),
+                ci: judged
+                    .and_then(|b| b.confidence.as_ref())
+                    .map(words::interval),
             }
         })
         .collect();

@@ -118,12 +118,60 @@ pub enum Knob {
 }
 
 /// The knee, in the knob's unit.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]
 pub struct Answer {
     /// The largest load that passed.
     pub passing: Option<f64>,
     /// The smallest load above it that failed.
     pub failing: Option<f64>,
+    /// A point, or only a bound (a live probe left unresolved); a file
+    /// from before answers had kinds is a point.
+    #[serde(default)]
+    pub kind: AnswerKind,
+    /// The confirmation run at `passing`, when one was made.
+    #[serde(default)]
+    pub confirmation: Option<Confirmation>,
+}
+
+/// What kind of answer a search gave (`answer.kind`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerKind {
+    #[default]
+    Point,
+    LowerBound,
+    UpperBound,
+    Bracket,
+    Unresolved,
+}
+
+/// The passing load measured once more after a live search.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+pub struct Confirmation {
+    pub probe: usize,
+    pub load: f64,
+    pub decision: Decision,
+    /// It passed again; otherwise the answer was downgraded to a bound.
+    pub held: bool,
+}
+
+/// A live probe's verdict on its 95 % intervals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Pass,
+    Fail,
+    Unresolved,
+}
+
+/// A live probe's 95 % interval of a bound's percentile: the readings at
+/// two ranks, `None` for an end too few observations reach.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct Confidence {
+    pub lo: Option<Reading>,
+    pub hi: Option<Reading>,
+    pub ranks: [u64; 2],
+    pub of: u64,
 }
 
 /// Why a search ended before its answer, at which probe.
@@ -165,6 +213,16 @@ pub struct Probe {
     /// The point in agents and jobs (absent before them).
     #[serde(default)]
     pub agents: Option<Agents>,
+    /// Pass, fail or unresolved (on its intervals, for a live probe);
+    /// absent from files before verdicts had intervals.
+    #[serde(default)]
+    pub decision: Option<Decision>,
+    /// The directories of its extensions, pooled with it.
+    #[serde(default)]
+    pub extensions: Vec<String>,
+    /// The confirmation run at the answer.
+    #[serde(default)]
+    pub confirmation: bool,
 }
 
 /// One SLO bound judged at one point.
@@ -178,6 +236,9 @@ pub struct Bound {
     /// The reading's interval (virtual probes under the server model).
     #[serde(default)]
     pub interval: Option<ReadingInterval>,
+    /// A live probe's 95 % interval of the percentile.
+    #[serde(default)]
+    pub confidence: Option<Confidence>,
 }
 
 /// A reading's interval, in nanoseconds (`hi_ns` null: the upper end

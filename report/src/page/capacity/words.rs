@@ -3,7 +3,10 @@
 //! prediction's answer, and each probe's verdict with its reason. Owns
 //! wording only; reads the search as [`super::file`] gives it.
 
-use super::file::{Answer, Bound, Cause, Held, Knob, Probe, Reading, Search, Stopped};
+use super::file::{
+    Answer, AnswerKind, Bound, Cause, Confidence, Decision, Held, Knob, Probe, Reading, Search,
+    Stopped,
+};
 
 /// A probe's verdict, as the table shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -15,6 +18,9 @@ pub enum Verdict {
     TooSmall,
     /// The probe's run failed: no verdict.
     Unresolved,
+    /// A live probe whose 95 % interval straddles a limit, after its
+    /// extensions: neither pass nor fail.
+    Undecided,
 }
 
 /// `8 sessions`, `1 session`, `1.5 trees/s`.
@@ -66,7 +72,94 @@ pub fn headline(search: &Search) -> String {
     if !search.complete {
         return "No answer: the search did not finish".to_string();
     }
+    if let Some(bound) = bound(search) {
+        return bound;
+    }
     answer(knob, slo, search.answer, search.range[0])
+}
+
+/// The headline of an answer that is only a bound (a live probe left
+/// unresolved, or a confirmation that did not hold); `None` for a point.
+pub fn bound(search: &Search) -> Option<String> {
+    let knob = search.knob;
+    let slo = &search.slo;
+    let a = search.answer;
+    let open = unresolved_loads(search);
+    let said = match (a.kind, a.passing, a.failing) {
+        (AnswerKind::Point, ..) => return None,
+        (AnswerKind::Bracket, Some(p), Some(f)) => format!(
+            "Only a bracket: {} pass and {} fail within {slo}, {open} between them unresolved",
+            load(knob, p),
+            load(knob, f)
+        ),
+        (AnswerKind::LowerBound, Some(p), _) => format!(
+            "Only a lower bound: holds at least {} within {slo}; {open} above it unresolved, no \
+             failing load decided",
+            load(knob, p)
+        ),
+        (AnswerKind::UpperBound, _, Some(f)) => format!(
+            "Only an upper bound: holds less than {} within {slo} (that load fails); {open} below \
+             it unresolved, no passing load decided",
+            load(knob, f)
+        ),
+        _ => format!("No answer: no load was decided within {slo}; {open} unresolved"),
+    };
+    Some(said)
+}
+
+/// The loads the answer left unresolved (between its ends), in words.
+fn unresolved_loads(search: &Search) -> String {
+    let a = search.answer;
+    let mut loads: Vec<f64> = search
+        .probes
+        .iter()
+        .filter(|p| {
+            let mixed = search
+                .probes
+                .iter()
+                .any(|q| q.load == p.load && q.decision != p.decision);
+            (p.decision == Some(Decision::Unresolved) || mixed)
+                && a.passing.is_none_or(|v| p.load > v)
+                && a.failing.is_none_or(|v| p.load < v)
+        })
+        .map(|p| p.load)
+        .collect();
+    loads.sort_by(f64::total_cmp);
+    loads.dedup();
+    let listed: Vec<String> = loads.iter().map(|&v| load(search.knob, v)).collect();
+    if listed.is_empty() {
+        "no load".to_string()
+    } else {
+        listed.join(", ")
+    }
+}
+
+/// The confirmation run, in words; `None` without one.
+pub fn confirmation(search: &Search) -> Option<String> {
+    let c = search.answer.confirmation?;
+    let at = load(search.knob, c.load);
+    Some(match (c.held, c.decision) {
+        (true, _) => format!("{at} measured once more (probe {}): passed again", c.probe),
+        (false, Decision::Fail) => format!(
+            "{at} measured once more (probe {}) FAILED: the answer is downgraded to a bound",
+            c.probe
+        ),
+        (false, _) => format!(
+            "{at} measured once more (probe {}) was unresolved: the answer is downgraded to a \
+             bound",
+            c.probe
+        ),
+    })
+}
+
+/// `[301.2 ms, 402.0 ms]`: a 95 % interval, an unbounded end as `…`.
+pub fn interval(c: &Confidence) -> String {
+    let end = |r: Option<Reading>| match r {
+        Some(Reading::Value(v)) => duration(v),
+        Some(Reading::Failed) => "failed".to_string(),
+        Some(Reading::Missing) | None => "…".to_string(),
+    };
+    format!("[{}, {}]", end(c.lo), end(c.hi))
 }
 
 /// "Holds 10 sessions within SLO (11 sessions fail)", and the other
@@ -217,6 +310,58 @@ fn singular(knob: Knob, value: f64) -> bool {
 
 /// A probe's verdict and its reason.
 pub fn verdict(probe: &Probe, goodput_threshold: Option<f64>) -> (Verdict, String) {
+    let (verdict, reason) = judged(probe, goodput_threshold);
+    let mut said = Vec::new();
+    if !probe.extensions.is_empty() {
+        said.push(format!(
+            "pooled with {} extension{}",
+            probe.extensions.len(),
+            if probe.extensions.len() == 1 { "" } else { "s" }
+        ));
+    }
+    if probe.confirmation {
+        said.push("the confirmation run".to_string());
+    }
+    if said.is_empty() {
+        (verdict, reason)
+    } else {
+        (verdict, format!("{reason} ({})", said.join("; ")))
+    }
+}
+
+fn judged(probe: &Probe, goodput_threshold: Option<f64>) -> (Verdict, String) {
+    if probe.decision == Some(Decision::Unresolved) && !probe.too_small {
+        let open: Vec<String> = probe
+            .bounds
+            .iter()
+            .filter_map(|b| {
+                let c = b.confidence?;
+                let straddles = !matches!(c.hi, Some(Reading::Value(v)) if v <= b.limit_ns)
+                    && !matches!(c.lo, Some(Reading::Failed))
+                    && !matches!(c.lo, Some(Reading::Value(v)) if v > b.limit_ns);
+                straddles.then(|| {
+                    format!(
+                        "{} {} across {}",
+                        b.metric,
+                        interval(&c),
+                        duration(b.limit_ns)
+                    )
+                })
+            })
+            .collect();
+        let reason = match goodput_threshold {
+            Some(t) => format!(
+                "unresolved: the 95 % interval of goodput reaches across {}: {}",
+                percent(t),
+                goodputs(probe)
+            ),
+            None if open.is_empty() => {
+                "unresolved: a 95 % interval reaches across its limit".to_string()
+            }
+            None => format!("unresolved: 95 % interval {}", open.join("; ")),
+        };
+        return (Verdict::Undecided, reason);
+    }
     if probe.too_small {
         return (
             Verdict::TooSmall,
@@ -303,7 +448,11 @@ mod tests {
             step: 1.0,
             service: "server:p.toml".to_string(),
             predicted: None,
-            answer: Answer { passing, failing },
+            answer: Answer {
+                passing,
+                failing,
+                ..Answer::default()
+            },
             probes: Vec::new(),
             answer_in_agents: None,
             pareto: None,
@@ -346,6 +495,9 @@ mod tests {
             too_small: false,
             pass,
             agents: None,
+            decision: None,
+            extensions: Vec::new(),
+            confirmation: false,
         };
         s.probes = vec![probe(6.0, true), probe(7.0, false), probe(9.0, true)];
         assert!(above_knee(&s)
@@ -390,6 +542,7 @@ mod tests {
         s.predicted = Some(Answer {
             passing: Some(4.0),
             failing: Some(5.0),
+            ..Answer::default()
         });
         assert_eq!(
             predicted(&s).unwrap(),
@@ -426,6 +579,7 @@ mod tests {
                     reading: Reading::Value(642_700_000),
                     pass: false,
                     interval: None,
+                    confidence: None,
                 },
                 Bound {
                     metric: "e2e_p99".to_string(),
@@ -433,6 +587,7 @@ mod tests {
                     reading: Reading::Failed,
                     pass: false,
                     interval: None,
+                    confidence: None,
                 },
                 Bound {
                     metric: "itl_p99".to_string(),
@@ -440,6 +595,7 @@ mod tests {
                     reading: Reading::Value(1_000_000),
                     pass: true,
                     interval: None,
+                    confidence: None,
                 },
             ],
             request_goodput: Some(0.9),
@@ -451,6 +607,9 @@ mod tests {
             too_small: false,
             pass: false,
             agents: None,
+            decision: None,
+            extensions: Vec::new(),
+            confirmation: false,
         };
         assert_eq!(
             verdict(&probe, None),
@@ -471,5 +630,62 @@ mod tests {
             ..probe
         };
         assert_eq!(verdict(&small, None).0, Verdict::TooSmall);
+    }
+
+    #[test]
+    fn an_unresolved_probe_and_a_bound_say_so() {
+        let mut s = search(Some(2.0), Some(4.0));
+        let probe = |load: f64, decision: Decision| Probe {
+            probe: 1,
+            load,
+            dir: String::new(),
+            bounds: vec![Bound {
+                metric: "job_p50".to_string(),
+                limit_ns: 340_000_000,
+                reading: Reading::Value(330_000_000),
+                pass: true,
+                confidence: Some(Confidence {
+                    lo: Some(Reading::Value(300_000_000)),
+                    hi: Some(Reading::Value(400_000_000)),
+                    ranks: [3, 10],
+                    of: 12,
+                }),
+                interval: None,
+            }],
+            request_goodput: None,
+            job_goodput: Some(0.5),
+            requests: 72,
+            failed: 0,
+            measured: 72,
+            jobs: 24,
+            too_small: false,
+            pass: decision == Decision::Pass,
+            decision: Some(decision),
+            extensions: vec!["probe-1-sessions-3-extension-1".to_string()],
+            confirmation: false,
+            agents: None,
+        };
+        let open = probe(3.0, Decision::Unresolved);
+        assert_eq!(
+            verdict(&open, None),
+            (
+                Verdict::Undecided,
+                "unresolved: 95 % interval job_p50 [300.0 ms, 400.0 ms] across 340.0 ms \
+                 (pooled with 1 extension)"
+                    .to_string()
+            )
+        );
+        s.probes = vec![probe(2.0, Decision::Pass), open, probe(4.0, Decision::Fail)];
+        assert_eq!(bound(&s), None, "a point until the answer says otherwise");
+        s.answer.kind = AnswerKind::Bracket;
+        assert_eq!(
+            headline(&s),
+            "Only a bracket: 2 sessions pass and 4 sessions fail within ttft_p99<=600ms, \
+             3 sessions between them unresolved"
+        );
+        s.answer.kind = AnswerKind::LowerBound;
+        s.answer.failing = None;
+        s.probes.pop();
+        assert!(headline(&s).starts_with("Only a lower bound: holds at least 2 sessions"));
     }
 }
