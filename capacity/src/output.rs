@@ -198,6 +198,9 @@ pub enum Cause {
     /// Fewer of its requests succeeded than a probe needs
     /// ([`crate::Probe::min_measured`]).
     TooSmall,
+    /// A sampled point's 95 % intervals reached across a limit (a sweep
+    /// of a probe of your own: a search answers with a bound instead).
+    Unresolved,
 }
 
 impl Stop {
@@ -229,6 +232,19 @@ impl Stop {
         }
     }
 
+    /// `point`, unresolved on its 95 % intervals though not too small.
+    pub fn unresolved(point: &Point) -> Stop {
+        Stop {
+            probe: point.probe,
+            load: point.load,
+            cause: Cause::Unresolved,
+            message: "unresolved: a 95 % interval of its readings reaches across a limit; \
+                      lengthen each probe"
+                .to_string(),
+            kind: Kind::TooFewMeasured,
+        }
+    }
+
     /// The error a search that stopped here ends with: which probe, and
     /// why, in the kind of what happened.
     pub fn error(&self, knob: Knob) -> Error {
@@ -240,7 +256,9 @@ impl Stop {
                     "probe {} ({at}) failed, and the search stopped without an answer: {}",
                     self.probe, self.message
                 ),
-                Cause::TooSmall => format!("probe {} ({at}) is {}", self.probe, self.message),
+                Cause::TooSmall | Cause::Unresolved => {
+                    format!("probe {} ({at}) is {}", self.probe, self.message)
+                }
             },
         }
     }

@@ -234,7 +234,11 @@ pub fn sweep<P: Probe + Clone + Sync>(
     for result in measured {
         let stop = match result {
             Ok(point) if point.verdict.decision == Decision::Unresolved => {
-                let stop = Stop::too_small(&point, probe.min_measured());
+                let stop = if point.verdict.too_small {
+                    Stop::too_small(&point, probe.min_measured())
+                } else {
+                    Stop::unresolved(&point)
+                };
                 points.push(point);
                 stop
             }

@@ -10,8 +10,8 @@
 use std::path::PathBuf;
 
 use arbor_capacity::{
-    confirm, output, search, About, AnswerKind, Decision, Gaps, Knob, Mode, Observed, Probe,
-    RequestSeen, Slo, Space, Start,
+    confirm, output, search, sweep, About, AnswerKind, Cause, Decision, Gaps, Knob, Mode, Observed,
+    Probe, RequestSeen, Slo, Space, Start,
 };
 use arbor_error::{Error, Kind};
 use serde_json::Value;
@@ -41,7 +41,7 @@ fn requests(sessions: u64, n: u64) -> Vec<RequestSeen> {
 /// `short` at the loads listed in `short_at`), each extension twice as
 /// many as the round before, up to `extensions` of them; the measurements
 /// of `flaky` after its first come back slow.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Sampled {
     per_probe: u64,
     short: u64,
@@ -349,4 +349,23 @@ fn goodput_is_judged_on_its_wilson_interval() {
         flights: Vec::new(),
     };
     assert_eq!(observed.judge_sampled(&slo, 0).decision, Decision::Fail);
+}
+
+#[test]
+fn a_sweep_stops_at_a_point_unresolved_on_its_intervals() {
+    let space = Space { hi: 4, ..space() };
+    let server = Sampled {
+        per_probe: 40,
+        short: 5,
+        short_at: vec![3],
+        ..Sampled::default()
+    };
+    let outcome = sweep(&server, &space, &slo(), 2);
+    let stop = outcome.stopped.expect("stopped");
+    assert_eq!((stop.probe, stop.cause), (3, Cause::Unresolved));
+    assert!(stop.message.contains("95 % interval"), "{}", stop.message);
+    assert_eq!(
+        outcome.found.expect_err("unresolved").kind,
+        Kind::TooFewMeasured
+    );
 }

@@ -191,6 +191,9 @@ pub enum Cause {
     Failed,
     /// Too few of its requests succeeded to decide.
     TooSmall,
+    /// Its 95 % intervals reached across a limit.
+    #[serde(other)]
+    Unresolved,
 }
 
 /// One probed point and its verdict.

@@ -66,6 +66,7 @@ pub fn headline(search: &Search) -> String {
             match stop.cause {
                 Cause::Failed => "whose run failed",
                 Cause::TooSmall => "too small to decide",
+                Cause::Unresolved => "unresolved on its 95 % intervals",
             }
         );
     }
