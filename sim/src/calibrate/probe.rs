@@ -11,10 +11,10 @@
 //! caller's (`arbor`'s `calibrate_probe`). Reads no clock and no file.
 //!
 //! - `lone`: one conversation at a time, nothing else in flight. Prompts
-//!   log-spaced from 16 tokens and one in every eighth of the token
-//!   budget (so each knee candidate has prompts on both sides), up to a
-//!   few chunks of it, bounded by the context a request may hold; two
-//!   output tokens. Their TTFTs are the overhead plus their prefill steps:
+//!   log-spaced from 16 tokens, one in every sixteenth of the token
+//!   budget (so each knee candidate, an eighth, has prompts on both
+//!   sides) and in every eighth of the later chunks, up to a few chunks,
+//!   bounded by the context a request may hold; two output tokens. Their TTFTs are the overhead plus their prefill steps:
 //!   the per-token cost, the knee and the slope above it, and (prompts of
 //!   many lengths, so `tokens²` is not `tokens`) the attention cost.
 //!   Some continue with a second turn whose prompt extends the first at a
@@ -192,24 +192,21 @@ fn long_context(limits: &ProbeLimits, k: u32) -> u32 {
     long / PREFIX_BLOCK * PREFIX_BLOCK
 }
 
-/// The lone prompts: log-spaced from 16, and the middle of every eighth of
-/// the budget and of each later chunk, up to the longest prompt.
+/// The lone prompts: log-spaced from 16, the middle of every sixteenth of
+/// the first chunk (two or more between any two knee candidates, so a
+/// few late stamps left out still leave each slope seen) and of every
+/// eighth of the later chunks, up to the longest prompt.
 pub fn lone_prompts(limits: &ProbeLimits) -> Vec<u32> {
-    let budget = limits.budget.max(8);
+    let budget = limits.budget.max(16);
     let top = limits.max_prompt();
-    let eighth = budget / 8;
+    let sixteenth = budget / 16;
     let mut prompts: Vec<u32> = std::iter::successors(Some(16u32), |p| p.checked_mul(2))
-        .take_while(|&p| p < eighth / 2)
+        .take_while(|&p| p < sixteenth / 2)
         .collect();
-    let mut k = 0u32;
-    loop {
-        let p = eighth * k + eighth / 2;
-        if p > top || k >= 8 * 3 {
-            break;
-        }
-        prompts.push(p.max(1));
-        k += 1;
-    }
+    prompts.extend((0..16).map(|k| sixteenth * k + sixteenth / 2));
+    let eighth = budget / 8;
+    prompts.extend((8..8 * 3).map(|k| eighth * k + eighth / 2));
+    prompts.retain(|&p| p >= 1 && p <= top);
     if prompts.last().is_none_or(|&p| p < top - top / 16) {
         prompts.push(top);
     }
@@ -361,10 +358,8 @@ mod tests {
         assert!(prompts.iter().all(|&p| p <= l.max_prompt()), "{prompts:?}");
         for k in 0..6u32 {
             let (lo, hi) = (k * 256, (k + 1) * 256);
-            assert!(
-                prompts.iter().any(|&p| p > lo && p < hi),
-                "none in ({lo}, {hi}): {prompts:?}"
-            );
+            let between = prompts.iter().filter(|&&p| p > lo && p < hi).count();
+            assert!(between >= 2, "{between} in ({lo}, {hi}): {prompts:?}");
         }
         assert!(prompts[0] == 16, "{prompts:?}");
         // A pool of many sequences: more than one chunk.

@@ -61,10 +61,13 @@ pub enum Fitting {
     /// whose weighted residual is beyond [`TRIM_SCALES`] robust standard
     /// deviations (1.4826 · the median absolute residual, of lone and of
     /// decode rows apart), and at least [`TRIM_FLOOR_NS`] off, are left
-    /// out and the fit made again, once.
+    /// out and the fit made again; twice, the second time from the first
+    /// trimmed fit.
     Probe,
 }
 
+/// How many times the rows are trimmed, each time from the last fit.
+const TRIM_PASSES: usize = 2;
 /// How many robust standard deviations a kept row may be off.
 pub const TRIM_SCALES: f64 = 4.0;
 /// A row nearer than this (weighted, ns) is never left out: a client's
@@ -154,8 +157,10 @@ pub fn fit_with_rows(runs: &[Run], budget: u32, fitting: Fitting) -> Result<(Fit
     let requests = runs.iter().map(|r| r.requests.len()).sum();
     let (mut fit, mut rows) = best;
     if fitting == Fitting::Probe {
-        let trimmed = trim_outliers(&mut rows, &knees, &fit);
-        if trimmed > 0 {
+        // Twice: the second time from a fit the worst rows no longer
+        // pull.
+        for _ in 0..TRIM_PASSES {
+            let trimmed = trim_outliers(&mut rows, &knees, &fit);
             fit = solve(&rows, &knees, |_| 1)?;
             fit.trimmed_rows = trimmed;
         }
@@ -204,6 +209,7 @@ fn trim_outliers(rows: &mut [Row], knees: &[u32], fit: &Fit) -> u64 {
     // Lone-prefill rows (a TTFT each) and decode rows (a sum of steps)
     // scatter differently: each kind against its own scale.
     let mut trimmed = 0;
+    rows.iter_mut().for_each(|r| r.trimmed = false);
     for overhead in [false, true] {
         let mut off: Vec<f64> = rows
             .iter()
