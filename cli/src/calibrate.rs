@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use arbor::calibrate_probe::{self, ProbeOptions, Probed};
 use arbor::options::{RequestOptions, RunOptions};
 use arbor::sim::calibrate::{
-    self, Calibration, Compared, FitError, GivenLimits, Note, Options, Spread,
+    self, Calibration, Compared, FitError, Fitting, GivenLimits, Note, Options, Spread,
 };
 use arbor::Error;
 
@@ -34,13 +34,17 @@ pub fn run(args: &CalibrateArgs) -> Result<(), Error> {
     let options = Options {
         run_dirs: args.run_dirs.clone(),
         limits,
-        correction: !args.no_correction,
+        correction: !args.no_correction && !args.probe_fit,
         fitted_at: SystemTime::now(),
     };
-    let calibration = calibrate::fit_resampled(&options, args.bootstrap)?;
+    let (fitting, no_correction) = match args.probe_fit {
+        true => (Fitting::Probe, "--probe-fit"),
+        false => (Fitting::Ordinary, "--no-correction"),
+    };
+    let calibration = calibrate::fit_with(&options, args.bootstrap, fitting)?;
     calibration.write_profile(&args.out)?;
     stdout::print(|out| {
-        write_report(out, &calibration, "--no-correction")?;
+        write_report(out, &calibration, no_correction)?;
         writeln!(out, "wrote {}", args.out.display())
     })
 }
@@ -57,6 +61,7 @@ fn probe(args: &CalibrateArgs, limits: GivenLimits) -> Result<(), Error> {
         headers: args.headers.clone(),
         ..RequestOptions::default()
     };
+    run.request.preflight.ready_timeout = std::time::Duration::from_nanos(args.ready_timeout);
     run.input.tokenizer = args.tokenizer.clone();
     let out = args.probe_out.clone().unwrap_or_else(|| {
         let mut dir = args.out.clone().into_os_string();
@@ -136,11 +141,18 @@ fn write_report(out: &mut dyn Write, c: &Calibration, no_correction: &str) -> io
         fit.step.knee_tokens,
         fit.rms_ns / 1e6
     )?;
+    if fit.slower_repeats > 0 {
+        writeln!(
+            out,
+            "  {} lone rows left out as the slower of a repeated request (a late stamp only adds)",
+            fit.slower_repeats
+        )?;
+    }
     if fit.trimmed_rows > 0 {
         writeln!(
             out,
-            "  {} rows left out as outliers (off the first fit by more than {} robust \
-             standard deviations: a late stamp) and the fit made again",
+            "  {} rows left out as outliers (more than {} robust standard deviations off \
+             the fit: a late stamp) and the fit made again",
             fit.trimmed_rows,
             calibrate::TRIM_SCALES
         )?;

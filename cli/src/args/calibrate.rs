@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use arbor::backends::live::request::Api;
+use arbor::engine::time::Nanos;
 use arbor::json::{Map, Value};
 use clap::Args;
 
@@ -23,9 +24,20 @@ pub struct CalibrateArgs {
     #[arg(long, requires = "endpoint", help_heading = INPUT)]
     pub probe: bool,
 
+    /// Fit RUN_DIRs (a probe's phase directories) as --probe fits them:
+    /// lone requests on their whole time, late stamps left out, no stage
+    /// B.
+    #[arg(long, conflicts_with = "probe", help_heading = INPUT)]
+    pub probe_fit: bool,
+
     /// With --probe: the server's base URL.
     #[arg(long, value_name = "URL", requires = "probe", value_parser = arbor::backends::endpoint::normalize_endpoint, help_heading = SERVER)]
     pub endpoint: Option<String>,
+
+    /// With --probe: how long to wait for a server still loading (0: ask
+    /// once).
+    #[arg(long, value_name = "DURATION", default_value = "10", value_parser = values::duration, help_heading = SERVER)]
+    pub ready_timeout: Nanos,
 
     /// With --probe: the model name sent (default: the server's first).
     #[arg(short = 'm', long, value_name = "M", requires = "probe", help_heading = SERVER)]
@@ -65,8 +77,8 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(2..=4096), help_heading = INPUT)]
     pub probe_output_tokens: u32,
 
-    /// With --probe: send each lone prompt N times (more rows, longer).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20), help_heading = INPUT)]
+    /// With --probe: send each lone prompt N times; the quickest counts.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=20), help_heading = INPUT)]
     pub probe_repeat: u32,
 
     /// Bootstrap resamples of each coefficient's interval (0: none).

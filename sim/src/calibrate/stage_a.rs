@@ -44,6 +44,9 @@ pub struct Fit {
     pub rms_ns: f64,
     /// Rows left out as outliers ([`Fitting::Probe`]); 0 otherwise.
     pub trimmed_rows: u64,
+    /// Lone rows left out as the slower of a repeated request
+    /// ([`Fitting::Probe`]); 0 otherwise.
+    pub slower_repeats: u64,
 }
 
 /// How the rows are made: as for any runs, or as for the probe's
@@ -58,21 +61,22 @@ pub enum Fitting {
     /// A request alone from its send to its end gives one row, its whole
     /// time (overhead, prefill steps and decode steps), not its TTFT and
     /// its decode apart: the first token's stamp drops out. Then rows
-    /// whose weighted residual is beyond [`TRIM_SCALES`] robust standard
-    /// deviations (1.4826 · the median absolute residual, of lone and of
-    /// decode rows apart), and at least [`TRIM_FLOOR_NS`] off, are left
-    /// out and the fit made again; twice, the second time from the first
-    /// trimmed fit.
+    /// whose weighted residual is more than [`TRIM_SCALES`] robust
+    /// standard deviations (1.4826 · the median absolute deviation) from
+    /// the median residual, of lone and of decode rows apart, and at
+    /// least [`TRIM_FLOOR_NS`] from it, are left out and the fit made
+    /// again; up to [`TRIM_PASSES`] times, each from the last fit, until
+    /// the rows left out no longer change.
     Probe,
 }
 
-/// How many times the rows are trimmed, each time from the last fit.
-const TRIM_PASSES: usize = 2;
+/// The most times the rows are trimmed, each time from the last fit.
+const TRIM_PASSES: usize = 6;
 /// How many robust standard deviations a kept row may be off.
 pub const TRIM_SCALES: f64 = 4.0;
 /// A row nearer than this (weighted, ns) is never left out: a client's
 /// stamp is often late by a few hundred microseconds.
-pub const TRIM_FLOOR_NS: f64 = 1_000_000.0;
+pub const TRIM_FLOOR_NS: f64 = 500_000.0;
 
 /// Why stage A cannot fit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +127,8 @@ struct Row {
     request: usize,
     /// Left out as an outlier ([`Fitting::Probe`]).
     trimmed: bool,
+    /// Left out as the slower of a repeated lone request.
+    slower: bool,
 }
 
 /// Stage A's rows of the best fit, to refit on resamples
@@ -157,12 +163,17 @@ pub fn fit_with_rows(runs: &[Run], budget: u32, fitting: Fitting) -> Result<(Fit
     let requests = runs.iter().map(|r| r.requests.len()).sum();
     let (mut fit, mut rows) = best;
     if fitting == Fitting::Probe {
-        // Twice: the second time from a fit the worst rows no longer
-        // pull.
+        // Each pass from a fit the worst rows no longer pull.
+        let mut before: Vec<bool> = rows.iter().map(|r| r.trimmed).collect();
         for _ in 0..TRIM_PASSES {
             let trimmed = trim_outliers(&mut rows, &knees, &fit);
             fit = solve(&rows, &knees, |_| 1)?;
             fit.trimmed_rows = trimmed;
+            let now: Vec<bool> = rows.iter().map(|r| r.trimmed).collect();
+            if now == before {
+                break;
+            }
+            before = now;
         }
     }
     Ok((
@@ -214,21 +225,30 @@ fn trim_outliers(rows: &mut [Row], knees: &[u32], fit: &Fit) -> u64 {
         let mut off: Vec<f64> = rows
             .iter()
             .filter(|r| r.overhead == overhead)
-            .map(|r| residual(r).abs())
+            .map(residual)
             .collect();
-        off.sort_by(f64::total_cmp);
-        let Some(&median) = off.get(off.len() / 2) else {
+        // Around the median residual, not 0: late stamps pull the fit,
+        // so the kept rows' residuals sit off 0 together.
+        let Some(center) = median(&mut off) else {
             continue;
         };
-        let bound = (TRIM_SCALES * 1.4826 * median).max(TRIM_FLOOR_NS);
+        let mut spread: Vec<f64> = off.iter().map(|r| (r - center).abs()).collect();
+        let scale = median(&mut spread).unwrap_or(0.0) * 1.4826;
+        let bound = (TRIM_SCALES * scale).max(TRIM_FLOOR_NS);
         for row in rows.iter_mut().filter(|r| r.overhead == overhead) {
-            if residual(row).abs() > bound {
+            if (residual(row) - center).abs() > bound {
                 row.trimmed = true;
                 trimmed += 1;
             }
         }
     }
     trimmed
+}
+
+/// The median of `values` (sorted in place), `None` when empty.
+fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
 }
 
 /// The rows of `runs` with the tokens placed as `tokens` says.
@@ -261,6 +281,7 @@ fn build_rows(
                     overhead: true,
                     request: offset + i,
                     trimmed: false,
+                    slower: false,
                 });
                 continue;
             }
@@ -271,6 +292,7 @@ fn build_rows(
                     overhead: false,
                     request: offset + i,
                     trimmed: false,
+                    slower: false,
                 });
             }
         }
@@ -288,11 +310,45 @@ fn build_rows(
                 overhead: true,
                 request: offset + i,
                 trimmed: false,
+                slower: false,
             });
         }
         offset += requests.len();
     }
+    if fitting == Fitting::Probe {
+        mark_slower_repeats(&mut rows, runs);
+    }
     rows
+}
+
+/// Of lone rows of one run sending the same request (prompt, cached
+/// tokens, output) more than once, keeps the quickest: a client's stamp
+/// is only ever late, so the quickest repeat is the least late.
+fn mark_slower_repeats(rows: &mut [Row], runs: &[Run]) {
+    let mut owner: Vec<(usize, usize)> = Vec::new();
+    for (k, run) in runs.iter().enumerate() {
+        owner.extend((0..run.requests.len()).map(|i| (k, i)));
+    }
+    let key = |row: &Row| {
+        let (k, i) = owner[row.request];
+        let r = &runs[k].requests[i];
+        (k, r.isl, r.cached, r.osl)
+    };
+    let mut quickest: std::collections::HashMap<(usize, u32, Option<u32>, u32), usize> =
+        std::collections::HashMap::new();
+    for (j, row) in rows.iter().enumerate() {
+        if !row.overhead {
+            continue;
+        }
+        let best = quickest.entry(key(row)).or_insert(j);
+        if row.measured_ns < rows[*best].measured_ns {
+            *best = j;
+        }
+    }
+    let kept: std::collections::HashSet<usize> = quickest.into_values().collect();
+    for (j, row) in rows.iter_mut().enumerate() {
+        row.slower = row.overhead && !kept.contains(&j);
+    }
 }
 
 /// Which requests had nothing else in flight from their send to their
@@ -315,7 +371,13 @@ fn alone_throughout(requests: &[Observed]) -> Vec<bool> {
 /// The least-squares fit over `rows`, each counted `times(request)`
 /// times, at the knee of least residual.
 fn solve(rows: &[Row], knees: &[u32], times: impl Fn(usize) -> u32) -> Result<Fit, NoRows> {
-    let counted = |row: &Row| if row.trimmed { 0 } else { times(row.request) };
+    let counted = |row: &Row| {
+        if row.trimmed || row.slower {
+            0
+        } else {
+            times(row.request)
+        }
+    };
     let decode_rows: u64 = rows
         .iter()
         .filter(|r| !r.overhead)
@@ -366,6 +428,7 @@ fn solve(rows: &[Row], knees: &[u32], times: impl Fn(usize) -> u32) -> Result<Fi
         prefill_rows,
         rms_ns: (residual / all_rows as f64).sqrt(),
         trimmed_rows: 0,
+        slower_repeats: rows.iter().filter(|r| r.slower).count() as u64,
     })
 }
 
