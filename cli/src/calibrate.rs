@@ -51,8 +51,7 @@ pub fn run(args: &CalibrateArgs) -> Result<(), Error> {
 
 /// `--probe`: the experiment, then the fit of its runs.
 fn probe(args: &CalibrateArgs, limits: GivenLimits) -> Result<(), Error> {
-    let mut run = RunOptions::default();
-    run.request = RequestOptions {
+    let mut request = RequestOptions {
         endpoint: args.endpoint.clone(),
         model: args.model.clone(),
         api: args.api,
@@ -61,7 +60,11 @@ fn probe(args: &CalibrateArgs, limits: GivenLimits) -> Result<(), Error> {
         headers: args.headers.clone(),
         ..RequestOptions::default()
     };
-    run.request.preflight.ready_timeout = std::time::Duration::from_nanos(args.ready_timeout);
+    request.preflight.ready_timeout = std::time::Duration::from_nanos(args.ready_timeout);
+    let mut run = RunOptions {
+        request,
+        ..RunOptions::default()
+    };
     run.input.tokenizer = args.tokenizer.clone();
     let out = args.probe_out.clone().unwrap_or_else(|| {
         let mut dir = args.out.clone().into_os_string();
