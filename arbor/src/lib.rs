@@ -10,6 +10,8 @@
 //!   [`run::run_prepared`] split it where a caller reuses the compiled
 //!   workload (the live capacity probe);
 //! - [`capacity::capacity`]: the largest load within SLOs, virtual or live;
+//! - [`calibrate_probe::probe`]: a designed calibration, its phases run
+//!   live against the server, then fitted (`arbor calibrate --probe`);
 //! - [`emulate::serve_until_interrupted`]: the built-in emulator on a port;
 //! - [`inspect::inspect_inputs`]: what traces hold, as data;
 //! - [`convert::convert`]: traces of any format written in another
@@ -24,9 +26,10 @@
 //!
 //! Modules, each used only by those after it: `options`, `slo`, `observer`,
 //! `runtime`, `tokenizer`, `scenario`, `schema`, `inputs`, `emulate`, `reuse`, `intervals`, `plan`,
-//! `run`, `capacity`.
+//! `run`, `capacity`, `calibrate_probe`.
 #![forbid(unsafe_code)]
 
+pub mod calibrate_probe;
 pub mod capacity;
 pub mod convert;
 pub mod emulate;

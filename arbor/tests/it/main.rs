@@ -1,6 +1,7 @@
 //! The library's use cases in-process: no binary spawned, the built-in
 //! emulator on 127.0.0.1 where a run needs a server.
 
+mod calibrate_probe;
 mod capacity;
 mod examples;
 mod fleet;

@@ -110,3 +110,87 @@ fn a_limit_neither_given_nor_scraped_exits_2_naming_its_flag() {
     );
     assert!(!out.exists(), "nothing is written");
 }
+
+/// `--probe` against a port nothing listens on: the pre-flight of its
+/// first phase refuses before any request (exit 1, as `arbor run`'s), and
+/// no profile is written.
+#[test]
+fn probe_of_a_dead_endpoint_fails_closed() {
+    let dir = scratch("calibrate-probe-dead");
+    let out = dir.join("p.toml");
+    let result = arbor(&[
+        "calibrate",
+        "--probe",
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--ready-timeout",
+        "0",
+        "-o",
+        utf8(&out),
+        "--max-num-seqs",
+        "4",
+        "--max-num-batched-tokens",
+        "512",
+    ]);
+    let err = stderr(&result);
+    assert_eq!(result.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nothing listens at http://127.0.0.1:9"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out.exists(), "no profile is written");
+}
+
+/// `--probe` without the limits its design needs, or without an
+/// endpoint, or with run directories too: exit 2 naming the flag, before
+/// anything is sent.
+#[test]
+fn probe_without_its_limits_or_endpoint_exits_2() {
+    let dir = scratch("calibrate-probe-limits");
+    let out = dir.join("p.toml");
+    let o = utf8(&out);
+    let dead = "http://127.0.0.1:9";
+    expect_exit_2(
+        &[
+            "calibrate",
+            "--probe",
+            "--endpoint",
+            dead,
+            "-o",
+            o,
+            "--max-num-seqs",
+            "4",
+        ],
+        &["--max-num-batched-tokens"],
+    );
+    expect_exit_2(
+        &[
+            "calibrate",
+            "--probe",
+            "--endpoint",
+            dead,
+            "-o",
+            o,
+            "--max-num-batched-tokens",
+            "4",
+        ],
+        &["--max-num-seqs"],
+    );
+    expect_exit_2(&["calibrate", "--probe", "-o", o], &["--endpoint"]);
+    let run = testdata("two-sessions");
+    expect_exit_2(
+        &[
+            "calibrate",
+            utf8(&run),
+            "--probe",
+            "--endpoint",
+            dead,
+            "-o",
+            o,
+        ],
+        &["--probe"],
+    );
+    assert!(!out.exists(), "nothing is written");
+    assert!(!dir.join("p.toml.probe").exists(), "nothing is sent");
+}

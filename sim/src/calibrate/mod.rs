@@ -13,9 +13,12 @@
 //! `stage_a` (least squares over decode and lone-prefill rows, the knee
 //! search), `replay` (the runs replayed through the server model),
 //! `fit_error` (p50/p90 of TTFT, ITL, E2E, predicted against measured)
-//! and `stage_b` (bounded correction factors by replay). This module
-//! runs them in order and returns what each found, and owns the
-//! profile's label.
+//! `stage_b` (bounded correction factors by replay) and `bootstrap`
+//! (stage A refitted on resamples of the requests: the profile's
+//! uncertainty). This module runs them in order and returns what each
+//! found, and owns the profile's label. `probe` is the designed
+//! experiment of `arbor calibrate --probe` (which requests to send; the
+//! `arbor` crate sends them and fits their runs here).
 //!
 //! Uses the server model ([`crate::server`]) through its public API (the
 //! model never uses calibration), and of the run directory only
@@ -25,10 +28,12 @@
 //! clock (the label's time is the caller's, [`Options::fitted_at`], so
 //! the same runs and options give the same profile, byte for byte).
 
+mod bootstrap;
 mod fit_error;
 mod follows;
 mod limits;
 mod nnls;
+pub mod probe;
 mod replay;
 mod request;
 mod runs;
@@ -46,10 +51,11 @@ use crate::server::{Overheads, Profile, ProfileOrigin, SchedulingPolicy};
 use fit_error::Samples;
 use runs::Run;
 
+pub use bootstrap::{Spread, DEFAULT_RESAMPLES};
 pub use fit_error::{Compared, Metric};
 pub use limits::GivenLimits;
 pub use runs::MAX_REQUESTS;
-pub use stage_a::Fit;
+pub use stage_a::{Fit, Fitting, TRIM_SCALES};
 pub use stage_b::Factors;
 
 /// What a calibration fits from, and what its caller knows beforehand.
@@ -87,6 +93,9 @@ pub struct Calibration {
     /// The profile's fit error: per run, then over all runs when there
     /// are several.
     pub fit_error: Vec<FitError>,
+    /// Each coefficient with its 90 % interval over the bootstrap draws
+    /// (the profile's `uncertainty`); empty when none was drawn.
+    pub spreads: Vec<Spread>,
 }
 
 /// One run directory as the fit read it.
@@ -120,6 +129,10 @@ pub enum Note {
         left_out: u64,
         cut_s: f64,
     },
+    /// The coefficient's 90 % interval over the bootstrap draws reaches 0
+    /// while its value does not (or the reverse), or is wider than half
+    /// its value either side: these runs do not identify it.
+    NotIdentified(Spread),
 }
 
 /// What stage B found.
@@ -146,8 +159,20 @@ pub struct FitError {
     pub server_cached_tokens: u64,
 }
 
-/// Fits a profile to the runs `options` names.
+/// Fits a profile to the runs `options` names, with the uncertainty of
+/// [`DEFAULT_RESAMPLES`] bootstrap draws.
 pub fn fit(options: &Options) -> Result<Calibration, Error> {
+    fit_resampled(options, DEFAULT_RESAMPLES)
+}
+
+/// [`fit`] with `resamples` bootstrap draws (0: no uncertainty).
+pub fn fit_resampled(options: &Options, resamples: u32) -> Result<Calibration, Error> {
+    fit_with(options, resamples, Fitting::Ordinary)
+}
+
+/// [`fit_resampled`], stage A's rows made as `fitting` says (the probe's
+/// fit: [`Fitting::Probe`]).
+pub fn fit_with(options: &Options, resamples: u32, fitting: Fitting) -> Result<Calibration, Error> {
     let runs = options
         .run_dirs
         .iter()
@@ -160,12 +185,13 @@ pub fn fit(options: &Options) -> Result<Calibration, Error> {
         ));
     }
     let engine = limits::resolve(&options.limits, &runs, SchedulingPolicy::Vllm)?;
-    let fit = stage_a::fit(&runs, engine.max_num_batched_tokens).map_err(|_| {
-        Error::input(
-            "calibrate: no request with two output tokens or more, and none that ran alone: \
+    let (fit, rows) = stage_a::fit_with_rows(&runs, engine.max_num_batched_tokens, fitting)
+        .map_err(|_| {
+            Error::input(
+                "calibrate: no request with two output tokens or more, and none that ran alone: \
              nothing to fit the step time on",
-        )
-    })?;
+            )
+        })?;
     let fitted = Profile {
         label: label(&runs, options.fitted_at),
         origin: ProfileOrigin::Fitted,
@@ -186,10 +212,29 @@ pub fn fit(options: &Options) -> Result<Calibration, Error> {
             loss_after,
         }
     });
-    let profile = match &correction {
-        Some(c) => stage_b::apply(&fitted, &c.factors),
-        None => fitted,
+    let corrected = |p: &Profile| match &correction {
+        Some(c) => stage_b::apply(p, &c.factors),
+        None => p.clone(),
     };
+    let mut profile = corrected(&fitted);
+    let draws: Vec<_> = bootstrap::refits(&rows, resamples, bootstrap::SEED)
+        .iter()
+        .map(|f| {
+            let p = corrected(&fitted.with_draw(&bootstrap::draw(f)));
+            crate::server::profile::Draw {
+                step: p.step,
+                overhead: p.overhead,
+            }
+        })
+        .collect();
+    let spreads = if draws.is_empty() {
+        Vec::new()
+    } else {
+        bootstrap::spreads(&profile, &draws)
+    };
+    if !draws.is_empty() {
+        profile.uncertainty = Some(bootstrap::uncertainty(draws, rows.requests));
+    }
     let mut notes: Vec<Note> = runs
         .iter()
         .filter_map(|run| {
@@ -203,6 +248,13 @@ pub fn fit(options: &Options) -> Result<Calibration, Error> {
     if fit.prefill_rows == 0 {
         notes.push(Note::OverheadNotIdentified);
     }
+    notes.extend(
+        spreads
+            .iter()
+            .filter(|s| !s.identified())
+            .cloned()
+            .map(Note::NotIdentified),
+    );
     for run in &runs {
         if let Some(cut) = run.cut {
             notes.push(Note::Windowed {
@@ -227,6 +279,7 @@ pub fn fit(options: &Options) -> Result<Calibration, Error> {
         stage_a: fit,
         notes,
         correction,
+        spreads,
     })
 }
 
