@@ -65,8 +65,9 @@ curl -sf "$url/v1/chat/completions" -H 'content-type: application/json' \
 # What every request sends (as scripts/calibrate-llama.sh): the exact
 # tokenizer, the EOS token banned (outputs as planned), a cache-bust marker
 # per play and a salt of its own per run.
-server=(--endpoint "$url" --model smollm2-135m --api chat --cache-bust
-  --extra-body '{"logit_bias": {"2": -100}}' --timeout 120)
+request=(--endpoint "$url" --model smollm2-135m --api chat
+  --extra-body '{"logit_bias": {"2": -100}}')
+server=("${request[@]}" --cache-bust --timeout 120)
 tokenizer=(--tokenizer "$root/testdata/tokenizers/smollm2-135m/tokenizer.json")
 shape=("${tokenizer[@]}"
   --tool-time zero --think-time-pct 0 --other-time zero --spawn-time zero --join-time zero)
@@ -74,7 +75,7 @@ limits=(--max-num-seqs "$parallel" --max-num-batched-tokens 2048
   --block-size 16 --num-gpu-blocks $((n_ctx / 16)))
 
 # 1. The designed experiment.
-boosted "$arbor" calibrate --probe "${server[@]}" "${tokenizer[@]}" "${limits[@]}" \
+boosted "$arbor" calibrate --probe "${request[@]}" "${tokenizer[@]}" "${limits[@]}" \
   --probe-out "$out/probe-runs" -o "$out/probe.toml" | tee "$out/probe.txt"
 
 # 2. Ordinary runs of another workload: agents without subagents.
