@@ -27,6 +27,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=llama-server/boost.sh
 . "$here/llama-server/boost.sh"
+# shellcheck source=llama-server/serve.sh
+. "$here/llama-server/serve.sh"
 root=$(cd "$here/.." && pwd)
 out=${1:-$(mktemp -d)/accuracy-llama}
 arbor=${ARBOR:-$root/target/release/arbor}
@@ -43,21 +45,7 @@ held=${SECONDS_HELD:-120}
 url=http://127.0.0.1:$port
 mkdir -p "$out"
 
-pidfile=$(mktemp)
-PORT=$port PARALLEL=$parallel N_CTX=$n_ctx PIDFILE=$pidfile \
-  boosted -b bash "$here/llama-server/start-cpp.sh" >"$out/server.log" 2>&1 &
-cleanup() {
-  local pid
-  pid=$(cat "$pidfile" 2>/dev/null || true)
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-  rm -f "$pidfile"
-}
-trap cleanup EXIT
-for _ in $(seq 1 120); do
-  curl -sf "$url/health" >/dev/null 2>&1 && break
-  sleep 0.5
-done
-curl -sf "$url/health" >/dev/null
+serve_llama "$port" "$parallel" "$n_ctx" "$out/server.log"
 # A warm-up request, so the first measured one does not pay for loading.
 curl -sf "$url/v1/chat/completions" -H 'content-type: application/json' \
   -d '{"model":"smollm2-135m","messages":[{"role":"user","content":"hi"}],"max_tokens":4}' >/dev/null

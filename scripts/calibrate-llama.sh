@@ -25,6 +25,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=llama-server/boost.sh
 . "$here/llama-server/boost.sh"
+# shellcheck source=llama-server/serve.sh
+. "$here/llama-server/serve.sh"
 root=$(cd "$here/.." && pwd)
 mode=${1:-calibrate}
 out=${2:-$(mktemp -d)/calibrate-llama}
@@ -43,21 +45,7 @@ slo=${SLO:-ttft_p90<=2.5s}
 url=http://127.0.0.1:$port
 mkdir -p "$out"
 
-pidfile=$(mktemp)
-PORT=$port PARALLEL=$parallel N_CTX=$n_ctx PIDFILE=$pidfile \
-  boosted -b bash "$here/llama-server/start-cpp.sh" >"$out/server.log" 2>&1 &
-cleanup() {
-  local pid
-  pid=$(cat "$pidfile" 2>/dev/null || true)
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-  rm -f "$pidfile"
-}
-trap cleanup EXIT
-for _ in $(seq 1 120); do
-  curl -sf "$url/health" >/dev/null 2>&1 && break
-  sleep 0.5
-done
-curl -sf "$url/health" >/dev/null
+serve_llama "$port" "$parallel" "$n_ctx" "$out/server.log"
 
 # What every run sends: the exact tokenizer (planned prompt tokens match the
 # server's), the EOS token banned (outputs as planned), no gaps between
