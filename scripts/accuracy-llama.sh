@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Held-out accuracy against a real server (docs/capacity.md, "Accuracy"):
+# Held-out accuracy against a real server (docs/capacity.md, "Held-out accuracy against
+# llama-server"):
 # llama.cpp's C++ llama-server (scripts/llama-server/start-cpp.sh, installed
 # by setup-cpp.sh) with SmolLM2-135M, $PARALLEL slots (default 4), a
 # $N_CTX-token KV cache (default 8192), on this CPU.
@@ -21,7 +22,7 @@
 # more than 20 %, or fewer than 5 of every 6 figures lie in their
 # interval. The server and the client run boosted
 # (scripts/llama-server/boost.sh); the server listens on 127.0.0.1:$PORT
-# (default 18083) and is stopped on exit. About 15 minutes.
+# (default 18083) and is stopped on exit. About 20 minutes.
 # ARBOR names the binary (default target/release/arbor, built if missing).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
