@@ -17,7 +17,7 @@
 use crate::observed::{Observed, Reading, ReadingInterval};
 use crate::slo::{Bound, Slo};
 use arbor_engine::rng::{self, Purpose};
-use arbor_engine::stats::nearest_rank;
+use arbor_engine::stats::central_range;
 use arbor_engine::time::Nanos;
 use rand::Rng;
 
@@ -62,11 +62,7 @@ pub fn reading_interval(
         }
     }
     readings.sort_unstable();
-    let tail = (1.0 - settings.level) / 2.0;
-    let (lo, hi) = (
-        nearest_rank(&readings, tail),
-        nearest_rank(&readings, 1.0 - tail),
-    );
+    let (lo, hi) = central_range(&readings, settings.level);
     let fit_known = !draws.is_empty();
     Some(ReadingInterval {
         lo_ns: lo.min(point),

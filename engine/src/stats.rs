@@ -108,6 +108,14 @@ pub fn nearest_rank(sorted: &[u64], p: f64) -> u64 {
     sorted[nearest_rank_index(sorted.len(), p)]
 }
 
+/// The nearest-rank ends of the central `level` (e.g. 0.9: the 5th and
+/// the 95th percentiles) of sorted values; `(0, 0)` when there are none.
+/// The ends of a percentile interval over resampled readings.
+pub fn central_range(sorted: &[u64], level: f64) -> (u64, u64) {
+    let tail = (1.0 - level) / 2.0;
+    (nearest_rank(sorted, tail), nearest_rank(sorted, 1.0 - tail))
+}
+
 /// The index of the nearest-rank `p`-quantile among `n > 0` sorted values
 /// (the rule of [`nearest_rank`], for values that are not integers).
 pub fn nearest_rank_index(n: usize, p: f64) -> usize {

@@ -27,7 +27,7 @@
 //! draws is the facade's.
 
 use arbor_engine::rng::{self, Purpose};
-use arbor_engine::stats::{nearest_rank, nearest_rank_index};
+use arbor_engine::stats::{central_range, nearest_rank, nearest_rank_index};
 use arbor_engine::time::{nanos_to_secs, Nanos};
 use rand_distr::{Beta, Distribution as _};
 use schemars::JsonSchema;
@@ -161,7 +161,7 @@ impl PredictionIntervals {
         let makespan = (!draws.is_empty()).then(|| {
             let mut spans: Vec<Nanos> = draws.iter().map(|d| d.makespan).collect();
             spans.sort_unstable();
-            let (lo, hi) = ends(&spans, settings.level);
+            let (lo, hi) = central_range(&spans, settings.level);
             interval(
                 central.makespan,
                 (lo, hi),
@@ -241,7 +241,7 @@ fn rank_interval(
     let mut uniforms = Uniforms::new(settings, q, stream);
     let mut sample: Vec<Nanos> = resampled(values, uniforms.of(values.len()));
     sample.sort_unstable();
-    let sample_ends = ends(&sample, settings.level);
+    let sample_ends = central_range(&sample, settings.level);
     if draws.is_empty() {
         return interval(
             point,
@@ -265,10 +265,10 @@ fn rank_interval(
     pairs.sort_unstable();
     interval(
         point,
-        ends(&pairs, settings.level),
+        central_range(&pairs, settings.level),
         settings.level,
         "draws x resamples",
-        Some(ends(&fit, settings.level)),
+        Some(central_range(&fit, settings.level)),
         Some(sample_ends),
     )
 }
@@ -327,13 +327,6 @@ fn resampled(sorted: &[Nanos], positions: &[f64]) -> Vec<Nanos> {
         .iter()
         .map(|u| sorted[((u * n as f64) as usize).min(n - 1)])
         .collect()
-}
-
-/// The nearest-rank ends of a central `level` of sorted values (`0, 0`
-/// when there are none).
-fn ends(sorted: &[Nanos], level: f64) -> (Nanos, Nanos) {
-    let tail = (1.0 - level) / 2.0;
-    (nearest_rank(sorted, tail), nearest_rank(sorted, 1.0 - tail))
 }
 
 /// The interval around `point` (widened to hold it), in seconds.
